@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything lockstep needs to build and test, from Debian 12 packages.
+# Idempotent: packages already present are skipped, so a warm machine pays
+# only for one dpkg query. Nothing is vendored and nothing is downloaded from
+# outside Debian's archive.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
+  libtorch-dev            # LibTorch 1.13 (CPU)
+  nlohmann-json3-dev      # JSON
+  libeigen3-dev           # vectorised comparisons
+  libxxhash-dev           # XXH3-64/128
+  libgit2-dev             # git state in provenance
+  libcli11-dev            # command line
+  libfmt-dev libspdlog-dev
+  zlib1g-dev              # gzip CSV
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dpkg-dev                # dpkg-deb, used by ci/fetch-data.sh
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: done"

@@ -1,0 +1,118 @@
+// `lockstep bless SMOKE... --reason TEXT`: regenerate goldens.
+//
+// Refuses (exit 2) without a reason, on a dirty work tree (files under the
+// goldens folder excepted: they are bless's own output) unless
+// --allow-dirty, inside CI unless --in-ci, and when a run holds NaN/Inf.
+// Refuses (exit 4) unless `runs` fresh runs are bit-identical. Writes the
+// golden atomically and prints what changed against the golden it replaces.
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/child_runs.h"
+#include "cli/commands.h"
+#include "cli/golden_store.h"
+#include "cli/smoke_config.h"
+#include "compare/change_summary.h"
+#include "compare/compare.h"
+#include "core/error.h"
+#include "env/git_state.h"
+#include "record/golden.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool under(const std::string& file, const std::string& dir) {
+  auto rel = fs::path(file).lexically_relative(dir);
+  return !rel.empty() && rel.native().rfind("..", 0) != 0;
+}
+
+void refuse_dirty(const GitState& git, const std::string& goldens_root, bool allow_dirty) {
+  if (!git.in_repo || allow_dirty) return;
+  std::vector<std::string> dirty;
+  for (const auto& f : git.dirty_files)
+    if (!under((fs::path(git.workdir) / f).lexically_normal().string(), goldens_root)) dirty.push_back(f);
+  if (dirty.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < dirty.size() && i < 10; ++i) list += "\n  " + dirty[i];
+  if (dirty.size() > 10) list += "\n  ... and " + std::to_string(dirty.size() - 10) + " more";
+  throw BadUsage("refusing to bless from a dirty work tree (commit first, or pass --allow-dirty, "
+                 "which is recorded):" + list);
+}
+
+void refuse_nonfinite(const RunRecord& r, const std::string& smoke) {
+  for (const auto& [name, s] : r.series)
+    for (size_t i = 0; i < s.values.size(); ++i)
+      if (!std::isfinite(s.values[i]))
+        throw BadUsage("refusing to bless " + smoke + ": series " + name + " is non-finite (" +
+                       std::to_string(s.values[i]) + ") at step " + std::to_string(i));
+}
+
+void bless_one(const std::string& file, const BlessOptions& o) {
+  SmokeConfig cfg = load_smoke_config(file);
+  std::string root = goldens_root(file, o.goldens_dir);
+  GitState git = read_git_state(fs::absolute(file).parent_path().string());
+  refuse_dirty(git, fs::absolute(root).lexically_normal().string(), o.allow_dirty);
+
+  std::string dir = (fs::path(o.out_dir) / cfg.name).string();
+  std::vector<RunRecord> runs;
+  for (int i = 1; i <= o.runs; ++i)
+    runs.push_back(run_child({file, dir + "/bless-" + std::to_string(i) + ".json", {}}));
+  for (size_t i = 1; i < runs.size(); ++i) {
+    std::string diff = first_bit_difference(runs[i], runs[0]);
+    if (!diff.empty())
+      throw Error(ExitCode::kNondeterministic,
+                  "refusing to bless " + cfg.name + ": run " + std::to_string(i + 1) +
+                      " differs from run 1: " + diff);
+  }
+  refuse_nonfinite(runs[0], cfg.name);
+
+  Golden g;
+  g.record = runs[0];
+  g.provenance.reason = o.reason;
+  g.provenance.created_utc = utc_now();
+  g.provenance.git_commit = git.in_repo ? git.commit : "(absent: " + git.error + ")";
+  g.provenance.git_author = git.in_repo ? git.author : "(absent: " + git.error + ")";
+  g.provenance.tool_version = LOCKSTEP_VERSION;
+  g.provenance.allow_dirty = o.allow_dirty;
+  g.provenance.runs = o.runs;
+
+  std::string path = golden_path(root, cfg.name, g.record.platform);
+  std::string changes;
+  if (fs::exists(path)) {
+    try {
+      changes = describe_changes(read_golden_or_record(path).record, g.record);
+    } catch (const Error& e) {
+      changes = "  (the previous golden could not be read: " + std::string(e.what()) + ")\n";
+    }
+  }
+  std::string hash = write_golden(path, g);
+  std::cout << "blessed " << path << " (" << o.runs << " bit-identical runs, content " << hash << ")\n";
+  if (!changes.empty()) std::cout << "changes against the golden it replaces:\n" << changes;
+  else std::cout << "  new golden (none existed for platform " << g.record.platform << ")\n";
+}
+
+}  // namespace
+
+int bless_command(const BlessOptions& o) {
+  if (o.reason.find_first_not_of(" \t\n") == std::string::npos)
+    throw BadUsage("bless needs --reason TEXT: say why the goldens change (it is recorded)");
+  if (std::getenv("CI") && !o.in_ci)
+    throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "
+                   "files instead); pass --in-ci to bless here anyway");
+  for (const auto& file : expand_smoke_args(o.smokes)) bless_one(file, o);
+  return 0;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,118 @@
+// `lockstep check [SMOKE...]`: the CI stage. For each smoke:
+//   1. `repeat` fresh `lockstep run` processes, held to bit equality
+//      (a difference is exit 4: the stack is nondeterministic);
+//   2. the batches the trainer consumed must equal the data-only pass
+//      (a difference is exit 4 too);
+//   3. the first run is compared against the golden (exit 1 on regression).
+// Exit code over several smokes: the most severe, 3 > 2 > 4 > 1 > 0.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/child_runs.h"
+#include "cli/commands.h"
+#include "cli/golden_store.h"
+#include "cli/smoke_config.h"
+#include "compare/compare.h"
+#include "compare/text_report.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_io.h"
+#include "record/golden.h"
+
+namespace lockstep {
+
+namespace {
+
+int severity(ExitCode c) {
+  switch (c) {
+    case ExitCode::kPass: return 0;
+    case ExitCode::kRegression: return 1;
+    case ExitCode::kNondeterministic: return 2;
+    case ExitCode::kBadInput: return 3;
+    case ExitCode::kEnvironment: return 4;
+  }
+  return 4;
+}
+
+ExitCode worse(ExitCode a, ExitCode b) { return severity(a) >= severity(b) ? a : b; }
+
+std::vector<std::string> override_args(const RunOverrides& o) {
+  std::vector<std::string> args;
+  if (o.intra_op_threads > 0) args.insert(args.end(), {"--intra-op-threads", std::to_string(o.intra_op_threads)});
+  if (o.workers >= 0) args.insert(args.end(), {"--workers", std::to_string(o.workers)});
+  return args;
+}
+
+// The first batch where the trainer's input differs from the data-only
+// pass, or "" when they agree.
+std::string train_vs_probe_difference(const RunRecord& r) {
+  for (size_t i = 0; i < r.train_probes.size(); ++i) {
+    if (i >= r.probes.size()) return "";  // training ran past the probed epochs
+    const BatchProbe& t = r.train_probes[i];
+    const BatchProbe& p = r.probes[i];
+    if (t.sample_index_hash != p.sample_index_hash || t.inputs.xxh3_128 != p.inputs.xxh3_128 ||
+        t.labels.xxh3_128 != p.labels.xxh3_128)
+      return "batch " + std::to_string(i);
+  }
+  return "";
+}
+
+ExitCode check_one(const std::string& file, const CheckOptions& o) {
+  SmokeConfig cfg = load_smoke_config(file);
+  int repeat = o.repeat > 0 ? o.repeat : cfg.repeat;
+  std::string dir = (std::filesystem::path(o.out_dir) / cfg.name).string();
+
+  std::vector<RunRecord> runs;
+  for (int i = 1; i <= repeat; ++i)
+    runs.push_back(run_child({file, dir + "/run-" + std::to_string(i) + ".json", override_args(o.overrides)}));
+  const RunRecord& run = runs.front();
+
+  for (size_t i = 1; i < runs.size(); ++i) {
+    std::string diff = first_bit_difference(runs[i], run);
+    if (diff.empty()) continue;
+    std::cout << "lockstep: " << cfg.name << ": NONDETERMINISTIC (exit 4): run " << i + 1
+              << " differs from run 1 in the same job\n  first difference: " << diff
+              << "\n  records: " << dir << "/run-1.json, " << dir << "/run-" << i + 1 << ".json\n";
+    return ExitCode::kNondeterministic;
+  }
+  if (std::string d = train_vs_probe_difference(run); !d.empty()) {
+    std::cout << "lockstep: " << cfg.name << ": NONDETERMINISTIC (exit 4): the trainer consumed "
+              << "other data than the data-only pass, first at " << d << "\n";
+    return ExitCode::kNondeterministic;
+  }
+
+  std::string root = goldens_root(file, o.goldens_dir);
+  auto found = find_golden(root, cfg.name, run.platform);
+  if (!found)
+    throw BadUsage(golden_path(root, cfg.name, run.platform) + ": no golden for smoke '" + cfg.name +
+                   "' on platform " + run.platform + " (nor any of its family); create one with "
+                   "`lockstep bless " + file + " --reason \"...\"`");
+  Golden golden = read_golden(found->path);
+  Verdict v = compare_records(run, golden.record, cfg.tolerance, {dir + "/run-1.json", found->path});
+  if (!found->exact_platform)
+    v.notes.insert(v.notes.begin(), "no golden for platform " + run.platform + "; compared against " +
+                                        found->path + " of the same family");
+  if (repeat > 1) v.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
+  std::cout << render_text(v, isatty(STDOUT_FILENO));
+  write_file_atomically(dir + "/report.json", pretty_dump(to_json(v)));
+  return v.exit_code();
+}
+
+}  // namespace
+
+int check_command(const CheckOptions& o) {
+  ExitCode result = ExitCode::kPass;
+  for (const auto& file : expand_smoke_args(o.smokes)) {
+    try {
+      result = worse(result, check_one(file, o));
+    } catch (const Error& e) {
+      std::cerr << "lockstep: error: " << e.what() << "\n";
+      result = worse(result, e.code());
+    }
+  }
+  return to_int(result);
+}
+
+}  // namespace lockstep

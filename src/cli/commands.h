@@ -1,0 +1,69 @@
+// The lockstep subcommands (DESIGN.md, "Command line"). main.cpp parses
+// the command line with CLI11 into these option structs and calls one
+// function; each returns the process exit code or throws lockstep::Error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+/// Options shared by commands that run a smoke.
+struct RunOverrides {
+  int intra_op_threads = 0;  ///< 0: from the config
+  int workers = -1;          ///< -1: from the config
+};
+
+/// `lockstep run SMOKE`: data-only pass and training in this process,
+/// writes a run record. Needs LibTorch.
+struct RunOptions {
+  std::string smoke;
+  std::string out;     ///< default: lockstep-out/<smoke>.run.json
+  bool quiet = false;
+  RunOverrides overrides;
+};
+int run_command(const RunOptions& options);
+
+/// `lockstep probe SMOKE`: data-only pass, writes a record with probes only.
+int probe_command(const RunOptions& options);
+
+/// `lockstep compare RUN GOLDEN [--config SMOKE]`. No LibTorch needed.
+struct CompareOptions {
+  std::string run;
+  std::string golden;
+  std::string config;     ///< smoke config for tolerances; defaults otherwise
+  std::string json_out;   ///< also write the JSON report here
+};
+int compare_command(const CompareOptions& options);
+
+/// `lockstep check [SMOKE...]`: `repeat` fresh runs per smoke, bit-compared
+/// (exit 4 if they differ), then compared against the golden.
+struct CheckOptions {
+  std::vector<std::string> smokes = {"smoke"};
+  std::string goldens_dir;  ///< default: goldens/ beside the smoke folder
+  std::string out_dir = "lockstep-out";
+  int repeat = 0;           ///< 0: from the config (default 2)
+  RunOverrides overrides;
+};
+int check_command(const CheckOptions& options);
+
+/// `lockstep bless SMOKE... --reason TEXT`: regenerate goldens.
+struct BlessOptions {
+  std::vector<std::string> smokes;
+  std::string reason;
+  std::string goldens_dir;
+  std::string out_dir = "lockstep-out";
+  bool allow_dirty = false;
+  bool in_ci = false;  ///< allow writing goldens although CI is set
+  int runs = 2;
+};
+int bless_command(const BlessOptions& options);
+
+/// `lockstep env [--json] [--diff RECORD]`.
+struct EnvOptions {
+  bool json = false;
+  std::string diff_record;
+};
+int env_command(const EnvOptions& options);
+
+}  // namespace lockstep

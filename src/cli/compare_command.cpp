@@ -1,0 +1,28 @@
+// `lockstep compare RUN GOLDEN`: the comparator on two files, without
+// LibTorch.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/smoke_config.h"
+#include "compare/compare.h"
+#include "compare/text_report.h"
+#include "core/atomic_file.h"
+#include "core/json_io.h"
+#include "record/golden.h"
+
+namespace lockstep {
+
+int compare_command(const CompareOptions& o) {
+  TolerancePolicy policy;
+  if (!o.config.empty()) policy = load_smoke_config(o.config).tolerance;
+  RunRecord run = read_run_record(o.run);
+  Golden golden = read_golden_or_record(o.golden);
+  Verdict v = compare_records(run, golden.record, policy, {o.run, o.golden});
+  std::cout << render_text(v, isatty(STDOUT_FILENO));
+  if (!o.json_out.empty()) write_file_atomically(o.json_out, pretty_dump(to_json(v)));
+  return to_int(v.exit_code());
+}
+
+}  // namespace lockstep

@@ -1,0 +1,41 @@
+#include "cli/golden_store.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include "record/platform_key.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+std::string goldens_root(const std::string& config_file, const std::string& override_dir) {
+  if (!override_dir.empty()) return override_dir;
+  fs::path dir = fs::absolute(config_file).parent_path();
+  return (dir.parent_path() / "goldens").lexically_normal().string();
+}
+
+std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform) {
+  return (fs::path(root) / smoke / (platform + ".json")).string();
+}
+
+std::optional<GoldenLookup> find_golden(const std::string& root, const std::string& smoke,
+                                        const std::string& platform) {
+  std::string exact = golden_path(root, smoke, platform);
+  std::error_code ec;
+  if (fs::exists(exact, ec)) return GoldenLookup{exact, true};
+
+  std::string family = platform_family(platform);
+  std::vector<std::string> candidates;
+  for (const auto& e : fs::directory_iterator(fs::path(root) / smoke, ec)) {
+    std::string name = e.path().filename().string();
+    if (e.path().extension() != ".json") continue;
+    std::string key = name.substr(0, name.size() - 5);
+    if (platform_family(key) == family) candidates.push_back(e.path().string());
+  }
+  if (candidates.empty()) return std::nullopt;
+  std::sort(candidates.begin(), candidates.end());
+  return GoldenLookup{candidates.front(), false};
+}
+
+}  // namespace lockstep

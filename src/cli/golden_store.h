@@ -1,0 +1,35 @@
+// Where goldens live: <goldens>/<smoke>/<platform>.json (DESIGN.md).
+//
+// The goldens folder defaults to `goldens/` beside the folder that holds
+// the smoke config (smoke/digits-cnn.json -> goldens/), so commands work
+// from any working directory; --goldens overrides it.
+//
+//   std::string root = goldens_root(config.file, options.goldens_dir);
+//   auto found = find_golden(root, "digits-cnn", "cpu-x86_64-avx512");
+//   // exact platform file, else another golden of the same family
+//   // (cpu-x86_64-*), compared in the cross-stack lane
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace lockstep {
+
+/// The goldens folder for a smoke config, or `override_dir` when non-empty.
+std::string goldens_root(const std::string& config_file, const std::string& override_dir);
+
+/// goldens/<smoke>/<platform>.json
+std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform);
+
+/// A golden found for a run.
+struct GoldenLookup {
+  std::string path;
+  bool exact_platform = true;  ///< false: a same-family golden stands in
+};
+
+/// The golden for `platform`, else the first (by name) golden of the same
+/// platform family; nullopt when the smoke has none usable.
+std::optional<GoldenLookup> find_golden(const std::string& root, const std::string& smoke,
+                                        const std::string& platform);
+
+}  // namespace lockstep

@@ -1,0 +1,99 @@
+// The lockstep executable: parses the command line and runs one
+// subcommand. Every failure ends with the exit code of DESIGN.md:
+// 0 pass, 1 regression, 2 bad input, 3 environment, 4 nondeterministic.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+void add_overrides(CLI::App* cmd, lockstep::RunOverrides& o) {
+  cmd->add_option("--intra-op-threads", o.intra_op_threads,
+                  "Override the config's intra-op thread count (recorded; a golden made with "
+                  "another count fails the contract)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--workers", o.workers, "Override data.workers (batches must not change)")
+      ->check(CLI::Range(0, 64));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace lockstep;
+  CLI::App app{"lockstep: determinism regression checker for LibTorch training stacks"};
+  app.set_version_flag("--version", std::string("lockstep ") + LOCKSTEP_VERSION);
+  app.require_subcommand(1);
+
+  RunOptions run_opts;
+  auto* run = app.add_subcommand("run", "Smoke training (and data-only pass) only; writes a run record");
+  run->add_option("SMOKE", run_opts.smoke, "Smoke config file")->required();
+  run->add_option("--out", run_opts.out, "Record path (default lockstep-out/<smoke>.run.json)");
+  run->add_flag("--quiet", run_opts.quiet, "Print nothing on success");
+  add_overrides(run, run_opts.overrides);
+
+  RunOptions probe_opts;
+  auto* probe = app.add_subcommand("probe", "Data-only pass; writes batch probes");
+  probe->add_option("SMOKE", probe_opts.smoke, "Smoke config file")->required();
+  probe->add_option("--out", probe_opts.out, "Record path (default lockstep-out/<smoke>.probe.json)");
+  probe->add_flag("--quiet", probe_opts.quiet, "Print nothing on success");
+  add_overrides(probe, probe_opts.overrides);
+
+  CompareOptions cmp_opts;
+  auto* cmp = app.add_subcommand("compare", "Compare a run record against a golden (no LibTorch needed)");
+  cmp->add_option("RUN", cmp_opts.run, "Run record")->required();
+  cmp->add_option("GOLDEN", cmp_opts.golden, "Golden or run record used as the reference")->required();
+  cmp->add_option("--config", cmp_opts.config, "Smoke config whose tolerances apply");
+  cmp->add_option("--json", cmp_opts.json_out, "Also write the JSON report to this file");
+
+  CheckOptions check_opts;
+  auto* check = app.add_subcommand("check", "Probe + train + compare against goldens (the CI stage)");
+  check->add_option("SMOKE", check_opts.smokes, "Smoke configs or folders (default: smoke)");
+  check->add_option("--goldens", check_opts.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
+  check->add_option("--out", check_opts.out_dir, "Folder for run records and reports")->capture_default_str();
+  check->add_option("--repeat", check_opts.repeat, "Fresh runs compared bit for bit (default: config, 2)")
+      ->check(CLI::Range(1, 100));
+  add_overrides(check, check_opts.overrides);
+
+  BlessOptions bless_opts;
+  auto* bless = app.add_subcommand("bless", "Regenerate goldens, with provenance");
+  bless->add_option("SMOKE", bless_opts.smokes, "Smoke configs or folders")->required();
+  bless->add_option("--reason", bless_opts.reason, "Why the goldens change (recorded)")->required();
+  bless->add_option("--goldens", bless_opts.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
+  bless->add_option("--out", bless_opts.out_dir, "Folder for the run records")->capture_default_str();
+  bless->add_option("--runs", bless_opts.runs, "Bit-identical runs required")->check(CLI::Range(2, 100))->capture_default_str();
+  bless->add_flag("--allow-dirty", bless_opts.allow_dirty, "Bless from a dirty work tree (recorded)");
+  bless->add_flag("--in-ci", bless_opts.in_ci, "Write goldens even though CI is set");
+
+  EnvOptions env_opts;
+  auto* env = app.add_subcommand("env", "Print the environment fingerprint, or diff it against a record");
+  env->add_flag("--json", env_opts.json, "Print JSON");
+  env->add_option("--diff", env_opts.diff_record, "Run record or golden to diff against");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    // --help / --version exit 0; every usage error is exit 2 (DESIGN.md).
+    return rc == 0 ? 0 : to_int(ExitCode::kBadInput);
+  }
+
+  try {
+    if (*run) return run_command(run_opts);
+    if (*probe) return probe_command(probe_opts);
+    if (*cmp) return compare_command(cmp_opts);
+    if (*check) return check_command(check_opts);
+    if (*bless) return bless_command(bless_opts);
+    if (*env) return env_command(env_opts);
+  } catch (const Error& e) {
+    std::cerr << "lockstep: error: " << e.what() << "\n";
+    return to_int(e.code());
+  } catch (const std::exception& e) {
+    // Anything unexpected is the tool's or the runner's fault, not a regression.
+    std::cerr << "lockstep: internal error: " << e.what() << "\n";
+    return to_int(ExitCode::kEnvironment);
+  }
+  return to_int(ExitCode::kBadInput);
+}

@@ -1,0 +1,119 @@
+#include "cli/smoke_config.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/json_io.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+std::string data_dir() {
+  if (const char* d = std::getenv("LOCKSTEP_DATA_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/lockstep/data";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/lockstep/data";
+}
+
+namespace {
+
+void read_data(const JsonView& d, DataConfig& c) {
+  d.allow_keys({"source", "path", "skip_rows", "label_column", "scale", "sample_shape", "batch_size",
+                "workers", "shuffle", "drop_last", "augment", "probe_epochs"});
+  c.source = d.at("source").as_enum({"csv"});
+  c.path = d.at("path").as_string();
+  fs::path p(c.path);
+  c.resolved_path = p.is_absolute() ? c.path : (fs::path(data_dir()) / p).string();
+  if (d.has("skip_rows")) c.skip_rows = static_cast<int>(d.at("skip_rows").as_int(0, 1000000));
+  if (d.has("label_column")) c.label_column = static_cast<int>(d.at("label_column").as_int(-100000, 100000));
+  if (d.has("scale")) c.scale = d.at("scale").as_finite(-1e30, 1e30);
+  JsonView shape = d.at("sample_shape");
+  if (shape.size() == 0 || shape.size() > 4) shape.fail("1 to 4 dimensions");
+  for (size_t i = 0; i < shape.size(); ++i) c.sample_shape.push_back(shape.at(i).as_int(1, 1 << 20));
+  c.batch_size = d.at("batch_size").as_int(1, 1 << 20);
+  if (d.has("workers")) c.workers = static_cast<int>(d.at("workers").as_int(0, 64));
+  if (d.has("shuffle")) c.shuffle = d.at("shuffle").as_bool();
+  if (d.has("drop_last")) c.drop_last = d.at("drop_last").as_bool();
+  if (d.has("probe_epochs")) c.probe_epochs = d.at("probe_epochs").as_int(1, 1000);
+  if (d.has("augment")) {
+    JsonView a = d.at("augment");
+    a.allow_keys({"shift", "noise_std"});
+    if (a.has("shift")) c.augment_shift = static_cast<int>(a.at("shift").as_int(0, 64));
+    if (a.has("noise_std")) c.augment_noise_std = a.at("noise_std").as_finite(0, 1e6);
+    if ((c.augment_shift > 0 || c.augment_noise_std > 0) && c.sample_shape.size() != 3)
+      a.fail("augmentation only for image samples: data.sample_shape must be [C, H, W]");
+  }
+}
+
+}  // namespace
+
+SmokeConfig load_smoke_config(const std::string& path) {
+  nlohmann::json doc = parse_json_file(path);
+  JsonView v(doc, path);
+  v.expect_object();
+  v.allow_keys({"schema", "name", "device", "seed", "steps", "determinism", "repeat", "data", "model",
+                "optimizer", "tolerance"});
+  if (v.has("schema") && v.at("schema").as_int() != 1) v.at("schema").fail("1 (the only config schema)");
+
+  SmokeConfig c;
+  c.file = path;
+  c.name = v.at("name").as_string();
+  if (c.name.empty() || c.name.find_first_of("/\\ ") != std::string::npos)
+    v.at("name").fail("a non-empty name without '/', '\\' or spaces (it names the golden folder)");
+  if (v.has("device")) c.device = v.at("device").as_enum({"cpu", "cuda"});
+  c.seed = v.at("seed").as_uint();
+  c.steps = v.at("steps").as_int(1, 1000000);
+  if (v.has("repeat")) c.repeat = static_cast<int>(v.at("repeat").as_int(1, 100));
+
+  if (v.has("determinism")) {
+    JsonView d = v.at("determinism");
+    d.allow_keys({"mode", "intra_op_threads", "inter_op_threads"});
+    if (d.has("mode")) c.mode = d.at("mode").as_enum({"strict", "default"});
+    if (d.has("intra_op_threads")) c.intra_op_threads = static_cast<int>(d.at("intra_op_threads").as_int(1, 1024));
+    if (d.has("inter_op_threads")) c.inter_op_threads = static_cast<int>(d.at("inter_op_threads").as_int(1, 1024));
+  }
+
+  read_data(v.at("data"), c.data);
+
+  JsonView m = v.at("model");
+  m.allow_keys({"name", "channels", "classes"});
+  c.model = m.at("name").as_enum({"cnn"});
+  if (m.has("channels")) c.model_channels = m.at("channels").as_int(1, 4096);
+  c.classes = m.at("classes").as_int(2, 100000);
+
+  JsonView o = v.at("optimizer");
+  o.allow_keys({"name", "lr", "momentum"});
+  c.optimizer = o.at("name").as_enum({"sgd"});
+  c.lr = o.at("lr").as_finite(0, 1e3);
+  if (o.has("momentum")) c.momentum = o.at("momentum").as_finite(0, 1);
+
+  if (v.has("tolerance")) c.tolerance = tolerance_policy_from_json(v.at("tolerance"));
+  c.config_hash = hex64(xxh3_64(canonical_dump(doc)));
+  return c;
+}
+
+std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const auto& a : args) {
+    std::error_code ec;
+    if (fs::is_directory(a, ec)) {
+      std::vector<std::string> found;
+      for (const auto& e : fs::directory_iterator(a, ec))
+        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+      if (found.empty()) throw BadUsage(a + ": no smoke configs (*.json) in this folder");
+      // Byte-wise order, independent of locale and directory order.
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else if (fs::exists(a, ec)) {
+      out.push_back(a);
+    } else {
+      throw BadUsage(a + ": no such smoke config or folder");
+    }
+  }
+  return out;
+}
+
+}  // namespace lockstep

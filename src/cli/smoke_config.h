@@ -1,0 +1,72 @@
+// Smoke configs: one JSON file per smoke, in smoke/ (docs/smoke-config.md).
+//
+//   SmokeConfig c = load_smoke_config("smoke/digits-cnn.json");  // exit 2 on any bad field
+//   std::vector<std::string> files = expand_smoke_args({"smoke/"});  // sorted *.json
+//
+// Unknown keys are rejected with a did-you-mean hint; every numeric field
+// is range-checked. The config hash (XXH3-64 of the canonical JSON) goes
+// into every record so a golden made from another version of the config is
+// recognised.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compare/tolerance_policy.h"
+
+namespace lockstep {
+
+/// "data" section.
+struct DataConfig {
+  std::string source = "csv";     ///< "csv"
+  std::string path;               ///< as written in the config
+  std::string resolved_path;      ///< absolute, after data-dir resolution
+  int skip_rows = 0;
+  int label_column = -1;
+  double scale = 1.0;
+  std::vector<int64_t> sample_shape;  ///< e.g. [1, 8, 8]
+  int64_t batch_size = 32;
+  int workers = 0;
+  bool shuffle = true;
+  bool drop_last = true;
+  int augment_shift = 0;          ///< data.augment.shift, pixels
+  double augment_noise_std = 0;   ///< data.augment.noise_std
+  int64_t probe_epochs = 1;       ///< epochs the data-only pass covers
+};
+
+/// A parsed, validated smoke config.
+struct SmokeConfig {
+  std::string file;         ///< path it was read from
+  std::string name;
+  std::string device = "cpu";
+  uint64_t seed = 0;
+  int64_t steps = 10;
+  std::string mode = "strict";
+  int intra_op_threads = 1;
+  int inter_op_threads = 1;
+  int repeat = 2;           ///< runs `check` makes and compares bit for bit
+  DataConfig data;
+  std::string model = "cnn";
+  int64_t model_channels = 8;
+  int64_t classes = 10;
+  std::string optimizer = "sgd";
+  double lr = 0.05;
+  double momentum = 0.9;
+  TolerancePolicy tolerance;
+  std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
+};
+
+/// Reads and validates a smoke config. Throws exit-2 Error naming the file
+/// and field.
+SmokeConfig load_smoke_config(const std::string& path);
+
+/// Expands SMOKE arguments: files as given, folders to their *.json files
+/// sorted by name. Throws exit-2 Error for a missing path or an empty folder.
+std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args);
+
+/// The folder data paths are resolved in: $LOCKSTEP_DATA_DIR, else
+/// ${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data (ci/fetch-data.sh uses the same rule).
+std::string data_dir();
+
+}  // namespace lockstep

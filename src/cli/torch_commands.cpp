@@ -1,0 +1,205 @@
+// The subcommands that run LibTorch in this process: run, probe, env.
+// (check and bless start `lockstep run` children; see child_runs.h.)
+#include <torch/torch.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/smoke_config.h"
+#include "core/error.h"
+#include "core/float_bits.h"
+#include "core/json_io.h"
+#include "data/loader.h"
+#include "data/probe.h"
+#include "determinism/contract.h"
+#include "determinism/seed_streams.h"
+#include "env/fingerprint_capture.h"
+#include "record/golden.h"
+#include "record/platform_key.h"
+#include "train/trainer.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The base seed: the config's, or LOCKSTEP_SEED (recorded as an override).
+std::pair<uint64_t, bool> base_seed(const SmokeConfig& cfg) {
+  const char* env = std::getenv("LOCKSTEP_SEED");
+  if (!env || !*env) return {cfg.seed, false};
+  uint64_t v = 0;
+  std::string s = env;
+  auto res = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (res.ec != std::errc() || res.ptr != s.data() + s.size())
+    throw BadUsage("LOCKSTEP_SEED=" + s + ": expected an unsigned 64-bit integer");
+  return {v, true};
+}
+
+LoaderSpec loader_spec(const SmokeConfig& cfg, const RunOverrides& o) {
+  LoaderSpec spec;
+  spec.sample_shape = cfg.data.sample_shape;
+  spec.batch_size = cfg.data.batch_size;
+  spec.workers = o.workers >= 0 ? o.workers : cfg.data.workers;
+  spec.shuffle = cfg.data.shuffle;
+  spec.drop_last = cfg.data.drop_last;
+  spec.augment.max_shift = cfg.data.augment_shift;
+  spec.augment.noise_std = cfg.data.augment_noise_std;
+  return spec;
+}
+
+std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg) {
+  std::error_code ec;
+  if (!fs::exists(cfg.data.resolved_path, ec))
+    throw BadInput(cfg.file, "data.path",
+                   "an existing data file; " + cfg.data.resolved_path +
+                       " does not exist (run ci/fetch-data.sh, or set LOCKSTEP_DATA_DIR)");
+  auto table = std::make_shared<CsvTable>(read_csv(
+      {cfg.data.resolved_path, cfg.data.skip_rows, cfg.data.label_column, cfg.data.scale}));
+  int64_t per_sample = 1;
+  for (int64_t d : cfg.data.sample_shape) per_sample *= d;
+  if (per_sample != table->features)
+    throw BadInput(cfg.file, "data.sample_shape",
+                   "a shape of " + std::to_string(table->features) + " elements (the CSV has " +
+                       std::to_string(table->features) + " features), got " + std::to_string(per_sample));
+  if (table->num_classes > cfg.classes)
+    throw BadInput(cfg.file, "model.classes",
+                   "at least " + std::to_string(table->num_classes) + " (the largest label in " +
+                       cfg.data.path + " is " + std::to_string(table->num_classes - 1) + ")");
+  return table;
+}
+
+// Shared by run and probe: contract, data pass, optional training, record.
+int run_smoke(const RunOptions& o, bool train) {
+  SmokeConfig cfg = load_smoke_config(o.smoke);
+  auto [seed, overridden] = base_seed(cfg);
+  if (cfg.device == "cuda" && !torch::cuda::is_available())
+    throw EnvironmentError(cfg.file + ": device is \"cuda\" but no usable CUDA device is visible "
+                           "(CPU-only LibTorch, no driver, or CUDA_VISIBLE_DEVICES hides it); "
+                           "lockstep never falls back to the CPU");
+
+  DeterminismSettings settings{cfg.mode,
+                               o.overrides.intra_op_threads > 0 ? o.overrides.intra_op_threads
+                                                                : cfg.intra_op_threads,
+                               cfg.inter_op_threads};
+  auto contract = apply_determinism_contract(settings);
+  // Safety net: anything that still draws from the global generator gets a
+  // seeded one. lockstep's own code never does.
+  torch::manual_seed(derive_seed(seed, "global"));
+
+  auto table = load_table(cfg);
+  LoaderSpec spec = loader_spec(cfg, o.overrides);
+
+  RunRecord rec;
+  SmokeLoader probe_loader(table, spec, seed);
+  for (int64_t e = 0; e < cfg.data.probe_epochs; ++e)
+    probe_loader.run_epoch(static_cast<uint64_t>(e), [&](int64_t, SmokeBatch& b) {
+      rec.probes.push_back(probe_batch(static_cast<int64_t>(rec.probes.size()), b.inputs, b.labels, b.indices));
+      return true;
+    });
+
+  if (train) {
+    SmokeLoader train_loader(table, spec, seed);
+    TrainSpec ts;
+    ts.steps = cfg.steps;
+    ts.device = cfg.device;
+    ts.model = ModelSpec{cfg.model, cfg.model_channels};
+    ts.optimizer = OptimizerSpec{cfg.optimizer, cfg.lr, cfg.momentum};
+    ts.sample_shape = cfg.data.sample_shape;
+    ts.classes = cfg.classes;
+    TrainResult tr = train_smoke(ts, train_loader, seed);
+    rec.series = std::move(tr.series);
+    rec.hashes = std::move(tr.hashes);
+    rec.train_probes = std::move(tr.train_probes);
+  }
+
+  rec.smoke = cfg.name;
+  rec.config_hash = cfg.config_hash;
+  rec.seed = seed;
+  rec.seed_overridden = overridden;
+  rec.device = cfg.device;
+  rec.steps = train ? cfg.steps : 0;
+  rec.contract = contract;
+  rec.fingerprint = capture_fingerprint({cfg.device, contract, fs::absolute(cfg.file).parent_path().string()});
+  rec.fingerprint["data.file_xxh3"] = {table->file_xxh3, true};
+  rec.platform = platform_key(rec.fingerprint);
+
+  std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
+  write_run_record(out, rec);
+  if (!o.quiet) {
+    std::cout << (train ? "run " : "probe ") << cfg.name << ": " << rec.probes.size() << " batches probed";
+    if (train)
+      std::cout << ", " << cfg.steps << " steps, loss " << format_double(rec.series["loss"].values.front())
+                << " -> " << format_double(rec.series["loss"].values.back());
+    std::cout << "\n  platform " << rec.platform << ", record " << out << "\n";
+  }
+  return 0;
+}
+
+void print_fingerprint(const Fingerprint& fp) {
+  size_t width = 0;
+  for (const auto& [k, _] : fp) width = std::max(width, k.size());
+  for (int relevant = 1; relevant >= 0; --relevant) {
+    std::cout << (relevant ? "determinism-relevant:\n" : "informational:\n");
+    for (const auto& [k, f] : fp)
+      if (f.relevant == static_cast<bool>(relevant))
+        std::cout << "  " << k << std::string(width + 2 - k.size(), ' ') << f.value << "\n";
+  }
+}
+
+}  // namespace
+
+int run_command(const RunOptions& o) { return run_smoke(o, /*train=*/true); }
+
+int probe_command(const RunOptions& o) { return run_smoke(o, /*train=*/false); }
+
+int env_command(const EnvOptions& o) {
+  std::map<std::string, std::string> contract;
+  Golden other;
+  if (!o.diff_record.empty()) {
+    other = read_golden_or_record(o.diff_record);
+    // Apply the record's contract so the two fingerprints are comparable.
+    auto get = [&](const char* k, const std::string& d) {
+      auto it = other.record.contract.find(k);
+      return it == other.record.contract.end() ? d : it->second;
+    };
+    std::string mode = get("mode", "strict");
+    if (mode != "strict" && mode != "default") mode = "default";
+    contract = apply_determinism_contract(
+        {mode, std::atoi(get("intra_op_threads", "1").c_str()), std::atoi(get("inter_op_threads", "1").c_str())});
+  } else {
+    contract = read_determinism_state();
+  }
+  std::string device = o.diff_record.empty() ? "cpu" : other.record.device;
+  Fingerprint fp = capture_fingerprint({device, contract, fs::current_path().string()});
+  std::string platform = platform_key(fp);
+
+  if (o.diff_record.empty()) {
+    if (o.json) {
+      std::cout << pretty_dump({{"platform", platform}, {"fingerprint", to_json(fp)}});
+    } else {
+      std::cout << "platform: " << platform << "\n";
+      print_fingerprint(fp);
+    }
+    return 0;
+  }
+  // data.file_xxh3 belongs to a smoke run, not to the machine.
+  other.record.fingerprint.erase("data.file_xxh3");
+  auto diffs = diff_fingerprints(other.record.fingerprint, fp);
+  if (o.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& d : diffs)
+      arr.push_back({{"field", d.name}, {"record", d.golden}, {"here", d.run}, {"relevant", d.relevant}});
+    std::cout << pretty_dump({{"platform", platform}, {"record_platform", other.record.platform}, {"differences", arr}});
+    return 0;
+  }
+  std::cout << "platform here: " << platform << ", in " << o.diff_record << ": " << other.record.platform << "\n";
+  if (diffs.empty()) std::cout << "no differences\n";
+  for (const auto& d : diffs)
+    std::cout << (d.relevant ? "* " : "  ") << d.name << "\n      record: " << d.golden << "\n      here:   " << d.run << "\n";
+  return 0;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,20 @@
+// Stand-ins for the LibTorch subcommands in a build configured with
+// -DLOCKSTEP_WITH_TORCH=OFF: they exit 3 and say why, so a compare-only
+// binary is honest about what it cannot do.
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace lockstep {
+
+namespace {
+[[noreturn]] void absent(const char* what) {
+  throw EnvironmentError(std::string("`lockstep ") + what +
+                         "` needs LibTorch, and this lockstep was built with LOCKSTEP_WITH_TORCH=OFF");
+}
+}  // namespace
+
+int run_command(const RunOptions&) { absent("run"); }
+int probe_command(const RunOptions&) { absent("probe"); }
+int env_command(const EnvOptions&) { absent("env"); }
+
+}  // namespace lockstep

@@ -1,0 +1,351 @@
+#include "compare/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "core/error.h"
+#include "core/float_bits.h"
+
+namespace lockstep {
+
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string fmt(double v) { return format_double(v); }
+
+template <typename Map>
+std::set<std::string> key_union(const Map& a, const Map& b) {
+  std::set<std::string> out;
+  for (const auto& [k, _] : a) out.insert(k);
+  for (const auto& [k, _] : b) out.insert(k);
+  return out;
+}
+
+// ---- 1. comparability ---------------------------------------------------------
+
+void require_comparable(const RunRecord& run, const RunRecord& golden,
+                        const TolerancePolicy& policy, const CompareLabels& labels) {
+  if (run.seed != golden.seed)
+    throw BadUsage(labels.run + ": seed " + std::to_string(run.seed) +
+                   (run.seed_overridden ? " (overridden by LOCKSTEP_SEED)" : "") +
+                   " differs from the golden's seed " + std::to_string(golden.seed) + " in " +
+                   labels.golden + ": runs of different seeds are never compared");
+  if (golden.series.empty() && golden.probes.empty() && golden.train_probes.empty() &&
+      golden.hashes.empty())
+    throw BadInput(labels.golden, "", "a golden with at least one series, probe or hash (it is empty)");
+  if (!policy.allow_nonfinite_golden) {
+    for (const auto& [name, s] : golden.series)
+      for (size_t i = 0; i < s.values.size(); ++i)
+        if (!std::isfinite(s.values[i]))
+          throw BadInput(labels.golden, "series." + name + ".values[" + std::to_string(i) + "]",
+                         "a finite value, got " + fmt(s.values[i]) +
+                             " (set tolerance.allow_nonfinite_golden to allow it)");
+  }
+}
+
+// ---- 2. lane -------------------------------------------------------------------
+
+void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
+  v.env_diffs = diff_fingerprints(golden.fingerprint, run.fingerprint);
+  std::vector<std::string> contract_diffs;
+  for (const auto& key : key_union(golden.contract, run.contract)) {
+    auto g = golden.contract.find(key);
+    auto r = run.contract.find(key);
+    std::string gv = g == golden.contract.end() ? "(missing)" : g->second;
+    std::string rv = r == run.contract.end() ? "(missing)" : r->second;
+    if (gv == rv) continue;
+    contract_diffs.push_back(key);
+    v.findings.push_back({Section::kContract, "contract." + key, -1,
+                          "golden " + gv + ", run " + rv +
+                              ": a run is never accepted against a golden made under another "
+                              "determinism contract"});
+  }
+  size_t relevant = 0;
+  for (const auto& d : v.env_diffs) relevant += d.relevant ? 1 : 0;
+
+  if (!contract_diffs.empty()) {
+    v.lane = Lane::kContractMismatch;
+    v.lane_reason = std::to_string(contract_diffs.size()) +
+                    " determinism contract setting(s) differ; values are compared exactly to "
+                    "locate the first divergence";
+  } else if (relevant == 0) {
+    v.lane = Lane::kSameStack;
+    v.lane_reason = "every determinism-relevant fingerprint field matches the golden";
+  } else {
+    v.lane = Lane::kCrossStack;
+    v.lane_reason = std::to_string(relevant) +
+                    " determinism-relevant fingerprint field(s) differ: configured tolerances apply";
+  }
+}
+
+// ---- shared value loop -----------------------------------------------------------
+
+// Compares `actual` against `golden` element-wise and appends a SeriesResult
+// and, when any value fails, one Finding.
+void compare_values(Section section, const std::string& name, const std::vector<double>& actual,
+                    const std::vector<double>& golden, const std::vector<double>& golden_std,
+                    const Tolerance& tol, bool float32, const char* index_word, Verdict& v) {
+  SeriesResult r;
+  r.section = section;
+  r.name = name;
+  r.rule = tol.describe();
+  r.max_rel = kNaN;
+  ValueCheck first;
+  for (size_t i = 0; i < golden.size(); ++i) {
+    double sd = i < golden_std.size() ? golden_std[i] : 0;
+    ValueCheck c = check_value(actual[i], golden[i], tol, float32, sd);
+    ++r.checked;
+    if (std::isfinite(c.abs_err) && (r.max_abs_at < 0 || c.abs_err > r.max_abs)) {
+      r.max_abs = c.abs_err;
+      r.max_abs_at = static_cast<int64_t>(i);
+    }
+    if (!std::isnan(c.rel_err) && (r.max_rel_at < 0 || c.rel_err > r.max_rel)) {
+      r.max_rel = c.rel_err;
+      r.max_rel_at = static_cast<int64_t>(i);
+    }
+    if (c.pass) continue;
+    if (r.failed++ == 0) {
+      r.first_fail = static_cast<int64_t>(i);
+      first = c;
+    }
+  }
+  v.values_checked += r.checked;
+  if (r.failed > 0) {
+    size_t i = static_cast<size_t>(r.first_fail);
+    std::string detail = std::string(index_word) + " " + std::to_string(i) + ": golden " +
+                         fmt(golden[i]) + ", run " + fmt(actual[i]);
+    if (first.non_finite) {
+      detail += ": non-finite value in the run";
+    } else {
+      detail += ", |err| " + format_error(first.abs_err) + ", rel " + format_error(first.rel_err);
+      if (float32 || tol.rule == Tolerance::Rule::kUlp) detail += ", " + std::to_string(first.ulps) + " ulp";
+      detail += "; rule " + tol.describe();
+      if (tol.rule == Tolerance::Rule::kClose || tol.rule == Tolerance::Rule::kSigma)
+        detail += " (allowed " + format_error(first.allowed) + ")";
+    }
+    detail += "; " + std::to_string(r.failed) + " of " + std::to_string(r.checked) + " fail";
+    v.findings.push_back({section, name, r.first_fail, detail});
+  }
+  v.results.push_back(r);
+}
+
+// ---- 3. data probes -------------------------------------------------------------
+
+void compare_probe_lists(const std::string& list_name, const std::vector<BatchProbe>& run,
+                         const std::vector<BatchProbe>& golden, const TolerancePolicy& policy,
+                         bool exact, Verdict& v) {
+  if (run.size() != golden.size()) {
+    v.findings.push_back({Section::kData, list_name, -1,
+                          "batch count " + std::to_string(golden.size()) + " vs " +
+                              std::to_string(run.size()) + " (golden vs run)"});
+    return;
+  }
+  if (golden.empty()) return;
+
+  // Structural and hash checks per batch; statistics per field across batches.
+  int64_t first_hash_diff = -1;
+  for (size_t b = 0; b < golden.size(); ++b) {
+    const BatchProbe& g = golden[b];
+    const BatchProbe& r = run[b];
+    std::string where = list_name + "[" + std::to_string(b) + "]";
+    if (g.sample_index_hash != r.sample_index_hash)
+      v.findings.push_back({Section::kData, where + ".sample_index_hash", static_cast<int64_t>(b),
+                            "batch " + std::to_string(b) +
+                                " holds other samples than the golden's (sampler order changed)"});
+    for (const char* part : {"inputs", "labels"}) {
+      const TensorStats& gs = std::string(part) == "inputs" ? g.inputs : g.labels;
+      const TensorStats& rs = std::string(part) == "inputs" ? r.inputs : r.labels;
+      if (gs.shape != rs.shape || gs.dtype != rs.dtype)
+        v.findings.push_back({Section::kData, where + "." + part, static_cast<int64_t>(b),
+                              "shape or dtype changed: golden " + nlohmann::json(gs.shape).dump() + " " +
+                                  gs.dtype + ", run " + nlohmann::json(rs.shape).dump() + " " + rs.dtype});
+      if (gs.nan_count != rs.nan_count || gs.inf_count != rs.inf_count)
+        v.findings.push_back({Section::kData, where + "." + part + ".non_finite", static_cast<int64_t>(b),
+                              "NaN/Inf counts golden " + std::to_string(gs.nan_count) + "/" +
+                                  std::to_string(gs.inf_count) + ", run " + std::to_string(rs.nan_count) +
+                                  "/" + std::to_string(rs.inf_count)});
+      if (gs.xxh3_128 != rs.xxh3_128 && first_hash_diff < 0) first_hash_diff = static_cast<int64_t>(b);
+    }
+  }
+
+  size_t findings_before = v.findings.size();
+  for (const char* part : {"inputs", "labels"}) {
+    for (const auto& stat : tensor_stat_names()) {
+      std::string field = std::string(part) + "." + stat;
+      std::vector<double> a, g;
+      for (size_t b = 0; b < golden.size(); ++b) {
+        bool in = std::string(part) == "inputs";
+        a.push_back(tensor_stat(in ? run[b].inputs : run[b].labels, stat));
+        g.push_back(tensor_stat(in ? golden[b].inputs : golden[b].labels, stat));
+      }
+      Tolerance tol = exact ? Tolerance::exact() : policy.for_probe(field);
+      compare_values(Section::kData, list_name + "." + field, a, g, {}, tol, false, "batch", v);
+    }
+  }
+  bool stats_failed = v.findings.size() > findings_before;
+
+  if (first_hash_diff >= 0) {
+    // "bit-level only": the bytes changed but no statistic moved by more
+    // than 1e-7 relative (e.g. x/255 vs x*(1/255)).
+    bool tiny = true;
+    const BatchProbe& g = golden[static_cast<size_t>(first_hash_diff)];
+    const BatchProbe& r = run[static_cast<size_t>(first_hash_diff)];
+    for (const auto& stat : tensor_stat_names()) {
+      for (int part = 0; part < 2; ++part) {
+        double gv = tensor_stat(part ? g.labels : g.inputs, stat);
+        double rv = tensor_stat(part ? r.labels : r.inputs, stat);
+        if (check_value(rv, gv, Tolerance::close(0, 1e-7), false).pass) continue;
+        tiny = false;
+      }
+    }
+    std::string kind = tiny ? "bit-level only: the bytes differ but every statistic agrees within 1e-7 relative"
+                            : "the bytes and the statistics differ";
+    std::string what = "content hash differs from batch " + std::to_string(first_hash_diff) + " (" + kind + ")";
+    if (exact || stats_failed) {
+      v.findings.push_back({Section::kData, list_name + "[" + std::to_string(first_hash_diff) + "].xxh3_128",
+                            first_hash_diff, what});
+    } else {
+      v.notes.push_back(list_name + ": " + what + "; expected across stacks, statistics within tolerance");
+    }
+  }
+}
+
+// ---- 4. training series -----------------------------------------------------------
+
+void compare_series(const RunRecord& run, const RunRecord& golden, const TolerancePolicy& policy,
+                    bool exact, Verdict& v) {
+  for (const auto& name : key_union(golden.series, run.series)) {
+    auto g = golden.series.find(name);
+    auto r = run.series.find(name);
+    if (g == golden.series.end() || r == run.series.end()) {
+      v.findings.push_back({Section::kTrain, name, -1,
+                            std::string("series present in the ") +
+                                (g == golden.series.end() ? "run" : "golden") + " only"});
+      continue;
+    }
+    const Series& gs = g->second;
+    const Series& rs = r->second;
+    if (gs.values.size() != rs.values.size()) {
+      v.findings.push_back({Section::kTrain, name, -1,
+                            "length " + std::to_string(gs.values.size()) + " vs " +
+                                std::to_string(rs.values.size()) + " steps (golden vs run)"});
+      continue;
+    }
+    bool f32 = gs.dtype == Series::Dtype::kFloat32;
+    Tolerance tol = policy.for_series(name);
+    if (exact) tol = Tolerance::exact();
+    if (tol.rule == Tolerance::Rule::kSigma && gs.std.empty()) {
+      v.findings.push_back({Section::kTrain, name, -1,
+                            "rule " + tol.describe() + " needs a multi-seed golden (this one has no std)"});
+      continue;
+    }
+    compare_values(Section::kTrain, name, rs.values, gs.values, gs.std, tol, f32, "step", v);
+  }
+}
+
+// ---- 5. hashes ----------------------------------------------------------------
+
+void compare_hashes(const RunRecord& run, const RunRecord& golden, bool exact, Verdict& v) {
+  for (const auto& name : key_union(golden.hashes, run.hashes)) {
+    auto g = golden.hashes.find(name);
+    auto r = run.hashes.find(name);
+    std::string gv = g == golden.hashes.end() ? "(missing)" : g->second;
+    std::string rv = r == run.hashes.end() ? "(missing)" : r->second;
+    if (g != golden.hashes.end() && r != run.hashes.end()) ++v.values_checked;
+    if (gv == rv) continue;
+    if (exact || gv == "(missing)" || rv == "(missing)")
+      v.findings.push_back({Section::kHashes, "hashes." + name, -1, "golden " + gv + ", run " + rv});
+    else
+      v.notes.push_back("hashes." + name + " differs (expected across stacks)");
+  }
+}
+
+// ---- 6. first divergence ----------------------------------------------------------
+
+std::string first_divergence(const Verdict& v) {
+  // Data first, then training; within a section the earliest index; for
+  // training, name the parameter whose gradient norm went first.
+  for (Section s : {Section::kData, Section::kTrain, Section::kContract, Section::kStructure,
+                    Section::kHashes}) {
+    const Finding* best = nullptr;
+    for (const auto& f : v.findings) {
+      if (f.section != s) continue;
+      if (!best || (f.index >= 0 && (best->index < 0 || f.index < best->index))) best = &f;
+    }
+    if (!best) continue;
+    std::string out = std::string(section_name(s)) + ": " + best->subject;
+    if (s == Section::kTrain && best->index >= 0) {
+      out = "train step " + std::to_string(best->index) + ": " + best->subject;
+      const Finding* param = nullptr;
+      for (const auto& f : v.findings)
+        if (f.section == Section::kTrain && f.subject.rfind("grad_norm/", 0) == 0 && f.index >= 0 &&
+            (!param || f.index < param->index))
+          param = &f;
+      if (param)
+        out += " (first parameter gradient to diverge: " + param->subject.substr(10) + " at step " +
+               std::to_string(param->index) + ")";
+    } else if (s == Section::kData && best->index >= 0) {
+      out = "data batch " + std::to_string(best->index) + ": " + best->subject;
+    }
+    return out + " — " + best->detail;
+  }
+  return "";
+}
+
+}  // namespace
+
+Verdict compare_records(const RunRecord& run, const RunRecord& golden,
+                        const TolerancePolicy& policy, const CompareLabels& labels) {
+  require_comparable(run, golden, policy, labels);
+
+  Verdict v;
+  v.smoke = golden.smoke;
+  v.run_label = labels.run;
+  v.golden_label = labels.golden;
+  if (run.smoke != golden.smoke)
+    v.notes.push_back("smoke names differ: golden " + golden.smoke + ", run " + run.smoke);
+  if (run.config_hash != golden.config_hash)
+    v.notes.push_back("config hash differs: golden " + golden.config_hash + ", run " + run.config_hash +
+                      " (the smoke config changed since the golden was blessed)");
+
+  choose_lane(run, golden, v);
+  bool exact = v.lane == Lane::kContractMismatch ||
+               (v.lane == Lane::kSameStack && policy.same_stack_exact);
+  if (v.lane == Lane::kSameStack)
+    v.lane_reason += policy.same_stack_exact
+                         ? ": bit-exact"
+                         : ": configured tolerances (the smoke sets tolerance.same_stack to \"tolerance\")";
+
+  compare_probe_lists("probes", run.probes, golden.probes, policy, exact, v);
+  compare_probe_lists("train_probes", run.train_probes, golden.train_probes, policy, exact, v);
+  compare_series(run, golden, policy, exact, v);
+  compare_hashes(run, golden, exact, v);
+
+  if (v.values_checked == 0 && v.findings.empty())
+    v.findings.push_back({Section::kStructure, "records", -1,
+                          "nothing in common to compare (no shared series, probes or hashes); "
+                          "a comparison of nothing never passes"});
+
+  // Report order: structure, contract, data, train, hashes (stable within).
+  std::stable_sort(v.findings.begin(), v.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.section < b.section; });
+  v.first_divergence = first_divergence(v);
+  return v;
+}
+
+std::string first_bit_difference(const RunRecord& a, const RunRecord& b) {
+  TolerancePolicy exact_policy;
+  exact_policy.allow_nonfinite_golden = true;  // NaN in both runs is still "the same"
+  RunRecord a2 = a, b2 = b;
+  // Two runs of one job share the contract and stack by construction;
+  // compare only what they produced.
+  a2.fingerprint = b2.fingerprint;
+  a2.contract = b2.contract;
+  Verdict v = compare_records(a2, b2, exact_policy, {"run 2", "run 1"});
+  return v.passed() ? "" : v.first_divergence;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,44 @@
+// The comparator: a run record against a golden, producing a Verdict.
+//
+//   Verdict v = compare_records(run, golden.record, policy);
+//   std::cout << render_text(v);        // text_report.h
+//   return to_int(v.exit_code());
+//
+// Read compare_records() top to bottom to understand any verdict:
+//   1. inputs that cannot be compared are rejected (exit 2): another seed,
+//      an empty golden, NaN/Inf in a golden that does not allow them;
+//   2. the lane: same stack -> bit-exact; different stack -> tolerances;
+//      different determinism contract -> fail;
+//   3. data probes, batch by batch (data is checked before training);
+//   4. training series, step by step;
+//   5. final hashes (same stack only: across stacks they are expected to differ);
+//   6. the first divergence: data before training, earliest batch / step.
+#pragma once
+
+#include <string>
+
+#include "compare/tolerance_policy.h"
+#include "compare/verdict.h"
+#include "record/run_record.h"
+
+namespace lockstep {
+
+/// Labels for the two sides in reports (file paths, usually).
+struct CompareLabels {
+  std::string run = "run";
+  std::string golden = "golden";
+};
+
+/// Compares `run` against `golden` (the reference). Throws exit-2 Error when
+/// the two cannot be compared meaningfully: the seeds differ, the golden is
+/// empty, or the golden holds NaN/Inf and `policy.allow_nonfinite_golden`
+/// is false.
+Verdict compare_records(const RunRecord& run, const RunRecord& golden,
+                        const TolerancePolicy& policy, const CompareLabels& labels = {});
+
+/// The first difference between two runs of the same job, held to bit
+/// equality (for --repeat and bless): "" when bit-identical, else e.g.
+/// "train step 3: loss 2.3012 vs 2.3013 (first parameter: conv.weight)".
+std::string first_bit_difference(const RunRecord& a, const RunRecord& b);
+
+}  // namespace lockstep

@@ -1,0 +1,75 @@
+#include "compare/text_report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace lockstep {
+
+namespace {
+
+struct Palette {
+  bool on;
+  std::string red() const { return on ? "\033[31m" : ""; }
+  std::string green() const { return on ? "\033[32m" : ""; }
+  std::string bold() const { return on ? "\033[1m" : ""; }
+  std::string reset() const { return on ? "\033[0m" : ""; }
+};
+
+std::string pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
+std::string at(double value, int64_t where) {
+  if (where < 0) return "-";
+  return format_error(value) + " @" + std::to_string(where);
+}
+
+}  // namespace
+
+std::string render_text(const Verdict& v, bool color) {
+  Palette c{color};
+  std::ostringstream o;
+  o << c.bold() << "lockstep: " << v.smoke << ": " << c.reset()
+    << (v.passed() ? c.green() + "PASS" : c.red() + "FAIL") << c.reset() << " (exit "
+    << to_int(v.exit_code()) << ")\n";
+  o << "  run:    " << v.run_label << "\n  golden: " << v.golden_label << "\n";
+  if (!v.passed()) o << c.bold() << "first divergence: " << c.reset() << v.first_divergence << "\n";
+  o << "lane: " << lane_name(v.lane) << " — " << v.lane_reason << "\n";
+
+  if (v.env_diffs.empty()) {
+    o << "environment: identical fingerprints\n";
+  } else {
+    o << "environment differences (" << v.env_diffs.size() << ", determinism-relevant first):\n";
+    size_t width = 0;
+    for (const auto& d : v.env_diffs) width = std::max(width, d.name.size());
+    for (const auto& d : v.env_diffs)
+      o << "  " << (d.relevant ? "* " : "  ") << pad(d.name, width + 1) << "golden: " << d.golden
+        << "\n  " << std::string(width + 3, ' ') << "run:    " << d.run << "\n";
+  }
+
+  if (!v.findings.empty()) {
+    o << "failures (" << v.findings.size() << "):\n";
+    for (const auto& f : v.findings)
+      o << "  " << c.red() << "[" << section_name(f.section) << "] " << c.reset() << f.subject << ": "
+        << f.detail << "\n";
+  }
+  for (const auto& n : v.notes) o << "note: " << n << "\n";
+
+  if (!v.results.empty()) {
+    size_t width = 6;
+    for (const auto& r : v.results) width = std::max(width, r.name.size());
+    o << pad("values", width + 2) << pad("rule", 30) << pad("fail", 9) << pad("max |err|", 16)
+      << "max rel\n";
+    for (const auto& r : v.results) {
+      std::string fails = std::to_string(r.failed) + "/" + std::to_string(r.checked);
+      o << pad(r.name, width + 2) << pad(r.rule, 30) << pad(fails, 9)
+        << pad(at(r.max_abs, r.max_abs_at), 16)
+        << (r.max_rel_at < 0 ? std::string("n/a") : at(r.max_rel, r.max_rel_at)) << "\n";
+    }
+  }
+  o << v.values_checked << " values compared\n";
+  return o.str();
+}
+
+}  // namespace lockstep

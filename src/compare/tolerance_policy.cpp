@@ -1,0 +1,64 @@
+#include "compare/tolerance_policy.h"
+
+#include "core/json_io.h"
+
+namespace lockstep {
+
+Tolerance TolerancePolicy::for_series(const std::string& name) const {
+  if (auto it = series.find(name); it != series.end()) return it->second;
+  auto slash = name.find('/');
+  if (slash != std::string::npos) {
+    if (auto it = series.find(name.substr(0, slash) + "/*"); it != series.end()) return it->second;
+  }
+  return series_default;
+}
+
+Tolerance TolerancePolicy::for_probe(const std::string& field) const {
+  if (auto it = probes.find(field); it != probes.end()) return it->second;
+  return probe_default;
+}
+
+Tolerance tolerance_from_json(const JsonView& n) {
+  n.allow_keys({"exact", "atol", "rtol", "ulp", "sigma"});
+  int kinds = (n.has("exact") ? 1 : 0) + ((n.has("atol") || n.has("rtol")) ? 1 : 0) +
+              (n.has("ulp") ? 1 : 0) + (n.has("sigma") ? 1 : 0);
+  if (kinds != 1)
+    n.fail("exactly one rule: {\"exact\": true}, {\"atol\": A, \"rtol\": R}, {\"ulp\": N} or {\"sigma\": K}");
+  if (n.has("exact")) {
+    if (!n.at("exact").as_bool()) n.at("exact").fail("true (omit the rule for the default)");
+    return Tolerance::exact();
+  }
+  if (n.has("ulp")) return Tolerance::ulp(n.at("ulp").as_uint());
+  if (n.has("sigma")) return Tolerance::sigma(n.at("sigma").as_finite(0, 1e6));
+  double atol = n.has("atol") ? n.at("atol").as_finite(0, 1e300) : 0;
+  double rtol = n.has("rtol") ? n.at("rtol").as_finite(0, 1e300) : 0;
+  return Tolerance::close(atol, rtol);
+}
+
+TolerancePolicy tolerance_policy_from_json(const JsonView& n) {
+  n.allow_keys({"series", "probes", "allow_nonfinite_golden", "same_stack"});
+  TolerancePolicy p;
+  if (n.has("series")) {
+    JsonView s = n.at("series");
+    for (const auto& k : s.keys()) {
+      Tolerance t = tolerance_from_json(s.at(k));
+      if (k == "default") p.series_default = t;
+      else p.series[k] = t;
+    }
+  }
+  if (n.has("probes")) {
+    JsonView s = n.at("probes");
+    for (const auto& k : s.keys()) {
+      Tolerance t = tolerance_from_json(s.at(k));
+      if (k == "default") p.probe_default = t;
+      else p.probes[k] = t;
+    }
+  }
+  if (n.has("allow_nonfinite_golden"))
+    p.allow_nonfinite_golden = n.at("allow_nonfinite_golden").as_bool();
+  if (n.has("same_stack"))
+    p.same_stack_exact = n.at("same_stack").as_enum({"exact", "tolerance"}) == "exact";
+  return p;
+}
+
+}  // namespace lockstep

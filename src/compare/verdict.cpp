@@ -1,0 +1,64 @@
+#include "compare/verdict.h"
+
+#include "core/json_io.h"
+
+namespace lockstep {
+
+const char* lane_name(Lane lane) {
+  switch (lane) {
+    case Lane::kSameStack: return "same-stack";
+    case Lane::kCrossStack: return "cross-stack";
+    case Lane::kContractMismatch: return "contract-mismatch";
+  }
+  return "?";
+}
+
+const char* section_name(Section section) {
+  switch (section) {
+    case Section::kStructure: return "structure";
+    case Section::kContract: return "contract";
+    case Section::kData: return "data";
+    case Section::kTrain: return "train";
+    case Section::kHashes: return "hashes";
+  }
+  return "?";
+}
+
+nlohmann::json to_json(const Verdict& v) {
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& d : v.env_diffs)
+    env.push_back({{"field", d.name}, {"golden", d.golden}, {"run", d.run}, {"relevant", d.relevant}});
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : v.findings)
+    findings.push_back({{"section", section_name(f.section)},
+                        {"subject", f.subject},
+                        {"index", f.index},
+                        {"detail", f.detail}});
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& r : v.results)
+    results.push_back({{"section", section_name(r.section)},
+                       {"name", r.name},
+                       {"rule", r.rule},
+                       {"checked", r.checked},
+                       {"failed", r.failed},
+                       {"first_fail", r.first_fail},
+                       {"max_abs", double_to_json(r.max_abs)},
+                       {"max_abs_at", r.max_abs_at},
+                       {"max_rel", r.max_rel_at < 0 ? nlohmann::json(nullptr) : double_to_json(r.max_rel)},
+                       {"max_rel_at", r.max_rel_at}});
+  return {{"smoke", v.smoke},
+          {"run", v.run_label},
+          {"golden", v.golden_label},
+          {"passed", v.passed()},
+          {"exit_code", to_int(v.exit_code())},
+          {"lane", lane_name(v.lane)},
+          {"lane_reason", v.lane_reason},
+          {"first_divergence", v.first_divergence},
+          {"values_checked", v.values_checked},
+          {"environment_diff", env},
+          {"findings", findings},
+          {"results", results},
+          {"notes", v.notes}};
+}
+
+}  // namespace lockstep

@@ -1,0 +1,81 @@
+// The verdict of comparing a run against a golden: one object that every
+// report (text, JSON) renders, so they can never disagree.
+//
+//   Verdict v = compare_records(run, golden, policy);   // compare.h
+//   v.passed();  v.first_divergence;  v.findings;  v.exit_code();
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/tolerance.h"
+#include "core/error.h"
+#include "record/fingerprint.h"
+
+namespace lockstep {
+
+/// Which comparison regime applied (DESIGN.md, "Comparison": two tiers).
+enum class Lane {
+  kSameStack,         ///< every determinism-relevant field equal: bit-exact
+  kCrossStack,        ///< the stack differs: configured tolerances
+  kContractMismatch,  ///< the determinism contract differs: fails; values compared
+                      ///< exactly only to locate the first divergence
+};
+
+/// "same-stack", "cross-stack", "contract-mismatch".
+const char* lane_name(Lane lane);
+
+/// Where a failure was found; also the report order (data before training).
+enum class Section { kStructure, kContract, kData, kTrain, kHashes };
+
+/// "structure", "contract", "data", "train", "hashes".
+const char* section_name(Section section);
+
+/// One failed check.
+struct Finding {
+  Section section = Section::kStructure;
+  std::string subject;  ///< "loss", "grad_norm/conv.weight", "probes[3].inputs.std", ...
+  int64_t index = -1;   ///< step or batch of the first failure, -1 if none
+  std::string detail;   ///< one sentence with the numbers and the rule applied
+};
+
+/// Per-series (or per-probe-field) summary over all steps or batches.
+struct SeriesResult {
+  Section section = Section::kTrain;
+  std::string name;     ///< "loss", "inputs.mean", ...
+  std::string rule;     ///< Tolerance::describe() of the rule applied
+  size_t checked = 0;   ///< values compared
+  size_t failed = 0;    ///< values outside tolerance
+  int64_t first_fail = -1;
+  double max_abs = 0;         ///< largest |a-g| over finite pairs
+  int64_t max_abs_at = -1;
+  double max_rel = 0;         ///< largest relative error (golden != 0); NaN if none
+  int64_t max_rel_at = -1;
+};
+
+/// Everything a report needs.
+struct Verdict {
+  std::string smoke;
+  std::string run_label;     ///< path or "run"
+  std::string golden_label;  ///< path or "golden"
+  Lane lane = Lane::kSameStack;
+  std::string lane_reason;
+  std::vector<FieldDiff> env_diffs;   ///< relevant first
+  std::vector<Finding> findings;      ///< failures in report order
+  std::vector<SeriesResult> results;  ///< every series / probe field compared
+  std::vector<std::string> notes;     ///< facts that are not failures
+  std::string first_divergence;       ///< "" when passed
+  size_t values_checked = 0;
+
+  bool passed() const { return findings.empty(); }
+  /// 0 when passed, 1 (regression) otherwise.
+  ExitCode exit_code() const { return passed() ? ExitCode::kPass : ExitCode::kRegression; }
+};
+
+/// Machine-readable form of the verdict (the JSON report).
+nlohmann::json to_json(const Verdict& verdict);
+
+}  // namespace lockstep

@@ -1,0 +1,80 @@
+#include "core/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+Error write_error(const std::string& path, const std::string& what) {
+  return BadUsage(path + ": cannot write: " + what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  fs::path target(path);
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw BadUsage(path + ": cannot create directory " + dir.string() + ": " + ec.message());
+
+  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  int fd = mkstemp(tmpl.data());
+  if (fd < 0) throw write_error(path, "mkstemp");
+
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Error e = write_error(path, "write");
+      ::close(fd);
+      ::unlink(tmpl.c_str());
+      throw e;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  // Temporary files are created 0600; a golden is an ordinary repo file.
+  ::fchmod(fd, 0644);
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    Error e = write_error(path, "fsync");
+    ::unlink(tmpl.c_str());
+    throw e;
+  }
+  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
+    Error e = write_error(path, "rename");
+    ::unlink(tmpl.c_str());
+    throw e;
+  }
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw BadUsage(path + ": cannot read: is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw BadUsage(path + ": cannot read: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,24 @@
+// Atomic file writes: a reader sees the old file or the new one, never a
+// half-written one (goldens, records, reports).
+//
+//   write_file_atomically("goldens/digits-cnn/cpu-x86_64-avx2.json", text);
+//
+// The bytes go to a temporary file in the same directory, are fsync'ed, and
+// the temporary is renamed over the target (rename(2) is atomic within one
+// filesystem, POSIX.1-2017). The directory is fsync'ed afterwards so the
+// rename survives a crash.
+#pragma once
+
+#include <string>
+
+namespace lockstep {
+
+/// Writes `content` to `path` atomically, creating parent directories.
+/// Throws Error(kBadInput) naming the path when any step fails; the target
+/// is then untouched and the temporary removed.
+void write_file_atomically(const std::string& path, const std::string& content);
+
+/// Reads a whole file. Throws Error(kBadInput) "<path>: cannot read: <reason>".
+std::string read_file(const std::string& path);
+
+}  // namespace lockstep

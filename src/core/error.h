@@ -1,0 +1,52 @@
+// Errors and exit codes shared by every lockstep subcommand.
+//
+// Each failure a user can act on is thrown as `lockstep::Error` carrying the
+// exit code the process ends with (DESIGN.md, "Exit codes"):
+//
+//   throw BadInput(path, "data.batch_size", "a positive integer");
+//   // -> exit 2, "error: smoke/digits.json: data.batch_size: expected a positive integer"
+//
+// main() catches `Error`, prints `what()` and returns `code()`.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace lockstep {
+
+/// Process exit codes, identical for every subcommand (DESIGN.md).
+enum class ExitCode : int {
+  kPass = 0,              ///< every comparison within tolerance
+  kRegression = 1,        ///< the run differs from the golden
+  kBadInput = 2,          ///< bad usage, config, golden, record or data file
+  kEnvironment = 3,       ///< preflight failed: CUDA absent, knob invalid, ...
+  kNondeterministic = 4,  ///< two runs of the same job differ
+};
+
+/// Returns the process exit status for `code`.
+inline int to_int(ExitCode code) { return static_cast<int>(code); }
+
+/// An error that ends the command with a specific exit code.
+class Error : public std::runtime_error {
+ public:
+  Error(ExitCode code, const std::string& message)
+      : std::runtime_error(message), code_(code) {}
+  ExitCode code() const { return code_; }
+
+ private:
+  ExitCode code_;
+};
+
+/// Exit-2 error for a file whose `field` is not what was expected.
+/// `field` is a JSON path such as "series.loss.values[3]" or "" for the whole
+/// file. Message: "<file>: <field>: expected <expected>".
+Error BadInput(const std::string& file, const std::string& field,
+               const std::string& expected);
+
+/// Exit-2 error with a free-form message (usage errors, missing files).
+Error BadUsage(const std::string& message);
+
+/// Exit-3 error: the environment cannot run what was asked.
+Error EnvironmentError(const std::string& message);
+
+}  // namespace lockstep

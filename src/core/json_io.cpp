@@ -1,0 +1,198 @@
+#include "core/json_io.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace lockstep {
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string where = "byte " + std::to_string(e.byte);
+    std::string what = e.byte >= text.size() ? "complete JSON (file is truncated or empty)"
+                                             : "valid JSON (syntax error)";
+    throw BadInput(path, where, what);
+  }
+}
+
+nlohmann::json parse_json_file(const std::string& path) {
+  return parse_json_text(read_file(path), path);
+}
+
+std::string canonical_dump(const nlohmann::json& value) { return value.dump(); }
+
+std::string pretty_dump(const nlohmann::json& value) { return value.dump(2) + "\n"; }
+
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string type_name(const nlohmann::json& j) { return j.type_name(); }
+
+}  // namespace
+
+std::string closest_spelling(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const auto& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  size_t limit = std::max<size_t>(2, word.size() / 3);
+  return best_d <= limit ? best : "";
+}
+
+JsonView::JsonView(const nlohmann::json& node, std::string file, std::string path)
+    : node_(&node), file_(std::move(file)), path_(std::move(path)) {}
+
+void JsonView::fail(const std::string& expected) const {
+  throw BadInput(file_, path_.empty() ? "(top level)" : path_, expected);
+}
+
+bool JsonView::has(const std::string& key) const {
+  return node_->is_object() && node_->contains(key);
+}
+
+JsonView JsonView::at(const std::string& key) const {
+  expect_object();
+  std::string child = path_.empty() ? key : path_ + "." + key;
+  auto it = node_->find(key);
+  if (it == node_->end()) throw BadInput(file_, child, "a value (the field is missing)");
+  return JsonView(*it, file_, child);
+}
+
+JsonView JsonView::at(size_t i) const {
+  expect_array();
+  std::string child = path_ + "[" + std::to_string(i) + "]";
+  if (i >= node_->size()) throw BadInput(file_, child, "an element (the array is too short)");
+  return JsonView((*node_)[i], file_, child);
+}
+
+size_t JsonView::size() const {
+  expect_array();
+  return node_->size();
+}
+
+std::vector<std::string> JsonView::keys() const {
+  expect_object();
+  std::vector<std::string> out;
+  for (auto it = node_->begin(); it != node_->end(); ++it) out.push_back(it.key());
+  return out;
+}
+
+void JsonView::allow_keys(std::initializer_list<std::string_view> allowed) const {
+  expect_object();
+  std::vector<std::string> names(allowed.begin(), allowed.end());
+  for (auto it = node_->begin(); it != node_->end(); ++it) {
+    if (std::find(names.begin(), names.end(), it.key()) != names.end()) continue;
+    std::string child = path_.empty() ? it.key() : path_ + "." + it.key();
+    std::string hint = closest_spelling(it.key(), names);
+    std::string expected = "a known field, not '" + it.key() + "'";
+    if (!hint.empty()) expected += " (did you mean '" + hint + "'?)";
+    throw BadInput(file_, child, expected);
+  }
+}
+
+void JsonView::expect_object() const {
+  if (!node_->is_object()) fail("an object, got " + type_name(*node_));
+}
+
+void JsonView::expect_array() const {
+  if (!node_->is_array()) fail("an array, got " + type_name(*node_));
+}
+
+std::string JsonView::as_string() const {
+  if (!node_->is_string()) fail("a string, got " + type_name(*node_));
+  return node_->get<std::string>();
+}
+
+bool JsonView::as_bool() const {
+  if (!node_->is_boolean()) fail("true or false, got " + type_name(*node_));
+  return node_->get<bool>();
+}
+
+int64_t JsonView::as_int(int64_t lo, int64_t hi) const {
+  std::string range = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (lo == INT64_MIN && hi == INT64_MAX) range = "an integer";
+  if (node_->is_number_unsigned()) {
+    uint64_t u = node_->get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX) || static_cast<int64_t>(u) > hi) fail(range);
+    return static_cast<int64_t>(u);
+  }
+  if (!node_->is_number_integer()) fail(range + ", got " + type_name(*node_));
+  int64_t v = node_->get<int64_t>();
+  if (v < lo || v > hi) fail(range + ", got " + std::to_string(v));
+  return v;
+}
+
+uint64_t JsonView::as_uint() const {
+  if (node_->is_number_unsigned()) return node_->get<uint64_t>();
+  if (node_->is_number_integer() && node_->get<int64_t>() >= 0)
+    return static_cast<uint64_t>(node_->get<int64_t>());
+  fail("an unsigned integer, got " + (node_->is_number() ? node_->dump() : type_name(*node_)));
+}
+
+double JsonView::as_double() const {
+  if (node_->is_number()) return node_->get<double>();
+  if (node_->is_string()) {
+    const auto& s = node_->get_ref<const std::string&>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  fail("a number (or \"nan\", \"inf\", \"-inf\"), got " + type_name(*node_));
+}
+
+double JsonView::as_finite(double lo, double hi) const {
+  if (!node_->is_number()) fail("a number, got " + type_name(*node_));
+  double v = node_->get<double>();
+  if (!(v >= lo && v <= hi))
+    fail("a number in [" + nlohmann::json(lo).dump() + ", " + nlohmann::json(hi).dump() + "], got " +
+         node_->dump());
+  return v;
+}
+
+std::string JsonView::as_enum(std::initializer_list<std::string_view> choices) const {
+  std::string list;
+  std::vector<std::string> names;
+  for (auto c : choices) {
+    list += (list.empty() ? "" : ", ") + std::string("\"") + std::string(c) + "\"";
+    names.emplace_back(c);
+  }
+  if (!node_->is_string()) fail("one of " + list + ", got " + type_name(*node_));
+  std::string v = node_->get<std::string>();
+  if (std::find(names.begin(), names.end(), v) == names.end()) {
+    std::string hint = closest_spelling(v, names);
+    fail("one of " + list + ", got \"" + v + "\"" +
+         (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
+  }
+  return v;
+}
+
+nlohmann::json double_to_json(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return value;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,92 @@
+// Reading JSON files that people edit (smoke configs) or that must not be
+// trusted (goldens, records from other trainers), with errors that name the
+// file, the JSON path and what was expected.
+//
+//   nlohmann::json doc = parse_json_file("smoke/digits-cnn.json");
+//   JsonView cfg(doc, "smoke/digits-cnn.json");
+//   cfg.allow_keys({"name", "steps", "seed"});          // typo -> did you mean
+//   int64_t steps = cfg.at("steps").as_int(1, 1000000);  // "steps: expected ..."
+//
+// Every failure throws lockstep::Error with exit code 2.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep {
+
+/// Parses `path` as JSON. Throws exit-2 Error naming the file and the byte
+/// offset of a syntax error ("truncated" when the input ends early).
+nlohmann::json parse_json_file(const std::string& path);
+
+/// Parses `text` (the contents of `path`) as JSON, same errors as above.
+nlohmann::json parse_json_text(const std::string& text, const std::string& path);
+
+/// Canonical serialisation: keys sorted, no whitespace. Used for content and
+/// config hashes, so it must never change for a given value.
+std::string canonical_dump(const nlohmann::json& value);
+
+/// Pretty serialisation for files people read and diff (2-space indent,
+/// trailing newline).
+std::string pretty_dump(const nlohmann::json& value);
+
+/// Closest of `candidates` to `word` by edit distance (at most 2 edits or a
+/// third of the word), or "" when none is close. For "did you mean" hints.
+std::string closest_spelling(std::string_view word, const std::vector<std::string>& candidates);
+
+/// A typed, path-aware view of one node of a parsed document.
+class JsonView {
+ public:
+  JsonView(const nlohmann::json& node, std::string file, std::string path = "");
+
+  /// JSON path of this node, e.g. "data.augment.noise_std" or "probes[3]".
+  const std::string& path() const { return path_; }
+  const std::string& file() const { return file_; }
+  const nlohmann::json& raw() const { return *node_; }
+
+  bool has(const std::string& key) const;
+  /// Member `key`; throws "<file>: <path>.<key>: expected <what> (missing)".
+  JsonView at(const std::string& key) const;
+  /// Element `i` of an array.
+  JsonView at(size_t i) const;
+  /// Array length; throws unless this is an array.
+  size_t size() const;
+  /// Member names of an object, sorted.
+  std::vector<std::string> keys() const;
+
+  /// Rejects members not in `allowed`, suggesting the closest allowed name.
+  void allow_keys(std::initializer_list<std::string_view> allowed) const;
+
+  void expect_object() const;
+  void expect_array() const;
+  std::string as_string() const;
+  bool as_bool() const;
+  /// Integer in [lo, hi]; a float such as 1.5 is rejected.
+  int64_t as_int(int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) const;
+  uint64_t as_uint() const;
+  /// Any JSON number, or the strings "nan", "inf", "-inf" (JSON has no
+  /// literal for them).
+  double as_double() const;
+  /// A finite number in [lo, hi].
+  double as_finite(double lo, double hi) const;
+  /// A string that is one of `choices`.
+  std::string as_enum(std::initializer_list<std::string_view> choices) const;
+
+  /// Throws the standard exit-2 error for this node.
+  [[noreturn]] void fail(const std::string& expected) const;
+
+ private:
+  const nlohmann::json* node_;
+  std::string file_;
+  std::string path_;
+};
+
+/// JSON value for a double that may be non-finite ("nan", "inf", "-inf").
+nlohmann::json double_to_json(double value);
+
+}  // namespace lockstep

@@ -1,0 +1,96 @@
+#include "data/probe.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/hash.h"
+
+namespace lockstep {
+
+namespace {
+
+// Fixed-order float64 statistics over any element type.
+template <typename T>
+void accumulate(const T* data, size_t n, TensorStats& s) {
+  constexpr size_t kLanes = 8;
+  double sum[kLanes] = {0};
+  size_t finite = 0;
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -lo;
+  for (size_t i = 0; i < n; ++i) {
+    double v = static_cast<double>(data[i]);
+    if (!std::isfinite(v)) {
+      if (std::isnan(v)) ++s.nan_count;
+      else ++s.inf_count;
+      continue;
+    }
+    sum[i % kLanes] += v;
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    ++finite;
+  }
+  // Pairwise combination of the lanes: (0+1)+(2+3) + (4+5)+(6+7).
+  double total = ((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7]));
+  s.sum = total;
+  if (finite == 0) {
+    s.mean = s.std = s.min = s.max = 0;
+    return;
+  }
+  s.mean = total / static_cast<double>(finite);
+  double sq[kLanes] = {0};
+  for (size_t i = 0; i < n; ++i) {
+    double v = static_cast<double>(data[i]);
+    if (!std::isfinite(v)) continue;
+    double d = v - s.mean;
+    sq[i % kLanes] += d * d;
+  }
+  double ss = ((sq[0] + sq[1]) + (sq[2] + sq[3])) + ((sq[4] + sq[5]) + (sq[6] + sq[7]));
+  s.std = std::sqrt(ss / static_cast<double>(finite));
+  s.min = lo;
+  s.max = hi;
+}
+
+}  // namespace
+
+TensorStats probe_floats(const float* data, size_t n) {
+  TensorStats s;
+  s.shape = {static_cast<int64_t>(n)};
+  s.dtype = "float32";
+  s.xxh3_128 = xxh3_128_hex(data, n * sizeof(float));
+  accumulate(data, n, s);
+  return s;
+}
+
+TensorStats probe_tensor(const torch::Tensor& tensor) {
+  torch::Tensor t = tensor.to(torch::kCPU).contiguous();
+  TensorStats s;
+  s.shape = t.sizes().vec();
+  s.dtype = std::string(c10::toString(t.scalar_type()));
+  if (s.dtype == "Float") s.dtype = "float32";
+  if (s.dtype == "Long") s.dtype = "int64";
+  s.xxh3_128 = xxh3_128_hex(t.data_ptr(), t.nbytes());
+  size_t n = static_cast<size_t>(t.numel());
+  if (t.scalar_type() == torch::kFloat32) {
+    accumulate(t.data_ptr<float>(), n, s);
+  } else if (t.scalar_type() == torch::kInt64) {
+    accumulate(t.data_ptr<int64_t>(), n, s);
+  } else {
+    torch::Tensor d = t.to(torch::kFloat64);
+    accumulate(d.data_ptr<double>(), n, s);
+  }
+  return s;
+}
+
+BatchProbe probe_batch(int64_t index, const torch::Tensor& inputs, const torch::Tensor& labels,
+                       const std::vector<int64_t>& sample_indices) {
+  BatchProbe p;
+  p.batch = index;
+  p.sample_index_hash = hex64(xxh3_64(sample_indices.data(), sample_indices.size() * sizeof(int64_t)));
+  p.inputs = probe_tensor(inputs);
+  p.labels = probe_tensor(labels);
+  return p;
+}
+
+}  // namespace lockstep

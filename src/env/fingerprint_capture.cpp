@@ -1,0 +1,339 @@
+#include "env/fingerprint_capture.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <dlfcn.h>
+#include <git2.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+#include <sys/utsname.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "core/hash.h"
+#include "env/git_state.h"
+#include "torch_compat.h"
+
+namespace lockstep {
+
+namespace {
+
+std::string absent(const std::string& why) { return "(absent: " + why + ")"; }
+
+// "key=value, key=value" pairs of show_config()'s "Build settings:" line.
+std::map<std::string, std::string> build_settings(const std::string& config) {
+  std::map<std::string, std::string> out;
+  auto p = config.find("Build settings:");
+  if (p == std::string::npos) return out;
+  std::string line = config.substr(p + 15, config.find('\n', p) - p - 15);
+  // Values may contain ", " (CXX_FLAGS does not, but be safe): split on ", KEY=".
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == ',')) ++i;
+    size_t eq = line.find('=', i);
+    if (eq == std::string::npos) break;
+    std::string key = line.substr(i, eq - i);
+    size_t next = line.find(", ", eq);
+    while (next != std::string::npos) {
+      size_t eq2 = line.find('=', next + 2);
+      size_t comma2 = line.find(", ", next + 2);
+      if (eq2 != std::string::npos && (comma2 == std::string::npos || eq2 < comma2) &&
+          line.substr(next + 2, eq2 - next - 2).find(' ') == std::string::npos)
+        break;
+      next = comma2;
+    }
+    out[key] = line.substr(eq + 1, (next == std::string::npos ? line.size() : next) - eq - 1);
+    i = next == std::string::npos ? line.size() : next + 2;
+  }
+  return out;
+}
+
+std::string after(const std::string& text, const std::string& label) {
+  auto p = text.find(label);
+  if (p == std::string::npos) return "";
+  p += label.size();
+  while (p < text.size() && text[p] == ' ') ++p;
+  return text.substr(p, text.find('\n', p) - p);
+}
+
+std::string cpuinfo_field(const std::string& name) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name, 0) != 0) continue;
+    auto colon = line.find(':');
+    if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+  }
+  return "";
+}
+
+// The ISA extensions that select different kernels in ATen, oneDNN and BLAS.
+std::string isa_flags() {
+  std::istringstream flags(cpuinfo_field("flags"));
+  static const std::set<std::string> wanted = {
+      "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",
+      "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile", "asimd", "sve"};
+  std::set<std::string> have;
+  std::string f;
+  while (flags >> f)
+    if (wanted.count(f)) have.insert(f);
+  std::string out;
+  for (const auto& h : have) out += (out.empty() ? "" : " ") + h;
+  return out.empty() ? absent("no flags in /proc/cpuinfo") : out;
+}
+
+std::string os_release() {
+  std::ifstream in("/etc/os-release");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      return v;
+    }
+  return absent("no /etc/os-release");
+}
+
+std::string library_of(const void* symbol) {
+  Dl_info info{};
+  if (symbol && dladdr(symbol, &info) && info.dli_fname) {
+    char* real = realpath(info.dli_fname, nullptr);
+    std::string out = real ? real : info.dli_fname;
+    free(real);
+    return out;
+  }
+  return "";
+}
+
+std::string hash_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absent("cannot read " + path);
+  Xxh3Stream h;
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    h.update(buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  return h.hex();
+}
+
+// Loaded shared objects whose names say BLAS/LAPACK/oneDNN/OpenMP: the
+// implementation actually used, after Debian's alternatives.
+std::string numerics_libraries() {
+  std::set<std::string> libs;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        std::string name = info->dlpi_name ? info->dlpi_name : "";
+        for (const char* key : {"blas", "lapack", "dnnl", "mkl", "gomp", "omp"})
+          if (name.find(key) != std::string::npos) {
+            char* real = realpath(name.c_str(), nullptr);
+            static_cast<std::set<std::string>*>(data)->insert(real ? real : name);
+            free(real);
+            break;
+          }
+        return 0;
+      },
+      &libs);
+  std::string out;
+  for (const auto& l : libs) out += (out.empty() ? "" : " ") + l;
+  return out.empty() ? absent("none loaded") : out;
+}
+
+// CUDA driver facts through the driver API, loaded at run time.
+struct CudaDriverInfo {
+  std::string error;  // non-empty when the driver is unusable
+  int driver_version = 0;
+  int device_count = 0;
+  std::string name, compute_capability, uuid;
+  int sm_count = 0;
+  size_t memory = 0;
+};
+
+CudaDriverInfo query_cuda_driver() {
+  CudaDriverInfo info;
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    info.error = "libcuda.so.1 not found (no NVIDIA driver)";
+    return info;
+  }
+  using InitFn = int (*)(unsigned);
+  using IntFn = int (*)(int*);
+  using GetFn = int (*)(int*, int);
+  using NameFn = int (*)(char*, int, int);
+  using AttrFn = int (*)(int*, int, int);
+  using MemFn = int (*)(size_t*, int);
+  using UuidFn = int (*)(unsigned char*, int);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
+  auto version = reinterpret_cast<IntFn>(dlsym(lib, "cuDriverGetVersion"));
+  auto count = reinterpret_cast<IntFn>(dlsym(lib, "cuDeviceGetCount"));
+  auto get = reinterpret_cast<GetFn>(dlsym(lib, "cuDeviceGet"));
+  auto name = reinterpret_cast<NameFn>(dlsym(lib, "cuDeviceGetName"));
+  auto attr = reinterpret_cast<AttrFn>(dlsym(lib, "cuDeviceGetAttribute"));
+  auto mem = reinterpret_cast<MemFn>(dlsym(lib, "cuDeviceTotalMem_v2"));
+  auto uuid = reinterpret_cast<UuidFn>(dlsym(lib, "cuDeviceGetUuid"));
+  if (!init || !version || !count || !get || !name || !attr) {
+    info.error = "libcuda.so.1 lacks the driver API symbols";
+    return info;
+  }
+  if (int rc = init(0); rc != 0) {
+    info.error = "cuInit failed with CUresult " + std::to_string(rc);
+    return info;
+  }
+  version(&info.driver_version);
+  count(&info.device_count);
+  if (info.device_count == 0) {
+    info.error = "no CUDA device visible";
+    return info;
+  }
+  int dev = 0;
+  get(&dev, 0);
+  char buf[256] = {0};
+  name(buf, sizeof buf - 1, dev);
+  info.name = buf;
+  int major = 0, minor = 0;
+  attr(&major, 75, dev);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+  attr(&minor, 76, dev);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+  attr(&info.sm_count, 16, dev);  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+  info.compute_capability = std::to_string(major) + "." + std::to_string(minor);
+  if (mem) mem(&info.memory, dev);
+  if (uuid) {
+    unsigned char u[16] = {0};
+    if (uuid(u, dev) == 0) {
+      char hex[40];
+      for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", u[i]);
+      info.uuid = std::string("GPU-") + hex;
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+const std::map<std::string, bool>& numerics_env_vars() {
+  // name -> determinism-relevant
+  static const std::map<std::string, bool> vars = {
+      {"CUBLAS_WORKSPACE_CONFIG", true}, {"NVIDIA_TF32_OVERRIDE", true},
+      {"OMP_NUM_THREADS", true},         {"MKL_NUM_THREADS", true},
+      {"ATEN_CPU_CAPABILITY", true},     {"CUDA_VISIBLE_DEVICES", true},
+      {"NCCL_ALGO", true},               {"NCCL_PROTO", true},
+      {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", true},
+      {"TORCH_BLAS_PREFER_CUBLASLT", true},
+      {"CUBLASLT_WORKSPACE_SIZE", true}, {"DNNL_MAX_CPU_ISA", true},
+      {"ONEDNN_MAX_CPU_ISA", true},      {"LANG", false},
+      {"LC_ALL", false},                 {"TZ", false}};
+  return vars;
+}
+
+Fingerprint capture_fingerprint(const CaptureOptions& opt) {
+  Fingerprint fp;
+  auto put = [&fp](const std::string& k, const std::string& v, bool relevant) {
+    fp[k] = FingerprintField{v.empty() ? absent("empty") : v, relevant};
+  };
+  bool on_cuda = opt.device == "cuda";
+
+  put("device", opt.device, true);
+  put("lockstep.version", LOCKSTEP_VERSION, false);
+
+  // LibTorch.
+  put("torch.version", TORCH_VERSION, true);
+  std::string torch_cpu = library_of(reinterpret_cast<const void*>(&at::show_config));
+  put("torch.library", torch_cpu.empty() ? absent("dladdr failed") : torch_cpu, false);
+  put("torch.library_xxh3", opt.hash_libraries && !torch_cpu.empty() ? hash_file(torch_cpu)
+                                                                    : absent("not hashed"),
+      true);
+  std::string config = at::show_config();
+  auto settings = build_settings(config);
+  for (const char* key : {"BLAS_INFO", "LAPACK_INFO", "USE_CUDA", "USE_CUDNN", "USE_MKLDNN",
+                          "USE_OPENMP", "USE_NCCL", "CXX_COMPILER", "BUILD_TYPE"}) {
+    auto it = settings.find(key);
+    std::string name = std::string("torch.build.") + key;
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    put(name, it == settings.end() ? absent("not in show_config()") : it->second,
+        std::string(key) != "CXX_COMPILER" && std::string(key) != "BUILD_TYPE");
+  }
+  put("torch.mkldnn", at::get_mkldnn_version().empty() ? absent("no oneDNN") : at::get_mkldnn_version(), true);
+  put("torch.openmp", at::get_openmp_version().empty() ? absent("no OpenMP") : at::get_openmp_version(), true);
+  put("torch.has_mkl", at::hasMKL() ? "true" : "false", true);
+
+  // CPU.
+  std::string capability = after(config, "CPU capability usage:");
+  put("cpu.capability", capability.empty() ? absent("not in show_config()") : capability, true);
+  utsname u{};
+  uname(&u);
+  put("cpu.arch", u.machine, true);
+  put("cpu.model", cpuinfo_field("model name"), false);
+  put("cpu.isa", isa_flags(), true);
+  put("cpu.logical_cores", std::to_string(std::thread::hardware_concurrency()), false);
+
+  // Threads.
+  put("threads.intra_op", std::to_string(at::get_num_threads()), true);
+  put("threads.inter_op", std::to_string(at::get_num_interop_threads()), true);
+  put("threads.intra_op_default", std::to_string(at::intraop_default_num_threads()), false);
+
+  // Numerics libraries actually loaded.
+  put("libs.numerics", numerics_libraries(), true);
+  put("libs.xxhash", std::to_string(XXH_versionNumber()), false);
+  int gmaj = 0, gmin = 0, grev = 0;
+  git_libgit2_version(&gmaj, &gmin, &grev);
+  put("libs.libgit2", std::to_string(gmaj) + "." + std::to_string(gmin) + "." + std::to_string(grev), false);
+  put("libs.opencv", absent("this build has no image source"), false);
+
+  // OS, C library, compiler.
+  put("os.name", os_release(), false);
+  put("os.kernel", u.release, false);
+  put("os.glibc", gnu_get_libc_version(), true);
+  put("build.compiler", __VERSION__, false);
+  put("build.cplusplus", std::to_string(__cplusplus), false);
+  put("build.cxx11_abi", std::to_string(_GLIBCXX_USE_CXX11_ABI), false);
+
+  // Determinism contract as read back.
+  for (const auto& [k, v] : opt.contract) put("determinism." + k, v, true);
+
+  // Environment variables that change numerics.
+  for (const auto& [name, relevant] : numerics_env_vars()) {
+    const char* v = std::getenv(name.c_str());
+    put("env." + name, v ? v : "(unset)", relevant);
+  }
+
+  // CUDA (relevant only for CUDA runs).
+  put("cuda.torch_devices", std::to_string(compat::cuda_device_count()), on_cuda);
+  CudaDriverInfo drv = query_cuda_driver();
+  if (!drv.error.empty()) {
+    for (const char* k : {"cuda.driver_version", "cuda.gpu_name", "cuda.compute_capability",
+                          "cuda.sm_count", "cuda.memory_bytes", "cuda.gpu_uuid"})
+      put(k, absent(drv.error), on_cuda);
+  } else {
+    put("cuda.driver_version", std::to_string(drv.driver_version), on_cuda);
+    put("cuda.gpu_name", drv.name, on_cuda);
+    put("cuda.compute_capability", drv.compute_capability, on_cuda);
+    put("cuda.sm_count", std::to_string(drv.sm_count), on_cuda);
+    put("cuda.memory_bytes", std::to_string(drv.memory), false);
+    put("cuda.gpu_uuid", drv.uuid.empty() ? absent("cuDeviceGetUuid failed") : drv.uuid, false);
+  }
+  std::string cuda_runtime = after(config, "CUDA Runtime");
+  put("cuda.runtime", cuda_runtime.empty() ? absent("CPU-only LibTorch") : cuda_runtime, on_cuda);
+  std::string cudnn = after(config, "CuDNN");
+  put("cuda.cudnn", cudnn.empty() ? absent("CPU-only LibTorch") : cudnn, on_cuda);
+
+  // Git.
+  GitState git = read_git_state(opt.repo_path);
+  if (git.in_repo) {
+    put("git.commit", git.commit, false);
+    put("git.branch", git.branch, false);
+    std::string dirty;
+    for (const auto& f : git.dirty_files) dirty += (dirty.empty() ? "" : " ") + f;
+    put("git.dirty", dirty.empty() ? "clean" : dirty, false);
+  } else {
+    for (const char* k : {"git.commit", "git.branch", "git.dirty"}) put(k, absent(git.error), false);
+  }
+  return fp;
+}
+
+}  // namespace lockstep

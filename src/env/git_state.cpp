@@ -1,0 +1,88 @@
+#include "env/git_state.h"
+
+#include <git2.h>
+
+#include <algorithm>
+#include <memory>
+
+namespace lockstep {
+
+namespace {
+
+// libgit2 must be initialised once per process; the reference count lets
+// several callers coexist.
+struct Libgit2 {
+  Libgit2() { git_libgit2_init(); }
+  ~Libgit2() { git_libgit2_shutdown(); }
+};
+
+std::string last_error() {
+  const git_error* e = git_error_last();
+  return e && e->message ? e->message : "unknown libgit2 error";
+}
+
+}  // namespace
+
+GitState read_git_state(const std::string& path) {
+  static Libgit2 lib;
+  GitState st;
+  git_buf root = {nullptr, 0, 0};
+  if (git_repository_discover(&root, path.c_str(), 0, nullptr) != 0) {
+    st.error = "not in a git repository (" + path + ")";
+    return st;
+  }
+  git_repository* raw = nullptr;
+  int rc = git_repository_open(&raw, root.ptr);
+  git_buf_dispose(&root);
+  if (rc != 0) {
+    st.error = last_error();
+    return st;
+  }
+  std::unique_ptr<git_repository, decltype(&git_repository_free)> repo(raw, git_repository_free);
+  st.in_repo = true;
+  if (const char* wd = git_repository_workdir(repo.get())) st.workdir = wd;
+
+  git_oid oid;
+  if (git_reference_name_to_id(&oid, repo.get(), "HEAD") == 0) {
+    char hex[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(hex, sizeof hex, &oid);
+    st.commit = hex;
+  } else {
+    st.commit = "(no commits)";
+  }
+  git_reference* head = nullptr;
+  if (git_repository_head(&head, repo.get()) == 0) {
+    st.branch = git_repository_head_detached(repo.get()) ? "(detached)" : git_reference_shorthand(head);
+    git_reference_free(head);
+  } else {
+    st.branch = "(unborn)";
+  }
+
+  git_config* cfg = nullptr;
+  if (git_repository_config_snapshot(&cfg, repo.get()) == 0) {
+    const char* name = nullptr;
+    const char* email = nullptr;
+    git_config_get_string(&name, cfg, "user.name");
+    git_config_get_string(&email, cfg, "user.email");
+    st.author = std::string(name ? name : "(no user.name)") + " <" + (email ? email : "") + ">";
+    git_config_free(cfg);
+  }
+
+  git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+  opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS;
+  git_status_list* list = nullptr;
+  if (git_status_list_new(&list, repo.get(), &opts) == 0) {
+    for (size_t i = 0; i < git_status_list_entrycount(list); ++i) {
+      const git_status_entry* e = git_status_byindex(list, i);
+      const git_diff_delta* d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
+      if (d && d->new_file.path) st.dirty_files.push_back(d->new_file.path);
+    }
+    git_status_list_free(list);
+  }
+  std::sort(st.dirty_files.begin(), st.dirty_files.end());
+  st.dirty_files.erase(std::unique(st.dirty_files.begin(), st.dirty_files.end()), st.dirty_files.end());
+  return st;
+}
+
+}  // namespace lockstep

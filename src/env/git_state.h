@@ -1,0 +1,28 @@
+// Git state of the repository a smoke lives in, read with libgit2 (no `git`
+// binary needed): commit, branch, dirty files, and the configured author.
+//
+//   GitState g = read_git_state("smoke/");   // discovers the enclosing repo
+//   if (!g.in_repo) ...;  g.dirty_files;     // sorted paths
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+/// What libgit2 reports about the repository containing a path.
+struct GitState {
+  bool in_repo = false;
+  std::string error;                     ///< why not, when !in_repo
+  std::string workdir;                   ///< repository work tree root
+  std::string commit;                    ///< HEAD oid, or "(no commits)"
+  std::string branch;                    ///< short name, or "(detached)"
+  std::string author;                    ///< "user.name <user.email>" from config
+  std::vector<std::string> dirty_files;  ///< modified, staged or untracked (not ignored), sorted
+};
+
+/// Reads the git state of the repository that contains `path`. Never throws:
+/// outside a repository `in_repo` is false and `error` says why.
+GitState read_git_state(const std::string& path);
+
+}  // namespace lockstep

@@ -1,0 +1,86 @@
+#include "record/batch_probe.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/json_io.h"
+
+namespace lockstep {
+
+const std::vector<std::string>& tensor_stat_names() {
+  static const std::vector<std::string> names = {"sum", "mean", "std", "min", "max"};
+  return names;
+}
+
+double tensor_stat(const TensorStats& s, const std::string& name) {
+  if (name == "sum") return s.sum;
+  if (name == "mean") return s.mean;
+  if (name == "std") return s.std;
+  if (name == "min") return s.min;
+  if (name == "max") return s.max;
+  throw std::invalid_argument("unknown tensor statistic " + name);
+}
+
+nlohmann::json to_json(const TensorStats& s) {
+  return {{"shape", s.shape},
+          {"dtype", s.dtype},
+          {"xxh3_128", s.xxh3_128},
+          {"sum", double_to_json(s.sum)},
+          {"mean", double_to_json(s.mean)},
+          {"std", double_to_json(s.std)},
+          {"min", double_to_json(s.min)},
+          {"max", double_to_json(s.max)},
+          {"nan_count", s.nan_count},
+          {"inf_count", s.inf_count}};
+}
+
+nlohmann::json to_json(const BatchProbe& p) {
+  return {{"batch", p.batch},
+          {"sample_index_hash", p.sample_index_hash},
+          {"inputs", to_json(p.inputs)},
+          {"labels", to_json(p.labels)}};
+}
+
+namespace {
+
+bool is_hex(const std::string& s, size_t digits) {
+  if (s.size() != digits) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+TensorStats stats_from_json(const JsonView& n) {
+  n.allow_keys({"shape", "dtype", "xxh3_128", "sum", "mean", "std", "min", "max", "nan_count",
+                "inf_count"});
+  TensorStats s;
+  JsonView shape = n.at("shape");
+  for (size_t i = 0; i < shape.size(); ++i) s.shape.push_back(shape.at(i).as_int(0));
+  s.dtype = n.at("dtype").as_string();
+  s.xxh3_128 = n.at("xxh3_128").as_string();
+  if (!is_hex(s.xxh3_128, 32)) n.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128)");
+  s.sum = n.at("sum").as_double();
+  s.mean = n.at("mean").as_double();
+  s.std = n.at("std").as_double();
+  s.min = n.at("min").as_double();
+  s.max = n.at("max").as_double();
+  s.nan_count = n.at("nan_count").as_uint();
+  s.inf_count = n.at("inf_count").as_uint();
+  return s;
+}
+
+}  // namespace
+
+BatchProbe batch_probe_from_json(const JsonView& n) {
+  n.allow_keys({"batch", "sample_index_hash", "inputs", "labels"});
+  BatchProbe p;
+  p.batch = n.at("batch").as_int(0);
+  p.sample_index_hash = n.at("sample_index_hash").as_string();
+  if (!is_hex(p.sample_index_hash, 16))
+    n.at("sample_index_hash").fail("16 lowercase hex digits (XXH3-64)");
+  p.inputs = stats_from_json(n.at("inputs"));
+  p.labels = stats_from_json(n.at("labels"));
+  return p;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,50 @@
+// Batch probes: what the data-only pass records for every batch, so a data
+// change is named ("batch 3, inputs.std") before anyone looks at training.
+//
+// TensorStats is computed over the batch tensor as laid out in memory
+// (C-contiguous). Statistics are float64 and accumulated in a fixed order,
+// so they do not depend on the thread count. `std` is the population
+// standard deviation (divisor N, numpy's default ddof=0).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lockstep {
+
+class JsonView;
+
+/// Content hash and summary statistics of one tensor.
+struct TensorStats {
+  std::vector<int64_t> shape;
+  std::string dtype;       ///< "float32", "int64", ...
+  std::string xxh3_128;    ///< XXH3-128 of the raw bytes, 32 hex digits
+  double sum = 0, mean = 0, std = 0, min = 0, max = 0;  ///< over finite elements
+  uint64_t nan_count = 0, inf_count = 0;
+};
+
+/// The probe of one batch: inputs and labels.
+struct BatchProbe {
+  int64_t batch = 0;              ///< 0-based index in the pass
+  std::string sample_index_hash;  ///< XXH3-64 of the int64 dataset indices, 16 hex digits
+  TensorStats inputs;
+  TensorStats labels;
+};
+
+/// Names of the float64 statistics in a fixed order:
+/// "sum", "mean", "std", "min", "max".
+const std::vector<std::string>& tensor_stat_names();
+
+/// The statistic called `name` (one of tensor_stat_names()).
+double tensor_stat(const TensorStats& stats, const std::string& name);
+
+nlohmann::json to_json(const TensorStats& stats);
+nlohmann::json to_json(const BatchProbe& probe);
+
+/// Parses a probe; throws exit-2 Error naming the JSON path on bad input.
+BatchProbe batch_probe_from_json(const JsonView& node);
+
+}  // namespace lockstep

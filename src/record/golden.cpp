@@ -1,0 +1,81 @@
+#include "record/golden.h"
+
+#include "core/atomic_file.h"
+#include "core/hash.h"
+#include "core/json_io.h"
+
+namespace lockstep {
+
+nlohmann::json golden_body_json(const Golden& g) {
+  nlohmann::json body = to_json(g.record);
+  const Provenance& p = g.provenance;
+  body["provenance"] = {{"reason", p.reason},
+                        {"created_utc", p.created_utc},
+                        {"git_commit", p.git_commit},
+                        {"git_author", p.git_author},
+                        {"tool_version", p.tool_version},
+                        {"allow_dirty", p.allow_dirty},
+                        {"runs", p.runs}};
+  return body;
+}
+
+std::string golden_content_hash(const nlohmann::json& body) {
+  std::string canon = canonical_dump(body);
+  return xxh3_128_hex(canon.data(), canon.size());
+}
+
+namespace {
+
+Golden parse(const std::string& path, bool allow_plain_record) {
+  nlohmann::json doc = parse_json_file(path);
+  JsonView view(doc, path);
+  view.expect_object();
+  bool is_golden = view.has("provenance") || view.has("content_hash");
+  if (!is_golden && !allow_plain_record)
+    view.fail("a golden (with \"provenance\" and \"content_hash\"), got a plain run record");
+  if (!is_golden) return Golden{read_run_record(path), {}, ""};
+
+  view.allow_keys({"schema", "smoke", "config_hash", "seed", "device", "platform", "steps",
+                   "contract", "fingerprint", "series", "hashes", "probes", "train_probes",
+                   "provenance", "content_hash"});
+  Golden g;
+  g.record = run_record_from_json(view);
+  JsonView p = view.at("provenance");
+  p.allow_keys({"reason", "created_utc", "git_commit", "git_author", "tool_version", "allow_dirty",
+                "runs"});
+  g.provenance.reason = p.at("reason").as_string();
+  g.provenance.created_utc = p.at("created_utc").as_string();
+  g.provenance.git_commit = p.at("git_commit").as_string();
+  g.provenance.git_author = p.at("git_author").as_string();
+  g.provenance.tool_version = p.at("tool_version").as_string();
+  g.provenance.allow_dirty = p.at("allow_dirty").as_bool();
+  g.provenance.runs = static_cast<int>(p.at("runs").as_int(0, 1000));
+
+  g.content_hash = view.at("content_hash").as_string();
+  nlohmann::json body = doc;
+  body.erase("content_hash");
+  std::string actual = golden_content_hash(body);
+  if (actual != g.content_hash)
+    view.at("content_hash")
+        .fail("the hash of the golden's content, " + actual + " (stored " + g.content_hash +
+              "): the golden was edited after `lockstep bless`; re-bless it instead");
+  if (g.record.series.empty() && g.record.probes.empty() && g.record.hashes.empty())
+    view.fail("a golden with at least one series, probe or hash (this one is empty)");
+  return g;
+}
+
+}  // namespace
+
+Golden read_golden(const std::string& path) { return parse(path, false); }
+
+Golden read_golden_or_record(const std::string& path) { return parse(path, true); }
+
+std::string write_golden(const std::string& path, Golden golden) {
+  nlohmann::json body = golden_body_json(golden);
+  std::string hash = golden_content_hash(body);
+  body["content_hash"] = hash;
+  write_file_atomically(path, pretty_dump(body));
+  return hash;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,54 @@
+// A golden: a blessed run record plus provenance and a content hash
+// (DESIGN.md, "Records and goldens"). Stored at
+// goldens/<smoke>/<platform>.json and only ever written by `lockstep bless`.
+//
+//   Golden g = read_golden(path);          // exit 2 if malformed or hash mismatch
+//   write_golden(path, g);                 // computes content_hash, atomic
+//
+// The content hash is XXH3-128 over the canonical JSON (sorted keys, no
+// whitespace) of the golden without its "content_hash" member; any edit by
+// hand changes it and `verify-goldens` / `check` reject the file.
+#pragma once
+
+#include <string>
+
+#include "record/run_record.h"
+
+namespace lockstep {
+
+/// Who blessed a golden, when, why, and with what.
+struct Provenance {
+  std::string reason;        ///< --reason text, required
+  std::string created_utc;   ///< ISO 8601, e.g. "2026-11-29T09:12:03Z"
+  std::string git_commit;    ///< HEAD when blessed, or "(absent: ...)"
+  std::string git_author;    ///< user.name <user.email> from the repo config
+  std::string tool_version;  ///< lockstep version
+  bool allow_dirty = false;  ///< blessed from a dirty work tree with --allow-dirty
+  int runs = 0;              ///< bit-identical runs the bless required
+};
+
+/// A run record blessed as the reference.
+struct Golden {
+  RunRecord record;
+  Provenance provenance;
+  std::string content_hash;  ///< filled by write_golden / read_golden
+};
+
+/// The JSON of a golden without "content_hash".
+nlohmann::json golden_body_json(const Golden& golden);
+
+/// XXH3-128 hex over canonical_dump(body).
+std::string golden_content_hash(const nlohmann::json& body);
+
+/// Reads a golden. Throws exit-2 Error when the JSON is malformed, a field
+/// is wrong, or the stored content hash does not match (edited by hand).
+Golden read_golden(const std::string& path);
+
+/// Reads either a golden or a plain run record (for `lockstep compare`);
+/// a run record comes back with empty provenance.
+Golden read_golden_or_record(const std::string& path);
+
+/// Writes `golden` atomically with its content hash; returns the hash.
+std::string write_golden(const std::string& path, Golden golden);
+
+}  // namespace lockstep

@@ -1,0 +1,96 @@
+#include "record/run_record.h"
+
+#include "core/atomic_file.h"
+#include "core/json_io.h"
+
+namespace lockstep {
+
+nlohmann::json to_json(const RunRecord& r) {
+  nlohmann::json series = nlohmann::json::object();
+  for (const auto& [name, s] : r.series) series[name] = to_json(s);
+  nlohmann::json probes = nlohmann::json::array();
+  for (const auto& p : r.probes) probes.push_back(to_json(p));
+  nlohmann::json train_probes = nlohmann::json::array();
+  for (const auto& p : r.train_probes) train_probes.push_back(to_json(p));
+  return {{"schema", kRunSchema},
+          {"smoke", r.smoke},
+          {"config_hash", r.config_hash},
+          {"seed", {{"base", r.seed}, {"overridden", r.seed_overridden}}},
+          {"device", r.device},
+          {"platform", r.platform},
+          {"steps", r.steps},
+          {"contract", r.contract},
+          {"fingerprint", to_json(r.fingerprint)},
+          {"series", series},
+          {"hashes", r.hashes},
+          {"probes", probes},
+          {"train_probes", train_probes}};
+}
+
+namespace {
+
+// Keys of a record; a golden adds its own (see golden.cpp).
+void check_schema(const JsonView& node) {
+  std::string schema = node.at("schema").as_string();
+  if (schema != kRunSchema)
+    node.at("schema").fail(std::string("\"") + kRunSchema + "\" (this lockstep reads only that), got \"" +
+                           schema + "\"");
+}
+
+std::vector<BatchProbe> probes_from_json(const JsonView& arr) {
+  std::vector<BatchProbe> out;
+  for (size_t i = 0; i < arr.size(); ++i) {
+    out.push_back(batch_probe_from_json(arr.at(i)));
+    if (out.back().batch != static_cast<int64_t>(i))
+      arr.at(i).at("batch").fail("batch index " + std::to_string(i) + " (probes in order, none missing)");
+  }
+  return out;
+}
+
+}  // namespace
+
+RunRecord run_record_from_json(const JsonView& n) {
+  n.expect_object();
+  check_schema(n);
+  RunRecord r;
+  r.smoke = n.at("smoke").as_string();
+  r.config_hash = n.at("config_hash").as_string();
+  JsonView seed = n.at("seed");
+  seed.allow_keys({"base", "overridden"});
+  r.seed = seed.at("base").as_uint();
+  r.seed_overridden = seed.at("overridden").as_bool();
+  r.device = n.at("device").as_string();
+  r.platform = n.at("platform").as_string();
+  r.steps = n.at("steps").as_int(0);
+  JsonView contract = n.at("contract");
+  for (const auto& k : contract.keys()) r.contract[k] = contract.at(k).as_string();
+  r.fingerprint = fingerprint_from_json(n.at("fingerprint"));
+  JsonView series = n.at("series");
+  for (const auto& k : series.keys()) {
+    Series s = series_from_json(series.at(k));
+    if (static_cast<int64_t>(s.values.size()) != r.steps)
+      series.at(k).at("values").fail(std::to_string(r.steps) + " values (one per step), got " +
+                                     std::to_string(s.values.size()));
+    r.series[k] = std::move(s);
+  }
+  JsonView hashes = n.at("hashes");
+  for (const auto& k : hashes.keys()) r.hashes[k] = hashes.at(k).as_string();
+  r.probes = probes_from_json(n.at("probes"));
+  r.train_probes = probes_from_json(n.at("train_probes"));
+  return r;
+}
+
+RunRecord read_run_record(const std::string& path) {
+  nlohmann::json doc = parse_json_file(path);
+  JsonView view(doc, path);
+  view.expect_object();
+  view.allow_keys({"schema", "smoke", "config_hash", "seed", "device", "platform", "steps",
+                   "contract", "fingerprint", "series", "hashes", "probes", "train_probes"});
+  return run_record_from_json(view);
+}
+
+void write_run_record(const std::string& path, const RunRecord& record) {
+  write_file_atomically(path, pretty_dump(to_json(record)));
+}
+
+}  // namespace lockstep

@@ -1,0 +1,65 @@
+// The run record: everything one smoke run produced, in the versioned JSON
+// format documented in docs/record.schema.json (schema "lockstep.run/1").
+//
+//   RunRecord rec = read_run_record("out/digits-cnn.run.json");  // exit 2 on bad input
+//   rec.series.at("loss").values[3];
+//   write_run_record("out/copy.json", rec);                      // atomic
+//
+// Other trainers may write records in the same schema and compare them with
+// `lockstep compare`; nothing here depends on LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "record/batch_probe.h"
+#include "record/fingerprint.h"
+#include "record/series.h"
+
+namespace lockstep {
+
+class JsonView;
+
+/// Schema identifier written into every record and golden.
+inline constexpr const char* kRunSchema = "lockstep.run/1";
+
+/// One smoke run: data probes, per-step series, final hashes, and the stack.
+struct RunRecord {
+  std::string smoke;        ///< smoke name, e.g. "digits-cnn"
+  std::string config_hash;  ///< XXH3-64 of the canonical smoke config, 16 hex digits
+  uint64_t seed = 0;        ///< base seed actually used
+  bool seed_overridden = false;  ///< true when LOCKSTEP_SEED replaced the config's seed
+  std::string device;       ///< "cpu" or "cuda"
+  std::string platform;     ///< golden platform key, e.g. "cpu-x86_64-avx2"
+  int64_t steps = 0;        ///< optimiser steps configured
+  /// The determinism contract as applied and read back ("mode", "intra_op_threads",
+  /// "deterministic_algorithms", ...). A run is never accepted against a
+  /// golden whose contract differs.
+  std::map<std::string, std::string> contract;
+  Fingerprint fingerprint;
+  /// "loss" (float32), "grad_norm", "grad_norm/<parameter>", "param_norm", "lr".
+  std::map<std::string, Series> series;
+  /// Final hashes: "params" (all parameters and buffers), ... (XXH3-128 hex).
+  std::map<std::string, std::string> hashes;
+  std::vector<BatchProbe> probes;        ///< data-only pass, one per batch
+  std::vector<BatchProbe> train_probes;  ///< batches the trainer consumed, in order
+};
+
+nlohmann::json to_json(const RunRecord& record);
+
+/// Parses a record. `file` is used in error messages. Throws exit-2 Error on
+/// wrong types, unknown keys (with a did-you-mean hint), an unknown schema,
+/// or series whose length differs from `steps`.
+RunRecord run_record_from_json(const JsonView& node);
+
+/// Reads and parses `path`.
+RunRecord read_run_record(const std::string& path);
+
+/// Writes `record` to `path` atomically (pretty JSON).
+void write_run_record(const std::string& path, const RunRecord& record);
+
+}  // namespace lockstep

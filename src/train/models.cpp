@@ -1,0 +1,70 @@
+#include "train/models.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "determinism/seed_streams.h"
+
+namespace lockstep {
+
+namespace {
+
+class Cnn : public SmokeModel {
+ public:
+  Cnn(const std::vector<int64_t>& shape, int64_t channels, int64_t classes)
+      : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(shape[0], channels, 3).padding(1)))),
+        bn(register_module("bn", torch::nn::BatchNorm2d(channels))),
+        fc(register_module("fc", torch::nn::Linear(channels * (shape[1] / 2) * (shape[2] / 2), classes))) {}
+
+  torch::Tensor forward(const torch::Tensor& x) override {
+    auto h = torch::relu(bn->forward(conv->forward(x)));
+    h = torch::max_pool2d(h, 2);
+    return fc->forward(h.flatten(1));
+  }
+
+  torch::nn::Conv2d conv;
+  torch::nn::BatchNorm2d bn;
+  torch::nn::Linear fc;
+};
+
+}  // namespace
+
+std::shared_ptr<SmokeModel> make_model(const ModelSpec& spec, const std::vector<int64_t>& shape,
+                                       int64_t classes) {
+  if (spec.name == "cnn") {
+    if (shape.size() != 3 || shape[1] < 2 || shape[2] < 2)
+      throw BadUsage("model cnn needs image samples [C, H, W] with H, W >= 2 (data.sample_shape)");
+    return std::make_shared<Cnn>(shape, spec.channels, classes);
+  }
+  throw BadUsage("unknown model '" + spec.name + "' (known: cnn)");
+}
+
+void init_parameters(torch::nn::Module& model, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  // fan_in of the weight that shares a module prefix with each bias.
+  std::map<std::string, int64_t> fan_in;
+  for (const auto& p : model.named_parameters()) {
+    const torch::Tensor& t = p.value();
+    if (t.dim() >= 2) fan_in[p.key().substr(0, p.key().rfind('.'))] = t.numel() / t.size(0);
+  }
+  for (auto& p : model.named_parameters()) {
+    torch::Tensor& t = p.value();
+    const std::string& name = p.key();
+    std::string module = name.substr(0, name.rfind('.'));
+    bool is_norm = t.dim() == 1 && !fan_in.count(module);
+    if (is_norm) {
+      bool is_weight = name.size() >= 6 && name.compare(name.size() - 6, 6, "weight") == 0;
+      t.fill_(is_weight ? 1.0 : 0.0);
+      continue;
+    }
+    int64_t fi = t.dim() >= 2 ? t.numel() / t.size(0) : fan_in[module];
+    double bound = 1.0 / std::sqrt(static_cast<double>(fi));
+    at::Generator gen = stream_generator(seed, "init", {xxh3_64(name)});
+    t.uniform_(-bound, bound, gen);
+  }
+}
+
+}  // namespace lockstep

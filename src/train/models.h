@@ -1,0 +1,47 @@
+// Built-in smoke models, written with the torch::nn C++ frontend so they
+// build unchanged on LibTorch 1.13 and 2.x.
+//
+//   auto net = make_model(spec, /*input_shape=*/{1, 8, 8}, /*classes=*/10);
+//   init_parameters(*net, seed);      // explicit, from the "init" stream
+//   torch::Tensor logits = net->forward(x);   // x: [B, 1, 8, 8] float32
+//
+// cnn: Conv2d(C, channels, 3, padding 1) -> BatchNorm2d -> ReLU ->
+//      MaxPool2d(2) -> Flatten -> Linear(channels*(H/2)*(W/2), classes)
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+/// Model section of a smoke config.
+struct ModelSpec {
+  std::string name = "cnn";  ///< "cnn"
+  int64_t channels = 8;      ///< conv output channels
+};
+
+/// A classifier: forward maps a batch to logits [B, classes].
+class SmokeModel : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+};
+
+/// Builds the model named in `spec` for samples of `input_shape`.
+/// Throws exit-2 Error for an unknown model or a shape it cannot take.
+std::shared_ptr<SmokeModel> make_model(const ModelSpec& spec, const std::vector<int64_t>& input_shape,
+                                       int64_t classes);
+
+/// Initialises every parameter from its own generator, seeded from the
+/// "init" stream and the XXH3-64 of the parameter's name, so the values do
+/// not depend on creation order or the global generator:
+///   weights (dim >= 2): U(-b, b), b = 1/sqrt(fan_in)  (PyTorch's default
+///                       Linear/Conv bound, kaiming_uniform with a=sqrt(5))
+///   biases:             U(-b, b) with the same fan_in
+///   norm weight/bias:   1 / 0
+void init_parameters(torch::nn::Module& model, uint64_t seed);
+
+}  // namespace lockstep

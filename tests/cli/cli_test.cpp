@@ -1,0 +1,229 @@
+// End-to-end tests through the lockstep executable, as CI and users run it.
+// They train the digits smoke on the real data (ci/fetch-data.sh), so each
+// `lockstep run` takes about a second; a blessed golden is shared by the
+// tests of one suite.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/atomic_file.h"
+#include "core/float_bits.h"
+#include "core/json_io.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs `lockstep ARGS` through the shell with CI unset (bless refuses in CI).
+Result lockstep(const std::string& args, const std::string& env = "") {
+  std::string cmd = "env -u CI " + env + " " + LOCKSTEP_BINARY + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kSourceDir = LOCKSTEP_SOURCE_DIR;
+const std::string kSmoke = kSourceDir + "/smoke/digits-cnn.json";
+
+// A scratch project: smoke/digits-cnn.json (optionally edited) and goldens/.
+fs::path scratch(const std::string& name, const std::function<void(nlohmann::json&)>& edit = {}) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-cli-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d / "smoke");
+  nlohmann::json cfg = parse_json_file(kSmoke);
+  if (edit) edit(cfg);
+  write_file_atomically((d / "smoke" / "digits-cnn.json").string(), pretty_dump(cfg));
+  return d;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  // One blessed golden in a scratch project for the suite.
+  static void SetUpTestSuite() {
+    project_ = scratch("blessed");
+    Result r = lockstep("bless " + smoke() + " --reason 'test golden' --out " + (project_ / "out").string());
+    ASSERT_EQ(r.code, 0) << r.output;
+    for (auto& e : fs::directory_iterator(project_ / "goldens" / "digits-cnn")) golden_ = e.path().string();
+  }
+  static std::string smoke() { return (project_ / "smoke" / "digits-cnn.json").string(); }
+  static std::string out(const std::string& name) { return (project_ / "out" / name).string(); }
+
+  static inline fs::path project_;
+  static inline std::string golden_;  // path of the blessed golden
+};
+
+// Issue 2, test 1.
+TEST_F(Cli, TwoRunProcessesWriteBitIdenticalRecords) {
+  Result a = lockstep("run " + kSmoke + " --out " + out("a.json"));
+  Result b = lockstep("run " + kSmoke + " --out " + out("b.json"));
+  ASSERT_EQ(a.code, 0) << a.output;
+  ASSERT_EQ(b.code, 0) << b.output;
+  auto ja = parse_json_file(out("a.json")), jb = parse_json_file(out("b.json"));
+  for (const char* key : {"series", "probes", "train_probes", "hashes", "contract"})
+    EXPECT_EQ(ja[key], jb[key]) << key;
+  EXPECT_EQ(ja["series"]["loss"]["values"].size(), 10u);
+  Result c = lockstep("compare " + out("a.json") + " " + out("b.json"));
+  EXPECT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find("lane: same-stack"), std::string::npos) << c.output;
+}
+
+// Issue 2, test 2 (and issue 5: 0/1/2/4 workers).
+TEST_F(Cli, DataPassIsIdenticalForAnyWorkerCount) {
+  nlohmann::json reference;
+  for (int workers : {0, 1, 2, 4}) {
+    std::string path = out("probe-" + std::to_string(workers) + ".json");
+    Result r = lockstep("probe " + kSmoke + " --workers " + std::to_string(workers) + " --out " + path);
+    ASSERT_EQ(r.code, 0) << r.output;
+    nlohmann::json probes = parse_json_file(path)["probes"];
+    EXPECT_EQ(probes.size(), 56u);  // 1797 digits / batch 32, drop_last
+    if (workers == 0) reference = probes;
+    else EXPECT_EQ(probes, reference) << workers << " workers";
+  }
+}
+
+// Issue 2, test 3.
+TEST_F(Cli, OtherIntraOpThreadCountFailsNamingStepAndThreads) {
+  Result r = lockstep("check " + smoke() + " --intra-op-threads 2 --out " + (project_ / "out-t2").string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("first divergence: train step "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("threads.intra_op"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("contract.intra_op_threads: golden 1, run 2"), std::string::npos) << r.output;
+}
+
+// Issue 2, test 4.
+TEST_F(Cli, OneUlpInTheGoldenLossFailsExactAndPassesWithRtol) {
+  std::string run = out("ulp-run.json");
+  ASSERT_EQ(lockstep("run " + smoke() + " --out " + run).code, 0);
+  nlohmann::json g = parse_json_file(run);
+  float v = static_cast<float>(g["series"]["loss"]["values"][3].get<double>());
+  float moved = std::nextafter(v, 100.0f);
+  g["series"]["loss"]["values"][3] = static_cast<double>(moved);
+  g["series"]["loss"]["bits"][3] = float_bits_hex(moved);
+  std::string golden = out("ulp-golden.json");
+  write_file_atomically(golden, pretty_dump(g));
+
+  Result exact = lockstep("compare " + run + " " + golden);
+  EXPECT_EQ(exact.code, 1) << exact.output;
+  EXPECT_NE(exact.output.find("first divergence: train step 3: loss"), std::string::npos) << exact.output;
+  EXPECT_NE(exact.output.find("1 ulp"), std::string::npos) << exact.output;
+
+  fs::path relaxed = scratch("rtol", [](nlohmann::json& c) {
+    c["tolerance"]["same_stack"] = "tolerance";
+    c["tolerance"]["series"]["loss"] = {{"rtol", 1e-6}};
+  });
+  Result r = lockstep("compare " + run + " " + golden + " --config " + (relaxed / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
+// Issue 2, test 5.
+TEST_F(Cli, TruncatedGoldenIsExit2NamingTheFile) {
+  fs::path p = scratch("truncated");
+  fs::create_directories(p / "goldens" / "digits-cnn");
+  std::string text = read_file(golden_);
+  std::string target = (p / "goldens" / "digits-cnn" / fs::path(golden_).filename()).string();
+  write_file_atomically(target, text.substr(0, text.size() / 3));
+  Result r = lockstep("check " + (p / "smoke").string() + " --out " + (p / "out").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(target + ": byte "), std::string::npos) << r.output;
+}
+
+// Issue 2, test 6: the committed golden, from the repository's smoke/.
+TEST_F(Cli, CheckOnTheCommittedGoldenPasses) {
+  Result r = lockstep("check " + kSourceDir + "/smoke --out " + (project_ / "out-committed").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("PASS"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, CheckAgainstItsOwnBlessPassesBitExact) {
+  Result r = lockstep("check " + smoke() + " --out " + (project_ / "out-own").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("lane: same-stack"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(project_ / "out-own" / "digits-cnn" / "report.json"));
+}
+
+TEST_F(Cli, OverriddenSeedIsNeverComparedAgainstAnotherSeed) {
+  Result r = lockstep("check " + smoke() + " --repeat 1 --out " + (project_ / "out-seed").string(),
+                      "LOCKSTEP_SEED=7");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("seed 7 (overridden by LOCKSTEP_SEED)"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, BlessRefusesWithoutReasonAndInCi) {
+  fs::path p = scratch("bless-refuse");
+  std::string s = (p / "smoke").string();
+  Result no_reason = lockstep("bless " + s);
+  EXPECT_EQ(no_reason.code, 2) << no_reason.output;
+  EXPECT_NE(no_reason.output.find("--reason is required"), std::string::npos) << no_reason.output;
+  Result blank = lockstep("bless " + s + " --reason ' '");
+  EXPECT_EQ(blank.code, 2) << blank.output;
+  Result ci = lockstep("bless " + s + " --reason x", "CI=true");
+  EXPECT_EQ(ci.code, 2) << ci.output;
+  EXPECT_NE(ci.output.find("CI is set"), std::string::npos) << ci.output;
+  EXPECT_FALSE(fs::exists(p / "goldens"));
+}
+
+TEST(CliErrors, BlessRefusesADirtyWorkTree) {
+  fs::path p = scratch("bless-dirty");
+  std::string git = "cd " + p.string() + " && git -c init.defaultBranch=main init -q && git -c user.name=t -c user.email=t@t add -A && git -c user.name=t -c user.email=t@t commit -qm init";
+  ASSERT_EQ(std::system(git.c_str()), 0);
+  std::ofstream(p / "smoke" / "notes.txt") << "uncommitted";
+  Result r = lockstep("bless " + (p / "smoke").string() + " --reason x --out " + (p / "out").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("dirty work tree"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("smoke/notes.txt"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(p / "goldens"));
+}
+
+TEST(CliErrors, ConfigTypoIsExit2WithSuggestion) {
+  fs::path p = scratch("typo", [](nlohmann::json& c) { c["tolerence"] = c["tolerance"]; c.erase("tolerance"); });
+  Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("digits-cnn.json: tolerence: expected a known field, not 'tolerence' (did you mean 'tolerance'?)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(CliErrors, CudaOnACpuBuildIsExit3) {
+  fs::path p = scratch("cuda", [](nlohmann::json& c) { c["device"] = "cuda"; });
+  Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("no usable CUDA device"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, InvalidCublasWorkspaceConfigInStrictModeIsExit3) {
+  Result r = lockstep("run " + kSmoke + " --out /dev/null", "CUBLAS_WORKSPACE_CONFIG=:0:0");
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("CUBLAS_WORKSPACE_CONFIG=:0:0"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, MissingDataFileIsExit2) {
+  fs::path p = scratch("nodata", [](nlohmann::json& c) { c["data"]["path"] = "no-such-file.csv"; });
+  Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("data.path: expected an existing data file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ci/fetch-data.sh"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, UsageErrorsAreExit2) {
+  EXPECT_EQ(lockstep("").code, 2);
+  EXPECT_EQ(lockstep("frobnicate").code, 2);
+  EXPECT_EQ(lockstep("compare onlyone").code, 2);
+  EXPECT_EQ(lockstep("--version").code, 0);
+}
+
+}  // namespace
+}  // namespace lockstep

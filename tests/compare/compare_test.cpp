@@ -1,0 +1,219 @@
+#include "compare/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../record_builder.h"
+#include "compare/text_report.h"
+#include "core/error.h"
+
+namespace lockstep {
+namespace {
+
+using testing::make_probe;
+using testing::make_record;
+
+const Finding* find(const Verdict& v, const std::string& subject) {
+  for (const auto& f : v.findings)
+    if (f.subject == subject) return &f;
+  return nullptr;
+}
+
+TEST(Compare, IdenticalRecordsPassSameStack) {
+  RunRecord r = make_record({2.5, 2.25});
+  Verdict v = compare_records(r, r, {});
+  EXPECT_TRUE(v.passed());
+  EXPECT_EQ(v.lane, Lane::kSameStack);
+  EXPECT_EQ(v.values_checked, 4u);
+  EXPECT_EQ(v.exit_code(), ExitCode::kPass);
+}
+
+TEST(Compare, OneUlpFailsExactNamingTheStep) {
+  RunRecord g = make_record({2.5, 2.25, 2.0});
+  RunRecord r = g;
+  r.series["loss"].values[1] = std::nextafter(2.25f, 3.0f);
+  Verdict v = compare_records(r, g, {});
+  ASSERT_FALSE(v.passed());
+  const Finding* f = find(v, "loss");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->index, 1);
+  EXPECT_EQ(v.first_divergence.rfind("train step 1: loss", 0), 0u) << v.first_divergence;
+  EXPECT_NE(f->detail.find("1 ulp"), std::string::npos) << f->detail;
+
+  TolerancePolicy relaxed;
+  relaxed.same_stack_exact = false;
+  relaxed.series_default = Tolerance::close(0, 1e-6);
+  EXPECT_TRUE(compare_records(r, g, relaxed).passed());
+}
+
+TEST(Compare, CrossStackUsesTolerancesAndListsRelevantFieldsFirst) {
+  RunRecord g = make_record({2.5});
+  RunRecord r = g;
+  r.fingerprint["os.kernel"].value = "6.2";
+  r.fingerprint["torch.version"].value = "2.11.0";
+  r.series["loss"].values[0] = std::nextafter(2.5f, 3.0f);
+  Verdict v = compare_records(r, g, {});
+  EXPECT_EQ(v.lane, Lane::kCrossStack);
+  EXPECT_TRUE(v.passed());
+  ASSERT_EQ(v.env_diffs.size(), 2u);
+  EXPECT_EQ(v.env_diffs[0].name, "torch.version");
+  EXPECT_TRUE(v.env_diffs[0].relevant);
+  EXPECT_EQ(v.env_diffs[1].name, "os.kernel");
+}
+
+TEST(Compare, InformationalDifferenceKeepsSameStack) {
+  RunRecord g = make_record({2.5});
+  RunRecord r = g;
+  r.fingerprint["os.kernel"].value = "6.2";
+  EXPECT_EQ(compare_records(r, g, {}).lane, Lane::kSameStack);
+}
+
+TEST(Compare, ContractMismatchFailsAndComparesExactly) {
+  RunRecord g = make_record({2.5, 2.25});
+  RunRecord r = g;
+  r.contract["intra_op_threads"] = "2";
+  r.series["loss"].values[1] = std::nextafter(2.25f, 3.0f);
+  Verdict v = compare_records(r, g, {});
+  EXPECT_EQ(v.lane, Lane::kContractMismatch);
+  ASSERT_NE(find(v, "contract.intra_op_threads"), nullptr);
+  EXPECT_EQ(find(v, "contract.intra_op_threads")->detail.rfind("golden 1, run 2", 0), 0u);
+  EXPECT_EQ(v.first_divergence.rfind("train step 1: loss", 0), 0u) << v.first_divergence;
+}
+
+TEST(Compare, LengthMismatchFailsWithoutPadding) {
+  RunRecord g = make_record(std::vector<double>(10, 1.0));
+  RunRecord r = make_record(std::vector<double>(9, 1.0));
+  Verdict v = compare_records(r, g, {});
+  ASSERT_NE(find(v, "loss"), nullptr);
+  EXPECT_EQ(find(v, "loss")->detail, "length 10 vs 9 steps (golden vs run)");
+  RunRecord longer = make_record(std::vector<double>(11, 1.0));
+  EXPECT_EQ(find(compare_records(longer, g, {}), "loss")->detail, "length 10 vs 11 steps (golden vs run)");
+}
+
+TEST(Compare, MissingSeriesFailsNamingIt) {
+  RunRecord g = make_record({1.0});
+  RunRecord r = g;
+  r.series.erase("grad_norm");
+  Verdict v = compare_records(r, g, {});
+  ASSERT_NE(find(v, "grad_norm"), nullptr);
+  EXPECT_EQ(find(v, "grad_norm")->detail, "series present in the golden only");
+  r = g;
+  r.series["extra"] = Series{Series::Dtype::kFloat64, {1.0}, {}};
+  EXPECT_EQ(find(compare_records(r, g, {}), "extra")->detail, "series present in the run only");
+}
+
+TEST(Compare, NothingInCommonNeverPasses) {
+  RunRecord g = make_record({1.0});
+  g.series.clear();
+  g.hashes["params"] = std::string(32, 'c');
+  RunRecord r = g;
+  r.hashes.clear();
+  r.hashes["other"] = std::string(32, 'd');
+  Verdict v = compare_records(r, g, {});
+  EXPECT_FALSE(v.passed());
+}
+
+TEST(Compare, NonFiniteRunFailsNamingStep) {
+  RunRecord g = make_record({2.5, 2.25, 2.0});
+  RunRecord r = g;
+  r.series["loss"].values[2] = std::nan("");
+  Verdict v = compare_records(r, g, {});
+  ASSERT_NE(find(v, "loss"), nullptr);
+  EXPECT_EQ(find(v, "loss")->detail, "step 2: golden 2, run nan: non-finite value in the run; 1 of 3 fail");
+  std::string text = render_text(v, false);
+  EXPECT_EQ(text.find("inf "), std::string::npos);
+}
+
+TEST(Compare, NonFiniteGoldenIsExit2UnlessAllowed) {
+  RunRecord g = make_record({2.5, INFINITY});
+  try {
+    compare_records(g, g, {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()),
+              "golden: series.loss.values[1]: expected a finite value, got inf (set "
+              "tolerance.allow_nonfinite_golden to allow it)");
+  }
+  TolerancePolicy allow;
+  allow.allow_nonfinite_golden = true;
+  EXPECT_TRUE(compare_records(g, g, allow).passed());
+}
+
+TEST(Compare, OtherSeedIsExit2) {
+  RunRecord g = make_record({1.0});
+  RunRecord r = g;
+  r.seed = 7;
+  r.seed_overridden = true;
+  try {
+    compare_records(r, g, {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("seed 7 (overridden by LOCKSTEP_SEED) differs from the golden's seed 42"),
+              std::string::npos);
+  }
+}
+
+TEST(Compare, EmptyGoldenIsExit2) {
+  RunRecord g = make_record({});
+  g.series.clear();
+  EXPECT_THROW(compare_records(make_record({1.0}), g, {}), Error);
+}
+
+TEST(Compare, DataDivergenceComesBeforeTraining) {
+  RunRecord g = make_record({2.5, 2.25});
+  g.probes = {make_probe(0, 0.5), make_probe(1, 0.5), make_probe(2, 0.5)};
+  RunRecord r = g;
+  r.probes[2] = make_probe(2, 0.75, std::string(32, 'e'));
+  r.series["loss"].values[0] = 3.0;
+  Verdict v = compare_records(r, g, {});
+  EXPECT_EQ(v.first_divergence.rfind("data batch 2: probes.inputs.", 0), 0u) << v.first_divergence;
+}
+
+TEST(Compare, BitLevelOnlyDataChange) {
+  RunRecord g = make_record({2.5});
+  g.probes = {make_probe(0, 0.5)};
+  RunRecord r = g;
+  r.probes[0].inputs.xxh3_128 = std::string(32, 'f');
+  r.probes[0].inputs.mean = 0.5 * (1 + 1e-9);
+  // Same stack: exact, the mean moved and the hash differs -> fail.
+  Verdict same = compare_records(r, g, {});
+  EXPECT_FALSE(same.passed());
+  const Finding* f = find(same, "probes[0].xxh3_128");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->detail.find("bit-level only"), std::string::npos) << f->detail;
+  // Cross stack: statistics within tolerance, the hash change is a note.
+  r.fingerprint["torch.version"].value = "2.11.0";
+  Verdict cross = compare_records(r, g, {});
+  EXPECT_TRUE(cross.passed());
+  ASSERT_EQ(cross.notes.size(), 1u);
+  EXPECT_NE(cross.notes[0].find("bit-level only"), std::string::npos);
+}
+
+TEST(Compare, GradNormNamesTheFirstParameter) {
+  RunRecord g = make_record({2.5, 2.25, 2.0});
+  g.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}};
+  g.series["grad_norm/conv.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}};
+  RunRecord r = g;
+  r.series["grad_norm/fc.weight"].values[2] = 1.5;
+  r.series["grad_norm/conv.weight"].values[1] = 1.5;
+  r.series["grad_norm"].values[1] = 1.5;
+  Verdict v = compare_records(r, g, {});
+  EXPECT_NE(v.first_divergence.find("first parameter gradient to diverge: conv.weight at step 1"),
+            std::string::npos)
+      << v.first_divergence;
+}
+
+TEST(Compare, FirstBitDifferenceIgnoresFingerprint) {
+  RunRecord a = make_record({2.5, 2.25});
+  RunRecord b = a;
+  b.fingerprint["git.dirty"] = {"x.cpp", false};
+  EXPECT_EQ(first_bit_difference(a, b), "");
+  b.series["loss"].values[1] = 2.0;
+  EXPECT_EQ(first_bit_difference(b, a).rfind("train step 1: loss", 0), 0u);
+}
+
+}  // namespace
+}  // namespace lockstep

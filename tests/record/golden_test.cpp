@@ -1,0 +1,104 @@
+#include "record/golden.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "../record_builder.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+std::string temp_path(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-golden-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return (d / name).string();
+}
+
+Golden sample() {
+  Golden g;
+  g.record = testing::make_record({2.5, 2.25, 2.0});
+  g.record.probes.push_back(testing::make_probe(0, 0.5));
+  g.provenance = {"initial", "2026-11-29T09:00:00Z", "abc", "A <a@b>", "0.1.0", false, 2};
+  return g;
+}
+
+TEST(Golden, RoundTripsWithContentHash) {
+  std::string path = temp_path("rt.json");
+  std::string hash = write_golden(path, sample());
+  Golden back = read_golden(path);
+  EXPECT_EQ(back.content_hash, hash);
+  EXPECT_EQ(back.record.series.at("loss").values, sample().record.series.at("loss").values);
+  EXPECT_EQ(back.provenance.reason, "initial");
+  EXPECT_EQ(back.record.probes.size(), 1u);
+}
+
+TEST(Golden, HandEditIsRejected) {
+  std::string path = temp_path("edited.json");
+  write_golden(path, sample());
+  std::string text = read_file(path);
+  auto pos = text.find("\"initial\"");
+  text.replace(pos, 9, "\"edited!\"");
+  write_file_atomically(path, text);
+  try {
+    read_golden(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find(path + ": content_hash: expected the hash of the golden's content"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Golden, TruncatedFileIsExit2NamingTheFile) {
+  std::string path = temp_path("trunc.json");
+  write_golden(path, sample());
+  std::string text = read_file(path);
+  write_file_atomically(path, text.substr(0, text.size() / 2));
+  try {
+    read_golden(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": byte ", 0), 0u) << e.what();
+  }
+}
+
+TEST(Golden, UnknownKeyAndSchemaAreRejected) {
+  std::string path = temp_path("schema.json");
+  nlohmann::json j = golden_body_json(sample());
+  j["schema"] = "lockstep.run/99";
+  j["content_hash"] = golden_content_hash(j);
+  write_file_atomically(path, j.dump());
+  EXPECT_THROW(read_golden(path), Error);
+
+  RunRecord r = testing::make_record({1.0});
+  nlohmann::json rj = to_json(r);
+  rj["serise"] = nlohmann::json::object();
+  write_file_atomically(path, rj.dump());
+  try {
+    read_run_record(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": serise: expected a known field, not 'serise' (did you mean 'series'?)");
+  }
+}
+
+TEST(Golden, EmptyGoldenIsExit2) {
+  std::string path = temp_path("empty.json");
+  Golden g = sample();
+  g.record.series.clear();
+  g.record.probes.clear();
+  g.record.hashes.clear();
+  write_golden(path, g);
+  EXPECT_THROW(read_golden(path), Error);
+}
+
+}  // namespace
+}  // namespace lockstep
