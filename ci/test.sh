@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test suite, on a fresh Debian 12 machine: dependencies, data, the
+# LibTorch build with every test (unit, torch, end-to-end CLI), then the
+# build without LibTorch, whose `lockstep compare` and torch-free tests must
+# work and whose binary must not link LibTorch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/deps.sh
+bash ci/fetch-data.sh
+
+bash ci/build.sh build
+(cd build && ctest -j 2 --output-on-failure)
+
+bash ci/build.sh build-notorch -DLOCKSTEP_WITH_TORCH=OFF
+(cd build-notorch && ctest -j 2 --output-on-failure)
+if ldd build-notorch/lockstep | grep -q torch; then
+  echo "test: build-notorch/lockstep links LibTorch" >&2
+  exit 1
+fi
+# The compare-only binary compares two records written by the full build.
+./build/lockstep run smoke/digits-cnn.json --out build-notorch/a.json --quiet
+for g in goldens/digits-cnn/*.json; do
+  ./build-notorch/lockstep compare build-notorch/a.json "$g" --config smoke/digits-cnn.json >/dev/null
+done
+code=0; ./build-notorch/lockstep run smoke/digits-cnn.json >/dev/null 2>&1 || code=$?
+[ "$code" -eq 3 ] || { echo "test: LibTorch-free run should exit 3, got $code" >&2; exit 1; }
+echo "test: LibTorch-free build: compare works, run exits 3, no LibTorch linked"
