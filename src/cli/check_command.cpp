@@ -15,6 +15,9 @@
 #include "cli/golden_store.h"
 #include "cli/smoke_config.h"
 #include "compare/compare.h"
+#include "compare/html_report.h"
+#include "compare/junit_report.h"
+#include "compare/markdown_report.h"
 #include "compare/text_report.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -59,7 +62,17 @@ std::string train_vs_probe_difference(const RunRecord& r) {
   return "";
 }
 
-ExitCode check_one(const std::string& file, const CheckOptions& o) {
+// A verdict standing for a smoke that ended before a comparison (exit 2,
+// 3 or 4), so the JUnit report still shows it failing.
+Verdict failed_verdict(const std::string& smoke, ExitCode code, const std::string& message) {
+  Verdict v;
+  v.smoke = smoke;
+  v.findings.push_back({Section::kStructure, "run", -1, "exit " + std::to_string(to_int(code)) + ": " + message});
+  v.first_divergence = message;
+  return v;
+}
+
+ExitCode check_one(const std::string& file, const CheckOptions& o, std::vector<Verdict>& verdicts) {
   SmokeConfig cfg = load_smoke_config(file);
   int repeat = o.repeat > 0 ? o.repeat : cfg.repeat;
   std::string dir = (std::filesystem::path(o.out_dir) / cfg.name).string();
@@ -72,14 +85,16 @@ ExitCode check_one(const std::string& file, const CheckOptions& o) {
   for (size_t i = 1; i < runs.size(); ++i) {
     std::string diff = first_bit_difference(runs[i], run);
     if (diff.empty()) continue;
-    std::cout << "lockstep: " << cfg.name << ": NONDETERMINISTIC (exit 4): run " << i + 1
-              << " differs from run 1 in the same job\n  first difference: " << diff
-              << "\n  records: " << dir << "/run-1.json, " << dir << "/run-" << i + 1 << ".json\n";
+    std::string msg = "run " + std::to_string(i + 1) + " differs from run 1 in the same job; first difference: " + diff;
+    std::cout << "lockstep: " << cfg.name << ": NONDETERMINISTIC (exit 4): " << msg << "\n  records: " << dir
+              << "/run-1.json, " << dir << "/run-" << i + 1 << ".json\n";
+    verdicts.push_back(failed_verdict(cfg.name, ExitCode::kNondeterministic, msg));
     return ExitCode::kNondeterministic;
   }
   if (std::string d = train_vs_probe_difference(run); !d.empty()) {
-    std::cout << "lockstep: " << cfg.name << ": NONDETERMINISTIC (exit 4): the trainer consumed "
-              << "other data than the data-only pass, first at " << d << "\n";
+    std::string msg = "the trainer consumed other data than the data-only pass, first at " + d;
+    std::cout << "lockstep: " << cfg.name << ": NONDETERMINISTIC (exit 4): " << msg << "\n";
+    verdicts.push_back(failed_verdict(cfg.name, ExitCode::kNondeterministic, msg));
     return ExitCode::kNondeterministic;
   }
 
@@ -97,6 +112,9 @@ ExitCode check_one(const std::string& file, const CheckOptions& o) {
   if (repeat > 1) v.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
   std::cout << render_text(v, isatty(STDOUT_FILENO));
   write_file_atomically(dir + "/report.json", pretty_dump(to_json(v)));
+  write_file_atomically(dir + "/report.md", render_markdown(v));
+  write_file_atomically(dir + "/report.html", render_html(v, run, golden.record));
+  verdicts.push_back(v);
   return v.exit_code();
 }
 
@@ -104,14 +122,18 @@ ExitCode check_one(const std::string& file, const CheckOptions& o) {
 
 int check_command(const CheckOptions& o) {
   ExitCode result = ExitCode::kPass;
+  std::vector<Verdict> verdicts;
   for (const auto& file : expand_smoke_args(o.smokes)) {
     try {
-      result = worse(result, check_one(file, o));
+      result = worse(result, check_one(file, o, verdicts));
     } catch (const Error& e) {
       std::cerr << "lockstep: error: " << e.what() << "\n";
       result = worse(result, e.code());
+      verdicts.push_back(failed_verdict(std::filesystem::path(file).stem().string(), e.code(), e.what()));
     }
   }
+  // GitLab: artifacts:reports:junit: lockstep-out/junit.xml
+  write_file_atomically((std::filesystem::path(o.out_dir) / "junit.xml").string(), render_junit(verdicts));
   return to_int(result);
 }
 

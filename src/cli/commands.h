@@ -32,7 +32,10 @@ struct CompareOptions {
   std::string run;
   std::string golden;
   std::string config;     ///< smoke config for tolerances; defaults otherwise
-  std::string json_out;   ///< also write the JSON report here
+  std::string json_out;      ///< also write the JSON report here
+  std::string junit_out;     ///< also write JUnit XML here
+  std::string markdown_out;  ///< also write the Markdown report here
+  std::string html_out;      ///< also write the HTML report here
 };
 int compare_command(const CompareOptions& options);
 

@@ -7,6 +7,9 @@
 #include "cli/commands.h"
 #include "cli/smoke_config.h"
 #include "compare/compare.h"
+#include "compare/html_report.h"
+#include "compare/junit_report.h"
+#include "compare/markdown_report.h"
 #include "compare/text_report.h"
 #include "core/atomic_file.h"
 #include "core/json_io.h"
@@ -22,6 +25,9 @@ int compare_command(const CompareOptions& o) {
   Verdict v = compare_records(run, golden.record, policy, {o.run, o.golden});
   std::cout << render_text(v, isatty(STDOUT_FILENO));
   if (!o.json_out.empty()) write_file_atomically(o.json_out, pretty_dump(to_json(v)));
+  if (!o.junit_out.empty()) write_file_atomically(o.junit_out, render_junit({v}));
+  if (!o.markdown_out.empty()) write_file_atomically(o.markdown_out, render_markdown(v));
+  if (!o.html_out.empty()) write_file_atomically(o.html_out, render_html(v, run, golden.record));
   return to_int(v.exit_code());
 }
 

@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
   cmp->add_option("GOLDEN", cmp_opts.golden, "Golden or run record used as the reference")->required();
   cmp->add_option("--config", cmp_opts.config, "Smoke config whose tolerances apply");
   cmp->add_option("--json", cmp_opts.json_out, "Also write the JSON report to this file");
+  cmp->add_option("--junit", cmp_opts.junit_out, "Also write a JUnit XML report to this file");
+  cmp->add_option("--markdown", cmp_opts.markdown_out, "Also write a Markdown report to this file");
+  cmp->add_option("--html", cmp_opts.html_out, "Also write a self-contained HTML report to this file");
 
   CheckOptions check_opts;
   auto* check = app.add_subcommand("check", "Probe + train + compare against goldens (the CI stage)");

@@ -54,7 +54,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
   nlohmann::json doc = parse_json_file(path);
   JsonView v(doc, path);
   v.expect_object();
-  v.allow_keys({"schema", "name", "device", "seed", "steps", "determinism", "repeat", "data", "model",
+  v.allow_keys({"schema", "name", "device", "min_driver", "seed", "steps", "determinism", "repeat", "data", "model",
                 "optimizer", "tolerance"});
   if (v.has("schema") && v.at("schema").as_int() != 1) v.at("schema").fail("1 (the only config schema)");
 
@@ -64,6 +64,12 @@ SmokeConfig load_smoke_config(const std::string& path) {
   if (c.name.empty() || c.name.find_first_of("/\\ ") != std::string::npos)
     v.at("name").fail("a non-empty name without '/', '\\' or spaces (it names the golden folder)");
   if (v.has("device")) c.device = v.at("device").as_enum({"cpu", "cuda"});
+  if (v.has("min_driver")) {
+    c.min_driver = v.at("min_driver").as_string();
+    if (c.min_driver.empty() || c.min_driver.find_first_not_of("0123456789.") != std::string::npos ||
+        c.min_driver.front() == '.' || c.min_driver.back() == '.' || c.min_driver.find("..") != std::string::npos)
+      v.at("min_driver").fail("a dotted driver version such as \"535.104\", got \"" + c.min_driver + "\"");
+  }
   c.seed = v.at("seed").as_uint();
   c.steps = v.at("steps").as_int(1, 1000000);
   if (v.has("repeat")) c.repeat = static_cast<int>(v.at("repeat").as_int(1, 100));

@@ -40,6 +40,7 @@ struct SmokeConfig {
   std::string file;         ///< path it was read from
   std::string name;
   std::string device = "cpu";
+  std::string min_driver;   ///< minimum NVIDIA driver ("535.104"), checked on cuda runs; "" = none
   uint64_t seed = 0;
   int64_t steps = 10;
   std::string mode = "strict";

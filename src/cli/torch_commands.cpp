@@ -16,6 +16,7 @@
 #include "data/probe.h"
 #include "determinism/contract.h"
 #include "determinism/seed_streams.h"
+#include "env/driver_version.h"
 #include "env/fingerprint_capture.h"
 #include "record/golden.h"
 #include "record/platform_key.h"
@@ -36,6 +37,19 @@ std::pair<uint64_t, bool> base_seed(const SmokeConfig& cfg) {
   if (res.ec != std::errc() || res.ptr != s.data() + s.size())
     throw BadUsage("LOCKSTEP_SEED=" + s + ": expected an unsigned 64-bit integer");
   return {v, true};
+}
+
+// `min_driver` (cuda runs only): the NVIDIA driver must be at least that.
+void preflight_driver(const SmokeConfig& cfg) {
+  if (cfg.device != "cuda" || cfg.min_driver.empty()) return;
+  std::string why;
+  std::string have = nvidia_driver_version(&why);
+  if (have.empty())
+    throw EnvironmentError(cfg.file + ": min_driver is " + cfg.min_driver +
+                           " but the NVIDIA driver version cannot be read: " + why);
+  if (!version_at_least(have, cfg.min_driver))
+    throw EnvironmentError(cfg.file + ": the NVIDIA driver is " + have + ", older than min_driver " +
+                           cfg.min_driver);
 }
 
 LoaderSpec loader_spec(const SmokeConfig& cfg, const RunOverrides& o) {
@@ -75,6 +89,7 @@ std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg) {
 int run_smoke(const RunOptions& o, bool train) {
   SmokeConfig cfg = load_smoke_config(o.smoke);
   auto [seed, overridden] = base_seed(cfg);
+  preflight_driver(cfg);
   if (cfg.device == "cuda" && !torch::cuda::is_available())
     throw EnvironmentError(cfg.file + ": device is \"cuda\" but no usable CUDA device is visible "
                            "(CPU-only LibTorch, no driver, or CUDA_VISIBLE_DEVICES hides it); "

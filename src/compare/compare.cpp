@@ -92,6 +92,7 @@ void compare_values(Section section, const std::string& name, const std::vector<
   r.section = section;
   r.name = name;
   r.rule = tol.describe();
+  r.tolerance = tol;
   r.max_rel = kNaN;
   ValueCheck first;
   for (size_t i = 0; i < golden.size(); ++i) {

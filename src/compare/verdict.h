@@ -47,6 +47,7 @@ struct SeriesResult {
   Section section = Section::kTrain;
   std::string name;     ///< "loss", "inputs.mean", ...
   std::string rule;     ///< Tolerance::describe() of the rule applied
+  Tolerance tolerance;  ///< the rule itself (for plots of the tolerance band)
   size_t checked = 0;   ///< values compared
   size_t failed = 0;    ///< values outside tolerance
   int64_t first_fail = -1;

@@ -100,7 +100,7 @@ std::vector<std::string> JsonView::keys() const {
   return out;
 }
 
-void JsonView::allow_keys(std::initializer_list<std::string_view> allowed) const {
+void JsonView::allow_keys(const std::vector<std::string_view>& allowed) const {
   expect_object();
   std::vector<std::string> names(allowed.begin(), allowed.end());
   for (auto it = node_->begin(); it != node_->end(); ++it) {

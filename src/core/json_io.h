@@ -60,7 +60,7 @@ class JsonView {
   std::vector<std::string> keys() const;
 
   /// Rejects members not in `allowed`, suggesting the closest allowed name.
-  void allow_keys(std::initializer_list<std::string_view> allowed) const;
+  void allow_keys(const std::vector<std::string_view>& allowed) const;
 
   void expect_object() const;
   void expect_array() const;

@@ -14,10 +14,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <thread>
 #include <sstream>
 #include <vector>
 
 #include "core/hash.h"
+#include "env/driver_version.h"
 #include "env/git_state.h"
 #include "torch_compat.h"
 
@@ -305,12 +307,15 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   // CUDA (relevant only for CUDA runs).
   put("cuda.torch_devices", std::to_string(compat::cuda_device_count()), on_cuda);
   CudaDriverInfo drv = query_cuda_driver();
+  std::string nvml_why;
+  std::string driver = nvidia_driver_version(&nvml_why);
+  put("nvidia.driver_version", driver.empty() ? absent(nvml_why) : driver, on_cuda);
   if (!drv.error.empty()) {
-    for (const char* k : {"cuda.driver_version", "cuda.gpu_name", "cuda.compute_capability",
+    for (const char* k : {"cuda.driver_api_version", "cuda.gpu_name", "cuda.compute_capability",
                           "cuda.sm_count", "cuda.memory_bytes", "cuda.gpu_uuid"})
       put(k, absent(drv.error), on_cuda);
   } else {
-    put("cuda.driver_version", std::to_string(drv.driver_version), on_cuda);
+    put("cuda.driver_api_version", std::to_string(drv.driver_version), on_cuda);
     put("cuda.gpu_name", drv.name, on_cuda);
     put("cuda.compute_capability", drv.compute_capability, on_cuda);
     put("cuda.sm_count", std::to_string(drv.sm_count), on_cuda);
@@ -321,6 +326,16 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   put("cuda.runtime", cuda_runtime.empty() ? absent("CPU-only LibTorch") : cuda_runtime, on_cuda);
   std::string cudnn = after(config, "CuDNN");
   put("cuda.cudnn", cudnn.empty() ? absent("CPU-only LibTorch") : cudnn, on_cuda);
+
+  // NCCL: only if LibTorch's CUDA backend already loaded it (RTLD_NOLOAD).
+  if (void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD)) {
+    using NcclVersionFn = int (*)(int*);
+    auto get = reinterpret_cast<NcclVersionFn>(dlsym(nccl, "ncclGetVersion"));
+    int v = 0;
+    put("cuda.nccl", get && get(&v) == 0 ? std::to_string(v) : absent("ncclGetVersion failed"), on_cuda);
+  } else {
+    put("cuda.nccl", absent("libnccl.so.2 not loaded in this process"), on_cuda);
+  }
 
   // Git.
   GitState git = read_git_state(opt.repo_path);

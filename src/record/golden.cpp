@@ -24,20 +24,21 @@ std::string golden_content_hash(const nlohmann::json& body) {
   return xxh3_128_hex(canon.data(), canon.size());
 }
 
-namespace {
-
-Golden parse(const std::string& path, bool allow_plain_record) {
-  nlohmann::json doc = parse_json_file(path);
+Golden golden_from_text(const std::string& text, const std::string& path, bool allow_plain_record) {
+  nlohmann::json doc = parse_json_text(text, path);
   JsonView view(doc, path);
   view.expect_object();
   bool is_golden = view.has("provenance") || view.has("content_hash");
   if (!is_golden && !allow_plain_record)
     view.fail("a golden (with \"provenance\" and \"content_hash\"), got a plain run record");
-  if (!is_golden) return Golden{read_run_record(path), {}, ""};
+  if (!is_golden) {
+    view.allow_keys(run_record_keys());
+    return Golden{run_record_from_json(view), {}, ""};
+  }
 
-  view.allow_keys({"schema", "smoke", "config_hash", "seed", "device", "platform", "steps",
-                   "contract", "fingerprint", "series", "hashes", "probes", "train_probes",
-                   "provenance", "content_hash"});
+  std::vector<std::string_view> keys = run_record_keys();
+  keys.insert(keys.end(), {"provenance", "content_hash"});
+  view.allow_keys(keys);
   Golden g;
   g.record = run_record_from_json(view);
   JsonView p = view.at("provenance");
@@ -64,11 +65,11 @@ Golden parse(const std::string& path, bool allow_plain_record) {
   return g;
 }
 
-}  // namespace
+Golden read_golden(const std::string& path) { return golden_from_text(read_file(path), path, false); }
 
-Golden read_golden(const std::string& path) { return parse(path, false); }
-
-Golden read_golden_or_record(const std::string& path) { return parse(path, true); }
+Golden read_golden_or_record(const std::string& path) {
+  return golden_from_text(read_file(path), path, true);
+}
 
 std::string write_golden(const std::string& path, Golden golden) {
   nlohmann::json body = golden_body_json(golden);

@@ -48,6 +48,10 @@ Golden read_golden(const std::string& path);
 /// a run record comes back with empty provenance.
 Golden read_golden_or_record(const std::string& path);
 
+/// Parses golden (or, with `allow_plain_record`, run record) JSON text;
+/// `label` names the source in errors. Same checks as read_golden.
+Golden golden_from_text(const std::string& text, const std::string& label, bool allow_plain_record);
+
 /// Writes `golden` atomically with its content hash; returns the hash.
 std::string write_golden(const std::string& path, Golden golden);
 

@@ -80,12 +80,18 @@ RunRecord run_record_from_json(const JsonView& n) {
   return r;
 }
 
+const std::vector<std::string_view>& run_record_keys() {
+  static const std::vector<std::string_view> keys = {
+      "schema", "smoke",  "config_hash", "seed",   "device", "platform",    "steps",
+      "contract", "fingerprint", "series", "hashes", "probes", "train_probes"};
+  return keys;
+}
+
 RunRecord read_run_record(const std::string& path) {
   nlohmann::json doc = parse_json_file(path);
   JsonView view(doc, path);
   view.expect_object();
-  view.allow_keys({"schema", "smoke", "config_hash", "seed", "device", "platform", "steps",
-                   "contract", "fingerprint", "series", "hashes", "probes", "train_probes"});
+  view.allow_keys(run_record_keys());
   return run_record_from_json(view);
 }
 

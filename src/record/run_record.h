@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,10 @@ nlohmann::json to_json(const RunRecord& record);
 /// wrong types, unknown keys (with a did-you-mean hint), an unknown schema,
 /// or series whose length differs from `steps`.
 RunRecord run_record_from_json(const JsonView& node);
+
+/// The top-level keys of a run record (a golden adds "provenance" and
+/// "content_hash").
+const std::vector<std::string_view>& run_record_keys();
 
 /// Reads and parses `path`.
 RunRecord read_run_record(const std::string& path);

@@ -23,9 +23,11 @@ struct Result {
   std::string output;  // stdout and stderr
 };
 
-// Runs `lockstep ARGS` through the shell with CI unset (bless refuses in CI).
-Result lockstep(const std::string& args, const std::string& env = "") {
-  std::string cmd = "env -u CI " + env + " " + LOCKSTEP_BINARY + " " + args + " 2>&1";
+// Runs `lockstep ARGS` through the shell with CI unset (bless refuses in
+// CI), with extra environment `env`, in folder `dir` when given.
+Result lockstep(const std::string& args, const std::string& env = "", const std::string& dir = "") {
+  std::string cmd = (dir.empty() ? "" : "cd '" + dir + "' && ") + "env -u CI " + env + " " +
+                    LOCKSTEP_BINARY + " " + args + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
@@ -216,6 +218,53 @@ TEST(CliErrors, MissingDataFileIsExit2) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("data.path: expected an existing data file"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("ci/fetch-data.sh"), std::string::npos) << r.output;
+}
+
+// Issue 4: the ATen CPU capability changes the platform key, leads the
+// environment diff, and changes the training results on the same binary.
+TEST(CliEnv, CpuCapabilityChangesKeyDiffAndResults) {
+  fs::path p = scratch("capability");
+  std::string a = (p / "default.json").string(), b = (p / "avx2.json").string();
+  ASSERT_EQ(lockstep("run " + kSmoke + " --quiet --out " + a, "ATEN_CPU_CAPABILITY=default").code, 0);
+  ASSERT_EQ(lockstep("run " + kSmoke + " --quiet --out " + b, "ATEN_CPU_CAPABILITY=avx2").code, 0);
+  auto ja = parse_json_file(a), jb = parse_json_file(b);
+  EXPECT_EQ(ja["platform"], "cpu-x86_64-default");
+  EXPECT_EQ(jb["platform"], "cpu-x86_64-avx2");
+  EXPECT_NE(ja["series"]["loss"]["bits"], jb["series"]["loss"]["bits"]);
+  Result diff = lockstep("env --diff " + a, "ATEN_CPU_CAPABILITY=avx2");
+  EXPECT_EQ(diff.code, 0) << diff.output;
+  auto first_field = diff.output.find("\n* ");
+  ASSERT_NE(first_field, std::string::npos) << diff.output;
+  EXPECT_EQ(diff.output.substr(first_field + 3, 14), "cpu.capability") << diff.output;
+  // Across capabilities the digits smoke stays within its tolerances.
+  Result cmp = lockstep("compare " + a + " " + b + " --config " + kSmoke);
+  EXPECT_EQ(cmp.code, 0) << cmp.output;
+  EXPECT_NE(cmp.output.find("lane: cross-stack"), std::string::npos) << cmp.output;
+}
+
+TEST(CliEnv, DirtyWorkTreeIsReportedWithFileNames) {
+  fs::path p = scratch("env-dirty");
+  std::string git = "cd " + p.string() + " && git -c init.defaultBranch=main init -q && git -c user.name=t -c user.email=t@t add -A && git -c user.name=t -c user.email=t@t commit -qm init";
+  ASSERT_EQ(std::system(git.c_str()), 0);
+  std::ofstream(p / "smoke" / "digits-cnn.json", std::ios::app) << "\n";
+  std::ofstream(p / "new-file.txt") << "x";
+  Result r = lockstep("env --json", "", p.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["fingerprint"]["git.dirty"]["value"], "new-file.txt smoke/digits-cnn.json");
+  EXPECT_EQ(j["fingerprint"]["git.branch"]["value"], "main");
+  EXPECT_EQ(j["fingerprint"]["git.commit"]["value"].get<std::string>().size(), 40u);
+  EXPECT_EQ(j["platform"].get<std::string>().rfind("cpu-", 0), 0u);
+}
+
+TEST(CliErrors, MinDriverOnAMachineWithoutDriverIsExit3) {
+  fs::path p = scratch("driver", [](nlohmann::json& c) {
+    c["device"] = "cuda";
+    c["min_driver"] = "535.104";
+  });
+  Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("min_driver"), std::string::npos) << r.output;
 }
 
 TEST(CliErrors, UsageErrorsAreExit2) {

@@ -1,0 +1,148 @@
+#include "compare/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "compare/junit_report.h"
+#include "core/float_bits.h"
+
+namespace lockstep {
+
+namespace {
+
+std::string esc(const std::string& s) { return xml_escape(s); }
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// Half-width of the tolerance band around golden value `g` at step i.
+double band(const SeriesResult& r, const Series& golden, size_t i) {
+  double g = golden.values[i];
+  const Tolerance& t = r.tolerance;
+  switch (t.rule) {
+    case Tolerance::Rule::kExact: return 0;
+    case Tolerance::Rule::kClose: return t.atol + t.rtol * std::fabs(g);
+    case Tolerance::Rule::kUlp: return std::fabs(std::nextafter(g, INFINITY) - g) * static_cast<double>(t.max_ulp);
+    case Tolerance::Rule::kSigma: return i < golden.std.size() ? t.k * golden.std[i] : 0;
+  }
+  return 0;
+}
+
+// One SVG line chart: golden (blue), run (orange, dashed), band (grey).
+std::string plot(const SeriesResult& r, const Series& golden, const Series& run) {
+  const double W = 560, H = 180, L = 60, B = 20, T = 10;
+  size_t n = golden.values.size();
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < n; ++i) {
+    double b = band(r, golden, i);
+    for (double v : {golden.values[i] - b, golden.values[i] + b, i < run.values.size() ? run.values[i] : NAN})
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  if (!std::isfinite(lo)) lo = 0, hi = 1;
+  if (hi == lo) hi = lo + (lo == 0 ? 1 : std::fabs(lo) * 1e-6);
+  auto x = [&](size_t i) { return L + (n > 1 ? (W - L - 10) * static_cast<double>(i) / static_cast<double>(n - 1) : 0); };
+  auto y = [&](double v) { return T + (H - T - B) * (1 - (v - lo) / (hi - lo)); };
+  std::ostringstream o;
+  o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"" << esc(r.name) << "\">";
+  // Band polygon: upper edge left to right, lower edge right to left.
+  std::ostringstream poly;
+  for (size_t i = 0; i < n; ++i) poly << x(i) << "," << y(golden.values[i] + band(r, golden, i)) << " ";
+  for (size_t i = n; i-- > 0;) poly << x(i) << "," << y(golden.values[i] - band(r, golden, i)) << " ";
+  o << "<polygon points=\"" << poly.str() << "\" fill=\"#ddd\"/>";
+  auto line = [&](const Series& s, const char* colour, const char* dash) {
+    std::ostringstream pts;
+    for (size_t i = 0; i < n && i < s.values.size(); ++i)
+      if (std::isfinite(s.values[i])) pts << x(i) << "," << y(s.values[i]) << " ";
+    o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"" << colour
+      << "\" stroke-width=\"1.5\" stroke-dasharray=\"" << dash << "\"/>";
+  };
+  line(golden, "#1f77b4", "");
+  line(run, "#ff7f0e", "4 2");
+  if (r.first_fail >= 0) {
+    double fx = x(static_cast<size_t>(r.first_fail));
+    o << "<line x1=\"" << fx << "\" x2=\"" << fx << "\" y1=\"" << T << "\" y2=\"" << H - B
+      << "\" stroke=\"#d62728\"/><text x=\"" << fx + 3 << "\" y=\"" << T + 10
+      << "\" fill=\"#d62728\" font-size=\"11\">first failure: step " << r.first_fail << "</text>";
+  }
+  o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">" << num(hi) << "</text>"
+    << "<text x=\"2\" y=\"" << H - B << "\" font-size=\"10\">" << num(lo) << "</text>"
+    << "<text x=\"" << L << "\" y=\"" << H - 4 << "\" font-size=\"10\">step 0</text>"
+    << "<text x=\"" << W - 60 << "\" y=\"" << H - 4 << "\" font-size=\"10\">step " << (n ? n - 1 : 0) << "</text>"
+    << "</svg>";
+  return o.str();
+}
+
+std::string probe_table(const std::vector<BatchProbe>& run, const std::vector<BatchProbe>& golden) {
+  std::ostringstream o;
+  o << "<table><tr><th>batch</th><th>samples</th><th>inputs hash</th><th>mean golden</th><th>mean run</th>"
+       "<th>std golden</th><th>std run</th><th>labels hash</th></tr>";
+  size_t n = std::min(run.size(), golden.size());
+  for (size_t i = 0; i < n; ++i) {
+    const BatchProbe& g = golden[i];
+    const BatchProbe& r = run[i];
+    auto mark = [](bool same) { return same ? "<td class=ok>=</td>" : "<td class=bad>differs</td>"; };
+    auto val = [](double a, double b) {
+      return std::string(same_bits(a, b) ? "<td>" : "<td class=bad>") + esc(format_double(a)) + "</td>";
+    };
+    o << "<tr><td>" << i << "</td>" << mark(g.sample_index_hash == r.sample_index_hash)
+      << mark(g.inputs.xxh3_128 == r.inputs.xxh3_128) << "<td>" << esc(format_double(g.inputs.mean)) << "</td>"
+      << val(r.inputs.mean, g.inputs.mean) << "<td>" << esc(format_double(g.inputs.std)) << "</td>"
+      << val(r.inputs.std, g.inputs.std) << mark(g.labels.xxh3_128 == r.labels.xxh3_128) << "</tr>";
+  }
+  o << "</table>";
+  if (run.size() != golden.size())
+    o << "<p class=bad>batch count: golden " << golden.size() << ", run " << run.size() << "</p>";
+  return o.str();
+}
+
+}  // namespace
+
+std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord& golden) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>lockstep: " << esc(v.smoke)
+    << "</title><style>body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
+       ".ok{color:#2ca02c}.bad{color:#d62728;font-weight:bold}table{border-collapse:collapse;font-size:12px}"
+       "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}.plots{display:flex;flex-wrap:wrap;gap:12px}"
+       ".plot{border:1px solid #eee;padding:4px}.plot h3{font-size:13px;margin:2px}code{font-size:12px}"
+       "</style></head><body>";
+  o << "<h1>lockstep: " << esc(v.smoke) << " <span class=" << (v.passed() ? "ok>PASS" : "bad>FAIL")
+    << "</span> (exit " << to_int(v.exit_code()) << ")</h1>";
+  if (!v.passed()) o << "<p><b>First divergence:</b> " << esc(v.first_divergence) << "</p>";
+  o << "<p><b>Lane:</b> " << lane_name(v.lane) << " — " << esc(v.lane_reason) << "</p>";
+  o << "<p>run: <code>" << esc(v.run_label) << "</code><br>golden: <code>" << esc(v.golden_label) << "</code></p>";
+  if (!v.env_diffs.empty()) {
+    o << "<h2>Environment differences</h2><table><tr><th>field</th><th>golden</th><th>run</th></tr>";
+    for (const auto& d : v.env_diffs)
+      o << "<tr><td>" << (d.relevant ? "<b>" + esc(d.name) + "</b>" : esc(d.name)) << "</td><td>" << esc(d.golden)
+        << "</td><td>" << esc(d.run) << "</td></tr>";
+    o << "</table>";
+  }
+  if (!v.findings.empty()) {
+    o << "<h2>Failures</h2><ul>";
+    for (const auto& f : v.findings)
+      o << "<li><b>[" << section_name(f.section) << "] " << esc(f.subject) << "</b>: " << esc(f.detail) << "</li>";
+    o << "</ul>";
+  }
+  o << "<h2>Training series</h2><p>golden <span style=\"color:#1f77b4\">solid</span>, run "
+       "<span style=\"color:#ff7f0e\">dashed</span>, tolerance band grey</p><div class=plots>";
+  for (const auto& r : v.results) {
+    if (r.section != Section::kTrain) continue;
+    auto g = golden.series.find(r.name);
+    auto a = run.series.find(r.name);
+    if (g == golden.series.end() || a == run.series.end()) continue;
+    o << "<div class=plot><h3>" << esc(r.name) << " <span class=" << (r.failed ? "bad" : "ok") << ">" << r.failed
+      << "/" << r.checked << " fail</span> <small>" << esc(r.rule) << "</small></h3>" << plot(r, g->second, a->second)
+      << "</div>";
+  }
+  o << "</div><h2>Batch probes (data-only pass)</h2>" << probe_table(run.probes, golden.probes);
+  for (const auto& n : v.notes) o << "<p><i>note: " << esc(n) << "</i></p>";
+  o << "</body></html>\n";
+  return o.str();
+}
+
+}  // namespace lockstep

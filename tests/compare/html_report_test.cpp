@@ -1,0 +1,36 @@
+#include "compare/html_report.h"
+
+#include <gtest/gtest.h>
+
+#include "../record_builder.h"
+#include "compare/compare.h"
+
+namespace lockstep {
+namespace {
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(Html, PlotPerSeriesDivergenceMarkedNoNetwork) {
+  RunRecord g = testing::make_record({2.5, 2.25, 2.0});
+  g.probes = {testing::make_probe(0, 0.5), testing::make_probe(1, 0.5)};
+  RunRecord r = g;
+  r.series["loss"].values[1] = 2.0;
+  r.probes[1] = testing::make_probe(1, 0.75, std::string(32, 'e'));
+  Verdict v = compare_records(r, g, {});
+  std::string html = render_html(v, r, g);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(count(html, "<svg "), 2u);  // loss and grad_norm
+  EXPECT_NE(html.find("first failure: step 1"), std::string::npos);
+  EXPECT_NE(html.find("<b>First divergence:</b> data batch 1"), std::string::npos) << html.substr(0, 600);
+  EXPECT_EQ(count(html, "<tr><td>"), 2u);  // two probe rows
+  EXPECT_NE(html.find("<td class=bad>differs</td>"), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos);  // self-contained
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,90 @@
+#include "data/csv_source.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+std::string write_temp(const std::string& name, const std::string& content) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-csv-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  std::string p = (d / name).string();
+  write_file_atomically(p, content);
+  return p;
+}
+
+std::string gzip(const std::string& text) {
+  z_stream zs{};
+  deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(compressBound(text.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+std::string error_of(const CsvOptions& o) {
+  try {
+    read_csv(o);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Csv, ReadsScaledFeaturesAndLabels) {
+  std::string p = write_temp("ok.csv", "2 rows header\n0,16,8,1\n4,2,0,0\n");
+  CsvTable t = read_csv({p, 1, -1, 1.0 / 16});
+  EXPECT_EQ(t.rows, 2);
+  EXPECT_EQ(t.features, 3);
+  EXPECT_EQ(t.values, (std::vector<float>{0, 1, 0.5f, 0.25f, 0.125f, 0}));
+  EXPECT_EQ(t.labels, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(t.num_classes, 2);
+}
+
+TEST(Csv, GzipIsDetectedByMagicBytes) {
+  std::string p = write_temp("ok.csv.gz", gzip("1,2,3\n4,5,6\n"));
+  CsvTable t = read_csv({p, 0, 0, 1.0});
+  EXPECT_EQ(t.labels, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(t.values, (std::vector<float>{2, 3, 5, 6}));
+}
+
+TEST(Csv, TruncatedGzipIsExit2) {
+  std::string z = gzip(std::string(5000, '1') + ",2\n");
+  std::string p = write_temp("trunc.csv.gz", z.substr(0, z.size() / 2));
+  EXPECT_EQ(error_of({p, 0, -1, 1.0}), p + ": expected a complete gzip stream (the file is truncated)");
+}
+
+TEST(Csv, WrongColumnCountNamesTheLine) {
+  std::string p = write_temp("cols.csv", "1,2,0\n3,4,1\n5,6\n");
+  EXPECT_EQ(error_of({p, 0, -1, 1.0}), p + ": line 3: expected 3 columns like the first data row, got 2");
+}
+
+TEST(Csv, NonNumericCellNamesLineAndColumn) {
+  std::string p = write_temp("nan.csv", "1,2,0\n3,x,1\n");
+  EXPECT_EQ(error_of({p, 0, -1, 1.0}), p + ": line 2, column 2: expected a finite number, got 'x'");
+}
+
+TEST(Csv, BadLabelAndEmptyFile) {
+  std::string p = write_temp("label.csv", "1,2,0.5\n");
+  EXPECT_EQ(error_of({p, 0, -1, 1.0}), p + ": line 1, column 3: expected a non-negative integer class label, got '0.5'");
+  std::string e = write_temp("empty.csv", "header\n\n");
+  EXPECT_EQ(error_of({e, 1, -1, 1.0}), e + ": expected at least one data row (the dataset is empty)");
+  EXPECT_EQ(error_of({"/nonexistent.csv", 0, -1, 1.0}), "/nonexistent.csv: cannot read: No such file or directory");
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,80 @@
+#include "env/fingerprint_capture.h"
+
+#include <gtest/gtest.h>
+
+#include "determinism/contract.h"
+#include "env/driver_version.h"
+#include "record/platform_key.h"
+
+namespace lockstep {
+namespace {
+
+// Every field issue #4 lists; fields that cannot be read on this machine
+// (CUDA on a CPU runner, OpenCV in a build without images) must say why.
+TEST(Fingerprint, RecordsEveryListedField) {
+  Fingerprint fp = capture_fingerprint({"cpu", read_determinism_state(), "."});
+  const char* fields[] = {
+      "device", "torch.version", "torch.library", "torch.library_xxh3", "torch.build.blas_info",
+      "torch.build.lapack_info", "torch.build.use_cuda", "torch.build.use_mkldnn", "torch.build.use_openmp",
+      "torch.mkldnn", "torch.openmp", "torch.has_mkl", "cpu.capability", "cpu.arch", "cpu.model", "cpu.isa",
+      "threads.intra_op", "threads.inter_op", "threads.intra_op_default", "libs.numerics", "libs.opencv",
+      "libs.libgit2", "libs.xxhash", "os.name", "os.kernel", "os.glibc", "build.compiler", "build.cxx11_abi",
+      "determinism.deterministic_algorithms", "determinism.cudnn_deterministic", "determinism.cudnn_benchmark",
+      "determinism.allow_tf32_cublas", "determinism.allow_tf32_cudnn", "determinism.float32_matmul_precision",
+      "determinism.intra_op_threads", "determinism.inter_op_threads", "env.CUBLAS_WORKSPACE_CONFIG",
+      "env.NVIDIA_TF32_OVERRIDE", "env.OMP_NUM_THREADS", "env.MKL_NUM_THREADS", "env.ATEN_CPU_CAPABILITY",
+      "env.CUDA_VISIBLE_DEVICES", "env.NCCL_ALGO", "env.NCCL_PROTO", "env.TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+      "env.LANG", "env.LC_ALL", "env.TZ", "nvidia.driver_version", "cuda.driver_api_version", "cuda.runtime",
+      "cuda.cudnn", "cuda.gpu_name", "cuda.compute_capability", "cuda.sm_count", "cuda.memory_bytes",
+      "cuda.gpu_uuid", "cuda.nccl", "git.commit", "git.branch", "git.dirty"};
+  for (const char* f : fields) {
+    auto it = fp.find(f);
+    ASSERT_NE(it, fp.end()) << f;
+    const std::string& v = it->second.value;
+    EXPECT_FALSE(v.empty()) << f;
+    if (v.rfind("(absent", 0) == 0) EXPECT_GT(v.size(), 10u) << f << " must say why";
+  }
+  EXPECT_EQ(fp.at("torch.version").value.rfind("1.", 0) == 0 || fp.at("torch.version").value.rfind("2.", 0) == 0, true);
+  EXPECT_TRUE(fp.at("torch.version").relevant);
+  EXPECT_TRUE(fp.at("cpu.capability").relevant);
+  EXPECT_FALSE(fp.at("git.commit").relevant);
+  EXPECT_FALSE(fp.at("os.kernel").relevant);
+  EXPECT_EQ(fp.at("torch.library_xxh3").value.size(), 32u);
+}
+
+TEST(Fingerprint, CudaFieldsAreRelevantOnlyForCudaRuns) {
+  Fingerprint cpu = capture_fingerprint({"cpu", {}, ".", false});
+  Fingerprint cuda = capture_fingerprint({"cuda", {}, ".", false});
+  EXPECT_FALSE(cpu.at("cuda.compute_capability").relevant);
+  EXPECT_TRUE(cuda.at("cuda.compute_capability").relevant);
+}
+
+TEST(PlatformKey, FromFingerprint) {
+  Fingerprint fp = {{"device", {"cpu", true}}, {"cpu.arch", {"x86_64", true}}, {"cpu.capability", {"AVX2", true}}};
+  EXPECT_EQ(platform_key(fp), "cpu-x86_64-avx2");
+  fp["cpu.capability"].value = "NO AVX";
+  EXPECT_EQ(platform_key(fp), "cpu-x86_64-default");
+  fp["cpu.capability"].value = "AVX512";
+  EXPECT_EQ(platform_key(fp), "cpu-x86_64-avx512");
+  Fingerprint gpu = {{"device", {"cuda", true}}, {"cuda.compute_capability", {"9.0", true}}};
+  EXPECT_EQ(platform_key(gpu), "cuda-sm90");
+  EXPECT_EQ(platform_family("cpu-x86_64-avx512"), "cpu-x86_64");
+  EXPECT_EQ(platform_family("cuda-sm90"), "cuda-sm90");
+}
+
+TEST(DriverVersion, DottedComparison) {
+  EXPECT_TRUE(version_at_least("550.54.15", "535"));
+  EXPECT_TRUE(version_at_least("535.104.05", "535.104"));
+  EXPECT_FALSE(version_at_least("535.86.10", "535.104"));
+  EXPECT_TRUE(version_at_least("535", "535.0.0"));
+  EXPECT_FALSE(version_at_least("", "1"));
+  EXPECT_FALSE(version_at_least("abc", "1"));
+}
+
+TEST(DriverVersion, AbsentDriverSaysWhy) {
+  std::string why;
+  if (nvidia_driver_version(&why).empty()) EXPECT_FALSE(why.empty());
+}
+
+}  // namespace
+}  // namespace lockstep
