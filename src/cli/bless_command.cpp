@@ -90,7 +90,8 @@ void bless_one(const std::string& file, const BlessOptions& o) {
 
   std::string path = golden_path(root, cfg.name, g.record.platform);
   std::string changes;
-  if (fs::exists(path)) {
+  bool replaces = fs::exists(path);
+  if (replaces) {
     try {
       changes = describe_changes(read_golden_or_record(path).record, g.record);
     } catch (const Error& e) {
@@ -99,8 +100,12 @@ void bless_one(const std::string& file, const BlessOptions& o) {
   }
   std::string hash = write_golden(path, g);
   std::cout << "blessed " << path << " (" << o.runs << " bit-identical runs, content " << hash << ")\n";
-  if (!changes.empty()) std::cout << "changes against the golden it replaces:\n" << changes;
-  else std::cout << "  new golden (none existed for platform " << g.record.platform << ")\n";
+  if (!replaces)
+    std::cout << "  new golden (none existed for platform " << g.record.platform << ")\n";
+  else if (changes.empty())
+    std::cout << "  no value changed against the golden it replaces\n";
+  else
+    std::cout << "changes against the golden it replaces:\n" << changes;
 }
 
 }  // namespace
@@ -108,7 +113,9 @@ void bless_one(const std::string& file, const BlessOptions& o) {
 int bless_command(const BlessOptions& o) {
   if (o.reason.find_first_not_of(" \t\n") == std::string::npos)
     throw BadUsage("bless needs --reason TEXT: say why the goldens change (it is recorded)");
-  if (std::getenv("CI") && !o.in_ci)
+  const char* ci = std::getenv("CI");
+  bool in_ci = ci && *ci && std::string(ci) != "0" && std::string(ci) != "false";
+  if (in_ci && !o.in_ci)
     throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "
                    "files instead); pass --in-ci to bless here anyway");
   for (const auto& file : expand_smoke_args(o.smokes)) bless_one(file, o);

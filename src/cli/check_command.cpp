@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli/child_runs.h"
 #include "cli/commands.h"
@@ -105,6 +106,13 @@ ExitCode check_one(const std::string& file, const CheckOptions& o, std::vector<V
                    "' on platform " + run.platform + " (nor any of its family); create one with "
                    "`lockstep bless " + file + " --reason \"...\"`");
   Golden golden = read_golden(found->path);
+  if (golden.record.smoke != cfg.name)
+    throw BadInput(found->path, "smoke", "\"" + cfg.name + "\" (the smoke this golden is filed under), got \"" +
+                                             golden.record.smoke + "\"");
+  std::string filed_as = std::filesystem::path(found->path).stem().string();
+  if (golden.record.platform != filed_as)
+    throw BadInput(found->path, "platform", "\"" + filed_as + "\" (the platform it is filed under), got \"" +
+                                                golden.record.platform + "\"");
   Verdict v = compare_records(run, golden.record, cfg.tolerance, {dir + "/run-1.json", found->path});
   if (!found->exact_platform)
     v.notes.insert(v.notes.begin(), "no golden for platform " + run.platform + "; compared against " +
@@ -123,7 +131,21 @@ ExitCode check_one(const std::string& file, const CheckOptions& o, std::vector<V
 int check_command(const CheckOptions& o) {
   ExitCode result = ExitCode::kPass;
   std::vector<Verdict> verdicts;
-  for (const auto& file : expand_smoke_args(o.smokes)) {
+  std::vector<std::string> files = expand_smoke_args(o.smokes);
+  // Two configs with one name would share goldens and output folders.
+  std::map<std::string, std::string> seen;
+  for (const auto& file : files) {
+    std::string name;
+    try {
+      name = load_smoke_config(file).name;
+    } catch (const Error&) {
+      continue;  // reported when the smoke is checked below
+    }
+    auto [it, fresh] = seen.emplace(name, file);
+    if (!fresh)
+      throw BadInput(file, "name", "a smoke name unique in the suite; \"" + name + "\" is also the name in " + it->second);
+  }
+  for (const auto& file : files) {
     try {
       result = worse(result, check_one(file, o, verdicts));
     } catch (const Error& e) {

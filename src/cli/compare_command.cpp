@@ -18,6 +18,8 @@
 namespace lockstep {
 
 int compare_command(const CompareOptions& o) {
+  for (const auto& out : {o.json_out, o.junit_out, o.markdown_out, o.html_out})
+    refuse_overwriting_inputs(out, {o.run, o.golden, o.config});
   TolerancePolicy policy;
   if (!o.config.empty()) policy = load_smoke_config(o.config).tolerance;
   RunRecord run = read_run_record(o.run);

@@ -48,6 +48,32 @@ void read_data(const JsonView& d, DataConfig& c) {
   }
 }
 
+// Tolerance keys must name a series the trainer records or a probe
+// statistic: a typo would otherwise silently leave the default in force.
+void check_tolerance_names(const JsonView& t) {
+  static const std::vector<std::string> series = {"default", "loss", "grad_norm", "grad_norm/*", "param_norm", "lr"};
+  static const std::vector<std::string> stats = {"sum", "mean", "std", "min", "max"};
+  if (t.has("series")) {
+    for (const auto& k : t.at("series").keys()) {
+      if (std::find(series.begin(), series.end(), k) != series.end() || k.rfind("grad_norm/", 0) == 0) continue;
+      std::string hint = closest_spelling(k, series);
+      t.at("series").at(k).fail("a recorded series: default, loss, grad_norm, grad_norm/<parameter>, grad_norm/*, "
+                                "param_norm or lr" + (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"));
+    }
+  }
+  if (t.has("probes")) {
+    std::vector<std::string> fields = {"default"};
+    for (const char* part : {"inputs", "labels"})
+      for (const auto& s : stats) fields.push_back(std::string(part) + "." + s);
+    for (const auto& k : t.at("probes").keys()) {
+      if (std::find(fields.begin(), fields.end(), k) != fields.end()) continue;
+      std::string hint = closest_spelling(k, fields);
+      t.at("probes").at(k).fail("default or inputs|labels.sum|mean|std|min|max" +
+                                (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"));
+    }
+  }
+}
+
 }  // namespace
 
 SmokeConfig load_smoke_config(const std::string& path) {
@@ -61,8 +87,11 @@ SmokeConfig load_smoke_config(const std::string& path) {
   SmokeConfig c;
   c.file = path;
   c.name = v.at("name").as_string();
-  if (c.name.empty() || c.name.find_first_of("/\\ ") != std::string::npos)
-    v.at("name").fail("a non-empty name without '/', '\\' or spaces (it names the golden folder)");
+  if (c.name.empty() || c.name.front() == '.' || c.name.size() > 100 ||
+      c.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+          std::string::npos)
+    v.at("name").fail("a name of letters, digits, '.', '_' and '-' not starting with '.' "
+                      "(it names the golden folder), got \"" + c.name + "\"");
   if (v.has("device")) c.device = v.at("device").as_enum({"cpu", "cuda"});
   if (v.has("min_driver")) {
     c.min_driver = v.at("min_driver").as_string();
@@ -96,7 +125,10 @@ SmokeConfig load_smoke_config(const std::string& path) {
   c.lr = o.at("lr").as_finite(0, 1e3);
   if (o.has("momentum")) c.momentum = o.at("momentum").as_finite(0, 1);
 
-  if (v.has("tolerance")) c.tolerance = tolerance_policy_from_json(v.at("tolerance"));
+  if (v.has("tolerance")) {
+    c.tolerance = tolerance_policy_from_json(v.at("tolerance"));
+    check_tolerance_names(v.at("tolerance"));
+  }
   c.config_hash = hex64(xxh3_64(canonical_dump(doc)));
   return c;
 }
@@ -107,8 +139,12 @@ std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args)
     std::error_code ec;
     if (fs::is_directory(a, ec)) {
       std::vector<std::string> found;
-      for (const auto& e : fs::directory_iterator(a, ec))
-        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+      for (const auto& e : fs::directory_iterator(a, ec)) {
+        if (e.path().extension() != ".json") continue;
+        if (!e.is_regular_file())
+          throw BadUsage(e.path().string() + ": not a readable smoke config (dangling link or not a file)");
+        found.push_back(e.path().string());
+      }
       if (found.empty()) throw BadUsage(a + ": no smoke configs (*.json) in this folder");
       // Byte-wise order, independent of locale and directory order.
       std::sort(found.begin(), found.end());

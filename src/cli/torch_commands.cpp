@@ -8,7 +8,9 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/golden_store.h"
 #include "cli/smoke_config.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/float_bits.h"
 #include "core/json_io.h"
@@ -88,6 +90,12 @@ std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg) {
 // Shared by run and probe: contract, data pass, optional training, record.
 int run_smoke(const RunOptions& o, bool train) {
   SmokeConfig cfg = load_smoke_config(o.smoke);
+  refuse_overwriting_inputs(o.out, {o.smoke, cfg.data.resolved_path});
+  // Only bless writes goldens: a record must not land in the goldens folder.
+  std::string goldens = fs::weakly_canonical(goldens_root(o.smoke, "")).string() + "/";
+  if (!o.out.empty() && fs::weakly_canonical(fs::absolute(o.out)).string().rfind(goldens, 0) == 0)
+    throw BadUsage(o.out + ": refusing to write a run record into the goldens folder " + goldens +
+                   " (goldens are written only by `lockstep bless`)");
   auto [seed, overridden] = base_seed(cfg);
   preflight_driver(cfg);
   if (cfg.device == "cuda" && !torch::cuda::is_available())
@@ -143,6 +151,8 @@ int run_smoke(const RunOptions& o, bool train) {
 
   std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
   write_run_record(out, rec);
+  if (!o.quiet && train && rec.train_probes.size() < static_cast<size_t>(cfg.steps))
+    std::cout << "note: " << rec.train_probes.size() << " batches trained\n";
   if (!o.quiet) {
     std::cout << (train ? "run " : "probe ") << cfg.name << ": " << rec.probes.size() << " batches probed";
     if (train)

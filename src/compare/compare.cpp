@@ -37,12 +37,29 @@ void require_comparable(const RunRecord& run, const RunRecord& golden,
       golden.hashes.empty())
     throw BadInput(labels.golden, "", "a golden with at least one series, probe or hash (it is empty)");
   if (!policy.allow_nonfinite_golden) {
+    const std::string allow = " (set tolerance.allow_nonfinite_golden to allow it)";
     for (const auto& [name, s] : golden.series)
       for (size_t i = 0; i < s.values.size(); ++i)
         if (!std::isfinite(s.values[i]))
           throw BadInput(labels.golden, "series." + name + ".values[" + std::to_string(i) + "]",
-                         "a finite value, got " + fmt(s.values[i]) +
-                             " (set tolerance.allow_nonfinite_golden to allow it)");
+                         "a finite value, got " + fmt(s.values[i]) + allow);
+    for (const auto* list : {&golden.probes, &golden.train_probes})
+      for (const auto& p : *list)
+        for (int part = 0; part < 2; ++part)
+          for (const auto& stat : tensor_stat_names()) {
+            double v = tensor_stat(part ? p.labels : p.inputs, stat);
+            if (std::isfinite(v)) continue;
+            throw BadInput(labels.golden,
+                           std::string(list == &golden.probes ? "probes[" : "train_probes[") +
+                               std::to_string(p.batch) + "]." + (part ? "labels." : "inputs.") + stat,
+                           "a finite value, got " + fmt(v) + allow);
+          }
+  }
+  for (const auto& [name, s] : golden.series) {
+    if (policy.for_series(name).rule == Tolerance::Rule::kSigma && s.std.empty())
+      throw BadInput(labels.golden, "series." + name + ".std",
+                     "per-step std (a multi-seed golden): the smoke holds " + name + " to " +
+                         policy.for_series(name).describe());
   }
 }
 
@@ -238,11 +255,6 @@ void compare_series(const RunRecord& run, const RunRecord& golden, const Toleran
     bool f32 = gs.dtype == Series::Dtype::kFloat32;
     Tolerance tol = policy.for_series(name);
     if (exact) tol = Tolerance::exact();
-    if (tol.rule == Tolerance::Rule::kSigma && gs.std.empty()) {
-      v.findings.push_back({Section::kTrain, name, -1,
-                            "rule " + tol.describe() + " needs a multi-seed golden (this one has no std)"});
-      continue;
-    }
     compare_values(Section::kTrain, name, rs.values, gs.values, gs.std, tol, f32, "step", v);
   }
 }

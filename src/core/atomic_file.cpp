@@ -67,9 +67,23 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
+void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  for (const auto& in : inputs) {
+    if (in.empty() || output.empty()) continue;
+    bool same = fs::equivalent(output, in, ec);
+    if (ec) same = fs::weakly_canonical(output, ec) == fs::weakly_canonical(in, ec);
+    if (same) throw BadUsage(output + ": refusing to write an output over an input of this command (" + in + ")");
+  }
+}
+
 std::string read_file(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw BadUsage(path + ": cannot read: is a directory");
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+    throw BadUsage(path + ": cannot read: not a regular file");
+  if (fs::exists(path, ec) && fs::file_size(path, ec) > kMaxReadBytes)
+    throw BadUsage(path + ": cannot read: larger than " + std::to_string(kMaxReadBytes >> 20) + " MiB");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw BadUsage(path + ": cannot read: " + std::strerror(errno));
   std::ostringstream ss;

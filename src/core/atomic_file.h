@@ -9,7 +9,9 @@
 // rename survives a crash.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace lockstep {
 
@@ -18,7 +20,15 @@ namespace lockstep {
 /// is then untouched and the temporary removed.
 void write_file_atomically(const std::string& path, const std::string& content);
 
-/// Reads a whole file. Throws Error(kBadInput) "<path>: cannot read: <reason>".
+/// Throws exit-2 Error when `output` names the same file as one of
+/// `inputs` (an output must never overwrite what the command reads).
+void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs);
+
+/// Largest file read_file accepts (configs, goldens, records, data files).
+inline constexpr uint64_t kMaxReadBytes = uint64_t{2} << 30;  // 2 GiB
+
+/// Reads a whole regular file of at most kMaxReadBytes. Throws
+/// Error(kBadInput) "<path>: cannot read: <reason>" otherwise.
 std::string read_file(const std::string& path);
 
 }  // namespace lockstep

@@ -17,6 +17,9 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path)
     std::string what = e.byte >= text.size() ? "complete JSON (file is truncated or empty)"
                                              : "valid JSON (syntax error)";
     throw BadInput(path, where, what);
+  } catch (const nlohmann::json::exception& e) {
+    // out_of_range 406: a number beyond the range of a double (1e400).
+    throw BadInput(path, "", std::string("numbers within the range of a float64 (") + e.what() + ")");
   }
 }
 
@@ -136,8 +139,10 @@ int64_t JsonView::as_int(int64_t lo, int64_t hi) const {
   if (lo == INT64_MIN && hi == INT64_MAX) range = "an integer";
   if (node_->is_number_unsigned()) {
     uint64_t u = node_->get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX) || static_cast<int64_t>(u) > hi) fail(range);
-    return static_cast<int64_t>(u);
+    if (u > static_cast<uint64_t>(INT64_MAX)) fail(range + ", got " + std::to_string(u));
+    int64_t v = static_cast<int64_t>(u);
+    if (v < lo || v > hi) fail(range + ", got " + std::to_string(v));
+    return v;
   }
   if (!node_->is_number_integer()) fail(range + ", got " + type_name(*node_));
   int64_t v = node_->get<int64_t>();

@@ -18,6 +18,9 @@ bool is_gzip(const std::string& bytes) {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
+// Decompresses every gzip member (RFC 1952 allows several, as `gzip -d`
+// reads them); trailing bytes that are not a gzip member are an error, and
+// so is output beyond kMaxReadBytes (a gzip bomb).
 std::string gunzip(const std::string& bytes, const std::string& path) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw BadUsage(path + ": cannot initialise zlib");
@@ -25,21 +28,28 @@ std::string gunzip(const std::string& bytes, const std::string& path) {
   zs.avail_in = static_cast<uInt>(bytes.size());
   std::string out;
   char buf[1 << 16];
-  int rc;
-  do {
+  auto fail = [&](const std::string& what) {
+    inflateEnd(&zs);
+    return BadInput(path, "", what);
+  };
+  while (true) {
     zs.next_out = reinterpret_cast<Bytef*>(buf);
     zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      inflateEnd(&zs);
-      throw BadInput(path, "", "a valid gzip stream (" + std::string(zs.msg ? zs.msg : "corrupt or truncated") + ")");
-    }
+    int rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END)
+      throw fail("a valid gzip stream (" + std::string(zs.msg ? zs.msg : "corrupt or truncated") + ")");
     out.append(buf, sizeof buf - zs.avail_out);
-    if (rc != Z_STREAM_END && zs.avail_in == 0) {
-      inflateEnd(&zs);
-      throw BadInput(path, "", "a complete gzip stream (the file is truncated)");
+    if (out.size() > kMaxReadBytes)
+      throw fail("at most " + std::to_string(kMaxReadBytes >> 20) + " MiB of decompressed data");
+    if (rc == Z_STREAM_END) {
+      if (zs.avail_in == 0) break;
+      if (zs.avail_in < 2 || zs.next_in[0] != 0x1f || zs.next_in[1] != 0x8b)
+        throw fail("nothing after the last gzip member (found " + std::to_string(zs.avail_in) + " trailing bytes)");
+      inflateReset(&zs);
+      continue;
     }
-  } while (rc != Z_STREAM_END);
+    if (zs.avail_in == 0 && zs.avail_out != 0) throw fail("a complete gzip stream (the file is truncated)");
+  }
   inflateEnd(&zs);
   return out;
 }
@@ -110,7 +120,11 @@ CsvTable read_csv(const CsvOptions& o) {
         t.labels.push_back(static_cast<int64_t>(v));
         t.num_classes = std::max(t.num_classes, static_cast<int64_t>(v) + 1);
       } else {
-        t.values.push_back(static_cast<float>(v * o.scale));
+        float f = static_cast<float>(v * o.scale);
+        if (!std::isfinite(f))
+          throw BadInput(o.path, where + ", column " + std::to_string(c + 1),
+                         "a value finite in float32 after scaling, got '" + std::string(cell) + "'");
+        t.values.push_back(f);
       }
     }
     ++t.rows;

@@ -52,6 +52,23 @@ void accumulate(const T* data, size_t n, TensorStats& s) {
   s.max = hi;
 }
 
+// PyTorch's dtype names (torch.float32, ...), as record/batch_probe.h lists them.
+std::string dtype_name(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat32: return "float32";
+    case torch::kFloat64: return "float64";
+    case torch::kFloat16: return "float16";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kInt64: return "int64";
+    case torch::kInt32: return "int32";
+    case torch::kInt16: return "int16";
+    case torch::kInt8: return "int8";
+    case torch::kUInt8: return "uint8";
+    case torch::kBool: return "bool";
+    default: throw std::invalid_argument(std::string("probe: unsupported dtype ") + c10::toString(t));
+  }
+}
+
 }  // namespace
 
 TensorStats probe_floats(const float* data, size_t n) {
@@ -67,9 +84,7 @@ TensorStats probe_tensor(const torch::Tensor& tensor) {
   torch::Tensor t = tensor.to(torch::kCPU).contiguous();
   TensorStats s;
   s.shape = t.sizes().vec();
-  s.dtype = std::string(c10::toString(t.scalar_type()));
-  if (s.dtype == "Float") s.dtype = "float32";
-  if (s.dtype == "Long") s.dtype = "int64";
+  s.dtype = dtype_name(t.scalar_type());
   s.xxh3_128 = xxh3_128_hex(t.data_ptr(), t.nbytes());
   size_t n = static_cast<size_t>(t.numel());
   if (t.scalar_type() == torch::kFloat32) {

@@ -56,7 +56,8 @@ TensorStats stats_from_json(const JsonView& n) {
   TensorStats s;
   JsonView shape = n.at("shape");
   for (size_t i = 0; i < shape.size(); ++i) s.shape.push_back(shape.at(i).as_int(0));
-  s.dtype = n.at("dtype").as_string();
+  s.dtype = n.at("dtype").as_enum({"float32", "float64", "float16", "bfloat16", "int64", "int32", "int16",
+                                   "int8", "uint8", "bool"});
   s.xxh3_128 = n.at("xxh3_128").as_string();
   if (!is_hex(s.xxh3_128, 32)) n.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128)");
   s.sum = n.at("sum").as_double();

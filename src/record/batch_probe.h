@@ -20,7 +20,7 @@ class JsonView;
 /// Content hash and summary statistics of one tensor.
 struct TensorStats {
   std::vector<int64_t> shape;
-  std::string dtype;       ///< "float32", "int64", ...
+  std::string dtype;       ///< float32|float64|float16|bfloat16|int64|int32|int16|int8|uint8|bool
   std::string xxh3_128;    ///< XXH3-128 of the raw bytes, 32 hex digits
   double sum = 0, mean = 0, std = 0, min = 0, max = 0;  ///< over finite elements
   uint64_t nan_count = 0, inf_count = 0;

@@ -157,6 +157,18 @@ TEST_F(Cli, CheckAgainstItsOwnBlessPassesBitExact) {
   EXPECT_TRUE(fs::exists(project_ / "out-own" / "digits-cnn" / "report.json"));
 }
 
+TEST_F(Cli, ReblessReportsNoChangeAndKeepsTheFileWellFormed) {
+  fs::path p = scratch("rebless");
+  std::string s = (p / "smoke").string();
+  ASSERT_EQ(lockstep("bless " + s + " --reason first --out " + (p / "out").string()).code, 0);
+  Result again = lockstep("bless " + s + " --reason second --out " + (p / "out").string());
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("no value changed against the golden it replaces"), std::string::npos) << again.output;
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(p / "goldens" / "digits-cnn")) files += e.is_regular_file();
+  EXPECT_EQ(files, 1u);  // no temporaries left behind
+}
+
 TEST_F(Cli, OverriddenSeedIsNeverComparedAgainstAnotherSeed) {
   Result r = lockstep("check " + smoke() + " --repeat 1 --out " + (project_ / "out-seed").string(),
                       "LOCKSTEP_SEED=7");
@@ -265,6 +277,38 @@ TEST(CliErrors, MinDriverOnAMachineWithoutDriverIsExit3) {
   Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("min_driver"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, ZeroStepsAndBadNamesAreExit2) {
+  fs::path p = scratch("zero", [](nlohmann::json& c) { c["steps"] = 0; });
+  Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("steps: expected an integer in [1, 1000000], got 0"), std::string::npos) << r.output;
+  fs::path q = scratch("dotdot", [](nlohmann::json& c) { c["name"] = ".."; });
+  Result n = lockstep("run " + (q / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(n.code, 2) << n.output;
+  EXPECT_NE(n.output.find("name: expected a name of letters"), std::string::npos) << n.output;
+}
+
+TEST(CliErrors, OutputsNeverOverwriteInputsOrGoldens) {
+  fs::path p = scratch("overwrite");
+  std::string cfg = (p / "smoke/digits-cnn.json").string();
+  Result over_config = lockstep("run " + cfg + " --out " + cfg);
+  EXPECT_EQ(over_config.code, 2) << over_config.output;
+  EXPECT_NE(over_config.output.find("refusing to write an output over an input"), std::string::npos);
+  Result into_goldens = lockstep("run " + cfg + " --out " + (p / "goldens/digits-cnn/cpu-x86_64-avx2.json").string());
+  EXPECT_EQ(into_goldens.code, 2) << into_goldens.output;
+  EXPECT_FALSE(fs::exists(p / "goldens"));
+  nlohmann::json after = parse_json_file(cfg);
+  EXPECT_EQ(after["name"], "digits-cnn");
+}
+
+TEST(CliErrors, ToleranceKeyTypoIsExit2) {
+  fs::path p = scratch("toltypo", [](nlohmann::json& c) { c["tolerance"]["series"]["los"] = {{"rtol", 1e-3}}; });
+  Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("tolerance.series.los: expected a recorded series"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(did you mean 'loss'?)"), std::string::npos) << r.output;
 }
 
 TEST(CliErrors, UsageErrorsAreExit2) {

@@ -141,6 +141,32 @@ TEST(Compare, NonFiniteGoldenIsExit2UnlessAllowed) {
   EXPECT_TRUE(compare_records(g, g, allow).passed());
 }
 
+TEST(Compare, NonFiniteGoldenProbeIsExit2) {
+  RunRecord g = make_record({1.0});
+  g.probes = {make_probe(0, 0.5)};
+  g.probes[0].inputs.std = std::nan("");
+  try {
+    compare_records(g, g, {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "golden: probes[0].inputs.std: expected a finite value, got nan (set "
+              "tolerance.allow_nonfinite_golden to allow it)");
+  }
+}
+
+TEST(Compare, SigmaRuleNeedsAMultiSeedGolden) {
+  RunRecord g = make_record({1.0});
+  TolerancePolicy p;
+  p.series["loss"] = Tolerance::sigma(3);
+  EXPECT_THROW(compare_records(g, g, p), Error);
+  g.series["loss"].std = {0.1};
+  RunRecord r = g;
+  r.fingerprint["torch.version"].value = "2.11.0";
+  r.series["loss"].values[0] = 1.25;
+  EXPECT_TRUE(compare_records(r, g, p).passed());
+}
+
 TEST(Compare, OtherSeedIsExit2) {
   RunRecord g = make_record({1.0});
   RunRecord r = g;

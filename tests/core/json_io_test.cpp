@@ -49,6 +49,21 @@ TEST(JsonView, TypedAccessNamesThePath) {
             "f.json: data.seed: expected a value (the field is missing)");
 }
 
+TEST(JsonView, ZeroAndHugeIntegersAreRangeChecked) {
+  auto doc = nlohmann::json::parse(R"({"steps": 0, "big": 18446744073709551615})");
+  JsonView v(doc, "f.json");
+  EXPECT_EQ(error_of([&] { v.at("steps").as_int(1, 100); }), "f.json: steps: expected an integer in [1, 100], got 0");
+  EXPECT_EQ(error_of([&] { v.at("big").as_int(1, 100); }),
+            "f.json: big: expected an integer in [1, 100], got 18446744073709551615");
+}
+
+TEST(ParseJson, NumberBeyondDoubleIsExit2) {
+  ExitCode code{};
+  std::string msg = error_of([] { parse_json_text("{\"seed\": 1e400}", "c.json"); }, &code);
+  EXPECT_EQ(code, ExitCode::kBadInput);
+  EXPECT_EQ(msg.rfind("c.json: expected numbers within the range of a float64", 0), 0u) << msg;
+}
+
 TEST(JsonView, NonFiniteStrings) {
   auto doc = nlohmann::json::parse(R"(["nan", "inf", "-inf", 2.5, "x"])");
   JsonView v(doc, "f.json");

@@ -62,6 +62,22 @@ TEST(Csv, GzipIsDetectedByMagicBytes) {
   EXPECT_EQ(t.values, (std::vector<float>{2, 3, 5, 6}));
 }
 
+TEST(Csv, EveryGzipMemberIsReadAndTrailingJunkRejected) {
+  std::string p = write_temp("members.csv.gz", gzip("1,2,3\n") + gzip("4,5,6\n"));
+  EXPECT_EQ(read_csv({p, 0, 0, 1.0}).rows, 2);
+  std::string junk = write_temp("junk.csv.gz", gzip("1,2,3\n") + "JUNKJUNK");
+  EXPECT_EQ(error_of({junk, 0, -1, 1.0}), junk + ": expected nothing after the last gzip member (found 8 trailing bytes)");
+}
+
+TEST(Csv, Float32OverflowIsRejected) {
+  std::string p = write_temp("overflow.csv", "1e40,0\n");
+  EXPECT_EQ(error_of({p, 0, -1, 1.0}), p + ": line 1, column 1: expected a value finite in float32 after scaling, got '1e40'");
+}
+
+TEST(Csv, NotARegularFileIsRejected) {
+  EXPECT_EQ(error_of({"/dev/zero", 0, -1, 1.0}), "/dev/zero: cannot read: not a regular file");
+}
+
 TEST(Csv, TruncatedGzipIsExit2) {
   std::string z = gzip(std::string(5000, '1') + ",2\n");
   std::string p = write_temp("trunc.csv.gz", z.substr(0, z.size() / 2));
