@@ -25,3 +25,6 @@ done
 code=0; ./build-notorch/lockstep run smoke/digits-cnn.json >/dev/null 2>&1 || code=$?
 [ "$code" -eq 3 ] || { echo "test: LibTorch-free run should exit 3, got $code" >&2; exit 1; }
 echo "test: LibTorch-free build: compare works, run exits 3, no LibTorch linked"
+
+# libFuzzer on the record/golden parser and the comparator, bounded in time.
+FUZZ_SECONDS="${FUZZ_SECONDS:-60}" bash ci/fuzz.sh

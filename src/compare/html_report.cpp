@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "compare/junit_report.h"
 #include "core/float_bits.h"
@@ -77,6 +78,45 @@ std::string plot(const SeriesResult& r, const Series& golden, const Series& run)
   return o.str();
 }
 
+// |run - golden| per step on a log10 scale (red), with the allowed band
+// (grey) when the rule has one: tiny bit-level drift is visible here even
+// when the two curves above overlap.
+std::string error_plot(const SeriesResult& r, const Series& golden, const Series& run) {
+  const double W = 560, H = 70, L = 60, T = 6, B = 6;
+  size_t n = std::min(golden.values.size(), run.values.size());
+  std::vector<double> err(n), allowed(n);
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < n; ++i) {
+    double e = std::fabs(run.values[i] - golden.values[i]);
+    err[i] = e > 0 && std::isfinite(e) ? std::log10(e) : NAN;
+    double b = band(r, golden, i);
+    allowed[i] = b > 0 ? std::log10(b) : NAN;
+    for (double v : {err[i], allowed[i]})
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  std::ostringstream o;
+  o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"error of " << esc(r.name) << "\">";
+  if (!std::isfinite(lo)) {
+    o << "<text x=\"" << L << "\" y=\"" << H / 2 << "\" font-size=\"11\" fill=\"#2ca02c\">|run - golden| = 0 at every step</text></svg>";
+    return o.str();
+  }
+  if (hi - lo < 1) lo -= 0.5, hi += 0.5;
+  auto x = [&](size_t i) { return L + (n > 1 ? (W - L - 10) * static_cast<double>(i) / static_cast<double>(n - 1) : 0); };
+  auto y = [&](double v) { return T + (H - T - B) * (1 - (v - lo) / (hi - lo)); };
+  auto line = [&](const std::vector<double>& v, const char* colour) {
+    std::ostringstream pts;
+    for (size_t i = 0; i < n; ++i)
+      if (std::isfinite(v[i])) pts << x(i) << "," << y(v[i]) << " ";
+    o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\"/>";
+  };
+  line(allowed, "#999");
+  line(err, "#d62728");
+  o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">1e" << num(hi) << "</text><text x=\"2\" y=\"" << H - B
+    << "\" font-size=\"10\">1e" << num(lo) << "</text><text x=\"" << L + 4 << "\" y=\"" << T + 8
+    << "\" font-size=\"10\" fill=\"#d62728\">|run - golden| (log)</text></svg>";
+  return o.str();
+}
+
 std::string probe_table(const std::vector<BatchProbe>& run, const std::vector<BatchProbe>& golden) {
   std::ostringstream o;
   o << "<table><tr><th>batch</th><th>samples</th><th>inputs hash</th><th>mean golden</th><th>mean run</th>"
@@ -137,7 +177,7 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
     if (g == golden.series.end() || a == run.series.end()) continue;
     o << "<div class=plot><h3>" << esc(r.name) << " <span class=" << (r.failed ? "bad" : "ok") << ">" << r.failed
       << "/" << r.checked << " fail</span> <small>" << esc(r.rule) << "</small></h3>" << plot(r, g->second, a->second)
-      << "</div>";
+      << "<br>" << error_plot(r, g->second, a->second) << "</div>";
   }
   o << "</div><h2>Batch probes (data-only pass)</h2>" << probe_table(run.probes, golden.probes);
   for (const auto& n : v.notes) o << "<p><i>note: " << esc(n) << "</i></p>";

@@ -23,7 +23,8 @@ TEST(Html, PlotPerSeriesDivergenceMarkedNoNetwork) {
   Verdict v = compare_records(r, g, {});
   std::string html = render_html(v, r, g);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_EQ(count(html, "<svg "), 2u);  // loss and grad_norm
+  EXPECT_EQ(count(html, "<svg "), 4u);  // loss and grad_norm, each with its error plot
+  EXPECT_NE(html.find("|run - golden| = 0 at every step"), std::string::npos);  // grad_norm
   EXPECT_NE(html.find("first failure: step 1"), std::string::npos);
   EXPECT_NE(html.find("<b>First divergence:</b> data batch 1"), std::string::npos) << html.substr(0, 600);
   EXPECT_EQ(count(html, "<tr><td>"), 2u);  // two probe rows
