@@ -34,7 +34,15 @@ Series series_from_json(const JsonView& node) {
   s.dtype = node.at("dtype").as_enum({"float32", "float64"}) == "float32" ? Series::Dtype::kFloat32
                                                                           : Series::Dtype::kFloat64;
   JsonView values = node.at("values");
-  for (size_t i = 0; i < values.size(); ++i) s.values.push_back(values.at(i).as_double());
+  // Hot path for long series: read numbers straight from the array and
+  // build a path-carrying view only for an element that needs an error.
+  const nlohmann::json& arr = values.raw();
+  values.expect_array();
+  s.values.reserve(arr.size());
+  for (size_t i = 0; i < arr.size(); ++i) {
+    const nlohmann::json& e = arr[i];
+    s.values.push_back(e.is_number() ? e.get<double>() : values.at(i).as_double());
+  }
 
   if (s.dtype == Series::Dtype::kFloat32) {
     for (size_t i = 0; i < s.values.size(); ++i) {
@@ -49,7 +57,8 @@ Series series_from_json(const JsonView& node) {
         bits.fail("one bit pattern per value (" + std::to_string(s.values.size()) + "), got " +
                   std::to_string(bits.size()));
       for (size_t i = 0; i < s.values.size(); ++i) {
-        auto f = parse_float_bits(bits.at(i).as_string());
+        const nlohmann::json& b = bits.raw()[i];
+        auto f = b.is_string() ? parse_float_bits(b.get_ref<const std::string&>()) : std::nullopt;
         if (!f) bits.at(i).fail("a bit pattern \"0x\" + 8 hex digits");
         float from_value = static_cast<float>(s.values[i]);
         bool both_nan = std::isnan(*f) && std::isnan(from_value);
