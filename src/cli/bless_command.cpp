@@ -5,7 +5,6 @@
 // --allow-dirty, inside CI unless --in-ci, and when a run holds NaN/Inf.
 // Refuses (exit 4) unless `runs` fresh runs are bit-identical. Writes the
 // golden atomically and prints what changed against the golden it replaces.
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 
@@ -23,15 +22,6 @@ namespace lockstep {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 bool under(const std::string& file, const std::string& dir) {
   auto rel = fs::path(file).lexically_relative(dir);
@@ -110,12 +100,15 @@ void bless_one(const std::string& file, const BlessOptions& o) {
 
 }  // namespace
 
+bool running_in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && *ci && std::string(ci) != "0" && std::string(ci) != "false";
+}
+
 int bless_command(const BlessOptions& o) {
   if (o.reason.find_first_not_of(" \t\n") == std::string::npos)
     throw BadUsage("bless needs --reason TEXT: say why the goldens change (it is recorded)");
-  const char* ci = std::getenv("CI");
-  bool in_ci = ci && *ci && std::string(ci) != "0" && std::string(ci) != "false";
-  if (in_ci && !o.in_ci)
+  if (running_in_ci() && !o.in_ci)
     throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "
                    "files instead); pass --in-ci to bless here anyway");
   for (const auto& file : expand_smoke_args(o.smokes)) bless_one(file, o);

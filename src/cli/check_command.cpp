@@ -23,6 +23,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "env/git_state.h"
 #include "record/golden.h"
 
 namespace lockstep {
@@ -73,6 +74,27 @@ Verdict failed_verdict(const std::string& smoke, ExitCode code, const std::strin
   return v;
 }
 
+// The run as a pending golden, <out>/<smoke>/<platform>.golden.new, for a
+// person to `lockstep review` and `lockstep accept`. check never writes
+// into goldens/ (in CI or not): only bless and accept do.
+std::string write_pending(const RunRecord& run, const std::string& file, const std::string& out_dir, int repeat,
+                          const std::string& why) {
+  Golden g;
+  g.record = run;
+  GitState git = read_git_state(std::filesystem::absolute(file).parent_path().string());
+  g.provenance.reason = "(pending review: " + why + ")";
+  g.provenance.created_utc = utc_now();
+  g.provenance.git_commit = git.in_repo ? git.commit : "(absent: " + git.error + ")";
+  g.provenance.git_author = git.in_repo ? git.author : "(absent: " + git.error + ")";
+  g.provenance.tool_version = LOCKSTEP_VERSION;
+  g.provenance.runs = repeat;
+  std::string path = pending_path(out_dir, run.smoke, run.platform);
+  write_golden(path, g);
+  std::cout << "pending golden: " << path << " (review with `lockstep review " << out_dir
+            << "`, promote with `lockstep accept " << out_dir << " --reason ...`)\n";
+  return path;
+}
+
 ExitCode check_one(const std::string& file, const CheckOptions& o, std::vector<Verdict>& verdicts) {
   SmokeConfig cfg = load_smoke_config(file);
   int repeat = o.repeat > 0 ? o.repeat : cfg.repeat;
@@ -101,10 +123,12 @@ ExitCode check_one(const std::string& file, const CheckOptions& o, std::vector<V
 
   std::string root = goldens_root(file, o.goldens_dir);
   auto found = find_golden(root, cfg.name, run.platform);
-  if (!found)
+  if (!found) {
+    write_pending(run, file, o.out_dir, repeat, "no golden existed for platform " + run.platform);
     throw BadUsage(golden_path(root, cfg.name, run.platform) + ": no golden for smoke '" + cfg.name +
                    "' on platform " + run.platform + " (nor any of its family); create one with "
                    "`lockstep bless " + file + " --reason \"...\"`");
+  }
   Golden golden = read_golden(found->path);
   if (golden.record.smoke != cfg.name)
     throw BadInput(found->path, "smoke", "\"" + cfg.name + "\" (the smoke this golden is filed under), got \"" +
@@ -122,6 +146,7 @@ ExitCode check_one(const std::string& file, const CheckOptions& o, std::vector<V
   write_file_atomically(dir + "/report.json", pretty_dump(to_json(v)));
   write_file_atomically(dir + "/report.md", render_markdown(v));
   write_file_atomically(dir + "/report.html", render_html(v, run, golden.record));
+  if (!v.passed()) write_pending(run, file, o.out_dir, repeat, "check failed: " + v.first_divergence);
   verdicts.push_back(v);
   return v.exit_code();
 }

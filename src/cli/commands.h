@@ -62,6 +62,28 @@ struct BlessOptions {
 };
 int bless_command(const BlessOptions& options);
 
+/// `lockstep review [DIR]` and `lockstep accept [DIR] --reason TEXT`:
+/// pending goldens (*.golden.new) left by a failing check.
+struct PendingOptions {
+  std::string dir = "lockstep-out";  ///< where the pending files are
+  std::string goldens_dir = "goldens";
+  std::string smoke_dir;             ///< default: smoke/ beside the goldens folder
+  std::string reason;                ///< accept only
+  bool in_ci = false;                ///< accept only: write although CI is set
+};
+int review_command(const PendingOptions& options);
+int accept_command(const PendingOptions& options);
+
+/// `lockstep verify-goldens [DIR]`: integrity, provenance and completeness.
+struct VerifyOptions {
+  std::string goldens_dir = "goldens";
+  std::string smoke_dir;  ///< default: smoke/ beside the goldens folder
+};
+int verify_goldens_command(const VerifyOptions& options);
+
+/// True when the CI variable is set to anything but "", "0" or "false".
+bool running_in_ci();
+
 /// `lockstep env [--json] [--diff RECORD]`.
 struct EnvOptions {
   bool json = false;

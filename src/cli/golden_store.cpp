@@ -1,6 +1,7 @@
 #include "cli/golden_store.h"
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <vector>
 
@@ -17,6 +18,33 @@ std::string goldens_root(const std::string& config_file, const std::string& over
 
 std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform) {
   return (fs::path(root) / smoke / (platform + ".json")).string();
+}
+
+std::string pending_path(const std::string& out_dir, const std::string& smoke, const std::string& platform) {
+  return (fs::path(out_dir) / smoke / (platform + ".golden.new")).string();
+}
+
+std::vector<std::string> find_pending(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const std::string name = it->path().filename().string();
+    if (it->is_regular_file(ec) && name.size() > 11 && name.compare(name.size() - 11, 11, ".golden.new") == 0)
+      out.push_back(it->path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 std::optional<GoldenLookup> find_golden(const std::string& root, const std::string& smoke,

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace lockstep {
 
@@ -20,6 +21,15 @@ std::string goldens_root(const std::string& config_file, const std::string& over
 
 /// goldens/<smoke>/<platform>.json
 std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform);
+
+/// Pending golden written by a failing `check`: <out>/<smoke>/<platform>.golden.new
+std::string pending_path(const std::string& out_dir, const std::string& smoke, const std::string& platform);
+
+/// Every *.golden.new file under `dir` (recursively), sorted byte-wise.
+std::vector<std::string> find_pending(const std::string& dir);
+
+/// The UTC time now, ISO 8601 ("2026-11-29T09:12:03Z").
+std::string utc_now();
 
 /// A golden found for a run.
 struct GoldenLookup {

@@ -70,6 +70,24 @@ int main(int argc, char** argv) {
   bless->add_flag("--allow-dirty", bless_opts.allow_dirty, "Bless from a dirty work tree (recorded)");
   bless->add_flag("--in-ci", bless_opts.in_ci, "Write goldens even though CI is set");
 
+  PendingOptions review_opts;
+  auto* review = app.add_subcommand("review", "Show pending goldens (*.golden.new) against the current ones");
+  review->add_option("DIR", review_opts.dir, "Folder with pending goldens")->capture_default_str();
+  review->add_option("--goldens", review_opts.goldens_dir, "Goldens folder")->capture_default_str();
+  review->add_option("--smoke", review_opts.smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
+
+  PendingOptions accept_opts;
+  auto* accept = app.add_subcommand("accept", "Promote reviewed pending goldens, with a reason");
+  accept->add_option("DIR", accept_opts.dir, "Folder with pending goldens")->capture_default_str();
+  accept->add_option("--reason", accept_opts.reason, "Why the goldens change (recorded)")->required();
+  accept->add_option("--goldens", accept_opts.goldens_dir, "Goldens folder")->capture_default_str();
+  accept->add_flag("--in-ci", accept_opts.in_ci, "Write goldens even though CI is set");
+
+  VerifyOptions verify_opts;
+  auto* verify = app.add_subcommand("verify-goldens", "Integrity, provenance and completeness of the golden set");
+  verify->add_option("DIR", verify_opts.goldens_dir, "Goldens folder")->capture_default_str();
+  verify->add_option("--smoke", verify_opts.smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
+
   EnvOptions env_opts;
   auto* env = app.add_subcommand("env", "Print the environment fingerprint, or diff it against a record");
   env->add_flag("--json", env_opts.json, "Print JSON");
@@ -90,6 +108,9 @@ int main(int argc, char** argv) {
     if (*check) return check_command(check_opts);
     if (*bless) return bless_command(bless_opts);
     if (*env) return env_command(env_opts);
+    if (*review) return review_command(review_opts);
+    if (*accept) return accept_command(accept_opts);
+    if (*verify) return verify_goldens_command(verify_opts);
   } catch (const Error& e) {
     std::cerr << "lockstep: error: " << e.what() << "\n";
     return to_int(e.code());

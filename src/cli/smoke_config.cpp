@@ -80,8 +80,8 @@ SmokeConfig load_smoke_config(const std::string& path) {
   nlohmann::json doc = parse_json_file(path);
   JsonView v(doc, path);
   v.expect_object();
-  v.allow_keys({"schema", "name", "device", "min_driver", "seed", "steps", "determinism", "repeat", "data", "model",
-                "optimizer", "tolerance"});
+  v.allow_keys({"schema", "name", "device", "min_driver", "seed", "steps", "determinism", "repeat", "platforms",
+                "data", "model", "optimizer", "tolerance"});
   if (v.has("schema") && v.at("schema").as_int() != 1) v.at("schema").fail("1 (the only config schema)");
 
   SmokeConfig c;
@@ -102,6 +102,15 @@ SmokeConfig load_smoke_config(const std::string& path) {
   c.seed = v.at("seed").as_uint();
   c.steps = v.at("steps").as_int(1, 1000000);
   if (v.has("repeat")) c.repeat = static_cast<int>(v.at("repeat").as_int(1, 100));
+  if (v.has("platforms")) {
+    JsonView p = v.at("platforms");
+    for (size_t i = 0; i < p.size(); ++i) {
+      std::string key = p.at(i).as_string();
+      if (key.empty() || key.find_first_of("/\\") != std::string::npos || key.front() == '.')
+        p.at(i).fail("a platform key such as \"cpu-x86_64-avx2\" (docs/platforms.md)");
+      c.platforms.push_back(key);
+    }
+  }
 
   if (v.has("determinism")) {
     JsonView d = v.at("determinism");
@@ -131,6 +140,18 @@ SmokeConfig load_smoke_config(const std::string& path) {
   }
   c.config_hash = hex64(xxh3_64(canonical_dump(doc)));
   return c;
+}
+
+std::map<std::string, SmokeConfig> load_smoke_folder(const std::string& dir) {
+  std::map<std::string, SmokeConfig> out;
+  for (const auto& file : expand_smoke_args({dir})) {
+    SmokeConfig c = load_smoke_config(file);
+    std::string name = c.name;
+    auto [it, fresh] = out.emplace(name, std::move(c));
+    if (!fresh)
+      throw BadInput(file, "name", "a smoke name unique in " + dir + "; \"" + name + "\" is also in " + it->second.file);
+  }
+  return out;
 }
 
 std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@ struct SmokeConfig {
   int intra_op_threads = 1;
   int inter_op_threads = 1;
   int repeat = 2;           ///< runs `check` makes and compares bit for bit
+  std::vector<std::string> platforms;  ///< platform keys that must have a golden (verify-goldens)
   DataConfig data;
   std::string model = "cnn";
   int64_t model_channels = 8;
@@ -65,6 +67,10 @@ SmokeConfig load_smoke_config(const std::string& path);
 /// Expands SMOKE arguments: files as given, folders to their *.json files
 /// sorted by name. Throws exit-2 Error for a missing path or an empty folder.
 std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args);
+
+/// Every smoke config in folder `dir` by name. Throws exit-2 Error for a
+/// malformed config or two configs with one name.
+std::map<std::string, SmokeConfig> load_smoke_folder(const std::string& dir);
 
 /// The folder data paths are resolved in: $LOCKSTEP_DATA_DIR, else
 /// ${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data (ci/fetch-data.sh uses the same rule).

@@ -47,6 +47,7 @@ fs::path scratch(const std::string& name, const std::function<void(nlohmann::jso
   fs::remove_all(d);
   fs::create_directories(d / "smoke");
   nlohmann::json cfg = parse_json_file(kSmoke);
+  cfg.erase("platforms");  // a scratch golden is made for whatever platform runs the test
   if (edit) edit(cfg);
   write_file_atomically((d / "smoke" / "digits-cnn.json").string(), pretty_dump(cfg));
   return d;
@@ -174,6 +175,77 @@ TEST_F(Cli, OverriddenSeedIsNeverComparedAgainstAnotherSeed) {
                       "LOCKSTEP_SEED=7");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("seed 7 (overridden by LOCKSTEP_SEED)"), std::string::npos) << r.output;
+}
+
+// Issue 7: CI never writes goldens; a failing check leaves a pending
+// golden that review shows and accept promotes.
+TEST_F(Cli, FailingCheckInCiLeavesPendingGoldenThatAcceptPromotes) {
+  fs::path p = scratch("pending");
+  std::string s = (p / "smoke").string(), out = (p / "out").string(), goldens = (p / "goldens").string();
+  ASSERT_EQ(lockstep("bless " + s + " --reason first --out " + out).code, 0);
+  std::string golden = goldens + "/digits-cnn/cpu-x86_64-avx2.json";
+  for (auto& e : fs::directory_iterator(goldens + "/digits-cnn")) golden = e.path().string();
+  std::string before = read_file(golden);
+
+  Result failing = lockstep("check " + s + " --intra-op-threads 2 --out " + out, "CI=true");
+  EXPECT_EQ(failing.code, 1) << failing.output;
+  EXPECT_EQ(read_file(golden), before);  // goldens untouched
+  std::string pending = out + "/digits-cnn/" + fs::path(golden).stem().string() + ".golden.new";
+  ASSERT_TRUE(fs::exists(pending)) << failing.output;
+  EXPECT_TRUE(fs::exists(out + "/junit.xml"));
+
+  Result review = lockstep("review " + out + " --goldens " + goldens);
+  EXPECT_EQ(review.code, 0) << review.output;
+  EXPECT_NE(review.output.find("contract.intra_op_threads: golden 1, run 2"), std::string::npos) << review.output;
+  Result refused = lockstep("accept " + out + " --goldens " + goldens + " --reason 'two threads'", "CI=true");
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  Result accepted = lockstep("accept " + out + " --goldens " + goldens + " --reason 'two threads now'");
+  EXPECT_EQ(accepted.code, 0) << accepted.output;
+  EXPECT_FALSE(fs::exists(pending));
+  EXPECT_EQ(parse_json_file(golden)["provenance"]["reason"], "two threads now");
+
+  Result passing = lockstep("check " + s + " --intra-op-threads 2 --out " + out, "CI=true");
+  EXPECT_EQ(passing.code, 0) << passing.output;
+  Result verify = lockstep("verify-goldens " + goldens);
+  EXPECT_EQ(verify.code, 0) << verify.output;
+}
+
+TEST_F(Cli, VerifyGoldensCatchesEditsPendingFilesAndChangedConfigs) {
+  fs::path p = scratch("verify");
+  std::string s = (p / "smoke").string(), goldens = (p / "goldens").string();
+  ASSERT_EQ(lockstep("bless " + s + " --reason v --out " + (p / "out").string()).code, 0);
+  Result ok = lockstep("verify-goldens " + goldens);
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("1 golden(s) for 1 smoke(s)"), std::string::npos) << ok.output;
+
+  std::string golden;
+  for (auto& e : fs::directory_iterator(goldens + "/digits-cnn")) golden = e.path().string();
+  std::string text = read_file(golden);
+
+  // A pending file copied into goldens/.
+  write_file_atomically(goldens + "/digits-cnn/cpu-x86_64-avx2.golden.new", text);
+  Result pending = lockstep("verify-goldens " + goldens);
+  EXPECT_EQ(pending.code, 2) << pending.output;
+  EXPECT_NE(pending.output.find(".golden.new: not a golden"), std::string::npos) << pending.output;
+  fs::remove(goldens + "/digits-cnn/cpu-x86_64-avx2.golden.new");
+
+  // A hand edit: the reason changed without re-blessing.
+  std::string edited = text;
+  edited.replace(edited.find("\"reason\": \"v\""), 13, "\"reason\": \"w\"");
+  write_file_atomically(golden, edited);
+  Result hand = lockstep("verify-goldens " + goldens);
+  EXPECT_EQ(hand.code, 2) << hand.output;
+  EXPECT_NE(hand.output.find("content_hash: expected the hash of the golden's content"), std::string::npos) << hand.output;
+  write_file_atomically(golden, text);
+
+  // The smoke's step count changed after the bless.
+  nlohmann::json cfg = parse_json_file(s + "/digits-cnn.json");
+  cfg["steps"] = 12;
+  write_file_atomically(s + "/digits-cnn.json", pretty_dump(cfg));
+  Result steps = lockstep("verify-goldens " + goldens);
+  EXPECT_EQ(steps.code, 2) << steps.output;
+  EXPECT_NE(steps.output.find("10 steps, but"), std::string::npos) << steps.output;
+  EXPECT_NE(steps.output.find("now has 12; re-bless"), std::string::npos) << steps.output;
 }
 
 TEST(CliErrors, BlessRefusesWithoutReasonAndInCi) {
