@@ -12,5 +12,5 @@ cmake --build build-fuzz -j 2 --target record_fuzz
 corpus=build-fuzz/corpus
 mkdir -p "$corpus"
 ./build-fuzz/tests/fuzz/record_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -max_len=16384 \
-  -print_final_stats=1 "$corpus" tests/fuzz/corpus 2>&1 | tail -n 30
+  -print_final_stats=1 "$corpus" tests/fuzz/corpus 2>&1 | grep -E "^(Done|stat::|==|SUMMARY|ERROR)" | head -n 20
 echo "fuzz: no crash in ${FUZZ_SECONDS:-60} s"

@@ -81,6 +81,9 @@ struct VerifyOptions {
 };
 int verify_goldens_command(const VerifyOptions& options);
 
+/// `lockstep hook install`: the pre-push hook, never over an existing one.
+int hook_install_command();
+
 /// True when the CI variable is set to anything but "", "0" or "false".
 bool running_in_ci();
 

@@ -88,6 +88,10 @@ int main(int argc, char** argv) {
   verify->add_option("DIR", verify_opts.goldens_dir, "Goldens folder")->capture_default_str();
   verify->add_option("--smoke", verify_opts.smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
 
+  auto* hook = app.add_subcommand("hook", "Git hooks");
+  auto* hook_install = hook->add_subcommand("install", "Install the pre-push hook (never overwrites one)");
+  hook->require_subcommand(1);
+
   EnvOptions env_opts;
   auto* env = app.add_subcommand("env", "Print the environment fingerprint, or diff it against a record");
   env->add_flag("--json", env_opts.json, "Print JSON");
@@ -111,6 +115,7 @@ int main(int argc, char** argv) {
     if (*review) return review_command(review_opts);
     if (*accept) return accept_command(accept_opts);
     if (*verify) return verify_goldens_command(verify_opts);
+    if (*hook_install) return hook_install_command();
   } catch (const Error& e) {
     std::cerr << "lockstep: error: " << e.what() << "\n";
     return to_int(e.code());

@@ -41,6 +41,7 @@ GitState read_git_state(const std::string& path) {
   std::unique_ptr<git_repository, decltype(&git_repository_free)> repo(raw, git_repository_free);
   st.in_repo = true;
   if (const char* wd = git_repository_workdir(repo.get())) st.workdir = wd;
+  if (const char* gd = git_repository_path(repo.get())) st.git_dir = gd;
 
   git_oid oid;
   if (git_reference_name_to_id(&oid, repo.get(), "HEAD") == 0) {

@@ -15,6 +15,7 @@ struct GitState {
   bool in_repo = false;
   std::string error;                     ///< why not, when !in_repo
   std::string workdir;                   ///< repository work tree root
+  std::string git_dir;                   ///< the .git folder
   std::string commit;                    ///< HEAD oid, or "(no commits)"
   std::string branch;                    ///< short name, or "(detached)"
   std::string author;                    ///< "user.name <user.email>" from config

@@ -23,19 +23,22 @@ struct Result {
   std::string output;  // stdout and stderr
 };
 
-// Runs `lockstep ARGS` through the shell with CI unset (bless refuses in
-// CI), with extra environment `env`, in folder `dir` when given.
-Result lockstep(const std::string& args, const std::string& env = "", const std::string& dir = "") {
-  std::string cmd = (dir.empty() ? "" : "cd '" + dir + "' && ") + "env -u CI " + env + " " +
-                    LOCKSTEP_BINARY + " " + args + " 2>&1";
+// Runs a shell command, capturing stdout and stderr together.
+Result shell(const std::string& cmd) {
   Result r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// Runs `lockstep ARGS` with CI unset (bless refuses in CI), with extra
+// environment `env`, in folder `dir` when given.
+Result lockstep(const std::string& args, const std::string& env = "", const std::string& dir = "") {
+  return shell((dir.empty() ? "" : "cd '" + dir + "' && ") + "env -u CI " + env + " " + LOCKSTEP_BINARY + " " + args);
 }
 
 const std::string kSourceDir = LOCKSTEP_SOURCE_DIR;
@@ -246,6 +249,52 @@ TEST_F(Cli, VerifyGoldensCatchesEditsPendingFilesAndChangedConfigs) {
   EXPECT_EQ(steps.code, 2) << steps.output;
   EXPECT_NE(steps.output.find("10 steps, but"), std::string::npos) << steps.output;
   EXPECT_NE(steps.output.find("now has 12; re-bless"), std::string::npos) << steps.output;
+}
+
+// Issue 7: the pre-push hook, in a throwaway repository with a bare remote.
+TEST(CliHook, PrePushBlocksABrokenSmokeAndLetsACleanPushThrough) {
+  fs::path p = scratch("prepush");
+  fs::create_directories(p / "ci");
+  fs::copy_file(kSourceDir + "/ci/pre-push", p / "ci" / "pre-push");
+  std::string s = (p / "smoke").string();
+  ASSERT_EQ(lockstep("bless " + s + " --reason hook --out " + (p / "out").string()).code, 0);
+  fs::remove_all(p / "out");
+  std::string git = "git -c user.name=t -c user.email=t@t ";
+  auto run = [&](const std::string& cmd) {
+    return shell("cd '" + p.string() + "' && unset CI && export LOCKSTEP_BIN=" + LOCKSTEP_BINARY + " && " + cmd);
+  };
+  ASSERT_EQ(run("git init -q -b main . && " + git + "add -A && " + git + "commit -qm init && git init -q --bare remote.git && git remote add origin remote.git").code, 0);
+  Result install = lockstep("hook install", "", p.string());
+  EXPECT_EQ(install.code, 0) << install.output;
+  EXPECT_EQ(lockstep("hook install", "", p.string()).code, 0);  // idempotent
+
+  Result clean = run("git push -q origin main");
+  EXPECT_EQ(clean.code, 0) << clean.output;
+  EXPECT_NE(clean.output.find("PASS"), std::string::npos) << clean.output;
+
+  nlohmann::json cfg = parse_json_file(s + "/digits-cnn.json");
+  cfg["optimizer"]["lr"] = 0.07;
+  write_file_atomically(s + "/digits-cnn.json", pretty_dump(cfg));
+  ASSERT_EQ(run(git + "commit -qam 'change lr'").code, 0);
+  Result blocked = run("git push -q origin main");
+  EXPECT_NE(blocked.code, 0) << blocked.output;
+  EXPECT_NE(blocked.output.find("push blocked (exit 1)"), std::string::npos) << blocked.output;
+  EXPECT_NE(blocked.output.find("LOCKSTEP_SKIP=1"), std::string::npos) << blocked.output;
+
+  Result reverted = run(git + "revert --no-edit HEAD >/dev/null && git push -q origin main");
+  EXPECT_EQ(reverted.code, 0) << reverted.output;
+  // The pushed range nets to no change (the blocked commit and its revert).
+  EXPECT_NE(reverted.output.find("smoke suite not run"), std::string::npos) << reverted.output;
+
+  Result docs_only = run("echo notes > NOTES.md && " + git + "add NOTES.md && " + git + "commit -qm docs && git push -q origin HEAD:docs");
+  EXPECT_EQ(docs_only.code, 0) << docs_only.output;
+  EXPECT_NE(docs_only.output.find("smoke suite not run"), std::string::npos) << docs_only.output;
+
+  // An existing foreign hook is never overwritten.
+  write_file_atomically((p / ".git/hooks/pre-push").string(), "#!/bin/sh\nexit 0\n");
+  Result foreign = lockstep("hook install", "", p.string());
+  EXPECT_EQ(foreign.code, 2) << foreign.output;
+  EXPECT_NE(foreign.output.find("not overwriting it"), std::string::npos) << foreign.output;
 }
 
 TEST(CliErrors, BlessRefusesWithoutReasonAndInCi) {
