@@ -19,6 +19,17 @@ void add_overrides(CLI::App* cmd, lockstep::RunOverrides& o) {
       ->check(CLI::Range(0, 64));
 }
 
+// `run` and `probe` take the same arguments.
+CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, const char* out_help,
+                          lockstep::RunOptions& o) {
+  auto* cmd = app.add_subcommand(name, help);
+  cmd->add_option("SMOKE", o.smoke, "Smoke config file")->required();
+  cmd->add_option("--out", o.out, out_help);
+  cmd->add_flag("--quiet", o.quiet, "Print nothing on success");
+  add_overrides(cmd, o.overrides);
+  return cmd;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -28,18 +39,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   RunOptions run_opts;
-  auto* run = app.add_subcommand("run", "Smoke training (and data-only pass) only; writes a run record");
-  run->add_option("SMOKE", run_opts.smoke, "Smoke config file")->required();
-  run->add_option("--out", run_opts.out, "Record path (default lockstep-out/<smoke>.run.json)");
-  run->add_flag("--quiet", run_opts.quiet, "Print nothing on success");
-  add_overrides(run, run_opts.overrides);
-
+  auto* run = add_run_command(app, "run", "Smoke training (and data-only pass) only; writes a run record",
+                              "Record path (default lockstep-out/<smoke>.run.json)", run_opts);
   RunOptions probe_opts;
-  auto* probe = app.add_subcommand("probe", "Data-only pass; writes batch probes");
-  probe->add_option("SMOKE", probe_opts.smoke, "Smoke config file")->required();
-  probe->add_option("--out", probe_opts.out, "Record path (default lockstep-out/<smoke>.probe.json)");
-  probe->add_flag("--quiet", probe_opts.quiet, "Print nothing on success");
-  add_overrides(probe, probe_opts.overrides);
+  auto* probe = add_run_command(app, "probe", "Data-only pass; writes batch probes",
+                                "Record path (default lockstep-out/<smoke>.probe.json)", probe_opts);
 
   CompareOptions cmp_opts;
   auto* cmp = app.add_subcommand("compare", "Compare a run record against a golden (no LibTorch needed)");

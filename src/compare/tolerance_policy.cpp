@@ -38,22 +38,18 @@ Tolerance tolerance_from_json(const JsonView& n) {
 TolerancePolicy tolerance_policy_from_json(const JsonView& n) {
   n.allow_keys({"series", "probes", "allow_nonfinite_golden", "same_stack"});
   TolerancePolicy p;
-  if (n.has("series")) {
-    JsonView s = n.at("series");
+  // {"default": rule, "<name>": rule, ...} into a default and a map.
+  auto read_rules = [&n](const char* section, Tolerance& fallback, std::map<std::string, Tolerance>& named) {
+    if (!n.has(section)) return;
+    JsonView s = n.at(section);
     for (const auto& k : s.keys()) {
       Tolerance t = tolerance_from_json(s.at(k));
-      if (k == "default") p.series_default = t;
-      else p.series[k] = t;
+      if (k == "default") fallback = t;
+      else named[k] = t;
     }
-  }
-  if (n.has("probes")) {
-    JsonView s = n.at("probes");
-    for (const auto& k : s.keys()) {
-      Tolerance t = tolerance_from_json(s.at(k));
-      if (k == "default") p.probe_default = t;
-      else p.probes[k] = t;
-    }
-  }
+  };
+  read_rules("series", p.series_default, p.series);
+  read_rules("probes", p.probe_default, p.probes);
   if (n.has("allow_nonfinite_golden"))
     p.allow_nonfinite_golden = n.at("allow_nonfinite_golden").as_bool();
   if (n.has("same_stack"))
