@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libtorch-dev            # LibTorch 1.13 (CPU)
   nlohmann-json3-dev      # JSON
+  libsimdjson-dev         # fast JSON parsing of long records
   libeigen3-dev           # vectorised comparisons
   libxxhash-dev           # XXH3-64/128
   libgit2-dev             # git state in provenance
@@ -17,6 +18,7 @@ packages=(
   zlib1g-dev              # gzip CSV
   libgtest-dev libgmock-dev libbenchmark-dev
   dpkg-dev                # dpkg-deb, used by ci/fetch-data.sh
+  clang libclang-rt-14-dev  # libFuzzer (ci/fuzz.sh)
 )
 
 missing=()

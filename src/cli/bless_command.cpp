@@ -112,6 +112,7 @@ int bless_command(const BlessOptions& o) {
     throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "
                    "files instead); pass --in-ci to bless here anyway");
   for (const auto& file : expand_smoke_args(o.smokes)) bless_one(file, o);
+  std::cout << "now review the change and commit goldens/ with the same reason\n";
   return 0;
 }
 

@@ -22,7 +22,7 @@ int compare_command(const CompareOptions& o) {
     refuse_overwriting_inputs(out, {o.run, o.golden, o.config});
   TolerancePolicy policy;
   if (!o.config.empty()) policy = load_smoke_config(o.config).tolerance;
-  RunRecord run = read_run_record(o.run);
+  RunRecord run = read_golden_or_record(o.run).record;  // a golden may stand on either side
   Golden golden = read_golden_or_record(o.golden);
   Verdict v = compare_records(run, golden.record, policy, {o.run, o.golden});
   std::cout << render_text(v, isatty(STDOUT_FILENO));

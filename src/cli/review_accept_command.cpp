@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 #include "cli/golden_store.h"
@@ -59,6 +60,8 @@ int review_command(const PendingOptions& o) {
     write_file_atomically(html, render_html(v, rec, golden.record));
     std::cout << "   HTML: " << html << "\n\n";
   }
+  std::cout << "review: the verdicts above are pending against current; if the change is approved: "
+               "`lockstep accept " << o.dir << " --reason \"...\"`\n";
   return 0;
 }
 
@@ -68,8 +71,22 @@ int accept_command(const PendingOptions& o) {
   if (running_in_ci() && !o.in_ci)
     throw BadUsage("CI is set: accept does not write goldens in CI; pass --in-ci to accept here anyway");
   GitState git = read_git_state(fs::absolute(o.goldens_dir).parent_path().string());
+  std::map<std::string, SmokeConfig> smokes;
+  std::error_code ec;
+  if (fs::is_directory(smoke_dir_for(o), ec)) smokes = load_smoke_folder(smoke_dir_for(o));
+  std::vector<std::pair<std::string, Golden>> accepted;
   for (const auto& path : pending_or_fail(o)) {
     Golden g = read_golden(path);  // content hash: the artifact was not edited
+    auto cfg = smokes.find(g.record.smoke);
+    if (cfg == smokes.end())
+      throw BadInput(path, "smoke", "a smoke config named \"" + g.record.smoke + "\" in " + smoke_dir_for(o));
+    if (cfg->second.config_hash != g.record.config_hash)
+      throw BadInput(path, "config_hash",
+                     cfg->second.config_hash + " (the current " + cfg->second.file + "): this pending golden was "
+                     "made from another version of the config; run `lockstep check` again for a fresh one");
+    accepted.emplace_back(path, std::move(g));
+  }
+  for (auto& [path, g] : accepted) {
     g.provenance.reason = o.reason;
     g.provenance.created_utc = utc_now();
     g.provenance.git_commit = git.in_repo ? git.commit : "(absent: " + git.error + ")";
@@ -80,6 +97,7 @@ int accept_command(const PendingOptions& o) {
     fs::remove(path);
     std::cout << "accepted " << path << " -> " << target << " (content " << hash << ")\n";
   }
+  std::cout << "now commit " << o.goldens_dir << "/ with the same reason\n";
   return 0;
 }
 

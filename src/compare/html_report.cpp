@@ -111,8 +111,8 @@ std::string error_plot(const SeriesResult& r, const Series& golden, const Series
   };
   line(allowed, "#999");
   line(err, "#d62728");
-  o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">1e" << num(hi) << "</text><text x=\"2\" y=\"" << H - B
-    << "\" font-size=\"10\">1e" << num(lo) << "</text><text x=\"" << L + 4 << "\" y=\"" << T + 8
+  o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">" << num(std::pow(10, hi)) << "</text><text x=\"2\" y=\"" << H - B
+    << "\" font-size=\"10\">" << num(std::pow(10, lo)) << "</text><text x=\"" << L + 4 << "\" y=\"" << T + 8
     << "\" font-size=\"10\" fill=\"#d62728\">|run - golden| (log)</text></svg>";
   return o.str();
 }

@@ -84,11 +84,13 @@ std::string read_file(const std::string& path) {
     throw BadUsage(path + ": cannot read: not a regular file");
   if (fs::exists(path, ec) && fs::file_size(path, ec) > kMaxReadBytes)
     throw BadUsage(path + ": cannot read: larger than " + std::to_string(kMaxReadBytes >> 20) + " MiB");
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw BadUsage(path + ": cannot read: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string out(static_cast<size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  if (!in.read(out.data(), static_cast<std::streamsize>(out.size())))
+    throw BadUsage(path + ": cannot read: " + std::strerror(errno));
+  return out;
 }
 
 }  // namespace lockstep

@@ -202,6 +202,16 @@ TEST_F(Cli, FailingCheckInCiLeavesPendingGoldenThatAcceptPromotes) {
   EXPECT_NE(review.output.find("contract.intra_op_threads: golden 1, run 2"), std::string::npos) << review.output;
   Result refused = lockstep("accept " + out + " --goldens " + goldens + " --reason 'two threads'", "CI=true");
   EXPECT_EQ(refused.code, 2) << refused.output;
+  // A pending golden made from another version of the config is refused.
+  std::string cfg_text = read_file(s + "/digits-cnn.json");
+  write_file_atomically(s + "/digits-cnn.json", cfg_text + "\n ");
+  nlohmann::json edited = parse_json_file(s + "/digits-cnn.json");
+  edited["optimizer"]["lr"] = 0.06;
+  write_file_atomically(s + "/digits-cnn.json", pretty_dump(edited));
+  Result stale = lockstep("accept " + out + " --goldens " + goldens + " --reason stale");
+  EXPECT_EQ(stale.code, 2) << stale.output;
+  EXPECT_NE(stale.output.find("made from another version of the config"), std::string::npos) << stale.output;
+  write_file_atomically(s + "/digits-cnn.json", cfg_text);
   Result accepted = lockstep("accept " + out + " --goldens " + goldens + " --reason 'two threads now'");
   EXPECT_EQ(accepted.code, 0) << accepted.output;
   EXPECT_FALSE(fs::exists(pending));
