@@ -30,6 +30,15 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   return cmd;
 }
 
+// `review` and `accept` find pending goldens and the current ones alike.
+CLI::App* add_pending_command(CLI::App& app, const char* name, const char* help, lockstep::PendingOptions& o) {
+  auto* cmd = app.add_subcommand(name, help);
+  cmd->add_option("DIR", o.dir, "Folder with pending goldens")->capture_default_str();
+  cmd->add_option("--goldens", o.goldens_dir, "Goldens folder")->capture_default_str();
+  cmd->add_option("--smoke", o.smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
+  return cmd;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,16 +84,11 @@ int main(int argc, char** argv) {
   bless->add_flag("--in-ci", bless_opts.in_ci, "Write goldens even though CI is set");
 
   PendingOptions review_opts;
-  auto* review = app.add_subcommand("review", "Show pending goldens (*.golden.new) against the current ones");
-  review->add_option("DIR", review_opts.dir, "Folder with pending goldens")->capture_default_str();
-  review->add_option("--goldens", review_opts.goldens_dir, "Goldens folder")->capture_default_str();
-  review->add_option("--smoke", review_opts.smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
-
+  auto* review = add_pending_command(app, "review", "Show pending goldens (*.golden.new) against the current ones",
+                                     review_opts);
   PendingOptions accept_opts;
-  auto* accept = app.add_subcommand("accept", "Promote reviewed pending goldens, with a reason");
-  accept->add_option("DIR", accept_opts.dir, "Folder with pending goldens")->capture_default_str();
+  auto* accept = add_pending_command(app, "accept", "Promote reviewed pending goldens, with a reason", accept_opts);
   accept->add_option("--reason", accept_opts.reason, "Why the goldens change (recorded)")->required();
-  accept->add_option("--goldens", accept_opts.goldens_dir, "Goldens folder")->capture_default_str();
   accept->add_flag("--in-ci", accept_opts.in_ci, "Write goldens even though CI is set");
 
   VerifyOptions verify_opts;
