@@ -14,6 +14,15 @@
 
 #include <string>
 
+// The CUDA caching allocator's header needs the CUDA runtime headers: Debian's
+// CPU LibTorch ships the c10/cuda headers without them, so test for both.
+#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
+#include <c10/cuda/CUDACachingAllocator.h>
+#define LOCKSTEP_HAVE_CUDA_ALLOCATOR 1
+#else
+#define LOCKSTEP_HAVE_CUDA_ALLOCATOR 0
+#endif
+
 /// True when the LibTorch being compiled against is at least major.minor.
 /// (Not `MAJOR >= a && MINOR >= b`, which is wrong for 3.0.)
 #define LOCKSTEP_TORCH_AT_LEAST(major, minor) \
@@ -74,5 +83,18 @@ inline std::string float32_matmul_precision() {
 /// torch::cuda::device_count() is size_t in 1.13 and int8 DeviceIndex in
 /// 2.x (which streams as a char): always go through int.
 inline int cuda_device_count() { return static_cast<int>(torch::cuda::device_count()); }
+
+/// Peak bytes allocated through the CUDA caching allocator on device 0
+/// (torch.cuda.max_memory_allocated()), or -1 in a CPU-only build or
+/// without a device. Index 0 of allocated_bytes is StatType::AGGREGATE in
+/// 1.13 and 2.x; the enum's namespace moved in 2.x, the index did not.
+inline int64_t cuda_peak_allocated_bytes() {
+#if LOCKSTEP_HAVE_CUDA_ALLOCATOR
+  if (!torch::cuda::is_available()) return -1;
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak;
+#else
+  return -1;
+#endif
+}
 
 }  // namespace lockstep::compat

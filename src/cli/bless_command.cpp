@@ -5,6 +5,8 @@
 // --allow-dirty, inside CI unless --in-ci, and when a run holds NaN/Inf.
 // Refuses (exit 4) unless `runs` fresh runs are bit-identical. Writes the
 // golden atomically and prints what changed against the golden it replaces.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -49,6 +51,28 @@ void refuse_nonfinite(const RunRecord& r, const std::string& smoke) {
                        std::to_string(s.values[i]) + ") at step " + std::to_string(i));
 }
 
+// Multi-seed golden: per step, the mean and population std of every series
+// over the seeds' runs (Series, "sigma" rule in docs/comparison.md).
+void add_seed_statistics(const std::vector<RunRecord>& runs, RunRecord& golden) {
+  for (auto& [name, series] : golden.series) {
+    size_t n = series.values.size();
+    series.mean.assign(n, 0.0);
+    series.std.assign(n, 0.0);
+    for (size_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (const auto& r : runs) sum += r.series.at(name).values.at(i);
+      double mean = sum / static_cast<double>(runs.size());
+      double sq = 0;
+      for (const auto& r : runs) {
+        double d = r.series.at(name).values.at(i) - mean;
+        sq += d * d;
+      }
+      series.mean[i] = mean;
+      series.std[i] = std::sqrt(sq / static_cast<double>(runs.size()));
+    }
+  }
+}
+
 void bless_one(const std::string& file, const BlessOptions& o) {
   SmokeConfig cfg = load_smoke_config(file);
   std::string root = goldens_root(file, o.goldens_dir);
@@ -56,20 +80,30 @@ void bless_one(const std::string& file, const BlessOptions& o) {
   refuse_dirty(git, fs::absolute(root).lexically_normal().string(), o.allow_dirty);
 
   std::string dir = (fs::path(o.out_dir) / cfg.name).string();
-  std::vector<RunRecord> runs;
-  for (int i = 1; i <= o.runs; ++i)
-    runs.push_back(run_child({file, dir + "/bless-" + std::to_string(i) + ".json", {}}));
-  for (size_t i = 1; i < runs.size(); ++i) {
-    std::string diff = first_bit_difference(runs[i], runs[0]);
-    if (!diff.empty())
-      throw Error(ExitCode::kNondeterministic,
-                  "refusing to bless " + cfg.name + ": run " + std::to_string(i + 1) +
-                      " differs from run 1: " + diff);
+  // The config's seed first (its run is the golden's record), then --seeds.
+  std::vector<uint64_t> seeds = {cfg.seed};
+  for (uint64_t s : o.seeds)
+    if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
+  if (!o.seeds.empty() && seeds.size() < 2)
+    throw BadUsage("--seeds must name a seed other than the config's " + std::to_string(cfg.seed));
+  std::vector<RunRecord> per_seed;
+  for (uint64_t seed : seeds) {
+    bool config_seed = seed == cfg.seed;
+    std::string prefix = o.seeds.empty() ? "bless" : "bless-seed-" + std::to_string(seed);
+    std::vector<RunRecord> runs =
+        run_children(file, dir, prefix, o.runs, {}, config_seed ? "" : std::to_string(seed));
+    if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
+      throw Error(ExitCode::kNondeterministic, "refusing to bless " + cfg.name + ": run " + std::to_string(i + 1) +
+                                                   " differs from run 1" +
+                                                   (o.seeds.empty() ? "" : " (seed " + std::to_string(seed) + ")") +
+                                                   ": " + diff);
+    refuse_nonfinite(runs[0], cfg.name);
+    per_seed.push_back(std::move(runs[0]));
   }
-  refuse_nonfinite(runs[0], cfg.name);
 
   Golden g;
-  g.record = runs[0];
+  g.record = per_seed[0];
+  if (per_seed.size() > 1) add_seed_statistics(per_seed, g.record);
   g.provenance.reason = o.reason;
   g.provenance.created_utc = utc_now();
   g.provenance.git_commit = git.in_repo ? git.commit : "(absent: " + git.error + ")";
@@ -77,6 +111,7 @@ void bless_one(const std::string& file, const BlessOptions& o) {
   g.provenance.tool_version = LOCKSTEP_VERSION;
   g.provenance.allow_dirty = o.allow_dirty;
   g.provenance.runs = o.runs;
+  if (per_seed.size() > 1) g.provenance.seeds = seeds;
 
   std::string path = golden_path(root, cfg.name, g.record.platform);
   std::string changes;
@@ -89,7 +124,9 @@ void bless_one(const std::string& file, const BlessOptions& o) {
     }
   }
   std::string hash = write_golden(path, g);
-  std::cout << "blessed " << path << " (" << o.runs << " bit-identical runs, content " << hash << ")\n";
+  std::cout << "blessed " << path << " (" << o.runs << " bit-identical runs";
+  if (per_seed.size() > 1) std::cout << " per seed, " << per_seed.size() << " seeds";
+  std::cout << ", content " << hash << ")\n";
   if (!replaces)
     std::cout << "  new golden (none existed for platform " << g.record.platform << ")\n";
   else if (changes.empty())

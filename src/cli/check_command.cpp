@@ -43,13 +43,6 @@ int severity(ExitCode c) {
 
 ExitCode worse(ExitCode a, ExitCode b) { return severity(a) >= severity(b) ? a : b; }
 
-std::vector<std::string> override_args(const RunOverrides& o) {
-  std::vector<std::string> args;
-  if (o.intra_op_threads > 0) args.insert(args.end(), {"--intra-op-threads", std::to_string(o.intra_op_threads)});
-  if (o.workers >= 0) args.insert(args.end(), {"--workers", std::to_string(o.workers)});
-  return args;
-}
-
 // The first batch where the trainer's input differs from the data-only
 // pass, or "" when they agree.
 std::string train_vs_probe_difference(const RunRecord& r) {
@@ -62,6 +55,20 @@ std::string train_vs_probe_difference(const RunRecord& r) {
       return "batch " + std::to_string(i);
   }
   return "";
+}
+
+// The resume check: run `resume_at` steps and checkpoint, continue in a
+// fresh process, and compare with the uninterrupted run bit for bit.
+// Returns "" when they agree, else the first divergence.
+std::string resume_difference(const std::string& file, int64_t resume_at, const std::string& dir,
+                              std::vector<std::string> args, const RunRecord& straight) {
+  std::string checkpoint = dir + "/resume-at-" + std::to_string(resume_at) + ".ckpt";
+  std::vector<std::string> first = args;
+  first.insert(first.end(), {"--stop-after", std::to_string(resume_at), "--checkpoint", checkpoint});
+  spawn_child({file, dir + "/resume-part.json", first, ""});
+  args.insert(args.end(), {"--resume", checkpoint});
+  RunRecord resumed = run_child({file, dir + "/resumed.json", args, ""});
+  return first_bit_difference(resumed, straight);
 }
 
 // A verdict standing for a smoke that ended before a comparison (exit 2,
@@ -100,14 +107,11 @@ ExitCode check_one(const std::string& file, const CheckOptions& o, std::vector<V
   int repeat = o.repeat > 0 ? o.repeat : cfg.repeat;
   std::string dir = (std::filesystem::path(o.out_dir) / cfg.name).string();
 
-  std::vector<RunRecord> runs;
-  for (int i = 1; i <= repeat; ++i)
-    runs.push_back(run_child({file, dir + "/run-" + std::to_string(i) + ".json", override_args(o.overrides)}));
+  std::vector<std::string> args = override_args(o.overrides);
+  std::vector<RunRecord> runs = run_children(file, dir, "run", repeat, args);
   const RunRecord& run = runs.front();
 
-  for (size_t i = 1; i < runs.size(); ++i) {
-    std::string diff = first_bit_difference(runs[i], run);
-    if (diff.empty()) continue;
+  if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
     std::string msg = "run " + std::to_string(i + 1) + " differs from run 1 in the same job; first difference: " + diff;
     std::cout << "lockstep: " << cfg.name << ": NONDETERMINISTIC (exit 4): " << msg << "\n  records: " << dir
               << "/run-1.json, " << dir << "/run-" << i + 1 << ".json\n";
@@ -119,6 +123,21 @@ ExitCode check_one(const std::string& file, const CheckOptions& o, std::vector<V
     std::cout << "lockstep: " << cfg.name << ": NONDETERMINISTIC (exit 4): " << msg << "\n";
     verdicts.push_back(failed_verdict(cfg.name, ExitCode::kNondeterministic, msg));
     return ExitCode::kNondeterministic;
+  }
+
+  std::string resume_note;
+  if (cfg.resume_at > 0) {
+    std::string diff = resume_difference(file, cfg.resume_at, dir, args, run);
+    if (!diff.empty()) {
+      std::string msg = "the run resumed from a checkpoint at step " + std::to_string(cfg.resume_at) +
+                        " differs from the uninterrupted run; first difference: " + diff;
+      std::cout << "lockstep: " << cfg.name << ": REGRESSION (exit 1): " << msg << "\n  records: " << dir
+                << "/run-1.json, " << dir << "/resumed.json\n";
+      verdicts.push_back(failed_verdict(cfg.name, ExitCode::kRegression, msg));
+      return ExitCode::kRegression;
+    }
+    resume_note = "resumed at step " + std::to_string(cfg.resume_at) +
+                  " from a checkpoint in a fresh process: bit-identical to the uninterrupted run";
   }
 
   std::string root = goldens_root(file, o.goldens_dir);
@@ -142,6 +161,7 @@ ExitCode check_one(const std::string& file, const CheckOptions& o, std::vector<V
     v.notes.insert(v.notes.begin(), "no golden for platform " + run.platform + "; compared against " +
                                         found->path + " of the same family");
   if (repeat > 1) v.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
+  if (!resume_note.empty()) v.notes.push_back(resume_note);
   std::cout << render_text(v, isatty(STDOUT_FILENO));
   write_file_atomically(dir + "/report.json", pretty_dump(to_json(v)));
   write_file_atomically(dir + "/report.md", render_markdown(v));

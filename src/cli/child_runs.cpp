@@ -8,11 +8,19 @@
 #include <cstring>
 #include <filesystem>
 
+#include "compare/compare.h"
 #include "core/error.h"
 
 extern char** environ;
 
 namespace lockstep {
+
+std::vector<std::string> override_args(const RunOverrides& o) {
+  std::vector<std::string> args;
+  if (o.intra_op_threads > 0) args.insert(args.end(), {"--intra-op-threads", std::to_string(o.intra_op_threads)});
+  if (o.workers >= 0) args.insert(args.end(), {"--workers", std::to_string(o.workers)});
+  return args;
+}
 
 std::string self_executable() {
   std::error_code ec;
@@ -21,15 +29,24 @@ std::string self_executable() {
   return p.string();
 }
 
-RunRecord run_child(const ChildRun& run) {
+void spawn_child(const ChildRun& run) {
   std::vector<std::string> args = {self_executable(), "run", run.config, "--out", run.out, "--quiet"};
   args.insert(args.end(), run.extra_args.begin(), run.extra_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  // The child's environment: ours, with LOCKSTEP_SEED replaced when asked.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e)
+    if (run.seed.empty() || std::strncmp(*e, "LOCKSTEP_SEED=", 14) != 0) env_strings.emplace_back(*e);
+  if (!run.seed.empty()) env_strings.push_back("LOCKSTEP_SEED=" + run.seed);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  int rc = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
   if (rc != 0) throw EnvironmentError("cannot start " + args[0] + ": " + std::strerror(rc));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
@@ -44,7 +61,25 @@ RunRecord run_child(const ChildRun& run) {
   if (code != 0)
     throw Error(ExitCode::kEnvironment, "`lockstep run " + run.config + "` exited with " +
                                             std::to_string(code) + " (see above)");
+}
+
+RunRecord run_child(const ChildRun& run) {
+  spawn_child(run);
   return read_run_record(run.out);
+}
+
+std::vector<RunRecord> run_children(const std::string& config, const std::string& dir, const std::string& prefix,
+                                    int n, const std::vector<std::string>& extra_args, const std::string& seed) {
+  std::vector<RunRecord> runs;
+  for (int i = 1; i <= n; ++i)
+    runs.push_back(run_child({config, dir + "/" + prefix + "-" + std::to_string(i) + ".json", extra_args, seed}));
+  return runs;
+}
+
+std::pair<size_t, std::string> first_repeat_difference(const std::vector<RunRecord>& runs) {
+  for (size_t i = 1; i < runs.size(); ++i)
+    if (std::string diff = first_bit_difference(runs[i], runs[0]); !diff.empty()) return {i, diff};
+  return {0, ""};
 }
 
 }  // namespace lockstep

@@ -3,6 +3,7 @@
 // function; each returns the process exit code or throws lockstep::Error.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,12 @@ struct RunOptions {
   std::string out;     ///< default: lockstep-out/<smoke>.run.json
   bool quiet = false;
   RunOverrides overrides;
+  // run only:
+  int repeat = 1;               ///< > 1: fresh processes held to bit equality (exit 4)
+  int64_t stop_after = 0;       ///< > 0: checkpoint after this many steps; no record
+  std::string checkpoint;       ///< with stop_after: where the checkpoint goes
+  std::string resume;           ///< continue from this checkpoint to the end
+  bool skip_generator_restore = false;  ///< test hook: resume without generator state
 };
 int run_command(const RunOptions& options);
 
@@ -59,6 +66,7 @@ struct BlessOptions {
   bool allow_dirty = false;
   bool in_ci = false;  ///< allow writing goldens although CI is set
   int runs = 2;
+  std::vector<uint64_t> seeds;  ///< --seeds: extra seeds for a multi-seed golden
 };
 int bless_command(const BlessOptions& options);
 

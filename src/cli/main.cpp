@@ -50,6 +50,22 @@ int main(int argc, char** argv) {
   RunOptions run_opts;
   auto* run = add_run_command(app, "run", "Smoke training (and data-only pass) only; writes a run record",
                               "Record path (default lockstep-out/<smoke>.run.json)", run_opts);
+  run->add_option("--repeat", run_opts.repeat,
+                  "Run N fresh processes and require bit-identical records (exit 4 naming the first "
+                  "step, metric and parameter that differ)")
+      ->check(CLI::Range(1, 100));
+  auto* stop_after = run->add_option("--stop-after", run_opts.stop_after,
+                                     "Checkpoint after K steps and stop (no record); see --resume")
+                         ->check(CLI::Range(1, 1000000));
+  auto* checkpoint = run->add_option("--checkpoint", run_opts.checkpoint, "Checkpoint file for --stop-after");
+  stop_after->needs(checkpoint);
+  checkpoint->needs(stop_after);
+  auto* resume = run->add_option("--resume", run_opts.resume, "Continue from a --stop-after checkpoint to the end")
+                     ->excludes(stop_after);
+  run->add_flag("--skip-generator-restore", run_opts.skip_generator_restore,
+                "With --resume: leave the generators unrestored (proves the resume check catches it)")
+      ->needs(resume)
+      ->group("");  // a test hook, hidden from --help
   RunOptions probe_opts;
   auto* probe = add_run_command(app, "probe", "Data-only pass; writes batch probes",
                                 "Record path (default lockstep-out/<smoke>.probe.json)", probe_opts);
@@ -80,6 +96,10 @@ int main(int argc, char** argv) {
   bless->add_option("--goldens", bless_opts.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
   bless->add_option("--out", bless_opts.out_dir, "Folder for the run records")->capture_default_str();
   bless->add_option("--runs", bless_opts.runs, "Bit-identical runs required")->check(CLI::Range(2, 100))->capture_default_str();
+  bless->add_option("--seeds", bless_opts.seeds,
+                    "Also bless these seeds (comma-separated) into a multi-seed golden: per-step mean and "
+                    "std for the sigma rule; the config's seed stays the exact reference")
+      ->delimiter(',');
   bless->add_flag("--allow-dirty", bless_opts.allow_dirty, "Bless from a dirty work tree (recorded)");
   bless->add_flag("--in-ci", bless_opts.in_ci, "Write goldens even though CI is set");
 

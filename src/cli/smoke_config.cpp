@@ -48,6 +48,64 @@ void read_data(const JsonView& d, DataConfig& c) {
   }
 }
 
+void read_model(const JsonView& m, SmokeConfig& c) {
+  m.allow_keys({"name", "channels", "hidden", "dropout", "classes"});
+  c.model.name = m.at("name").as_enum({"cnn", "mlp"});
+  if (m.has("channels")) c.model.channels = m.at("channels").as_int(1, 4096);
+  if (m.has("hidden")) c.model.hidden = m.at("hidden").as_int(1, 1 << 16);
+  if (m.has("dropout")) {
+    c.model.dropout = m.at("dropout").as_finite(0, 1);
+    if (c.model.dropout >= 1) m.at("dropout").fail("a probability in [0, 1)");
+  }
+  c.classes = m.at("classes").as_int(2, 100000);
+}
+
+void read_optimizer(const JsonView& o, OptimizerSpec& spec) {
+  o.allow_keys({"name", "lr", "momentum", "nesterov", "weight_decay", "betas", "eps", "schedule"});
+  spec.name = o.at("name").as_enum({"sgd", "adam", "adamw"});
+  spec.schedule.base_lr = o.at("lr").as_finite(0, 1e3);
+  bool sgd = spec.name == "sgd";
+  for (const char* k : {"momentum", "nesterov"})
+    if (!sgd && o.has(k)) o.at(k).fail(std::string("no ") + k + " for " + spec.name + " (sgd only)");
+  for (const char* k : {"betas", "eps"})
+    if (sgd && o.has(k)) o.at(k).fail(std::string("no ") + k + " for sgd (adam and adamw only)");
+  spec.momentum = sgd ? 0.9 : 0.0;
+  if (o.has("momentum")) spec.momentum = o.at("momentum").as_finite(0, 1);
+  if (o.has("nesterov")) {
+    spec.nesterov = o.at("nesterov").as_bool();
+    if (spec.nesterov && spec.momentum <= 0) o.at("nesterov").fail("false unless momentum > 0 (torch.optim.SGD)");
+  }
+  if (o.has("weight_decay")) spec.weight_decay = o.at("weight_decay").as_finite(0, 1);
+  if (o.has("betas")) {
+    JsonView b = o.at("betas");
+    if (b.size() != 2) b.fail("two coefficients [beta1, beta2]");
+    spec.beta1 = b.at(0).as_finite(0, 1);
+    spec.beta2 = b.at(1).as_finite(0, 1);
+    if (spec.beta1 >= 1) b.at(0).fail("a value in [0, 1)");
+    if (spec.beta2 >= 1) b.at(1).fail("a value in [0, 1)");
+  }
+  if (o.has("eps")) spec.eps = o.at("eps").as_finite(0, 1);
+  if (o.has("schedule")) {
+    JsonView s = o.at("schedule");
+    s.allow_keys({"name", "warmup_steps", "step_size", "gamma"});
+    std::string name = s.at("name").as_enum({"constant", "warmup", "step"});
+    LrSchedule& l = spec.schedule;
+    l.kind = name == "warmup" ? LrSchedule::Kind::kWarmup
+             : name == "step" ? LrSchedule::Kind::kStep : LrSchedule::Kind::kConstant;
+    auto only = [&](const char* key, LrSchedule::Kind kind) {
+      if (s.has(key) && l.kind != kind) s.at(key).fail(std::string("no ") + key + " for schedule " + name);
+    };
+    only("warmup_steps", LrSchedule::Kind::kWarmup);
+    only("step_size", LrSchedule::Kind::kStep);
+    only("gamma", LrSchedule::Kind::kStep);
+    if (l.kind == LrSchedule::Kind::kWarmup) l.warmup_steps = s.at("warmup_steps").as_int(1, 1000000);
+    if (l.kind == LrSchedule::Kind::kStep) {
+      l.step_size = s.at("step_size").as_int(1, 1000000);
+      l.gamma = s.at("gamma").as_finite(0, 1);
+    }
+  }
+}
+
 // Tolerance keys must name a series the trainer records or a probe
 // statistic: a typo would otherwise silently leave the default in force.
 void check_tolerance_names(const JsonView& t) {
@@ -81,7 +139,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
   JsonView v(doc, path);
   v.expect_object();
   v.allow_keys({"schema", "name", "device", "min_driver", "seed", "steps", "determinism", "repeat", "platforms",
-                "data", "model", "optimizer", "tolerance"});
+                "data", "model", "optimizer", "tolerance", "resume_at", "inject_nondeterminism"});
   if (v.has("schema") && v.at("schema").as_int() != 1) v.at("schema").fail("1 (the only config schema)");
 
   SmokeConfig c;
@@ -122,17 +180,16 @@ SmokeConfig load_smoke_config(const std::string& path) {
 
   read_data(v.at("data"), c.data);
 
-  JsonView m = v.at("model");
-  m.allow_keys({"name", "channels", "classes"});
-  c.model = m.at("name").as_enum({"cnn"});
-  if (m.has("channels")) c.model_channels = m.at("channels").as_int(1, 4096);
-  c.classes = m.at("classes").as_int(2, 100000);
-
-  JsonView o = v.at("optimizer");
-  o.allow_keys({"name", "lr", "momentum"});
-  c.optimizer = o.at("name").as_enum({"sgd"});
-  c.lr = o.at("lr").as_finite(0, 1e3);
-  if (o.has("momentum")) c.momentum = o.at("momentum").as_finite(0, 1);
+  read_model(v.at("model"), c);
+  read_optimizer(v.at("optimizer"), c.optimizer);
+  if (v.has("resume_at")) {
+    c.resume_at = v.at("resume_at").as_int(1, 1000000);
+    if (c.resume_at >= c.steps)
+      v.at("resume_at").fail("a step between 1 and steps - 1 (" + std::to_string(c.steps - 1) + "), got " +
+                             std::to_string(c.resume_at));
+  }
+  if (v.has("inject_nondeterminism"))
+    c.inject_nondeterminism = v.at("inject_nondeterminism").as_enum({"index_put_accumulate"});
 
   if (v.has("tolerance")) {
     c.tolerance = tolerance_policy_from_json(v.at("tolerance"));

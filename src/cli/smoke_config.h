@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compare/tolerance_policy.h"
+#include "train/train_specs.h"
 
 namespace lockstep {
 
@@ -50,12 +51,15 @@ struct SmokeConfig {
   int repeat = 2;           ///< runs `check` makes and compares bit for bit
   std::vector<std::string> platforms;  ///< platform keys that must have a golden (verify-goldens)
   DataConfig data;
-  std::string model = "cnn";
-  int64_t model_channels = 8;
+  ModelSpec model;
   int64_t classes = 10;
-  std::string optimizer = "sgd";
-  double lr = 0.05;
-  double momentum = 0.9;
+  OptimizerSpec optimizer;
+  /// Resume check: > 0 makes `check` also run resume_at steps, checkpoint,
+  /// resume in a fresh process, and require the uninterrupted run's bits.
+  int64_t resume_at = 0;
+  /// "index_put_accumulate" or "" (trainer.h): a deliberately
+  /// nondeterministic kernel, to prove the repeat check catches one.
+  std::string inject_nondeterminism;
   TolerancePolicy tolerance;
   std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
 };

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/child_runs.h"
 #include "cli/commands.h"
 #include "cli/golden_store.h"
 #include "cli/smoke_config.h"
@@ -38,7 +39,7 @@ std::pair<uint64_t, bool> base_seed(const SmokeConfig& cfg) {
   auto res = std::from_chars(s.data(), s.data() + s.size(), v);
   if (res.ec != std::errc() || res.ptr != s.data() + s.size())
     throw BadUsage("LOCKSTEP_SEED=" + s + ": expected an unsigned 64-bit integer");
-  return {v, true};
+  return {v, v != cfg.seed};  // the config's own seed is no override
 }
 
 // `min_driver` (cuda runs only): the NVIDIA driver must be at least that.
@@ -90,7 +91,11 @@ std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg) {
 // Shared by run and probe: contract, data pass, optional training, record.
 int run_smoke(const RunOptions& o, bool train) {
   SmokeConfig cfg = load_smoke_config(o.smoke);
-  refuse_overwriting_inputs(o.out, {o.smoke, cfg.data.resolved_path});
+  refuse_overwriting_inputs(o.out, {o.smoke, cfg.data.resolved_path, o.resume});
+  refuse_overwriting_inputs(o.checkpoint, {o.smoke, cfg.data.resolved_path});
+  if (o.stop_after >= cfg.steps)
+    throw BadUsage("--stop-after " + std::to_string(o.stop_after) + ": must be below the " +
+                   std::to_string(cfg.steps) + " steps of " + o.smoke);
   // Only bless writes goldens: a record must not land in the goldens folder.
   std::string goldens = fs::weakly_canonical(goldens_root(o.smoke, "")).string() + "/";
   if (!o.out.empty() && fs::weakly_canonical(fs::absolute(o.out)).string().rfind(goldens, 0) == 0)
@@ -128,13 +133,24 @@ int run_smoke(const RunOptions& o, bool train) {
     TrainSpec ts;
     ts.steps = cfg.steps;
     ts.device = cfg.device;
-    ts.model = ModelSpec{cfg.model, cfg.model_channels};
-    ts.optimizer = OptimizerSpec{cfg.optimizer, cfg.lr, cfg.momentum};
+    ts.model = cfg.model;
+    ts.optimizer = cfg.optimizer;
     ts.sample_shape = cfg.data.sample_shape;
     ts.classes = cfg.classes;
+    ts.inject_nondeterminism = cfg.inject_nondeterminism;
+    ts.config_hash = cfg.config_hash;
+    ts.resume = {o.stop_after, o.checkpoint, o.resume, !o.skip_generator_restore};
     TrainResult tr = train_smoke(ts, train_loader, seed);
+    if (o.stop_after > 0) {
+      if (!o.quiet)
+        std::cout << "run " << cfg.name << ": stopped after " << tr.steps_done << " steps, checkpoint "
+                  << o.checkpoint << " (continue with --resume)\n";
+      return 0;
+    }
     rec.series = std::move(tr.series);
     rec.hashes = std::move(tr.hashes);
+    rec.init = std::move(tr.init);
+    rec.resources = std::move(tr.resources);
     rec.train_probes = std::move(tr.train_probes);
   }
 
@@ -174,9 +190,36 @@ void print_fingerprint(const Fingerprint& fp) {
   }
 }
 
+// `run --repeat N`: N fresh processes, the first record kept as --out.
+int run_repeated(const RunOptions& o) {
+  SmokeConfig cfg = load_smoke_config(o.smoke);
+  fs::path out = o.out.empty() ? fs::path("lockstep-out") / (cfg.name + ".run.json") : fs::path(o.out);
+  std::string prefix = out.stem().string() + ".repeat";
+  std::string dir = out.parent_path().empty() ? "." : out.parent_path().string();
+  std::vector<RunRecord> runs = run_children(o.smoke, dir, prefix, o.repeat, override_args(o.overrides));
+  auto [index, diff] = first_repeat_difference(runs);
+  if (!diff.empty()) {
+    std::cout << "run " << cfg.name << ": NONDETERMINISTIC (exit 4): run " << index + 1
+              << " differs from run 1; first difference: " << diff << "\n  records: " << dir << "/" << prefix
+              << "-1.json, " << dir << "/" << prefix << "-" << index + 1 << ".json\n";
+    return to_int(ExitCode::kNondeterministic);
+  }
+  write_run_record(out.string(), runs.front());
+  if (!o.quiet)
+    std::cout << "run " << cfg.name << ": " << o.repeat << " runs in fresh processes are bit-identical\n  record "
+              << out.string() << "\n";
+  return 0;
+}
+
 }  // namespace
 
-int run_command(const RunOptions& o) { return run_smoke(o, /*train=*/true); }
+int run_command(const RunOptions& o) {
+  if (o.repeat > 1) {
+    if (o.stop_after > 0 || !o.resume.empty()) throw BadUsage("--repeat does not combine with --stop-after or --resume");
+    return run_repeated(o);
+  }
+  return run_smoke(o, /*train=*/true);
+}
 
 int probe_command(const RunOptions& o) { return run_smoke(o, /*train=*/false); }
 

@@ -255,7 +255,8 @@ void compare_series(const RunRecord& run, const RunRecord& golden, const Toleran
     bool f32 = gs.dtype == Series::Dtype::kFloat32;
     Tolerance tol = policy.for_series(name);
     if (exact) tol = Tolerance::exact();
-    compare_values(Section::kTrain, name, rs.values, gs.values, gs.std, tol, f32, "step", v);
+    const std::vector<double>& reference = tol.rule == Tolerance::Rule::kSigma ? gs.sigma_center() : gs.values;
+    compare_values(Section::kTrain, name, rs.values, reference, gs.std, tol, f32, "step", v);
   }
 }
 
@@ -276,13 +277,78 @@ void compare_hashes(const RunRecord& run, const RunRecord& golden, bool exact, V
   }
 }
 
+// ---- 5b. init statistics ----------------------------------------------------------
+
+// Parameter initialisation is a pure function of the seed: its hashes are
+// held like the final hashes; a parameter initialised in one record only is
+// a structural difference.
+void compare_init(const RunRecord& run, const RunRecord& golden, bool exact, Verdict& v) {
+  if (run.init.empty() || golden.init.empty()) return;  // records from other trainers may omit it
+  for (const auto& name : key_union(golden.init, run.init)) {
+    auto g = golden.init.find(name);
+    auto r = run.init.find(name);
+    if (g == golden.init.end() || r == run.init.end()) {
+      v.findings.push_back({Section::kStructure, "init." + name, -1,
+                            std::string("parameter initialised in the ") + (g == golden.init.end() ? "run" : "golden") +
+                                " only"});
+      continue;
+    }
+    ++v.values_checked;
+    if (g->second.xxh3_128 == r->second.xxh3_128) continue;
+    std::string detail = "golden " + g->second.xxh3_128 + " (mean " + fmt(g->second.mean) + ", std " +
+                         fmt(g->second.std) + "), run " + r->second.xxh3_128 + " (mean " + fmt(r->second.mean) +
+                         ", std " + fmt(r->second.std) + ")";
+    if (exact) v.findings.push_back({Section::kHashes, "init." + name, -1, detail});
+    else v.notes.push_back("init." + name + " differs: " + detail);
+  }
+}
+
+// ---- 5c. resources --------------------------------------------------------------
+
+// Median of the steady steps (all but step 0, which pays for first-touch
+// allocations), or of all when there are fewer than three.
+double steady_median(std::vector<double> t) {
+  if (t.size() >= 3) t.erase(t.begin());
+  std::sort(t.begin(), t.end());
+  size_t n = t.size();
+  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+// Only on the same platform key, and only growth fails: a run may be faster
+// or smaller than its golden.
+void compare_resources(const RunRecord& run, const RunRecord& golden, const TolerancePolicy& policy, Verdict& v) {
+  const Resources& r = run.resources;
+  const Resources& g = golden.resources;
+  if (r.empty() || g.empty()) return;
+  if (run.platform != golden.platform) {
+    v.notes.push_back("resources not compared: platform " + run.platform + " vs golden " + golden.platform);
+    return;
+  }
+  auto check = [&](const std::string& what, double run_value, double golden_value, double limit, const char* unit) {
+    if (!(golden_value > 0) || !(run_value >= 0)) return;
+    double ratio = run_value / golden_value;
+    std::string detail = fmt(run_value) + " " + unit + " vs golden " + fmt(golden_value) + " " + unit + ": ratio " +
+                         format_error(ratio) + " (limit " + format_error(limit) + ", same platform)";
+    if (ratio > limit) v.findings.push_back({Section::kResources, what, -1, detail});
+    else v.notes.push_back(what + " " + detail);
+  };
+  if (!r.step_time_s.empty() && !g.step_time_s.empty())
+    check("median step time", steady_median(r.step_time_s), steady_median(g.step_time_s), policy.step_time_ratio, "s");
+  if (r.peak_rss_bytes > 0 && g.peak_rss_bytes > 0)
+    check("peak RSS", static_cast<double>(r.peak_rss_bytes), static_cast<double>(g.peak_rss_bytes),
+          policy.peak_memory_ratio, "bytes");
+  if (r.peak_cuda_bytes > 0 && g.peak_cuda_bytes > 0)
+    check("peak CUDA memory", static_cast<double>(r.peak_cuda_bytes), static_cast<double>(g.peak_cuda_bytes),
+          policy.peak_memory_ratio, "bytes");
+}
+
 // ---- 6. first divergence ----------------------------------------------------------
 
 std::string first_divergence(const Verdict& v) {
   // Data first, then training; within a section the earliest index; for
   // training, name the parameter whose gradient norm went first.
   for (Section s : {Section::kData, Section::kTrain, Section::kContract, Section::kStructure,
-                    Section::kHashes}) {
+                    Section::kHashes, Section::kResources}) {
     const Finding* best = nullptr;
     for (const auto& f : v.findings) {
       if (f.section != s) continue;
@@ -336,6 +402,8 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   compare_probe_lists("train_probes", run.train_probes, golden.train_probes, policy, exact, v);
   compare_series(run, golden, policy, exact, v);
   compare_hashes(run, golden, exact, v);
+  compare_init(run, golden, exact, v);
+  compare_resources(run, golden, policy, v);
 
   if (v.values_checked == 0 && v.findings.empty())
     v.findings.push_back({Section::kStructure, "records", -1,
@@ -357,6 +425,7 @@ std::string first_bit_difference(const RunRecord& a, const RunRecord& b) {
   // compare only what they produced.
   a2.fingerprint = b2.fingerprint;
   a2.contract = b2.contract;
+  a2.resources = b2.resources;  // wall time and memory are never bit-identical
   Verdict v = compare_records(a2, b2, exact_policy, {"run 2", "run 1"});
   return v.passed() ? "" : v.first_divergence;
 }

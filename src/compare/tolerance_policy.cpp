@@ -36,7 +36,7 @@ Tolerance tolerance_from_json(const JsonView& n) {
 }
 
 TolerancePolicy tolerance_policy_from_json(const JsonView& n) {
-  n.allow_keys({"series", "probes", "allow_nonfinite_golden", "same_stack"});
+  n.allow_keys({"series", "probes", "allow_nonfinite_golden", "same_stack", "resources"});
   TolerancePolicy p;
   // {"default": rule, "<name>": rule, ...} into a default and a map.
   auto read_rules = [&n](const char* section, Tolerance& fallback, std::map<std::string, Tolerance>& named) {
@@ -54,6 +54,12 @@ TolerancePolicy tolerance_policy_from_json(const JsonView& n) {
     p.allow_nonfinite_golden = n.at("allow_nonfinite_golden").as_bool();
   if (n.has("same_stack"))
     p.same_stack_exact = n.at("same_stack").as_enum({"exact", "tolerance"}) == "exact";
+  if (n.has("resources")) {
+    JsonView r = n.at("resources");
+    r.allow_keys({"step_time_ratio", "peak_memory_ratio"});
+    if (r.has("step_time_ratio")) p.step_time_ratio = r.at("step_time_ratio").as_finite(1, 1e6);
+    if (r.has("peak_memory_ratio")) p.peak_memory_ratio = r.at("peak_memory_ratio").as_finite(1, 1e6);
+  }
   return p;
 }
 

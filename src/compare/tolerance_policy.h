@@ -8,7 +8,8 @@
 //     "probes": {"default": {"atol": 1e-9, "rtol": 1e-6},
 //                "inputs.std": {"exact": true}},
 //     "allow_nonfinite_golden": false,
-//     "same_stack": "exact"
+//     "same_stack": "exact",
+//     "resources": {"step_time_ratio": 4, "peak_memory_ratio": 1.5}
 //   }
 //
 // A rule is {"exact": true}, {"atol": A, "rtol": R} (either may be omitted,
@@ -17,6 +18,11 @@
 // the cross-stack lane; in the same-stack lane everything is bit-exact
 // unless "same_stack" is "tolerance" (for stacks known to be
 // nondeterministic in the last bits, which lockstep would otherwise flag).
+//
+// Resources (step time, peak RSS, peak CUDA memory) are never bit-compared:
+// on the same platform key only, the run's median step time over the steady
+// steps (all but step 0) may be at most step_time_ratio times the golden's,
+// and peak memory at most peak_memory_ratio times (DESIGN.md, "Comparison").
 #pragma once
 
 #include <map>
@@ -36,6 +42,8 @@ struct TolerancePolicy {
   std::map<std::string, Tolerance> probes;  ///< "inputs.mean", "labels.sum", ...
   bool allow_nonfinite_golden = false;
   bool same_stack_exact = true;  ///< "same_stack": "exact" (default) or "tolerance"
+  double step_time_ratio = 4.0;    ///< run median step time / golden's, at most
+  double peak_memory_ratio = 1.5;  ///< run peak RSS (and CUDA) / golden's, at most
 
   /// The rule for series `name`.
   Tolerance for_series(const std::string& name) const;

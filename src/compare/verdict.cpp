@@ -20,6 +20,7 @@ const char* section_name(Section section) {
     case Section::kData: return "data";
     case Section::kTrain: return "train";
     case Section::kHashes: return "hashes";
+    case Section::kResources: return "resources";
   }
   return "?";
 }

@@ -29,9 +29,9 @@ enum class Lane {
 const char* lane_name(Lane lane);
 
 /// Where a failure was found; also the report order (data before training).
-enum class Section { kStructure, kContract, kData, kTrain, kHashes };
+enum class Section { kStructure, kContract, kData, kTrain, kHashes, kResources };
 
-/// "structure", "contract", "data", "train", "hashes".
+/// "structure", "contract", "data", "train", "hashes", "resources".
 const char* section_name(Section section);
 
 /// One failed check.

@@ -16,6 +16,7 @@ nlohmann::json golden_body_json(const Golden& g) {
                         {"tool_version", p.tool_version},
                         {"allow_dirty", p.allow_dirty},
                         {"runs", p.runs}};
+  if (!p.seeds.empty()) body["provenance"]["seeds"] = p.seeds;
   return body;
 }
 
@@ -43,7 +44,7 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   g.record = run_record_from_json(view);
   JsonView p = view.at("provenance");
   p.allow_keys({"reason", "created_utc", "git_commit", "git_author", "tool_version", "allow_dirty",
-                "runs"});
+                "runs", "seeds"});
   g.provenance.reason = p.at("reason").as_string();
   g.provenance.created_utc = p.at("created_utc").as_string();
   g.provenance.git_commit = p.at("git_commit").as_string();
@@ -51,6 +52,11 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   g.provenance.tool_version = p.at("tool_version").as_string();
   g.provenance.allow_dirty = p.at("allow_dirty").as_bool();
   g.provenance.runs = static_cast<int>(p.at("runs").as_int(0, 1000));
+  if (p.has("seeds")) {
+    JsonView seeds = p.at("seeds");
+    for (size_t i = 0; i < seeds.size(); ++i) g.provenance.seeds.push_back(seeds.at(i).as_uint());
+    if (seeds.size() < 2) seeds.fail("two or more seeds (a multi-seed golden)");
+  }
 
   g.content_hash = view.at("content_hash").as_string();
   nlohmann::json body = doc;

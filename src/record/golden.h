@@ -10,7 +10,9 @@
 // hand changes it and `verify-goldens` / `check` reject the file.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "record/run_record.h"
 
@@ -25,6 +27,9 @@ struct Provenance {
   std::string tool_version;  ///< lockstep version
   bool allow_dirty = false;  ///< blessed from a dirty work tree with --allow-dirty
   int runs = 0;              ///< bit-identical runs the bless required
+  /// Multi-seed golden: every seed blessed (the config's first); empty for
+  /// a single-seed golden (and then absent from the JSON).
+  std::vector<uint64_t> seeds;
 };
 
 /// A run record blessed as the reference.

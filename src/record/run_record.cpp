@@ -1,9 +1,21 @@
 #include "record/run_record.h"
 
+#include <cmath>
+
 #include "core/atomic_file.h"
 #include "core/json_io.h"
 
 namespace lockstep {
+
+nlohmann::json to_json(const InitStats& st) {
+  return {{"mean", double_to_json(st.mean)}, {"std", double_to_json(st.std)}, {"xxh3_128", st.xxh3_128}};
+}
+
+InitStats init_stats_from_json(const JsonView& p) {
+  p.allow_keys({"mean", "std", "xxh3_128"});
+  return {p.at("mean").as_finite(-INFINITY, INFINITY), p.at("std").as_finite(0, INFINITY),
+          p.at("xxh3_128").as_string()};
+}
 
 nlohmann::json to_json(const RunRecord& r) {
   nlohmann::json series = nlohmann::json::object();
@@ -12,7 +24,7 @@ nlohmann::json to_json(const RunRecord& r) {
   for (const auto& p : r.probes) probes.push_back(to_json(p));
   nlohmann::json train_probes = nlohmann::json::array();
   for (const auto& p : r.train_probes) train_probes.push_back(to_json(p));
-  return {{"schema", kRunSchema},
+  nlohmann::json out = {{"schema", kRunSchema},
           {"smoke", r.smoke},
           {"config_hash", r.config_hash},
           {"seed", {{"base", r.seed}, {"overridden", r.seed_overridden}}},
@@ -25,6 +37,19 @@ nlohmann::json to_json(const RunRecord& r) {
           {"hashes", r.hashes},
           {"probes", probes},
           {"train_probes", train_probes}};
+  if (!r.init.empty()) {
+    nlohmann::json init = nlohmann::json::object();
+    for (const auto& [name, st] : r.init) init[name] = to_json(st);
+    out["init"] = init;
+  }
+  if (!r.resources.empty()) {
+    nlohmann::json times = nlohmann::json::array();
+    for (double t : r.resources.step_time_s) times.push_back(double_to_json(t));
+    out["resources"] = {{"step_time_s", times},
+                        {"peak_rss_bytes", r.resources.peak_rss_bytes},
+                        {"peak_cuda_bytes", r.resources.peak_cuda_bytes}};
+  }
+  return out;
 }
 
 namespace {
@@ -75,6 +100,18 @@ RunRecord run_record_from_json(const JsonView& n) {
   }
   JsonView hashes = n.at("hashes");
   for (const auto& k : hashes.keys()) r.hashes[k] = hashes.at(k).as_string();
+  if (n.has("init")) {
+    JsonView init = n.at("init");
+    for (const auto& k : init.keys()) r.init[k] = init_stats_from_json(init.at(k));
+  }
+  if (n.has("resources")) {
+    JsonView res = n.at("resources");
+    res.allow_keys({"step_time_s", "peak_rss_bytes", "peak_cuda_bytes"});
+    JsonView t = res.at("step_time_s");
+    for (size_t i = 0; i < t.size(); ++i) r.resources.step_time_s.push_back(t.at(i).as_finite(0, 1e9));
+    r.resources.peak_rss_bytes = res.at("peak_rss_bytes").as_int(-1);
+    r.resources.peak_cuda_bytes = res.at("peak_cuda_bytes").as_int(-1);
+  }
   r.probes = probes_from_json(n.at("probes"));
   r.train_probes = probes_from_json(n.at("train_probes"));
   return r;
@@ -83,7 +120,7 @@ RunRecord run_record_from_json(const JsonView& n) {
 const std::vector<std::string_view>& run_record_keys() {
   static const std::vector<std::string_view> keys = {
       "schema", "smoke",  "config_hash", "seed",   "device", "platform",    "steps",
-      "contract", "fingerprint", "series", "hashes", "probes", "train_probes"};
+      "contract", "fingerprint", "series", "hashes", "init", "resources", "probes", "train_probes"};
   return keys;
 }
 

@@ -28,6 +28,28 @@ class JsonView;
 /// Schema identifier written into every record and golden.
 inline constexpr const char* kRunSchema = "lockstep.run/1";
 
+/// Statistics of one parameter right after initialisation (before step 0):
+/// float64 mean and population std, XXH3-128 of its bytes.
+struct InitStats {
+  double mean = 0, std = 0;
+  std::string xxh3_128;
+};
+
+/// {"mean": ..., "std": ..., "xxh3_128": "..."}.
+nlohmann::json to_json(const InitStats& stats);
+/// Parses one init entry; throws exit-2 Error naming the JSON path.
+InitStats init_stats_from_json(const JsonView& node);
+
+/// What a run cost. Informational: never part of the bit-for-bit repeat
+/// check; compared against a golden only on the same platform, as a median
+/// ratio with a loose tolerance (DESIGN.md, "Comparison").
+struct Resources {
+  std::vector<double> step_time_s;  ///< wall seconds of each optimiser step
+  int64_t peak_rss_bytes = -1;      ///< getrusage ru_maxrss of the run; -1 unknown
+  int64_t peak_cuda_bytes = -1;     ///< peak CUDA caching-allocator bytes; -1 no CUDA
+  bool empty() const { return step_time_s.empty() && peak_rss_bytes < 0 && peak_cuda_bytes < 0; }
+};
+
 /// One smoke run: data probes, per-step series, final hashes, and the stack.
 struct RunRecord {
   std::string smoke;        ///< smoke name, e.g. "digits-cnn"
@@ -46,6 +68,8 @@ struct RunRecord {
   std::map<std::string, Series> series;
   /// Final hashes: "params" (all parameters and buffers), ... (XXH3-128 hex).
   std::map<std::string, std::string> hashes;
+  std::map<std::string, InitStats> init;  ///< per parameter, after initialisation
+  Resources resources;                   ///< optional ("resources" absent when empty)
   std::vector<BatchProbe> probes;        ///< data-only pass, one per batch
   std::vector<BatchProbe> train_probes;  ///< batches the trainer consumed, in order
 };

@@ -20,6 +20,11 @@ nlohmann::json to_json(const Series& series) {
     for (double v : series.values) bits.push_back(float_bits_hex(static_cast<float>(v)));
     out["bits"] = bits;
   }
+  if (!series.mean.empty()) {
+    nlohmann::json m = nlohmann::json::array();
+    for (double v : series.mean) m.push_back(double_to_json(v));
+    out["mean"] = m;
+  }
   if (!series.std.empty()) {
     nlohmann::json sd = nlohmann::json::array();
     for (double v : series.std) sd.push_back(double_to_json(v));
@@ -29,7 +34,7 @@ nlohmann::json to_json(const Series& series) {
 }
 
 Series series_from_json(const JsonView& node) {
-  node.allow_keys({"dtype", "values", "bits", "std"});
+  node.allow_keys({"dtype", "values", "bits", "mean", "std"});
   Series s;
   s.dtype = node.at("dtype").as_enum({"float32", "float64"}) == "float32" ? Series::Dtype::kFloat32
                                                                           : Series::Dtype::kFloat64;
@@ -69,6 +74,13 @@ Series series_from_json(const JsonView& node) {
         s.values[i] = static_cast<double>(*f);  // the bits are authoritative (NaN payloads)
       }
     }
+  }
+  if (node.has("mean")) {
+    JsonView m = node.at("mean");
+    if (m.size() != s.values.size())
+      m.fail("one mean per value (" + std::to_string(s.values.size()) + "), got " + std::to_string(m.size()));
+    for (size_t i = 0; i < m.size(); ++i) s.mean.push_back(m.at(i).as_finite(-INFINITY, INFINITY));
+    if (!node.has("std")) node.at("mean").fail("a \"std\" beside it (a multi-seed series has both)");
   }
   if (node.has("std")) {
     JsonView sd = node.at("std");

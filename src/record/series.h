@@ -5,8 +5,11 @@
 // value and, in JSON, also as the binary32 bit pattern, so a golden is
 // compared against the bits the trainer produced, not a decimal rendering.
 //
-// A multi-seed golden stores, per step, the mean over seeds in `values` and
-// the population standard deviation in `std` (empty otherwise).
+// A multi-seed golden (`bless --seeds`) keeps the config seed's run in
+// `values`, so the same-stack lane stays bit-exact, and adds, per step, the
+// mean over all blessed seeds in `mean` and their population standard
+// deviation in `std`; the sigma rule holds a run to |run - mean| <= k*std.
+// (A golden with `std` but no `mean` is read with mean = values.)
 #pragma once
 
 #include <string>
@@ -23,13 +26,17 @@ struct Series {
   enum class Dtype { kFloat32, kFloat64 };
   Dtype dtype = Dtype::kFloat64;
   std::vector<double> values;  ///< length = steps; float32 values exactly
-  std::vector<double> std;     ///< per-step std over seeds; empty unless multi-seed
+  std::vector<double> mean;    ///< per-step mean over seeds; empty unless multi-seed
+  std::vector<double> std;     ///< per-step population std over seeds; empty unless multi-seed
+
+  /// The reference of the sigma rule: `mean` when present, else `values`.
+  const std::vector<double>& sigma_center() const { return mean.empty() ? values : mean; }
 };
 
 /// "float32" or "float64".
 const char* dtype_name(Series::Dtype dtype);
 
-/// {"dtype": "float32", "values": [...], "bits": ["0x...", ...], "std": [...]}.
+/// {"dtype": "float32", "values": [...], "bits": ["0x...", ...], "mean": [...], "std": [...]}.
 /// Non-finite values are written as "nan", "inf", "-inf".
 nlohmann::json to_json(const Series& series);
 

@@ -30,6 +30,24 @@ class Cnn : public SmokeModel {
   torch::nn::Linear fc;
 };
 
+class Mlp : public SmokeModel {
+ public:
+  Mlp(int64_t features, int64_t hidden, double dropout, int64_t classes)
+      : fc1(register_module("fc1", torch::nn::Linear(features, hidden))),
+        fc2(register_module("fc2", torch::nn::Linear(hidden, hidden))),
+        head(register_module("head", torch::nn::Linear(hidden, classes))),
+        drop(register_module("drop", torch::nn::Dropout(dropout))) {}
+
+  torch::Tensor forward(const torch::Tensor& x) override {
+    auto h = drop->forward(torch::relu(fc1->forward(x.flatten(1))));
+    h = drop->forward(torch::relu(fc2->forward(h)));
+    return head->forward(h);
+  }
+
+  torch::nn::Linear fc1, fc2, head;
+  torch::nn::Dropout drop;
+};
+
 }  // namespace
 
 std::shared_ptr<SmokeModel> make_model(const ModelSpec& spec, const std::vector<int64_t>& shape,
@@ -39,7 +57,12 @@ std::shared_ptr<SmokeModel> make_model(const ModelSpec& spec, const std::vector<
       throw BadUsage("model cnn needs image samples [C, H, W] with H, W >= 2 (data.sample_shape)");
     return std::make_shared<Cnn>(shape, spec.channels, classes);
   }
-  throw BadUsage("unknown model '" + spec.name + "' (known: cnn)");
+  if (spec.name == "mlp") {
+    int64_t features = 1;
+    for (int64_t d : shape) features *= d;
+    return std::make_shared<Mlp>(features, spec.hidden, spec.dropout, classes);
+  }
+  throw BadUsage("unknown model '" + spec.name + "' (known: cnn, mlp)");
 }
 
 void init_parameters(torch::nn::Module& model, uint64_t seed) {

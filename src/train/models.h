@@ -7,6 +7,13 @@
 //
 // cnn: Conv2d(C, channels, 3, padding 1) -> BatchNorm2d -> ReLU ->
 //      MaxPool2d(2) -> Flatten -> Linear(channels*(H/2)*(W/2), classes)
+// mlp: Flatten -> Linear(features, hidden) -> ReLU -> Dropout(p) ->
+//      Linear(hidden, hidden) -> ReLU -> Dropout(p) -> Linear(hidden, classes)
+//
+// Dropout draws from LibTorch's default generator (torch::nn::Dropout takes
+// no generator); the trainer seeds it from the "dropout" stream before the
+// first step and checkpoints its state, so dropout masks are reproducible
+// and survive a resume.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -16,13 +23,9 @@
 #include <string>
 #include <vector>
 
-namespace lockstep {
+#include "train/train_specs.h"
 
-/// Model section of a smoke config.
-struct ModelSpec {
-  std::string name = "cnn";  ///< "cnn"
-  int64_t channels = 8;      ///< conv output channels
-};
+namespace lockstep {
 
 /// A classifier: forward maps a batch to logits [B, classes].
 class SmokeModel : public torch::nn::Module {

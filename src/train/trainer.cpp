@@ -1,20 +1,27 @@
 #include "train/trainer.h"
 
+#include <sys/resource.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "core/error.h"
 #include "core/hash.h"
 #include "data/probe.h"
+#include "determinism/seed_streams.h"
+#include "torch_compat.h"
+#include "train/checkpoint.h"
 
 namespace lockstep {
 
 namespace {
 
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
 double l2(const torch::Tensor& t) { return t.detach().to(torch::kFloat64).norm().item<double>(); }
 
-std::string hash_tensors(const std::vector<std::pair<std::string, torch::Tensor>>& named) {
+std::string hash_tensors(const NamedTensors& named) {
   Xxh3Stream h;
   for (const auto& [name, t] : named) {
     torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
@@ -24,11 +31,101 @@ std::string hash_tensors(const std::vector<std::pair<std::string, torch::Tensor>
   return h.hex();
 }
 
+InitStats init_stats(const torch::Tensor& t) {
+  torch::Tensor d = t.detach().to(torch::kCPU).to(torch::kFloat64);
+  InitStats s;
+  s.mean = d.mean().item<double>();
+  s.std = d.numel() > 1 ? d.std(/*unbiased=*/false).item<double>() : 0.0;
+  s.xxh3_128 = hash_tensors({{"", t}});
+  return s;
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& o, const std::vector<torch::Tensor>& params) {
+  double lr = o.schedule.at(0);
+  if (o.name == "sgd")
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(lr).momentum(o.momentum).nesterov(o.nesterov).weight_decay(o.weight_decay));
+  if (o.name == "adam")
+    return std::make_unique<torch::optim::Adam>(
+        params, torch::optim::AdamOptions(lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+  if (o.name == "adamw")
+    return std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+  throw BadUsage("unknown optimizer '" + o.name + "' (known: sgd, adam, adamw)");
+}
+
+void set_lr(torch::optim::Optimizer& opt, const std::string& name, double lr) {
+  for (auto& group : opt.param_groups()) {
+    if (name == "sgd") static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
+    if (name == "adam") static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+    if (name == "adamw") static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+}
+
+// Every state tensor of every parameter, in parameter order, so the hash
+// is independent of the optimiser's pointer-keyed state map.
+NamedTensors optimizer_state(torch::optim::Optimizer& opt, const NamedTensors& params) {
+  NamedTensors out;
+  for (const auto& [name, p] : params) {
+    auto it = opt.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    if (it == opt.state().end()) continue;
+    auto add = [&](const char* what, const torch::Tensor& t) {
+      if (t.defined()) out.emplace_back(*what ? name + "." + what : name, t);
+    };
+    if (auto* s = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
+      add("", s->momentum_buffer());  // keyed by the bare name, as since the first golden
+    } else if (auto* s = dynamic_cast<torch::optim::AdamParamState*>(it->second.get())) {
+      add("exp_avg", s->exp_avg());
+      add("exp_avg_sq", s->exp_avg_sq());
+      add("max_exp_avg_sq", s->max_exp_avg_sq());
+      add("step", torch::tensor(static_cast<int64_t>(s->step())));
+    } else if (auto* s = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get())) {
+      add("exp_avg", s->exp_avg());
+      add("exp_avg_sq", s->exp_avg_sq());
+      add("max_exp_avg_sq", s->max_exp_avg_sq());
+      add("step", torch::tensor(static_cast<int64_t>(s->step())));
+    }
+  }
+  return out;
+}
+
+// The self-test kernel: index_put_(accumulate=true) of 2^20 values into 8
+// slots. With deterministic algorithms off and >= 2 intra-op threads,
+// LibTorch's CPU kernel adds with float atomics in thread order; with them
+// on it runs serially (verified on 1.13: the sum varies run to run only
+// when off).
+class NondeterminismInjector {
+ public:
+  NondeterminismInjector(uint64_t seed, torch::Device device) {
+    at::Generator g = stream_generator(seed, "inject");
+    values_ = torch::randn({1 << 20}, g).to(device);
+    index_ = torch::randint(0, 8, {1 << 20}, g, torch::kLong).to(device);
+  }
+  /// A factor in [1, 1.001) that depends on the summation order: the
+  /// fractional part of 10^4 * the sum amplifies last-bit differences of
+  /// the float32 sum (|sum| ~ 10^3) into a different factor.
+  double factor() const {
+    float total = torch::zeros({8}, values_.options()).index_put_({index_}, values_, true).sum().item<float>();
+    double x = static_cast<double>(total) * 1e4;
+    return 1.0 + 1e-3 * (x - std::floor(x));
+  }
+
+ private:
+  torch::Tensor values_, index_;
+};
+
+int64_t peak_rss_bytes() {
+  struct rusage u {};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return -1;
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
 }  // namespace
 
 TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t seed) {
   torch::Device device(torch::kCPU);
-  if (spec.device == "cuda") {
+  bool cuda = spec.device == "cuda";
+  if (cuda) {
     if (!torch::cuda::is_available())
       throw EnvironmentError("device: cuda was asked for, but no usable CUDA device is visible "
                              "(CPU-only LibTorch, no driver, or CUDA_VISIBLE_DEVICES empty); "
@@ -36,31 +133,66 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
     device = torch::Device(torch::kCUDA, 0);
   }
 
+  TrainResult r;
   auto model = make_model(spec.model, spec.sample_shape, spec.classes);
   init_parameters(*model, seed);
+  for (const auto& p : model->named_parameters()) r.init[p.key()] = init_stats(p.value());
   model->to(device);
   model->train();
-  torch::optim::SGD optimizer(model->parameters(),
-                              torch::optim::SGDOptions(spec.optimizer.lr).momentum(spec.optimizer.momentum));
+  // Dropout draws from the default generator: seed it from its own stream.
+  torch::manual_seed(derive_seed(seed, "dropout"));
 
-  TrainResult r;
+  NamedTensors params;
+  for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
+  auto optimizer = make_optimizer(spec.optimizer, model->parameters());
+  std::unique_ptr<NondeterminismInjector> inject;
+  if (spec.inject_nondeterminism == "index_put_accumulate")
+    inject = std::make_unique<NondeterminismInjector>(seed, device);
+
   auto& loss_s = r.series["loss"];
   loss_s.dtype = Series::Dtype::kFloat32;
-  auto& grad_s = r.series["grad_norm"];
-  auto& param_s = r.series["param_norm"];
-  auto& lr_s = r.series["lr"];
-  std::vector<std::pair<std::string, torch::Tensor>> params;
-  for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
+  r.series["grad_norm"];
+  r.series["param_norm"];
+  r.series["lr"];
   for (const auto& p : params) r.series["grad_norm/" + p.first];
 
   int64_t step = 0;
-  for (uint64_t epoch = 0; step < spec.steps; ++epoch) {
+  uint64_t epoch = 0;
+  int64_t skip = 0;  // batches of the first epoch already trained before a resume
+  if (!spec.resume.resume_from.empty()) {
+    CheckpointState st = load_checkpoint(spec.resume.resume_from, *model, *optimizer, cuda,
+                                         spec.resume.restore_generators);
+    const std::string& f = spec.resume.resume_from;
+    if (st.config_hash != spec.config_hash)
+      throw BadInput(f, "config_hash", spec.config_hash + " (this smoke config's), got " + st.config_hash +
+                                           ": the checkpoint was written from another config");
+    if (st.seed != seed)
+      throw BadInput(f, "seed", std::to_string(seed) + ", got " + std::to_string(st.seed));
+    if (st.step >= spec.steps)
+      throw BadInput(f, "step", "fewer than the " + std::to_string(spec.steps) + " steps configured, got " +
+                                    std::to_string(st.step));
+    for (auto& [name, s] : st.series) r.series[name] = std::move(s);
+    r.init = std::move(st.init);
+    r.train_probes = std::move(st.train_probes);
+    r.resources.step_time_s = std::move(st.step_time_s);
+    step = st.step;
+    epoch = st.epoch;
+    skip = st.batch_in_epoch;
+  }
+
+  bool stopped = false;
+  for (; step < spec.steps && !stopped; ++epoch, skip = 0) {
     int64_t before = step;
-    loader.run_epoch(epoch, [&](int64_t, SmokeBatch& batch) {
+    loader.run_epoch(epoch, [&](int64_t k, SmokeBatch& batch) {
+      if (k < skip) return true;  // consumed before the checkpoint
+      auto t0 = std::chrono::steady_clock::now();
       r.train_probes.push_back(probe_batch(step, batch.inputs, batch.labels, batch.indices));
+      double lr = spec.optimizer.schedule.at(step);
+      set_lr(*optimizer, spec.optimizer.name, lr);
       torch::Tensor x = batch.inputs.to(device), y = batch.labels.to(device);
-      optimizer.zero_grad();
+      optimizer->zero_grad();
       torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+      if (inject) loss = loss * inject->factor();
       loss.backward();
 
       loss_s.values.push_back(static_cast<double>(loss.item<float>()));
@@ -70,35 +202,42 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
         r.series["grad_norm/" + name].values.push_back(n);
         total += n * n;
       }
-      grad_s.values.push_back(std::sqrt(total));
-      lr_s.values.push_back(spec.optimizer.lr);
+      r.series["grad_norm"].values.push_back(std::sqrt(total));
+      r.series["lr"].values.push_back(lr);
 
-      optimizer.step();
+      optimizer->step();
       double pn = 0;
       for (const auto& [name, p] : params) {
         double n = l2(p);
         pn += n * n;
       }
-      param_s.values.push_back(std::sqrt(pn));
-      return ++step < spec.steps;
+      r.series["param_norm"].values.push_back(std::sqrt(pn));
+      r.resources.step_time_s.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      ++step;
+      if (step == spec.resume.stop_after && step < spec.steps) {
+        // The next batch: k + 1 of this epoch, or batch 0 of the next one.
+        bool epoch_done = k + 1 == loader.batches_per_epoch();
+        CheckpointState st{spec.config_hash, seed, step, epoch + (epoch_done ? 1 : 0), epoch_done ? 0 : k + 1,
+                           r.series, r.init, r.train_probes, r.resources.step_time_s};
+        save_checkpoint(spec.resume.checkpoint_out, st, *model, *optimizer, cuda);
+        stopped = true;
+        return false;
+      }
+      return step < spec.steps;
     });
-    if (step == before)
+    if (step == before && skip == 0)
       throw BadUsage("the data yields no batch in epoch " + std::to_string(epoch) +
                      " (fewer samples than data.batch_size with drop_last?)");
   }
+  r.steps_done = step;
 
-  std::vector<std::pair<std::string, torch::Tensor>> state = params;
+  NamedTensors state = params;
   for (const auto& b : model->named_buffers()) state.emplace_back("buffer:" + b.key(), b.value());
   r.hashes["params"] = hash_tensors(state);
-
-  std::vector<std::pair<std::string, torch::Tensor>> momentum;
-  for (const auto& [name, p] : params) {
-    auto it = optimizer.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
-    if (it == optimizer.state().end()) continue;
-    auto& st = static_cast<torch::optim::SGDParamState&>(*it->second);
-    if (st.momentum_buffer().defined()) momentum.emplace_back(name, st.momentum_buffer());
-  }
-  r.hashes["optimizer"] = hash_tensors(momentum);
+  r.hashes["optimizer"] = hash_tensors(optimizer_state(*optimizer, params));
+  r.resources.peak_rss_bytes = peak_rss_bytes();
+  r.resources.peak_cuda_bytes = cuda ? compat::cuda_peak_allocated_bytes() : -1;
   return r;
 }
 

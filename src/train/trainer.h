@@ -1,5 +1,6 @@
 // The smoke trainer: a fixed number of optimiser steps over the smoke
-// loader, recording per-step metrics and final hashes.
+// loader, recording per-step metrics, init statistics and final hashes,
+// with an optional checkpoint/resume that must replay the uninterrupted run.
 //
 //   TrainResult r = train_smoke(spec, loader, seed);
 //   r.series["loss"].values[0];   // float32 loss of step 0, exact
@@ -8,11 +9,12 @@
 //   loss                  float32 cross-entropy of the batch
 //   grad_norm             float64 global L2 norm of all gradients
 //   grad_norm/<param>     float64 L2 norm of each parameter's gradient
-//   lr                    learning rate applied at this step
+//   lr                    learning rate applied at this step (lr_schedule.h)
 // after optimizer.step():
 //   param_norm            float64 global L2 norm of all parameters
-// At the end: hashes "params" (parameters and buffers, by name) and
-// "optimizer" (momentum buffers), XXH3-128.
+// Informational (never bit-compared): step wall time, peak RSS, peak CUDA
+// memory. At the end: hashes "params" (parameters and buffers, by name) and
+// "optimizer" (every optimiser state tensor, by parameter), XXH3-128.
 #pragma once
 
 #include <cstdint>
@@ -22,16 +24,20 @@
 
 #include "data/loader.h"
 #include "record/batch_probe.h"
+#include "record/run_record.h"
 #include "record/series.h"
 #include "train/models.h"
+#include "train/train_specs.h"
 
 namespace lockstep {
 
-/// Optimiser section of a smoke config.
-struct OptimizerSpec {
-  std::string name = "sgd";  ///< "sgd"
-  double lr = 0.05;
-  double momentum = 0.9;
+/// Checkpoint and resume for the resume check (DESIGN: a resumed run
+/// replays the uninterrupted one bit for bit).
+struct ResumeSpec {
+  int64_t stop_after = 0;        ///< > 0: checkpoint after this many steps and stop
+  std::string checkpoint_out;    ///< where the checkpoint goes (with stop_after)
+  std::string resume_from;       ///< a checkpoint to continue from
+  bool restore_generators = true;  ///< false only to prove the check catches it
 };
 
 /// Everything the trainer needs besides the data.
@@ -42,17 +48,29 @@ struct TrainSpec {
   OptimizerSpec optimizer;
   std::vector<int64_t> sample_shape;
   int64_t classes = 10;
+  /// "index_put_accumulate": every step scales the loss by a factor computed
+  /// with index_put_(accumulate=true) over 2^20 values into 8 slots, which
+  /// LibTorch parallelises with float atomics unless deterministic
+  /// algorithms are on. A self-test of the repeat check; "" = none.
+  std::string inject_nondeterminism;
+  ResumeSpec resume;
+  std::string config_hash;  ///< stored in a checkpoint and checked on resume
 };
 
 /// What one training run produced.
 struct TrainResult {
   std::map<std::string, Series> series;
   std::map<std::string, std::string> hashes;
-  std::vector<BatchProbe> train_probes;  ///< probe of every batch consumed, in order
+  std::map<std::string, InitStats> init;  ///< per parameter, before step 0
+  std::vector<BatchProbe> train_probes;   ///< probe of every batch consumed, in order
+  Resources resources;
+  int64_t steps_done = 0;  ///< < spec.steps only when stopped for a checkpoint
 };
 
-/// Trains for spec.steps steps from `seed`. Throws exit-2 Error when the
-/// data yields no batch, exit-3 Error when CUDA is asked for but absent.
+/// Trains from `seed` for spec.steps steps, or until spec.resume.stop_after
+/// (then writes the checkpoint). Throws exit-2 Error when the data yields no
+/// batch or a checkpoint is unreadable or belongs to another config/seed,
+/// exit-3 Error when CUDA is asked for but absent.
 TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t seed);
 
 }  // namespace lockstep

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli/cli_helpers.h"
 #include "core/atomic_file.h"
 #include "core/float_bits.h"
 #include "core/json_io.h"
@@ -17,44 +18,7 @@
 namespace lockstep {
 namespace {
 namespace fs = std::filesystem;
-
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr
-};
-
-// Runs a shell command, capturing stdout and stderr together.
-Result shell(const std::string& cmd) {
-  Result r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-// Runs `lockstep ARGS` with CI unset (bless refuses in CI), with extra
-// environment `env`, in folder `dir` when given.
-Result lockstep(const std::string& args, const std::string& env = "", const std::string& dir = "") {
-  return shell((dir.empty() ? "" : "cd '" + dir + "' && ") + "env -u CI " + env + " " + LOCKSTEP_BINARY + " " + args);
-}
-
-const std::string kSourceDir = LOCKSTEP_SOURCE_DIR;
-const std::string kSmoke = kSourceDir + "/smoke/digits-cnn.json";
-
-// A scratch project: smoke/digits-cnn.json (optionally edited) and goldens/.
-fs::path scratch(const std::string& name, const std::function<void(nlohmann::json&)>& edit = {}) {
-  fs::path d = fs::temp_directory_path() / ("lockstep-cli-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d / "smoke");
-  nlohmann::json cfg = parse_json_file(kSmoke);
-  cfg.erase("platforms");  // a scratch golden is made for whatever platform runs the test
-  if (edit) edit(cfg);
-  write_file_atomically((d / "smoke" / "digits-cnn.json").string(), pretty_dump(cfg));
-  return d;
-}
+using namespace cli_test;
 
 class Cli : public ::testing::Test {
  protected:

@@ -159,12 +159,75 @@ TEST(Compare, SigmaRuleNeedsAMultiSeedGolden) {
   RunRecord g = make_record({1.0});
   TolerancePolicy p;
   p.series["loss"] = Tolerance::sigma(3);
-  EXPECT_THROW(compare_records(g, g, p), Error);
+  EXPECT_THROW(compare_records(g, g, p, {}), Error);
   g.series["loss"].std = {0.1};
   RunRecord r = g;
   r.fingerprint["torch.version"].value = "2.11.0";
   r.series["loss"].values[0] = 1.25;
   EXPECT_TRUE(compare_records(r, g, p).passed());
+}
+
+TEST(Compare, SigmaRuleCentresOnTheSeedMeanWhileSameStackStaysExact) {
+  // A multi-seed golden: values = the config seed's run, mean/std over seeds.
+  RunRecord g = make_record({1.0, 2.0});
+  g.series["loss"].mean = {1.5, 2.5};
+  g.series["loss"].std = {0.1, 0.1};
+  TolerancePolicy p;
+  p.series["loss"] = Tolerance::sigma(3);
+  RunRecord r = g;
+  r.fingerprint["torch.version"].value = "2.11.0";  // cross-stack: sigma applies
+  r.series["loss"].values = {1.25, 2.25};           // 2.5 std from the mean: passes
+  EXPECT_TRUE(compare_records(r, g, p).passed());
+  r.series["loss"].values = {1.0, 2.0};             // the seed's own values, 5 std off the mean
+  Verdict far = compare_records(r, g, p);
+  EXPECT_FALSE(far.passed());
+  ASSERT_NE(find(far, "loss"), nullptr);
+  EXPECT_EQ(find(far, "loss")->index, 0);
+
+  RunRecord same = g;  // same stack: bit-exact against values, not the mean
+  EXPECT_TRUE(compare_records(same, g, p).passed());
+}
+
+TEST(Compare, InitHashesAreHeldLikeFinalHashes) {
+  RunRecord g = make_record({1.0});
+  g.init["fc.weight"] = {0.01, 0.2, std::string(32, 'c')};
+  RunRecord r = g;
+  EXPECT_TRUE(compare_records(r, g, {}, {}).passed());
+  r.init["fc.weight"].xxh3_128 = std::string(32, 'd');
+  Verdict v = compare_records(r, g, {}, {});
+  EXPECT_FALSE(v.passed());
+  ASSERT_NE(find(v, "init.fc.weight"), nullptr);
+  r.fingerprint["torch.version"].value = "2.11.0";  // across stacks only a note
+  EXPECT_TRUE(compare_records(r, g, {}, {}).passed());
+  r.init.erase("fc.weight");
+  r.init["fc.bias"] = g.init["fc.weight"];
+  EXPECT_FALSE(compare_records(r, g, {}, {}).passed());
+}
+
+TEST(Compare, ResourcesFailOnlyOnGrowthBeyondTheRatioOnTheSamePlatform) {
+  RunRecord g = make_record({1.0, 1.0, 1.0, 1.0});
+  g.resources.step_time_s = {9.0, 0.010, 0.012, 0.011};  // step 0 is not steady
+  g.resources.peak_rss_bytes = 100 << 20;
+  RunRecord r = g;
+  r.resources.step_time_s = {0.5, 0.050, 0.050, 0.050};  // median 0.05 vs 0.011
+  TolerancePolicy p;  // step_time_ratio 4
+  Verdict slow = compare_records(r, g, p);
+  EXPECT_FALSE(slow.passed());
+  ASSERT_NE(find(slow, "median step time"), nullptr);
+  EXPECT_EQ(find(slow, "median step time")->section, Section::kResources);
+  EXPECT_EQ(slow.exit_code(), ExitCode::kRegression);
+  p.step_time_ratio = 5;
+  EXPECT_TRUE(compare_records(r, g, p).passed());
+
+  r.resources.step_time_s = {0.001, 0.001, 0.001, 0.001};  // faster never fails
+  r.resources.peak_rss_bytes = 151 << 20;                  // 1.51x > 1.5
+  Verdict big = compare_records(r, g, p);
+  ASSERT_NE(find(big, "peak RSS"), nullptr);
+
+  r.platform = "cpu-x86_64-default";  // another platform: not compared
+  EXPECT_TRUE(compare_records(r, g, p).passed());
+  // The repeat check never looks at resources.
+  EXPECT_EQ(first_bit_difference(r, g), "");
 }
 
 TEST(Compare, OtherSeedIsExit2) {

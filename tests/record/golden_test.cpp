@@ -37,6 +37,35 @@ TEST(Golden, RoundTripsWithContentHash) {
   EXPECT_EQ(back.record.probes.size(), 1u);
 }
 
+TEST(Golden, SeedsInitAndResourcesRoundTrip) {
+  Golden g = sample();
+  g.provenance.seeds = {20261130, 1, 2};
+  g.record.init["fc.weight"] = {0.015625, 0.25, std::string(32, 'e')};
+  g.record.resources.step_time_s = {0.5, 0.25};
+  g.record.resources.peak_rss_bytes = 123456789;
+  std::string path = temp_path("seeds.json");
+  write_golden(path, g);
+  Golden back = read_golden(path);
+  EXPECT_EQ(back.provenance.seeds, g.provenance.seeds);
+  EXPECT_EQ(back.record.init.at("fc.weight").mean, 0.015625);
+  EXPECT_EQ(back.record.init.at("fc.weight").xxh3_128, std::string(32, 'e'));
+  EXPECT_EQ(back.record.resources.step_time_s, g.record.resources.step_time_s);
+  EXPECT_EQ(back.record.resources.peak_rss_bytes, 123456789);
+  EXPECT_EQ(back.record.resources.peak_cuda_bytes, -1);
+
+  // A single-seed golden writes no "seeds" (older goldens keep their hash);
+  // one seed is not a multi-seed golden.
+  EXPECT_FALSE(golden_body_json(sample())["provenance"].contains("seeds"));
+  g.provenance.seeds = {7};
+  write_golden(path, g);
+  try {
+    read_golden(path);
+    FAIL() << "one seed accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("provenance.seeds: expected two or more seeds"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Golden, HandEditIsRejected) {
   std::string path = temp_path("edited.json");
   write_golden(path, sample());

@@ -52,5 +52,20 @@ TEST(Series, WrongTypesNameThePath) {
             "g.json: series.loss.values[1]: expected a number (or \"nan\", \"inf\", \"-inf\"), got string");
 }
 
+TEST(Series, MultiSeedMeanAndStdRoundTripAndMustComeTogether) {
+  Series s{Series::Dtype::kFloat32, {1.0, 2.0}, {1.25, 2.5}, {0.125, 0.25}};
+  auto doc = nlohmann::json::parse(to_json(s).dump());
+  Series back = series_from_json(JsonView(doc, "g.json"));
+  EXPECT_EQ(back.mean, s.mean);
+  EXPECT_EQ(back.std, s.std);
+  EXPECT_EQ(back.sigma_center(), s.mean);
+  EXPECT_EQ(parse_error(R"({"dtype": "float64", "values": [1.0], "mean": [1.0]})"),
+            "g.json: series.loss.mean: expected a \"std\" beside it (a multi-seed series has both)");
+  EXPECT_EQ(parse_error(R"({"dtype": "float64", "values": [1.0], "mean": [1.0, 2.0], "std": [0.1]})"),
+            "g.json: series.loss.mean: expected one mean per value (1), got 2");
+  Series old{Series::Dtype::kFloat64, {3.0}, {}, {0.5}};  // std only: mean = values
+  EXPECT_EQ(old.sigma_center(), old.values);
+}
+
 }  // namespace
 }  // namespace lockstep

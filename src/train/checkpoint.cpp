@@ -1,0 +1,157 @@
+#include "train/checkpoint.h"
+
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_io.h"
+
+namespace lockstep {
+
+namespace {
+
+constexpr const char* kFormat = "lockstep.checkpoint/1";
+
+// Tensors are stored under positional keys: parameter names contain dots,
+// which archive keys may not.
+std::string key(const char* kind, size_t i) { return std::string(kind) + "_" + std::to_string(i); }
+
+at::Generator default_generator(bool cuda) {
+  return cuda ? at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, 0))
+              : at::globalContext().defaultGenerator(c10::Device(c10::kCPU));
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const CheckpointState& st, torch::nn::Module& model,
+                     torch::optim::Optimizer& optimizer, bool cuda) {
+  nlohmann::json meta = {{"format", kFormat},       {"config_hash", st.config_hash}, {"seed", st.seed},
+                         {"step", st.step},         {"epoch", st.epoch},             {"batch_in_epoch", st.batch_in_epoch}};
+  for (const auto& [name, s] : st.series) meta["series"][name] = to_json(s);
+  for (const auto& [name, s] : st.init) meta["init"][name] = to_json(s);
+  meta["train_probes"] = nlohmann::json::array();
+  for (const auto& p : st.train_probes) meta["train_probes"].push_back(to_json(p));
+  meta["step_time_s"] = nlohmann::json::array();
+  meta["parameters"] = nlohmann::json::array();
+  meta["buffers"] = nlohmann::json::array();
+  for (double t : st.step_time_s) meta["step_time_s"].push_back(double_to_json(t));
+
+  torch::serialize::OutputArchive archive;
+  torch::NoGradGuard no_grad;
+  size_t i = 0;
+  for (const auto& p : model.named_parameters()) {
+    meta["parameters"].push_back(p.key());
+    archive.write(key("param", i++), p.value().detach().to(torch::kCPU));
+  }
+  i = 0;
+  for (const auto& b : model.named_buffers()) {
+    meta["buffers"].push_back(b.key());
+    archive.write(key("buffer", i++), b.value().to(torch::kCPU), /*is_buffer=*/true);
+  }
+  torch::serialize::OutputArchive opt;
+  optimizer.save(opt);
+  archive.write("optimizer", opt);
+  {
+    at::Generator gen = default_generator(false);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    archive.write("rng_cpu", gen.get_state());
+  }
+  if (cuda) {
+    at::Generator gen = default_generator(true);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    archive.write("rng_cuda", gen.get_state());
+  }
+  archive.write("meta", c10::IValue(canonical_dump(meta)));
+  std::ostringstream out;
+  archive.save_to(out);
+  write_file_atomically(path, out.str());
+}
+
+CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& model,
+                                torch::optim::Optimizer& optimizer, bool cuda, bool restore_generators) {
+  std::string bytes = read_file(path);
+  torch::serialize::InputArchive archive;
+  c10::IValue meta_value;
+  try {
+    archive.load_from(bytes.data(), bytes.size());
+    archive.read("meta", meta_value);
+  } catch (const c10::Error&) {
+    throw BadInput(path, "(file)", std::string("a lockstep checkpoint (") + kFormat +
+                                       "), but LibTorch cannot read it as one (truncated or another format)");
+  }
+  if (!meta_value.isString()) throw BadInput(path, "meta", "a JSON string");
+  std::string meta_label = path + " (meta)";
+  nlohmann::json doc = parse_json_text(meta_value.toStringRef(), meta_label);
+  JsonView m(doc, meta_label);
+  if (m.at("format").as_string() != kFormat) m.at("format").fail(std::string("\"") + kFormat + "\"");
+
+  CheckpointState st;
+  st.config_hash = m.at("config_hash").as_string();
+  st.seed = m.at("seed").as_uint();
+  st.step = m.at("step").as_int(1);
+  st.epoch = m.at("epoch").as_uint();
+  st.batch_in_epoch = m.at("batch_in_epoch").as_int(0);
+  if (m.has("series"))
+    for (const auto& k : m.at("series").keys()) st.series[k] = series_from_json(m.at("series").at(k));
+  if (m.has("init"))
+    for (const auto& k : m.at("init").keys()) st.init[k] = init_stats_from_json(m.at("init").at(k));
+  JsonView probes = m.at("train_probes");
+  for (size_t i = 0; i < probes.size(); ++i) st.train_probes.push_back(batch_probe_from_json(probes.at(i)));
+  JsonView times = m.at("step_time_s");
+  for (size_t i = 0; i < times.size(); ++i) st.step_time_s.push_back(times.at(i).as_finite(0, 1e9));
+
+  torch::NoGradGuard no_grad;
+  auto restore = [&](const char* kind, const char* list, const std::vector<std::pair<std::string, torch::Tensor>>& live) {
+    JsonView names = m.at(list);
+    if (names.size() != live.size())
+      names.fail(std::to_string(live.size()) + " " + list + " (the model's), got " + std::to_string(names.size()));
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (names.at(i).as_string() != live[i].first)
+        names.at(i).fail("\"" + live[i].first + "\" (the model's " + list + " in order)");
+      torch::Tensor saved;
+      try {
+        archive.read(key(kind, i), saved, /*is_buffer=*/std::string(kind) == "buffer");
+      } catch (const c10::Error&) {
+        throw BadInput(path, key(kind, i), "a stored tensor for " + live[i].first);
+      }
+      if (!saved.defined() || saved.sizes() != live[i].second.sizes() || saved.dtype() != live[i].second.dtype())
+        throw BadInput(path, key(kind, i), "a tensor of the shape and dtype of " + live[i].first);
+      live[i].second.copy_(saved);
+    }
+  };
+  std::vector<std::pair<std::string, torch::Tensor>> params, buffers;
+  for (const auto& p : model.named_parameters()) params.emplace_back(p.key(), p.value());
+  for (const auto& b : model.named_buffers()) buffers.emplace_back(b.key(), b.value());
+  restore("param", "parameters", params);
+  restore("buffer", "buffers", buffers);
+  try {
+    torch::serialize::InputArchive opt;
+    archive.read("optimizer", opt);
+    optimizer.load(opt);
+    if (restore_generators) {
+      torch::Tensor state;
+      archive.read("rng_cpu", state);
+      at::Generator gen = default_generator(false);
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state);
+    }
+    if (restore_generators && cuda) {
+      torch::Tensor state;
+      archive.read("rng_cuda", state);
+      at::Generator gen = default_generator(true);
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state);
+    }
+  } catch (const c10::Error& e) {
+    throw BadInput(path, "optimizer/generators",
+                   "optimiser and generator state this model and device can load (" +
+                       std::string(e.what_without_backtrace()) + ")");
+  }
+  return st;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,62 @@
+// Helpers for the end-to-end tests: run the lockstep executable the way CI
+// and users do, and build scratch projects from the committed smokes.
+//
+//   Result r = lockstep("check " + smoke + " --out " + dir);
+//   EXPECT_EQ(r.code, 1) << r.output;
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "core/atomic_file.h"
+#include "core/json_io.h"
+
+namespace lockstep::cli_test {
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command, capturing stdout and stderr together.
+inline Result shell(const std::string& cmd) {
+  Result r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Runs `lockstep ARGS` with CI unset (bless refuses in CI), with extra
+// environment `env`, in folder `dir` when given.
+inline Result lockstep(const std::string& args, const std::string& env = "", const std::string& dir = "") {
+  return shell((dir.empty() ? "" : "cd '" + dir + "' && ") + "env -u CI " + env + " " + LOCKSTEP_BINARY + " " + args);
+}
+
+inline const std::string kSourceDir = LOCKSTEP_SOURCE_DIR;
+inline const std::string kSmoke = kSourceDir + "/smoke/digits-cnn.json";
+
+// A scratch project: smoke/<name of `smoke`> (optionally edited) and, once
+// blessed, goldens/. Defaults to the digits-cnn smoke.
+inline fs::path scratch(const std::string& name, const std::function<void(nlohmann::json&)>& edit = {},
+                        const std::string& smoke = kSmoke) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-cli-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d / "smoke");
+  nlohmann::json cfg = parse_json_file(smoke);
+  cfg.erase("platforms");  // a scratch golden is made for whatever platform runs the test
+  if (edit) edit(cfg);
+  write_file_atomically((d / "smoke" / fs::path(smoke).filename()).string(), pretty_dump(cfg));
+  return d;
+}
+
+}  // namespace lockstep::cli_test

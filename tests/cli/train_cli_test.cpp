@@ -1,0 +1,196 @@
+// End-to-end tests of the smoke trainer through the CLI (issue 6) and of
+// the bless refusals that need a trainer (issue 7): every built-in model
+// reproduces across processes, a nondeterministic kernel is caught by
+// --repeat only when deterministic algorithms are off, a resumed run
+// replays the straight run, multi-seed goldens.
+#include <gtest/gtest.h>
+
+#include "cli/cli_helpers.h"
+
+namespace lockstep {
+namespace {
+using namespace cli_test;
+
+const std::string kWine = kSourceDir + "/smoke/wine-mlp.json";
+
+std::string smoke_in(const fs::path& project, const std::string& file) {
+  return (project / "smoke" / file).string();
+}
+
+// Each built-in model: two fresh processes give bit-identical records.
+TEST(TrainCli, EachBuiltInModelIsBitIdenticalAcrossProcesses) {
+  fs::path p = scratch("models");
+  for (const std::string& smoke : {kSmoke, kWine}) {
+    Result r = lockstep("run " + smoke + " --repeat 2 --out " + (p / "out" / "r.json").string());
+    EXPECT_EQ(r.code, 0) << smoke << "\n" << r.output;
+    EXPECT_NE(r.output.find("2 runs in fresh processes are bit-identical"), std::string::npos) << r.output;
+  }
+  nlohmann::json rec = parse_json_file((p / "out" / "r.json").string());
+  EXPECT_EQ(rec["series"]["lr"]["values"][0], 0.01 * (1.0 / 3));  // warm-up over 3 steps: base * (s+1)/3
+  EXPECT_EQ(rec["series"]["lr"]["values"][2], 0.01);
+  EXPECT_EQ(rec["init"].size(), 6u);  // fc1, fc2, head: weight and bias
+  EXPECT_EQ(rec["resources"]["step_time_s"].size(), 10u);
+  EXPECT_GT(rec["resources"]["peak_rss_bytes"].get<int64_t>(), 0);
+}
+
+// A deliberately nondeterministic kernel (index_put_ accumulate, 2 threads).
+TEST(TrainCli, NondeterministicKernelIsExit4OnlyWithoutDeterministicAlgorithms) {
+  for (const char* mode : {"default", "strict"}) {
+    fs::path p = scratch(std::string("nondet-") + mode, [&](nlohmann::json& c) {
+      c["inject_nondeterminism"] = "index_put_accumulate";
+      c["determinism"] = {{"mode", mode}, {"intra_op_threads", 2}, {"inter_op_threads", 1}};
+      c.erase("resume_at");
+    }, kWine);
+    Result r = lockstep("run " + smoke_in(p, "wine-mlp.json") + " --repeat 3 --out " + (p / "out/r.json").string());
+    if (std::string(mode) == "default") {
+      EXPECT_EQ(r.code, 4) << r.output;
+      EXPECT_NE(r.output.find("NONDETERMINISTIC (exit 4)"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("first difference: train step 0: "), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("first parameter gradient to diverge: "), std::string::npos) << r.output;
+    } else {
+      EXPECT_EQ(r.code, 0) << r.output;
+    }
+  }
+}
+
+// Resume at step 5 equals the straight run; without the generator state
+// (dropout draws from it) it fails at the first resumed step.
+TEST(TrainCli, ResumeReplaysTheStraightRunAndCatchesAMissingGeneratorState) {
+  fs::path p = scratch("resume", {}, kWine);
+  std::string smoke = smoke_in(p, "wine-mlp.json");
+  std::string straight = (p / "straight.json").string(), ckpt = (p / "at5.ckpt").string();
+  ASSERT_EQ(lockstep("run " + smoke + " --out " + straight).code, 0);
+  Result stop = lockstep("run " + smoke + " --stop-after 5 --checkpoint " + ckpt);
+  ASSERT_EQ(stop.code, 0) << stop.output;
+  EXPECT_NE(stop.output.find("stopped after 5 steps"), std::string::npos) << stop.output;
+
+  Result resumed = lockstep("run " + smoke + " --resume " + ckpt + " --out " + (p / "resumed.json").string());
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  Result same = lockstep("compare " + (p / "resumed.json").string() + " " + straight);
+  EXPECT_EQ(same.code, 0) << same.output;
+
+  Result bad = lockstep("run " + smoke + " --resume " + ckpt + " --skip-generator-restore --out " +
+                        (p / "bad.json").string());
+  ASSERT_EQ(bad.code, 0) << bad.output;
+  Result differs = lockstep("compare " + (p / "bad.json").string() + " " + straight);
+  EXPECT_EQ(differs.code, 1) << differs.output;
+  EXPECT_NE(differs.output.find("first divergence: train step 5: "), std::string::npos) << differs.output;
+
+  // `check` runs the same resume check from the config's resume_at.
+  Result check = lockstep("check " + smoke + " --out " + (p / "out").string());
+  EXPECT_NE(check.output.find("no golden for smoke 'wine-mlp'"), std::string::npos) << check.output;
+  EXPECT_TRUE(fs::exists(p / "out/wine-mlp/resumed.json")) << check.output;
+
+  // A checkpoint is bound to its config and is never half-read.
+  std::string other = smoke_in(scratch("resume-other", [](nlohmann::json& c) { c["seed"] = 7; }, kWine), "wine-mlp.json");
+  Result foreign = lockstep("run " + other + " --resume " + ckpt + " --out " + (p / "x.json").string());
+  EXPECT_EQ(foreign.code, 2) << foreign.output;
+  EXPECT_NE(foreign.output.find("config_hash"), std::string::npos) << foreign.output;
+  std::string text = read_file(ckpt);
+  write_file_atomically((p / "cut.ckpt").string(), text.substr(0, text.size() / 2));
+  Result cut = lockstep("run " + smoke + " --resume " + (p / "cut.ckpt").string() + " --out " + (p / "x.json").string());
+  EXPECT_EQ(cut.code, 2) << cut.output;
+  EXPECT_NE(cut.output.find("cut.ckpt"), std::string::npos) << cut.output;
+}
+
+TEST(TrainCli, CheckWithResumeAtPassesWhenTheResumedRunReplaysTheStraightOne) {
+  // check restores everything, so the resume check passes; the failing
+  // direction is shown above through --skip-generator-restore.
+  fs::path p = scratch("resume-check", {}, kWine);
+  Result bless = lockstep("bless " + smoke_in(p, "wine-mlp.json") + " --reason t --out " + (p / "out").string());
+  ASSERT_EQ(bless.code, 0) << bless.output;
+  Result check = lockstep("check " + smoke_in(p, "wine-mlp.json") + " --out " + (p / "out").string());
+  EXPECT_EQ(check.code, 0) << check.output;
+  EXPECT_NE(check.output.find("resumed at step 8 from a checkpoint in a fresh process: bit-identical"),
+            std::string::npos) << check.output;
+}
+
+TEST(TrainCli, BlessRefusesNondeterministicRunsAndNaN) {
+  fs::path nd = scratch("bless-nondet", [](nlohmann::json& c) {
+    c["inject_nondeterminism"] = "index_put_accumulate";
+    c["determinism"] = {{"mode", "default"}, {"intra_op_threads", 2}, {"inter_op_threads", 1}};
+  }, kWine);
+  Result r = lockstep("bless " + (nd / "smoke").string() + " --reason x --runs 3 --out " + (nd / "out").string());
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("refusing to bless wine-mlp: run "), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(nd / "goldens"));
+
+  // Features scaled to ~1e33 and lr 1000: the loss is NaN from step 1.
+  fs::path nan = scratch("bless-nan", [](nlohmann::json& c) {
+    c["data"]["scale"] = 1e30;
+    c["optimizer"] = {{"name", "sgd"}, {"lr", 1000}};
+    c.erase("resume_at");
+  }, kWine);
+  Result n = lockstep("bless " + (nan / "smoke").string() + " --reason x --out " + (nan / "out").string());
+  EXPECT_EQ(n.code, 2) << n.output;
+  EXPECT_NE(n.output.find("refusing to bless wine-mlp: series "), std::string::npos) << n.output;
+  EXPECT_NE(n.output.find("non-finite"), std::string::npos) << n.output;
+  EXPECT_FALSE(fs::exists(nan / "goldens"));
+}
+
+TEST(TrainCli, MultiSeedGoldenKeepsTheConfigSeedExactAndAddsMeanAndStd) {
+  fs::path p = scratch("seeds", [](nlohmann::json& c) { c.erase("resume_at"); }, kWine);
+  std::string smoke = smoke_in(p, "wine-mlp.json");
+  Result b = lockstep("bless " + smoke + " --reason seeds --seeds 1,2 --out " + (p / "out").string());
+  ASSERT_EQ(b.code, 0) << b.output;
+  EXPECT_NE(b.output.find("3 seeds"), std::string::npos) << b.output;
+  std::string golden;
+  for (auto& e : fs::directory_iterator(p / "goldens" / "wine-mlp")) golden = e.path().string();
+  nlohmann::json g = parse_json_file(golden);
+  EXPECT_EQ(g["provenance"]["seeds"], nlohmann::json::array({20261130u, 1u, 2u}));
+  const nlohmann::json& loss = g["series"]["loss"];
+  ASSERT_EQ(loss["mean"].size(), 10u);
+  ASSERT_EQ(loss["std"].size(), 10u);
+  // values = the config seed's run; mean over three seeds differs from it.
+  nlohmann::json seed1 = parse_json_file((p / "out/wine-mlp/bless-seed-1-1.json").string());
+  nlohmann::json seed0 = parse_json_file((p / "out/wine-mlp/bless-seed-20261130-1.json").string());
+  nlohmann::json seed2 = parse_json_file((p / "out/wine-mlp/bless-seed-2-1.json").string());
+  EXPECT_EQ(loss["values"], seed0["series"]["loss"]["values"]);
+  double a = seed0["series"]["loss"]["values"][0], c = seed1["series"]["loss"]["values"][0],
+         d = seed2["series"]["loss"]["values"][0];
+  double mean = (a + c + d) / 3;
+  EXPECT_EQ(loss["mean"][0].get<double>(), mean);
+  EXPECT_GT(loss["std"][0].get<double>(), 0.0);
+  EXPECT_EQ(seed1["seed"]["overridden"], true);
+  EXPECT_EQ(seed0["seed"]["overridden"], false);
+
+  // Same stack: still bit-exact against the config seed's run.
+  Result same = lockstep("check " + smoke + " --out " + (p / "out").string());
+  EXPECT_EQ(same.code, 0) << same.output;
+}
+
+TEST(TrainCli, TrainerConfigAndFlagErrorsAreExit2NamingTheField) {
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {[](nlohmann::json& c) { c["optimizer"] = {{"name", "sgd"}, {"lr", 0.1}, {"momentum", 0}, {"nesterov", true}}; },
+       "optimizer.nesterov: expected false unless momentum > 0 (torch.optim.SGD)"},
+      {[](nlohmann::json& c) { c["optimizer"] = {{"name", "sgd"}, {"lr", 0.1}, {"betas", {0.9, 0.99}}}; },
+       "optimizer.betas: expected no betas for sgd (adam and adamw only)"},
+      {[](nlohmann::json& c) { c["optimizer"]["schedule"] = {{"name", "step"}, {"step_size", 2}}; },
+       "optimizer.schedule.gamma: expected a value (the field is missing)"},
+      {[](nlohmann::json& c) { c["resume_at"] = 10; },
+       "resume_at: expected a step between 1 and steps - 1 (9), got 10"},
+      {[](nlohmann::json& c) { c["model"]["dropout"] = 1; }, "model.dropout: expected a probability in [0, 1)"},
+      {[](nlohmann::json& c) { c["model"]["name"] = "mlpp"; }, "(did you mean \"mlp\"?)"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    fs::path p = scratch("cfg-" + std::to_string(i++), c.edit, kWine);
+    Result r = lockstep("run " + smoke_in(p, "wine-mlp.json") + " --out " + (p / "r.json").string());
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
+  }
+  Result stop = lockstep("run " + kWine + " --stop-after 10 --checkpoint /tmp/never.ckpt");
+  EXPECT_EQ(stop.code, 2) << stop.output;
+  EXPECT_NE(stop.output.find("must be below the 10 steps"), std::string::npos) << stop.output;
+  Result both = lockstep("run " + kWine + " --repeat 2 --resume /tmp/never.ckpt");
+  EXPECT_EQ(both.code, 2) << both.output;
+  Result alone = lockstep("run " + kWine + " --stop-after 3");
+  EXPECT_EQ(alone.code, 2) << alone.output;
+}
+
+}  // namespace
+}  // namespace lockstep
