@@ -3,11 +3,15 @@
 # Idempotent: packages already present are skipped, so a warm machine pays
 # only for one dpkg query. Nothing is vendored and nothing is downloaded from
 # outside Debian's archive.
+#   ci/deps.sh                          # build + test, Debian's LibTorch 1.13
+#   LOCKSTEP_DEPS=image ci/deps.sh      # build only, LibTorch from ci/fetch-libtorch.sh
+#                                       # (the CUDA Dockerfile; also Ubuntu 22.04 names)
 set -euo pipefail
 
+profile="${LOCKSTEP_DEPS:-full}"
 packages=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates
-  libtorch-dev            # LibTorch 1.13 (CPU)
+  curl unzip              # ci/fetch-libtorch.sh
   nlohmann-json3-dev      # JSON
   libsimdjson-dev         # fast JSON parsing of long records
   libeigen3-dev           # vectorised comparisons
@@ -16,10 +20,18 @@ packages=(
   libcli11-dev            # command line
   libfmt-dev libspdlog-dev
   zlib1g-dev              # gzip CSV
-  libgtest-dev libgmock-dev libbenchmark-dev
   dpkg-dev                # dpkg-deb, used by ci/fetch-data.sh
-  clang libclang-rt-14-dev  # libFuzzer (ci/fuzz.sh)
 )
+if [ "$profile" = full ]; then
+  packages+=(
+    libtorch-dev            # LibTorch 1.13 (CPU)
+    libgtest-dev libgmock-dev libbenchmark-dev
+    clang libclang-rt-14-dev  # libFuzzer (ci/fuzz.sh)
+  )
+elif [ "$profile" != image ]; then
+  echo "deps: LOCKSTEP_DEPS must be full or image, got '$profile'" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -2,7 +2,8 @@
 # The test suite, on a fresh Debian 12 machine: dependencies, data, the
 # LibTorch build with every test (unit, torch, end-to-end CLI), then the
 # build without LibTorch, whose `lockstep compare` and torch-free tests must
-# work and whose binary must not link LibTorch.
+# work and whose binary must not link LibTorch; the fuzzer; the image
+# recipes; and the GitLab pipeline's CPU jobs through gitlab-ci-local.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/deps.sh
@@ -28,3 +29,13 @@ echo "test: LibTorch-free build: compare works, run exits 3, no LibTorch linked"
 
 # libFuzzer on the record/golden parser and the comparator, bounded in time.
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}" bash ci/fuzz.sh
+
+# The image recipes (no Docker engine here): the LibTorch fetch script they
+# call, the package profile they use, and their pins.
+bash tests/ci/fetch_libtorch_test.sh
+LOCKSTEP_DEPS=image bash ci/deps.sh
+bash tests/ci/dockerfile_test.sh
+
+# The pipeline itself: build, sanitizers (ASan + UBSan) and smoke-cpu from
+# .gitlab-ci.yml, run by gitlab-ci-local with the shell executor.
+bash ci/gitlab-ci-local.sh

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs the pipeline's CPU jobs for real — build, sanitizers, smoke-cpu as a
+# merge-request pipeline — with gitlab-ci-local (npm, pinned) and its shell
+# executor, so .gitlab-ci.yml is tested, not only linted. unit-tests is left
+# out: it is ci/test.sh, which calls this script. Each job runs in this
+# checkout (no Docker here), reusing build/ and the ccache.
+#   ci/gitlab-ci-local.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=4.65.0
+tool=.cache/gitlab-ci-local
+command -v npm >/dev/null && command -v rsync >/dev/null && command -v git >/dev/null || {
+  [ "$(id -u)" = 0 ] || { echo "gitlab-ci-local: needs npm, rsync and git (run as root to install)" >&2; exit 3; }
+  apt-get install -y -qq --no-install-recommends npm rsync git >/dev/null
+}
+if [ ! -x "$tool/node_modules/.bin/gitlab-ci-local" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$tool" "gitlab-ci-local@$version" >/dev/null
+fi
+# gitlab-ci-local needs a git repository with a commit (a CI clone is one).
+git rev-parse --verify -q HEAD >/dev/null || { echo "gitlab-ci-local: not a git checkout with a commit" >&2; exit 3; }
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! "$tool/node_modules/.bin/gitlab-ci-local" --force-shell-executor \
+    --variable CI_PIPELINE_SOURCE=merge_request_event --ignore-predefined-vars CI_PIPELINE_SOURCE \
+    --state-dir .cache/gitlab-ci-local/state \
+    build sanitizers smoke-cpu >"$log" 2>&1; then
+  tail -n 60 "$log" >&2
+  echo "gitlab-ci-local: the CPU jobs failed (full log above)" >&2
+  exit 1
+fi
+grep -E "PASS|FAIL|finished|passed|failed" "$log" | tail -n 12 || true
+echo "gitlab-ci-local: build, sanitizers and smoke-cpu passed"
