@@ -22,11 +22,25 @@ namespace {
 
 void read_data(const JsonView& d, DataConfig& c) {
   d.allow_keys({"source", "path", "skip_rows", "label_column", "scale", "sample_shape", "batch_size",
-                "workers", "shuffle", "drop_last", "augment", "probe_epochs"});
-  c.source = d.at("source").as_enum({"csv"});
-  c.path = d.at("path").as_string();
-  fs::path p(c.path);
-  c.resolved_path = p.is_absolute() ? c.path : (fs::path(data_dir()) / p).string();
+                "workers", "shuffle", "drop_last", "augment", "probe_epochs", "synthetic"});
+  c.source = d.at("source").as_enum({"csv", "synthetic"});
+  if (c.source == "synthetic") {
+    for (const char* k : {"path", "skip_rows", "label_column", "scale"})
+      if (d.has(k)) d.at(k).fail(std::string("no ") + k + " for a synthetic source (it reads no file)");
+    JsonView s = d.at("synthetic");
+    s.allow_keys({"kind", "rows", "vocab"});
+    c.synthetic_kind = s.at("kind").as_enum({"tokens", "images", "tabular"});
+    if (s.has("rows")) c.synthetic_rows = s.at("rows").as_int(1, 10000000);
+    if (s.has("vocab")) {
+      if (c.synthetic_kind != "tokens") s.at("vocab").fail("no vocab for kind " + c.synthetic_kind + " (tokens only)");
+      c.synthetic_vocab = s.at("vocab").as_int(2, 1 << 24);
+    }
+  } else {
+    if (d.has("synthetic")) d.at("synthetic").fail("no synthetic section for source csv");
+    c.path = d.at("path").as_string();
+    fs::path p(c.path);
+    c.resolved_path = p.is_absolute() ? c.path : (fs::path(data_dir()) / p).string();
+  }
   if (d.has("skip_rows")) c.skip_rows = static_cast<int>(d.at("skip_rows").as_int(0, 1000000));
   if (d.has("label_column")) c.label_column = static_cast<int>(d.at("label_column").as_int(-100000, 100000));
   if (d.has("scale")) c.scale = d.at("scale").as_finite(-1e30, 1e30);
@@ -45,14 +59,41 @@ void read_data(const JsonView& d, DataConfig& c) {
     if (a.has("noise_std")) c.augment_noise_std = a.at("noise_std").as_finite(0, 1e6);
     if ((c.augment_shift > 0 || c.augment_noise_std > 0) && c.sample_shape.size() != 3)
       a.fail("augmentation only for image samples: data.sample_shape must be [C, H, W]");
+    if (c.synthetic_kind == "tokens") a.fail("no augmentation for token sequences");
   }
 }
 
 void read_model(const JsonView& m, SmokeConfig& c) {
-  m.allow_keys({"name", "channels", "hidden", "dropout", "classes"});
-  c.model.name = m.at("name").as_enum({"cnn", "mlp"});
+  m.allow_keys({"name", "channels", "hidden", "dropout", "d_model", "heads", "ff", "path", "classes"});
+  c.model.name = m.at("name").as_enum({"cnn", "mlp", "transformer", "torchscript"});
+  // Each key belongs to some models; elsewhere it is a mistake, not a no-op.
+  const std::map<std::string, std::vector<std::string>> owners = {
+      {"channels", {"cnn"}}, {"hidden", {"mlp"}}, {"dropout", {"mlp", "transformer"}},
+      {"d_model", {"transformer"}}, {"heads", {"transformer"}}, {"ff", {"transformer"}},
+      {"path", {"torchscript"}}};
+  for (const auto& [key, models] : owners)
+    if (m.has(key) && std::find(models.begin(), models.end(), c.model.name) == models.end())
+      m.at(key).fail("no " + key + " for model " + c.model.name);
   if (m.has("channels")) c.model.channels = m.at("channels").as_int(1, 4096);
   if (m.has("hidden")) c.model.hidden = m.at("hidden").as_int(1, 1 << 16);
+  if (m.has("d_model")) c.model.d_model = m.at("d_model").as_int(1, 1 << 14);
+  if (m.has("heads")) c.model.heads = m.at("heads").as_int(1, 256);
+  if (m.has("ff")) c.model.ff = m.at("ff").as_int(1, 1 << 16);
+  if (c.model.name == "transformer") {
+    if (c.model.d_model % c.model.heads != 0)
+      m.at("heads").fail("a divisor of d_model (" + std::to_string(c.model.d_model) + ")");
+    if (c.data.synthetic_kind != "tokens")
+      m.at("name").fail("a model for the data: transformer needs data.source synthetic with kind \"tokens\"");
+    c.model.vocab = c.data.synthetic_vocab;
+  }
+  if (c.data.synthetic_kind == "tokens" && c.model.name != "transformer" && c.model.name != "torchscript")
+    m.at("name").fail("transformer (or torchscript) for token sequences");
+  if (c.model.name == "torchscript") {
+    std::string path = m.at("path").as_string();
+    fs::path p(path);
+    // Relative to the smoke config: the module is versioned with the smoke.
+    c.model.path = p.is_absolute() ? path : (fs::absolute(c.file).parent_path() / p).lexically_normal().string();
+  }
   if (m.has("dropout")) {
     c.model.dropout = m.at("dropout").as_finite(0, 1);
     if (c.model.dropout >= 1) m.at("dropout").fail("a probability in [0, 1)");

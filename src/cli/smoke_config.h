@@ -21,9 +21,12 @@ namespace lockstep {
 
 /// "data" section.
 struct DataConfig {
-  std::string source = "csv";     ///< "csv"
-  std::string path;               ///< as written in the config
-  std::string resolved_path;      ///< absolute, after data-dir resolution
+  std::string source = "csv";     ///< "csv" or "synthetic"
+  std::string synthetic_kind;     ///< synthetic: "tokens", "images" or "tabular"
+  int64_t synthetic_rows = 512;   ///< synthetic: samples
+  int64_t synthetic_vocab = 64;   ///< synthetic tokens: ids in [0, vocab)
+  std::string path;               ///< csv: as written in the config
+  std::string resolved_path;      ///< csv: absolute, after data-dir resolution
   int skip_rows = 0;
   int label_column = -1;
   double scale = 1.0;

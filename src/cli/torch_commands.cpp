@@ -14,9 +14,11 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/float_bits.h"
+#include "core/hash.h"
 #include "core/json_io.h"
 #include "data/loader.h"
 #include "data/probe.h"
+#include "data/synthetic_source.h"
 #include "determinism/contract.h"
 #include "determinism/seed_streams.h"
 #include "env/driver_version.h"
@@ -67,7 +69,16 @@ LoaderSpec loader_spec(const SmokeConfig& cfg, const RunOverrides& o) {
   return spec;
 }
 
-std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg) {
+std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg, uint64_t seed) {
+  if (cfg.data.source == "synthetic") {
+    SyntheticOptions o;
+    o.kind = cfg.data.synthetic_kind == "tokens"   ? SyntheticOptions::Kind::kTokens
+             : cfg.data.synthetic_kind == "images" ? SyntheticOptions::Kind::kImages
+                                                   : SyntheticOptions::Kind::kTabular;
+    o.rows = cfg.data.synthetic_rows;
+    o.vocab = cfg.data.synthetic_vocab;
+    return std::make_shared<CsvTable>(make_synthetic(o, cfg.data.sample_shape, cfg.classes, seed));
+  }
   std::error_code ec;
   if (!fs::exists(cfg.data.resolved_path, ec))
     throw BadInput(cfg.file, "data.path",
@@ -117,7 +128,7 @@ int run_smoke(const RunOptions& o, bool train) {
   // seeded one. lockstep's own code never does.
   torch::manual_seed(derive_seed(seed, "global"));
 
-  auto table = load_table(cfg);
+  auto table = load_table(cfg, seed);
   LoaderSpec spec = loader_spec(cfg, o.overrides);
 
   RunRecord rec;
@@ -163,6 +174,10 @@ int run_smoke(const RunOptions& o, bool train) {
   rec.contract = contract;
   rec.fingerprint = capture_fingerprint({cfg.device, contract, fs::absolute(cfg.file).parent_path().string()});
   rec.fingerprint["data.file_xxh3"] = {table->file_xxh3, true};
+  if (cfg.model.name == "torchscript") {
+    std::string bytes = read_file(cfg.model.path);
+    rec.fingerprint["model.file_xxh3"] = {xxh3_128_hex(bytes.data(), bytes.size()), true};
+  }
   rec.platform = platform_key(rec.fingerprint);
 
   std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
@@ -253,8 +268,9 @@ int env_command(const EnvOptions& o) {
     }
     return 0;
   }
-  // data.file_xxh3 belongs to a smoke run, not to the machine.
+  // data.file_xxh3 and model.file_xxh3 belong to a smoke run, not to the machine.
   other.record.fingerprint.erase("data.file_xxh3");
+  other.record.fingerprint.erase("model.file_xxh3");
   auto diffs = diff_fingerprints(other.record.fingerprint, fp);
   if (o.json) {
     nlohmann::json arr = nlohmann::json::array();

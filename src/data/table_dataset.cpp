@@ -21,10 +21,21 @@ SmokeBatch TableDataset::get_batch(torch::ArrayRef<size_t> indices) {
   batch_shape.insert(batch_shape.end(), sample_shape_.begin(), sample_shape_.end());
 
   SmokeBatch b;
-  b.inputs = torch::empty(batch_shape, torch::kFloat32);
   b.labels = torch::empty({static_cast<int64_t>(indices.size())}, torch::kInt64);
-  float* dst = b.inputs.data_ptr<float>();
   int64_t* lab = b.labels.data_ptr<int64_t>();
+  if (table_->integer_features) {  // token ids: int64, never augmented
+    b.inputs = torch::empty(batch_shape, torch::kInt64);
+    int64_t* ids = b.inputs.data_ptr<int64_t>();
+    for (size_t k = 0; k < indices.size(); ++k) {
+      const float* row = table_->values.data() + static_cast<int64_t>(indices[k]) * f;
+      for (int64_t j = 0; j < f; ++j) ids[static_cast<int64_t>(k) * f + j] = static_cast<int64_t>(row[j]);
+      b.indices.push_back(static_cast<int64_t>(indices[k]));
+      lab[k] = table_->labels[indices[k]];
+    }
+    return b;
+  }
+  b.inputs = torch::empty(batch_shape, torch::kFloat32);
+  float* dst = b.inputs.data_ptr<float>();
   const uint64_t epoch = epoch_->load();
 
   for (size_t k = 0; k < indices.size(); ++k) {

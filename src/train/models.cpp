@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "determinism/seed_streams.h"
+#include "train/torchscript_model.h"
 
 namespace lockstep {
 
@@ -48,6 +49,32 @@ class Mlp : public SmokeModel {
   torch::nn::Dropout drop;
 };
 
+class Transformer : public SmokeModel {
+ public:
+  Transformer(const ModelSpec& s, int64_t length, int64_t classes)
+      : tokens(register_module("tokens", torch::nn::Embedding(s.vocab, s.d_model))),
+        positions(register_module("positions", torch::nn::Embedding(length, s.d_model))),
+        encoder(register_module("encoder", torch::nn::TransformerEncoderLayer(
+                                               torch::nn::TransformerEncoderLayerOptions(s.d_model, s.heads)
+                                                   .dim_feedforward(s.ff)
+                                                   .dropout(s.dropout)))),
+        norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.d_model})))),
+        head(register_module("head", torch::nn::Linear(s.d_model, classes))) {}
+
+  torch::Tensor forward(const torch::Tensor& x) override {
+    torch::Tensor pos = torch::arange(x.size(1), torch::TensorOptions().dtype(torch::kLong).device(x.device()));
+    torch::Tensor h = tokens->forward(x) + positions->forward(pos).unsqueeze(0);  // [B, L, d]
+    // The C++ TransformerEncoderLayer takes [L, B, d] (no batch_first in 1.13).
+    h = encoder->forward(h.transpose(0, 1)).transpose(0, 1);
+    return head->forward(norm->forward(h).mean(1));
+  }
+
+  torch::nn::Embedding tokens, positions;
+  torch::nn::TransformerEncoderLayer encoder;
+  torch::nn::LayerNorm norm;
+  torch::nn::Linear head;
+};
+
 }  // namespace
 
 std::shared_ptr<SmokeModel> make_model(const ModelSpec& spec, const std::vector<int64_t>& shape,
@@ -62,7 +89,17 @@ std::shared_ptr<SmokeModel> make_model(const ModelSpec& spec, const std::vector<
     for (int64_t d : shape) features *= d;
     return std::make_shared<Mlp>(features, spec.hidden, spec.dropout, classes);
   }
-  throw BadUsage("unknown model '" + spec.name + "' (known: cnn, mlp)");
+  if (spec.name == "transformer") {
+    if (shape.size() != 1 || spec.vocab < 2)
+      throw BadUsage("model transformer needs token sequences: data.source synthetic with kind \"tokens\" "
+                     "and data.sample_shape [L]");
+    if (spec.d_model % spec.heads != 0)
+      throw BadUsage("model transformer: d_model " + std::to_string(spec.d_model) + " is not divisible by heads " +
+                     std::to_string(spec.heads));
+    return std::make_shared<Transformer>(spec, shape[0], classes);
+  }
+  if (spec.name == "torchscript") return load_torchscript_model(spec.path);
+  throw BadUsage("unknown model '" + spec.name + "' (known: cnn, mlp, transformer, torchscript)");
 }
 
 void init_parameters(torch::nn::Module& model, uint64_t seed) {

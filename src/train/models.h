@@ -9,6 +9,12 @@
 //      MaxPool2d(2) -> Flatten -> Linear(channels*(H/2)*(W/2), classes)
 // mlp: Flatten -> Linear(features, hidden) -> ReLU -> Dropout(p) ->
 //      Linear(hidden, hidden) -> ReLU -> Dropout(p) -> Linear(hidden, classes)
+// transformer (x: [B, L] int64 token ids):
+//      Embedding(vocab, d) + positional Embedding(L, d) ->
+//      TransformerEncoderLayer(d, heads, ff, dropout; post-norm, ReLU) ->
+//      LayerNorm(d) -> mean over L -> Linear(d, classes)
+// torchscript: a user module (torch::jit::load) whose parameters train;
+//      see torchscript_model.h.
 //
 // Dropout draws from LibTorch's default generator (torch::nn::Dropout takes
 // no generator); the trainer seeds it from the "dropout" stream before the

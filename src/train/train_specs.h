@@ -15,10 +15,15 @@ namespace lockstep {
 
 /// Model section of a smoke config.
 struct ModelSpec {
-  std::string name = "cnn";  ///< "cnn" or "mlp"
+  std::string name = "cnn";  ///< "cnn", "mlp", "transformer" or "torchscript"
   int64_t channels = 8;      ///< cnn: conv output channels
   int64_t hidden = 64;       ///< mlp: hidden width
-  double dropout = 0.0;      ///< mlp: dropout probability in [0, 1)
+  double dropout = 0.0;      ///< mlp, transformer: dropout probability in [0, 1)
+  int64_t d_model = 32;      ///< transformer: embedding width
+  int64_t heads = 4;         ///< transformer: attention heads (divides d_model)
+  int64_t ff = 64;           ///< transformer: feed-forward width
+  int64_t vocab = 0;         ///< transformer: token ids in [0, vocab), from the data
+  std::string path;          ///< torchscript: the saved module (torch.jit.save)
 };
 
 /// Optimiser section of a smoke config. Hyper-parameters follow

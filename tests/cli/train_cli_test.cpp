@@ -12,6 +12,7 @@ namespace {
 using namespace cli_test;
 
 const std::string kWine = kSourceDir + "/smoke/wine-mlp.json";
+const std::string kTokens = kSourceDir + "/smoke/tokens-transformer.json";
 
 std::string smoke_in(const fs::path& project, const std::string& file) {
   return (project / "smoke" / file).string();
@@ -20,7 +21,7 @@ std::string smoke_in(const fs::path& project, const std::string& file) {
 // Each built-in model: two fresh processes give bit-identical records.
 TEST(TrainCli, EachBuiltInModelIsBitIdenticalAcrossProcesses) {
   fs::path p = scratch("models");
-  for (const std::string& smoke : {kSmoke, kWine}) {
+  for (const std::string& smoke : {kTokens, kSmoke, kWine}) {
     Result r = lockstep("run " + smoke + " --repeat 2 --out " + (p / "out" / "r.json").string());
     EXPECT_EQ(r.code, 0) << smoke << "\n" << r.output;
     EXPECT_NE(r.output.find("2 runs in fresh processes are bit-identical"), std::string::npos) << r.output;
@@ -175,6 +176,16 @@ TEST(TrainCli, TrainerConfigAndFlagErrorsAreExit2NamingTheField) {
        "resume_at: expected a step between 1 and steps - 1 (9), got 10"},
       {[](nlohmann::json& c) { c["model"]["dropout"] = 1; }, "model.dropout: expected a probability in [0, 1)"},
       {[](nlohmann::json& c) { c["model"]["name"] = "mlpp"; }, "(did you mean \"mlp\"?)"},
+      {[](nlohmann::json& c) { c["model"]["channels"] = 4; }, "model.channels: expected no channels for model mlp"},
+      {[](nlohmann::json& c) { c["model"] = {{"name", "transformer"}, {"classes", 3}}; },
+       "model.name: expected a model for the data: transformer needs data.source synthetic with kind \"tokens\""},
+      {[](nlohmann::json& c) {
+         c["data"] = {{"source", "synthetic"}, {"synthetic", {{"kind", "images"}, {"vocab", 8}}},
+                      {"sample_shape", {1, 4, 4}}, {"batch_size", 8}};
+       },
+       "data.synthetic.vocab: expected no vocab for kind images (tokens only)"},
+      {[](nlohmann::json& c) { c["data"]["synthetic"] = {{"kind", "tabular"}}; },
+       "data.synthetic: expected no synthetic section for source csv"},
   };
   int i = 0;
   for (const auto& c : cases) {

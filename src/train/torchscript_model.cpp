@@ -1,0 +1,65 @@
+#include "train/torchscript_model.h"
+
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace lockstep {
+
+namespace {
+
+class TorchScriptModel : public SmokeModel {
+ public:
+  TorchScriptModel(torch::jit::Module module, const std::string& path) : module_(std::move(module)) {
+    mirror(module_, *this, "", path);
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) override { return module_.forward({x}).toTensor(); }
+
+  void train(bool on) override {
+    torch::nn::Module::train(on);
+    module_.train(on);
+  }
+
+ private:
+  // Registers src's parameters and buffers (the same tensors) in dst, and
+  // one nn::Module per TorchScript submodule, recursively.
+  static void mirror(const torch::jit::Module& src, torch::nn::Module& dst, const std::string& prefix,
+                     const std::string& path) {
+    for (const auto& p : src.named_parameters(/*recurse=*/false)) {
+      if (!p.value.requires_grad())
+        throw BadInput(path, "parameters." + prefix + p.name,
+                       "a parameter that requires grad (the smoke trains every parameter; save the module "
+                       "with requires_grad=True, or make the tensor a buffer)");
+      dst.register_parameter(p.name, p.value, /*requires_grad=*/true);
+    }
+    for (const auto& b : src.named_buffers(/*recurse=*/false)) dst.register_buffer(b.name, b.value);
+    for (const auto& c : src.named_children()) {
+      auto child = std::make_shared<torch::nn::Module>(c.name);
+      mirror(c.value, *child, prefix + c.name + ".", path);
+      dst.register_module(c.name, child);
+    }
+  }
+
+  torch::jit::Module module_;
+};
+
+}  // namespace
+
+std::shared_ptr<SmokeModel> load_torchscript_model(const std::string& path) {
+  if (path.empty()) throw BadUsage("model torchscript needs model.path (a module saved with torch.jit.save)");
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    throw BadInput(path, "(file)", "a TorchScript module saved with torch.jit.save (" +
+                                       std::string(e.what_without_backtrace()).substr(0, 200) + ")");
+  }
+  if (!module.find_method("forward")) throw BadInput(path, "forward", "a forward(self, x) method");
+  auto model = std::make_shared<TorchScriptModel>(std::move(module), path);
+  if (model->parameters().empty()) throw BadInput(path, "parameters", "at least one parameter to train");
+  return model;
+}
+
+}  // namespace lockstep
