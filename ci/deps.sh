@@ -20,6 +20,7 @@ packages=(
   libcli11-dev            # command line
   libfmt-dev libspdlog-dev
   zlib1g-dev              # gzip CSV
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev  # image source
   dpkg-dev                # dpkg-deb, used by ci/fetch-data.sh
 )
 if [ "$profile" = full ]; then

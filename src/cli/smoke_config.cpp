@@ -22,8 +22,9 @@ namespace {
 
 void read_data(const JsonView& d, DataConfig& c) {
   d.allow_keys({"source", "path", "skip_rows", "label_column", "scale", "sample_shape", "batch_size",
-                "workers", "shuffle", "drop_last", "augment", "probe_epochs", "synthetic"});
-  c.source = d.at("source").as_enum({"csv", "synthetic"});
+                "workers", "shuffle", "drop_last", "augment", "probe_epochs", "synthetic", "image"});
+  c.source = d.at("source").as_enum({"csv", "images", "synthetic"});
+  if (c.source != "images" && d.has("image")) d.at("image").fail("no image section for source " + c.source);
   if (c.source == "synthetic") {
     for (const char* k : {"path", "skip_rows", "label_column", "scale"})
       if (d.has(k)) d.at(k).fail(std::string("no ") + k + " for a synthetic source (it reads no file)");
@@ -36,7 +37,17 @@ void read_data(const JsonView& d, DataConfig& c) {
       c.synthetic_vocab = s.at("vocab").as_int(2, 1 << 24);
     }
   } else {
-    if (d.has("synthetic")) d.at("synthetic").fail("no synthetic section for source csv");
+    if (d.has("synthetic")) d.at("synthetic").fail("no synthetic section for source " + c.source);
+    if (c.source == "images") {
+      for (const char* k : {"skip_rows", "label_column", "scale"})
+        if (d.has(k)) d.at(k).fail(std::string("no ") + k + " for an image folder");
+      JsonView im = d.at("image");
+      im.allow_keys({"interpolation", "to_float", "manifest_sample"});
+      c.interpolation =
+          im.at("interpolation").as_enum({"nearest", "nearest_exact", "linear", "linear_exact", "area", "cubic"});
+      if (im.has("to_float")) c.to_float = im.at("to_float").as_enum({"div", "mul"});
+      if (im.has("manifest_sample")) c.manifest_sample = im.at("manifest_sample").as_int(0, 1 << 30);
+    }
     c.path = d.at("path").as_string();
     fs::path p(c.path);
     c.resolved_path = p.is_absolute() ? c.path : (fs::path(data_dir()) / p).string();
@@ -47,6 +58,8 @@ void read_data(const JsonView& d, DataConfig& c) {
   JsonView shape = d.at("sample_shape");
   if (shape.size() == 0 || shape.size() > 4) shape.fail("1 to 4 dimensions");
   for (size_t i = 0; i < shape.size(); ++i) c.sample_shape.push_back(shape.at(i).as_int(1, 1 << 20));
+  if (c.source == "images" && (c.sample_shape.size() != 3 || (c.sample_shape[0] != 1 && c.sample_shape[0] != 3)))
+    shape.fail("[C, H, W] with C = 1 (grey) or 3 (RGB) for an image folder");
   c.batch_size = d.at("batch_size").as_int(1, 1 << 20);
   if (d.has("workers")) c.workers = static_cast<int>(d.at("workers").as_int(0, 64));
   if (d.has("shuffle")) c.shuffle = d.at("shuffle").as_bool();
@@ -54,10 +67,25 @@ void read_data(const JsonView& d, DataConfig& c) {
   if (d.has("probe_epochs")) c.probe_epochs = d.at("probe_epochs").as_int(1, 1000);
   if (d.has("augment")) {
     JsonView a = d.at("augment");
-    a.allow_keys({"shift", "noise_std"});
+    a.allow_keys({"shift", "flip", "noise_std", "normalize"});
     if (a.has("shift")) c.augment_shift = static_cast<int>(a.at("shift").as_int(0, 64));
+    if (a.has("flip")) c.augment_flip = a.at("flip").as_bool();
     if (a.has("noise_std")) c.augment_noise_std = a.at("noise_std").as_finite(0, 1e6);
-    if ((c.augment_shift > 0 || c.augment_noise_std > 0) && c.sample_shape.size() != 3)
+    if (a.has("normalize")) {
+      JsonView n = a.at("normalize");
+      n.allow_keys({"mean", "std"});
+      size_t channels = c.sample_shape.size() == 3 ? static_cast<size_t>(c.sample_shape[0]) : 0;
+      for (const char* k : {"mean", "std"}) {
+        JsonView list = n.at(k);
+        if (list.size() != channels)
+          list.fail("one value per channel (" + std::to_string(channels) + "), got " + std::to_string(list.size()));
+        for (size_t i = 0; i < list.size(); ++i)
+          (std::string(k) == "mean" ? c.normalize_mean : c.normalize_std)
+              .push_back(std::string(k) == "mean" ? list.at(i).as_finite(-1e6, 1e6) : list.at(i).as_finite(1e-12, 1e6));
+      }
+    }
+    if ((c.augment_shift > 0 || c.augment_flip || c.augment_noise_std > 0 || !c.normalize_mean.empty()) &&
+        c.sample_shape.size() != 3)
       a.fail("augmentation only for image samples: data.sample_shape must be [C, H, W]");
     if (c.synthetic_kind == "tokens") a.fail("no augmentation for token sequences");
   }
@@ -230,7 +258,8 @@ SmokeConfig load_smoke_config(const std::string& path) {
                              std::to_string(c.resume_at));
   }
   if (v.has("inject_nondeterminism"))
-    c.inject_nondeterminism = v.at("inject_nondeterminism").as_enum({"index_put_accumulate"});
+    c.inject_nondeterminism =
+        v.at("inject_nondeterminism").as_enum({"index_put_accumulate", "worker_seeded_augment"});
 
   if (v.has("tolerance")) {
     c.tolerance = tolerance_policy_from_json(v.at("tolerance"));

@@ -21,12 +21,15 @@ namespace lockstep {
 
 /// "data" section.
 struct DataConfig {
-  std::string source = "csv";     ///< "csv" or "synthetic"
+  std::string source = "csv";     ///< "csv", "images" or "synthetic"
+  std::string interpolation;      ///< images: OpenCV resize interpolation (required)
+  std::string to_float = "div";   ///< images: uint -> float, "div" or "mul"
+  int64_t manifest_sample = 0;    ///< images: content-hash only every (n/N)-th file; 0 = all
   std::string synthetic_kind;     ///< synthetic: "tokens", "images" or "tabular"
   int64_t synthetic_rows = 512;   ///< synthetic: samples
   int64_t synthetic_vocab = 64;   ///< synthetic tokens: ids in [0, vocab)
-  std::string path;               ///< csv: as written in the config
-  std::string resolved_path;      ///< csv: absolute, after data-dir resolution
+  std::string path;               ///< csv file or image folder, as written in the config
+  std::string resolved_path;      ///< absolute, after data-dir resolution
   int skip_rows = 0;
   int label_column = -1;
   double scale = 1.0;
@@ -37,6 +40,8 @@ struct DataConfig {
   bool drop_last = true;
   int augment_shift = 0;          ///< data.augment.shift, pixels
   double augment_noise_std = 0;   ///< data.augment.noise_std
+  bool augment_flip = false;      ///< data.augment.flip
+  std::vector<double> normalize_mean, normalize_std;  ///< data.augment.normalize, per channel
   int64_t probe_epochs = 1;       ///< epochs the data-only pass covers
 };
 
@@ -60,8 +65,10 @@ struct SmokeConfig {
   /// Resume check: > 0 makes `check` also run resume_at steps, checkpoint,
   /// resume in a fresh process, and require the uninterrupted run's bits.
   int64_t resume_at = 0;
-  /// "index_put_accumulate" or "" (trainer.h): a deliberately
-  /// nondeterministic kernel, to prove the repeat check catches one.
+  /// Self-tests that prove the gate catches a known failure: ""
+  /// (none), "index_put_accumulate" (a nondeterministic kernel, trainer.h)
+  /// or "worker_seeded_augment" (augmentation seeded per worker with a
+  /// constant, data/augment.h).
   std::string inject_nondeterminism;
   TolerancePolicy tolerance;
   std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits

@@ -10,6 +10,7 @@
 #include "cli/child_runs.h"
 #include "cli/commands.h"
 #include "cli/golden_store.h"
+#include "cli/progress_bar.h"
 #include "cli/smoke_config.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -17,6 +18,7 @@
 #include "core/hash.h"
 #include "core/json_io.h"
 #include "data/loader.h"
+#include "data/image_folder.h"
 #include "data/probe.h"
 #include "data/synthetic_source.h"
 #include "determinism/contract.h"
@@ -66,6 +68,10 @@ LoaderSpec loader_spec(const SmokeConfig& cfg, const RunOverrides& o) {
   spec.drop_last = cfg.data.drop_last;
   spec.augment.max_shift = cfg.data.augment_shift;
   spec.augment.noise_std = cfg.data.augment_noise_std;
+  spec.augment.flip = cfg.data.augment_flip;
+  spec.augment.mean = cfg.data.normalize_mean;
+  spec.augment.std = cfg.data.normalize_std;
+  spec.augment.worker_seeded = cfg.inject_nondeterminism == "worker_seeded_augment";
   return spec;
 }
 
@@ -78,6 +84,14 @@ std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg, uint64_t seed
     o.rows = cfg.data.synthetic_rows;
     o.vocab = cfg.data.synthetic_vocab;
     return std::make_shared<CsvTable>(make_synthetic(o, cfg.data.sample_shape, cfg.classes, seed));
+  }
+  if (cfg.data.source == "images") {
+    ImageFolder f = read_image_folder({cfg.data.resolved_path, cfg.data.sample_shape, cfg.data.interpolation,
+                                       cfg.data.to_float, cfg.data.manifest_sample});
+    if (f.table.num_classes > cfg.classes)
+      throw BadInput(cfg.file, "model.classes",
+                     "at least " + std::to_string(f.table.num_classes) + " (the class folders in " + cfg.data.path + ")");
+    return std::make_shared<CsvTable>(std::move(f.table));
   }
   std::error_code ec;
   if (!fs::exists(cfg.data.resolved_path, ec))
@@ -133,11 +147,14 @@ int run_smoke(const RunOptions& o, bool train) {
 
   RunRecord rec;
   SmokeLoader probe_loader(table, spec, seed);
+  ProgressBar bar("probe " + cfg.name, cfg.data.probe_epochs * probe_loader.batches_per_epoch());
   for (int64_t e = 0; e < cfg.data.probe_epochs; ++e)
     probe_loader.run_epoch(static_cast<uint64_t>(e), [&](int64_t, SmokeBatch& b) {
       rec.probes.push_back(probe_batch(static_cast<int64_t>(rec.probes.size()), b.inputs, b.labels, b.indices));
+      bar.update(static_cast<int64_t>(rec.probes.size()));
       return true;
     });
+  bar.finish();
 
   if (train) {
     SmokeLoader train_loader(table, spec, seed);
@@ -173,7 +190,9 @@ int run_smoke(const RunOptions& o, bool train) {
   rec.steps = train ? cfg.steps : 0;
   rec.contract = contract;
   rec.fingerprint = capture_fingerprint({cfg.device, contract, fs::absolute(cfg.file).parent_path().string()});
-  rec.fingerprint["data.file_xxh3"] = {table->file_xxh3, true};
+  rec.fingerprint["data.file_xxh3"] = {table->file_xxh3, true};  // images: the manifest hash
+  rec.fingerprint["data.bytes"] = {std::to_string(table->bytes), false};
+  rec.fingerprint["data.rows"] = {std::to_string(table->rows), false};
   if (cfg.model.name == "torchscript") {
     std::string bytes = read_file(cfg.model.path);
     rec.fingerprint["model.file_xxh3"] = {xxh3_128_hex(bytes.data(), bytes.size()), true};
@@ -270,7 +289,7 @@ int env_command(const EnvOptions& o) {
   }
   // data.file_xxh3 and model.file_xxh3 belong to a smoke run, not to the machine.
   other.record.fingerprint.erase("data.file_xxh3");
-  other.record.fingerprint.erase("model.file_xxh3");
+  for (const char* k : {"model.file_xxh3", "data.bytes", "data.rows"}) other.record.fingerprint.erase(k);
   auto diffs = diff_fingerprints(other.record.fingerprint, fp);
   if (o.json) {
     nlohmann::json arr = nlohmann::json::array();

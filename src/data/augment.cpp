@@ -24,8 +24,16 @@ torch::Tensor augment_sample(const torch::Tensor& image, const AugmentOptions& o
     auto d = torch::randint(-o.max_shift, o.max_shift + 1, {2}, gen, torch::kInt64);
     out = shift_image(out, d[0].item<int64_t>(), d[1].item<int64_t>());
   }
+  if (o.flip) {
+    if (torch::randint(0, 2, {1}, gen, torch::kInt64).item<int64_t>() == 1) out = out.flip({2});
+  }
   if (o.noise_std > 0) {
     out = out + torch::randn(out.sizes(), gen, torch::kFloat32) * o.noise_std;
+  }
+  if (!o.mean.empty()) {
+    std::vector<float> m(o.mean.begin(), o.mean.end()), s(o.std.begin(), o.std.end());
+    torch::Tensor mt = torch::tensor(m).view({-1, 1, 1}), st = torch::tensor(s).view({-1, 1, 1});
+    out = (out - mt) / st;
   }
   return out.contiguous();
 }

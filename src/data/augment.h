@@ -9,12 +9,18 @@
 // Draw order (part of the contract, changing it changes goldens):
 //   1. shift: one randint in [-max_shift, max_shift] for dy, then one for dx
 //      (only when max_shift > 0); pixels shifted in are 0;
-//   2. noise: one randn of shape [C, H, W] times noise_std (only when
-//      noise_std > 0).
+//   2. flip: one randint in [0, 1]; 1 mirrors the image left-right (only
+//      when flip is on);
+//   3. noise: one randn of shape [C, H, W] times noise_std (only when
+//      noise_std > 0);
+//   then, with no draw, normalise: out[c] = (x[c] - float(mean[c])) / float(std[c])
+//   in float32 (torchvision's Normalize), when mean/std are given.
 #pragma once
 
 #include <ATen/core/Generator.h>
 #include <torch/types.h>
+
+#include <vector>
 
 namespace lockstep {
 
@@ -22,7 +28,13 @@ namespace lockstep {
 struct AugmentOptions {
   int max_shift = 0;       ///< pixels, each axis
   double noise_std = 0.0;  ///< Gaussian noise standard deviation, in feature units
-  bool enabled() const { return max_shift > 0 || noise_std > 0; }
+  bool flip = false;       ///< random horizontal flip, probability 1/2
+  std::vector<double> mean, std;  ///< per channel; empty: no normalisation
+  /// The deliberate worker-seeding bug (smoke "inject_nondeterminism":
+  /// "worker_seeded_augment"): the dataset draws from one generator per
+  /// worker thread seeded with a constant instead of one per sample.
+  bool worker_seeded = false;
+  bool enabled() const { return max_shift > 0 || flip || noise_std > 0 || !mean.empty(); }
 };
 
 /// Returns an augmented copy of `image` ([C, H, W], float32, contiguous).

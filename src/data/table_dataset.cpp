@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "determinism/seed_streams.h"
 
 namespace lockstep {
@@ -50,6 +52,14 @@ SmokeBatch TableDataset::get_batch(torch::ArrayRef<size_t> indices) {
     torch::Tensor sample =
         torch::from_blob(const_cast<float*>(row), sample_shape_, torch::kFloat32);
     at::Generator gen = stream_generator(seed_, "augment", {epoch, static_cast<uint64_t>(i)});
+    if (augment_.worker_seeded) {
+      // The classic bug, kept as a self-test: one generator per worker
+      // thread, seeded with a constant, so a sample's draws depend on which
+      // worker built it and what that worker built before.
+      thread_local std::optional<at::Generator> per_worker;
+      if (!per_worker) per_worker = stream_generator(seed_, "augment");
+      gen = *per_worker;
+    }
     torch::Tensor out = augment_sample(sample, augment_, gen);
     std::copy(out.data_ptr<float>(), out.data_ptr<float>() + f, dst + static_cast<int64_t>(k) * f);
   }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/hash.h"
+#include "data/image_folder.h"
 #include "env/driver_version.h"
 #include "env/git_state.h"
 #include "torch_compat.h"
@@ -285,7 +286,8 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   int gmaj = 0, gmin = 0, grev = 0;
   git_libgit2_version(&gmaj, &gmin, &grev);
   put("libs.libgit2", std::to_string(gmaj) + "." + std::to_string(gmin) + "." + std::to_string(grev), false);
-  put("libs.opencv", absent("this build has no image source"), false);
+  // The image source decodes and resizes with it: a new OpenCV may change pixels.
+  put("libs.opencv", opencv_version(), true);
 
   // OS, C library, compiler.
   put("os.name", os_release(), false);

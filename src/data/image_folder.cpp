@@ -1,0 +1,147 @@
+#include "data/image_folder.h"
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/hash.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_image_name(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;
+  std::string ext = fs::path(name).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".tif" || ext == ".tiff" || ext == ".bmp";
+}
+
+int interpolation_flag(const std::string& name) {
+  static const std::map<std::string, int> flags = {
+      {"nearest", cv::INTER_NEAREST}, {"nearest_exact", cv::INTER_NEAREST_EXACT},
+      {"linear", cv::INTER_LINEAR},   {"linear_exact", cv::INTER_LINEAR_EXACT},
+      {"area", cv::INTER_AREA},       {"cubic", cv::INTER_CUBIC}};
+  auto it = flags.find(name);
+  if (it == flags.end()) throw BadUsage("unknown interpolation '" + name + "'");
+  return it->second;
+}
+
+// JPEG and PNG decoders accept truncated files (libjpeg fills the rest with
+// grey), so the end marker is checked first.
+void check_complete(const std::string& path, const std::string& bytes) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto tail_has = [&](const std::string& marker, size_t window) {
+    size_t from = bytes.size() > window ? bytes.size() - window : 0;
+    return bytes.find(marker, from) != std::string::npos;
+  };
+  if ((ext == ".jpg" || ext == ".jpeg") && !tail_has(std::string("\xff\xd9", 2), 64))
+    throw BadInput(path, "(image)", "a complete JPEG ending with the EOI marker FF D9 (the file is truncated)");
+  if (ext == ".png" && !tail_has("IEND", 16))
+    throw BadInput(path, "(image)", "a complete PNG ending with an IEND chunk (the file is truncated)");
+}
+
+// Colour policy (header comment): to `channels` channels, RGB order.
+cv::Mat to_channels(const cv::Mat& img, int channels, const std::string& path) {
+  cv::Mat out;
+  int have = img.channels();
+  if (have != 1 && have != 3 && have != 4)
+    throw BadInput(path, "(image)", "1, 3 or 4 channels, got " + std::to_string(have));
+  if (channels == 1) {
+    if (have == 1) out = img;
+    else cv::cvtColor(img, out, have == 3 ? cv::COLOR_BGR2GRAY : cv::COLOR_BGRA2GRAY);
+  } else {
+    cv::cvtColor(img, out, have == 1 ? cv::COLOR_GRAY2RGB : have == 3 ? cv::COLOR_BGR2RGB : cv::COLOR_BGRA2RGB);
+  }
+  return out;
+}
+
+// One image -> C*H*W floats at `dst`.
+void decode_into(const std::string& path, const std::string& bytes, const ImageFolderOptions& o, float* dst) {
+  check_complete(path, bytes);
+  cv::Mat raw = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<char*>(bytes.data())),
+                             cv::IMREAD_UNCHANGED);
+  if (raw.empty()) throw BadInput(path, "(image)", "an image OpenCV can decode (corrupt or unsupported format)");
+  if (raw.depth() != CV_8U && raw.depth() != CV_16U)
+    throw BadInput(path, "(image)", "8- or 16-bit samples (float and 32-bit images are not supported)");
+  const int c = static_cast<int>(o.sample_shape[0]);
+  const int h = static_cast<int>(o.sample_shape[1]), w = static_cast<int>(o.sample_shape[2]);
+  cv::Mat img = to_channels(raw, c, path);
+  cv::Mat sized;
+  cv::resize(img, sized, cv::Size(w, h), 0, 0, interpolation_flag(o.interpolation));
+  // uint -> float, defined here only.
+  const float max = raw.depth() == CV_8U ? 255.0f : 65535.0f;
+  const float inv = 1.0f / max;
+  const bool mul = o.to_float == "mul";
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int k = 0; k < c; ++k) {
+        float v = raw.depth() == CV_8U ? static_cast<float>(sized.ptr<uint8_t>(y)[x * c + k])
+                                       : static_cast<float>(sized.ptr<uint16_t>(y)[x * c + k]);
+        dst[(static_cast<size_t>(k) * h + y) * w + x] = mul ? v * inv : v / max;
+      }
+}
+
+}  // namespace
+
+std::string opencv_version() { return CV_VERSION; }
+
+ImageFolder read_image_folder(const ImageFolderOptions& o) {
+  std::error_code ec;
+  if (!fs::is_directory(o.root, ec))
+    throw BadInput(o.root, "(folder)", "an image folder with one subfolder per class (it does not exist)");
+  ImageFolder f;
+  for (const auto& e : fs::directory_iterator(o.root, ec))
+    if (e.is_directory() && e.path().filename().string()[0] != '.') f.classes.push_back(e.path().filename().string());
+  std::sort(f.classes.begin(), f.classes.end());  // byte-wise
+  if (f.classes.empty()) throw BadInput(o.root, "(folder)", "one subfolder per class (found none)");
+
+  std::vector<std::pair<std::string, int64_t>> files;  // relative path, label
+  for (size_t label = 0; label < f.classes.size(); ++label)
+    for (const auto& e : fs::directory_iterator(fs::path(o.root) / f.classes[label], ec))
+      if (e.is_regular_file() && is_image_name(e.path().filename().string()))
+        files.emplace_back(f.classes[label] + "/" + e.path().filename().string(), static_cast<int64_t>(label));
+  std::sort(files.begin(), files.end());  // byte-wise on "class/file"
+  if (files.empty()) throw BadInput(o.root, "(folder)", "at least one image (.png .jpg .jpeg .tif .tiff .bmp)");
+
+  CsvTable& t = f.table;
+  t.rows = static_cast<int64_t>(files.size());
+  t.features = o.sample_shape[0] * o.sample_shape[1] * o.sample_shape[2];
+  t.values.assign(static_cast<size_t>(t.rows * t.features), 0.0f);
+  t.num_classes = static_cast<int64_t>(f.classes.size());
+  Xxh3Stream manifest;
+  const int64_t n = t.rows;
+  const int64_t every = o.manifest_sample > 0 && o.manifest_sample < n ? n / o.manifest_sample : 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& [rel, label] = files[static_cast<size_t>(i)];
+    std::string path = (fs::path(o.root) / rel).string();
+    std::string bytes = read_file(path);
+    decode_into(path, bytes, o, t.values.data() + i * t.features);
+    t.labels.push_back(label);
+    f.files.push_back(rel);
+    uint64_t size = bytes.size();
+    manifest.update_string(rel);
+    manifest.update(&size, sizeof size);
+    if (i % every == 0) {
+      manifest.update_string(xxh3_128_hex(bytes.data(), bytes.size()));
+      ++f.manifest.content_hashed;
+    }
+    f.manifest.bytes += size;
+  }
+  f.manifest.files = n;
+  f.manifest.xxh3_128 = manifest.hex();
+  t.bytes = f.manifest.bytes;
+  t.file_xxh3 = f.manifest.xxh3_128;
+  return f;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,167 @@
+// End-to-end tests of the data pipeline and the data-only pass (issue 5):
+// the classic worker-seeding bug, resize interpolation, uint8 -> float
+// written two ways, directory order, worker counts and bad image data, on
+// scikit-image's photos (ci/fetch-data.sh) and the digits CSV.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+#include "cli/cli_helpers.h"
+
+namespace lockstep {
+namespace {
+using namespace cli_test;
+
+const std::string kPhotos = kSourceDir + "/smoke/photos-cnn.json";
+
+std::string data_dir() {
+  const char* d = std::getenv("LOCKSTEP_DATA_DIR");
+  if (d && *d) return d;
+  const char* x = std::getenv("XDG_CACHE_HOME");
+  if (x && *x) return std::string(x) + "/lockstep/data";
+  return std::string(std::getenv("HOME")) + "/.cache/lockstep/data";
+}
+
+// Probes `smoke` into <project>/<name>.json; returns the CLI result.
+Result probe(const fs::path& project, const std::string& smoke, const std::string& name,
+             const std::string& extra = "") {
+  return lockstep("probe " + smoke + " --out " + (project / (name + ".json")).string() + " " + extra);
+}
+
+std::string smoke_of(const fs::path& project) {
+  for (auto& e : fs::directory_iterator(project / "smoke")) return e.path().string();
+  return "";
+}
+
+TEST(DataCli, WorkerSeededAugmentationIsCaughtAtTheFirstDifferingBatch) {
+  fs::path good = scratch("seeding-good");
+  fs::path bad = scratch("seeding-bad", [](nlohmann::json& c) { c["inject_nondeterminism"] = "worker_seeded_augment"; });
+  ASSERT_EQ(probe(good, smoke_of(good), "p").code, 0);
+  Result b = probe(bad, smoke_of(bad), "p");
+  ASSERT_EQ(b.code, 0) << b.output;
+  Result cmp = lockstep("compare " + (bad / "p.json").string() + " " + (good / "p.json").string());
+  EXPECT_EQ(cmp.code, 1) << cmp.output;
+  EXPECT_NE(cmp.output.find("first divergence: data batch 0: probes."), std::string::npos) << cmp.output;
+}
+
+TEST(DataCli, NearestInsteadOfLinearResizeFailsAtBatch0WithTheStdMoving) {
+  auto plain = [](const std::string& interpolation) {
+    return [interpolation](nlohmann::json& c) {
+      c["data"]["image"]["interpolation"] = interpolation;
+      c["data"].erase("augment");
+    };
+  };
+  fs::path lin = scratch("resize-linear", plain("linear"), kPhotos);
+  fs::path near = scratch("resize-nearest", plain("nearest"), kPhotos);
+  ASSERT_EQ(probe(lin, smoke_of(lin), "p").code, 0);
+  ASSERT_EQ(probe(near, smoke_of(near), "p").code, 0);
+  Result cmp = lockstep("compare " + (near / "p.json").string() + " " + (lin / "p.json").string());
+  EXPECT_EQ(cmp.code, 1) << cmp.output;
+  EXPECT_NE(cmp.output.find("first divergence: data batch 0: "), std::string::npos) << cmp.output;
+  EXPECT_NE(cmp.output.find("probes.inputs.std"), std::string::npos) << cmp.output;
+  EXPECT_EQ(cmp.output.find("bit-level only"), std::string::npos) << cmp.output;
+}
+
+TEST(DataCli, DivideVersusMultiplyBy255IsABitLevelOnlyChange) {
+  auto conv = [](const std::string& how) {
+    return [how](nlohmann::json& c) {
+      c["data"]["image"]["to_float"] = how;
+      c["data"].erase("augment");
+    };
+  };
+  fs::path div = scratch("tofloat-div", conv("div"), kPhotos);
+  fs::path mul = scratch("tofloat-mul", conv("mul"), kPhotos);
+  ASSERT_EQ(probe(div, smoke_of(div), "p").code, 0);
+  ASSERT_EQ(probe(mul, smoke_of(mul), "p").code, 0);
+  nlohmann::json a = parse_json_file((div / "p.json").string()), b = parse_json_file((mul / "p.json").string());
+  EXPECT_NE(a["probes"][0]["inputs"]["xxh3_128"], b["probes"][0]["inputs"]["xxh3_128"]);
+  for (const char* stat : {"sum", "mean", "std", "min", "max"}) {
+    double x = a["probes"][0]["inputs"][stat], y = b["probes"][0]["inputs"][stat];
+    EXPECT_LE(std::abs(x - y), 1e-7 * std::abs(y)) << stat;
+  }
+  Result cmp = lockstep("compare " + (mul / "p.json").string() + " " + (div / "p.json").string());
+  EXPECT_EQ(cmp.code, 1) << cmp.output;
+  EXPECT_NE(cmp.output.find("bit-level only"), std::string::npos) << cmp.output;
+}
+
+// The same photos copied in reverse order (class folders too) give the
+// same probes and manifest: listing is byte-wise sorted, not directory order.
+TEST(DataCli, FolderCreatedInAnotherOrderGivesTheSameProbes) {
+  fs::path src = fs::path(data_dir()) / "photos";
+  fs::path root = fs::temp_directory_path() / ("lockstep-order-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  std::vector<fs::path> files;
+  for (auto& e : fs::recursive_directory_iterator(src))
+    if (e.is_regular_file()) files.push_back(fs::relative(e.path(), src));
+  std::sort(files.begin(), files.end());
+  for (const char* order : {"sorted", "reversed"}) {
+    if (std::string(order) == "reversed") std::reverse(files.begin(), files.end());
+    for (const auto& f : files) {
+      fs::create_directories(root / order / f.parent_path());
+      fs::copy_file(src / f, root / order / f);
+    }
+  }
+  nlohmann::json probes[2], manifest[2];
+  int i = 0;
+  for (const char* order : {"sorted", "reversed"}) {
+    fs::path p = scratch(std::string("order-") + order, [&](nlohmann::json& c) {
+      c["data"]["path"] = (root / order).string();
+    }, kPhotos);
+    Result r = probe(p, smoke_of(p), "p");
+    ASSERT_EQ(r.code, 0) << r.output;
+    nlohmann::json rec = parse_json_file((p / "p.json").string());
+    probes[i] = rec["probes"];
+    manifest[i++] = rec["fingerprint"]["data.file_xxh3"];
+  }
+  EXPECT_EQ(probes[0], probes[1]);
+  EXPECT_EQ(manifest[0], manifest[1]);
+  EXPECT_EQ(probes[0].size(), 12u);  // 12 photos / batch 4, 4 probe epochs
+}
+
+TEST(DataCli, ImageBatchesAreIdenticalForAnyWorkerCount) {
+  fs::path p = scratch("photo-workers", {}, kPhotos);
+  nlohmann::json reference;
+  for (int workers : {0, 1, 2, 4}) {
+    Result r = probe(p, smoke_of(p), "w" + std::to_string(workers), "--workers " + std::to_string(workers));
+    ASSERT_EQ(r.code, 0) << r.output;
+    nlohmann::json probes = parse_json_file((p / ("w" + std::to_string(workers) + ".json")).string())["probes"];
+    if (workers == 0) reference = probes;
+    else EXPECT_EQ(probes, reference) << workers << " workers";
+  }
+  nlohmann::json rec = parse_json_file((p / "w0.json").string());
+  EXPECT_EQ(rec["fingerprint"]["libs.opencv"]["value"], "4.6.0");
+  EXPECT_EQ(rec["fingerprint"]["data.rows"]["value"], "12");
+}
+
+TEST(DataCli, BadImageDataIsExit2NamingTheFile) {
+  fs::path bad = fs::path(data_dir()) / "photos-bad";
+  fs::path t = scratch("truncated", [&](nlohmann::json& c) { c["data"]["path"] = bad.string(); }, kPhotos);
+  Result r = probe(t, smoke_of(t), "p");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("truncated.jpg: (image): expected a complete JPEG ending with the EOI marker"),
+            std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(t / "p.json"));
+
+  fs::path m = scratch("missing", [](nlohmann::json& c) { c["data"]["path"] = "/nonexistent/photos"; }, kPhotos);
+  Result missing = probe(m, smoke_of(m), "p");
+  EXPECT_EQ(missing.code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("/nonexistent/photos"), std::string::npos) << missing.output;
+
+  fs::path empty_root = m / "empty";
+  fs::create_directories(empty_root / "a");
+  std::ofstream(empty_root / "a" / "notes.txt") << "not an image";
+  fs::path e = scratch("empty", [&](nlohmann::json& c) { c["data"]["path"] = empty_root.string(); }, kPhotos);
+  Result empty = probe(e, smoke_of(e), "p");
+  EXPECT_EQ(empty.code, 2) << empty.output;
+  EXPECT_NE(empty.output.find("expected at least one image"), std::string::npos) << empty.output;
+
+  fs::path i = scratch("no-interp", [](nlohmann::json& c) { c["data"]["image"].erase("interpolation"); }, kPhotos);
+  Result no_interp = probe(i, smoke_of(i), "p");
+  EXPECT_EQ(no_interp.code, 2) << no_interp.output;
+  EXPECT_NE(no_interp.output.find("data.image.interpolation: expected a value"), std::string::npos) << no_interp.output;
+}
+
+}  // namespace
+}  // namespace lockstep
