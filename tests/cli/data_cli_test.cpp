@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 
 #include "cli/cli_helpers.h"
 
@@ -35,13 +37,29 @@ std::string smoke_of(const fs::path& project) {
   return "";
 }
 
+using Edit = std::function<void(nlohmann::json&)>;
+
+// Probes a reference and a changed copy of `smoke`, each in its own scratch
+// project, and compares the changed one against the reference.
+struct Variants {
+  fs::path reference, changed;
+  Result compare;
+};
+Variants probe_and_compare(const std::string& name, const std::string& smoke, const Edit& reference,
+                           const Edit& changed) {
+  Variants v{scratch(name + "-ref", reference, smoke), scratch(name + "-changed", changed, smoke), {}};
+  for (const fs::path& p : {v.reference, v.changed}) {
+    Result r = probe(p, smoke_of(p), "p");
+    EXPECT_EQ(r.code, 0) << r.output;
+  }
+  v.compare = lockstep("compare " + (v.changed / "p.json").string() + " " + (v.reference / "p.json").string());
+  return v;
+}
+
 TEST(DataCli, WorkerSeededAugmentationIsCaughtAtTheFirstDifferingBatch) {
-  fs::path good = scratch("seeding-good");
-  fs::path bad = scratch("seeding-bad", [](nlohmann::json& c) { c["inject_nondeterminism"] = "worker_seeded_augment"; });
-  ASSERT_EQ(probe(good, smoke_of(good), "p").code, 0);
-  Result b = probe(bad, smoke_of(bad), "p");
-  ASSERT_EQ(b.code, 0) << b.output;
-  Result cmp = lockstep("compare " + (bad / "p.json").string() + " " + (good / "p.json").string());
+  Result cmp = probe_and_compare("seeding", kSmoke, {}, [](nlohmann::json& c) {
+                 c["inject_nondeterminism"] = "worker_seeded_augment";
+               }).compare;
   EXPECT_EQ(cmp.code, 1) << cmp.output;
   EXPECT_NE(cmp.output.find("first divergence: data batch 0: probes."), std::string::npos) << cmp.output;
 }
@@ -53,11 +71,7 @@ TEST(DataCli, NearestInsteadOfLinearResizeFailsAtBatch0WithTheStdMoving) {
       c["data"].erase("augment");
     };
   };
-  fs::path lin = scratch("resize-linear", plain("linear"), kPhotos);
-  fs::path near = scratch("resize-nearest", plain("nearest"), kPhotos);
-  ASSERT_EQ(probe(lin, smoke_of(lin), "p").code, 0);
-  ASSERT_EQ(probe(near, smoke_of(near), "p").code, 0);
-  Result cmp = lockstep("compare " + (near / "p.json").string() + " " + (lin / "p.json").string());
+  Result cmp = probe_and_compare("resize", kPhotos, plain("linear"), plain("nearest")).compare;
   EXPECT_EQ(cmp.code, 1) << cmp.output;
   EXPECT_NE(cmp.output.find("first divergence: data batch 0: "), std::string::npos) << cmp.output;
   EXPECT_NE(cmp.output.find("probes.inputs.std"), std::string::npos) << cmp.output;
@@ -71,19 +85,16 @@ TEST(DataCli, DivideVersusMultiplyBy255IsABitLevelOnlyChange) {
       c["data"].erase("augment");
     };
   };
-  fs::path div = scratch("tofloat-div", conv("div"), kPhotos);
-  fs::path mul = scratch("tofloat-mul", conv("mul"), kPhotos);
-  ASSERT_EQ(probe(div, smoke_of(div), "p").code, 0);
-  ASSERT_EQ(probe(mul, smoke_of(mul), "p").code, 0);
-  nlohmann::json a = parse_json_file((div / "p.json").string()), b = parse_json_file((mul / "p.json").string());
+  Variants v = probe_and_compare("tofloat", kPhotos, conv("div"), conv("mul"));
+  nlohmann::json a = parse_json_file((v.reference / "p.json").string());
+  nlohmann::json b = parse_json_file((v.changed / "p.json").string());
   EXPECT_NE(a["probes"][0]["inputs"]["xxh3_128"], b["probes"][0]["inputs"]["xxh3_128"]);
   for (const char* stat : {"sum", "mean", "std", "min", "max"}) {
     double x = a["probes"][0]["inputs"][stat], y = b["probes"][0]["inputs"][stat];
     EXPECT_LE(std::abs(x - y), 1e-7 * std::abs(y)) << stat;
   }
-  Result cmp = lockstep("compare " + (mul / "p.json").string() + " " + (div / "p.json").string());
-  EXPECT_EQ(cmp.code, 1) << cmp.output;
-  EXPECT_NE(cmp.output.find("bit-level only"), std::string::npos) << cmp.output;
+  EXPECT_EQ(v.compare.code, 1) << v.compare.output;
+  EXPECT_NE(v.compare.output.find("bit-level only"), std::string::npos) << v.compare.output;
 }
 
 // The same photos copied in reverse order (class folders too) give the
