@@ -6,6 +6,7 @@
 // Refuses (exit 4) unless `runs` fresh runs are bit-identical. Writes the
 // golden atomically and prints what changed against the golden it replaces.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -51,6 +52,26 @@ void refuse_nonfinite(const RunRecord& r, const std::string& smoke) {
                        std::to_string(s.values[i]) + ") at step " + std::to_string(i));
 }
 
+// "42,43" -> {42, 43}: decimal unsigned 64-bit integers, no empty item, no
+// sign, no duplicate.
+std::vector<uint64_t> parse_seed_list(const std::string& text) {
+  std::vector<uint64_t> out;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    uint64_t v = 0;
+    auto res = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || res.ec != std::errc() || res.ptr != item.data() + item.size())
+      throw BadUsage("--seeds " + text + ": expected comma-separated unsigned 64-bit integers, got \"" + item + "\"");
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      throw BadUsage("--seeds " + text + ": seed " + item + " is listed twice");
+    out.push_back(v);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
 // Multi-seed golden: per step, the mean and population std of every series
 // over the seeds' runs (Series, "sigma" rule in docs/comparison.md).
 void add_seed_statistics(const std::vector<RunRecord>& runs, RunRecord& golden) {
@@ -81,10 +102,11 @@ void bless_one(const std::string& file, const BlessOptions& o) {
 
   std::string dir = (fs::path(o.out_dir) / cfg.name).string();
   // The config's seed first (its run is the golden's record), then --seeds.
+  std::vector<uint64_t> extra = o.seeds.empty() ? std::vector<uint64_t>{} : parse_seed_list(o.seeds);
   std::vector<uint64_t> seeds = {cfg.seed};
-  for (uint64_t s : o.seeds)
+  for (uint64_t s : extra)
     if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
-  if (!o.seeds.empty() && seeds.size() < 2)
+  if (!extra.empty() && seeds.size() < 2)
     throw BadUsage("--seeds must name a seed other than the config's " + std::to_string(cfg.seed));
   std::vector<RunRecord> per_seed;
   for (uint64_t seed : seeds) {

@@ -66,7 +66,7 @@ struct BlessOptions {
   bool allow_dirty = false;
   bool in_ci = false;  ///< allow writing goldens although CI is set
   int runs = 2;
-  std::vector<uint64_t> seeds;  ///< --seeds: extra seeds for a multi-seed golden
+  std::string seeds;  ///< --seeds "42,43": extra seeds for a multi-seed golden (parsed strictly)
 };
 int bless_command(const BlessOptions& options);
 

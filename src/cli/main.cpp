@@ -98,8 +98,7 @@ int main(int argc, char** argv) {
   bless->add_option("--runs", bless_opts.runs, "Bit-identical runs required")->check(CLI::Range(2, 100))->capture_default_str();
   bless->add_option("--seeds", bless_opts.seeds,
                     "Also bless these seeds (comma-separated) into a multi-seed golden: per-step mean and "
-                    "std for the sigma rule; the config's seed stays the exact reference")
-      ->delimiter(',');
+                    "std for the sigma rule; the config's seed stays the exact reference");
   bless->add_flag("--allow-dirty", bless_opts.allow_dirty, "Bless from a dirty work tree (recorded)");
   bless->add_flag("--in-ci", bless_opts.in_ci, "Write goldens even though CI is set");
 

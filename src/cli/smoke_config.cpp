@@ -57,7 +57,24 @@ void read_data(const JsonView& d, DataConfig& c) {
   if (d.has("scale")) c.scale = d.at("scale").as_finite(-1e30, 1e30);
   JsonView shape = d.at("sample_shape");
   if (shape.size() == 0 || shape.size() > 4) shape.fail("1 to 4 dimensions");
-  for (size_t i = 0; i < shape.size(); ++i) c.sample_shape.push_back(shape.at(i).as_int(1, 1 << 20));
+  int64_t elements = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    c.sample_shape.push_back(shape.at(i).as_int(1, 1 << 20));
+    elements *= c.sample_shape.back();
+    // A smoke sample, not a dataset: at most 2^24 elements (64 MiB float32).
+    if (elements > (int64_t{1} << 24))
+      shape.fail("a sample of at most 2^24 elements (a smoke trains small samples)");
+  }
+  if (c.source == "synthetic") {
+    size_t dims = c.synthetic_kind == "images" ? 3 : 1;
+    if (c.sample_shape.size() != dims)
+      shape.fail(c.synthetic_kind == "tokens"   ? "[L] for synthetic tokens"
+                 : c.synthetic_kind == "images" ? "[C, H, W] for synthetic images"
+                                                : "[F] for synthetic tabular rows");
+    if (c.synthetic_rows * elements > (int64_t{1} << 28))
+      d.at("synthetic").at("rows").fail("a table of at most 2^28 values (1 GiB of float32); rows x sample "
+                                        "elements is " + std::to_string(c.synthetic_rows * elements));
+  }
   if (c.source == "images" && (c.sample_shape.size() != 3 || (c.sample_shape[0] != 1 && c.sample_shape[0] != 3)))
     shape.fail("[C, H, W] with C = 1 (grey) or 3 (RGB) for an image folder");
   c.batch_size = d.at("batch_size").as_int(1, 1 << 20);
@@ -107,7 +124,12 @@ void read_model(const JsonView& m, SmokeConfig& c) {
   if (m.has("d_model")) c.model.d_model = m.at("d_model").as_int(1, 1 << 14);
   if (m.has("heads")) c.model.heads = m.at("heads").as_int(1, 256);
   if (m.has("ff")) c.model.ff = m.at("ff").as_int(1, 1 << 16);
+  if (c.model.name == "cnn" &&
+      (c.data.sample_shape.size() != 3 || c.data.sample_shape[1] < 2 || c.data.sample_shape[2] < 2))
+    m.at("name").fail("a model for the samples: cnn needs data.sample_shape [C, H, W] with H, W >= 2");
   if (c.model.name == "transformer") {
+    if (c.data.sample_shape.size() == 1 && c.data.sample_shape[0] > 4096)
+      m.at("name").fail("sequences of at most 4096 tokens for transformer (attention is quadratic in L)");
     if (c.model.d_model % c.model.heads != 0)
       m.at("heads").fail("a divisor of d_model (" + std::to_string(c.model.d_model) + ")");
     if (c.data.synthetic_kind != "tokens")

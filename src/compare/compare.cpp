@@ -283,7 +283,16 @@ void compare_hashes(const RunRecord& run, const RunRecord& golden, bool exact, V
 // held like the final hashes; a parameter initialised in one record only is
 // a structural difference.
 void compare_init(const RunRecord& run, const RunRecord& golden, bool exact, Verdict& v) {
-  if (run.init.empty() || golden.init.empty()) return;  // records from other trainers may omit it
+  if (golden.init.empty()) {
+    if (!run.init.empty()) v.notes.push_back("the golden has no init statistics (made before lockstep recorded them)");
+    return;
+  }
+  if (run.init.empty()) {
+    v.findings.push_back({Section::kStructure, "init", -1,
+                          "the golden has init statistics for " + std::to_string(golden.init.size()) +
+                              " parameters, the run none"});
+    return;
+  }
   for (const auto& name : key_union(golden.init, run.init)) {
     auto g = golden.init.find(name);
     auto r = run.init.find(name);

@@ -27,6 +27,12 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
+  // The rename below would replace whatever is there: never a device, FIFO
+  // or folder (as root, `--out /dev/null` would otherwise delete the node).
+  fs::file_status st = fs::symlink_status(target, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st))
+    throw BadUsage(path + ": refusing to write over something that is not a regular file");
+  ec.clear();
   fs::create_directories(dir, ec);
   if (ec) throw BadUsage(path + ": cannot create directory " + dir.string() + ": " + ec.message());
 

@@ -16,8 +16,10 @@
 namespace lockstep {
 
 /// Writes `content` to `path` atomically, creating parent directories.
-/// Throws Error(kBadInput) naming the path when any step fails; the target
-/// is then untouched and the temporary removed.
+/// Throws Error(kBadInput) naming the path when any step fails, or when
+/// `path` exists and is not a regular file (a device, FIFO, folder or
+/// link is never replaced); the target is then untouched and the temporary
+/// removed.
 void write_file_atomically(const std::string& path, const std::string& content);
 
 /// Throws exit-2 Error when `output` names the same file as one of

@@ -68,8 +68,13 @@ cv::Mat to_channels(const cv::Mat& img, int channels, const std::string& path) {
 // One image -> C*H*W floats at `dst`.
 void decode_into(const std::string& path, const std::string& bytes, const ImageFolderOptions& o, float* dst) {
   check_complete(path, bytes);
-  cv::Mat raw = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<char*>(bytes.data())),
-                             cv::IMREAD_UNCHANGED);
+  cv::Mat raw;
+  try {
+    raw = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<char*>(bytes.data())),
+                       cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {  // e.g. a header declaring more than CV_IO_MAX_IMAGE_PIXELS
+    throw BadInput(path, "(image)", "an image OpenCV can decode (" + std::string(e.err) + ")");
+  }
   if (raw.empty()) throw BadInput(path, "(image)", "an image OpenCV can decode (corrupt or unsupported format)");
   if (raw.depth() != CV_8U && raw.depth() != CV_16U)
     throw BadInput(path, "(image)", "8- or 16-bit samples (float and 32-bit images are not supported)");
@@ -91,14 +96,28 @@ void decode_into(const std::string& path, const std::string& bytes, const ImageF
       }
 }
 
+ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o);
+
 }  // namespace
 
 std::string opencv_version() { return CV_VERSION; }
 
 ImageFolder read_image_folder(const ImageFolderOptions& o) {
+  try {
+    return read_image_folder_unchecked(o);
+  } catch (const fs::filesystem_error& e) {  // a symlink loop, a vanished entry
+    throw BadInput(e.path1().string(), "(folder)", "a readable folder entry (" + e.code().message() + ")");
+  }
+}
+
+namespace {
+
+ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
   std::error_code ec;
-  if (!fs::is_directory(o.root, ec))
+  if (!fs::exists(o.root, ec))
     throw BadInput(o.root, "(folder)", "an image folder with one subfolder per class (it does not exist)");
+  if (!fs::is_directory(o.root, ec))
+    throw BadInput(o.root, "(folder)", "an image folder with one subfolder per class (it is a file)");
   ImageFolder f;
   for (const auto& e : fs::directory_iterator(o.root, ec))
     if (e.is_directory() && e.path().filename().string()[0] != '.') f.classes.push_back(e.path().filename().string());
@@ -116,6 +135,9 @@ ImageFolder read_image_folder(const ImageFolderOptions& o) {
   CsvTable& t = f.table;
   t.rows = static_cast<int64_t>(files.size());
   t.features = o.sample_shape[0] * o.sample_shape[1] * o.sample_shape[2];
+  if (t.rows * t.features > (int64_t{1} << 28))
+    throw BadInput(o.root, "(folder)", "at most 2^28 decoded values (1 GiB of float32); " + std::to_string(t.rows) +
+                                           " images x " + std::to_string(t.features) + " values per sample");
   t.values.assign(static_cast<size_t>(t.rows * t.features), 0.0f);
   t.num_classes = static_cast<int64_t>(f.classes.size());
   Xxh3Stream manifest;
@@ -143,5 +165,7 @@ ImageFolder read_image_folder(const ImageFolderOptions& o) {
   t.file_xxh3 = f.manifest.xxh3_128;
   return f;
 }
+
+}  // namespace
 
 }  // namespace lockstep

@@ -1,5 +1,7 @@
 #include "record/golden.h"
 
+#include <algorithm>
+
 #include "core/atomic_file.h"
 #include "core/hash.h"
 #include "core/json_io.h"
@@ -54,9 +56,23 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   g.provenance.runs = static_cast<int>(p.at("runs").as_int(0, 1000));
   if (p.has("seeds")) {
     JsonView seeds = p.at("seeds");
-    for (size_t i = 0; i < seeds.size(); ++i) g.provenance.seeds.push_back(seeds.at(i).as_uint());
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      uint64_t s = seeds.at(i).as_uint();
+      if (std::find(g.provenance.seeds.begin(), g.provenance.seeds.end(), s) != g.provenance.seeds.end())
+        seeds.at(i).fail("a seed not listed before, got " + std::to_string(s) + " twice");
+      g.provenance.seeds.push_back(s);
+    }
     if (seeds.size() < 2) seeds.fail("two or more seeds (a multi-seed golden)");
+    if (g.provenance.seeds.front() != g.record.seed)
+      seeds.at(0).fail("the record's own seed " + std::to_string(g.record.seed) + " first (its run is the golden)");
   }
+  // Per-step mean/std exist exactly when the golden is multi-seed.
+  for (const auto& [name, series] : g.record.series)
+    if (series.mean.empty() != g.provenance.seeds.empty())
+      view.at("series").at(name).fail(g.provenance.seeds.empty()
+                                          ? "no mean/std in a single-seed golden (provenance lists no seeds)"
+                                          : "a per-step mean and std (provenance lists " +
+                                                std::to_string(g.provenance.seeds.size()) + " seeds)");
 
   g.content_hash = view.at("content_hash").as_string();
   nlohmann::json body = doc;

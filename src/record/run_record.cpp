@@ -13,8 +13,11 @@ nlohmann::json to_json(const InitStats& st) {
 
 InitStats init_stats_from_json(const JsonView& p) {
   p.allow_keys({"mean", "std", "xxh3_128"});
-  return {p.at("mean").as_finite(-INFINITY, INFINITY), p.at("std").as_finite(0, INFINITY),
-          p.at("xxh3_128").as_string()};
+  InitStats st{p.at("mean").as_finite(-INFINITY, INFINITY), p.at("std").as_finite(0, INFINITY),
+               p.at("xxh3_128").as_string()};
+  if (st.xxh3_128.size() != 32 || st.xxh3_128.find_first_not_of("0123456789abcdef") != std::string::npos)
+    p.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128), got \"" + st.xxh3_128 + "\"");
+  return st;
 }
 
 nlohmann::json to_json(const RunRecord& r) {
@@ -109,6 +112,8 @@ RunRecord run_record_from_json(const JsonView& n) {
     res.allow_keys({"step_time_s", "peak_rss_bytes", "peak_cuda_bytes"});
     JsonView t = res.at("step_time_s");
     for (size_t i = 0; i < t.size(); ++i) r.resources.step_time_s.push_back(t.at(i).as_finite(0, 1e9));
+    if (static_cast<int64_t>(t.size()) != r.steps)
+      t.fail(std::to_string(r.steps) + " step times (one per step), got " + std::to_string(t.size()));
     r.resources.peak_rss_bytes = res.at("peak_rss_bytes").as_int(-1);
     r.resources.peak_cuda_bytes = res.at("peak_cuda_bytes").as_int(-1);
   }

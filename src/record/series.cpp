@@ -82,6 +82,8 @@ Series series_from_json(const JsonView& node) {
     for (size_t i = 0; i < m.size(); ++i) s.mean.push_back(m.at(i).as_finite(-INFINITY, INFINITY));
     if (!node.has("std")) node.at("mean").fail("a \"std\" beside it (a multi-seed series has both)");
   }
+  if (node.has("std") && !node.has("mean"))
+    node.at("std").fail("a \"mean\" beside it (a multi-seed series has both)");
   if (node.has("std")) {
     JsonView sd = node.at("std");
     if (sd.size() != s.values.size())

@@ -9,7 +9,7 @@
 // `values`, so the same-stack lane stays bit-exact, and adds, per step, the
 // mean over all blessed seeds in `mean` and their population standard
 // deviation in `std`; the sigma rule holds a run to |run - mean| <= k*std.
-// (A golden with `std` but no `mean` is read with mean = values.)
+// `mean` and `std` come together or not at all.
 #pragma once
 
 #include <string>
@@ -29,7 +29,8 @@ struct Series {
   std::vector<double> mean;    ///< per-step mean over seeds; empty unless multi-seed
   std::vector<double> std;     ///< per-step population std over seeds; empty unless multi-seed
 
-  /// The reference of the sigma rule: `mean` when present, else `values`.
+  /// The reference of the sigma rule: `mean` when present, else `values`
+  /// (a series built in code with std only).
   const std::vector<double>& sigma_center() const { return mean.empty() ? values : mean; }
 };
 

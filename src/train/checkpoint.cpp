@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/json_io.h"
 
 namespace lockstep {
@@ -15,6 +16,10 @@ namespace lockstep {
 namespace {
 
 constexpr const char* kFormat = "lockstep.checkpoint/1";
+// The file is the LibTorch archive followed by this marker and the archive's
+// XXH3-128 (32 hex digits): a flipped byte is caught before anything loads.
+constexpr const char* kTrailer = "\nlockstep-xxh3-128:";
+constexpr size_t kTrailerSize = 19 + 32;
 
 // Tensors are stored under positional keys: parameter names contain dots,
 // which archive keys may not.
@@ -68,16 +73,24 @@ void save_checkpoint(const std::string& path, const CheckpointState& st, torch::
   archive.write("meta", c10::IValue(canonical_dump(meta)));
   std::ostringstream out;
   archive.save_to(out);
-  write_file_atomically(path, out.str());
+  std::string bytes = out.str();
+  std::string digest = xxh3_128_hex(bytes.data(), bytes.size());
+  write_file_atomically(path, bytes + kTrailer + digest);
 }
 
 CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& model,
                                 torch::optim::Optimizer& optimizer, bool cuda, bool restore_generators) {
   std::string bytes = read_file(path);
+  size_t body = bytes.size() >= kTrailerSize ? bytes.size() - kTrailerSize : 0;
+  if (bytes.size() < kTrailerSize || bytes.compare(body, kTrailerSize - 32, kTrailer) != 0 ||
+      bytes.compare(body + kTrailerSize - 32, 32, xxh3_128_hex(bytes.data(), body)) != 0)
+    throw BadInput(path, "(file)", std::string("a lockstep checkpoint (") + kFormat +
+                                       ") whose content hash matches its trailer (the file is truncated, "
+                                       "corrupted or not a checkpoint)");
   torch::serialize::InputArchive archive;
   c10::IValue meta_value;
   try {
-    archive.load_from(bytes.data(), bytes.size());
+    archive.load_from(bytes.data(), body);
     archive.read("meta", meta_value);
   } catch (const c10::Error&) {
     throw BadInput(path, "(file)", std::string("a lockstep checkpoint (") + kFormat +

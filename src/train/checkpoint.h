@@ -10,7 +10,9 @@
 // the data (epoch, next batch within it; the sampler and augmentation are
 // pure functions of seed, epoch and index, so nothing else is needed), and
 // what was recorded so far (series, train probes, init statistics, step
-// times) so the resumed process writes the whole run's record.
+// times) so the resumed process writes the whole run's record. The archive
+// is followed by its XXH3-128, so a flipped byte is refused (exit 2) instead
+// of resuming from corrupted state.
 #pragma once
 
 #include <torch/nn/module.h>

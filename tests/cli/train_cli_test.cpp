@@ -88,6 +88,12 @@ TEST(TrainCli, ResumeReplaysTheStraightRunAndCatchesAMissingGeneratorState) {
   EXPECT_EQ(foreign.code, 2) << foreign.output;
   EXPECT_NE(foreign.output.find("config_hash"), std::string::npos) << foreign.output;
   std::string text = read_file(ckpt);
+  std::string flipped = text;
+  flipped[flipped.size() / 2] ^= 0x01;  // one bit in the middle: caught by the trailer hash
+  write_file_atomically((p / "flip.ckpt").string(), flipped);
+  Result flip = lockstep("run " + smoke + " --resume " + (p / "flip.ckpt").string() + " --out " + (p / "x.json").string());
+  EXPECT_EQ(flip.code, 2) << flip.output;
+  EXPECT_NE(flip.output.find("flip.ckpt: (file): expected a lockstep checkpoint"), std::string::npos) << flip.output;
   write_file_atomically((p / "cut.ckpt").string(), text.substr(0, text.size() / 2));
   Result cut = lockstep("run " + smoke + " --resume " + (p / "cut.ckpt").string() + " --out " + (p / "x.json").string());
   EXPECT_EQ(cut.code, 2) << cut.output;
@@ -186,6 +192,13 @@ TEST(TrainCli, TrainerConfigAndFlagErrorsAreExit2NamingTheField) {
        "data.synthetic.vocab: expected no vocab for kind images (tokens only)"},
       {[](nlohmann::json& c) { c["data"]["synthetic"] = {{"kind", "tabular"}}; },
        "data.synthetic: expected no synthetic section for source csv"},
+      {[](nlohmann::json& c) {
+         c["data"] = {{"source", "synthetic"}, {"synthetic", {{"kind", "tabular"}, {"rows", 10000000}}},
+                      {"sample_shape", {64}}, {"batch_size", 8}};
+       },
+       "data.synthetic.rows: expected a table of at most 2^28 values"},
+      {[](nlohmann::json& c) { c["data"]["sample_shape"] = {3, 100000, 100000}; },
+       "data.sample_shape: expected a sample of at most 2^24 elements"},
   };
   int i = 0;
   for (const auto& c : cases) {
@@ -201,6 +214,18 @@ TEST(TrainCli, TrainerConfigAndFlagErrorsAreExit2NamingTheField) {
   EXPECT_EQ(both.code, 2) << both.output;
   Result alone = lockstep("run " + kWine + " --stop-after 3");
   EXPECT_EQ(alone.code, 2) << alone.output;
+  Result device = lockstep("run " + kWine + " --out /dev/null");
+  EXPECT_EQ(device.code, 2) << device.output;
+  EXPECT_NE(device.output.find("/dev/null: refusing to write over something that is not a regular file"),
+            std::string::npos) << device.output;
+  fs::path scratch_seeds = scratch("bad-seeds", {}, kWine);
+  for (const char* seeds : {"1,,2", "-1", "x", "3,3"}) {
+    Result bad = lockstep("bless " + smoke_in(scratch_seeds, "wine-mlp.json") + " --reason x --seeds " + seeds +
+                          " --out " + (scratch_seeds / "out").string());
+    EXPECT_EQ(bad.code, 2) << seeds << "\n" << bad.output;
+    EXPECT_NE(bad.output.find("--seeds"), std::string::npos) << bad.output;
+  }
+  EXPECT_FALSE(fs::exists(scratch_seeds / "goldens"));
 }
 
 }  // namespace

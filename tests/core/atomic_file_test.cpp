@@ -49,5 +49,12 @@ TEST(AtomicFile, ReadMissingIsExit2NamingThePath) {
   }
 }
 
+TEST(AtomicFile, NeverReplacesSomethingThatIsNotARegularFile) {
+  // As root, a rename over /dev/null would replace the device node.
+  EXPECT_THROW(write_file_atomically("/dev/null", "x"), Error);
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  EXPECT_THROW(write_file_atomically(std::filesystem::temp_directory_path().string(), "x"), Error);
+}
+
 }  // namespace
 }  // namespace lockstep

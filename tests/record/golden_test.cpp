@@ -39,9 +39,13 @@ TEST(Golden, RoundTripsWithContentHash) {
 
 TEST(Golden, SeedsInitAndResourcesRoundTrip) {
   Golden g = sample();
-  g.provenance.seeds = {20261130, 1, 2};
+  g.provenance.seeds = {42, 1, 2};  // the record's seed first
+  for (auto& [name, series] : g.record.series) {
+    series.mean.assign(series.values.size(), 1.5);
+    series.std.assign(series.values.size(), 0.25);
+  }
   g.record.init["fc.weight"] = {0.015625, 0.25, std::string(32, 'e')};
-  g.record.resources.step_time_s = {0.5, 0.25};
+  g.record.resources.step_time_s = {0.5, 0.25, 0.125};  // one per step
   g.record.resources.peak_rss_bytes = 123456789;
   std::string path = temp_path("seeds.json");
   write_golden(path, g);
@@ -56,6 +60,14 @@ TEST(Golden, SeedsInitAndResourcesRoundTrip) {
   // A single-seed golden writes no "seeds" (older goldens keep their hash);
   // one seed is not a multi-seed golden.
   EXPECT_FALSE(golden_body_json(sample())["provenance"].contains("seeds"));
+  Golden bad = g;
+  bad.provenance.seeds = {1, 42};  // the config seed must come first
+  write_golden(path, bad);
+  EXPECT_THROW(read_golden(path), Error);
+  bad = g;
+  bad.provenance.seeds.clear();  // mean/std without seeds
+  write_golden(path, bad);
+  EXPECT_THROW(read_golden(path), Error);
   g.provenance.seeds = {7};
   write_golden(path, g);
   try {

@@ -63,8 +63,8 @@ TEST(Series, MultiSeedMeanAndStdRoundTripAndMustComeTogether) {
             "g.json: series.loss.mean: expected a \"std\" beside it (a multi-seed series has both)");
   EXPECT_EQ(parse_error(R"({"dtype": "float64", "values": [1.0], "mean": [1.0, 2.0], "std": [0.1]})"),
             "g.json: series.loss.mean: expected one mean per value (1), got 2");
-  Series old{Series::Dtype::kFloat64, {3.0}, {}, {0.5}};  // std only: mean = values
-  EXPECT_EQ(old.sigma_center(), old.values);
+  EXPECT_EQ(parse_error(R"({"dtype": "float64", "values": [1.0], "std": [0.5]})"),
+            "g.json: series.loss.std: expected a \"mean\" beside it (a multi-seed series has both)");
 }
 
 }  // namespace
