@@ -2,6 +2,7 @@
 //   BM_Memcpy           memcpy of a 64 MiB float32 buffer (the yardstick)
 //   BM_ProbeFloats      the batch probe (XXH3-128 + fixed-order float64
 //                       statistics) over the same buffer; goal >= 0.5x memcpy
+//   BM_ProbeFloatsPortable  the same on the portable (non-AVX2) kernel
 //   BM_ImagePipeline    batches per second of the photos-cnn pipeline
 //                       (decoded photos, shift/flip/noise/normalise, batch
 //                       4) with 2 loader workers
@@ -15,6 +16,7 @@
 #include "data/image_folder.h"
 #include "data/loader.h"
 #include "data/probe.h"
+#include "data/tensor_stats.h"
 
 namespace {
 
@@ -45,6 +47,18 @@ void BM_ProbeFloats(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kFloats * sizeof(float)));
 }
 BENCHMARK(BM_ProbeFloats)->Unit(benchmark::kMillisecond);
+
+// The same probe on the portable kernel (what CPUs without AVX2 run).
+void BM_ProbeFloatsPortable(benchmark::State& state) {
+  for (auto _ : state) {
+    lockstep::TensorStats s;
+    lockstep::Xxh3Stream hash;
+    lockstep::accumulate_stats(buffer().data(), kFloats, s, &hash, lockstep::StatsKernel::kPortable);
+    benchmark::DoNotOptimize(hash.hex());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kFloats * sizeof(float)));
+}
+BENCHMARK(BM_ProbeFloatsPortable)->Unit(benchmark::kMillisecond);
 
 void BM_ImagePipeline(benchmark::State& state) {
   const char* dir = std::getenv("LOCKSTEP_PHOTOS");

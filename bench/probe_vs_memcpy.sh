@@ -20,6 +20,8 @@ probe = rows["BM_ProbeFloats_median"]["bytes_per_second"]
 print(f"memcpy 64 MiB:        {mem / 2**30:.2f} GiB/s")
 print(f"probe 64 MiB:         {probe / 2**30:.2f} GiB/s")
 print(f"ratio probe/memcpy:   {probe / mem:.2f}   (goal >= 0.5)")
+portable = rows["BM_ProbeFloatsPortable_median"]["bytes_per_second"]
+print(f"portable kernel:      {portable / mem:.2f} of memcpy (CPUs without AVX2)")
 img = rows.get("BM_ImagePipeline/real_time_median")
 if img:
     print(f"photos pipeline:      {img['batches_per_s']:.0f} batches/s (batch 4, 2 workers)")

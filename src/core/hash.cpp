@@ -1,7 +1,16 @@
 #include "core/hash.h"
 
+// libxxhash built with its x86 dispatcher (Debian's and Ubuntu's are) picks
+// the SSE2, AVX2 or AVX-512 loop at run time; xxh_x86dispatch.h maps the
+// XXH3 entry points below onto it. Elsewhere the header-only build is used.
+// Every variant returns the same hash (xxHash's own guarantee).
+#ifdef LOCKSTEP_XXH3_DISPATCH
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t's definition
+#include <xxh_x86dispatch.h>
+#else
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#endif
 
 #include <cstdio>
 

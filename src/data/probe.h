@@ -5,9 +5,10 @@
 //   BatchProbe p = probe_batch(k, batch.inputs, batch.labels, batch.indices);
 //
 // Statistics are accumulated in float64 in one fixed order (8 interleaved
-// partial sums combined pairwise), on the calling thread only, so the
-// value never depends on the intra-op thread count. Non-finite elements
-// are counted and left out of sum/mean/std/min/max.
+// partial sums combined pairwise; data/tensor_stats.h has the definition),
+// on the calling thread only, so the value never depends on the intra-op
+// thread count. Non-finite elements are counted and left out of
+// sum/mean/std/min/max.
 #pragma once
 
 #include <torch/types.h>

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 namespace lockstep {
 namespace {
 
@@ -9,6 +13,27 @@ namespace {
 TEST(Xxh3, EmptyInputReferenceValues) {
   EXPECT_EQ(hex64(xxh3_64("", 0)), "2d06800538d394c2");
   EXPECT_EQ(xxh3_128_hex("", 0), "99aa06d3014798d86001c324468d497f");
+}
+
+// Inputs long enough for XXH3's vector loop (over 240 bytes), pinned from
+// the header-only SSE2 build: the run-time dispatched AVX2/AVX-512 loop and
+// the stream must give the same hashes (the bytes are (i * 31) % 251).
+TEST(Xxh3, LongInputsGiveThePinnedHashesOnEverySimdPath) {
+  std::vector<unsigned char> bytes(100003);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>((i * 31) % 251);
+  const std::pair<size_t, const char*> pinned[] = {
+      {240, "7cf77784002208a5423167d7599e74a5"},
+      {241, "095d0994f2a5191d82d3ebf50a3e9c42"},
+      {1024, "5f6ea7ec3ae785ebcbdff56b050f2c1c"},
+      {100003, "a841a5a0a5cb1b2a8bc0f93d9c2e8533"},
+  };
+  for (auto [n, hex] : pinned) {
+    EXPECT_EQ(xxh3_128_hex(bytes.data(), n), hex) << n;
+    Xxh3Stream s;
+    for (size_t at = 0; at < n; at += 1000) s.update(bytes.data() + at, std::min<size_t>(1000, n - at));
+    EXPECT_EQ(s.hex(), hex) << n;
+  }
+  EXPECT_EQ(hex64(xxh3_64(bytes.data(), bytes.size())), "8bc0f93d9c2e8533");
 }
 
 TEST(Xxh3, StreamEqualsOneShot) {
