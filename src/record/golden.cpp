@@ -1,6 +1,7 @@
 #include "record/golden.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/atomic_file.h"
 #include "core/hash.h"
@@ -27,7 +28,8 @@ std::string golden_content_hash(const nlohmann::json& body) {
   return xxh3_128_hex(canon.data(), canon.size());
 }
 
-Golden golden_from_text(const std::string& text, const std::string& path, bool allow_plain_record) {
+Golden golden_from_text(const std::string& text, const std::string& path, bool allow_plain_record,
+                        const std::optional<std::string>& sidecar_dir) {
   nlohmann::json doc = parse_json_text(text, path);
   JsonView view(doc, path);
   view.expect_object();
@@ -36,7 +38,7 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
     view.fail("a golden (with \"provenance\" and \"content_hash\"), got a plain run record");
   if (!is_golden) {
     view.allow_keys(run_record_keys());
-    return Golden{run_record_from_json(view), {}, ""};
+    return Golden{run_record_from_json(view, sidecar_dir), {}, ""};
   }
 
   std::vector<std::string_view> keys = run_record_keys();
@@ -90,7 +92,7 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
 Golden read_golden(const std::string& path) { return golden_from_text(read_file(path), path, false); }
 
 Golden read_golden_or_record(const std::string& path) {
-  return golden_from_text(read_file(path), path, true);
+  return golden_from_text(read_file(path), path, true, std::filesystem::path(path).parent_path().string());
 }
 
 std::string write_golden(const std::string& path, Golden golden) {

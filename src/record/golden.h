@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,12 +51,15 @@ std::string golden_content_hash(const nlohmann::json& body);
 Golden read_golden(const std::string& path);
 
 /// Reads either a golden or a plain run record (for `lockstep compare`);
-/// a run record comes back with empty provenance.
+/// a run record comes back with empty provenance, its series read from a
+/// sidecar beside it when it has one.
 Golden read_golden_or_record(const std::string& path);
 
 /// Parses golden (or, with `allow_plain_record`, run record) JSON text;
-/// `label` names the source in errors. Same checks as read_golden.
-Golden golden_from_text(const std::string& text, const std::string& label, bool allow_plain_record);
+/// `label` names the source in errors. Same checks as read_golden. A plain
+/// run record may have a series sidecar in `sidecar_dir`; a golden never.
+Golden golden_from_text(const std::string& text, const std::string& label, bool allow_plain_record,
+                        const std::optional<std::string>& sidecar_dir = std::nullopt);
 
 /// Writes `golden` atomically with its content hash; returns the hash.
 std::string write_golden(const std::string& path, Golden golden);

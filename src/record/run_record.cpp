@@ -2,8 +2,14 @@
 
 #include <cmath>
 
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+
 #include "core/atomic_file.h"
+#include "core/float_bits.h"
 #include "core/json_io.h"
+#include "record/series_file.h"
 
 namespace lockstep {
 
@@ -20,9 +26,9 @@ InitStats init_stats_from_json(const JsonView& p) {
   return st;
 }
 
-nlohmann::json to_json(const RunRecord& r) {
+nlohmann::json to_json(const RunRecord& r, SeriesPacker* packer) {
   nlohmann::json series = nlohmann::json::object();
-  for (const auto& [name, s] : r.series) series[name] = to_json(s);
+  for (const auto& [name, s] : r.series) series[name] = to_json(s, packer);
   nlohmann::json probes = nlohmann::json::array();
   for (const auto& p : r.probes) probes.push_back(to_json(p));
   nlohmann::json train_probes = nlohmann::json::array();
@@ -47,7 +53,9 @@ nlohmann::json to_json(const RunRecord& r) {
   }
   if (!r.resources.empty()) {
     nlohmann::json times = nlohmann::json::array();
-    for (double t : r.resources.step_time_s) times.push_back(double_to_json(t));
+    if (packer) times = packer->add(r.resources.step_time_s);
+    else
+      for (double t : r.resources.step_time_s) times.push_back(double_to_json(t));
     out["resources"] = {{"step_time_s", times},
                         {"peak_rss_bytes", r.resources.peak_rss_bytes},
                         {"peak_cuda_bytes", r.resources.peak_cuda_bytes}};
@@ -77,9 +85,17 @@ std::vector<BatchProbe> probes_from_json(const JsonView& arr) {
 
 }  // namespace
 
-RunRecord run_record_from_json(const JsonView& n) {
+RunRecord run_record_from_json(const JsonView& n, const std::optional<std::string>& sidecar_dir) {
   n.expect_object();
   check_schema(n);
+  std::optional<SeriesBlob> blob;
+  if (n.has("series_data")) {
+    if (!sidecar_dir)
+      n.at("series_data").fail("no sidecar: goldens, and records not read from a file, keep their series "
+                               "inline (docs/record.schema.json)");
+    blob = SeriesBlob::load(n.at("series_data"), *sidecar_dir);
+  }
+  const SeriesBlob* b = blob ? &*blob : nullptr;
   RunRecord r;
   r.smoke = n.at("smoke").as_string();
   r.config_hash = n.at("config_hash").as_string();
@@ -95,7 +111,7 @@ RunRecord run_record_from_json(const JsonView& n) {
   r.fingerprint = fingerprint_from_json(n.at("fingerprint"));
   JsonView series = n.at("series");
   for (const auto& k : series.keys()) {
-    Series s = series_from_json(series.at(k));
+    Series s = series_from_json(series.at(k), b);
     if (static_cast<int64_t>(s.values.size()) != r.steps)
       series.at(k).at("values").fail(std::to_string(r.steps) + " values (one per step), got " +
                                      std::to_string(s.values.size()));
@@ -111,9 +127,18 @@ RunRecord run_record_from_json(const JsonView& n) {
     JsonView res = n.at("resources");
     res.allow_keys({"step_time_s", "peak_rss_bytes", "peak_cuda_bytes"});
     JsonView t = res.at("step_time_s");
-    for (size_t i = 0; i < t.size(); ++i) r.resources.step_time_s.push_back(t.at(i).as_finite(0, 1e9));
-    if (static_cast<int64_t>(t.size()) != r.steps)
-      t.fail(std::to_string(r.steps) + " step times (one per step), got " + std::to_string(t.size()));
+    r.resources.step_time_s = number_array(t, b);
+    for (size_t i = 0; i < r.resources.step_time_s.size(); ++i) {
+      double x = r.resources.step_time_s[i];
+      if (!(x >= 0 && x <= 1e9)) {  // NaN fails too
+        std::string expected = "a number in [0, 1e9] (seconds), got " + format_double(x);
+        if (t.raw().is_array()) t.at(i).fail(expected);
+        t.fail(expected + " at index " + std::to_string(i));
+      }
+    }
+    if (static_cast<int64_t>(r.resources.step_time_s.size()) != r.steps)
+      t.fail(std::to_string(r.steps) + " step times (one per step), got " +
+             std::to_string(r.resources.step_time_s.size()));
     r.resources.peak_rss_bytes = res.at("peak_rss_bytes").as_int(-1);
     r.resources.peak_cuda_bytes = res.at("peak_cuda_bytes").as_int(-1);
   }
@@ -125,7 +150,8 @@ RunRecord run_record_from_json(const JsonView& n) {
 const std::vector<std::string_view>& run_record_keys() {
   static const std::vector<std::string_view> keys = {
       "schema", "smoke",  "config_hash", "seed",   "device", "platform",    "steps",
-      "contract", "fingerprint", "series", "hashes", "init", "resources", "probes", "train_probes"};
+      "contract", "fingerprint", "series", "series_data", "hashes", "init", "resources", "probes",
+      "train_probes"};
   return keys;
 }
 
@@ -134,11 +160,33 @@ RunRecord read_run_record(const std::string& path) {
   JsonView view(doc, path);
   view.expect_object();
   view.allow_keys(run_record_keys());
-  return run_record_from_json(view);
+  return run_record_from_json(view, std::filesystem::path(path).parent_path().string());
 }
 
 void write_run_record(const std::string& path, const RunRecord& record) {
-  write_file_atomically(path, pretty_dump(to_json(record)));
+  size_t longest = record.resources.step_time_s.size();
+  for (const auto& [name, s] : record.series) longest = std::max(longest, s.values.size());
+  if (static_cast<int64_t>(longest) <= kInlineSeriesSteps) {
+    write_file_atomically(path, pretty_dump(to_json(record)));
+    return;
+  }
+  // Sidecar first, under a name of its own; then the JSON that points at it
+  // (record/series_file.h). A crash in between leaves the old pair intact.
+  const std::filesystem::path json_path(path);
+  const std::string json_name = json_path.filename().string();
+  SeriesPacker packer;
+  nlohmann::json doc = to_json(record, &packer);
+  doc["series_data"] = packer.descriptor(json_name);
+  const std::string sidecar = doc["series_data"]["file"];
+  write_file_atomically((json_path.parent_path() / sidecar).string(), packer.bytes());
+  write_file_atomically(path, pretty_dump(doc));
+  // The sidecars of earlier versions of this record are unreferenced now.
+  std::error_code ec;
+  const std::filesystem::path dir = json_path.parent_path().empty() ? "." : json_path.parent_path();
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name != sidecar && is_sidecar_of(name, json_name)) std::filesystem::remove(entry.path(), ec);
+  }
 }
 
 }  // namespace lockstep

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,12 +75,16 @@ struct RunRecord {
   std::vector<BatchProbe> train_probes;  ///< batches the trainer consumed, in order
 };
 
-nlohmann::json to_json(const RunRecord& record);
+/// The record's JSON; with `packer` the per-step arrays go to a sidecar and
+/// the JSON holds references (the caller adds "series_data").
+nlohmann::json to_json(const RunRecord& record, SeriesPacker* packer = nullptr);
 
-/// Parses a record. `file` is used in error messages. Throws exit-2 Error on
-/// wrong types, unknown keys (with a did-you-mean hint), an unknown schema,
-/// or series whose length differs from `steps`.
-RunRecord run_record_from_json(const JsonView& node);
+/// Parses a record. Throws exit-2 Error on wrong types, unknown keys (with a
+/// did-you-mean hint), an unknown schema, or series whose length differs
+/// from `steps`. A "series_data" sidecar is read from `sidecar_dir` (the
+/// JSON file's folder); without one it is an error.
+RunRecord run_record_from_json(const JsonView& node,
+                               const std::optional<std::string>& sidecar_dir = std::nullopt);
 
 /// The top-level keys of a run record (a golden adds "provenance" and
 /// "content_hash").
@@ -88,7 +93,10 @@ const std::vector<std::string_view>& run_record_keys();
 /// Reads and parses `path`.
 RunRecord read_run_record(const std::string& path);
 
-/// Writes `record` to `path` atomically (pretty JSON).
+/// Writes `record` to `path` atomically (pretty JSON). When a series is
+/// longer than kInlineSeriesSteps the per-step arrays go to a sidecar beside
+/// it, written first (record/series_file.h), and older sidecars of the same
+/// record are removed after the JSON lands.
 void write_run_record(const std::string& path, const RunRecord& record);
 
 }  // namespace lockstep

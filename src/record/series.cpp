@@ -4,6 +4,7 @@
 
 #include "core/float_bits.h"
 #include "core/json_io.h"
+#include "record/series_file.h"
 
 namespace lockstep {
 
@@ -11,53 +12,53 @@ const char* dtype_name(Series::Dtype dtype) {
   return dtype == Series::Dtype::kFloat32 ? "float32" : "float64";
 }
 
-nlohmann::json to_json(const Series& series) {
-  nlohmann::json values = nlohmann::json::array();
-  for (double v : series.values) values.push_back(double_to_json(v));
-  nlohmann::json out = {{"dtype", dtype_name(series.dtype)}, {"values", values}};
-  if (series.dtype == Series::Dtype::kFloat32) {
+nlohmann::json to_json(const Series& series, SeriesPacker* packer) {
+  auto numbers = [&](const std::vector<double>& v) {
+    if (packer) return packer->add(v);
+    nlohmann::json arr = nlohmann::json::array();
+    for (double x : v) arr.push_back(double_to_json(x));
+    return arr;
+  };
+  nlohmann::json out = {{"dtype", dtype_name(series.dtype)}, {"values", numbers(series.values)}};
+  // float32 bit patterns: inline only; binary64 in a sidecar holds them exactly.
+  if (series.dtype == Series::Dtype::kFloat32 && !packer) {
     nlohmann::json bits = nlohmann::json::array();
     for (double v : series.values) bits.push_back(float_bits_hex(static_cast<float>(v)));
     out["bits"] = bits;
   }
-  if (!series.mean.empty()) {
-    nlohmann::json m = nlohmann::json::array();
-    for (double v : series.mean) m.push_back(double_to_json(v));
-    out["mean"] = m;
-  }
-  if (!series.std.empty()) {
-    nlohmann::json sd = nlohmann::json::array();
-    for (double v : series.std) sd.push_back(double_to_json(v));
-    out["std"] = sd;
-  }
+  if (!series.mean.empty()) out["mean"] = numbers(series.mean);
+  if (!series.std.empty()) out["std"] = numbers(series.std);
   return out;
 }
 
-Series series_from_json(const JsonView& node) {
+namespace {
+
+// Names element i of `node` in an error: its own path in an array, the
+// index in a sidecar reference.
+[[noreturn]] void fail_element(const JsonView& node, size_t i, const std::string& expected) {
+  if (node.raw().is_array()) node.at(i).fail(expected);
+  node.fail(expected + " at index " + std::to_string(i));
+}
+
+}  // namespace
+
+Series series_from_json(const JsonView& node, const SeriesBlob* blob) {
   node.allow_keys({"dtype", "values", "bits", "mean", "std"});
   Series s;
   s.dtype = node.at("dtype").as_enum({"float32", "float64"}) == "float32" ? Series::Dtype::kFloat32
                                                                           : Series::Dtype::kFloat64;
   JsonView values = node.at("values");
-  // Hot path for long series: read numbers straight from the array and
-  // build a path-carrying view only for an element that needs an error.
-  const nlohmann::json& arr = values.raw();
-  values.expect_array();
-  s.values.reserve(arr.size());
-  for (size_t i = 0; i < arr.size(); ++i) {
-    const nlohmann::json& e = arr[i];
-    s.values.push_back(e.is_number() ? e.get<double>() : values.at(i).as_double());
-  }
+  s.values = number_array(values, blob);
 
   if (s.dtype == Series::Dtype::kFloat32) {
     for (size_t i = 0; i < s.values.size(); ++i) {
       double v = s.values[i];
       if (!std::isnan(v) && static_cast<double>(static_cast<float>(v)) != v)
-        values.at(i).fail("a float32 value exactly representable in binary32, got " +
-                          format_double(v));
+        fail_element(values, i, "a float32 value exactly representable in binary32, got " + format_double(v));
     }
     if (node.has("bits")) {
       JsonView bits = node.at("bits");
+      bits.expect_array();
       if (bits.size() != s.values.size())
         bits.fail("one bit pattern per value (" + std::to_string(s.values.size()) + "), got " +
                   std::to_string(bits.size()));
@@ -77,19 +78,24 @@ Series series_from_json(const JsonView& node) {
   }
   if (node.has("mean")) {
     JsonView m = node.at("mean");
-    if (m.size() != s.values.size())
-      m.fail("one mean per value (" + std::to_string(s.values.size()) + "), got " + std::to_string(m.size()));
-    for (size_t i = 0; i < m.size(); ++i) s.mean.push_back(m.at(i).as_finite(-INFINITY, INFINITY));
+    s.mean = number_array(m, blob);
+    if (s.mean.size() != s.values.size())
+      m.fail("one mean per value (" + std::to_string(s.values.size()) + "), got " + std::to_string(s.mean.size()));
+    for (size_t i = 0; i < s.mean.size(); ++i)
+      if (!std::isfinite(s.mean[i])) fail_element(m, i, "a finite number, got " + format_double(s.mean[i]));
     if (!node.has("std")) node.at("mean").fail("a \"std\" beside it (a multi-seed series has both)");
   }
   if (node.has("std") && !node.has("mean"))
     node.at("std").fail("a \"mean\" beside it (a multi-seed series has both)");
   if (node.has("std")) {
     JsonView sd = node.at("std");
-    if (sd.size() != s.values.size())
+    s.std = number_array(sd, blob);
+    if (s.std.size() != s.values.size())
       sd.fail("one std per value (" + std::to_string(s.values.size()) + "), got " +
-              std::to_string(sd.size()));
-    for (size_t i = 0; i < sd.size(); ++i) s.std.push_back(sd.at(i).as_finite(0, INFINITY));
+              std::to_string(s.std.size()));
+    for (size_t i = 0; i < s.std.size(); ++i)
+      if (!std::isfinite(s.std[i]) || s.std[i] < 0)
+        fail_element(sd, i, "a finite number >= 0, got " + format_double(s.std[i]));
   }
   return s;
 }

@@ -20,6 +20,8 @@
 namespace lockstep {
 
 class JsonView;
+class SeriesBlob;
+class SeriesPacker;
 
 /// One metric over the steps of a run.
 struct Series {
@@ -38,13 +40,16 @@ struct Series {
 const char* dtype_name(Series::Dtype dtype);
 
 /// {"dtype": "float32", "values": [...], "bits": ["0x...", ...], "mean": [...], "std": [...]}.
-/// Non-finite values are written as "nan", "inf", "-inf".
-nlohmann::json to_json(const Series& series);
+/// Non-finite values are written as "nan", "inf", "-inf". With `packer`
+/// the arrays go to a sidecar (record/series_file.h) and the JSON holds
+/// references; "bits" is then left out (binary64 holds float32 exactly).
+nlohmann::json to_json(const Series& series, SeriesPacker* packer = nullptr);
 
 /// Parses and validates a series. Throws exit-2 Error naming the JSON path
 /// when a value is not a number, when a float32 value is not exactly
 /// representable in binary32, or when a stored bit pattern disagrees with
-/// the decimal value (a golden edited or produced lossily).
-Series series_from_json(const JsonView& node);
+/// the decimal value (a golden edited or produced lossily). Arrays may be
+/// sidecar references when `blob` is given.
+Series series_from_json(const JsonView& node, const SeriesBlob* blob = nullptr);
 
 }  // namespace lockstep
