@@ -147,6 +147,11 @@ int run_smoke(const RunOptions& o, bool train) {
 
   RunRecord rec;
   SmokeLoader probe_loader(table, spec, seed);
+  if (probe_loader.batches_per_epoch() == 0)
+    throw BadInput(cfg.file, "data.batch_size",
+                   "at most the dataset's " + std::to_string(table->rows) +
+                       " samples (data.drop_last drops a partial batch, so no batch would remain), got " +
+                       std::to_string(spec.batch_size));
   ProgressBar bar("probe " + cfg.name, cfg.data.probe_epochs * probe_loader.batches_per_epoch());
   for (int64_t e = 0; e < cfg.data.probe_epochs; ++e)
     probe_loader.run_epoch(static_cast<uint64_t>(e), [&](int64_t, SmokeBatch& b) {

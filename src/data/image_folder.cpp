@@ -131,6 +131,14 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
         files.emplace_back(f.classes[label] + "/" + e.path().filename().string(), static_cast<int64_t>(label));
   std::sort(files.begin(), files.end());  // byte-wise on "class/file"
   if (files.empty()) throw BadInput(o.root, "(folder)", "at least one image (.png .jpg .jpeg .tif .tiff .bmp)");
+  // A class without images would still take a label and widen the model's
+  // output; torchvision's ImageFolder refuses it too (allow_empty=False).
+  std::vector<bool> has_image(f.classes.size(), false);
+  for (const auto& file : files) has_image[static_cast<size_t>(file.second)] = true;
+  for (size_t label = 0; label < f.classes.size(); ++label)
+    if (!has_image[label])
+      throw BadInput((fs::path(o.root) / f.classes[label]).string(), "(class folder)",
+                     "at least one image (.png .jpg .jpeg .tif .tiff .bmp) in every class folder, found none");
 
   CsvTable& t = f.table;
   t.rows = static_cast<int64_t>(files.size());

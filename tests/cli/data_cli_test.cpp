@@ -168,6 +168,28 @@ TEST(DataCli, BadImageDataIsExit2NamingTheFile) {
   EXPECT_EQ(empty.code, 2) << empty.output;
   EXPECT_NE(empty.output.find("expected at least one image"), std::string::npos) << empty.output;
 
+  // A class folder with no image would still take a label: refused, as
+  // torchvision's ImageFolder does.
+  fs::path one_empty = m / "one-empty";
+  fs::copy(fs::path(data_dir()) / "photos", one_empty, fs::copy_options::recursive);  // color/, gray/
+  fs::create_directories(one_empty / "zz-empty");
+  fs::path oe = scratch("one-empty", [&](nlohmann::json& c) { c["data"]["path"] = one_empty.string(); }, kPhotos);
+  Result empty_class = probe(oe, smoke_of(oe), "p");
+  EXPECT_EQ(empty_class.code, 2) << empty_class.output;
+  EXPECT_NE(empty_class.output.find((one_empty / "zz-empty").string() +
+                                    ": (class folder): expected at least one image"),
+            std::string::npos) << empty_class.output;
+
+  // batch_size above the sample count with drop_last: no batch at all.
+  fs::path big = scratch("batch-too-big", [](nlohmann::json& c) {
+    c["data"]["batch_size"] = 13;
+    c["data"]["drop_last"] = true;
+  }, kPhotos);
+  Result too_big = probe(big, smoke_of(big), "p");
+  EXPECT_EQ(too_big.code, 2) << too_big.output;
+  EXPECT_NE(too_big.output.find("photos-cnn.json: data.batch_size: expected at most the dataset's 12 samples"),
+            std::string::npos) << too_big.output;
+
   fs::path i = scratch("no-interp", [](nlohmann::json& c) { c["data"]["image"].erase("interpolation"); }, kPhotos);
   Result no_interp = probe(i, smoke_of(i), "p");
   EXPECT_EQ(no_interp.code, 2) << no_interp.output;
