@@ -6,6 +6,7 @@
 #include "core/atomic_file.h"
 #include "core/hash.h"
 #include "core/json_io.h"
+#include "record/series_file.h"
 
 namespace lockstep {
 
@@ -92,7 +93,7 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
 Golden read_golden(const std::string& path) { return golden_from_text(read_file(path), path, false); }
 
 Golden read_golden_or_record(const std::string& path) {
-  return golden_from_text(read_file(path), path, true, std::filesystem::path(path).parent_path().string());
+  return golden_from_text(read_file(path), path, true, sidecar_dir_of(path));
 }
 
 std::string write_golden(const std::string& path, Golden golden) {

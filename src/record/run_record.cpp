@@ -93,9 +93,11 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
     if (!sidecar_dir)
       n.at("series_data").fail("no sidecar: goldens, and records not read from a file, keep their series "
                                "inline (docs/record.schema.json)");
-    blob = SeriesBlob::load(n.at("series_data"), *sidecar_dir);
+    blob = SeriesBlob::open(n.at("series_data"), *sidecar_dir);
+    want_record_references(n, *blob);
+    blob->read();
   }
-  const SeriesBlob* b = blob ? &*blob : nullptr;
+  SeriesBlob* b = blob ? &*blob : nullptr;
   RunRecord r;
   r.smoke = n.at("smoke").as_string();
   r.config_hash = n.at("config_hash").as_string();
@@ -160,7 +162,7 @@ RunRecord read_run_record(const std::string& path) {
   JsonView view(doc, path);
   view.expect_object();
   view.allow_keys(run_record_keys());
-  return run_record_from_json(view, std::filesystem::path(path).parent_path().string());
+  return run_record_from_json(view, sidecar_dir_of(path));
 }
 
 void write_run_record(const std::string& path, const RunRecord& record) {

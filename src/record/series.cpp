@@ -42,7 +42,7 @@ namespace {
 
 }  // namespace
 
-Series series_from_json(const JsonView& node, const SeriesBlob* blob) {
+Series series_from_json(const JsonView& node, SeriesBlob* blob) {
   node.allow_keys({"dtype", "values", "bits", "mean", "std"});
   Series s;
   s.dtype = node.at("dtype").as_enum({"float32", "float64"}) == "float32" ? Series::Dtype::kFloat32

@@ -50,6 +50,6 @@ nlohmann::json to_json(const Series& series, SeriesPacker* packer = nullptr);
 /// representable in binary32, or when a stored bit pattern disagrees with
 /// the decimal value (a golden edited or produced lossily). Arrays may be
 /// sidecar references when `blob` is given.
-Series series_from_json(const JsonView& node, const SeriesBlob* blob = nullptr);
+Series series_from_json(const JsonView& node, SeriesBlob* blob = nullptr);
 
 }  // namespace lockstep

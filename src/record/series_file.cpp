@@ -1,10 +1,10 @@
 #include "record/series_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -25,34 +25,6 @@ namespace {
 constexpr const char* kSuffix = ".series";
 constexpr size_t kHashDigits = 16;
 
-// Maps `path` read-only. Mapping instead of read(2) saves a copy and a
-// zero-filled buffer: for 64 MB that is most of the time on a VM whose page
-// faults are slow. MAP_POPULATE maps every page in one call. (A file
-// truncated by another process while it is mapped would raise SIGBUS; the
-// size is checked first, so only such a race could.)
-std::shared_ptr<const void> map_file(const std::string& path, size_t& size) {
-  auto fail = [&](const std::string& why) -> std::shared_ptr<const void> {
-    throw Error(ExitCode::kBadInput, path + ": cannot read the series sidecar: " + why);
-  };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail("not a regular file");
-  }
-  size = static_cast<size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return std::shared_ptr<const void>(nullptr);
-  }
-  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  int err = errno;
-  ::close(fd);
-  if (p == MAP_FAILED) return fail(std::strerror(err));
-  return std::shared_ptr<const void>(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
-}
-
 std::string stem_of(const std::string& json_name) {
   const std::string ext = ".json";
   if (json_name.size() > ext.size() && json_name.compare(json_name.size() - ext.size(), ext.size(), ext) == 0)
@@ -61,6 +33,13 @@ std::string stem_of(const std::string& json_name) {
 }
 
 }  // namespace
+
+std::string sidecar_dir_of(const std::string& json_path) {
+  std::error_code ec;
+  std::filesystem::path real = std::filesystem::weakly_canonical(json_path, ec);
+  if (ec) real = json_path;
+  return real.parent_path().string();
+}
 
 std::string sidecar_name(const std::string& json_name, const std::string& hash_hex) {
   return stem_of(json_name) + "." + hash_hex.substr(0, kHashDigits) + kSuffix;
@@ -88,48 +67,129 @@ nlohmann::json SeriesPacker::descriptor(const std::string& json_name) const {
   return {{"file", sidecar_name(json_name, hash)}, {"bytes", bytes_.size()}, {"xxh3_128", hash}};
 }
 
-SeriesBlob SeriesBlob::load(const JsonView& d, const std::string& dir) {
+struct SeriesBlob::State {
+  std::string path;       ///< the sidecar
+  std::string json_file;  ///< the record, for messages
+  std::string hash;       ///< expected XXH3-128
+  size_t size = 0;
+  int fd = -1;
+  struct Range {
+    int uses = 0;  ///< references to this exact range; the last take() moves
+    std::vector<double> values;
+  };
+  std::map<std::pair<int64_t, int64_t>, Range> ranges;  ///< (offset, count) -> numbers
+  bool read = false;
+
+  ~State() {
+    if (fd >= 0) ::close(fd);
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(ExitCode::kBadInput, path + ": series sidecar of " + json_file + ": " + what);
+  }
+};
+
+SeriesBlob::SeriesBlob() : state_(std::make_unique<State>()) {}
+SeriesBlob::SeriesBlob(SeriesBlob&&) noexcept = default;
+SeriesBlob& SeriesBlob::operator=(SeriesBlob&&) noexcept = default;
+SeriesBlob::~SeriesBlob() = default;
+
+SeriesBlob SeriesBlob::open(const JsonView& d, const std::string& dir) {
   d.allow_keys({"file", "bytes", "xxh3_128"});
   std::string name = d.at("file").as_string();
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
-      name.find('\0') != std::string::npos)
-    d.at("file").fail("a plain file name in the record's folder, got \"" + name + "\"");
+  bool control = std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos || control)
+    d.at("file").fail("a plain file name in the record's folder, got " + nlohmann::json(name).dump());
   int64_t bytes = d.at("bytes").as_int(0, static_cast<int64_t>(kMaxReadBytes));
   if (bytes % 8 != 0) d.at("bytes").fail("a multiple of 8 (binary64 values), got " + std::to_string(bytes));
   std::string hash = d.at("xxh3_128").as_string();
   if (hash.size() != 32 || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
     d.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128), got \"" + hash + "\"");
 
-  std::string path = (std::filesystem::path(dir.empty() ? "." : dir) / name).string();
   SeriesBlob blob;
-  blob.map_ = map_file(path, blob.size_);
-  if (blob.size_ != static_cast<size_t>(bytes))
-    throw Error(ExitCode::kBadInput, path + ": series sidecar of " + d.file() + ": expected " +
-                                         std::to_string(bytes) + " bytes (series_data.bytes), got " +
-                                         std::to_string(blob.size_) + " (truncated or replaced)");
-  std::string actual = xxh3_128_hex(blob.map_.get(), blob.size_);
-  if (actual != hash)
-    throw Error(ExitCode::kBadInput, path + ": series sidecar of " + d.file() +
-                                         ": content does not match series_data.xxh3_128 (edited or replaced)");
+  State& st = *blob.state_;
+  st.path = (std::filesystem::path(dir.empty() ? "." : dir) / name).string();
+  st.json_file = d.file();
+  st.hash = hash;
+  st.size = static_cast<size_t>(bytes);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused next).
+  st.fd = ::open(st.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (st.fd < 0) d.at("file").fail("a readable sidecar file beside the record; " + st.path + ": " + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(st.fd, &info) != 0 || !S_ISREG(info.st_mode))
+    d.at("file").fail("a regular file; " + st.path + " is not one");
+  if (static_cast<uint64_t>(info.st_size) != st.size)  // before reading anything
+    st.fail("expected " + std::to_string(st.size) + " bytes (series_data.bytes), got " +
+            std::to_string(info.st_size) + " (truncated or replaced)");
   return blob;
 }
 
-std::vector<double> SeriesBlob::values(const JsonView& ref) const {
+void SeriesBlob::want(const JsonView& ref) {
   if (!ref.raw().is_object()) ref.fail("an array of numbers or a sidecar reference {\"offset\", \"count\"}");
   ref.allow_keys({"offset", "count"});
-  const int64_t size = static_cast<int64_t>(size_);
+  const int64_t size = static_cast<int64_t>(state_->size);
   int64_t offset = ref.at("offset").as_int(0, size);
   if (offset % 8 != 0) ref.at("offset").fail("a multiple of 8, got " + std::to_string(offset));
   int64_t count = ref.at("count").as_int(0, (size - offset) / 8);
-  if (count == 0) return {};
-  // The mapping is page-aligned and the offset a multiple of 8, so the
-  // doubles are aligned.
-  const double* first = reinterpret_cast<const double*>(static_cast<const char*>(map_.get()) + offset);
-  return std::vector<double>(first, first + count);
+  State::Range& r = state_->ranges[{offset, count}];
+  if (r.uses++ == 0) r.values.resize(static_cast<size_t>(count));
 }
 
-std::vector<double> number_array(const JsonView& node, const SeriesBlob* blob) {
-  if (blob && node.raw().is_object()) return blob->values(node);
+void SeriesBlob::read() {
+  State& st = *state_;
+  // 256 KiB pieces stay in L2 between read(2) and the copies, so the only
+  // fresh memory touched is the arrays themselves.
+  constexpr size_t kPiece = 256 * 1024;
+  std::unique_ptr<char[]> piece(new char[kPiece]);
+  Xxh3Stream hash;
+  size_t at = 0;
+  for (;;) {
+    ssize_t n = ::read(st.fd, piece.get(), kPiece);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) st.fail(std::string("cannot read: ") + std::strerror(errno));
+    if (n == 0) break;
+    size_t end = at + static_cast<size_t>(n);
+    if (end > st.size) st.fail("grew while being read (expected " + std::to_string(st.size) + " bytes)");
+    hash.update(piece.get(), static_cast<size_t>(n));
+    for (auto& [key, r] : st.ranges) {
+      size_t lo = std::max(at, static_cast<size_t>(key.first));
+      size_t hi = std::min(end, static_cast<size_t>(key.first) + static_cast<size_t>(key.second) * sizeof(double));
+      if (lo < hi)
+        std::memcpy(reinterpret_cast<char*>(r.values.data()) + (lo - static_cast<size_t>(key.first)),
+                    piece.get() + (lo - at), hi - lo);
+    }
+    at = end;
+  }
+  if (at != st.size)
+    st.fail("shrank while being read (expected " + std::to_string(st.size) + " bytes, read " + std::to_string(at) + ")");
+  if (hash.hex() != st.hash) st.fail("content does not match series_data.xxh3_128 (edited or replaced)");
+  st.read = true;
+}
+
+std::vector<double> SeriesBlob::take(const JsonView& ref) {
+  auto it = state_->ranges.find({ref.at("offset").as_int(), ref.at("count").as_int()});
+  if (!state_->read || it == state_->ranges.end() || it->second.uses == 0)
+    throw std::logic_error("SeriesBlob::take: " + ref.path() + " was not registered with want() and read");
+  return --it->second.uses == 0 ? std::move(it->second.values) : it->second.values;
+}
+
+void want_record_references(const JsonView& record, SeriesBlob& blob) {
+  if (record.has("series") && record.at("series").raw().is_object()) {
+    JsonView series = record.at("series");
+    for (const auto& name : series.keys()) {
+      JsonView s = series.at(name);
+      if (!s.raw().is_object()) continue;  // series_from_json reports it
+      for (const char* field : {"values", "mean", "std"})
+        if (s.has(field) && s.at(field).raw().is_object()) blob.want(s.at(field));
+    }
+  }
+  if (record.has("resources") && record.at("resources").raw().is_object()) {
+    JsonView res = record.at("resources");
+    if (res.has("step_time_s") && res.at("step_time_s").raw().is_object()) blob.want(res.at("step_time_s"));
+  }
+}
+
+std::vector<double> number_array(const JsonView& node, SeriesBlob* blob) {
+  if (blob && node.raw().is_object()) return blob->take(node);
   if (!node.raw().is_array()) {
     node.fail(blob ? "an array of numbers or a sidecar reference {\"offset\", \"count\"}"
                    : "an array of numbers (a sidecar reference {\"offset\", \"count\"} needs "

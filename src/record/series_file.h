@@ -23,11 +23,13 @@
 //
 //   SeriesPacker pack;                          // writing
 //   json["values"] = pack.add(series.values);
-//   SeriesBlob blob = SeriesBlob::load(view.at("series_data"), json_dir);   // reading
-//   std::vector<double> v = blob.values(view.at("series").at("loss").at("values"));
+//   SeriesBlob blob = SeriesBlob::open(view.at("series_data"), json_dir);   // reading
+//   blob.want(loss_values_node); blob.read();
+//   std::vector<double> v = blob.take(loss_values_node);
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,29 +59,55 @@ class SeriesPacker {
   std::string bytes_;
 };
 
-/// A sidecar read back and verified.
+/// A sidecar being read: open() checks it, want() registers the references
+/// found in the JSON, read() reads the file once, hashing every byte and
+/// copying each wanted range straight into its array, and take() hands the
+/// arrays out. What is hashed is exactly what is used, whatever another
+/// process does to the file meanwhile, and no byte is loaded twice.
 class SeriesBlob {
  public:
-  /// Reads the sidecar described by `descriptor` (a record's "series_data")
-  /// from folder `dir`. Throws exit-2 Error naming the JSON file and field
-  /// when the name is not a plain file name, or naming the sidecar when it
-  /// is missing, unreadable, of another size or another hash.
-  static SeriesBlob load(const JsonView& descriptor, const std::string& dir);
+  SeriesBlob(SeriesBlob&&) noexcept;
+  SeriesBlob& operator=(SeriesBlob&&) noexcept;
+  ~SeriesBlob();
 
-  /// The numbers a reference node points at. Throws exit-2 Error naming
-  /// the node when it is not {"offset", "count"}, the offset is not a
-  /// multiple of 8 or the range runs past the end of the file.
-  std::vector<double> values(const JsonView& reference) const;
+  /// Checks the descriptor (a record's "series_data") and opens the sidecar
+  /// in folder `dir`. Throws exit-2 Error naming the JSON file and field when
+  /// the name is not a plain file name or the file is missing, not a regular
+  /// file or unreadable, and naming the sidecar too when its size differs.
+  static SeriesBlob open(const JsonView& descriptor, const std::string& dir);
+
+  /// Registers a reference node for read(). Throws exit-2 Error naming the
+  /// node when it is not {"offset", "count"}, the offset is not a multiple
+  /// of 8 or the range runs past the end of the file.
+  void want(const JsonView& reference);
+
+  /// Reads and verifies the file. Throws exit-2 Error naming the sidecar
+  /// when its hash differs or it changes size while being read.
+  void read();
+
+  /// The numbers of a reference registered with want(), after read().
+  std::vector<double> take(const JsonView& reference);
 
  private:
-  std::shared_ptr<const void> map_;  ///< the file mapped read-only (munmap on release)
-  size_t size_ = 0;
+  SeriesBlob();
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 /// The per-step numbers of `node`: a JSON array (numbers, or the strings
-/// "nan", "inf", "-inf") or, when `blob` is given, a sidecar reference.
-/// Throws exit-2 Error naming the node otherwise.
-std::vector<double> number_array(const JsonView& node, const SeriesBlob* blob);
+/// "nan", "inf", "-inf") or, when `blob` is given, a sidecar reference
+/// registered with blob->want() and read. Throws exit-2 Error naming the
+/// node otherwise.
+std::vector<double> number_array(const JsonView& node, SeriesBlob* blob);
+
+/// Calls blob.want() for every sidecar reference in a record's "series"
+/// and "resources.step_time_s" (the places a record may hold one).
+void want_record_references(const JsonView& record, SeriesBlob& blob);
+
+/// The folder a record's sidecar is looked up in: the folder of the JSON
+/// file itself, symbolic links resolved (a link latest.json -> runs/7/run.json
+/// finds runs/7/run.<hash>.series).
+std::string sidecar_dir_of(const std::string& json_path);
 
 /// The sidecar name of a record stored as `json_name` whose sidecar has
 /// XXH3-128 `hash_hex`: "<json_name without .json>.<first 16 hex>.series".

@@ -1,6 +1,7 @@
 #include "record/series_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -147,13 +148,33 @@ class BadSidecar : public ::testing::Test {
 
 TEST_F(BadSidecar, MissingFile) {
   fs::remove(sidecar);
-  expect_exit2(sidecar + ": cannot read the series sidecar: No such file or directory");
+  expect_exit2(path + ": series_data.file: expected a readable sidecar file beside the record; " + sidecar +
+               ": No such file or directory");
 }
 
 TEST_F(BadSidecar, TruncatedFile) {
   std::string bytes = read_file(sidecar);
   write_file_atomically(sidecar, bytes.substr(0, bytes.size() - 8));
   expect_exit2(sidecar + ": series sidecar of " + path + ": expected 240024 bytes (series_data.bytes), got 240016");
+}
+
+// A FIFO must not block the read (open is non-blocking, then refused).
+TEST_F(BadSidecar, FifoIsRefusedWithoutBlocking) {
+  fs::remove(sidecar);
+  ASSERT_EQ(::mkfifo(sidecar.c_str(), 0600), 0);
+  expect_exit2(path + ": series_data.file: expected a regular file; " + sidecar + " is not one");
+}
+
+// A file of the wrong size is refused before it is read.
+TEST_F(BadSidecar, OversizedFile) {
+  fs::resize_file(sidecar, uint64_t{3} << 30);  // sparse: no disk used
+  expect_exit2("expected 240024 bytes (series_data.bytes), got 3221225472");
+}
+
+TEST_F(BadSidecar, ControlCharactersInTheNameAreShownEscaped) {
+  doc["series_data"]["file"] = std::string("run.series\nx", 12) + std::string(1, '\0') + "y";
+  rewrite_json();
+  expect_exit2("series_data.file: expected a plain file name in the record's folder, got \"run.series\\nx\\u0000y\"");
 }
 
 TEST_F(BadSidecar, EditedFile) {
@@ -192,6 +213,15 @@ TEST_F(BadSidecar, ReferenceWithoutSeriesData) {
   doc.erase("series_data");
   rewrite_json();
   expect_exit2("series.grad_norm.values: expected an array of numbers (a sidecar reference");
+}
+
+TEST(SeriesFile, ARecordReachedThroughALinkFindsItsSidecar) {
+  std::string dir = fresh_dir("link");
+  fs::create_directories(dir + "/runs/7");
+  write_run_record(dir + "/runs/7/run.json", long_record());
+  fs::create_symlink("runs/7/run.json", dir + "/latest.json");
+  expect_identical(long_record(), read_run_record(dir + "/latest.json"));
+  expect_identical(long_record(), read_golden_or_record(dir + "/latest.json").record);
 }
 
 TEST_F(BadSidecar, GoldenWithASidecarIsRejected) {
