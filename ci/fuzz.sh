@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the record/golden parser and the comparator with libFuzzer for a
-# bounded time (default 60 s; FUZZ_SECONDS overrides). Zero crashes, leaks
+# bounded time (default 60 s; FUZZ_SECONDS overrides), then the series
+# sidecar reader for half that. Zero crashes, leaks
 # or sanitizer reports, or this fails. Builds without LibTorch, with clang,
 # AddressSanitizer and UndefinedBehaviorSanitizer, into build-fuzz/.
 set -euo pipefail
@@ -8,9 +9,15 @@ cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR="$PWD"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DLOCKSTEP_WITH_TORCH=OFF -DLOCKSTEP_BUILD_TESTS=OFF -DLOCKSTEP_BUILD_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j 2 --target record_fuzz
+cmake --build build-fuzz -j 2 --target record_fuzz sidecar_fuzz
 corpus=build-fuzz/corpus
 mkdir -p "$corpus"
 ./build-fuzz/tests/fuzz/record_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -max_len=16384 \
   -print_final_stats=1 "$corpus" tests/fuzz/corpus 2>&1 | grep -E "^(Done|stat::|==|SUMMARY|ERROR)" | head -n 20
-echo "fuzz: no crash in ${FUZZ_SECONDS:-60} s"
+# The series sidecar reader (tests/fuzz/sidecar_fuzz.cpp): file I/O per
+# input, so fewer runs; half the time.
+sidecar_corpus=build-fuzz/sidecar-corpus
+mkdir -p "$sidecar_corpus"
+./build-fuzz/tests/fuzz/sidecar_fuzz -max_total_time="$(( (${FUZZ_SECONDS:-60} + 1) / 2 ))" -max_len=4096 \
+  -print_final_stats=1 "$sidecar_corpus" 2>&1 | grep -E "^(Done|stat::|==|SUMMARY|ERROR)" | head -n 20
+echo "fuzz: no crash in ${FUZZ_SECONDS:-60} s (records) + $(( (${FUZZ_SECONDS:-60} + 1) / 2 )) s (sidecars)"
