@@ -5,24 +5,29 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 
+#include "core/hash.h"
 #include "data/loader.h"
+#include "data/tensor_stats.h"
 
 namespace lockstep {
 namespace {
 
-TEST(Probe, ExactStatisticsOfASmallBuffer) {
-  std::vector<float> v = {1, 2, 3, 4, std::nanf(""), INFINITY, -INFINITY, 6};
-  TensorStats s = probe_floats(v.data(), v.size());
-  EXPECT_EQ(s.nan_count, 1u);
-  EXPECT_EQ(s.inf_count, 2u);
-  EXPECT_EQ(s.sum, 16.0);
-  EXPECT_EQ(s.mean, 3.2);
-  EXPECT_EQ(s.min, 1.0);
-  EXPECT_EQ(s.max, 6.0);
-  // population std of {1,2,3,4,6}: sqrt(14.8 / 5)
-  EXPECT_DOUBLE_EQ(s.std, std::sqrt(14.8 / 5));
-  EXPECT_EQ(s.xxh3_128.size(), 32u);
+// A probe is the statistics of data/tensor_stats.h (tested there against
+// their definition), the XXH3-128 of the bytes, and shape and dtype.
+TEST(Probe, IsTheStatisticsAndTheHashOfTheBytes) {
+  std::vector<float> v = {1, 2, 3, 4, std::nanf(""), INFINITY, -INFINITY, 6, 0.5f};
+  TensorStats p = probe_floats(v.data(), v.size());
+  TensorStats s;
+  accumulate_stats(v.data(), v.size(), s);
+  EXPECT_EQ(p.xxh3_128, xxh3_128_hex(v.data(), v.size() * sizeof(float)));
+  EXPECT_EQ(p.shape, (std::vector<int64_t>{9}));
+  EXPECT_EQ(p.dtype, "float32");
+  EXPECT_EQ(p.sum, 16.5);
+  EXPECT_EQ(p.nan_count, 1u);
+  EXPECT_EQ(p.inf_count, 2u);
+  EXPECT_EQ(std::make_tuple(p.sum, p.mean, p.std, p.min, p.max), std::make_tuple(s.sum, s.mean, s.std, s.min, s.max));
 }
 
 TEST(Probe, TensorAndRawBufferAgree) {

@@ -84,6 +84,12 @@ std::vector<StatsKernel> kernels_here() {
   return k;
 }
 
+TensorStats stats_of(const std::vector<float>& v, StatsKernel k = StatsKernel::kAuto) {
+  TensorStats s;
+  accumulate_stats(v.data(), v.size(), s, nullptr, k);
+  return s;
+}
+
 std::string name(StatsKernel k, size_t n) {
   const char* names[] = {"auto", "portable", "avx2"};
   return std::string(names[static_cast<int>(k)]) + " n=" + std::to_string(n);
@@ -92,8 +98,7 @@ std::string name(StatsKernel k, size_t n) {
 TEST(TensorStats, ExactStatisticsOfASmallBuffer) {
   std::vector<float> v = {1, 2, 3, 4, std::nanf(""), INFINITY, -INFINITY, 6};
   for (StatsKernel k : kernels_here()) {
-    TensorStats s;
-    accumulate_stats(v.data(), v.size(), s, nullptr, k);
+    TensorStats s = stats_of(v, k);
     EXPECT_EQ(s.nan_count, 1u);
     EXPECT_EQ(s.inf_count, 2u);
     EXPECT_EQ(s.sum, 16.0);
@@ -110,11 +115,7 @@ TEST(TensorStats, EveryKernelGivesTheDefinitionsBits) {
   for (size_t n : {0u, 1u, 7u, 8u, 9u, 255u, 256u, 257u, 1003u, 4101u}) {
     std::vector<float> v = mixed_floats(n, n);
     TensorStats want = definition(v);
-    for (StatsKernel k : kernels_here()) {
-      TensorStats got;
-      accumulate_stats(v.data(), n, got, nullptr, k);
-      expect_same_bits(got, want, name(k, n));
-    }
+    for (StatsKernel k : kernels_here()) expect_same_bits(stats_of(v, k), want, name(k, n));
   }
 }
 
@@ -135,19 +136,14 @@ TEST(TensorStats, NonFiniteValuesAnywhereGiveTheDefinitionsBits) {
     std::vector<float> v = mixed_floats(1003, 7);
     for (auto [at, x] : c.put) v[at] = x;
     TensorStats want = definition(v);
-    for (StatsKernel k : kernels_here()) {
-      TensorStats got;
-      accumulate_stats(v.data(), v.size(), got, nullptr, k);
-      expect_same_bits(got, want, name(k, v.size()) + " " + c.what);
-    }
+    for (StatsKernel k : kernels_here()) expect_same_bits(stats_of(v, k), want, name(k, v.size()) + " " + c.what);
   }
 }
 
 TEST(TensorStats, NothingFiniteGivesZerosAndCounts) {
   std::vector<float> v(20, std::nanf(""));
   v[3] = -INFINITY;
-  TensorStats s;
-  accumulate_stats(v.data(), v.size(), s);
+  TensorStats s = stats_of(v);
   EXPECT_EQ(s.nan_count, 19u);
   EXPECT_EQ(s.inf_count, 1u);
   EXPECT_EQ(s.sum, 0.0);
@@ -165,8 +161,7 @@ TEST(TensorStats, SignedZerosFollowTheDefinition) {
     v[0] = first;
     v[8] = -first;
     for (StatsKernel k : kernels_here()) {
-      TensorStats got;
-      accumulate_stats(v.data(), v.size(), got, nullptr, k);
+      TensorStats got = stats_of(v, k);
       EXPECT_EQ(std::signbit(got.min), std::signbit(first)) << name(k, 16);
       expect_same_bits(got, definition(v), name(k, 16));
     }
