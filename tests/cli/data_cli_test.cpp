@@ -64,14 +64,18 @@ TEST(DataCli, WorkerSeededAugmentationIsCaughtAtTheFirstDifferingBatch) {
   EXPECT_NE(cmp.output.find("first divergence: data batch 0: probes."), std::string::npos) << cmp.output;
 }
 
-TEST(DataCli, NearestInsteadOfLinearResizeFailsAtBatch0WithTheStdMoving) {
-  auto plain = [](const std::string& interpolation) {
-    return [interpolation](nlohmann::json& c) {
-      c["data"]["image"]["interpolation"] = interpolation;
-      c["data"].erase("augment");
-    };
+// Sets data.image.<key> and drops augmentation, so the two variants differ
+// only in that key.
+Edit image_option(const std::string& key, const std::string& value) {
+  return [key, value](nlohmann::json& c) {
+    c["data"]["image"][key] = value;
+    c["data"].erase("augment");
   };
-  Result cmp = probe_and_compare("resize", kPhotos, plain("linear"), plain("nearest")).compare;
+}
+
+TEST(DataCli, NearestInsteadOfLinearResizeFailsAtBatch0WithTheStdMoving) {
+  Result cmp = probe_and_compare("resize", kPhotos, image_option("interpolation", "linear"),
+                                 image_option("interpolation", "nearest")).compare;
   EXPECT_EQ(cmp.code, 1) << cmp.output;
   EXPECT_NE(cmp.output.find("first divergence: data batch 0: "), std::string::npos) << cmp.output;
   EXPECT_NE(cmp.output.find("probes.inputs.std"), std::string::npos) << cmp.output;
@@ -79,13 +83,7 @@ TEST(DataCli, NearestInsteadOfLinearResizeFailsAtBatch0WithTheStdMoving) {
 }
 
 TEST(DataCli, DivideVersusMultiplyBy255IsABitLevelOnlyChange) {
-  auto conv = [](const std::string& how) {
-    return [how](nlohmann::json& c) {
-      c["data"]["image"]["to_float"] = how;
-      c["data"].erase("augment");
-    };
-  };
-  Variants v = probe_and_compare("tofloat", kPhotos, conv("div"), conv("mul"));
+  Variants v = probe_and_compare("tofloat", kPhotos, image_option("to_float", "div"), image_option("to_float", "mul"));
   nlohmann::json a = parse_json_file((v.reference / "p.json").string());
   nlohmann::json b = parse_json_file((v.changed / "p.json").string());
   EXPECT_NE(a["probes"][0]["inputs"]["xxh3_128"], b["probes"][0]["inputs"]["xxh3_128"]);
