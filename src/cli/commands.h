@@ -98,6 +98,7 @@ bool running_in_ci();
 /// `lockstep env [--json] [--diff RECORD]`.
 struct EnvOptions {
   bool json = false;
+  std::string device = "cpu";  ///< whose platform key and relevance: "cpu" or "cuda"
   std::string diff_record;
 };
 int env_command(const EnvOptions& options);

@@ -122,7 +122,11 @@ int main(int argc, char** argv) {
   EnvOptions env_opts;
   auto* env = app.add_subcommand("env", "Print the environment fingerprint, or diff it against a record");
   env->add_flag("--json", env_opts.json, "Print JSON");
-  env->add_option("--diff", env_opts.diff_record, "Run record or golden to diff against");
+  env->add_option("--device", env_opts.device,
+                  "Fingerprint for runs on this device: its platform key (cuda-sm90, ...), CUDA fields "
+                  "tagged relevant; with cuda, exit 3 and the reason when CUDA is not usable")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  env->add_option("--diff", env_opts.diff_record, "Run record or golden to diff against (its device is used)");
 
   try {
     app.parse(argc, argv);

@@ -128,10 +128,10 @@ int run_smoke(const RunOptions& o, bool train) {
                    " (goldens are written only by `lockstep bless`)");
   auto [seed, overridden] = base_seed(cfg);
   preflight_driver(cfg);
-  if (cfg.device == "cuda" && !torch::cuda::is_available())
-    throw EnvironmentError(cfg.file + ": device is \"cuda\" but no usable CUDA device is visible "
-                           "(CPU-only LibTorch, no driver, or CUDA_VISIBLE_DEVICES hides it); "
-                           "lockstep never falls back to the CPU");
+  if (cfg.device == "cuda")
+    if (std::string why = cuda_unusable_reason(); !why.empty())
+      throw EnvironmentError(cfg.file + ": device is \"cuda\" but CUDA is not usable: " + why +
+                             " (lockstep never falls back to the CPU)");
 
   DeterminismSettings settings{cfg.mode,
                                o.overrides.intra_op_threads > 0 ? o.overrides.intra_op_threads
@@ -279,17 +279,23 @@ int env_command(const EnvOptions& o) {
   } else {
     contract = read_determinism_state();
   }
-  std::string device = o.diff_record.empty() ? "cpu" : other.record.device;
+  std::string device = o.diff_record.empty() ? o.device : other.record.device;
   Fingerprint fp = capture_fingerprint({device, contract, fs::current_path().string()});
   std::string platform = platform_key(fp);
+  // `--device cuda` where CUDA is unusable still prints what was found, and
+  // says why, with the preflight's exit code.
+  std::string unusable = device == "cuda" ? cuda_unusable_reason() : "";
 
   if (o.diff_record.empty()) {
     if (o.json) {
-      std::cout << pretty_dump({{"platform", platform}, {"fingerprint", to_json(fp)}});
+      nlohmann::json out = {{"platform", platform}, {"fingerprint", to_json(fp)}};
+      if (!unusable.empty()) out["cuda_unusable"] = unusable;
+      std::cout << pretty_dump(out);
     } else {
       std::cout << "platform: " << platform << "\n";
       print_fingerprint(fp);
     }
+    if (!unusable.empty()) throw EnvironmentError("env --device cuda: CUDA is not usable: " + unusable);
     return 0;
   }
   // data.file_xxh3 and model.file_xxh3 belong to a smoke run, not to the machine.

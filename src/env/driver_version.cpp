@@ -7,10 +7,10 @@
 
 namespace lockstep {
 
-std::string nvidia_driver_version(std::string* why) {
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+std::string nvidia_driver_version(std::string* why, const std::string& library) {
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    if (why) *why = "libnvidia-ml.so.1 not found (no NVIDIA driver)";
+    if (why) *why = library + " not found (no NVIDIA driver)";
     return "";
   }
   using InitFn = int (*)();
@@ -19,7 +19,7 @@ std::string nvidia_driver_version(std::string* why) {
   auto version = reinterpret_cast<VersionFn>(dlsym(lib, "nvmlSystemGetDriverVersion"));
   auto shutdown = reinterpret_cast<InitFn>(dlsym(lib, "nvmlShutdown"));
   if (!init || !version) {
-    if (why) *why = "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlSystemGetDriverVersion";
+    if (why) *why = library + " lacks nvmlInit_v2/nvmlSystemGetDriverVersion";
     return "";
   }
   if (int rc = init(); rc != 0) {

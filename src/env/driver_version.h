@@ -13,7 +13,9 @@ namespace lockstep {
 
 /// The installed NVIDIA driver version via nvmlSystemGetDriverVersion, or
 /// "" when NVML cannot be loaded or answers with an error (`why` says which).
-std::string nvidia_driver_version(std::string* why = nullptr);
+/// `library` is a soname searched the usual way, or a path (tests).
+std::string nvidia_driver_version(std::string* why = nullptr,
+                                  const std::string& library = "libnvidia-ml.so.1");
 
 /// True when dotted numeric version `have` >= `need` ("550.54.15" >= "535.0").
 /// Missing components count as 0. Returns false for a malformed `have`.

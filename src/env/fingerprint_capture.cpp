@@ -20,8 +20,12 @@
 
 #include "core/hash.h"
 #include "data/image_folder.h"
+#include "env/cuda_driver.h"
+#include "env/cuda_libraries.h"
+#include "env/cuda_usability.h"
 #include "env/driver_version.h"
 #include "env/git_state.h"
+#include "env/torch_config_text.h"
 #include "torch_compat.h"
 
 namespace lockstep {
@@ -29,42 +33,6 @@ namespace lockstep {
 namespace {
 
 std::string absent(const std::string& why) { return "(absent: " + why + ")"; }
-
-// "key=value, key=value" pairs of show_config()'s "Build settings:" line.
-std::map<std::string, std::string> build_settings(const std::string& config) {
-  std::map<std::string, std::string> out;
-  auto p = config.find("Build settings:");
-  if (p == std::string::npos) return out;
-  std::string line = config.substr(p + 15, config.find('\n', p) - p - 15);
-  // Values may contain ", " (CXX_FLAGS does not, but be safe): split on ", KEY=".
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == ',')) ++i;
-    size_t eq = line.find('=', i);
-    if (eq == std::string::npos) break;
-    std::string key = line.substr(i, eq - i);
-    size_t next = line.find(", ", eq);
-    while (next != std::string::npos) {
-      size_t eq2 = line.find('=', next + 2);
-      size_t comma2 = line.find(", ", next + 2);
-      if (eq2 != std::string::npos && (comma2 == std::string::npos || eq2 < comma2) &&
-          line.substr(next + 2, eq2 - next - 2).find(' ') == std::string::npos)
-        break;
-      next = comma2;
-    }
-    out[key] = line.substr(eq + 1, (next == std::string::npos ? line.size() : next) - eq - 1);
-    i = next == std::string::npos ? line.size() : next + 2;
-  }
-  return out;
-}
-
-std::string after(const std::string& text, const std::string& label) {
-  auto p = text.find(label);
-  if (p == std::string::npos) return "";
-  p += label.size();
-  while (p < text.size() && text[p] == ' ') ++p;
-  return text.substr(p, text.find('\n', p) - p);
-}
 
 std::string cpuinfo_field(const std::string& name) {
   std::ifstream in("/proc/cpuinfo");
@@ -149,74 +117,6 @@ std::string numerics_libraries() {
   return out.empty() ? absent("none loaded") : out;
 }
 
-// CUDA driver facts through the driver API, loaded at run time.
-struct CudaDriverInfo {
-  std::string error;  // non-empty when the driver is unusable
-  int driver_version = 0;
-  int device_count = 0;
-  std::string name, compute_capability, uuid;
-  int sm_count = 0;
-  size_t memory = 0;
-};
-
-CudaDriverInfo query_cuda_driver() {
-  CudaDriverInfo info;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    info.error = "libcuda.so.1 not found (no NVIDIA driver)";
-    return info;
-  }
-  using InitFn = int (*)(unsigned);
-  using IntFn = int (*)(int*);
-  using GetFn = int (*)(int*, int);
-  using NameFn = int (*)(char*, int, int);
-  using AttrFn = int (*)(int*, int, int);
-  using MemFn = int (*)(size_t*, int);
-  using UuidFn = int (*)(unsigned char*, int);
-  auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
-  auto version = reinterpret_cast<IntFn>(dlsym(lib, "cuDriverGetVersion"));
-  auto count = reinterpret_cast<IntFn>(dlsym(lib, "cuDeviceGetCount"));
-  auto get = reinterpret_cast<GetFn>(dlsym(lib, "cuDeviceGet"));
-  auto name = reinterpret_cast<NameFn>(dlsym(lib, "cuDeviceGetName"));
-  auto attr = reinterpret_cast<AttrFn>(dlsym(lib, "cuDeviceGetAttribute"));
-  auto mem = reinterpret_cast<MemFn>(dlsym(lib, "cuDeviceTotalMem_v2"));
-  auto uuid = reinterpret_cast<UuidFn>(dlsym(lib, "cuDeviceGetUuid"));
-  if (!init || !version || !count || !get || !name || !attr) {
-    info.error = "libcuda.so.1 lacks the driver API symbols";
-    return info;
-  }
-  if (int rc = init(0); rc != 0) {
-    info.error = "cuInit failed with CUresult " + std::to_string(rc);
-    return info;
-  }
-  version(&info.driver_version);
-  count(&info.device_count);
-  if (info.device_count == 0) {
-    info.error = "no CUDA device visible";
-    return info;
-  }
-  int dev = 0;
-  get(&dev, 0);
-  char buf[256] = {0};
-  name(buf, sizeof buf - 1, dev);
-  info.name = buf;
-  int major = 0, minor = 0;
-  attr(&major, 75, dev);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-  attr(&minor, 76, dev);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
-  attr(&info.sm_count, 16, dev);  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-  info.compute_capability = std::to_string(major) + "." + std::to_string(minor);
-  if (mem) mem(&info.memory, dev);
-  if (uuid) {
-    unsigned char u[16] = {0};
-    if (uuid(u, dev) == 0) {
-      char hex[40];
-      for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", u[i]);
-      info.uuid = std::string("GPU-") + hex;
-    }
-  }
-  return info;
-}
-
 }  // namespace
 
 const std::map<std::string, bool>& numerics_env_vars() {
@@ -251,8 +151,9 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   put("torch.library_xxh3", opt.hash_libraries && !torch_cpu.empty() ? hash_file(torch_cpu)
                                                                     : absent("not hashed"),
       true);
-  std::string config = at::show_config();
-  auto settings = build_settings(config);
+  // On CUDA builds this also loads cuDNN (showConfig calls cudnnGetVersion).
+  TorchConfigText config = parse_torch_config(at::show_config());
+  const auto& settings = config.build_settings;
   for (const char* key : {"BLAS_INFO", "LAPACK_INFO", "USE_CUDA", "USE_CUDNN", "USE_MKLDNN",
                           "USE_OPENMP", "USE_NCCL", "CXX_COMPILER", "BUILD_TYPE"}) {
     auto it = settings.find(key);
@@ -266,8 +167,8 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   put("torch.has_mkl", at::hasMKL() ? "true" : "false", true);
 
   // CPU.
-  std::string capability = after(config, "CPU capability usage:");
-  put("cpu.capability", capability.empty() ? absent("not in show_config()") : capability, true);
+  put("cpu.capability", config.cpu_capability.empty() ? absent("not in show_config()") : config.cpu_capability,
+      true);
   utsname u{};
   uname(&u);
   put("cpu.arch", u.machine, true);
@@ -306,7 +207,8 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
     put("env." + name, v ? v : "(unset)", relevant);
   }
 
-  // CUDA (relevant only for CUDA runs).
+  // CUDA (relevant only for CUDA runs): the driver through its own API, the
+  // runtime libraries as loaded (the versions that run, not those compiled against).
   put("cuda.torch_devices", std::to_string(compat::cuda_device_count()), on_cuda);
   CudaDriverInfo drv = query_cuda_driver();
   std::string nvml_why;
@@ -316,28 +218,26 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
     for (const char* k : {"cuda.driver_api_version", "cuda.gpu_name", "cuda.compute_capability",
                           "cuda.sm_count", "cuda.memory_bytes", "cuda.gpu_uuid"})
       put(k, absent(drv.error), on_cuda);
+    if (drv.driver_api_version > 0)  // cuDriverGetVersion answers even when cuInit fails
+      put("cuda.driver_api_version", cuda_version_string(drv.driver_api_version), on_cuda);
   } else {
-    put("cuda.driver_api_version", std::to_string(drv.driver_version), on_cuda);
+    put("cuda.driver_api_version", cuda_version_string(drv.driver_api_version), on_cuda);
     put("cuda.gpu_name", drv.name, on_cuda);
     put("cuda.compute_capability", drv.compute_capability, on_cuda);
     put("cuda.sm_count", std::to_string(drv.sm_count), on_cuda);
-    put("cuda.memory_bytes", std::to_string(drv.memory), false);
+    put("cuda.memory_bytes", std::to_string(drv.memory_bytes), false);
     put("cuda.gpu_uuid", drv.uuid.empty() ? absent("cuDeviceGetUuid failed") : drv.uuid, false);
   }
-  std::string cuda_runtime = after(config, "CUDA Runtime");
-  put("cuda.runtime", cuda_runtime.empty() ? absent("CPU-only LibTorch") : cuda_runtime, on_cuda);
-  std::string cudnn = after(config, "CuDNN");
-  put("cuda.cudnn", cudnn.empty() ? absent("CPU-only LibTorch") : cudnn, on_cuda);
-
-  // NCCL: only if LibTorch's CUDA backend already loaded it (RTLD_NOLOAD).
-  if (void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD)) {
-    using NcclVersionFn = int (*)(int*);
-    auto get = reinterpret_cast<NcclVersionFn>(dlsym(nccl, "ncclGetVersion"));
-    int v = 0;
-    put("cuda.nccl", get && get(&v) == 0 ? std::to_string(v) : absent("ncclGetVersion failed"), on_cuda);
-  } else {
-    put("cuda.nccl", absent("libnccl.so.2 not loaded in this process"), on_cuda);
-  }
+  bool torch_cuda = build_setting_is_on(settings.count("USE_CUDA") ? settings.at("USE_CUDA") : "");
+  std::string no_cuda_why = torch_cuda ? "not in show_config()" : "CPU-only LibTorch";
+  put("cuda.runtime", config.cuda_runtime.empty() ? absent(no_cuda_why) : config.cuda_runtime, on_cuda);
+  std::string cudnn_why;
+  std::string cudnn = loaded_cudnn_version(&cudnn_why);
+  if (cudnn.empty() && !config.cudnn.empty()) cudnn = config.cudnn + " (from show_config(); " + cudnn_why + ")";
+  put("cuda.cudnn", cudnn.empty() ? absent(torch_cuda ? cudnn_why : no_cuda_why) : cudnn, on_cuda);
+  std::string nccl_why;
+  std::string nccl = loaded_nccl_version(&nccl_why);
+  put("cuda.nccl", nccl.empty() ? absent(nccl_why) : nccl, on_cuda);
 
   // Git.
   GitState git = read_git_state(opt.repo_path);
@@ -351,6 +251,23 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
     for (const char* k : {"git.commit", "git.branch", "git.dirty"}) put(k, absent(git.error), false);
   }
   return fp;
+}
+
+std::string cuda_unusable_reason() {
+  CudaUsabilityFacts f;
+  f.torch_version = TORCH_VERSION;
+  TorchConfigText config = parse_torch_config(at::show_config());
+  auto use_cuda = config.build_settings.find("USE_CUDA");
+  f.torch_built_with_cuda = use_cuda != config.build_settings.end() && build_setting_is_on(use_cuda->second);
+  f.torch_cuda_loaded = !loaded_library_path("libtorch_cuda").empty();
+  f.torch_device_count = compat::cuda_device_count();
+  f.torch_cuda_runtime = config.cuda_runtime;
+  f.driver = query_cuda_driver();
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    f.visible_devices_set = true;
+    f.visible_devices = v;
+  }
+  return explain_cuda_unusable(f);
 }
 
 }  // namespace lockstep

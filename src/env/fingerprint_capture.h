@@ -7,8 +7,9 @@
 // capability, thread counts, determinism flags), dladdr/dl_iterate_phdr for
 // the resolved library files (hashed: Debian's 1.13.1 calls itself 1.13.0),
 // /proc/cpuinfo, uname, glibc, the compiler macros, numerics environment
-// variables, libgit2, and the CUDA driver API loaded with dlopen at run
-// time so one source builds on CPU-only and CUDA LibTorch.
+// variables, libgit2, and the NVIDIA libraries through dlopen (driver API,
+// NVML, and the cuDNN/NCCL that LibTorch loaded) so one source builds on
+// CPU-only and CUDA LibTorch.
 #pragma once
 
 #include <map>
@@ -29,6 +30,11 @@ struct CaptureOptions {
 /// The fingerprint of this process. Fields that cannot be read have the
 /// value "(absent: <why>)". Never throws for a missing fact.
 Fingerprint capture_fingerprint(const CaptureOptions& options);
+
+/// Why `device: "cuda"` cannot run in this process, or "" when it can:
+/// LibTorch's view (CPU-only build, libtorch_cuda.so not loaded, device
+/// count) joined with the driver's (see env/cuda_usability.h).
+std::string cuda_unusable_reason();
 
 /// The environment variables recorded because they change numerics or
 /// thread placement (CUBLAS_WORKSPACE_CONFIG, NVIDIA_TF32_OVERRIDE, ...).

@@ -10,6 +10,7 @@
 #include "core/hash.h"
 #include "data/probe.h"
 #include "determinism/seed_streams.h"
+#include "env/fingerprint_capture.h"
 #include "torch_compat.h"
 #include "train/checkpoint.h"
 
@@ -126,10 +127,9 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   torch::Device device(torch::kCPU);
   bool cuda = spec.device == "cuda";
   if (cuda) {
-    if (!torch::cuda::is_available())
-      throw EnvironmentError("device: cuda was asked for, but no usable CUDA device is visible "
-                             "(CPU-only LibTorch, no driver, or CUDA_VISIBLE_DEVICES empty); "
-                             "lockstep never falls back to the CPU");
+    if (std::string why = cuda_unusable_reason(); !why.empty())
+      throw EnvironmentError("device: cuda was asked for, but CUDA is not usable: " + why +
+                             " (lockstep never falls back to the CPU)");
     device = torch::Device(torch::kCUDA, 0);
   }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "cli/cli_helpers.h"
 #include "core/atomic_file.h"
@@ -310,7 +311,101 @@ TEST(CliErrors, CudaOnACpuBuildIsExit3) {
   fs::path p = scratch("cuda", [](nlohmann::json& c) { c["device"] = "cuda"; });
   Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
   EXPECT_EQ(r.code, 3) << r.output;
-  EXPECT_NE(r.output.find("no usable CUDA device"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("device is \"cuda\" but CUDA is not usable: this lockstep is linked against a "
+                          "CPU-only LibTorch"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("no NVIDIA driver is usable either: libcuda.so.1 not found (no NVIDIA driver) "
+                          "(lockstep never falls back to the CPU)"),
+            std::string::npos)
+      << r.output;
+}
+
+// The fake NVIDIA libraries (tests/env/fake_nvidia): one H200, driver
+// 580.95.05, cuDNN 9.8.0 and NCCL 2.27.3 loaded as LibTorch would load them.
+const std::string kFakeNvidia = LOCKSTEP_FAKE_NVIDIA_DIR;
+const std::string kWithFakeDriver = "LD_LIBRARY_PATH=" + kFakeNvidia;
+const std::string kWithFakeStack =
+    kWithFakeDriver + " LD_PRELOAD=" + kFakeNvidia + "/libcudnn.so.9:" + kFakeNvidia + "/libnccl.so.2";
+
+// With a driver present the reason still leads with the CPU-only LibTorch,
+// and says what the driver sees.
+TEST(CliCuda, CpuOnlyLibTorchWithADriverSaysBoth) {
+  fs::path p = scratch("cuda-fake", [](nlohmann::json& c) { c["device"] = "cuda"; });
+  Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string(), kWithFakeDriver);
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("CPU-only LibTorch"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the driver itself sees 1 device, device 0 is NVIDIA H200 (compute capability 9.0)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(CliCuda, MinDriverAgainstTheInstalledDriver) {
+  fs::path p = scratch("min-driver", [](nlohmann::json& c) {
+    c["device"] = "cuda";
+    c["min_driver"] = "590";
+  });
+  Result old_driver = lockstep("run " + (p / "smoke/digits-cnn.json").string(), kWithFakeDriver);
+  EXPECT_EQ(old_driver.code, 3) << old_driver.output;
+  EXPECT_NE(old_driver.output.find("the NVIDIA driver is 580.95.05, older than min_driver 590"), std::string::npos)
+      << old_driver.output;
+  // A new enough driver passes that check and stops at the next one.
+  Result new_driver = lockstep("run " + (p / "smoke/digits-cnn.json").string(),
+                               kWithFakeDriver + " FAKE_NVML_DRIVER=595.10.01");
+  EXPECT_EQ(new_driver.code, 3) << new_driver.output;
+  EXPECT_EQ(new_driver.output.find("min_driver"), std::string::npos) << new_driver.output;
+  EXPECT_NE(new_driver.output.find("CPU-only LibTorch"), std::string::npos) << new_driver.output;
+}
+
+// Issue 4's CUDA fields, read through the driver API, NVML and the loaded
+// cuDNN/NCCL, with the platform key they give.
+TEST(CliCuda, EnvDeviceCudaShowsEveryCudaField) {
+  fs::path err = fs::temp_directory_path() / ("lockstep-env-cuda-" + std::to_string(::getpid()) + ".err");
+  Result r = shell("(env -u CI " + kWithFakeStack + " " + LOCKSTEP_BINARY + " env --device cuda --json 2>" +
+                   err.string() + ")");
+  EXPECT_EQ(r.code, 3) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["platform"], "cuda-sm90");
+  const auto& fp = j["fingerprint"];
+  std::map<std::string, std::string> expected = {
+      {"device", "cuda"},
+      {"nvidia.driver_version", "580.95.05"},
+      {"cuda.driver_api_version", "13.0"},
+      {"cuda.gpu_name", "NVIDIA H200"},
+      {"cuda.compute_capability", "9.0"},
+      {"cuda.sm_count", "132"},
+      {"cuda.memory_bytes", "150754820096"},
+      {"cuda.gpu_uuid", "GPU-8f2a610c-4d3e-1b77-9012-a55ec308f164"},
+      {"cuda.cudnn", "9.8.0"},
+      {"cuda.nccl", "2.27.3"},
+      {"cuda.runtime", "(absent: CPU-only LibTorch)"},
+      {"cuda.torch_devices", "0"}};
+  for (const auto& [field, value] : expected) EXPECT_EQ(fp[field]["value"], value) << field;
+  for (const char* relevant : {"nvidia.driver_version", "cuda.driver_api_version", "cuda.gpu_name",
+                               "cuda.compute_capability", "cuda.sm_count", "cuda.cudnn", "cuda.nccl"})
+    EXPECT_TRUE(fp[relevant]["relevant"].get<bool>()) << relevant;
+  EXPECT_FALSE(fp["cuda.gpu_uuid"]["relevant"].get<bool>());  // one GPU of a fleet is not a different stack
+  EXPECT_EQ(j["cuda_unusable"].get<std::string>().rfind("this lockstep is linked against a CPU-only LibTorch", 0), 0u);
+  std::ifstream in(err);
+  std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(message.find("env --device cuda: CUDA is not usable: this lockstep is linked against a CPU-only"),
+            std::string::npos)
+      << message;
+  fs::remove(err);
+  // The CPU view of the same machine: CUDA facts recorded, not relevant.
+  Result cpu = shell("(env -u CI " + kWithFakeStack + " " + LOCKSTEP_BINARY + " env --json 2>/dev/null)");
+  EXPECT_EQ(cpu.code, 0) << cpu.output;
+  auto c = nlohmann::json::parse(cpu.output);
+  EXPECT_EQ(c["platform"].get<std::string>().rfind("cpu-", 0), 0u);
+  EXPECT_EQ(c["fingerprint"]["cuda.gpu_name"]["value"], "NVIDIA H200");
+  EXPECT_FALSE(c["fingerprint"]["cuda.gpu_name"]["relevant"].get<bool>());
+}
+
+TEST(CliCuda, StubDriverLibraryIsNamed) {
+  Result r = lockstep("env --device cuda", kWithFakeDriver + " FAKE_CUDA_INIT_RESULT=34");
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("cuda.gpu_name"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cuInit failed: CUDA_ERROR_STUB_LIBRARY (34)"), std::string::npos) << r.output;
 }
 
 TEST(CliErrors, InvalidCublasWorkspaceConfigInStrictModeIsExit3) {

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "determinism/contract.h"
-#include "env/driver_version.h"
 #include "record/platform_key.h"
 
 namespace lockstep {
@@ -60,20 +59,6 @@ TEST(PlatformKey, FromFingerprint) {
   EXPECT_EQ(platform_key(gpu), "cuda-sm90");
   EXPECT_EQ(platform_family("cpu-x86_64-avx512"), "cpu-x86_64");
   EXPECT_EQ(platform_family("cuda-sm90"), "cuda-sm90");
-}
-
-TEST(DriverVersion, DottedComparison) {
-  EXPECT_TRUE(version_at_least("550.54.15", "535"));
-  EXPECT_TRUE(version_at_least("535.104.05", "535.104"));
-  EXPECT_FALSE(version_at_least("535.86.10", "535.104"));
-  EXPECT_TRUE(version_at_least("535", "535.0.0"));
-  EXPECT_FALSE(version_at_least("", "1"));
-  EXPECT_FALSE(version_at_least("abc", "1"));
-}
-
-TEST(DriverVersion, AbsentDriverSaysWhy) {
-  std::string why;
-  if (nvidia_driver_version(&why).empty()) EXPECT_FALSE(why.empty());
 }
 
 }  // namespace
