@@ -6,21 +6,31 @@
 //
 //   compat::set_deterministic_algorithms(true);   // 2-argument form on every version
 //   compat::fill_uninitialized_memory(true);      // 2.2+ only; returns false before
+//   compat::zero_grad(optimizer);                 // zero-filled gradients on every version
 #pragma once
 
 #include <ATen/Context.h>
 #include <torch/cuda.h>
+#include <torch/optim/optimizer.h>
 #include <torch/version.h>
 
+#include <sstream>
 #include <string>
+#include <type_traits>
 
-// The CUDA caching allocator's header needs the CUDA runtime headers: Debian's
-// CPU LibTorch ships the c10/cuda headers without them, so test for both.
-#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
+// The CUDA caching allocator's header needs the CUDA runtime headers and the
+// header a CUDA build of LibTorch generates (cuda_cmake_macros.h): Debian's
+// CPU LibTorch ships c10/cuda headers without the latter, and a CUDA toolkit
+// may sit on the include path beside it, so test for all three.
+#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>) && \
+    __has_include(<c10/cuda/impl/cuda_cmake_macros.h>)
 #include <c10/cuda/CUDACachingAllocator.h>
 #define LOCKSTEP_HAVE_CUDA_ALLOCATOR 1
 #else
 #define LOCKSTEP_HAVE_CUDA_ALLOCATOR 0
+#endif
+#if defined(LOCKSTEP_TORCH_HAS_CUDA) && !LOCKSTEP_HAVE_CUDA_ALLOCATOR
+#error "CUDA LibTorch without c10/cuda/CUDACachingAllocator.h, cuda_runtime_api.h or c10/cuda/impl/cuda_cmake_macros.h on the include path: peak GPU memory could not be read"
 #endif
 
 /// True when the LibTorch being compiled against is at least major.minor.
@@ -95,6 +105,36 @@ inline int64_t cuda_peak_allocated_bytes() {
 #else
   return -1;
 #endif
+}
+
+/// Optimizer::zero_grad keeping the gradients as zero-filled tensors. 2.0
+/// made `set_to_none = true` the default (PR #92989); 1.13 has no argument
+/// and zero-fills. Zero-filled on every version, so a parameter without a
+/// gradient in a step is still updated (momentum, weight decay) and -0.0
+/// gradients accumulate to +0.0, as in the 1.13 goldens.
+inline void zero_grad(torch::optim::Optimizer& optimizer) {
+#if LOCKSTEP_TORCH_AT_LEAST(2, 0)
+  optimizer.zero_grad(/*set_to_none=*/false);
+#else
+  optimizer.zero_grad();
+#endif
+}
+
+/// Iterator to `param`'s entry in `optimizer.state()`, or state().end().
+/// The map is keyed by the TensorImpl* printed as a string up to 2.1
+/// (c10::guts::to_string) and by the raw pointer from 2.2 (PR #108748,
+/// which also removed c10::guts::to_string). The key type is read from the
+/// map itself, so no release boundary has to be guessed.
+template <class Optimizer>
+auto find_param_state(Optimizer& optimizer, const at::Tensor& param) {
+  using Key = typename std::decay_t<decltype(optimizer.state())>::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream key;
+    key << static_cast<const void*>(param.unsafeGetTensorImpl());
+    return optimizer.state().find(key.str());
+  } else {
+    return optimizer.state().find(static_cast<Key>(param.unsafeGetTensorImpl()));
+  }
 }
 
 }  // namespace lockstep::compat

@@ -23,6 +23,7 @@
 #include "data/synthetic_source.h"
 #include "determinism/contract.h"
 #include "determinism/seed_streams.h"
+#include "env/cuda_preflight.h"
 #include "env/driver_version.h"
 #include "env/fingerprint_capture.h"
 #include "record/golden.h"

@@ -253,21 +253,4 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   return fp;
 }
 
-std::string cuda_unusable_reason() {
-  CudaUsabilityFacts f;
-  f.torch_version = TORCH_VERSION;
-  TorchConfigText config = parse_torch_config(at::show_config());
-  auto use_cuda = config.build_settings.find("USE_CUDA");
-  f.torch_built_with_cuda = use_cuda != config.build_settings.end() && build_setting_is_on(use_cuda->second);
-  f.torch_cuda_loaded = !loaded_library_path("libtorch_cuda").empty();
-  f.torch_device_count = compat::cuda_device_count();
-  f.torch_cuda_runtime = config.cuda_runtime;
-  f.driver = query_cuda_driver();
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    f.visible_devices_set = true;
-    f.visible_devices = v;
-  }
-  return explain_cuda_unusable(f);
-}
-
 }  // namespace lockstep

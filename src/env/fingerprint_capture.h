@@ -31,11 +31,6 @@ struct CaptureOptions {
 /// value "(absent: <why>)". Never throws for a missing fact.
 Fingerprint capture_fingerprint(const CaptureOptions& options);
 
-/// Why `device: "cuda"` cannot run in this process, or "" when it can:
-/// LibTorch's view (CPU-only build, libtorch_cuda.so not loaded, device
-/// count) joined with the driver's (see env/cuda_usability.h).
-std::string cuda_unusable_reason();
-
 /// The environment variables recorded because they change numerics or
 /// thread placement (CUBLAS_WORKSPACE_CONFIG, NVIDIA_TF32_OVERRIDE, ...).
 const std::map<std::string, bool>& numerics_env_vars();

@@ -10,7 +10,7 @@
 #include "core/hash.h"
 #include "data/probe.h"
 #include "determinism/seed_streams.h"
-#include "env/fingerprint_capture.h"
+#include "env/cuda_preflight.h"
 #include "torch_compat.h"
 #include "train/checkpoint.h"
 
@@ -68,7 +68,7 @@ void set_lr(torch::optim::Optimizer& opt, const std::string& name, double lr) {
 NamedTensors optimizer_state(torch::optim::Optimizer& opt, const NamedTensors& params) {
   NamedTensors out;
   for (const auto& [name, p] : params) {
-    auto it = opt.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    auto it = compat::find_param_state(opt, p);
     if (it == opt.state().end()) continue;
     auto add = [&](const char* what, const torch::Tensor& t) {
       if (t.defined()) out.emplace_back(*what ? name + "." + what : name, t);
@@ -190,7 +190,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
       double lr = spec.optimizer.schedule.at(step);
       set_lr(*optimizer, spec.optimizer.name, lr);
       torch::Tensor x = batch.inputs.to(device), y = batch.labels.to(device);
-      optimizer->zero_grad();
+      compat::zero_grad(*optimizer);
       torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
       if (inject) loss = loss * inject->factor();
       loss.backward();

@@ -66,6 +66,15 @@ TEST_F(CudaDriver, MissingLibraryOrSymbols) {
   EXPECT_EQ(query_cuda_driver(nvml).error, nvml + " lacks the driver API symbols (cuInit, cuDeviceGet, ...)");
 }
 
+// The toolkit's own stub library (CUDA_HOME, default /usr/local/cuda), when
+// this machine has one: what a container without the NVIDIA runtime sees.
+TEST(RealCudaToolkit, StubLibraryIsRecognised) {
+  const char* home = std::getenv("CUDA_HOME");
+  std::string stub = std::string(home && *home ? home : "/usr/local/cuda") + "/lib64/stubs/libcuda.so";
+  if (!std::filesystem::exists(stub)) GTEST_SKIP() << "no " << stub;
+  EXPECT_EQ(query_cuda_driver(stub).error.rfind("cuInit failed: CUDA_ERROR_STUB_LIBRARY (34); ", 0), 0u);
+}
+
 TEST(CuResultName, KnownAndUnknownCodes) {
   EXPECT_EQ(cu_result_name(100), "CUDA_ERROR_NO_DEVICE (100)");
   EXPECT_EQ(cu_result_name(34), "CUDA_ERROR_STUB_LIBRARY (34)");

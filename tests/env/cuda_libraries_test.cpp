@@ -3,7 +3,10 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace lockstep {
 namespace {
@@ -49,6 +52,45 @@ TEST(LoadedLibraries, NcclOnlyOnceLoaded) {
 TEST(LoadedLibraries, MatchesTheFileNamePrefixOnly) {
   EXPECT_NE(loaded_library_path("libc.so"), "");
   EXPECT_EQ(loaded_library_path("ibc.so"), "");  // a prefix of the file name, not a substring
+}
+
+// Against a real CUDA toolkit's cuDNN and NCCL when this machine has one
+// (CUDA_HOME, default /usr/local/cuda): the version read from the library
+// must be the one its header declares. Skipped where there is none (CI).
+std::string header_define(const std::string& header, const std::string& name) {
+  std::ifstream in(header);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string define, key, value;
+    if (words >> define >> key >> value && define == "#define" && key == name) return value;
+  }
+  return "";
+}
+
+std::string cuda_home() {
+  const char* home = std::getenv("CUDA_HOME");
+  return home && *home ? home : "/usr/local/cuda";
+}
+
+TEST(RealCudaToolkit, CudnnVersionMatchesItsHeader) {
+  std::string lib = cuda_home() + "/lib64/libcudnn.so.9", header = cuda_home() + "/include/cudnn_version.h";
+  if (!std::filesystem::exists(lib) || !std::filesystem::exists(header)) GTEST_SKIP() << "no cuDNN 9 in " << cuda_home();
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  EXPECT_EQ(loaded_cudnn_version(), header_define(header, "CUDNN_MAJOR") + "." + header_define(header, "CUDNN_MINOR") +
+                                        "." + header_define(header, "CUDNN_PATCHLEVEL"));
+  dlclose(h);
+}
+
+TEST(RealCudaToolkit, NcclVersionMatchesItsHeader) {
+  std::string lib = cuda_home() + "/lib64/libnccl.so.2", header = cuda_home() + "/include/nccl.h";
+  if (!std::filesystem::exists(lib) || !std::filesystem::exists(header)) GTEST_SKIP() << "no NCCL in " << cuda_home();
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  EXPECT_EQ(loaded_nccl_version(), header_define(header, "NCCL_MAJOR") + "." + header_define(header, "NCCL_MINOR") +
+                                       "." + header_define(header, "NCCL_PATCH"));
+  dlclose(h);
 }
 
 }  // namespace
