@@ -34,6 +34,14 @@ std::string uuid_string(const unsigned char (&u)[16]) {
 
 }  // namespace
 
+std::string dlopen_failure(const std::string& library) {
+  const char* e = dlerror();
+  std::string detail = e ? e : "";
+  if (detail.empty() || detail.find("No such file or directory") != std::string::npos)
+    return library + " not found (no NVIDIA driver)";
+  return library + " could not be loaded: " + detail;
+}
+
 std::string cu_result_name(int code) {
   const char* name = nullptr;
   switch (code) {
@@ -67,7 +75,7 @@ CudaDriverInfo query_cuda_driver(const std::string& library) {
   // Never dlclose: LibTorch's CUDA runtime shares this library.
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    info.error = library + " not found (no NVIDIA driver)";
+    info.error = dlopen_failure(library);
     return info;
   }
   info.library = path_of(lib);

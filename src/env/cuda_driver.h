@@ -36,6 +36,12 @@ struct CudaDriverInfo {
 /// leave `error` set, naming the CUresult.
 CudaDriverInfo query_cuda_driver(const std::string& library = "libcuda.so.1");
 
+/// Why dlopen(`library`) just failed: "<library> not found (no NVIDIA
+/// driver)" when there is no such file, else dlerror()'s text (a file of
+/// the wrong architecture, a missing dependency, ...). Call right after the
+/// failed dlopen.
+std::string dlopen_failure(const std::string& library);
+
 /// "CUDA_ERROR_NO_DEVICE (100)" for the CUresult codes a start-up can
 /// return, "CUresult 42" for others.
 std::string cu_result_name(int code);

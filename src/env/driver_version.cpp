@@ -5,12 +5,14 @@
 #include <sstream>
 #include <vector>
 
+#include "env/cuda_driver.h"
+
 namespace lockstep {
 
 std::string nvidia_driver_version(std::string* why, const std::string& library) {
   void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    if (why) *why = library + " not found (no NVIDIA driver)";
+    if (why) *why = dlopen_failure(library);
     return "";
   }
   using InitFn = int (*)();

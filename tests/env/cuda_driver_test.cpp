@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 namespace lockstep {
 namespace {
@@ -61,6 +62,11 @@ TEST_F(CudaDriver, NoVisibleDevice) {
 TEST_F(CudaDriver, MissingLibraryOrSymbols) {
   EXPECT_EQ(query_cuda_driver("/nonexistent/libcuda.so.1").error,
             "/nonexistent/libcuda.so.1 not found (no NVIDIA driver)");
+  // A file that is no shared object: dlerror's reason, not "not found".
+  std::string not_elf = (std::filesystem::temp_directory_path() / "lockstep-not-elf-libcuda.so.1").string();
+  std::ofstream(not_elf) << "not a shared object\n";
+  EXPECT_EQ(query_cuda_driver(not_elf).error.rfind(not_elf + " could not be loaded: ", 0), 0u);
+  std::filesystem::remove(not_elf);
   // NVML's library (loaded by the NVML tests anyway) has no cu* symbols.
   std::string nvml = std::string(LOCKSTEP_FAKE_NVIDIA_DIR) + "/libnvidia-ml.so.1";
   EXPECT_EQ(query_cuda_driver(nvml).error, nvml + " lacks the driver API symbols (cuInit, cuDeviceGet, ...)");
