@@ -55,6 +55,11 @@ Series series_from_json(const JsonView& node, SeriesBlob* blob) {
       double v = s.values[i];
       if (!std::isnan(v) && static_cast<double>(static_cast<float>(v)) != v)
         fail_element(values, i, "a float32 value exactly representable in binary32, got " + format_double(v));
+      // A NaN too: its payload must survive binary64 -> binary32 -> binary64,
+      // or two different stored NaNs would compare as one.
+      if (std::isnan(v) && !same_bits(static_cast<double>(static_cast<float>(v)), v))
+        fail_element(values, i, "a float32 NaN (the binary64 widening of a binary32 NaN), got a NaN whose "
+                                "payload binary32 cannot hold");
     }
     if (node.has("bits")) {
       JsonView bits = node.at("bits");
@@ -94,7 +99,7 @@ Series series_from_json(const JsonView& node, SeriesBlob* blob) {
       sd.fail("one std per value (" + std::to_string(s.values.size()) + "), got " +
               std::to_string(s.std.size()));
     for (size_t i = 0; i < s.std.size(); ++i)
-      if (!std::isfinite(s.std[i]) || s.std[i] < 0)
+      if (!std::isfinite(s.std[i]) || std::signbit(s.std[i]))  // a standard deviation is never -0.0
         fail_element(sd, i, "a finite number >= 0, got " + format_double(s.std[i]));
   }
   return s;

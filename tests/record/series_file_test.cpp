@@ -209,6 +209,24 @@ TEST_F(BadSidecar, Float32ValueThatIsNotBinary32) {
   expect_exit2("series.loss.values: expected a float32 value exactly representable in binary32, got 5e-324 at index 5");
 }
 
+// A float32 series' NaN must be a binary32 NaN widened: a payload in the
+// low 29 bits would be lost, so two different stored NaNs would read as one.
+TEST_F(BadSidecar, Float32NaNWithAPayloadBinary32CannotHold) {
+  RunRecord r = long_record();
+  uint64_t payload_nan = 0x7ff8000000000001;
+  std::memcpy(&r.series["loss"].values[7], &payload_nan, sizeof payload_nan);
+  write_run_record(path, r);
+  expect_exit2("series.loss.values: expected a float32 NaN (the binary64 widening of a binary32 NaN), got a NaN "
+               "whose payload binary32 cannot hold at index 7");
+  // A binary32 NaN with a payload, widened, is fine and keeps its bits.
+  float f32_nan;
+  uint32_t f32_bits = 0xffc00123;
+  std::memcpy(&f32_nan, &f32_bits, sizeof f32_bits);
+  r.series["loss"].values[7] = static_cast<double>(f32_nan);
+  write_run_record(path, r);
+  expect_identical(read_golden_or_record(path).record, r);
+}
+
 TEST_F(BadSidecar, ReferenceWithoutSeriesData) {
   doc.erase("series_data");
   rewrite_json();

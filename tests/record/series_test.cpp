@@ -65,6 +65,8 @@ TEST(Series, MultiSeedMeanAndStdRoundTripAndMustComeTogether) {
             "g.json: series.loss.mean: expected one mean per value (1), got 2");
   EXPECT_EQ(parse_error(R"({"dtype": "float64", "values": [1.0], "std": [0.5]})"),
             "g.json: series.loss.std: expected a \"mean\" beside it (a multi-seed series has both)");
+  EXPECT_EQ(parse_error(R"({"dtype": "float64", "values": [1.0], "mean": [1.0], "std": [-0.0]})"),
+            "g.json: series.loss.std[0]: expected a finite number >= 0, got -0");
 }
 
 }  // namespace
