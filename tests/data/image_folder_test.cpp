@@ -1,0 +1,71 @@
+// The image folder's manifest: what `data.file_xxh3` of an image smoke
+// covers, with and without `manifest_sample` (docs/smoke-config.md).
+#include "data/image_folder.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+// Two classes of three 4x4 grey PNGs; image i is filled with 10*i.
+fs::path make_folder(const std::string& name) {
+  fs::path root = fs::temp_directory_path() / ("lockstep-images-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  for (int i = 0; i < 6; ++i) {
+    fs::path cls = root / (i < 3 ? "cat" : "dog");
+    fs::create_directories(cls);
+    cv::imwrite((cls / (std::to_string(i) + ".png")).string(), cv::Mat(4, 4, CV_8UC1, cv::Scalar(10 * i)));
+  }
+  return root;
+}
+
+ImageFolder read(const fs::path& root, int64_t sample) {
+  return read_image_folder({root.string(), {1, 4, 4}, "linear", "div", sample});
+}
+
+TEST(ImageFolder, ListsSortedAndHashesEveryFileByDefault) {
+  fs::path root = make_folder("all");
+  ImageFolder f = read(root, 0);
+  EXPECT_EQ(f.files, (std::vector<std::string>{"cat/0.png", "cat/1.png", "cat/2.png", "dog/3.png", "dog/4.png",
+                                               "dog/5.png"}));
+  EXPECT_EQ(f.classes, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(f.table.labels, (std::vector<int64_t>{0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(f.manifest.files, 6);
+  EXPECT_EQ(f.manifest.content_hashed, 6);
+  EXPECT_EQ(f.table.file_xxh3, f.manifest.xxh3_128);
+  EXPECT_FLOAT_EQ(f.table.values[4 * 16], 40.0f / 255.0f);  // image 4, first pixel
+
+  // Same size, different pixels: the manifest changes.
+  std::string before = f.manifest.xxh3_128;
+  cv::imwrite((root / "dog/4.png").string(), cv::Mat(4, 4, CV_8UC1, cv::Scalar(41)));
+  EXPECT_NE(read(root, 0).manifest.xxh3_128, before);
+  fs::remove_all(root);
+}
+
+// manifest_sample: N hashes the content of every (count/N)-th file only;
+// paths and sizes of all files still enter the hash.
+TEST(ImageFolder, ManifestSampleHashesEveryNthFilesContent) {
+  fs::path root = make_folder("sample");
+  ImageFolder f = read(root, 2);  // every 3rd file: rows 0 and 3
+  EXPECT_EQ(f.manifest.content_hashed, 2);
+  EXPECT_EQ(f.manifest.files, 6);
+  std::string before = f.manifest.xxh3_128;
+  EXPECT_NE(before, read(root, 0).manifest.xxh3_128);  // a different coverage is a different manifest
+
+  auto size = fs::file_size(root / "dog/4.png");
+  cv::imwrite((root / "dog/4.png").string(), cv::Mat(4, 4, CV_8UC1, cv::Scalar(41)));  // row 4: not sampled
+  ASSERT_EQ(fs::file_size(root / "dog/4.png"), size);  // sizes enter the hash; only the content may differ
+  EXPECT_EQ(read(root, 2).manifest.xxh3_128, before);
+  cv::imwrite((root / "dog/3.png").string(), cv::Mat(4, 4, CV_8UC1, cv::Scalar(31)));  // row 3: sampled
+  EXPECT_NE(read(root, 2).manifest.xxh3_128, before);
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace lockstep
