@@ -15,8 +15,11 @@
 #    --json`, then a CUDA copy of the tokens-transformer smoke (synthetic
 #    data, no download) blessed and checked in a scratch project. The golden
 #    lands in the output folder, ready to be committed as goldens/…/cuda-smXY.json.
-# Exit status: the probe's (0 pass, 1 a check failed, 3 CUDA unusable), or
-# the full build's first failure. GPU_CHECK_PROBE_ONLY=1 stops after step 2.
+# Exit status: 0 every step passed; 1 a probe check failed; 2 the probe or
+# the full build could not be built (logs in the output folder); 3 CUDA is
+# not usable here (the probe says why; nothing else runs); otherwise the
+# exit status of the lockstep command that failed. GPU_CHECK_PROBE_ONLY=1
+# stops after step 2.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu-check-out}"
@@ -56,23 +59,30 @@ for s in "${sources[@]}"; do
   mkdir -p "$out/obj"
   g++ -std=c++17 -O1 -D_GLIBCXX_USE_CXX11_ABI="$abi" -Isrc -isystem "$torch_dir/include" \
       -isystem "$torch_dir/include/torch/csrc/api/include" ${cuda_inc:+-isystem "$cuda_inc"} \
-      -c "$s" -o "$o" &
+      -c "$s" -o "$o" 2>"$o.log" &
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
 done
 wait
+cat "$out"/obj/*.log > "$out/probe-build.txt"
 # libtorch_cuda must stay linked although nothing names its symbols
 # (../shared/notes/libtorch.md, "Linking the CUDA backend").
 cuda_libs=()
 [ -e "$torch_dir/lib/libtorch_cuda.so" ] && cuda_libs=(-Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed)
 g++ "${objects[@]}" -o "$out/cuda_probe" -L"$torch_dir/lib" -Wl,-rpath,"$torch_dir/lib" \
-    "${cuda_libs[@]}" -ltorch -ltorch_cpu -lc10 -ldl 2>&1 | tee "$out/probe-link.txt"
-probe_rc=1
-if [ -x "$out/cuda_probe" ]; then
-  "$out/cuda_probe" 2>&1 | tee "$out/cuda_probe.txt"
-  probe_rc="${PIPESTATUS[0]}"
-fi
+    "${cuda_libs[@]}" -ltorch -ltorch_cpu -lc10 -ldl 2>>"$out/probe-build.txt"
 rm -rf "$out/obj"
+if [ ! -x "$out/cuda_probe" ]; then
+  head -n 40 "$out/probe-build.txt"
+  echo "gpu-check: cuda_probe could not be built (all messages: $out/probe-build.txt)"
+  exit 2
+fi
+"$out/cuda_probe" 2>&1 | tee "$out/cuda_probe.txt"
+probe_rc="${PIPESTATUS[0]}"
 echo "cuda_probe exit $probe_rc"
+if [ "$probe_rc" = 3 ]; then
+  echo "gpu-check: CUDA is not usable here (reason above); nothing else to run"
+  exit 3
+fi
 
 echo "== full build"
 [ "${GPU_CHECK_PROBE_ONLY:-0}" = 1 ] && exit "$probe_rc"
@@ -84,13 +94,19 @@ if [ "${#missing[@]}" -gt 0 ]; then
   echo "skipped: headers missing here: ${missing[*]} (install ci/deps.sh's packages)" | tee "$out/full-build.txt"
   exit "$probe_rc"
 fi
-prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+if [ -n "${TORCH_DIR:-}" ]; then
+  prefix="$TORCH_DIR/share/cmake"
+else
+  prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+fi
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
   >"$out/cmake.txt" 2>&1 && cmake --build build-cuda -j "$jobs" --target lockstep >>"$out/cmake.txt" 2>&1 \
-  || { tail -n 40 "$out/cmake.txt"; echo "full build failed"; exit 1; }
-./build-cuda/lockstep env --device cuda --json | tee "$out/env-cuda.json" || exit 1
+  || { tail -n 40 "$out/cmake.txt"; echo "gpu-check: the full build failed (log: $out/cmake.txt)"; exit 2; }
+set -o pipefail
+./build-cuda/lockstep env --device cuda --json | tee "$out/env-cuda.json" || exit
 
 scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/smoke"
 python3 - "$scratch/smoke/tokens-transformer-cuda.json" <<'PY'
 import json, sys
@@ -100,11 +116,11 @@ cfg["device"] = "cuda"
 cfg.pop("platforms", None)
 json.dump(cfg, open(sys.argv[1], "w"), indent=2)
 PY
-(cd "$scratch" && git init -q && git add -A && git -c user.name=gpu-check -c user.email=gpu-check@localhost commit -qm smoke) || exit 1
+(cd "$scratch" && git init -q && git add -A && git -c user.name=gpu-check -c user.email=gpu-check@localhost commit -qm smoke) || exit 2
 lockstep="$PWD/build-cuda/lockstep"
 (cd "$scratch" && env -u CI "$lockstep" bless smoke/tokens-transformer-cuda.json \
-   --reason "first CUDA golden, from ci/gpu-check.sh") 2>&1 | tee "$out/bless.txt" || exit 1
-(cd "$scratch" && "$lockstep" check smoke/tokens-transformer-cuda.json) 2>&1 | tee "$out/check.txt" || exit 1
+   --reason "first CUDA golden, from ci/gpu-check.sh") 2>&1 | tee "$out/bless.txt" || exit
+(cd "$scratch" && "$lockstep" check smoke/tokens-transformer-cuda.json) 2>&1 | tee "$out/check.txt" || exit
 cp "$scratch"/goldens/tokens-transformer-cuda/*.json "$out/"
 
 # Informational: does the index_put_ self-test make CUDA runs differ in
@@ -118,8 +134,9 @@ cfg["determinism"] = {"mode": "default", "intra_op_threads": 2, "inter_op_thread
 cfg.pop("resume_at", None)
 json.dump(cfg, open(sys.argv[1].replace(".json", "-inject.json"), "w"), indent=2)
 PY
+inject_rc=0
 (cd "$scratch" && "$lockstep" run smoke/tokens-transformer-cuda-inject.json --repeat 3 --out inject.json) \
-  >"$out/inject.txt" 2>&1
-echo "index_put_ self-test on CUDA: exit $? (4: the runs differ, as on CPU)" | tee -a "$out/inject.txt"
+  >"$out/inject.txt" 2>&1 || inject_rc=$?
+echo "index_put_ self-test on CUDA: exit $inject_rc (4: the runs differ, as on CPU)" | tee -a "$out/inject.txt"
 echo "gpu-check: probe exit $probe_rc, full build, env, bless and check passed"
 exit "$probe_rc"

@@ -76,6 +76,10 @@ std::string resume_difference(const std::string& file, int64_t resume_at, const 
 Verdict failed_verdict(const std::string& smoke, ExitCode code, const std::string& message) {
   Verdict v;
   v.smoke = smoke;
+  v.stopped = code == ExitCode::kNondeterministic ? "nondeterministic"
+              : code == ExitCode::kEnvironment    ? "environment"
+              : code == ExitCode::kBadInput       ? "bad-input"
+                                                  : "";
   v.findings.push_back({Section::kStructure, "run", -1, "exit " + std::to_string(to_int(code)) + ": " + message});
   v.first_divergence = message;
   return v;
@@ -194,9 +198,13 @@ int check_command(const CheckOptions& o) {
     try {
       result = worse(result, check_one(file, o, verdicts));
     } catch (const Error& e) {
-      std::cerr << "lockstep: error: " << e.what() << "\n";
+      std::string smoke = std::filesystem::path(file).stem().string();
+      const char* what = e.code() == ExitCode::kEnvironment ? "ENVIRONMENT"
+                         : e.code() == ExitCode::kBadInput  ? "BAD INPUT"
+                                                            : "ERROR";
+      std::cout << "lockstep: " << smoke << ": " << what << " (exit " << to_int(e.code()) << "): " << e.what() << "\n";
       result = worse(result, e.code());
-      verdicts.push_back(failed_verdict(std::filesystem::path(file).stem().string(), e.code(), e.what()));
+      verdicts.push_back(failed_verdict(smoke, e.code(), e.what()));
     }
   }
   // GitLab: artifacts:reports:junit: lockstep-out/junit.xml

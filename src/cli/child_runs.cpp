@@ -1,5 +1,6 @@
 #include "cli/child_runs.h"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -7,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 
 #include "compare/compare.h"
 #include "core/error.h"
@@ -45,22 +48,44 @@ void spawn_child(const ChildRun& run) {
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
 
+  // The child's stderr goes to <out>.log, is echoed to ours, and its error
+  // line becomes this error's message: a report (JUnit in GitLab) must say
+  // why a run failed, not "see above".
+  std::string log = run.out + ".log";
+  std::error_code dir_ec;
+  std::filesystem::create_directories(std::filesystem::absolute(log).parent_path(), dir_ec);
+  if (dir_ec) throw EnvironmentError("cannot create the folder of " + log + ": " + dir_ec.message());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw EnvironmentError("cannot start " + args[0] + ": " + std::strerror(rc));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw EnvironmentError(std::string("waitpid: ") + std::strerror(errno));
   }
+  std::string reason = "(no error message)";
+  {
+    std::ifstream in(log, std::ios::binary);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::cerr << line << "\n";
+      if (line.rfind("lockstep: error: ", 0) == 0) reason = line.substr(17);
+    }
+  }
+  std::error_code ec;
+  if (std::filesystem::file_size(log, ec) == 0 && !ec) std::filesystem::remove(log, ec);
   if (WIFSIGNALED(status))
     throw EnvironmentError("`lockstep run " + run.config + "` was killed by signal " +
                            std::to_string(WTERMSIG(status)));
   int code = WEXITSTATUS(status);
   if (code == to_int(ExitCode::kBadInput))
-    throw Error(ExitCode::kBadInput, "`lockstep run " + run.config + "` failed (see above)");
+    throw Error(ExitCode::kBadInput, "`lockstep run " + run.config + "` failed: " + reason);
   if (code != 0)
-    throw Error(ExitCode::kEnvironment, "`lockstep run " + run.config + "` exited with " +
-                                            std::to_string(code) + " (see above)");
+    throw Error(ExitCode::kEnvironment,
+                "`lockstep run " + run.config + "` exited with " + std::to_string(code) + ": " + reason);
 }
 
 RunRecord run_child(const ChildRun& run) {

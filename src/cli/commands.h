@@ -99,6 +99,7 @@ bool running_in_ci();
 struct EnvOptions {
   bool json = false;
   std::string device = "cpu";  ///< whose platform key and relevance: "cpu" or "cuda"
+  bool device_given = false;   ///< --device was on the command line
   std::string diff_record;
 };
 int env_command(const EnvOptions& options);

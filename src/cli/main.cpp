@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   EnvOptions env_opts;
   auto* env = app.add_subcommand("env", "Print the environment fingerprint, or diff it against a record");
   env->add_flag("--json", env_opts.json, "Print JSON");
-  env->add_option("--device", env_opts.device,
+  auto* env_device = env->add_option("--device", env_opts.device,
                   "Fingerprint for runs on this device: its platform key (cuda-sm90, ...), CUDA fields "
                   "tagged relevant; with cuda, exit 3 and the reason when CUDA is not usable")
       ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -142,7 +142,10 @@ int main(int argc, char** argv) {
     if (*cmp) return compare_command(cmp_opts);
     if (*check) return check_command(check_opts);
     if (*bless) return bless_command(bless_opts);
-    if (*env) return env_command(env_opts);
+    if (*env) {
+      env_opts.device_given = env_device->count() > 0;
+      return env_command(env_opts);
+    }
     if (*review) return review_command(review_opts);
     if (*accept) return accept_command(accept_opts);
     if (*verify) return verify_goldens_command(verify_opts);

@@ -1,12 +1,14 @@
 #include "cli/smoke_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_io.h"
+#include "env/driver_version.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;
@@ -241,11 +243,19 @@ SmokeConfig load_smoke_config(const std::string& path) {
           std::string::npos)
     v.at("name").fail("a name of letters, digits, '.', '_' and '-' not starting with '.' "
                       "(it names the golden folder), got \"" + c.name + "\"");
-  if (v.has("device")) c.device = v.at("device").as_enum({"cpu", "cuda"});
+  if (v.has("device")) {
+    // "gpu", "CUDA", "cuda:0" mean CUDA: the nearest spelling ("cpu" for
+    // "gpu") would point at the one value that drops GPU coverage.
+    std::string d = v.at("device").raw().is_string() ? v.at("device").as_string() : "";
+    std::string lower = d;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (d != "cuda" && (lower == "gpu" || lower == "cuda" || lower.rfind("cuda:", 0) == 0))
+      v.at("device").fail("one of \"cpu\", \"cuda\", got \"" + d + "\" (did you mean \"cuda\"?)");
+    c.device = v.at("device").as_enum({"cpu", "cuda"});
+  }
   if (v.has("min_driver")) {
     c.min_driver = v.at("min_driver").as_string();
-    if (c.min_driver.empty() || c.min_driver.find_first_not_of("0123456789.") != std::string::npos ||
-        c.min_driver.front() == '.' || c.min_driver.back() == '.' || c.min_driver.find("..") != std::string::npos)
+    if (!is_dotted_version(c.min_driver) || std::count(c.min_driver.begin(), c.min_driver.end(), '.') > 2)
       v.at("min_driver").fail("a dotted driver version such as \"535.104\", got \"" + c.min_driver + "\"");
   }
   c.seed = v.at("seed").as_uint();

@@ -52,9 +52,15 @@ void preflight_driver(const SmokeConfig& cfg) {
   if (cfg.device != "cuda" || cfg.min_driver.empty()) return;
   std::string why;
   std::string have = nvidia_driver_version(&why);
+  if (have.empty()) have = kernel_module_driver_version();  // no NVML in the container
   if (have.empty())
     throw EnvironmentError(cfg.file + ": min_driver is " + cfg.min_driver +
-                           " but the NVIDIA driver version cannot be read: " + why);
+                           " but the NVIDIA driver version cannot be read: " + why +
+                           ", and /proc/driver/nvidia/version is unreadable (a container needs "
+                           "NVIDIA_DRIVER_CAPABILITIES with `utility` for NVML)");
+  if (!is_dotted_version(have))
+    throw EnvironmentError(cfg.file + ": the NVIDIA driver reports version \"" + have +
+                           "\", which cannot be compared with min_driver " + cfg.min_driver);
   if (!version_at_least(have, cfg.min_driver))
     throw EnvironmentError(cfg.file + ": the NVIDIA driver is " + have + ", older than min_driver " +
                            cfg.min_driver);
@@ -273,10 +279,26 @@ int env_command(const EnvOptions& o) {
       auto it = other.record.contract.find(k);
       return it == other.record.contract.end() ? d : it->second;
     };
+    // The record's own fields, checked before they are applied (a thread
+    // count of 100000 would take minutes to refuse).
     std::string mode = get("mode", "strict");
-    if (mode != "strict" && mode != "default") mode = "default";
-    contract = apply_determinism_contract(
-        {mode, std::atoi(get("intra_op_threads", "1").c_str()), std::atoi(get("inter_op_threads", "1").c_str())});
+    if (mode != "strict" && mode != "default")
+      throw BadInput(o.diff_record, "contract.mode", "\"strict\" or \"default\", got \"" + mode + "\"");
+    auto threads = [&](const char* key) {
+      std::string text = get(key, "1");
+      int n = 0;
+      auto res = std::from_chars(text.data(), text.data() + text.size(), n);
+      if (res.ec != std::errc() || res.ptr != text.data() + text.size() || n < 1 || n > 1024)
+        throw BadInput(o.diff_record, std::string("contract.") + key, "an integer in [1, 1024], got \"" + text + "\"");
+      return n;
+    };
+    int intra = threads("intra_op_threads"), inter = threads("inter_op_threads");
+    if (other.record.device != "cpu" && other.record.device != "cuda")
+      throw BadInput(o.diff_record, "device", "\"cpu\" or \"cuda\", got \"" + other.record.device + "\"");
+    if (o.device_given && o.device != other.record.device)
+      throw BadUsage("env --device " + o.device + " --diff " + o.diff_record + ": the record is a " +
+                     other.record.device + " run, and the diff uses the record's device; drop --device");
+    contract = apply_determinism_contract({mode, intra, inter});
   } else {
     contract = read_determinism_state();
   }
@@ -307,13 +329,19 @@ int env_command(const EnvOptions& o) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& d : diffs)
       arr.push_back({{"field", d.name}, {"record", d.golden}, {"here", d.run}, {"relevant", d.relevant}});
-    std::cout << pretty_dump({{"platform", platform}, {"record_platform", other.record.platform}, {"differences", arr}});
+    nlohmann::json out = {{"platform", platform}, {"record_platform", other.record.platform}, {"differences", arr}};
+    if (!unusable.empty()) out["cuda_unusable"] = unusable;
+    std::cout << pretty_dump(out);
+    if (!unusable.empty())
+      throw EnvironmentError("env --diff " + o.diff_record + ": a CUDA record, but CUDA is not usable here: " + unusable);
     return 0;
   }
   std::cout << "platform here: " << platform << ", in " << o.diff_record << ": " << other.record.platform << "\n";
   if (diffs.empty()) std::cout << "no differences\n";
   for (const auto& d : diffs)
     std::cout << (d.relevant ? "* " : "  ") << d.name << "\n      record: " << d.golden << "\n      here:   " << d.run << "\n";
+  if (!unusable.empty())
+    throw EnvironmentError("env --diff " + o.diff_record + ": a CUDA record, but CUDA is not usable here: " + unusable);
   return 0;
 }
 

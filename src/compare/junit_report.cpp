@@ -55,13 +55,16 @@ std::vector<Case> cases_of(const Verdict& v) {
 
 std::string render_junit(const std::vector<Verdict>& verdicts) {
   std::ostringstream body;
-  size_t tests = 0, failures = 0;
+  size_t tests = 0, failures = 0, errors = 0;
   for (const auto& v : verdicts) {
     auto cases = cases_of(v);
-    size_t fails = 0;
-    for (const auto& c : cases) fails += !c.failure.empty();
+    // A smoke that could not run (exit 2 or 3) is an <error>: the runner or
+    // the input is broken, which is not a determinism regression.
+    bool is_error = v.stopped == "environment" || v.stopped == "bad-input";
+    size_t bad = 0;
+    for (const auto& c : cases) bad += !c.failure.empty();
     body << "  <testsuite name=\"" << xml_escape(v.smoke) << "\" tests=\"" << cases.size() << "\" failures=\""
-         << fails << "\" errors=\"0\">\n";
+         << (is_error ? 0 : bad) << "\" errors=\"" << (is_error ? bad : 0) << "\">\n";
     for (const auto& c : cases) {
       body << "    <testcase classname=\"" << xml_escape(c.classname) << "\" name=\"" << xml_escape(c.name)
            << "\" time=\"0\"";
@@ -69,18 +72,22 @@ std::string render_junit(const std::vector<Verdict>& verdicts) {
         body << "/>\n";
         continue;
       }
-      body << ">\n      <failure message=\"" << xml_escape(c.failure) << "\" type=\"regression\">"
-           << xml_escape(c.failure + "\nfirst divergence: " + v.first_divergence + "\nlane: " +
-                         lane_name(v.lane) + " (" + v.lane_reason + ")")
-           << "</failure>\n    </testcase>\n";
+      const char* element = is_error ? "error" : "failure";
+      std::string type = v.stopped.empty() ? "regression" : v.stopped;
+      // Only a comparison has a first divergence and a lane.
+      std::string text = v.stopped.empty() ? c.failure + "\nfirst divergence: " + v.first_divergence + "\nlane: " +
+                                                 lane_name(v.lane) + " (" + v.lane_reason + ")"
+                                           : c.failure;
+      body << ">\n      <" << element << " message=\"" << xml_escape(c.failure) << "\" type=\"" << type << "\">"
+           << xml_escape(text) << "</" << element << ">\n    </testcase>\n";
     }
     body << "  </testsuite>\n";
     tests += cases.size();
-    failures += fails;
+    (is_error ? errors : failures) += bad;
   }
   std::ostringstream doc;
   doc << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lockstep\" tests=\"" << tests
-      << "\" failures=\"" << failures << "\" errors=\"0\">\n"
+      << "\" failures=\"" << failures << "\" errors=\"" << errors << "\">\n"
       << body.str() << "</testsuites>\n";
   return doc.str();
 }

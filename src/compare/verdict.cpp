@@ -55,6 +55,7 @@ nlohmann::json to_json(const Verdict& v) {
           {"lane", lane_name(v.lane)},
           {"lane_reason", v.lane_reason},
           {"first_divergence", v.first_divergence},
+          {"stopped", v.stopped},
           {"values_checked", v.values_checked},
           {"environment_diff", env},
           {"findings", findings},

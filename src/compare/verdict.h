@@ -70,6 +70,11 @@ struct Verdict {
   std::vector<std::string> notes;     ///< facts that are not failures
   std::string first_divergence;       ///< "" when passed
   size_t values_checked = 0;
+  /// Why the smoke failed without a comparison: "nondeterministic" (its runs
+  /// differ), "environment" (exit 3: CUDA unusable, a refused knob) or
+  /// "bad-input" (exit 2). "" for a compared verdict. JUnit reports the last
+  /// two as <error>, not as a regression <failure>.
+  std::string stopped;
 
   bool passed() const { return findings.empty(); }
   /// 0 when passed, 1 (regression) otherwise.

@@ -124,7 +124,9 @@ const std::map<std::string, bool>& numerics_env_vars() {
   static const std::map<std::string, bool> vars = {
       {"CUBLAS_WORKSPACE_CONFIG", true}, {"NVIDIA_TF32_OVERRIDE", true},
       {"OMP_NUM_THREADS", true},         {"MKL_NUM_THREADS", true},
-      {"ATEN_CPU_CAPABILITY", true},     {"CUDA_VISIBLE_DEVICES", true},
+      // Which GPU is device 0 does not change its numerics; its model is
+      // recorded (cuda.gpu_name, compute capability, SM count) and relevant.
+      {"ATEN_CPU_CAPABILITY", true},     {"CUDA_VISIBLE_DEVICES", false},
       {"NCCL_ALGO", true},               {"NCCL_PROTO", true},
       {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", true},
       {"TORCH_BLAS_PREFER_CUBLASLT", true},
@@ -204,20 +206,21 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   // Environment variables that change numerics.
   for (const auto& [name, relevant] : numerics_env_vars()) {
     const char* v = std::getenv(name.c_str());
-    put("env." + name, v ? v : "(unset)", relevant);
+    put("env." + name, !v ? "(unset)" : *v ? v : "(set, empty)", relevant);
   }
 
   // CUDA (relevant only for CUDA runs): the driver through its own API, the
   // runtime libraries as loaded (the versions that run, not those compiled against).
-  put("cuda.torch_devices", std::to_string(compat::cuda_device_count()), on_cuda);
+  // How many GPUs are visible does not change a run on device 0: informational.
+  put("cuda.torch_devices", std::to_string(compat::cuda_device_count()), false);
   CudaDriverInfo drv = query_cuda_driver();
   std::string nvml_why;
   std::string driver = nvidia_driver_version(&nvml_why);
   put("nvidia.driver_version", driver.empty() ? absent(nvml_why) : driver, on_cuda);
   if (!drv.error.empty()) {
-    for (const char* k : {"cuda.driver_api_version", "cuda.gpu_name", "cuda.compute_capability",
-                          "cuda.sm_count", "cuda.memory_bytes", "cuda.gpu_uuid"})
+    for (const char* k : {"cuda.driver_api_version", "cuda.gpu_name", "cuda.compute_capability", "cuda.sm_count"})
       put(k, absent(drv.error), on_cuda);
+    for (const char* k : {"cuda.memory_bytes", "cuda.gpu_uuid"}) put(k, absent(drv.error), false);
     if (drv.driver_api_version > 0)  // cuDriverGetVersion answers even when cuInit fails
       put("cuda.driver_api_version", cuda_version_string(drv.driver_api_version), on_cuda);
   } else {

@@ -14,9 +14,13 @@ std::string field(const Fingerprint& fp, const std::string& name) {
 
 std::string platform_key(const Fingerprint& fp) {
   if (field(fp, "device") == "cuda") {
-    std::string cc = field(fp, "cuda.compute_capability");  // "9.0"
-    cc.erase(std::remove(cc.begin(), cc.end(), '.'), cc.end());
-    return "cuda-sm" + (cc.empty() ? std::string("unknown") : cc);
+    std::string cc = field(fp, "cuda.compute_capability");  // "9.0", or "(absent: ...)"
+    auto dot = cc.find('.');
+    bool well_formed = dot != std::string::npos && dot > 0 && dot + 1 < cc.size() &&
+                       cc.find_first_not_of("0123456789.") == std::string::npos && cc.find('.', dot + 1) == std::string::npos;
+    if (!well_formed) return "cuda-smunknown";
+    cc.erase(dot, 1);
+    return "cuda-sm" + cc;
   }
   std::string cap = field(fp, "cpu.capability");  // "AVX2", "AVX512", "NO AVX", "DEFAULT"
   std::string isa;

@@ -22,4 +22,10 @@ grep -q 'cudnn-devel' Dockerfile || fail "Dockerfile: base is not a CUDA + cuDNN
 pin=$(grep -E '^ARG LIBTORCH_SHA256=' Dockerfile | cut -d= -f2)
 [[ "$pin" =~ ^[0-9a-f]{64}$ ]] || fail "Dockerfile: LIBTORCH_SHA256 is not a SHA-256"
 grep -q "$pin" ci/fetch-libtorch.sh || fail "Dockerfile and ci/fetch-libtorch.sh pin different archives"
+# The GPU jobs build on the same CUDA base and the same pinned LibTorch
+# (ci/fetch-libtorch.sh's default) as the image.
+gpu_image=$(grep -E '^ +image: nvidia/cuda' .gitlab-ci.yml | awk '{print $2}')
+[ "$gpu_image" = "$(grep -E '^FROM ' Dockerfile | awk '{print $2}')" ] ||
+  fail ".gitlab-ci.yml's GPU image '$gpu_image' is not the Dockerfile's base"
+grep -q 'bash ci/fetch-libtorch.sh /opt/libtorch$' .gitlab-ci.yml || fail ".gitlab-ci.yml's GPU jobs do not fetch the pinned LibTorch"
 echo "dockerfile_test: Dockerfile and Dockerfile.cpu pinned and calling tested scripts only"

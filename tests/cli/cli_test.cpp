@@ -404,6 +404,102 @@ TEST(CliCuda, EnvDeviceCudaShowsEveryCudaField) {
   EXPECT_FALSE(c["fingerprint"]["cuda.gpu_name"]["relevant"].get<bool>());
 }
 
+// A refused CUDA smoke in `check`: a line on stdout and a JUnit <error> of
+// type environment carrying the child's reason (GitLab shows it), never a
+// regression <failure>.
+TEST(CliCuda, CheckReportsARefusedCudaSmokeAsAnEnvironmentError) {
+  fs::path p = scratch("check-cuda", [](nlohmann::json& c) { c["device"] = "cuda"; });
+  std::string out = (p / "out").string();
+  Result r = lockstep("check " + (p / "smoke").string() + " --out " + out);
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("lockstep: digits-cnn: ENVIRONMENT (exit 3): `lockstep run "), std::string::npos) << r.output;
+  std::string junit = read_file(out + "/junit.xml");
+  EXPECT_NE(junit.find("failures=\"0\" errors=\"1\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("type=\"environment\">exit 3: `lockstep run "), std::string::npos) << junit;
+  EXPECT_NE(junit.find("digits-cnn.json: device is &quot;cuda&quot; but CUDA is not usable: this lockstep is linked "
+                       "against a CPU-only LibTorch"),
+            std::string::npos)
+      << junit;
+  EXPECT_EQ(junit.find("regression"), std::string::npos) << junit;
+}
+
+TEST(CliCuda, DriverVersionsThatCannotBeCompared) {
+  fs::path p = scratch("driver-versions", [](nlohmann::json& c) {
+    c["device"] = "cuda";
+    c["min_driver"] = "535";
+  });
+  std::string cfg = (p / "smoke/digits-cnn.json").string();
+  Result garbled = lockstep("run " + cfg, kWithFakeDriver + " FAKE_NVML_DRIVER=580.95.05-beta");
+  EXPECT_EQ(garbled.code, 3) << garbled.output;
+  EXPECT_NE(garbled.output.find("the NVIDIA driver reports version \"580.95.05-beta\", which cannot be compared with "
+                                "min_driver 535"),
+            std::string::npos)
+      << garbled.output;
+  fs::path q = scratch("driver-overflow", [](nlohmann::json& c) {
+    c["device"] = "cuda";
+    c["min_driver"] = "99999999999999999999";
+  });
+  Result overflow = lockstep("run " + (q / "smoke/digits-cnn.json").string(), kWithFakeDriver);
+  EXPECT_EQ(overflow.code, 2) << overflow.output;
+  EXPECT_NE(overflow.output.find("min_driver: expected a dotted driver version such as \"535.104\""), std::string::npos)
+      << overflow.output;
+}
+
+TEST(CliCuda, GpuMeansCuda) {
+  fs::path p = scratch("gpu", [](nlohmann::json& c) { c["device"] = "gpu"; });
+  Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("device: expected one of \"cpu\", \"cuda\", got \"gpu\" (did you mean \"cuda\"?)"),
+            std::string::npos)
+      << r.output;
+}
+
+// env --diff applies the record's contract: its fields are checked first,
+// --device cannot contradict it, and a CUDA record where CUDA is unusable
+// is exit 3 after the diff.
+TEST(CliCuda, EnvDiffChecksTheRecord) {
+  fs::path p = scratch("env-diff");
+  std::string rec = (p / "run.json").string();
+  ASSERT_EQ(lockstep("run " + kSmoke + " --quiet --out " + rec).code, 0);
+  nlohmann::json j = parse_json_file(rec);
+  auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json e = j;
+    edit(e);
+    std::string path = (p / "edited.json").string();
+    write_file_atomically(path, pretty_dump(e));
+    return path;
+  };
+  std::string huge = edited([](nlohmann::json& e) { e["contract"]["intra_op_threads"] = "100000"; });
+  Result threads = lockstep("env --diff " + huge);
+  EXPECT_EQ(threads.code, 2) << threads.output;
+  EXPECT_NE(threads.output.find("edited.json: contract.intra_op_threads: expected an integer in [1, 1024], got \"100000\""),
+            std::string::npos)
+      << threads.output;
+  Result conflict = lockstep("env --device cuda --diff " + rec);
+  EXPECT_EQ(conflict.code, 2) << conflict.output;
+  EXPECT_NE(conflict.output.find("the record is a cpu run"), std::string::npos) << conflict.output;
+  std::string cuda = edited([](nlohmann::json& e) { e["device"] = "cuda"; });
+  Result unusable = lockstep("env --diff " + cuda);
+  EXPECT_EQ(unusable.code, 3) << unusable.output;
+  EXPECT_NE(unusable.output.find("a CUDA record, but CUDA is not usable here: this lockstep is linked against a CPU-only"),
+            std::string::npos)
+      << unusable.output;
+}
+
+// The GPU suite's configs (gpu/smoke/, checked by the smoke-gpu job) are
+// valid: on this CPU-only build they get as far as the CUDA preflight.
+TEST(CliCuda, GpuSuiteConfigsReachTheCudaPreflight) {
+  int seen = 0;
+  for (const auto& e : fs::directory_iterator(kSourceDir + "/gpu/smoke")) {
+    if (e.path().extension() != ".json") continue;
+    ++seen;
+    Result r = lockstep("run " + e.path().string() + " --out /dev/null");
+    EXPECT_EQ(r.code, 3) << e.path() << "\n" << r.output;
+    EXPECT_NE(r.output.find("device is \"cuda\" but CUDA is not usable"), std::string::npos) << r.output;
+  }
+  EXPECT_GE(seen, 1);
+}
+
 TEST(CliCuda, StubDriverLibraryIsNamed) {
   Result r = lockstep("env --device cuda", kWithFakeDriver + " FAKE_CUDA_INIT_RESULT=34");
   EXPECT_EQ(r.code, 3) << r.output;

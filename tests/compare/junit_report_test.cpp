@@ -26,6 +26,31 @@ TEST(JUnit, OneTestcasePerMetricWithClassnameAndFailure) {
   EXPECT_NE(xml.find("first divergence: train step 1: loss"), std::string::npos) << xml;
 }
 
+// A smoke that could not run is an <error> of its own type, with the reason
+// and no comparison placeholders; a nondeterministic one a typed <failure>.
+TEST(JUnit, SmokesThatCouldNotRunAreErrors) {
+  Verdict env;
+  env.smoke = "tokens-cuda";
+  env.stopped = "environment";
+  env.findings.push_back({Section::kStructure, "run", -1, "exit 3: CUDA is not usable: no driver"});
+  Verdict nondet;
+  nondet.smoke = "wine";
+  nondet.stopped = "nondeterministic";
+  nondet.findings.push_back({Section::kStructure, "run", -1, "exit 4: runs 1 and 2 differ at train step 0"});
+  std::string xml = render_junit({env, nondet});
+  EXPECT_NE(xml.find("<testsuites name=\"lockstep\" tests=\"2\" failures=\"1\" errors=\"1\">"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testsuite name=\"tokens-cuda\" tests=\"1\" failures=\"0\" errors=\"1\">"), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<error message=\"exit 3: CUDA is not usable: no driver\" type=\"environment\">exit 3: CUDA is "
+                     "not usable: no driver</error>"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<failure message=\"exit 4: runs 1 and 2 differ at train step 0\" type=\"nondeterministic\">"),
+            std::string::npos)
+      << xml;
+  EXPECT_EQ(xml.find("lane:"), std::string::npos) << xml;
+}
+
 TEST(JUnit, EscapesXml) {
   EXPECT_EQ(xml_escape("a<b & \"c\" 'd'>\x01"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;");
 }

@@ -57,6 +57,10 @@ TEST(PlatformKey, FromFingerprint) {
   EXPECT_EQ(platform_key(fp), "cpu-x86_64-avx512");
   Fingerprint gpu = {{"device", {"cuda", true}}, {"cuda.compute_capability", {"9.0", true}}};
   EXPECT_EQ(platform_key(gpu), "cuda-sm90");
+  gpu["cuda.compute_capability"].value = "12.1";
+  EXPECT_EQ(platform_key(gpu), "cuda-sm121");
+  gpu["cuda.compute_capability"].value = "(absent: libcuda.so.1 not found (no NVIDIA driver))";
+  EXPECT_EQ(platform_key(gpu), "cuda-smunknown");
   EXPECT_EQ(platform_family("cpu-x86_64-avx512"), "cpu-x86_64");
   EXPECT_EQ(platform_family("cuda-sm90"), "cuda-sm90");
 }
