@@ -127,8 +127,10 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   torch::Device device(torch::kCPU);
   bool cuda = spec.device == "cuda";
   if (cuda) {
-    if (std::string why = cuda_unusable_reason(); !why.empty())
-      throw EnvironmentError("device: cuda was asked for, but CUDA is not usable: " + why +
+    // `run` has already explained an unusable CUDA; gather the reason only
+    // when this safety net actually fires (it queries the driver again).
+    if (!torch::cuda::is_available())
+      throw EnvironmentError("device: cuda was asked for, but CUDA is not usable: " + cuda_unusable_reason() +
                              " (lockstep never falls back to the CPU)");
     device = torch::Device(torch::kCUDA, 0);
   }

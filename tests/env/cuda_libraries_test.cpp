@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 namespace lockstep {
 namespace {
@@ -57,15 +59,28 @@ TEST(LoadedLibraries, MatchesTheFileNamePrefixOnly) {
 // Against a real CUDA toolkit's cuDNN and NCCL when this machine has one
 // (CUDA_HOME, default /usr/local/cuda): the version read from the library
 // must be the one its header declares. Skipped where there is none (CI).
-std::string header_define(const std::string& header, const std::string& name) {
+// "major.minor.patch" from a header's `#define NAME value` lines.
+std::string header_version(const std::string& header, const std::vector<std::string>& names) {
+  std::map<std::string, std::string> defines;
   std::ifstream in(header);
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream words(line);
     std::string define, key, value;
-    if (words >> define >> key >> value && define == "#define" && key == name) return value;
+    if (words >> define >> key >> value && define == "#define") defines[key] = value;
   }
-  return "";
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ".") + defines[n];
+  return out;
+}
+
+// dlopen()s `lib` as LibTorch would, runs `read`, and unloads it again.
+std::string version_with_loaded(const std::string& lib, std::string (*read)(std::string*)) {
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return std::string("dlopen failed: ") + dlerror();
+  std::string v = read(nullptr);
+  dlclose(h);
+  return v;
 }
 
 std::string cuda_home() {
@@ -76,21 +91,14 @@ std::string cuda_home() {
 TEST(RealCudaToolkit, CudnnVersionMatchesItsHeader) {
   std::string lib = cuda_home() + "/lib64/libcudnn.so.9", header = cuda_home() + "/include/cudnn_version.h";
   if (!std::filesystem::exists(lib) || !std::filesystem::exists(header)) GTEST_SKIP() << "no cuDNN 9 in " << cuda_home();
-  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  EXPECT_EQ(loaded_cudnn_version(), header_define(header, "CUDNN_MAJOR") + "." + header_define(header, "CUDNN_MINOR") +
-                                        "." + header_define(header, "CUDNN_PATCHLEVEL"));
-  dlclose(h);
+  EXPECT_EQ(version_with_loaded(lib, loaded_cudnn_version),
+            header_version(header, {"CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"}));
 }
 
 TEST(RealCudaToolkit, NcclVersionMatchesItsHeader) {
   std::string lib = cuda_home() + "/lib64/libnccl.so.2", header = cuda_home() + "/include/nccl.h";
   if (!std::filesystem::exists(lib) || !std::filesystem::exists(header)) GTEST_SKIP() << "no NCCL in " << cuda_home();
-  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr) << dlerror();
-  EXPECT_EQ(loaded_nccl_version(), header_define(header, "NCCL_MAJOR") + "." + header_define(header, "NCCL_MINOR") +
-                                       "." + header_define(header, "NCCL_PATCH"));
-  dlclose(h);
+  EXPECT_EQ(version_with_loaded(lib, loaded_nccl_version), header_version(header, {"NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH"}));
 }
 
 }  // namespace
