@@ -3,10 +3,19 @@
 # jobs: a 2-core machine cannot afford more LibTorch translation units at once.
 #   ci/build.sh                  # LibTorch build, tests included
 #   ci/build.sh build-notorch -DLOCKSTEP_WITH_TORCH=OFF
+#   LOCKSTEP_USE_BUILD=1 ci/build.sh   # keep an existing build/ (a CI artifact)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${1:-build}"
 shift || true
+
+# A pipeline job that `needs` the build job runs on its artifact (binaries,
+# no object files): LOCKSTEP_USE_BUILD=1 uses it as it is instead of
+# rebuilding from scratch.
+if [ "${LOCKSTEP_USE_BUILD:-0}" = 1 ] && [ -x "$build_dir/lockstep" ]; then
+  echo "build: using the prebuilt $build_dir/ (LOCKSTEP_USE_BUILD=1)"
+  exit 0
+fi
 
 # ccache: relative paths so a fresh clone in another folder still hits the
 # cache; sloppiness needed for precompiled headers.

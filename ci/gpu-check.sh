@@ -65,7 +65,7 @@ done
 wait
 cat "$out"/obj/*.log > "$out/probe-build.txt"
 # libtorch_cuda must stay linked although nothing names its symbols
-# (../shared/notes/libtorch.md, "Linking the CUDA backend").
+# (docs/libtorch.md §0, "Linking the CUDA backend").
 cuda_libs=()
 [ -e "$torch_dir/lib/libtorch_cuda.so" ] && cuda_libs=(-Wl,--no-as-needed -ltorch_cuda -lc10_cuda -Wl,--as-needed)
 g++ "${objects[@]}" -o "$out/cuda_probe" -L"$torch_dir/lib" -Wl,-rpath,"$torch_dir/lib" \

@@ -2,7 +2,7 @@
 //
 // Every version-dependent call goes through a function here, behind the
 // LOCKSTEP_TORCH_AT_LEAST(major, minor) guard, so the rest of the code is
-// version-free. Facts from ../shared/notes/libtorch.md (sections 1, 2, 5).
+// version-free. Facts from docs/libtorch.md (sections 1, 2, 5).
 //
 //   compat::set_deterministic_algorithms(true);   // 2-argument form on every version
 //   compat::fill_uninitialized_memory(true);      // 2.2+ only; returns false before
@@ -71,7 +71,7 @@ inline std::string fill_uninitialized_memory_state() {
 
 /// TF32 and matmul precision through the legacy setters only: they keep the
 /// 2.9+ fp32-precision tables consistent, so the legacy getters used for the
-/// record never throw (notes/libtorch.md §1). setFloat32Precision is not
+/// record never throw (docs/libtorch.md §1). setFloat32Precision is not
 /// used: its signature changed between 2.9 and 2.10.
 inline void set_tf32(bool allow) {
   auto& ctx = at::globalContext();

@@ -1,19 +1,17 @@
-// The lockstep subcommands (DESIGN.md, "Command line"). main.cpp parses
-// the command line with CLI11 into these option structs and calls one
+// The lockstep subcommands (README.md, "Commands"). main.cpp parses the
+// command line with CLI11 into these option structs and calls one
 // function; each returns the process exit code or throws lockstep::Error.
+// The functions only check arguments, call the library (gate/, run/,
+// smoke/, compare/), print and write: no verdict is made in cli/.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace lockstep {
+#include "smoke/smoke_config.h"
 
-/// Options shared by commands that run a smoke.
-struct RunOverrides {
-  int intra_op_threads = 0;  ///< 0: from the config
-  int workers = -1;          ///< -1: from the config
-};
+namespace lockstep {
 
 /// `lockstep run SMOKE`: data-only pass and training in this process,
 /// writes a run record. Needs LibTorch.

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "cli/smoke_config.h"
+#include "smoke/smoke_config.h"
 #include "compare/compare.h"
 #include "compare/html_report.h"
 #include "compare/junit_report.h"

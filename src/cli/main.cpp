@@ -1,5 +1,5 @@
 // The lockstep executable: parses the command line and runs one
-// subcommand. Every failure ends with the exit code of DESIGN.md:
+// subcommand. Every failure ends with the exit code of README.md ("Exit codes"):
 // 0 pass, 1 regression, 2 bad input, 3 environment, 4 nondeterministic.
 #include <CLI/CLI.hpp>
 
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
-    // --help / --version exit 0; every usage error is exit 2 (DESIGN.md).
+    // --help / --version exit 0; every usage error is exit 2 (README.md, "Exit codes").
     return rc == 0 ? 0 : to_int(ExitCode::kBadInput);
   }
 

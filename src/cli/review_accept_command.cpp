@@ -10,15 +10,16 @@
 #include <map>
 
 #include "cli/commands.h"
-#include "cli/golden_store.h"
-#include "cli/smoke_config.h"
 #include "compare/compare.h"
 #include "compare/html_report.h"
 #include "compare/text_report.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "env/git_state.h"
+#include "gate/bless.h"
+#include "gate/provenance.h"
 #include "record/golden.h"
+#include "smoke/golden_store.h"
+#include "smoke/smoke_config.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;
@@ -84,14 +85,11 @@ int accept_command(const PendingOptions& o) {
       throw BadInput(path, "config_hash",
                      cfg->second.config_hash + " (the current " + cfg->second.file + "): this pending golden was "
                      "made from another version of the config; run `lockstep check` again for a fresh one");
+    validate_golden_candidate(g.record, cfg->second.tolerance.allow_nonfinite_golden, "accept " + path);
     accepted.emplace_back(path, std::move(g));
   }
   for (auto& [path, g] : accepted) {
-    g.provenance.reason = o.reason;
-    g.provenance.created_utc = utc_now();
-    g.provenance.git_commit = git.in_repo ? git.commit : "(absent: " + git.error + ")";
-    g.provenance.git_author = git.in_repo ? git.author : "(absent: " + git.error + ")";
-    g.provenance.tool_version = LOCKSTEP_VERSION;
+    g.provenance = stamp_provenance(o.reason, git, g.provenance.runs);
     std::string target = golden_path(o.goldens_dir, g.record.smoke, g.record.platform);
     std::string hash = write_golden(target, g);
     fs::remove(path);

@@ -36,25 +36,10 @@ void require_comparable(const RunRecord& run, const RunRecord& golden,
   if (golden.series.empty() && golden.probes.empty() && golden.train_probes.empty() &&
       golden.hashes.empty())
     throw BadInput(labels.golden, "", "a golden with at least one series, probe or hash (it is empty)");
-  if (!policy.allow_nonfinite_golden) {
-    const std::string allow = " (set tolerance.allow_nonfinite_golden to allow it)";
-    for (const auto& [name, s] : golden.series)
-      for (size_t i = 0; i < s.values.size(); ++i)
-        if (!std::isfinite(s.values[i]))
-          throw BadInput(labels.golden, "series." + name + ".values[" + std::to_string(i) + "]",
-                         "a finite value, got " + fmt(s.values[i]) + allow);
-    for (const auto* list : {&golden.probes, &golden.train_probes})
-      for (const auto& p : *list)
-        for (int part = 0; part < 2; ++part)
-          for (const auto& stat : tensor_stat_names()) {
-            double v = tensor_stat(part ? p.labels : p.inputs, stat);
-            if (std::isfinite(v)) continue;
-            throw BadInput(labels.golden,
-                           std::string(list == &golden.probes ? "probes[" : "train_probes[") +
-                               std::to_string(p.batch) + "]." + (part ? "labels." : "inputs.") + stat,
-                           "a finite value, got " + fmt(v) + allow);
-          }
-  }
+  if (!policy.allow_nonfinite_golden)
+    if (auto bad = first_nonfinite(golden))
+      throw BadInput(labels.golden, bad->field,
+                     "a finite value, got " + fmt(bad->value) + " (set tolerance.allow_nonfinite_golden to allow it)");
   for (const auto& [name, s] : golden.series) {
     if (policy.for_series(name).rule == Tolerance::Rule::kSigma && s.std.empty())
       throw BadInput(labels.golden, "series." + name + ".std",
@@ -423,6 +408,7 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   std::stable_sort(v.findings.begin(), v.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.section < b.section; });
   v.first_divergence = first_divergence(v);
+  v.code = v.findings.empty() ? ExitCode::kPass : ExitCode::kRegression;
   return v;
 }
 

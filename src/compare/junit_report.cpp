@@ -60,7 +60,8 @@ std::string render_junit(const std::vector<Verdict>& verdicts) {
     auto cases = cases_of(v);
     // A smoke that could not run (exit 2 or 3) is an <error>: the runner or
     // the input is broken, which is not a determinism regression.
-    bool is_error = v.stopped == "environment" || v.stopped == "bad-input";
+    bool is_error = v.code == ExitCode::kEnvironment || v.code == ExitCode::kBadInput;
+    std::string stopped = stop_kind(v);
     size_t bad = 0;
     for (const auto& c : cases) bad += !c.failure.empty();
     body << "  <testsuite name=\"" << xml_escape(v.smoke) << "\" tests=\"" << cases.size() << "\" failures=\""
@@ -73,9 +74,9 @@ std::string render_junit(const std::vector<Verdict>& verdicts) {
         continue;
       }
       const char* element = is_error ? "error" : "failure";
-      std::string type = v.stopped.empty() ? "regression" : v.stopped;
+      std::string type = stopped.empty() ? "regression" : stopped;
       // Only a comparison has a first divergence and a lane.
-      std::string text = v.stopped.empty() ? c.failure + "\nfirst divergence: " + v.first_divergence + "\nlane: " +
+      std::string text = stopped.empty() ? c.failure + "\nfirst divergence: " + v.first_divergence + "\nlane: " +
                                                  lane_name(v.lane) + " (" + v.lane_reason + ")"
                                            : c.failure;
       body << ">\n      <" << element << " message=\"" << xml_escape(c.failure) << "\" type=\"" << type << "\">"

@@ -3,7 +3,7 @@
 //   Tolerance t = Tolerance::close(/*atol=*/1e-6, /*rtol=*/1e-4);
 //   ValueCheck c = check_value(/*actual=*/run, /*golden=*/ref, t, /*float32=*/true);
 //
-// Rules (DESIGN.md, "Comparison"):
+// Rules (docs/comparison.md):
 //   exact   bit-identical (same IEEE-754 pattern after rounding to the dtype)
 //   close   |actual - golden| <= atol + rtol * |golden|; golden is the
 //           reference, as in torch.testing.assert_close, so the rule is not

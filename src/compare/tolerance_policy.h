@@ -22,7 +22,7 @@
 // Resources (step time, peak RSS, peak CUDA memory) are never bit-compared:
 // on the same platform key only, the run's median step time over the steady
 // steps (all but step 0) may be at most step_time_ratio times the golden's,
-// and peak memory at most peak_memory_ratio times (DESIGN.md, "Comparison").
+// and peak memory at most peak_memory_ratio times (docs/comparison.md).
 #pragma once
 
 #include <map>

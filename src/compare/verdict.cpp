@@ -25,6 +25,24 @@ const char* section_name(Section section) {
   return "?";
 }
 
+const char* stop_kind(const Verdict& v) {
+  switch (v.code) {
+    case ExitCode::kNondeterministic: return "nondeterministic";
+    case ExitCode::kBadInput: return "bad-input";
+    case ExitCode::kEnvironment: return "environment";
+    case ExitCode::kPass:
+    case ExitCode::kRegression: return "";
+  }
+  return "";
+}
+
+ExitCode most_severe(const std::vector<Verdict>& verdicts) {
+  ExitCode worst = ExitCode::kPass;
+  for (const auto& v : verdicts)
+    if (exit_severity(v.code) > exit_severity(worst)) worst = v.code;
+  return worst;
+}
+
 nlohmann::json to_json(const Verdict& v) {
   nlohmann::json env = nlohmann::json::array();
   for (const auto& d : v.env_diffs)
@@ -55,7 +73,7 @@ nlohmann::json to_json(const Verdict& v) {
           {"lane", lane_name(v.lane)},
           {"lane_reason", v.lane_reason},
           {"first_divergence", v.first_divergence},
-          {"stopped", v.stopped},
+          {"stopped", stop_kind(v)},
           {"values_checked", v.values_checked},
           {"environment_diff", env},
           {"findings", findings},

@@ -17,7 +17,7 @@
 
 namespace lockstep {
 
-/// Which comparison regime applied (DESIGN.md, "Comparison": two tiers).
+/// Which comparison regime applied (docs/comparison.md: bit-exact on one stack, tolerances across stacks).
 enum class Lane {
   kSameStack,         ///< every determinism-relevant field equal: bit-exact
   kCrossStack,        ///< the stack differs: configured tolerances
@@ -70,16 +70,25 @@ struct Verdict {
   std::vector<std::string> notes;     ///< facts that are not failures
   std::string first_divergence;       ///< "" when passed
   size_t values_checked = 0;
-  /// Why the smoke failed without a comparison: "nondeterministic" (its runs
-  /// differ), "environment" (exit 3: CUDA unusable, a refused knob) or
-  /// "bad-input" (exit 2). "" for a compared verdict. JUnit reports the last
-  /// two as <error>, not as a regression <failure>.
-  std::string stopped;
+  /// The smoke's exit class: kPass or kRegression for a comparison
+  /// (compare_records sets it), or why the smoke ended without one: exit 4
+  /// (its runs differ), 2 (bad input) or 3 (environment: CUDA unusable, a
+  /// refused knob). JUnit reports the last two as <error>, not <failure>.
+  ExitCode code = ExitCode::kPass;
 
-  bool passed() const { return findings.empty(); }
-  /// 0 when passed, 1 (regression) otherwise.
-  ExitCode exit_code() const { return passed() ? ExitCode::kPass : ExitCode::kRegression; }
+  bool passed() const { return code == ExitCode::kPass; }
+  /// The exit code this verdict stands for.
+  ExitCode exit_code() const { return code; }
 };
+
+/// How a verdict ended without a comparison: "nondeterministic" (exit 4),
+/// "bad-input" (2), "environment" (3); "" for a pass or a regression.
+const char* stop_kind(const Verdict& verdict);
+
+/// The process exit code over several smokes: the most severe of the
+/// verdicts' codes, in the order 3 > 2 > 4 > 1 > 0 (README, "Exit codes");
+/// kPass for none.
+ExitCode most_severe(const std::vector<Verdict>& verdicts);
 
 /// Machine-readable form of the verdict (the JSON report).
 nlohmann::json to_json(const Verdict& verdict);

@@ -1,7 +1,7 @@
 // Errors and exit codes shared by every lockstep subcommand.
 //
 // Each failure a user can act on is thrown as `lockstep::Error` carrying the
-// exit code the process ends with (DESIGN.md, "Exit codes"):
+// exit code the process ends with (README.md, "Exit codes"):
 //
 //   throw BadInput(path, "data.batch_size", "a positive integer");
 //   // -> exit 2, "error: smoke/digits.json: data.batch_size: expected a positive integer"
@@ -14,7 +14,7 @@
 
 namespace lockstep {
 
-/// Process exit codes, identical for every subcommand (DESIGN.md).
+/// Process exit codes, identical for every subcommand (README.md, "Exit codes").
 enum class ExitCode : int {
   kPass = 0,              ///< every comparison within tolerance
   kRegression = 1,        ///< the run differs from the golden
@@ -25,6 +25,16 @@ enum class ExitCode : int {
 
 /// Returns the process exit status for `code`.
 inline int to_int(ExitCode code) { return static_cast<int>(code); }
+
+/// How severe `code` is when several smokes end differently: environment
+/// (3) > bad input (2) > nondeterministic (4) > regression (1) > pass (0).
+/// A broken runner or input hides what the runs would have shown, so it
+/// outranks every verdict about the runs.
+int exit_severity(ExitCode code);
+
+/// The word reports print for `code`: "PASS", "REGRESSION", "BAD INPUT",
+/// "ENVIRONMENT", "NONDETERMINISTIC".
+const char* exit_class_name(ExitCode code);
 
 /// An error that ends the command with a specific exit code.
 class Error : public std::runtime_error {

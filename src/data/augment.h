@@ -5,7 +5,7 @@
 //
 // Every random draw comes from the generator passed in, which the dataset
 // seeds from (augment stream, epoch, sample index): the result is the same
-// whatever worker thread runs it and in whatever order (DESIGN.md, "Seeds").
+// whatever worker thread runs it and in whatever order (docs/seeding.md).
 // Draw order (part of the contract, changing it changes goldens):
 //   1. shift: one randint in [-max_shift, max_shift] for dy, then one for dx
 //      (only when max_shift > 0); pixels shifted in are 0;
@@ -22,20 +22,9 @@
 
 #include <vector>
 
-namespace lockstep {
+#include "data/loader_spec.h"
 
-/// Augmentation parameters from the smoke config's data.augment section.
-struct AugmentOptions {
-  int max_shift = 0;       ///< pixels, each axis
-  double noise_std = 0.0;  ///< Gaussian noise standard deviation, in feature units
-  bool flip = false;       ///< random horizontal flip, probability 1/2
-  std::vector<double> mean, std;  ///< per channel; empty: no normalisation
-  /// The deliberate worker-seeding bug (smoke "inject_nondeterminism":
-  /// "worker_seeded_augment"): the dataset draws from one generator per
-  /// worker thread seeded with a constant instead of one per sample.
-  bool worker_seeded = false;
-  bool enabled() const { return max_shift > 0 || flip || noise_std > 0 || !mean.empty(); }
-};
+namespace lockstep {
 
 /// Returns an augmented copy of `image` ([C, H, W], float32, contiguous).
 torch::Tensor augment_sample(const torch::Tensor& image, const AugmentOptions& options,

@@ -100,8 +100,6 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o);
 
 }  // namespace
 
-std::string opencv_version() { return CV_VERSION; }
-
 ImageFolder read_image_folder(const ImageFolderOptions& o) {
   try {
     return read_image_folder_unchecked(o);

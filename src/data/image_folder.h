@@ -67,7 +67,4 @@ struct ImageFolder {
 /// a truncated or undecodable image, an unsupported depth or channel count.
 ImageFolder read_image_folder(const ImageFolderOptions& options);
 
-/// OpenCV's version (CV_VERSION), for the fingerprint.
-std::string opencv_version();
-
 }  // namespace lockstep

@@ -7,7 +7,7 @@
 // Batches are bit-identical for 0, 1, 2 or 4 workers: the sampler is a
 // function of (seed, epoch), every sample's augmentation of (seed, epoch,
 // index), and enforce_ordering re-sequences worker results
-// (notes/libtorch.md §3).
+// (docs/libtorch.md §3).
 #pragma once
 
 #include <atomic>
@@ -17,20 +17,11 @@
 #include <vector>
 
 #include "data/augment.h"
+#include "data/loader_spec.h"
 #include "data/csv_source.h"
 #include "data/table_dataset.h"
 
 namespace lockstep {
-
-/// How batches are formed (smoke config "data" section).
-struct LoaderSpec {
-  std::vector<int64_t> sample_shape;  ///< e.g. {1, 8, 8}
-  int64_t batch_size = 32;
-  int workers = 0;        ///< 0: batches built on the calling thread
-  bool shuffle = true;
-  bool drop_last = true;  ///< drop a final short batch
-  AugmentOptions augment;
-};
 
 /// A reusable loader; one epoch at a time.
 class SmokeLoader {

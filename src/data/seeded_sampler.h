@@ -2,7 +2,7 @@
 //
 // LibTorch's RandomSampler draws from the global generator (its order then
 // depends on every other draw made before), and DistributedRandomSampler
-// ignores the seed (notes/libtorch.md §3). This one permutes with a private
+// ignores the seed (docs/libtorch.md §3). This one permutes with a private
 // generator seeded from the "sampler" stream at the current epoch:
 //
 //   auto epoch = std::make_shared<std::atomic<uint64_t>>(0);

@@ -1,4 +1,4 @@
-// The determinism contract (DESIGN.md, "Determinism contract"), applied
+// The determinism contract (docs/architecture.md, "Determinism contract"), applied
 // once at start-up before any tensor work, then read back for the record.
 //
 //   DeterminismSettings s{"strict", /*intra_op=*/1, /*inter_op=*/1};

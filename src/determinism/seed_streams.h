@@ -1,5 +1,5 @@
 // The seeding scheme: one base seed per smoke, and every consumer draws
-// from a named stream derived from it (DESIGN.md, "Seeds"; docs/seeding.md).
+// from a named stream derived from it (docs/seeding.md).
 //
 //   uint64_t s = derive_seed(base, "augment", {epoch, sample_index});
 //   at::Generator g = stream_generator(base, "augment", {epoch, sample_index});

@@ -1,6 +1,6 @@
 // The `device: "cuda"` preflight: LibTorch's view of CUDA joined with the
 // driver's, so a run that cannot use the GPU stops with exit 3 and the
-// reason instead of falling back to the CPU (DESIGN.md, exit codes).
+// reason instead of falling back to the CPU (README.md, "Exit codes").
 //
 //   if (std::string why = cuda_unusable_reason(); !why.empty())
 //     throw EnvironmentError("CUDA is not usable: " + why);

@@ -8,7 +8,7 @@
 // The facts come from both sides because each alone misleads: LibTorch says
 // only "not available", while the driver cannot know that LibTorch is a
 // CPU-only build or that the linker dropped libtorch_cuda.so
-// (../shared/notes/libtorch.md, "Linking the CUDA backend").
+// (docs/libtorch.md §0, "Linking the CUDA backend").
 #pragma once
 
 #include <string>

@@ -18,13 +18,15 @@
 #include <sstream>
 #include <vector>
 
+#include "core/error.h"
+#include "core/file_hash_cache.h"
 #include "core/hash.h"
-#include "data/image_folder.h"
 #include "env/cuda_driver.h"
 #include "env/cuda_libraries.h"
 #include "env/cuda_usability.h"
 #include "env/driver_version.h"
 #include "env/git_state.h"
+#include "env/opencv_version.h"
 #include "env/torch_config_text.h"
 #include "torch_compat.h"
 
@@ -83,16 +85,15 @@ std::string library_of(const void* symbol) {
   return "";
 }
 
+// The library's XXH3-128, cached between runs by inode, size and times
+// (core/file_hash_cache.h): reading 120 MB in every run would cost more
+// than the rest of the fingerprint.
 std::string hash_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absent("cannot read " + path);
-  Xxh3Stream h;
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    h.update(buf.data(), static_cast<size_t>(in.gcount()));
+  try {
+    return cached_file_xxh3(path);
+  } catch (const Error&) {
+    return absent("cannot read " + path);
   }
-  return h.hex();
 }
 
 // Loaded shared objects whose names say BLAS/LAPACK/oneDNN/OpenMP: the

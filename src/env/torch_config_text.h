@@ -1,7 +1,7 @@
 // Parses the text of at::show_config() (torch.__config__.show() in Python):
 // the one LibTorch API that reports build settings, the ATen CPU capability
 // and, on CUDA builds, the runtime CUDA and cuDNN versions without any CUDA
-// header (../shared/notes/libtorch.md, "Build config").
+// header (docs/libtorch.md §2, "Build config").
 //
 //   TorchConfigText c = parse_torch_config(at::show_config());
 //   c.build_settings["USE_CUDA"];   // "OFF"

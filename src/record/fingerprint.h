@@ -5,7 +5,7 @@
 // bits: LibTorch version, ATen CPU capability, BLAS, thread counts, numerics
 // env vars) or informational (hostname-like facts: git commit, kernel).
 // Two records whose relevant fields are all equal come from the same stack
-// and are held to bit equality (DESIGN.md, "Comparison").
+// and are held to bit equality (docs/comparison.md).
 #pragma once
 
 #include <map>

@@ -1,5 +1,5 @@
 // A golden: a blessed run record plus provenance and a content hash
-// (DESIGN.md, "Records and goldens"). Stored at
+// (docs/architecture.md, "Records and goldens"). Stored at
 // goldens/<smoke>/<platform>.json and only ever written by `lockstep bless`.
 //
 //   Golden g = read_golden(path);          // exit 2 if malformed or hash mismatch

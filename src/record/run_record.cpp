@@ -191,4 +191,21 @@ void write_run_record(const std::string& path, const RunRecord& record) {
   }
 }
 
+std::optional<NonFinite> first_nonfinite(const RunRecord& r) {
+  for (const auto& [name, s] : r.series)
+    for (size_t i = 0; i < s.values.size(); ++i)
+      if (!std::isfinite(s.values[i])) return NonFinite{"series." + name + ".values[" + std::to_string(i) + "]", s.values[i]};
+  for (const auto* list : {&r.probes, &r.train_probes})
+    for (const auto& p : *list)
+      for (int part = 0; part < 2; ++part)
+        for (const auto& stat : tensor_stat_names()) {
+          double v = tensor_stat(part ? p.labels : p.inputs, stat);
+          if (std::isfinite(v)) continue;
+          return NonFinite{std::string(list == &r.probes ? "probes[" : "train_probes[") + std::to_string(p.batch) +
+                               "]." + (part ? "labels." : "inputs.") + stat,
+                           v};
+        }
+  return std::nullopt;
+}
+
 }  // namespace lockstep

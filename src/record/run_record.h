@@ -43,7 +43,7 @@ InitStats init_stats_from_json(const JsonView& node);
 
 /// What a run cost. Informational: never part of the bit-for-bit repeat
 /// check; compared against a golden only on the same platform, as a median
-/// ratio with a loose tolerance (DESIGN.md, "Comparison").
+/// ratio with a loose tolerance (docs/comparison.md).
 struct Resources {
   std::vector<double> step_time_s;  ///< wall seconds of each optimiser step
   int64_t peak_rss_bytes = -1;      ///< getrusage ru_maxrss of the run; -1 unknown
@@ -98,5 +98,18 @@ RunRecord read_run_record(const std::string& path);
 /// it, written first (record/series_file.h), and older sidecars of the same
 /// record are removed after the JSON lands.
 void write_run_record(const std::string& path, const RunRecord& record);
+
+/// A NaN or +-Inf found in a record.
+struct NonFinite {
+  std::string field;  ///< JSON path: "series.loss.values[3]", "probes[2].inputs.std", ...
+  double value = 0;   ///< the value itself
+};
+
+/// The first NaN or +-Inf in `record`: series values (by name, then step),
+/// then the statistics of the data-only probes, then those of the batches
+/// the trainer consumed (by batch, inputs before labels, in
+/// tensor_stat_names() order); nullopt when every value is finite. The one
+/// definition bless, accept, verify-goldens and compare's golden check use.
+std::optional<NonFinite> first_nonfinite(const RunRecord& record);
 
 }  // namespace lockstep

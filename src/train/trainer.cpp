@@ -55,12 +55,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& o, 
   throw BadUsage("unknown optimizer '" + o.name + "' (known: sgd, adam, adamw)");
 }
 
-void set_lr(torch::optim::Optimizer& opt, const std::string& name, double lr) {
-  for (auto& group : opt.param_groups()) {
-    if (name == "sgd") static_cast<torch::optim::SGDOptions&>(group.options()).lr(lr);
-    if (name == "adam") static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
-    if (name == "adamw") static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-  }
+// Every parameter group's learning rate, through the options' own virtual
+// set_lr (OptimizerOptions, LibTorch >= 1.7): no switch on the optimiser.
+void set_lr(torch::optim::Optimizer& opt, double lr) {
+  for (auto& group : opt.param_groups()) group.options().set_lr(lr);
 }
 
 // Every state tensor of every parameter, in parameter order, so the hash
@@ -190,7 +188,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
       auto t0 = std::chrono::steady_clock::now();
       r.train_probes.push_back(probe_batch(step, batch.inputs, batch.labels, batch.indices));
       double lr = spec.optimizer.schedule.at(step);
-      set_lr(*optimizer, spec.optimizer.name, lr);
+      set_lr(*optimizer, lr);
       torch::Tensor x = batch.inputs.to(device), y = batch.labels.to(device);
       compat::zero_grad(*optimizer);
       torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);

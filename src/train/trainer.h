@@ -31,7 +31,7 @@
 
 namespace lockstep {
 
-/// Checkpoint and resume for the resume check (DESIGN: a resumed run
+/// Checkpoint and resume for the resume check (docs/architecture.md: a resumed run
 /// replays the uninterrupted one bit for bit).
 struct ResumeSpec {
   int64_t stop_after = 0;        ///< > 0: checkpoint after this many steps and stop

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,13 +22,35 @@ namespace {
 namespace fs = std::filesystem;
 using namespace cli_test;
 
+// The suite's blessed golden: a scratch project with smoke/digits-cnn.json
+// blessed once. Under CTest the fixture test CliGoldenSetup.Bless makes it
+// in $LOCKSTEP_CLI_GOLDEN_PROJECT and every Cli test reuses it; run
+// directly, the suite blesses its own.
+fs::path bless_shared_project(const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::path made = scratch("blessed");
+  fs::create_directories(dir.parent_path());
+  fs::rename(made, dir);
+  Result r = lockstep("bless " + (dir / "smoke" / "digits-cnn.json").string() + " --reason 'test golden' --out " +
+                      (dir / "out").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  return dir;
+}
+
+TEST(CliGoldenSetup, Bless) {
+  const char* dir = std::getenv("LOCKSTEP_CLI_GOLDEN_PROJECT");
+  ASSERT_TRUE(dir && *dir) << "run by CTest, which sets LOCKSTEP_CLI_GOLDEN_PROJECT";
+  bless_shared_project(dir);
+}
+
 class Cli : public ::testing::Test {
  protected:
-  // One blessed golden in a scratch project for the suite.
   static void SetUpTestSuite() {
-    project_ = scratch("blessed");
-    Result r = lockstep("bless " + smoke() + " --reason 'test golden' --out " + (project_ / "out").string());
-    ASSERT_EQ(r.code, 0) << r.output;
+    const char* shared = std::getenv("LOCKSTEP_CLI_GOLDEN_PROJECT");
+    if (shared && *shared && fs::is_directory(fs::path(shared) / "goldens" / "digits-cnn"))
+      project_ = shared;
+    else
+      project_ = bless_shared_project(fs::temp_directory_path() / ("lockstep-cli-own-" + std::to_string(::getpid())));
     for (auto& e : fs::directory_iterator(project_ / "goldens" / "digits-cnn")) golden_ = e.path().string();
   }
   static std::string smoke() { return (project_ / "smoke" / "digits-cnn.json").string(); }

@@ -99,7 +99,7 @@ TEST(Compare, MissingSeriesFailsNamingIt) {
   ASSERT_NE(find(v, "grad_norm"), nullptr);
   EXPECT_EQ(find(v, "grad_norm")->detail, "series present in the golden only");
   r = g;
-  r.series["extra"] = Series{Series::Dtype::kFloat64, {1.0}, {}};
+  r.series["extra"] = Series{Series::Dtype::kFloat64, {1.0}, {}, {}};
   EXPECT_EQ(find(compare_records(r, g, {}), "extra")->detail, "series present in the run only");
 }
 
@@ -283,8 +283,8 @@ TEST(Compare, BitLevelOnlyDataChange) {
 
 TEST(Compare, GradNormNamesTheFirstParameter) {
   RunRecord g = make_record({2.5, 2.25, 2.0});
-  g.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}};
-  g.series["grad_norm/conv.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}};
+  g.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}};
+  g.series["grad_norm/conv.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}};
   RunRecord r = g;
   r.series["grad_norm/fc.weight"].values[2] = 1.5;
   r.series["grad_norm/conv.weight"].values[1] = 1.5;

@@ -31,11 +31,11 @@ TEST(JUnit, OneTestcasePerMetricWithClassnameAndFailure) {
 TEST(JUnit, SmokesThatCouldNotRunAreErrors) {
   Verdict env;
   env.smoke = "tokens-cuda";
-  env.stopped = "environment";
+  env.code = ExitCode::kEnvironment;
   env.findings.push_back({Section::kStructure, "run", -1, "exit 3: CUDA is not usable: no driver"});
   Verdict nondet;
   nondet.smoke = "wine";
-  nondet.stopped = "nondeterministic";
+  nondet.code = ExitCode::kNondeterministic;
   nondet.findings.push_back({Section::kStructure, "run", -1, "exit 4: runs 1 and 2 differ at train step 0"});
   std::string xml = render_junit({env, nondet});
   EXPECT_NE(xml.find("<testsuites name=\"lockstep\" tests=\"2\" failures=\"1\" errors=\"1\">"), std::string::npos) << xml;

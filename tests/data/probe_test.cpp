@@ -67,7 +67,8 @@ std::vector<BatchProbe> pass(int workers, bool draw_global) {
   spec.sample_shape = {1, 4, 4};
   spec.batch_size = 8;
   spec.workers = workers;
-  spec.augment = {1, 0.1};
+  spec.augment.max_shift = 1;
+  spec.augment.noise_std = 0.1;
   SmokeLoader loader(synthetic_table(100), spec, 99);
   std::vector<BatchProbe> out;
   for (uint64_t epoch = 0; epoch < 2; ++epoch)

@@ -31,7 +31,9 @@ TEST(Fingerprint, RecordsEveryListedField) {
     ASSERT_NE(it, fp.end()) << f;
     const std::string& v = it->second.value;
     EXPECT_FALSE(v.empty()) << f;
-    if (v.rfind("(absent", 0) == 0) EXPECT_GT(v.size(), 10u) << f << " must say why";
+    if (v.rfind("(absent", 0) == 0) {
+      EXPECT_GT(v.size(), 10u) << f << " must say why";
+    }
   }
   EXPECT_EQ(fp.at("torch.version").value.rfind("1.", 0) == 0 || fp.at("torch.version").value.rfind("2.", 0) == 0, true);
   EXPECT_TRUE(fp.at("torch.version").relevant);

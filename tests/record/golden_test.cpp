@@ -23,7 +23,7 @@ Golden sample() {
   Golden g;
   g.record = testing::make_record({2.5, 2.25, 2.0});
   g.record.probes.push_back(testing::make_probe(0, 0.5));
-  g.provenance = {"initial", "2026-11-29T09:00:00Z", "abc", "A <a@b>", "0.1.0", false, 2};
+  g.provenance = {"initial", "2026-11-29T09:00:00Z", "abc", "A <a@b>", "0.1.0", false, 2, {}};
   return g;
 }
 

@@ -245,7 +245,7 @@ TEST(SeriesFile, ARecordReachedThroughALinkFindsItsSidecar) {
 TEST_F(BadSidecar, GoldenWithASidecarIsRejected) {
   Golden g;
   g.record = testing::make_record({1.0});
-  g.provenance = {"initial", "2026-11-29T09:00:00Z", "abc", "A <a@b>", "0.1.0", false, 2};
+  g.provenance = {"initial", "2026-11-29T09:00:00Z", "abc", "A <a@b>", "0.1.0", false, 2, {}};
   std::string golden_path = dir + "/golden.json";
   write_golden(golden_path, g);
   nlohmann::json gd = parse_json_file(golden_path);

@@ -1,6 +1,10 @@
 // Smoke configs: one JSON file per smoke, in smoke/ (docs/smoke-config.md).
+// Torch-free: `compare`, `verify-goldens` and the LibTorch-free build read
+// them too, and the run layer (src/run/) consumes the plain specs they hold
+// (data/loader_spec.h, train/train_specs.h) without copying fields.
 //
 //   SmokeConfig c = load_smoke_config("smoke/digits-cnn.json");  // exit 2 on any bad field
+//   c = with_overrides(c, {/*intra_op_threads=*/2, /*workers=*/-1});
 //   std::vector<std::string> files = expand_smoke_args({"smoke/"});  // sorted *.json
 //
 // Unknown keys are rejected with a did-you-mean hint; every numeric field
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "compare/tolerance_policy.h"
+#include "data/loader_spec.h"
 #include "train/train_specs.h"
 
 namespace lockstep {
@@ -33,16 +38,17 @@ struct DataConfig {
   int skip_rows = 0;
   int label_column = -1;
   double scale = 1.0;
-  std::vector<int64_t> sample_shape;  ///< e.g. [1, 8, 8]
-  int64_t batch_size = 32;
-  int workers = 0;
-  bool shuffle = true;
-  bool drop_last = true;
-  int augment_shift = 0;          ///< data.augment.shift, pixels
-  double augment_noise_std = 0;   ///< data.augment.noise_std
-  bool augment_flip = false;      ///< data.augment.flip
-  std::vector<double> normalize_mean, normalize_std;  ///< data.augment.normalize, per channel
+  /// Batching and augmentation (data.sample_shape, batch_size, workers,
+  /// shuffle, drop_last, augment), exactly as the loader consumes it.
+  LoaderSpec loader;
   int64_t probe_epochs = 1;       ///< epochs the data-only pass covers
+};
+
+/// Command-line overrides of a smoke's config (`--intra-op-threads`,
+/// `--workers`); recorded in the run's contract and fingerprint.
+struct RunOverrides {
+  int intra_op_threads = 0;  ///< 0: from the config
+  int workers = -1;          ///< -1: from the config
 };
 
 /// A parsed, validated smoke config.
@@ -73,6 +79,10 @@ struct SmokeConfig {
   TolerancePolicy tolerance;
   std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
 };
+
+/// `config` with `overrides` applied (determinism threads, data workers).
+/// The config hash is unchanged: it names the file, not the run.
+SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides);
 
 /// Reads and validates a smoke config. Throws exit-2 Error naming the file
 /// and field.

@@ -1,4 +1,4 @@
-#include "cli/smoke_config.h"
+#include "smoke/smoke_config.h"
 
 #include <algorithm>
 #include <cctype>
@@ -61,15 +61,15 @@ void read_data(const JsonView& d, DataConfig& c) {
   if (shape.size() == 0 || shape.size() > 4) shape.fail("1 to 4 dimensions");
   int64_t elements = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
-    c.sample_shape.push_back(shape.at(i).as_int(1, 1 << 20));
-    elements *= c.sample_shape.back();
+    c.loader.sample_shape.push_back(shape.at(i).as_int(1, 1 << 20));
+    elements *= c.loader.sample_shape.back();
     // A smoke sample, not a dataset: at most 2^24 elements (64 MiB float32).
     if (elements > (int64_t{1} << 24))
       shape.fail("a sample of at most 2^24 elements (a smoke trains small samples)");
   }
   if (c.source == "synthetic") {
     size_t dims = c.synthetic_kind == "images" ? 3 : 1;
-    if (c.sample_shape.size() != dims)
+    if (c.loader.sample_shape.size() != dims)
       shape.fail(c.synthetic_kind == "tokens"   ? "[L] for synthetic tokens"
                  : c.synthetic_kind == "images" ? "[C, H, W] for synthetic images"
                                                 : "[F] for synthetic tabular rows");
@@ -77,34 +77,33 @@ void read_data(const JsonView& d, DataConfig& c) {
       d.at("synthetic").at("rows").fail("a table of at most 2^28 values (1 GiB of float32); rows x sample "
                                         "elements is " + std::to_string(c.synthetic_rows * elements));
   }
-  if (c.source == "images" && (c.sample_shape.size() != 3 || (c.sample_shape[0] != 1 && c.sample_shape[0] != 3)))
+  if (c.source == "images" && (c.loader.sample_shape.size() != 3 || (c.loader.sample_shape[0] != 1 && c.loader.sample_shape[0] != 3)))
     shape.fail("[C, H, W] with C = 1 (grey) or 3 (RGB) for an image folder");
-  c.batch_size = d.at("batch_size").as_int(1, 1 << 20);
-  if (d.has("workers")) c.workers = static_cast<int>(d.at("workers").as_int(0, 64));
-  if (d.has("shuffle")) c.shuffle = d.at("shuffle").as_bool();
-  if (d.has("drop_last")) c.drop_last = d.at("drop_last").as_bool();
+  c.loader.batch_size = d.at("batch_size").as_int(1, 1 << 20);
+  if (d.has("workers")) c.loader.workers = static_cast<int>(d.at("workers").as_int(0, 64));
+  if (d.has("shuffle")) c.loader.shuffle = d.at("shuffle").as_bool();
+  if (d.has("drop_last")) c.loader.drop_last = d.at("drop_last").as_bool();
   if (d.has("probe_epochs")) c.probe_epochs = d.at("probe_epochs").as_int(1, 1000);
   if (d.has("augment")) {
     JsonView a = d.at("augment");
     a.allow_keys({"shift", "flip", "noise_std", "normalize"});
-    if (a.has("shift")) c.augment_shift = static_cast<int>(a.at("shift").as_int(0, 64));
-    if (a.has("flip")) c.augment_flip = a.at("flip").as_bool();
-    if (a.has("noise_std")) c.augment_noise_std = a.at("noise_std").as_finite(0, 1e6);
+    if (a.has("shift")) c.loader.augment.max_shift = static_cast<int>(a.at("shift").as_int(0, 64));
+    if (a.has("flip")) c.loader.augment.flip = a.at("flip").as_bool();
+    if (a.has("noise_std")) c.loader.augment.noise_std = a.at("noise_std").as_finite(0, 1e6);
     if (a.has("normalize")) {
       JsonView n = a.at("normalize");
       n.allow_keys({"mean", "std"});
-      size_t channels = c.sample_shape.size() == 3 ? static_cast<size_t>(c.sample_shape[0]) : 0;
+      size_t channels = c.loader.sample_shape.size() == 3 ? static_cast<size_t>(c.loader.sample_shape[0]) : 0;
       for (const char* k : {"mean", "std"}) {
         JsonView list = n.at(k);
         if (list.size() != channels)
           list.fail("one value per channel (" + std::to_string(channels) + "), got " + std::to_string(list.size()));
         for (size_t i = 0; i < list.size(); ++i)
-          (std::string(k) == "mean" ? c.normalize_mean : c.normalize_std)
+          (std::string(k) == "mean" ? c.loader.augment.mean : c.loader.augment.std)
               .push_back(std::string(k) == "mean" ? list.at(i).as_finite(-1e6, 1e6) : list.at(i).as_finite(1e-12, 1e6));
       }
     }
-    if ((c.augment_shift > 0 || c.augment_flip || c.augment_noise_std > 0 || !c.normalize_mean.empty()) &&
-        c.sample_shape.size() != 3)
+    if (c.loader.augment.enabled() && c.loader.sample_shape.size() != 3)
       a.fail("augmentation only for image samples: data.sample_shape must be [C, H, W]");
     if (c.synthetic_kind == "tokens") a.fail("no augmentation for token sequences");
   }
@@ -127,10 +126,10 @@ void read_model(const JsonView& m, SmokeConfig& c) {
   if (m.has("heads")) c.model.heads = m.at("heads").as_int(1, 256);
   if (m.has("ff")) c.model.ff = m.at("ff").as_int(1, 1 << 16);
   if (c.model.name == "cnn" &&
-      (c.data.sample_shape.size() != 3 || c.data.sample_shape[1] < 2 || c.data.sample_shape[2] < 2))
+      (c.data.loader.sample_shape.size() != 3 || c.data.loader.sample_shape[1] < 2 || c.data.loader.sample_shape[2] < 2))
     m.at("name").fail("a model for the samples: cnn needs data.sample_shape [C, H, W] with H, W >= 2");
   if (c.model.name == "transformer") {
-    if (c.data.sample_shape.size() == 1 && c.data.sample_shape[0] > 4096)
+    if (c.data.loader.sample_shape.size() == 1 && c.data.loader.sample_shape[0] > 4096)
       m.at("name").fail("sequences of at most 4096 tokens for transformer (attention is quadratic in L)");
     if (c.model.d_model % c.model.heads != 0)
       m.at("heads").fail("a divisor of d_model (" + std::to_string(c.model.d_model) + ")");
@@ -297,8 +296,15 @@ SmokeConfig load_smoke_config(const std::string& path) {
     c.tolerance = tolerance_policy_from_json(v.at("tolerance"));
     check_tolerance_names(v.at("tolerance"));
   }
+  c.data.loader.augment.worker_seeded = c.inject_nondeterminism == "worker_seeded_augment";
   c.config_hash = hex64(xxh3_64(canonical_dump(doc)));
   return c;
+}
+
+SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {
+  if (overrides.intra_op_threads > 0) config.intra_op_threads = overrides.intra_op_threads;
+  if (overrides.workers >= 0) config.data.loader.workers = overrides.workers;
+  return config;
 }
 
 std::map<std::string, SmokeConfig> load_smoke_folder(const std::string& dir) {

@@ -1,4 +1,4 @@
-#include "cli/golden_store.h"
+#include "smoke/golden_store.h"
 
 #include <algorithm>
 #include <ctime>

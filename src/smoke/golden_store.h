@@ -1,4 +1,4 @@
-// Where goldens live: <goldens>/<smoke>/<platform>.json (DESIGN.md).
+// Where goldens live: <goldens>/<smoke>/<platform>.json (docs/architecture.md, "Records and goldens").
 //
 // The goldens folder defaults to `goldens/` beside the folder that holds
 // the smoke config (smoke/digits-cnn.json -> goldens/), so commands work

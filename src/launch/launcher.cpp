@@ -1,4 +1,4 @@
-#include "cli/child_runs.h"
+#include "launch/launcher.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -25,6 +25,15 @@ std::vector<std::string> override_args(const RunOverrides& o) {
   return args;
 }
 
+std::vector<std::string> child_args(const ChildRun& run) {
+  std::vector<std::string> args = {"run", run.config, "--out", run.out, "--quiet"};
+  for (auto& a : override_args(run.overrides)) args.push_back(std::move(a));
+  if (run.stop_after > 0)
+    args.insert(args.end(), {"--stop-after", std::to_string(run.stop_after), "--checkpoint", run.checkpoint});
+  if (!run.resume.empty()) args.insert(args.end(), {"--resume", run.resume});
+  return args;
+}
+
 std::string self_executable() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -32,9 +41,11 @@ std::string self_executable() {
   return p.string();
 }
 
-void spawn_child(const ChildRun& run) {
-  std::vector<std::string> args = {self_executable(), "run", run.config, "--out", run.out, "--quiet"};
-  args.insert(args.end(), run.extra_args.begin(), run.extra_args.end());
+ProcessLauncher::ProcessLauncher(std::string executable) : executable_(std::move(executable)) {}
+
+void ProcessLauncher::spawn(const ChildRun& run) {
+  std::vector<std::string> args = child_args(run);
+  args.insert(args.begin(), executable_.empty() ? self_executable() : executable_);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -88,16 +99,21 @@ void spawn_child(const ChildRun& run) {
                 "`lockstep run " + run.config + "` exited with " + std::to_string(code) + ": " + reason);
 }
 
-RunRecord run_child(const ChildRun& run) {
-  spawn_child(run);
+RunRecord ProcessLauncher::run(const ChildRun& run) {
+  spawn(run);
   return read_run_record(run.out);
 }
 
-std::vector<RunRecord> run_children(const std::string& config, const std::string& dir, const std::string& prefix,
-                                    int n, const std::vector<std::string>& extra_args, const std::string& seed) {
+void ProcessLauncher::run_to_checkpoint(const ChildRun& run) { spawn(run); }
+
+std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
+                                    const std::string& prefix, int n) {
   std::vector<RunRecord> runs;
-  for (int i = 1; i <= n; ++i)
-    runs.push_back(run_child({config, dir + "/" + prefix + "-" + std::to_string(i) + ".json", extra_args, seed}));
+  for (int i = 1; i <= n; ++i) {
+    ChildRun r = base;
+    r.out = dir + "/" + prefix + "-" + std::to_string(i) + ".json";
+    runs.push_back(launcher.run(r));
+  }
   return runs;
 }
 

@@ -1,0 +1,118 @@
+#include "gate/bless.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "compare/change_summary.h"
+#include "core/error.h"
+#include "core/float_bits.h"
+#include "env/git_state.h"
+#include "gate/provenance.h"
+#include "smoke/golden_store.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool under(const std::string& file, const std::string& dir) {
+  auto rel = fs::path(file).lexically_relative(dir);
+  return !rel.empty() && rel.native().rfind("..", 0) != 0;
+}
+
+void refuse_dirty(const GitState& git, const std::string& goldens_root, bool allow_dirty) {
+  if (!git.in_repo || allow_dirty) return;
+  std::vector<std::string> dirty;
+  for (const auto& f : git.dirty_files)
+    if (!under((fs::path(git.workdir) / f).lexically_normal().string(), goldens_root)) dirty.push_back(f);
+  if (dirty.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < dirty.size() && i < 10; ++i) list += "\n  " + dirty[i];
+  if (dirty.size() > 10) list += "\n  ... and " + std::to_string(dirty.size() - 10) + " more";
+  throw BadUsage("refusing to bless from a dirty work tree (commit first, or pass --allow-dirty, "
+                 "which is recorded):" + list);
+}
+
+}  // namespace
+
+void validate_golden_candidate(const RunRecord& record, bool allow_nonfinite, const std::string& action) {
+  if (allow_nonfinite) return;
+  if (auto bad = first_nonfinite(record))
+    throw BadUsage("refusing to " + action + ": " + bad->field + " is non-finite (" + format_double(bad->value) +
+                   "); a golden holds finite values unless the smoke sets tolerance.allow_nonfinite_golden");
+}
+
+void add_seed_statistics(const std::vector<RunRecord>& runs, RunRecord& golden) {
+  for (auto& [name, series] : golden.series) {
+    size_t n = series.values.size();
+    series.mean.assign(n, 0.0);
+    series.std.assign(n, 0.0);
+    for (size_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (const auto& r : runs) sum += r.series.at(name).values.at(i);
+      double mean = sum / static_cast<double>(runs.size());
+      double sq = 0;
+      for (const auto& r : runs) {
+        double d = r.series.at(name).values.at(i) - mean;
+        sq += d * d;
+      }
+      series.mean[i] = mean;
+      series.std[i] = std::sqrt(sq / static_cast<double>(runs.size()));
+    }
+  }
+}
+
+BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, Launcher& launcher) {
+  SmokeConfig cfg = load_smoke_config(file);
+  std::string root = goldens_root(file, o.goldens_dir);
+  GitState git = read_git_state(fs::absolute(file).parent_path().string());
+  refuse_dirty(git, fs::absolute(root).lexically_normal().string(), o.allow_dirty);
+
+  std::string dir = (fs::path(o.out_dir) / cfg.name).string();
+  // The config's seed first (its run is the golden's record), then the extra seeds.
+  std::vector<uint64_t> seeds = {cfg.seed};
+  for (uint64_t s : o.seeds)
+    if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
+  if (!o.seeds.empty() && seeds.size() < 2)
+    throw BadUsage("--seeds must name a seed other than the config's " + std::to_string(cfg.seed));
+  std::vector<RunRecord> per_seed;
+  for (uint64_t seed : seeds) {
+    ChildRun base;
+    base.config = file;
+    if (seed != cfg.seed) base.seed = std::to_string(seed);
+    std::string prefix = o.seeds.empty() ? "bless" : "bless-seed-" + std::to_string(seed);
+    std::vector<RunRecord> runs = run_children(launcher, base, dir, prefix, o.runs);
+    if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
+      throw Error(ExitCode::kNondeterministic, "refusing to bless " + cfg.name + ": run " + std::to_string(i + 1) +
+                                                   " differs from run 1" +
+                                                   (o.seeds.empty() ? "" : " (seed " + std::to_string(seed) + ")") +
+                                                   ": " + diff);
+    validate_golden_candidate(runs[0], cfg.tolerance.allow_nonfinite_golden, "bless " + cfg.name);
+    per_seed.push_back(std::move(runs[0]));
+  }
+
+  BlessedGolden b;
+  b.smoke = cfg.name;
+  b.seeds = per_seed.size();
+  b.golden.record = per_seed[0];
+  if (per_seed.size() > 1) add_seed_statistics(per_seed, b.golden.record);
+  b.golden.provenance = stamp_provenance(o.reason, git, o.runs);
+  b.golden.provenance.allow_dirty = o.allow_dirty;
+  if (per_seed.size() > 1) b.golden.provenance.seeds = seeds;
+
+  b.path = golden_path(root, cfg.name, b.golden.record.platform);
+  std::error_code ec;
+  b.replaces = fs::exists(b.path, ec);
+  if (b.replaces) {
+    try {
+      b.changes = describe_changes(read_golden_or_record(b.path).record, b.golden.record);
+    } catch (const Error& e) {
+      b.changes = "  (the previous golden could not be read: " + std::string(e.what()) + ")\n";
+    }
+  }
+  return b;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,61 @@
+// The golden `lockstep bless` makes for one smoke, and every refusal on
+// the way. The caller writes the golden (write_golden) and prints.
+//
+//   ProcessLauncher launcher;
+//   BlessOptions o;  o.reason = "LibTorch 1.13 -> 2.11";
+//   BlessedGolden b = bless_smoke("smoke/digits-cnn.json", o, launcher);
+//   std::string hash = write_golden(b.path, b.golden);
+//   std::cout << (b.replaces ? b.changes : "new golden");
+//
+// Refuses with exit 2 on a dirty work tree (files under the goldens folder
+// excepted: they are bless's own output) unless allow_dirty, or when the
+// reference run holds NaN/Inf (validate_golden_candidate); with exit 4
+// unless `runs` fresh runs of every seed are bit-identical.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "launch/launcher.h"
+#include "record/golden.h"
+
+namespace lockstep {
+
+/// How one smoke is blessed.
+struct BlessSmokeOptions {
+  std::string reason;                 ///< recorded in the provenance; required by the caller
+  std::string goldens_dir;            ///< "": goldens/ beside the smoke folder
+  std::string out_dir = "lockstep-out";  ///< the runs' records go to <out_dir>/<smoke>/
+  bool allow_dirty = false;           ///< bless from a dirty work tree (recorded)
+  int runs = 2;                       ///< fresh runs per seed, held to bit equality
+  /// Extra seeds (`--seeds 42,43`) for a multi-seed golden; the config's
+  /// seed stays the exact reference. Must add a seed other than it.
+  std::vector<uint64_t> seeds;
+};
+
+/// A golden ready to be written.
+struct BlessedGolden {
+  std::string smoke;
+  std::string path;        ///< goldens/<smoke>/<platform>.json
+  Golden golden;           ///< record, seed statistics and provenance
+  bool replaces = false;   ///< a golden already exists at path
+  std::string changes;     ///< describe_changes() against it ("" when none changed)
+  size_t seeds = 1;        ///< seeds blessed
+};
+
+/// Runs and checks `file` for a golden (see above). Throws Error.
+BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& options, Launcher& launcher);
+
+/// The refusals every writer of goldens applies to a candidate (bless,
+/// accept, verify-goldens): a NaN or +-Inf anywhere in the record
+/// (first_nonfinite) unless the smoke's tolerance.allow_nonfinite_golden.
+/// Throws exit-2 Error "refusing to <action>: <field> is non-finite (<value>)...".
+void validate_golden_candidate(const RunRecord& record, bool allow_nonfinite, const std::string& action);
+
+/// Adds the per-step mean and population std over `runs` (one run per seed,
+/// same series and lengths) to every series of `golden` (the "sigma" rule,
+/// docs/comparison.md).
+void add_seed_statistics(const std::vector<RunRecord>& runs, RunRecord& golden);
+
+}  // namespace lockstep

@@ -1,0 +1,150 @@
+#include "gate/check.h"
+
+#include <filesystem>
+
+#include "compare/compare.h"
+#include "core/error.h"
+#include "gate/provenance.h"
+#include "smoke/golden_store.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+std::string train_vs_probe_difference(const RunRecord& r) {
+  for (size_t i = 0; i < r.train_probes.size(); ++i) {
+    if (i >= r.probes.size()) return "";  // training ran past the probed epochs
+    const BatchProbe& t = r.train_probes[i];
+    const BatchProbe& p = r.probes[i];
+    if (t.sample_index_hash != p.sample_index_hash || t.inputs.xxh3_128 != p.inputs.xxh3_128 ||
+        t.labels.xxh3_128 != p.labels.xxh3_128)
+      return "batch " + std::to_string(i);
+  }
+  return "";
+}
+
+Verdict stopped_verdict(const std::string& smoke, ExitCode code, const std::string& message) {
+  Verdict v;
+  v.smoke = smoke;
+  v.code = code;
+  v.findings.push_back({Section::kStructure, "run", -1, "exit " + std::to_string(to_int(code)) + ": " + message});
+  v.first_divergence = message;
+  return v;
+}
+
+namespace {
+
+// The run as a pending golden, <out>/<smoke>/<platform>.golden.new.
+void add_pending(SmokeCheck& c, const RunRecord& run, const std::string& file, const CheckSmokeOptions& o,
+                 int repeat, const std::string& why) {
+  Golden g;
+  g.record = run;
+  g.provenance = stamp_provenance("(pending review: " + why + ")", fs::absolute(file).parent_path().string(), repeat);
+  c.pending = std::move(g);
+  c.pending_path = pending_path(o.out_dir, run.smoke, run.platform);
+}
+
+// The resume check: `resume_at` steps and a checkpoint, a fresh process
+// that continues from it, compared bit for bit with the uninterrupted run.
+// "" when they agree, else the first divergence.
+std::string resume_difference(Launcher& launcher, const ChildRun& base, int64_t resume_at, const std::string& dir,
+                              const RunRecord& straight) {
+  ChildRun stop = base;
+  stop.out = dir + "/resume-part.json";
+  stop.stop_after = resume_at;
+  stop.checkpoint = dir + "/resume-at-" + std::to_string(resume_at) + ".ckpt";
+  launcher.run_to_checkpoint(stop);
+  ChildRun resume = base;
+  resume.out = dir + "/resumed.json";
+  resume.resume = stop.checkpoint;
+  return first_bit_difference(launcher.run(resume), straight);
+}
+
+SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const CheckSmokeOptions& o,
+                        Launcher& launcher) {
+  SmokeCheck c;
+  c.smoke = cfg.name;
+  int repeat = o.repeat > 0 ? o.repeat : cfg.repeat;
+  c.report_dir = (fs::path(o.out_dir) / cfg.name).string();
+  const std::string& dir = c.report_dir;
+
+  // 1. Fresh runs, bit for bit.
+  ChildRun base;
+  base.config = file;
+  base.overrides = o.overrides;
+  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat);
+  const RunRecord& run = runs.front();
+  if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
+    c.verdict = stopped_verdict(cfg.name, ExitCode::kNondeterministic,
+                                "run " + std::to_string(i + 1) +
+                                    " differs from run 1 in the same job; first difference: " + diff);
+    c.records = "records: " + dir + "/run-1.json, " + dir + "/run-" + std::to_string(i + 1) + ".json";
+    return c;
+  }
+  // 2. The trainer's batches are the data-only pass's.
+  if (std::string d = train_vs_probe_difference(run); !d.empty()) {
+    c.verdict = stopped_verdict(cfg.name, ExitCode::kNondeterministic,
+                                "the trainer consumed other data than the data-only pass, first at " + d);
+    return c;
+  }
+  // 3. The resume check.
+  std::string resume_note;
+  if (cfg.resume_at > 0) {
+    if (std::string diff = resume_difference(launcher, base, cfg.resume_at, dir, run); !diff.empty()) {
+      c.verdict = stopped_verdict(cfg.name, ExitCode::kRegression,
+                                  "the run resumed from a checkpoint at step " + std::to_string(cfg.resume_at) +
+                                      " differs from the uninterrupted run; first difference: " + diff);
+      c.records = "records: " + dir + "/run-1.json, " + dir + "/resumed.json";
+      return c;
+    }
+    resume_note = "resumed at step " + std::to_string(cfg.resume_at) +
+                  " from a checkpoint in a fresh process: bit-identical to the uninterrupted run";
+  }
+  // 4. The golden.
+  std::string root = goldens_root(file, o.goldens_dir);
+  auto found = find_golden(root, cfg.name, run.platform);
+  if (!found) {
+    add_pending(c, run, file, o, repeat, "no golden existed for platform " + run.platform);
+    c.verdict = stopped_verdict(cfg.name, ExitCode::kBadInput,
+                                golden_path(root, cfg.name, run.platform) + ": no golden for smoke '" + cfg.name +
+                                    "' on platform " + run.platform +
+                                    " (nor any of its family); create one with `lockstep bless " + file +
+                                    " --reason \"...\"`");
+    return c;
+  }
+  Golden golden = read_golden(found->path);
+  if (golden.record.smoke != cfg.name)
+    throw BadInput(found->path, "smoke", "\"" + cfg.name + "\" (the smoke this golden is filed under), got \"" +
+                                             golden.record.smoke + "\"");
+  std::string filed_as = fs::path(found->path).stem().string();
+  if (golden.record.platform != filed_as)
+    throw BadInput(found->path, "platform", "\"" + filed_as + "\" (the platform it is filed under), got \"" +
+                                                golden.record.platform + "\"");
+  // 5. The comparison.
+  c.verdict = compare_records(run, golden.record, cfg.tolerance, {dir + "/run-1.json", found->path});
+  c.compared = true;
+  if (!found->exact_platform)
+    c.verdict.notes.insert(c.verdict.notes.begin(), "no golden for platform " + run.platform + "; compared against " +
+                                                        found->path + " of the same family");
+  if (repeat > 1) c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
+  if (!resume_note.empty()) c.verdict.notes.push_back(resume_note);
+  if (!c.verdict.passed()) add_pending(c, run, file, o, repeat, "check failed: " + c.verdict.first_divergence);
+  c.run = run;
+  c.golden = std::move(golden.record);
+  return c;
+}
+
+}  // namespace
+
+SmokeCheck check_smoke(const std::string& file, const CheckSmokeOptions& o, Launcher& launcher) {
+  std::string stem = fs::path(file).stem().string();
+  try {
+    return check_loaded(load_smoke_config(file), file, o, launcher);
+  } catch (const Error& e) {
+    SmokeCheck c;
+    c.smoke = stem;
+    c.verdict = stopped_verdict(stem, e.code(), e.what());
+    return c;
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,75 @@
+// The verdict of `lockstep check` for one smoke: where it is made. Read
+// check_smoke() top to bottom to know why any smoke passed or failed.
+//
+//   ProcessLauncher launcher;
+//   SmokeCheck c = check_smoke("smoke/digits-cnn.json", {}, launcher);
+//   c.verdict.exit_code();   // 0 pass, 1 regression, 2 bad input, 3 environment, 4 nondeterministic
+//   if (c.compared) render_text(c.verdict, false);   // else c.verdict.first_divergence says why
+//   if (c.pending) write_golden(c.pending_path, *c.pending);
+//
+// For each smoke, in order (the first failure ends it):
+//   1. `repeat` fresh runs through the launcher, held to bit equality
+//      (a difference is exit 4: the stack is nondeterministic);
+//   2. the batches the trainer consumed must equal the data-only pass
+//      (a difference is exit 4 too);
+//   3. with resume_at: K, K steps and a checkpoint, a resumed fresh run,
+//      held to the uninterrupted run's bits (a difference is exit 1);
+//   4. the golden: goldens/<smoke>/<platform>.json, else one of the same
+//      family (a note says so); none is exit 2 with a pending golden;
+//   5. compare_records (compare/compare.h): lane, tolerances, findings;
+//      a failing comparison leaves a pending golden for review/accept.
+// An Error from the launcher or a file ends the smoke with its own code.
+// check never writes into goldens/: the caller writes reports and pending
+// goldens from the SmokeCheck.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare/verdict.h"
+#include "launch/launcher.h"
+#include "record/golden.h"
+#include "record/run_record.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+
+/// Options of `lockstep check` that shape each smoke's check.
+struct CheckSmokeOptions {
+  std::string goldens_dir;                   ///< "": goldens/ beside the smoke folder
+  std::string out_dir = "lockstep-out";      ///< records go to <out_dir>/<smoke>/
+  int repeat = 0;                            ///< fresh runs; 0: the config's `repeat` (default 2)
+  RunOverrides overrides;                    ///< passed on to every child run
+};
+
+/// What check found for one smoke.
+struct SmokeCheck {
+  std::string smoke;      ///< the smoke's name (the file's stem when the config is unreadable)
+  Verdict verdict;        ///< exit_code() is the smoke's exit class
+  bool compared = false;  ///< the verdict compares the run with a golden (reports apply)
+  std::string report_dir; ///< <out_dir>/<smoke>: records, reports
+  std::string records;    ///< for a failure between runs: "records: <a>, <b>"
+  RunRecord run;          ///< the first run (when compared)
+  RunRecord golden;       ///< the golden's record (when compared)
+  /// The run as a pending golden (a failed comparison, or no golden yet),
+  /// to be written at pending_path for `lockstep review` / `accept`.
+  std::optional<Golden> pending;
+  std::string pending_path;
+};
+
+/// Checks the smoke config `file` (see the steps above). Never throws
+/// lockstep::Error: every failure is a verdict with its exit code.
+SmokeCheck check_smoke(const std::string& file, const CheckSmokeOptions& options, Launcher& launcher);
+
+/// A verdict for a smoke that ended without a comparison (exit 1 from the
+/// resume check, 2, 3 or 4): one structure finding "exit N: <message>", so
+/// every report still shows it failing, and `message` as first divergence.
+Verdict stopped_verdict(const std::string& smoke, ExitCode code, const std::string& message);
+
+/// The first batch where the trainer's input differs from the data-only
+/// pass ("batch 3"), or "" when they agree (batches past the probed epochs
+/// are not compared).
+std::string train_vs_probe_difference(const RunRecord& run);
+
+}  // namespace lockstep

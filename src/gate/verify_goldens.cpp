@@ -1,0 +1,116 @@
+#include "gate/verify_goldens.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "core/error.h"
+#include "record/golden.h"
+#include "smoke/golden_store.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string field(const RunRecord& r, const std::string& name) {
+  auto it = r.fingerprint.find(name);
+  return it == r.fingerprint.end() ? "(missing)" : it->second.value;
+}
+
+}  // namespace
+
+GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& smoke_dir_option) {
+  std::error_code ec;
+  if (!fs::is_directory(goldens_dir, ec)) throw BadUsage(goldens_dir + ": no such goldens folder");
+  std::string smoke_dir = smoke_dir_option.empty()
+                              ? (fs::absolute(goldens_dir).lexically_normal().parent_path() / "smoke").string()
+                              : smoke_dir_option;
+  std::map<std::string, SmokeConfig> smokes = load_smoke_folder(smoke_dir);
+
+  std::vector<std::string> problems;
+  std::map<std::string, std::vector<std::pair<std::string, Golden>>> by_smoke;  // smoke -> (path, golden)
+  std::vector<std::string> files;
+  for (auto it = fs::recursive_directory_iterator(goldens_dir, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (ec) break;
+    if (it->is_regular_file(ec)) files.push_back(it->path().string());
+  }
+  std::sort(files.begin(), files.end());
+
+  for (const auto& path : files) {
+    fs::path p(path);
+    if (p.extension() != ".json") {
+      problems.push_back(path + ": not a golden (pending or temporary file in the goldens folder; "
+                         "promote pending goldens with `lockstep accept`, never by copying)");
+      continue;
+    }
+    Golden g;
+    try {
+      g = read_golden(path);
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+      continue;
+    }
+    const RunRecord& r = g.record;
+    std::string dir_smoke = p.parent_path().filename().string();
+    if (r.smoke != dir_smoke || r.platform != p.stem().string())
+      problems.push_back(path + ": filed as " + dir_smoke + "/" + p.stem().string() + " but holds smoke " + r.smoke +
+                         " on platform " + r.platform);
+    auto cfg = smokes.find(r.smoke);
+    if (cfg == smokes.end()) {
+      problems.push_back(path + ": no smoke config named \"" + r.smoke + "\" in " + smoke_dir);
+      continue;
+    }
+    if (r.steps != cfg->second.steps)
+      problems.push_back(path + ": " + std::to_string(r.steps) + " steps, but " + cfg->second.file + " now has " +
+                         std::to_string(cfg->second.steps) + "; re-bless");
+    else if (r.config_hash != cfg->second.config_hash)
+      problems.push_back(path + ": blessed from another version of " + cfg->second.file + " (config hash " +
+                         r.config_hash + ", now " + cfg->second.config_hash + "); re-bless");
+    if (auto bad = first_nonfinite(r); bad && !cfg->second.tolerance.allow_nonfinite_golden)
+      problems.push_back(path + ": holds NaN/Inf (" + bad->field + "), which " + cfg->second.file + " does not allow");
+    by_smoke[r.smoke].emplace_back(path, std::move(g));
+  }
+
+  for (const auto& [name, cfg] : smokes) {
+    for (const auto& platform : cfg.platforms) {
+      if (!fs::exists(golden_path(goldens_dir, name, platform), ec))
+        problems.push_back(golden_path(goldens_dir, name, platform) + ": missing; " + cfg.file +
+                           " declares platform " + platform);
+    }
+    if (cfg.platforms.empty() && !by_smoke.count(name))
+      problems.push_back(cfg.file + ": smoke " + name + " has no golden in " + goldens_dir);
+  }
+
+  // Stale platforms: per smoke and device, every golden must share the stack.
+  for (auto& [name, goldens] : by_smoke) {
+    std::map<std::string, std::vector<const std::pair<std::string, Golden>*>> by_device;
+    for (const auto& g : goldens) by_device[g.second.record.device].push_back(&g);
+    for (auto& [device, list] : by_device) {
+      const auto* newest = list.front();
+      for (const auto* g : list)
+        if (g->second.provenance.created_utc > newest->second.provenance.created_utc) newest = g;
+      std::string stack = field(newest->second.record, "torch.version") + " " +
+                          field(newest->second.record, "torch.library_xxh3");
+      for (const auto* g : list) {
+        std::string other = field(g->second.record, "torch.version") + " " + field(g->second.record, "torch.library_xxh3");
+        if (other != stack)
+          problems.push_back(g->first + ": stale: made on LibTorch " + field(g->second.record, "torch.version") +
+                             " (library " + field(g->second.record, "torch.library_xxh3") + "), while " +
+                             newest->first + " was re-blessed on " + field(newest->second.record, "torch.version") +
+                             " (library " + field(newest->second.record, "torch.library_xxh3") +
+                             "); re-bless it on the new stack");
+      }
+    }
+  }
+
+  GoldensAudit audit;
+  for (const auto& [_, g] : by_smoke) audit.goldens += g.size();
+  audit.smokes = smokes.size();
+  audit.problems = std::move(problems);
+  return audit;
+}
+
+}  // namespace lockstep

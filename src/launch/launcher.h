@@ -1,0 +1,83 @@
+// The seam between orchestration (check, bless, run --repeat) and the runs
+// it asks for, in the spirit of ninja's CommandRunner: orchestration asks a
+// Launcher for run records and never starts a process itself, so it is unit
+// tested in-process with a fake launcher that returns canned records.
+//
+//   ProcessLauncher launcher;                       // spawns `lockstep run`
+//   ChildRun run;  run.config = "smoke/digits-cnn.json";  run.out = "out/run-1.json";
+//   RunRecord r = launcher.run(run);                // throws Error(2|3) on a failed child
+//   std::vector<RunRecord> rs = run_children(launcher, run, "out", "run", 2);
+//
+// Repeat checks need separate processes: a second run in the same process
+// would share LibTorch's global state (the inter-op pool can be sized only
+// once, generators, caches), and the point is to show that a fresh process
+// reproduces the bits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "record/run_record.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+
+/// One child run of a smoke.
+struct ChildRun {
+  std::string config;      ///< smoke config path
+  std::string out;         ///< record path the child writes
+  RunOverrides overrides;  ///< --intra-op-threads / --workers
+  std::string seed;        ///< non-empty: LOCKSTEP_SEED for the child
+  int64_t stop_after = 0;  ///< > 0: train this many steps, write `checkpoint`, no record
+  std::string checkpoint;  ///< with stop_after
+  std::string resume;      ///< non-empty: continue from this checkpoint to the end
+};
+
+/// Starts child runs. Implementations: ProcessLauncher (real), and fakes in
+/// the tests.
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  /// Runs `run` to completion and returns its record. Throws Error with
+  /// exit 2 when the child refused its input and exit 3 for anything else
+  /// (the message carries the child's reason).
+  virtual RunRecord run(const ChildRun& run) = 0;
+  /// Runs `run` (stop_after > 0) up to its checkpoint; no record. Same errors.
+  virtual void run_to_checkpoint(const ChildRun& run) = 0;
+};
+
+/// The real launcher: `lockstep run CONFIG --out OUT --quiet ...` in a fresh
+/// process of this executable (/proc/self/exe, or `executable`), stderr to
+/// <out>.log (kept when non-empty) and echoed to ours.
+class ProcessLauncher : public Launcher {
+ public:
+  explicit ProcessLauncher(std::string executable = "");
+  RunRecord run(const ChildRun& run) override;
+  void run_to_checkpoint(const ChildRun& run) override;
+
+ private:
+  void spawn(const ChildRun& run);
+  std::string executable_;
+};
+
+/// The command-line flags that pass `overrides` on to a child run.
+std::vector<std::string> override_args(const RunOverrides& overrides);
+
+/// The `lockstep run` arguments for `run` (without the executable).
+std::vector<std::string> child_args(const ChildRun& run);
+
+/// Path of the running executable (/proc/self/exe). Throws exit 3.
+std::string self_executable();
+
+/// `n` fresh runs of `base` (its `out` ignored), records
+/// <dir>/<prefix>-1.json ... <dir>/<prefix>-<n>.json.
+std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
+                                    const std::string& prefix, int n);
+
+/// Where the first run that is not bit-identical to runs[0] differs:
+/// {its 0-based index, first_bit_difference()}, or {0, ""} when all agree.
+std::pair<size_t, std::string> first_repeat_difference(const std::vector<RunRecord>& runs);
+
+}  // namespace lockstep

@@ -1,0 +1,176 @@
+#include "run/smoke_run.h"
+
+#include <torch/torch.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/json_io.h"
+#include "data/image_folder.h"
+#include "data/loader.h"
+#include "data/probe.h"
+#include "data/synthetic_source.h"
+#include "determinism/contract.h"
+#include "determinism/seed_streams.h"
+#include "env/cuda_preflight.h"
+#include "env/driver_version.h"
+#include "env/fingerprint_capture.h"
+#include "record/platform_key.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+std::pair<uint64_t, bool> base_seed(const SmokeConfig& cfg) {
+  const char* env = std::getenv("LOCKSTEP_SEED");
+  if (!env || !*env) return {cfg.seed, false};
+  uint64_t v = 0;
+  std::string s = env;
+  auto res = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (res.ec != std::errc() || res.ptr != s.data() + s.size())
+    throw BadUsage("LOCKSTEP_SEED=" + s + ": expected an unsigned 64-bit integer");
+  return {v, v != cfg.seed};  // the config's own seed is no override
+}
+
+namespace {
+
+// `min_driver` (cuda runs only): the NVIDIA driver must be at least that.
+void preflight_driver(const SmokeConfig& cfg) {
+  if (cfg.device != "cuda" || cfg.min_driver.empty()) return;
+  std::string why;
+  std::string have = nvidia_driver_version(&why);
+  if (have.empty()) have = kernel_module_driver_version();  // no NVML in the container
+  if (have.empty())
+    throw EnvironmentError(cfg.file + ": min_driver is " + cfg.min_driver +
+                           " but the NVIDIA driver version cannot be read: " + why +
+                           ", and /proc/driver/nvidia/version is unreadable (a container needs "
+                           "NVIDIA_DRIVER_CAPABILITIES with `utility` for NVML)");
+  if (!is_dotted_version(have))
+    throw EnvironmentError(cfg.file + ": the NVIDIA driver reports version \"" + have +
+                           "\", which cannot be compared with min_driver " + cfg.min_driver);
+  if (!version_at_least(have, cfg.min_driver))
+    throw EnvironmentError(cfg.file + ": the NVIDIA driver is " + have + ", older than min_driver " +
+                           cfg.min_driver);
+}
+
+std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg, uint64_t seed) {
+  const DataConfig& d = cfg.data;
+  if (d.source == "synthetic") {
+    SyntheticOptions o;
+    o.kind = d.synthetic_kind == "tokens"   ? SyntheticOptions::Kind::kTokens
+             : d.synthetic_kind == "images" ? SyntheticOptions::Kind::kImages
+                                            : SyntheticOptions::Kind::kTabular;
+    o.rows = d.synthetic_rows;
+    o.vocab = d.synthetic_vocab;
+    return std::make_shared<CsvTable>(make_synthetic(o, d.loader.sample_shape, cfg.classes, seed));
+  }
+  if (d.source == "images") {
+    ImageFolder f = read_image_folder({d.resolved_path, d.loader.sample_shape, d.interpolation, d.to_float,
+                                       d.manifest_sample});
+    if (f.table.num_classes > cfg.classes)
+      throw BadInput(cfg.file, "model.classes",
+                     "at least " + std::to_string(f.table.num_classes) + " (the class folders in " + d.path + ")");
+    return std::make_shared<CsvTable>(std::move(f.table));
+  }
+  std::error_code ec;
+  if (!fs::exists(d.resolved_path, ec))
+    throw BadInput(cfg.file, "data.path",
+                   "an existing data file; " + d.resolved_path +
+                       " does not exist (run ci/fetch-data.sh, or set LOCKSTEP_DATA_DIR)");
+  auto table = std::make_shared<CsvTable>(read_csv({d.resolved_path, d.skip_rows, d.label_column, d.scale}));
+  int64_t per_sample = 1;
+  for (int64_t n : d.loader.sample_shape) per_sample *= n;
+  if (per_sample != table->features)
+    throw BadInput(cfg.file, "data.sample_shape",
+                   "a shape of " + std::to_string(table->features) + " elements (the CSV has " +
+                       std::to_string(table->features) + " features), got " + std::to_string(per_sample));
+  if (table->num_classes > cfg.classes)
+    throw BadInput(cfg.file, "model.classes",
+                   "at least " + std::to_string(table->num_classes) + " (the largest label in " + d.path +
+                       " is " + std::to_string(table->num_classes - 1) + ")");
+  return table;
+}
+
+}  // namespace
+
+SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
+  auto [seed, overridden] = base_seed(cfg);
+  preflight_driver(cfg);
+  if (cfg.device == "cuda")
+    if (std::string why = cuda_unusable_reason(); !why.empty())
+      throw EnvironmentError(cfg.file + ": device is \"cuda\" but CUDA is not usable: " + why +
+                             " (lockstep never falls back to the CPU)");
+
+  auto contract = apply_determinism_contract({cfg.mode, cfg.intra_op_threads, cfg.inter_op_threads});
+  // Safety net: anything that still draws from the global generator gets a
+  // seeded one. lockstep's own code never does.
+  torch::manual_seed(derive_seed(seed, "global"));
+
+  auto table = load_table(cfg, seed);
+  const LoaderSpec& spec = cfg.data.loader;
+
+  SmokeRun out;
+  RunRecord& rec = out.record;
+  SmokeLoader probe_loader(table, spec, seed);
+  if (probe_loader.batches_per_epoch() == 0)
+    throw BadInput(cfg.file, "data.batch_size",
+                   "at most the dataset's " + std::to_string(table->rows) +
+                       " samples (data.drop_last drops a partial batch, so no batch would remain), got " +
+                       std::to_string(spec.batch_size));
+  int64_t total = cfg.data.probe_epochs * probe_loader.batches_per_epoch();
+  for (int64_t e = 0; e < cfg.data.probe_epochs; ++e)
+    probe_loader.run_epoch(static_cast<uint64_t>(e), [&](int64_t, SmokeBatch& b) {
+      rec.probes.push_back(probe_batch(static_cast<int64_t>(rec.probes.size()), b.inputs, b.labels, b.indices));
+      if (o.on_probe) o.on_probe(static_cast<int64_t>(rec.probes.size()), total);
+      return true;
+    });
+
+  if (o.train) {
+    SmokeLoader train_loader(table, spec, seed);
+    TrainSpec ts;
+    ts.steps = cfg.steps;
+    ts.device = cfg.device;
+    ts.model = cfg.model;
+    ts.optimizer = cfg.optimizer;
+    ts.sample_shape = spec.sample_shape;
+    ts.classes = cfg.classes;
+    ts.inject_nondeterminism = cfg.inject_nondeterminism;
+    ts.config_hash = cfg.config_hash;
+    ts.resume = o.resume;
+    TrainResult tr = train_smoke(ts, train_loader, seed);
+    out.steps_done = tr.steps_done;
+    if (o.resume.stop_after > 0) {
+      out.stopped_at_checkpoint = true;
+      return out;
+    }
+    rec.series = std::move(tr.series);
+    rec.hashes = std::move(tr.hashes);
+    rec.init = std::move(tr.init);
+    rec.resources = std::move(tr.resources);
+    rec.train_probes = std::move(tr.train_probes);
+  }
+
+  rec.smoke = cfg.name;
+  rec.config_hash = cfg.config_hash;
+  rec.seed = seed;
+  rec.seed_overridden = overridden;
+  rec.device = cfg.device;
+  rec.steps = o.train ? cfg.steps : 0;
+  rec.contract = contract;
+  rec.fingerprint = capture_fingerprint({cfg.device, contract, fs::absolute(cfg.file).parent_path().string()});
+  rec.fingerprint["data.file_xxh3"] = {table->file_xxh3, true};  // images: the manifest hash
+  rec.fingerprint["data.bytes"] = {std::to_string(table->bytes), false};
+  rec.fingerprint["data.rows"] = {std::to_string(table->rows), false};
+  if (cfg.model.name == "torchscript") {
+    std::string bytes = read_file(cfg.model.path);
+    rec.fingerprint["model.file_xxh3"] = {xxh3_128_hex(bytes.data(), bytes.size()), true};
+  }
+  rec.platform = platform_key(rec.fingerprint);
+  return out;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,59 @@
+// One smoke run in this process: a validated smoke config in, a run record
+// out. The LibTorch side of `lockstep run` and `lockstep probe`; it prints
+// nothing and writes nothing but a checkpoint it is asked for, so cli/ only
+// parses arguments, calls it, prints and writes the record.
+//
+//   SmokeConfig cfg = with_overrides(load_smoke_config("smoke/digits-cnn.json"), overrides);
+//   SmokeRun run = run_smoke(cfg, {});          // data-only pass + training
+//   write_run_record("out/run.json", run.record);
+//
+// Order (each step can end the run with an Error):
+//   1. base seed: the config's, or LOCKSTEP_SEED (exit 2 if not a uint64);
+//   2. preflight: min_driver and CUDA usability for device "cuda" (exit 3);
+//   3. the determinism contract (determinism/contract.h; exit 3 if refused);
+//   4. the data: CSV, image folder or synthetic table (exit 2 naming the field);
+//   5. the data-only pass: one BatchProbe per batch over data.probe_epochs;
+//   6. training (unless options.train is false), optionally stopping at a
+//      checkpoint or resuming from one (train/trainer.h);
+//   7. the record: contract, fingerprint (env/fingerprint_capture.h) with
+//      the data and model hashes, platform key.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "record/run_record.h"
+#include "smoke/smoke_config.h"
+#include "train/trainer.h"
+
+namespace lockstep {
+
+/// What one run does besides the data-only pass.
+struct SmokeRunOptions {
+  bool train = true;  ///< false: the data-only pass alone (`lockstep probe`)
+  ResumeSpec resume;  ///< stop at / continue from a checkpoint (train only)
+  /// Called after each probed batch with (batches done, batches in the
+  /// pass); the command line draws a progress bar with it.
+  std::function<void(int64_t done, int64_t total)> on_probe;
+};
+
+/// The outcome of run_smoke().
+struct SmokeRun {
+  RunRecord record;         ///< complete unless stopped_at_checkpoint
+  bool stopped_at_checkpoint = false;  ///< resume.stop_after > 0: the checkpoint is written, no record
+  int64_t steps_done = 0;   ///< optimiser steps taken in this process
+};
+
+/// Runs `config` (overrides already applied, see with_overrides()) in this
+/// process. Throws Error: exit 2 for bad input (LOCKSTEP_SEED, data file,
+/// data/model mismatch, checkpoint), exit 3 when the environment cannot
+/// run it (CUDA, driver, a refused determinism knob).
+SmokeRun run_smoke(const SmokeConfig& config, const SmokeRunOptions& options);
+
+/// The base seed: the config's, or $LOCKSTEP_SEED; `.second` is true when
+/// the environment replaced the config's seed. Throws exit 2 for a value
+/// that is not a decimal unsigned 64-bit integer.
+std::pair<uint64_t, bool> base_seed(const SmokeConfig& config);
+
+}  // namespace lockstep

@@ -1,0 +1,141 @@
+// bless_smoke() in-process with a fake launcher: the golden it makes and
+// every refusal.
+#include "gate/bless.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "gate/gate_fixture.h"
+
+namespace lockstep {
+namespace {
+
+using testing::FakeLauncher;
+using testing::GateProject;
+using testing::make_gate_record;
+
+BlessSmokeOptions options_for(const GateProject& p) {
+  BlessSmokeOptions o;
+  o.reason = "new smoke";
+  o.out_dir = p.out_dir();
+  return o;
+}
+
+TEST(BlessSmoke, TwoIdenticalRunsMakeANewGoldenWithProvenance) {
+  GateProject p("bless-new");
+  FakeLauncher l;
+  BlessedGolden b = bless_smoke(p.smoke_file(), options_for(p), l);
+  EXPECT_EQ(b.path, p.goldens_dir() + "/unit/cpu-x86_64-avx2.json");
+  EXPECT_FALSE(b.replaces);
+  EXPECT_EQ(b.seeds, 1u);
+  EXPECT_EQ(b.golden.provenance.reason, "new smoke");
+  EXPECT_EQ(b.golden.provenance.runs, 2);
+  EXPECT_EQ(b.golden.provenance.tool_version, LOCKSTEP_VERSION);
+  EXPECT_TRUE(b.golden.provenance.seeds.empty());
+  EXPECT_EQ(b.golden.record.series.at("loss").values, make_gate_record().series.at("loss").values);
+  ASSERT_EQ(l.calls.size(), 2u);
+  EXPECT_EQ(l.calls[0].out, p.out_dir() + "/unit/bless-1.json");
+  EXPECT_EQ(l.calls[0].seed, "");  // the config's own seed
+}
+
+TEST(BlessSmoke, ReblessingTheSameValuesReportsNoChange) {
+  GateProject p("bless-again");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  BlessedGolden b = bless_smoke(p.smoke_file(), options_for(p), l);
+  EXPECT_TRUE(b.replaces);
+  EXPECT_EQ(b.changes, "");
+}
+
+TEST(BlessSmoke, DifferingRunsAreRefusedAsNondeterministic) {
+  GateProject p("bless-nondet");
+  FakeLauncher l;
+  l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
+    if (call == 2) r.series["grad_norm"].values[0] = 3.0;
+  };
+  try {
+    bless_smoke(p.smoke_file(), options_for(p), l);
+    FAIL() << "bless accepted differing runs";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kNondeterministic);
+    EXPECT_EQ(std::string(e.what()).rfind("refusing to bless unit: run 2 differs from run 1: train step 0: grad_norm", 0), 0u)
+        << e.what();
+  }
+}
+
+TEST(BlessSmoke, NonFiniteValuesAnywhereAreRefused) {
+  GateProject p("bless-nan");
+  FakeLauncher l;
+  l.record.probes[1].inputs.std = NAN;
+  l.record.train_probes = l.record.probes;
+  try {
+    bless_smoke(p.smoke_file(), options_for(p), l);
+    FAIL() << "bless accepted a NaN probe statistic";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), "refusing to bless unit: probes[1].inputs.std is non-finite (nan); a golden holds "
+                                     "finite values unless the smoke sets tolerance.allow_nonfinite_golden");
+  }
+}
+
+TEST(BlessSmoke, NonFiniteValuesPassWhenTheSmokeAllowsThem) {
+  GateProject p("bless-nan-allowed",
+               [](nlohmann::json& cfg) { cfg["tolerance"] = {{"allow_nonfinite_golden", true}}; });
+  FakeLauncher l;
+  l.record.series["loss"].values[1] = INFINITY;
+  BlessedGolden b = bless_smoke(p.smoke_file(), options_for(p), l);
+  EXPECT_TRUE(std::isinf(b.golden.record.series.at("loss").values[1]));
+}
+
+TEST(BlessSmoke, ExtraSeedsMakeAMultiSeedGolden) {
+  GateProject p("bless-seeds");
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (run.seed == "7") r.series["grad_norm"].values = {3.0, 5.0};
+  };
+  BlessSmokeOptions o = options_for(p);
+  o.seeds = {7};
+  BlessedGolden b = bless_smoke(p.smoke_file(), o, l);
+  EXPECT_EQ(b.seeds, 2u);
+  EXPECT_EQ(b.golden.provenance.seeds, (std::vector<uint64_t>{42, 7}));
+  ASSERT_EQ(l.calls.size(), 4u);
+  EXPECT_EQ(l.calls[2].seed, "7");
+  EXPECT_EQ(l.calls[2].out, p.out_dir() + "/unit/bless-seed-7-1.json");
+  const Series& g = b.golden.record.series.at("grad_norm");
+  EXPECT_EQ(g.values, (std::vector<double>{1.0, 1.0}));  // the config seed's run stays the reference
+  EXPECT_EQ(g.mean, (std::vector<double>{2.0, 3.0}));
+  EXPECT_EQ(g.std, (std::vector<double>{1.0, 2.0}));
+}
+
+TEST(BlessSmoke, SeedsThatAddNothingAreRefused) {
+  GateProject p("bless-seeds-same");
+  FakeLauncher l;
+  BlessSmokeOptions o = options_for(p);
+  o.seeds = {42};
+  try {
+    bless_smoke(p.smoke_file(), o, l);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), "--seeds must name a seed other than the config's 42");
+  }
+}
+
+TEST(ValidateGoldenCandidate, NamesTheFirstNonFiniteField) {
+  RunRecord r = make_gate_record();
+  EXPECT_NO_THROW(validate_golden_candidate(r, false, "accept x"));
+  r.train_probes[0].labels.max = -INFINITY;
+  try {
+    validate_golden_candidate(r, false, "accept x");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("refusing to accept x: train_probes[0].labels.max is non-finite (-inf)", 0), 0u)
+        << e.what();
+  }
+  EXPECT_NO_THROW(validate_golden_candidate(r, true, "accept x"));
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,181 @@
+// check_smoke() in-process: every way a smoke's check ends, with a fake
+// launcher (no LibTorch, no child processes).
+#include "gate/check.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "gate/gate_fixture.h"
+
+namespace lockstep {
+namespace {
+
+using testing::FakeLauncher;
+using testing::GateProject;
+using testing::make_gate_record;
+
+TEST(CheckSmoke, IdenticalRunsMatchingTheGoldenPass) {
+  GateProject p("pass");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+  EXPECT_TRUE(c.compared);
+  EXPECT_FALSE(c.pending.has_value());
+  EXPECT_EQ(c.smoke, "unit");
+  EXPECT_EQ(c.report_dir, p.out_dir() + "/unit");
+  ASSERT_EQ(l.calls.size(), 2u);  // the config's default repeat
+  EXPECT_EQ(l.calls[0].out, p.out_dir() + "/unit/run-1.json");
+  EXPECT_EQ(l.calls[1].out, p.out_dir() + "/unit/run-2.json");
+  EXPECT_EQ(l.calls[0].config, p.smoke_file());
+  EXPECT_TRUE(l.checkpoints.empty());
+  EXPECT_EQ(c.verdict.notes.back(), "2 runs in this job were bit-identical");
+  EXPECT_EQ(c.verdict.lane, Lane::kSameStack);
+}
+
+TEST(CheckSmoke, RepeatDifferenceIsNondeterministic) {
+  GateProject p("repeat");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  CheckSmokeOptions o = p.check_options();
+  o.repeat = 3;
+  l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
+    if (call == 3) r.series["loss"].values[1] = 2.0;
+  };
+  SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kNondeterministic);
+  EXPECT_FALSE(c.compared);
+  EXPECT_FALSE(c.pending.has_value());
+  EXPECT_EQ(l.calls.size(), 3u);
+  EXPECT_EQ(c.verdict.first_divergence.rfind("run 3 differs from run 1 in the same job; first difference: train step 1: loss", 0), 0u)
+      << c.verdict.first_divergence;
+  EXPECT_EQ(c.records, "records: " + p.out_dir() + "/unit/run-1.json, " + p.out_dir() + "/unit/run-3.json");
+  EXPECT_STREQ(stop_kind(c.verdict), "nondeterministic");
+}
+
+TEST(CheckSmoke, TrainerBatchesOtherThanTheDataPassAreNondeterministic) {
+  GateProject p("train-vs-probe");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.record.train_probes[1].inputs.xxh3_128 = std::string(32, 'c');
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kNondeterministic);
+  EXPECT_EQ(c.verdict.first_divergence, "the trainer consumed other data than the data-only pass, first at batch 1");
+}
+
+TEST(CheckSmoke, ResumeDifferenceIsARegressionNamingTheStep) {
+  GateProject p("resume", [](nlohmann::json& cfg) { cfg["resume_at"] = 1; });
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (!run.resume.empty()) r.series["grad_norm"].values[1] = 0.5;
+  };
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  EXPECT_FALSE(c.compared);
+  ASSERT_EQ(l.checkpoints.size(), 1u);
+  EXPECT_EQ(l.checkpoints[0].stop_after, 1);
+  EXPECT_EQ(l.checkpoints[0].checkpoint, p.out_dir() + "/unit/resume-at-1.ckpt");
+  ASSERT_EQ(l.calls.size(), 3u);
+  EXPECT_EQ(l.calls[2].resume, p.out_dir() + "/unit/resume-at-1.ckpt");
+  EXPECT_EQ(c.verdict.first_divergence.rfind("the run resumed from a checkpoint at step 1 differs from the "
+                                             "uninterrupted run; first difference: train step 1: grad_norm", 0),
+            0u)
+      << c.verdict.first_divergence;
+  EXPECT_EQ(c.records, "records: " + p.out_dir() + "/unit/run-1.json, " + p.out_dir() + "/unit/resumed.json");
+}
+
+TEST(CheckSmoke, AnIdenticalResumePassesWithANote) {
+  GateProject p("resume-ok", [](nlohmann::json& cfg) { cfg["resume_at"] = 1; });
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+  EXPECT_EQ(c.verdict.notes.back(),
+            "resumed at step 1 from a checkpoint in a fresh process: bit-identical to the uninterrupted run");
+}
+
+TEST(CheckSmoke, MissingGoldenIsBadInputWithAPendingGolden) {
+  GateProject p("no-golden");
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
+  EXPECT_FALSE(c.compared);
+  ASSERT_TRUE(c.pending.has_value());
+  EXPECT_EQ(c.pending_path, p.out_dir() + "/unit/cpu-x86_64-avx2.golden.new");
+  EXPECT_EQ(c.pending->provenance.reason, "(pending review: no golden existed for platform cpu-x86_64-avx2)");
+  EXPECT_EQ(c.pending->provenance.runs, 2);
+  EXPECT_EQ(c.pending->provenance.git_commit.rfind("(absent: ", 0), 0u);  // the scratch project has no git
+  EXPECT_EQ(c.verdict.first_divergence,
+            p.goldens_dir() + "/unit/cpu-x86_64-avx2.json: no golden for smoke 'unit' on platform cpu-x86_64-avx2 "
+            "(nor any of its family); create one with `lockstep bless " + p.smoke_file() + " --reason \"...\"`");
+}
+
+TEST(CheckSmoke, AGoldenOfTheSameFamilyStandsInWithANote) {
+  GateProject p("family");
+  RunRecord other = make_gate_record();
+  std::string path = p.write_golden(other, "cpu-x86_64-avx512");
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+  ASSERT_FALSE(c.verdict.notes.empty());
+  EXPECT_EQ(c.verdict.notes.front(),
+            "no golden for platform cpu-x86_64-avx2; compared against " + path + " of the same family");
+  EXPECT_EQ(c.verdict.golden_label, path);
+}
+
+TEST(CheckSmoke, ARegressionLeavesAPendingGolden) {
+  GateProject p("regression");
+  RunRecord golden = make_gate_record();
+  golden.series["loss"].values[0] = static_cast<float>(2.4);
+  p.write_golden(golden);
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  EXPECT_TRUE(c.compared);
+  ASSERT_TRUE(c.pending.has_value());
+  EXPECT_EQ(c.pending->provenance.reason, "(pending review: check failed: " + c.verdict.first_divergence + ")");
+  EXPECT_EQ(c.verdict.first_divergence.rfind("train step 0: loss", 0), 0u) << c.verdict.first_divergence;
+  EXPECT_EQ(c.golden.series.at("loss").values[0], golden.series.at("loss").values[0]);
+}
+
+TEST(CheckSmoke, ALauncherErrorEndsTheSmokeWithItsCode) {
+  GateProject p("env");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.fail = [](const ChildRun&) { throw EnvironmentError("CUDA is not usable: no driver"); };
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kEnvironment);
+  EXPECT_EQ(c.verdict.first_divergence, "CUDA is not usable: no driver");
+  ASSERT_EQ(c.verdict.findings.size(), 1u);
+  EXPECT_EQ(c.verdict.findings[0].detail, "exit 3: CUDA is not usable: no driver");
+}
+
+TEST(CheckSmoke, AMalformedConfigIsBadInputNamedByItsFile) {
+  GateProject p("bad-config", [](nlohmann::json& cfg) { cfg["stpes"] = 3; });
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
+  EXPECT_EQ(c.smoke, "unit");  // the file's stem
+  EXPECT_NE(c.verdict.first_divergence.find("stpes: expected a known field, not 'stpes' (did you mean 'steps'?)"),
+            std::string::npos)
+      << c.verdict.first_divergence;
+  EXPECT_TRUE(l.calls.empty());
+}
+
+TEST(CheckSmoke, TheSuiteExitIsTheMostSevereVerdict) {
+  auto with = [](ExitCode code) {
+    Verdict v;
+    v.code = code;
+    return v;
+  };
+  EXPECT_EQ(most_severe({}), ExitCode::kPass);
+  EXPECT_EQ(most_severe({with(ExitCode::kRegression), with(ExitCode::kNondeterministic)}), ExitCode::kNondeterministic);
+  EXPECT_EQ(most_severe({with(ExitCode::kNondeterministic), with(ExitCode::kBadInput)}), ExitCode::kBadInput);
+  EXPECT_EQ(most_severe({with(ExitCode::kEnvironment), with(ExitCode::kBadInput), with(ExitCode::kPass)}),
+            ExitCode::kEnvironment);
+  EXPECT_EQ(most_severe({with(ExitCode::kPass), with(ExitCode::kRegression)}), ExitCode::kRegression);
+}
+
+}  // namespace
+}  // namespace lockstep

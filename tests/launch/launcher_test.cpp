@@ -1,0 +1,118 @@
+// The real launcher's argument list and error classes, with a stand-in
+// executable (a shell script) instead of `lockstep run`.
+#include "launch/launcher.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "gate/gate_fixture.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(ChildArgs, CarryOverridesCheckpointAndResume) {
+  ChildRun r;
+  r.config = "smoke/a.json";
+  r.out = "out/run-1.json";
+  EXPECT_EQ(child_args(r), (std::vector<std::string>{"run", "smoke/a.json", "--out", "out/run-1.json", "--quiet"}));
+  r.overrides = {2, 0};
+  r.stop_after = 5;
+  r.checkpoint = "out/c.ckpt";
+  EXPECT_EQ(child_args(r), (std::vector<std::string>{"run", "smoke/a.json", "--out", "out/run-1.json", "--quiet",
+                                                     "--intra-op-threads", "2", "--workers", "0", "--stop-after", "5",
+                                                     "--checkpoint", "out/c.ckpt"}));
+  ChildRun resume;
+  resume.config = "a.json";
+  resume.out = "o.json";
+  resume.resume = "c.ckpt";
+  EXPECT_EQ(child_args(resume), (std::vector<std::string>{"run", "a.json", "--out", "o.json", "--quiet", "--resume", "c.ckpt"}));
+}
+
+// A stand-in for `lockstep run`: writes `script` as an executable file.
+class FakeExecutable : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("lockstep-launcher-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string script(const std::string& body) {
+    std::string path = (dir_ / "fake-lockstep").string();
+    write_file_atomically(path, "#!/bin/sh\n" + body + "\n");
+    ::chmod(path.c_str(), 0755);
+    return path;
+  }
+  ChildRun child() {
+    ChildRun r;
+    r.config = "smoke/a.json";
+    r.out = (dir_ / "out" / "run-1.json").string();
+    return r;
+  }
+  fs::path dir_;
+};
+
+TEST_F(FakeExecutable, ExitTwoStaysBadInputWithTheChildsReason) {
+  ProcessLauncher l(script("echo 'lockstep: error: smoke/a.json: steps: expected an integer' >&2; exit 2"));
+  try {
+    l.run(child());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), "`lockstep run smoke/a.json` failed: smoke/a.json: steps: expected an integer");
+  }
+  // The child's stderr is kept beside the record it would have written.
+  EXPECT_TRUE(fs::exists(child().out + ".log"));
+}
+
+TEST_F(FakeExecutable, AnyOtherFailureIsEnvironment) {
+  ProcessLauncher l(script("echo 'lockstep: error: CUDA is not usable' >&2; exit 3"));
+  try {
+    l.run_to_checkpoint(child());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kEnvironment);
+    EXPECT_EQ(std::string(e.what()), "`lockstep run smoke/a.json` exited with 3: CUDA is not usable");
+  }
+  ProcessLauncher killed(script("kill -9 $$"));
+  try {
+    killed.run(child());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kEnvironment);
+    EXPECT_EQ(std::string(e.what()), "`lockstep run smoke/a.json` was killed by signal 9");
+  }
+}
+
+TEST_F(FakeExecutable, ASuccessfulChildsRecordIsReadAndItsArgumentsAndSeedPassed) {
+  // The stand-in copies a prepared record to --out ($4) and logs its
+  // arguments and LOCKSTEP_SEED.
+  std::string prepared = (dir_ / "prepared.json").string();
+  write_run_record(prepared, testing::make_gate_record());
+  ProcessLauncher l(script("cp '" + prepared + "' \"$4\"; echo \"$@ seed=$LOCKSTEP_SEED\" > '" +
+                           (dir_ / "args").string() + "'"));
+  ChildRun r = child();
+  r.seed = "7";
+  RunRecord rec = l.run(r);
+  EXPECT_EQ(rec.series.at("loss").values, testing::make_gate_record().series.at("loss").values);
+  EXPECT_EQ(read_file((dir_ / "args").string()), "run smoke/a.json --out " + r.out + " --quiet seed=7\n");
+  EXPECT_FALSE(fs::exists(r.out + ".log"));  // an empty stderr leaves no log
+}
+
+TEST(RepeatDifference, NamesTheFirstRunThatDiffers) {
+  RunRecord a = testing::make_gate_record();
+  EXPECT_EQ(first_repeat_difference({a, a, a}), (std::pair<size_t, std::string>{0, ""}));
+  RunRecord b = a;
+  b.series["loss"].values[1] = 1.0;
+  auto [i, diff] = first_repeat_difference({a, a, b});
+  EXPECT_EQ(i, 2u);
+  EXPECT_EQ(diff.rfind("train step 1: loss", 0), 0u) << diff;
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,104 @@
+// The smoke config in-process: the loader and augmentation specs it embeds,
+// overrides, and where goldens are found.
+#include "smoke/smoke_config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "gate/gate_fixture.h"
+#include "smoke/golden_store.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(SmokeConfig, DataSectionIsTheLoaderSpecItself) {
+  testing::GateProject p("config", [](nlohmann::json& cfg) {
+    cfg["data"] = {{"source", "synthetic"},
+                   {"synthetic", {{"kind", "images"}, {"rows", 64}}},
+                   {"sample_shape", {3, 4, 4}},
+                   {"batch_size", 8},
+                   {"workers", 2},
+                   {"shuffle", false},
+                   {"augment", {{"shift", 1}, {"flip", true}, {"noise_std", 0.5},
+                                {"normalize", {{"mean", {0.1, 0.2, 0.3}}, {"std", {1, 2, 3}}}}}}};
+    cfg["model"] = {{"name", "cnn"}, {"classes", 4}};
+    cfg["inject_nondeterminism"] = "worker_seeded_augment";
+  });
+  SmokeConfig c = load_smoke_config(p.smoke_file());
+  const LoaderSpec& l = c.data.loader;
+  EXPECT_EQ(l.sample_shape, (std::vector<int64_t>{3, 4, 4}));
+  EXPECT_EQ(l.batch_size, 8);
+  EXPECT_EQ(l.workers, 2);
+  EXPECT_FALSE(l.shuffle);
+  EXPECT_TRUE(l.drop_last);
+  EXPECT_EQ(l.augment.max_shift, 1);
+  EXPECT_TRUE(l.augment.flip);
+  EXPECT_EQ(l.augment.noise_std, 0.5);
+  EXPECT_EQ(l.augment.mean, (std::vector<double>{0.1, 0.2, 0.3}));
+  EXPECT_EQ(l.augment.std, (std::vector<double>{1, 2, 3}));
+  EXPECT_TRUE(l.augment.worker_seeded);
+  EXPECT_EQ(c.data.synthetic_rows, 64);
+  EXPECT_EQ(c.config_hash.size(), 16u);
+
+  SmokeConfig o = with_overrides(c, {4, 0});
+  EXPECT_EQ(o.intra_op_threads, 4);
+  EXPECT_EQ(o.data.loader.workers, 0);
+  EXPECT_EQ(o.config_hash, c.config_hash);
+  SmokeConfig same = with_overrides(c, {});
+  EXPECT_EQ(same.intra_op_threads, 1);
+  EXPECT_EQ(same.data.loader.workers, 2);
+}
+
+TEST(SmokeConfig, DefaultsAndDataPathResolution) {
+  testing::GateProject p("defaults");
+  SmokeConfig c = load_smoke_config(p.smoke_file());
+  EXPECT_EQ(c.name, "unit");
+  EXPECT_EQ(c.device, "cpu");
+  EXPECT_EQ(c.mode, "strict");
+  EXPECT_EQ(c.repeat, 2);
+  EXPECT_EQ(c.intra_op_threads, 1);
+  EXPECT_EQ(c.data.loader.workers, 0);
+  EXPECT_TRUE(c.data.loader.shuffle);
+  EXPECT_FALSE(c.data.loader.augment.enabled());
+  EXPECT_FALSE(c.data.loader.augment.worker_seeded);
+  EXPECT_EQ(c.data.resolved_path, (fs::path(data_dir()) / "unit.csv").string());
+}
+
+TEST(SmokeConfig, AugmentationOfNonImageSamplesNamesTheField) {
+  testing::GateProject p("augment-1d", [](nlohmann::json& cfg) { cfg["data"]["augment"] = {{"flip", true}}; });
+  try {
+    load_smoke_config(p.smoke_file());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), p.smoke_file() + ": data.augment: expected augmentation only for image samples: "
+                                                      "data.sample_shape must be [C, H, W]");
+  }
+}
+
+TEST(GoldenStore, ExactPlatformFirstThenTheFamilyByName) {
+  fs::path root = fs::temp_directory_path() / ("lockstep-golden-store-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  for (const char* f : {"cpu-x86_64-avx512.json", "cpu-x86_64-avx2.json", "cuda-sm90.json", "notes.txt"})
+    write_file_atomically((root / "s" / f).string(), "{}");
+  auto exact = find_golden(root.string(), "s", "cpu-x86_64-avx2");
+  ASSERT_TRUE(exact.has_value());
+  EXPECT_TRUE(exact->exact_platform);
+  EXPECT_EQ(exact->path, (root / "s" / "cpu-x86_64-avx2.json").string());
+  auto family = find_golden(root.string(), "s", "cpu-x86_64-default");
+  ASSERT_TRUE(family.has_value());
+  EXPECT_FALSE(family->exact_platform);
+  EXPECT_EQ(family->path, (root / "s" / "cpu-x86_64-avx2.json").string());  // byte-wise first of the family
+  EXPECT_FALSE(find_golden(root.string(), "s", "cpu-aarch64-neon").has_value());
+  EXPECT_FALSE(find_golden(root.string(), "other", "cpu-x86_64-avx2").has_value());
+  EXPECT_EQ(goldens_root("/r/smoke/a.json", ""), "/r/goldens");
+  EXPECT_EQ(pending_path("out", "s", "cuda-sm90"), "out/s/cuda-sm90.golden.new");
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace lockstep
