@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -47,6 +48,12 @@ int64_t nanoseconds(const timespec& t) { return static_cast<int64_t>(t.tv_sec) *
 }  // namespace
 
 std::string cached_file_xxh3(const std::string& path) {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return cached_file_xxh3(path, nanoseconds(now));
+}
+
+std::string cached_file_xxh3(const std::string& path, int64_t now_ns) {
   struct stat st {};
   if (!cache_enabled() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return file_xxh3(path);
   // Everything that changes when the bytes could have changed, and the path.
@@ -62,10 +69,8 @@ std::string cached_file_xxh3(const std::string& path) {
       return hash;
   }
   std::string hash = file_xxh3(path);
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
   int64_t newest = std::max(nanoseconds(st.st_mtim), nanoseconds(st.st_ctim));
-  if (nanoseconds(now) - newest < int64_t{2} * 1000000000) return hash;  // too new to trust its times
+  if (now_ns - newest < int64_t{2} * 1000000000) return hash;  // too new to trust its times
   try {
     std::error_code ec;
     std::filesystem::create_directories(file_hash_cache_dir(), ec);

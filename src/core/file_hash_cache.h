@@ -16,6 +16,7 @@
 // off; an unwritable cache folder only costs the read.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace lockstep {
@@ -23,6 +24,11 @@ namespace lockstep {
 /// XXH3-128 (32 hex digits) of the file at `path`, through the cache
 /// described above. Throws exit-2 Error when the file cannot be read.
 std::string cached_file_xxh3(const std::string& path);
+
+/// The same at the wall-clock time `now_ns` (nanoseconds since the epoch),
+/// which decides whether the file is too new to cache; tests pass a time
+/// past the file's instead of waiting.
+std::string cached_file_xxh3(const std::string& path, int64_t now_ns);
 
 /// XXH3-128 of the file at `path`, read in 1 MiB pieces, no cache. Throws
 /// exit-2 Error when the file cannot be read.

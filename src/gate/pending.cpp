@@ -1,0 +1,68 @@
+#include "gate/pending.h"
+
+#include <filesystem>
+
+#include "compare/compare.h"
+#include "core/error.h"
+#include "gate/bless.h"
+#include "gate/provenance.h"
+#include "smoke/golden_store.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, const std::string& smoke_dir) {
+  PendingSet s;
+  s.dir = dir;
+  s.goldens_dir = goldens_dir;
+  s.smoke_dir = !smoke_dir.empty() ? smoke_dir
+                                   : (fs::absolute(goldens_dir).lexically_normal().parent_path() / "smoke").string();
+  s.files = find_pending(dir);
+  if (s.files.empty()) throw BadUsage(dir + ": no pending goldens (*.golden.new) to review");
+  std::error_code ec;
+  if (fs::is_directory(s.smoke_dir, ec)) s.smokes = load_smoke_folder(s.smoke_dir);
+  return s;
+}
+
+std::vector<PendingReview> review_pending(const PendingSet& set) {
+  std::vector<PendingReview> out;
+  for (const auto& path : set.files) {
+    PendingReview r;
+    r.path = path;
+    Golden pending = read_golden(path);
+    r.reason = pending.provenance.reason;
+    r.current = golden_path(set.goldens_dir, pending.record.smoke, pending.record.platform);
+    std::error_code ec;
+    r.is_new = !fs::exists(r.current, ec);
+    if (!r.is_new) {
+      TolerancePolicy policy;
+      if (auto it = set.smokes.find(pending.record.smoke); it != set.smokes.end()) policy = it->second.tolerance;
+      r.golden = read_golden(r.current).record;
+      r.verdict = compare_records(pending.record, r.golden, policy, {path, r.current});
+    }
+    r.pending = std::move(pending.record);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason) {
+  GitState git = read_git_state(fs::absolute(set.goldens_dir).parent_path().string());
+  std::vector<AcceptedGolden> out;
+  for (const auto& path : set.files) {
+    Golden g = read_golden(path);  // content hash: the artifact was not edited
+    auto cfg = set.smokes.find(g.record.smoke);
+    if (cfg == set.smokes.end())
+      throw BadInput(path, "smoke", "a smoke config named \"" + g.record.smoke + "\" in " + set.smoke_dir);
+    if (cfg->second.config_hash != g.record.config_hash)
+      throw BadInput(path, "config_hash",
+                     cfg->second.config_hash + " (the current " + cfg->second.file + "): this pending golden was "
+                     "made from another version of the config; run `lockstep check` again for a fresh one");
+    validate_golden_candidate(g.record, cfg->second.tolerance.allow_nonfinite_golden, "accept " + path);
+    g.provenance = stamp_provenance(reason, git, g.provenance.runs);
+    out.push_back({path, golden_path(set.goldens_dir, g.record.smoke, g.record.platform), std::move(g)});
+  }
+  return out;
+}
+
+}  // namespace lockstep

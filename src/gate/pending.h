@@ -1,0 +1,63 @@
+// The pending-golden flow (as in snapshot tools such as insta, with numeric
+// tolerances): a failing `check` leaves <out>/<smoke>/<platform>.golden.new;
+// `review` compares each with the current golden, and `accept` promotes
+// them with a reason, after the same validation as bless.
+//
+//   PendingSet s = load_pending("lockstep-out", "goldens", "");
+//   for (const auto& r : review_pending(s)) ...;            // verdicts against current
+//   for (auto& a : accept_pending(s, "approved upgrade"))   // throws on any refusal
+//     write_golden(a.target, a.golden);
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare/verdict.h"
+#include "record/golden.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+
+/// Pending goldens found in a folder, with the smoke configs to judge them by.
+struct PendingSet {
+  std::string dir;          ///< where the *.golden.new files are
+  std::string goldens_dir;  ///< the goldens they would replace
+  std::string smoke_dir;    ///< the smoke configs (default: smoke/ beside the goldens)
+  std::vector<std::string> files;              ///< *.golden.new, sorted byte-wise
+  std::map<std::string, SmokeConfig> smokes;   ///< by name; empty when smoke_dir is absent
+};
+
+/// Finds the pending goldens under `dir`. Throws exit-2 Error when there
+/// are none or a smoke config in `smoke_dir` is malformed.
+PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, const std::string& smoke_dir);
+
+/// One pending golden against the current one.
+struct PendingReview {
+  std::string path;          ///< the pending file
+  std::string reason;        ///< why it is pending (its provenance reason)
+  std::string current;       ///< goldens/<smoke>/<platform>.json
+  bool is_new = false;       ///< no current golden: nothing to compare
+  std::optional<Verdict> verdict;  ///< pending vs current, with the smoke's tolerances
+  RunRecord pending, golden;       ///< the two records (for the HTML report)
+};
+
+/// Reads and compares every pending golden. Throws exit-2 Error for a
+/// malformed or hand-edited pending or current golden.
+std::vector<PendingReview> review_pending(const PendingSet& set);
+
+/// A pending golden ready to be written at `target`.
+struct AcceptedGolden {
+  std::string path;    ///< the pending file (to remove once written)
+  std::string target;  ///< goldens/<smoke>/<platform>.json
+  Golden golden;       ///< with a fresh provenance stamp carrying `reason`
+};
+
+/// Validates every pending golden before any is accepted: its content hash,
+/// a smoke config of its name whose config hash it was made from, and
+/// validate_golden_candidate (gate/bless.h). Throws exit-2 Error naming the
+/// file at the first refusal; nothing is accepted then.
+std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason);
+
+}  // namespace lockstep

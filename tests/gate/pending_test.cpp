@@ -1,0 +1,104 @@
+// review_pending() and accept_pending() in-process: what a pending golden
+// must be to replace a golden.
+#include "gate/pending.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "gate/gate_fixture.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+namespace {
+
+using testing::GateProject;
+using testing::make_gate_record;
+
+// A pending golden of the scratch smoke, as a failing check leaves it.
+std::string write_pending(const GateProject& p, RunRecord record) {
+  record.config_hash = load_smoke_config(p.smoke_file()).config_hash;
+  Golden g;
+  g.record = std::move(record);
+  g.provenance.reason = "(pending review: check failed: train step 0: loss)";
+  g.provenance.runs = 2;
+  std::string path = p.out_dir() + "/unit/cpu-x86_64-avx2.golden.new";
+  write_golden(path, g);
+  return path;
+}
+
+std::string expect_refusal(const PendingSet& set) {
+  try {
+    accept_pending(set, "approved");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted";
+  return "";
+}
+
+TEST(Pending, ReviewComparesWithTheCurrentGoldenAndAcceptStampsTheReason) {
+  GateProject p("pending");
+  RunRecord golden = make_gate_record();
+  golden.config_hash = load_smoke_config(p.smoke_file()).config_hash;
+  std::string current = p.write_golden(golden);
+  RunRecord moved = make_gate_record();
+  moved.series["loss"].values[0] = static_cast<float>(2.4);
+  std::string pending = write_pending(p, moved);
+
+  PendingSet set = load_pending(p.out_dir(), p.goldens_dir(), "");
+  ASSERT_EQ(set.files, std::vector<std::string>{pending});
+  auto reviews = review_pending(set);
+  ASSERT_EQ(reviews.size(), 1u);
+  EXPECT_FALSE(reviews[0].is_new);
+  EXPECT_EQ(reviews[0].current, current);
+  ASSERT_TRUE(reviews[0].verdict.has_value());
+  EXPECT_EQ(reviews[0].verdict->exit_code(), ExitCode::kRegression);
+
+  auto accepted = accept_pending(set, "approved: new loss");
+  ASSERT_EQ(accepted.size(), 1u);
+  EXPECT_EQ(accepted[0].target, current);
+  EXPECT_EQ(accepted[0].golden.provenance.reason, "approved: new loss");
+  EXPECT_EQ(accepted[0].golden.provenance.runs, 2);
+  EXPECT_EQ(accepted[0].golden.record.series.at("loss").values[0], static_cast<double>(static_cast<float>(2.4)));
+}
+
+TEST(Pending, AcceptRefusesNonFiniteValuesAsBlessDoes) {
+  GateProject p("pending-nan");
+  RunRecord r = make_gate_record();
+  r.series["grad_norm"].values[1] = NAN;
+  std::string path = write_pending(p, r);
+  EXPECT_EQ(expect_refusal(load_pending(p.out_dir(), p.goldens_dir(), "")),
+            "refusing to accept " + path + ": series.grad_norm.values[1] is non-finite (nan); a golden holds finite "
+            "values unless the smoke sets tolerance.allow_nonfinite_golden");
+}
+
+TEST(Pending, AcceptRefusesAPendingGoldenOfAnotherConfigVersion) {
+  GateProject p("pending-config");
+  Golden g;
+  g.record = make_gate_record();
+  g.record.config_hash = "0000000000000000";  // made before the config changed
+  g.provenance.runs = 2;
+  std::string path = p.out_dir() + "/unit/cpu-x86_64-avx2.golden.new";
+  write_golden(path, g);
+  std::string what = expect_refusal(load_pending(p.out_dir(), p.goldens_dir(), ""));
+  EXPECT_EQ(what.rfind(path + ": config_hash: expected " + load_smoke_config(p.smoke_file()).config_hash, 0), 0u)
+      << what;
+  EXPECT_NE(what.find("made from another version of the config"), std::string::npos) << what;
+}
+
+TEST(Pending, NoPendingGoldensIsBadInput) {
+  GateProject p("pending-none");
+  try {
+    load_pending(p.out_dir(), p.goldens_dir(), "");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), p.out_dir() + ": no pending goldens (*.golden.new) to review");
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
