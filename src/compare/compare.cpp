@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <set>
 
@@ -50,6 +51,25 @@ void require_comparable(const RunRecord& run, const RunRecord& golden,
 
 // ---- 2. lane -------------------------------------------------------------------
 
+// What an input field names, for a person: "data file wine.csv".
+std::string input_label(const std::string& field, const RunRecord& run) {
+  auto info = [&](const char* key) {
+    auto it = run.fingerprint.find(key);
+    return it == run.fingerprint.end() ? std::string() : " " + it->second.value;
+  };
+  if (field == "data.file_xxh3") return "data file" + info("data.path");
+  if (field == "model.torchscript_xxh3") return "TorchScript model" + info("model.path") + " (code and parameters)";
+  if (field == "config.values_xxh3")
+    return "smoke config " + run.smoke + " (a field that determines the values; tolerance, platforms, repeat "
+           "and min_driver excepted)";
+  return field;
+}
+
+// "xxh3" for a hash field, "value" otherwise.
+std::string input_hash_word(const std::string& field) {
+  return field.size() > 5 && field.compare(field.size() - 5, 5, "_xxh3") == 0 ? "xxh3" : "value";
+}
+
 void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
   v.env_diffs = diff_fingerprints(golden.fingerprint, run.fingerprint);
   std::vector<std::string> contract_diffs;
@@ -65,8 +85,20 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
                               ": a run is never accepted against a golden made under another "
                               "determinism contract"});
   }
+  // Inputs never choose the lane: a changed input is the change under
+  // test, and fails whatever the values say.
   size_t relevant = 0;
-  for (const auto& d : v.env_diffs) relevant += d.relevant ? 1 : 0;
+  for (const auto& d : v.env_diffs) {
+    relevant += d.relevant ? 1 : 0;
+    if (!d.input) continue;
+    if (d.golden == "(missing)")
+      v.notes.push_back("the golden predates the input field " + d.name + " (run: " + d.run +
+                        "); re-bless to pin it");
+    else
+      v.findings.push_back({Section::kInput, d.name, -1,
+                            "input changed: " + input_label(d.name, run) + ", " + input_hash_word(d.name) + " " +
+                                d.golden + " → " + d.run});
+  }
 
   if (!contract_diffs.empty()) {
     v.lane = Lane::kContractMismatch;
@@ -338,10 +370,46 @@ void compare_resources(const RunRecord& run, const RunRecord& golden, const Tole
 
 // ---- 6. first divergence ----------------------------------------------------------
 
+// The report order of findings: what caused what. A changed input first,
+// then the data (by batch), then training (by step; within a step the
+// learning rate the step used, the loss, the per-parameter and global
+// gradient norms, the parameter norm), then the contract, structure, final
+// hashes and resources. A finding without an index goes after those with one.
+int section_rank(Section s) {
+  switch (s) {
+    case Section::kInput: return 0;
+    case Section::kData: return 1;
+    case Section::kTrain: return 2;
+    case Section::kContract: return 3;
+    case Section::kStructure: return 4;
+    case Section::kHashes: return 5;
+    case Section::kResources: return 6;
+  }
+  return 7;
+}
+
+int metric_rank(const std::string& subject) {
+  if (subject == "lr") return 0;
+  if (subject == "loss") return 1;
+  if (subject.rfind("grad_norm/", 0) == 0) return 2;
+  if (subject == "grad_norm") return 3;
+  if (subject == "param_norm") return 4;
+  return 5;
+}
+
+bool causal_order(const Finding& a, const Finding& b) {
+  if (section_rank(a.section) != section_rank(b.section)) return section_rank(a.section) < section_rank(b.section);
+  auto at = [](const Finding& f) { return f.index < 0 ? INT64_MAX : f.index; };
+  if (at(a) != at(b)) return at(a) < at(b);
+  if (a.section == Section::kTrain && metric_rank(a.subject) != metric_rank(b.subject))
+    return metric_rank(a.subject) < metric_rank(b.subject);
+  return false;  // stable: the order they were found in
+}
+
 std::string first_divergence(const Verdict& v) {
   // Data first, then training; within a section the earliest index; for
   // training, name the parameter whose gradient norm went first.
-  for (Section s : {Section::kData, Section::kTrain, Section::kContract, Section::kStructure,
+  for (Section s : {Section::kInput, Section::kData, Section::kTrain, Section::kContract, Section::kStructure,
                     Section::kHashes, Section::kResources}) {
     const Finding* best = nullptr;
     for (const auto& f : v.findings) {
@@ -363,6 +431,7 @@ std::string first_divergence(const Verdict& v) {
     } else if (s == Section::kData && best->index >= 0) {
       out = "data batch " + std::to_string(best->index) + ": " + best->subject;
     }
+    if (s == Section::kInput) return best->detail;  // "input changed: data file ..., xxh3 a → b"
     return out + " — " + best->detail;
   }
   return "";
@@ -404,9 +473,7 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
                           "nothing in common to compare (no shared series, probes or hashes); "
                           "a comparison of nothing never passes"});
 
-  // Report order: structure, contract, data, train, hashes (stable within).
-  std::stable_sort(v.findings.begin(), v.findings.end(),
-                   [](const Finding& a, const Finding& b) { return a.section < b.section; });
+  std::stable_sort(v.findings.begin(), v.findings.end(), causal_order);
   v.first_divergence = first_divergence(v);
   v.code = v.findings.empty() ? ExitCode::kPass : ExitCode::kRegression;
   return v;

@@ -36,7 +36,9 @@ double band(const SeriesResult& r, const Series& golden, size_t i) {
 
 // One SVG line chart: golden (blue), run (orange, dashed), band (grey).
 std::string plot(const SeriesResult& r, const Series& golden, const Series& run) {
-  const double W = 560, H = 180, L = 60, B = 20, T = 10;
+  // T leaves a strip above the plot area for the first-failure label, so it
+  // never covers a curve.
+  const double W = 560, H = 192, L = 60, B = 20, T = 22;
   size_t n = golden.values.size();
   double lo = INFINITY, hi = -INFINITY;
   for (size_t i = 0; i < n; ++i) {
@@ -66,8 +68,12 @@ std::string plot(const SeriesResult& r, const Series& golden, const Series& run)
   line(run, "#ff7f0e", "4 2");
   if (r.first_fail >= 0) {
     double fx = x(static_cast<size_t>(r.first_fail));
-    o << "<line x1=\"" << fx << "\" x2=\"" << fx << "\" y1=\"" << T << "\" y2=\"" << H - B
-      << "\" stroke=\"#d62728\"/><text x=\"" << fx + 3 << "\" y=\"" << T + 10
+    // Right of the line in the left half, left of it in the right half:
+    // the label stays inside the picture at step 0 and at the last step.
+    bool right_half = fx > W / 2;
+    o << "<line x1=\"" << fx << "\" x2=\"" << fx << "\" y1=\"" << T - 8 << "\" y2=\"" << H - B
+      << "\" stroke=\"#d62728\"/><text x=\"" << (right_half ? fx - 3 : fx + 3) << "\" y=\"" << T - 10
+      << "\" text-anchor=\"" << (right_half ? "end" : "start")
       << "\" fill=\"#d62728\" font-size=\"11\">first failure: step " << r.first_fail << "</text>";
   }
   o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">" << num(hi) << "</text>"
@@ -150,7 +156,7 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}.plots{display:flex;flex-wrap:wrap;gap:12px}"
        ".plot{border:1px solid #eee;padding:4px}.plot h3{font-size:13px;margin:2px}code{font-size:12px}"
        "</style></head><body>";
-  o << "<h1>lockstep: " << esc(v.smoke) << " <span class=" << (v.passed() ? "ok>PASS" : "bad>FAIL")
+  o << "<h1>lockstep: " << esc(v.smoke) << " <span class=" << (v.passed() ? "ok>" + esc(verdict_headline(v)) : "bad>FAIL")
     << "</span> (exit " << to_int(v.exit_code()) << ")</h1>";
   if (!v.passed()) o << "<p><b>First divergence:</b> " << esc(v.first_divergence) << "</p>";
   o << "<p><b>Lane:</b> " << lane_name(v.lane) << " — " << esc(v.lane_reason) << "</p>";

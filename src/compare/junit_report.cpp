@@ -66,6 +66,11 @@ std::string render_junit(const std::vector<Verdict>& verdicts) {
     for (const auto& c : cases) bad += !c.failure.empty();
     body << "  <testsuite name=\"" << xml_escape(v.smoke) << "\" tests=\"" << cases.size() << "\" failures=\""
          << (is_error ? 0 : bad) << "\" errors=\"" << (is_error ? bad : 0) << "\">\n";
+    // The lane and verdict of a comparison, so a green job still shows in
+    // GitLab's test report that the stack moved.
+    if (stopped.empty())
+      body << "    <properties>\n      <property name=\"lockstep.verdict\" value=\"" << xml_escape(verdict_headline(v))
+           << "\"/>\n      <property name=\"lockstep.lane\" value=\"" << lane_name(v.lane) << "\"/>\n    </properties>\n";
     for (const auto& c : cases) {
       body << "    <testcase classname=\"" << xml_escape(c.classname) << "\" name=\"" << xml_escape(c.name)
            << "\" time=\"0\"";
@@ -81,6 +86,12 @@ std::string render_junit(const std::vector<Verdict>& verdicts) {
                                            : c.failure;
       body << ">\n      <" << element << " message=\"" << xml_escape(c.failure) << "\" type=\"" << type << "\">"
            << xml_escape(text) << "</" << element << ">\n    </testcase>\n";
+    }
+    if (stopped.empty() && v.lane == Lane::kCrossStack) {
+      std::string out = "lane: cross-stack (" + v.lane_reason + ")\n";
+      for (const auto& d : v.env_diffs)
+        if (d.relevant) out += "  " + d.name + ": golden " + d.golden + ", run " + d.run + "\n";
+      body << "    <system-out>" << xml_escape(out) << "</system-out>\n";
     }
     body << "  </testsuite>\n";
     tests += cases.size();

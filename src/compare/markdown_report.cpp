@@ -6,36 +6,55 @@ namespace lockstep {
 
 namespace {
 
-// Table cells: escape the pipe, keep one line.
+// Text from a record (series and parameter names, fingerprint values,
+// messages quoting them) as inert Markdown: HTML's special characters and
+// Markdown's emphasis, code, link and table punctuation become character
+// references, so `<script>` or a stray `|` or backtick in a name renders as
+// text in a merge-request comment and never as markup; one line.
 std::string cell(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '|': out += "&#124;"; break;
+      case '`': out += "&#96;"; break;
+      case '*': out += "&#42;"; break;
+      case '_': out += "&#95;"; break;
+      case '[': out += "&#91;"; break;
+      case ']': out += "&#93;"; break;
+      case '\\': out += "&#92;"; break;
+      case '\n': case '\r': out += ' '; break;
+      default: out += c;
+    }
   }
   return out;
 }
+
+// A name as code: <code> with the text escaped as above.
+std::string code(const std::string& s) { return "<code>" + cell(s) + "</code>"; }
 
 }  // namespace
 
 std::string render_markdown(const Verdict& v) {
   std::ostringstream o;
-  o << "### lockstep: `" << v.smoke << "` " << (v.passed() ? "✅ PASS" : "❌ FAIL") << " (exit "
+  o << "### lockstep: " << code(v.smoke) << " " << (v.passed() ? "✅ " : "❌ ") << verdict_headline(v) << " (exit "
     << to_int(v.exit_code()) << ")\n\n";
   if (!v.passed()) o << "**First divergence:** " << cell(v.first_divergence) << "\n\n";
   o << "**Lane:** `" << lane_name(v.lane) << "` — " << cell(v.lane_reason) << "\n\n";
   if (!v.env_diffs.empty()) {
     o << "| environment field | golden | run |\n|---|---|---|\n";
     for (const auto& d : v.env_diffs)
-      o << "| " << (d.relevant ? "**" + cell(d.name) + "**" : cell(d.name)) << " | " << cell(d.golden) << " | "
+      o << "| " << (d.input ? "input: **" + cell(d.name) + "**" : d.relevant ? "**" + cell(d.name) + "**" : cell(d.name))
+        << " | " << cell(d.golden) << " | "
         << cell(d.run) << " |\n";
     o << "\n";
   }
   if (!v.findings.empty()) {
     o << "| section | what | detail |\n|---|---|---|\n";
     for (const auto& f : v.findings)
-      o << "| " << section_name(f.section) << " | `" << cell(f.subject) << "` | " << cell(f.detail) << " |\n";
+      o << "| " << section_name(f.section) << " | " << code(f.subject) << " | " << cell(f.detail) << " |\n";
     o << "\n";
   }
   size_t passing = 0;

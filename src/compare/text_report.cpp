@@ -31,7 +31,7 @@ std::string render_text(const Verdict& v, bool color) {
   Palette c{color};
   std::ostringstream o;
   o << c.bold() << "lockstep: " << v.smoke << ": " << c.reset()
-    << (v.passed() ? c.green() + "PASS" : c.red() + "FAIL") << c.reset() << " (exit "
+    << (v.passed() ? c.green() : c.red()) << verdict_headline(v) << c.reset() << " (exit "
     << to_int(v.exit_code()) << ")\n";
   o << "  run:    " << v.run_label << "\n  golden: " << v.golden_label << "\n";
   if (!v.passed()) o << c.bold() << "first divergence: " << c.reset() << v.first_divergence << "\n";
@@ -40,11 +40,12 @@ std::string render_text(const Verdict& v, bool color) {
   if (v.env_diffs.empty()) {
     o << "environment: identical fingerprints\n";
   } else {
-    o << "environment differences (" << v.env_diffs.size() << ", determinism-relevant first):\n";
+    o << "environment differences (" << v.env_diffs.size()
+      << ", inputs (!) and determinism-relevant (*) first):\n";
     size_t width = 0;
     for (const auto& d : v.env_diffs) width = std::max(width, d.name.size());
     for (const auto& d : v.env_diffs)
-      o << "  " << (d.relevant ? "* " : "  ") << pad(d.name, width + 1) << "golden: " << d.golden
+      o << "  " << (d.input ? "! " : d.relevant ? "* " : "  ") << pad(d.name, width + 1) << "golden: " << d.golden
         << "\n  " << std::string(width + 3, ' ') << "run:    " << d.run << "\n";
   }
 

@@ -21,8 +21,23 @@ const char* section_name(Section section) {
     case Section::kTrain: return "train";
     case Section::kHashes: return "hashes";
     case Section::kResources: return "resources";
+    case Section::kInput: return "input";
   }
   return "?";
+}
+
+size_t stack_differences(const Verdict& v) {
+  size_t n = 0;
+  for (const auto& d : v.env_diffs) n += d.relevant ? 1 : 0;
+  return n;
+}
+
+std::string verdict_headline(const Verdict& v) {
+  if (!v.passed()) return "FAIL";
+  if (v.lane != Lane::kCrossStack) return "PASS";
+  size_t n = stack_differences(v);
+  return "PASS (cross-stack: " + std::to_string(n) + " stack field" + (n == 1 ? "" : "s") +
+         " differ" + (n == 1 ? "s" : "") + ", within tolerance)";
 }
 
 const char* stop_kind(const Verdict& v) {
@@ -46,7 +61,7 @@ ExitCode most_severe(const std::vector<Verdict>& verdicts) {
 nlohmann::json to_json(const Verdict& v) {
   nlohmann::json env = nlohmann::json::array();
   for (const auto& d : v.env_diffs)
-    env.push_back({{"field", d.name}, {"golden", d.golden}, {"run", d.run}, {"relevant", d.relevant}});
+    env.push_back({{"field", d.name}, {"golden", d.golden}, {"run", d.run}, {"relevant", d.relevant}, {"input", d.input}});
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : v.findings)
     findings.push_back({{"section", section_name(f.section)},

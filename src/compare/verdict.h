@@ -28,10 +28,12 @@ enum class Lane {
 /// "same-stack", "cross-stack", "contract-mismatch".
 const char* lane_name(Lane lane);
 
-/// Where a failure was found; also the report order (data before training).
-enum class Section { kStructure, kContract, kData, kTrain, kHashes, kResources };
+/// Where a failure was found. Findings are reported in causal order
+/// (causal_order in compare.cpp): input, data, train, contract, structure,
+/// hashes, resources.
+enum class Section { kStructure, kContract, kData, kTrain, kHashes, kResources, kInput };
 
-/// "structure", "contract", "data", "train", "hashes", "resources".
+/// "structure", "contract", "data", "train", "hashes", "resources", "input".
 const char* section_name(Section section);
 
 /// One failed check.
@@ -64,7 +66,7 @@ struct Verdict {
   std::string golden_label;  ///< path or "golden"
   Lane lane = Lane::kSameStack;
   std::string lane_reason;
-  std::vector<FieldDiff> env_diffs;   ///< relevant first
+  std::vector<FieldDiff> env_diffs;   ///< inputs first, then relevant fields
   std::vector<Finding> findings;      ///< failures in report order
   std::vector<SeriesResult> results;  ///< every series / probe field compared
   std::vector<std::string> notes;     ///< facts that are not failures
@@ -80,6 +82,14 @@ struct Verdict {
   /// The exit code this verdict stands for.
   ExitCode exit_code() const { return code; }
 };
+
+/// The word a report leads with: "FAIL", "PASS", or, when the stack moved
+/// and the tolerances held, "PASS (cross-stack: N stack field(s) differ,
+/// within tolerance)", so a green job still shows that the stack changed.
+std::string verdict_headline(const Verdict& verdict);
+
+/// How many determinism-relevant (stack) fields differ from the golden.
+size_t stack_differences(const Verdict& verdict);
 
 /// How a verdict ended without a comparison: "nondeterministic" (exit 4),
 /// "bad-input" (2), "environment" (3); "" for a pass or a regression.

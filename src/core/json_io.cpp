@@ -2,6 +2,10 @@
 
 #include <simdjson.h>
 
+#include <map>
+#include <optional>
+#include <vector>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -17,7 +21,7 @@ namespace {
 // doubles, RFC 8259) an order of magnitude faster than nlohmann's own
 // parser on the large number arrays of long series; building nlohmann
 // values from it costs little since numbers are stored inline.
-nlohmann::json from_simdjson(simdjson::dom::element e) {
+nlohmann::json from_simdjson(simdjson::dom::element e, bool& duplicate) {
   using T = simdjson::dom::element_type;
   switch (e.type()) {
     case T::ARRAY: {
@@ -31,7 +35,7 @@ nlohmann::json from_simdjson(simdjson::dom::element e) {
         if (child.type() == simdjson::dom::element_type::DOUBLE && child.get_double().get(d) == simdjson::SUCCESS)
           out.emplace_back(d);
         else
-          out.push_back(from_simdjson(child));
+          out.push_back(from_simdjson(child, duplicate));
       }
       return nlohmann::json(std::move(out));
     }
@@ -39,8 +43,11 @@ nlohmann::json from_simdjson(simdjson::dom::element e) {
       nlohmann::json out = nlohmann::json::object();
       simdjson::dom::object obj;  // a named object: the result wrapper is a temporary
       if (e.get_object().get(obj) != simdjson::SUCCESS) return nullptr;
-      for (simdjson::dom::key_value_pair kv : obj)
-        out[std::string(kv.key)] = from_simdjson(kv.value);  // a repeated key: the last wins, as in nlohmann
+      for (simdjson::dom::key_value_pair kv : obj) {
+        std::string key(kv.key);
+        if (out.contains(key)) duplicate = true;  // located and refused by the caller
+        out[key] = from_simdjson(kv.value, duplicate);
+      }
       return out;
     }
     case T::INT64: return e.get_int64().value_unsafe();
@@ -53,21 +60,96 @@ nlohmann::json from_simdjson(simdjson::dom::element e) {
   return nullptr;
 }
 
+// A key written twice in one object of valid JSON `text`: its JSON path
+// and the byte offsets of both occurrences. A small scanner over the
+// grammar simdjson has already validated (strings, nesting, commas).
+struct DuplicateKey {
+  std::string path;
+  size_t first = 0, second = 0;
+};
+
+std::optional<DuplicateKey> find_duplicate_key(const std::string& text) {
+  struct Frame {
+    bool object;
+    std::string path;                     // path of this container
+    std::map<std::string, size_t> keys;   // object: key -> offset
+    size_t index = 0;                     // array: next element
+    std::string pending_key;              // object: the key whose value comes next
+  };
+  std::vector<Frame> stack;
+  auto child_path = [&](const Frame& f) {
+    if (f.object) return f.path.empty() ? f.pending_key : f.path + "." + f.pending_key;
+    return f.path + "[" + std::to_string(f.index) + "]";
+  };
+  bool expect_key = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      size_t start = i;
+      std::string raw;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') raw += text[i++];
+        raw += text[i];
+      }
+      if (expect_key && !stack.empty() && stack.back().object) {
+        // Keys compare as written; escapes are compared raw, which finds
+        // every repeat lockstep writes and any plain hand edit.
+        Frame& f = stack.back();
+        auto [it, fresh] = f.keys.emplace(raw, start);
+        if (!fresh) return DuplicateKey{f.path.empty() ? raw : f.path + "." + raw, it->second, start};
+        f.pending_key = raw;
+        expect_key = false;
+      }
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      std::string p = stack.empty() ? "" : child_path(stack.back());
+      stack.push_back({c == '{', p, {}, 0, ""});
+      expect_key = c == '{';
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+      expect_key = false;
+    } else if (c == ',') {
+      if (!stack.empty()) {
+        if (stack.back().object) expect_key = true;
+        else ++stack.back().index;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
   {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    if (parser.parse(simdjson::padded_string(text)).get(doc) == simdjson::SUCCESS) return from_simdjson(doc);
+    if (parser.parse(simdjson::padded_string(text)).get(doc) == simdjson::SUCCESS) {
+      bool duplicate = false;
+      nlohmann::json out = from_simdjson(doc, duplicate);
+      if (!duplicate) return out;
+      // A file that says two things for one key could show one to a
+      // reviewer and the other to the comparator: never accepted.
+      if (auto d = find_duplicate_key(text))
+        throw BadInput(path, d->path,
+                       "each key once; it is written twice, at byte " + std::to_string(d->first) + " and byte " +
+                           std::to_string(d->second));
+      throw BadInput(path, "", "each key once in every object (a key is written twice)");
+    }
   }
   // Invalid input: nlohmann's parser says where and why.
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     std::string where = "byte " + std::to_string(e.byte);
-    std::string what = e.byte >= text.size() ? "complete JSON (file is truncated or empty)"
-                                             : "valid JSON (syntax error)";
+    std::string message = e.what();
+    // nlohmann reports data after a complete value as "expected end of input".
+    bool trailing = message.find("; expected end of input") != std::string::npos;
+    bool truncated = !trailing && e.byte >= text.size();
+    std::string what = trailing    ? "nothing after the JSON value (trailing data)"
+                       : truncated ? "complete JSON (file is truncated or empty)"
+                                   : "valid JSON (syntax error)";
     throw BadInput(path, where, what);
   } catch (const nlohmann::json::exception& e) {
     // out_of_range 406: a number beyond the range of a double (1e400).

@@ -1,11 +1,17 @@
 // The environment fingerprint stored in every run record: what stack
 // produced the numbers (LibTorch, CPU capability, threads, flags, ...).
 //
-// Each field is tagged determinism-relevant (a difference can change the
-// bits: LibTorch version, ATen CPU capability, BLAS, thread counts, numerics
-// env vars) or informational (hostname-like facts: git commit, kernel).
-// Two records whose relevant fields are all equal come from the same stack
-// and are held to bit equality (docs/comparison.md).
+// Each field is in one of three classes:
+//   - determinism-relevant: part of the stack, a difference can change the
+//     bits (LibTorch version, ATen CPU capability, BLAS, thread counts,
+//     numerics env vars); it chooses the lane: two records whose relevant
+//     fields are all equal come from the same stack and are held to bit
+//     equality, otherwise the smoke's tolerances apply;
+//   - input: what the smoke was given (the data file or image manifest, the
+//     TorchScript model's code and parameters, the smoke config's
+//     value-determining fields). An input never chooses the lane: a changed
+//     input is a change under test and always fails (docs/comparison.md);
+//   - informational: facts that do not change bits (git commit, kernel).
 #pragma once
 
 #include <map>
@@ -21,7 +27,8 @@ class JsonView;
 /// One fingerprint entry.
 struct FingerprintField {
   std::string value;      ///< "(absent: <why>)" when it could not be read
-  bool relevant = false;  ///< determinism-relevant
+  bool relevant = false;  ///< determinism-relevant (part of the stack)
+  bool input = false;     ///< an input of the smoke (never relevant at the same time)
 };
 
 /// Field name ("torch.version", "cpu.capability", ...) to value.
@@ -33,13 +40,16 @@ struct FieldDiff {
   std::string golden;  ///< "(missing)" when absent from the golden
   std::string run;     ///< "(missing)" when absent from the run
   bool relevant = false;
+  bool input = false;
 };
 
-/// Differences, determinism-relevant fields first, then by name. A field is
-/// relevant when either side tags it relevant.
+/// Differences: inputs first, then determinism-relevant fields, then the
+/// rest, each by name. A field is an input (or relevant) when either side
+/// tags it so; an input is never also counted relevant.
 std::vector<FieldDiff> diff_fingerprints(const Fingerprint& golden, const Fingerprint& run);
 
-/// {"name": {"value": "...", "relevant": true}, ...}
+/// {"name": {"value": "...", "relevant": true}, ...}; an input field also
+/// has "input": true (absent means false).
 nlohmann::json to_json(const Fingerprint& fp);
 
 /// Parses a fingerprint; throws exit-2 Error naming the JSON path.

@@ -54,8 +54,13 @@ EnvReport describe_environment(const EnvQuery& o) {
   // says why, with the preflight's exit code.
   r.cuda_unusable = device == "cuda" ? cuda_unusable_reason() : "";
   if (o.diff_record.empty()) return r;
-  // data.file_xxh3 and model.file_xxh3 belong to a smoke run, not to the machine.
-  for (const char* k : {"data.file_xxh3", "model.file_xxh3", "data.bytes", "data.rows"}) other.record.fingerprint.erase(k);
+  // The smoke's inputs and their descriptions belong to a run, not to the machine.
+  for (auto it = other.record.fingerprint.begin(); it != other.record.fingerprint.end();)
+    if (it->second.input || it->first.rfind("data.", 0) == 0 || it->first.rfind("model.", 0) == 0 ||
+        it->first.rfind("config.", 0) == 0)
+      it = other.record.fingerprint.erase(it);
+    else
+      ++it;
   r.record_platform = other.record.platform;
   r.differences = diff_fingerprints(other.record.fingerprint, r.fingerprint);
   return r;

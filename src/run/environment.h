@@ -37,7 +37,7 @@ struct EnvReport {
 /// Captures the fingerprint. Without diff_record no contract is applied
 /// (the stack's defaults are read back); with one, the record's contract
 /// (mode, thread counts) is checked and applied first, and the smoke-run
-/// fields (data.*, model.file_xxh3) are left out of the diff. Throws exit-2
+/// fields (the inputs: data.*, model.*, config.*) are left out of the diff. Throws exit-2
 /// Error for an unreadable record or a contract field out of range, and for
 /// a device that contradicts the record's.
 EnvReport describe_environment(const EnvQuery& query);

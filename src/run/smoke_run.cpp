@@ -21,6 +21,7 @@
 #include "env/driver_version.h"
 #include "env/fingerprint_capture.h"
 #include "record/platform_key.h"
+#include "train/torchscript_model.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;
@@ -95,6 +96,11 @@ std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg, uint64_t seed
   return table;
 }
 
+// The data as the config names it: the path as written, or the generator.
+std::string data_label(const SmokeConfig& cfg) {
+  return cfg.data.source == "synthetic" ? "synthetic " + cfg.data.synthetic_kind : cfg.data.path;
+}
+
 }  // namespace
 
 SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
@@ -162,12 +168,15 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   rec.steps = o.train ? cfg.steps : 0;
   rec.contract = contract;
   rec.fingerprint = capture_fingerprint({cfg.device, contract, fs::absolute(cfg.file).parent_path().string()});
-  rec.fingerprint["data.file_xxh3"] = {table->file_xxh3, true};  // images: the manifest hash
-  rec.fingerprint["data.bytes"] = {std::to_string(table->bytes), false};
-  rec.fingerprint["data.rows"] = {std::to_string(table->rows), false};
+  // The smoke's inputs: never part of the stack, a change always fails.
+  rec.fingerprint["data.file_xxh3"] = {table->file_xxh3, false, true};  // images: the manifest hash
+  rec.fingerprint["data.path"] = {data_label(cfg), false, false};
+  rec.fingerprint["data.bytes"] = {std::to_string(table->bytes), false, false};
+  rec.fingerprint["data.rows"] = {std::to_string(table->rows), false, false};
+  rec.fingerprint["config.values_xxh3"] = {cfg.values_hash, false, true};
   if (cfg.model.name == "torchscript") {
-    std::string bytes = read_file(cfg.model.path);
-    rec.fingerprint["model.file_xxh3"] = {xxh3_128_hex(bytes.data(), bytes.size()), true};
+    rec.fingerprint["model.torchscript_xxh3"] = {torchscript_content_xxh3(cfg.model.path), false, true};
+    rec.fingerprint["model.path"] = {cfg.model.path, false, false};
   }
   rec.platform = platform_key(rec.fingerprint);
   return out;

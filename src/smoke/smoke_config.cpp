@@ -298,6 +298,9 @@ SmokeConfig load_smoke_config(const std::string& path) {
   }
   c.data.loader.augment.worker_seeded = c.inject_nondeterminism == "worker_seeded_augment";
   c.config_hash = hex64(xxh3_64(canonical_dump(doc)));
+  nlohmann::json values = doc;
+  for (const char* k : {"tolerance", "platforms", "repeat", "min_driver"}) values.erase(k);
+  c.values_hash = hex64(xxh3_64(canonical_dump(values)));
   return c;
 }
 

@@ -78,6 +78,11 @@ struct SmokeConfig {
   std::string inject_nondeterminism;
   TolerancePolicy tolerance;
   std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
+  /// XXH3-64 of the canonical JSON without the fields that cannot change a
+  /// value (tolerance, platforms, repeat, min_driver): the config as an
+  /// input of the run (fingerprint field config.values_xxh3). Loosening a
+  /// tolerance changes config_hash but not this.
+  std::string values_hash;
 };
 
 /// `config` with `overrides` applied (determinism threads, data workers).

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace lockstep {
 
@@ -45,17 +46,45 @@ class TorchScriptModel : public SmokeModel {
   torch::jit::Module module_;
 };
 
-}  // namespace
-
-std::shared_ptr<SmokeModel> load_torchscript_model(const std::string& path) {
+torch::jit::Module load_module(const std::string& path) {
   if (path.empty()) throw BadUsage("model torchscript needs model.path (a module saved with torch.jit.save)");
-  torch::jit::Module module;
   try {
-    module = torch::jit::load(path);
+    return torch::jit::load(path);
   } catch (const c10::Error& e) {
     throw BadInput(path, "(file)", "a TorchScript module saved with torch.jit.save (" +
                                        std::string(e.what_without_backtrace()).substr(0, 200) + ")");
   }
+}
+
+}  // namespace
+
+std::string torchscript_content_xxh3(const std::string& path) {
+  torch::jit::Module module = load_module(path);
+  Xxh3Stream h;
+  // Code: every method of every submodule, as its graph without source
+  // locations (which name the file it was scripted from); dump_to_str
+  // would add object addresses.
+  for (const auto& sub : module.named_modules()) {
+    h.update_string("module " + sub.name);
+    for (const auto& method : sub.value.get_methods()) {
+      h.update_string(method.name());
+      h.update_string(method.graph()->toString(/*print_source_locations=*/false));
+    }
+  }
+  auto add = [&h](const std::string& name, const torch::Tensor& t) {
+    torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    h.update_string(name);
+    h.update_string(std::string(c.dtype().name()));
+    for (int64_t d : c.sizes()) h.update(&d, sizeof d);
+    h.update(c.data_ptr(), c.numel() * c.element_size());
+  };
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) add("param " + p.name, p.value);
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) add("buffer " + b.name, b.value);
+  return h.hex();
+}
+
+std::shared_ptr<SmokeModel> load_torchscript_model(const std::string& path) {
+  torch::jit::Module module = load_module(path);
   if (!module.find_method("forward")) throw BadInput(path, "forward", "a forward(self, x) method");
   auto model = std::make_shared<TorchScriptModel>(std::move(module), path);
   if (model->parameters().empty()) throw BadInput(path, "parameters", "at least one parameter to train");

@@ -25,4 +25,13 @@ namespace lockstep {
 /// smoke could not train).
 std::shared_ptr<SmokeModel> load_torchscript_model(const std::string& path);
 
+/// XXH3-128 of what the module computes, not of the zip it is stored in:
+/// its code (every method's graph of every submodule, without source
+/// locations) and
+/// every parameter and buffer (name, dtype, shape, bytes), in module order.
+/// Exporting the same module twice gives other zip bytes (timestamps, extra
+/// files, archive name) but this same hash. The fingerprint's input field
+/// model.torchscript_xxh3. Throws exit-2 Error as load_torchscript_model.
+std::string torchscript_content_xxh3(const std::string& path);
+
 }  // namespace lockstep

@@ -194,5 +194,37 @@ TEST(DataCli, BadImageDataIsExit2NamingTheFile) {
   EXPECT_NE(no_interp.output.find("data.image.interpolation: expected a value"), std::string::npos) << no_interp.output;
 }
 
+// Inputs are not the stack: one CSV value edited by a rounding-level amount
+// on an unchanged stack fails as a changed input, first line naming the
+// file, instead of passing in the cross-stack lane.
+TEST(DataCli, OneEditedCsvValueFailsAsAChangedInput) {
+  const std::string wine = kSourceDir + "/smoke/wine-mlp.json";
+  fs::path p = scratch("input-edit", [](nlohmann::json& c) { c.erase("resume_at"); }, wine);
+  std::string smoke = (p / "smoke" / "wine-mlp.json").string();
+  Result bless = lockstep("bless " + smoke + " --reason input --out " + (p / "out").string());
+  ASSERT_EQ(bless.code, 0) << bless.output;
+
+  fs::path edited = p / "data";
+  fs::create_directories(edited);
+  std::string csv = read_file(data_dir() + "/wine_data.csv");
+  size_t at = csv.find("14.23,");
+  ASSERT_NE(at, std::string::npos);
+  csv.replace(at, 6, "14.2300001,");
+  write_file_atomically((edited / "wine_data.csv").string(), csv);
+
+  Result r = lockstep("check " + smoke + " --out " + (p / "out-edited").string(),
+                      "LOCKSTEP_DATA_DIR=" + edited.string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("first divergence: input changed: data file wine_data.csv, xxh3 "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("lane: same-stack"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[input] data.file_xxh3: input changed: data file wine_data.csv"), std::string::npos)
+      << r.output;
+
+  // The original data still passes bit for bit.
+  Result same = lockstep("check " + smoke + " --out " + (p / "out-same").string());
+  EXPECT_EQ(same.code, 0) << same.output;
+}
+
 }  // namespace
 }  // namespace lockstep

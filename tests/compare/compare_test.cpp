@@ -304,5 +304,79 @@ TEST(Compare, FirstBitDifferenceIgnoresFingerprint) {
   EXPECT_EQ(first_bit_difference(b, a).rfind("train step 1: loss", 0), 0u);
 }
 
+// Inputs are not the stack: a changed data file never chooses the lane and
+// always fails, first line naming it, whatever the values say.
+TEST(Compare, AChangedInputFailsOnTheSameStackNamingItFirst) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["data.file_xxh3"] = {std::string(32, 'a'), false, true};
+  golden.fingerprint["data.path"] = {"wine_data.csv", false, false};
+  golden.fingerprint["config.values_xxh3"] = {std::string(16, 'c'), false, true};
+  RunRecord run = golden;
+  run.fingerprint["data.file_xxh3"].value = std::string(32, 'b');
+  Verdict v = compare_records(run, golden, {});
+  EXPECT_EQ(v.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(v.lane, Lane::kSameStack);  // the values are still held bit for bit
+  EXPECT_EQ(v.first_divergence, "input changed: data file wine_data.csv, xxh3 " + std::string(32, 'a') + " → " +
+                                    std::string(32, 'b'));
+  ASSERT_EQ(v.findings.size(), 1u);  // every value is identical: the input alone fails
+  EXPECT_EQ(v.findings[0].section, Section::kInput);
+  ASSERT_FALSE(v.env_diffs.empty());
+  EXPECT_TRUE(v.env_diffs[0].input);
+  EXPECT_FALSE(v.env_diffs[0].relevant);
+
+  // The statistics moved too: the input still comes first, the batch after.
+  run.probes = {make_probe(0, 1.0)};
+  golden.probes = {make_probe(0, 1.5)};
+  Verdict moved = compare_records(run, golden, {});
+  EXPECT_EQ(moved.findings.front().section, Section::kInput);
+  EXPECT_EQ(moved.findings[1].section, Section::kData);
+  EXPECT_EQ(moved.findings[1].index, 0);
+}
+
+TEST(Compare, AnInputTheGoldenPredatesIsANoteNotAFailure) {
+  RunRecord golden = make_record({2.5, 2.25});
+  RunRecord run = golden;
+  run.fingerprint["config.values_xxh3"] = {std::string(16, 'c'), false, true};
+  Verdict v = compare_records(run, golden, {});
+  EXPECT_TRUE(v.passed()) << v.first_divergence;
+  EXPECT_EQ(v.lane, Lane::kSameStack);
+  ASSERT_FALSE(v.notes.empty());
+  EXPECT_EQ(v.notes[0], "the golden predates the input field config.values_xxh3 (run: cccccccccccccccc); re-bless to pin it");
+}
+
+TEST(Compare, AChangedInputAcrossStacksStillFails) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["model.torchscript_xxh3"] = {std::string(32, 'a'), false, true};
+  RunRecord run = golden;
+  run.fingerprint["torch.version"].value = "2.11.0";
+  run.fingerprint["model.torchscript_xxh3"].value = std::string(32, 'd');
+  Verdict v = compare_records(run, golden, {});
+  EXPECT_EQ(v.lane, Lane::kCrossStack);
+  EXPECT_EQ(v.lane_reason, "1 determinism-relevant fingerprint field(s) differ: configured tolerances apply");
+  EXPECT_EQ(v.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(v.first_divergence.rfind("input changed: TorchScript model (code and parameters), xxh3 ", 0), 0u)
+      << v.first_divergence;
+}
+
+// Failures are listed in causal order: by step, and within a step the
+// learning rate before the loss before the gradients.
+TEST(Compare, FailuresAreListedInCausalOrder) {
+  RunRecord golden = make_record({2.5, 2.25, 2.0});
+  golden.series["lr"] = Series{Series::Dtype::kFloat64, {0.1, 0.1, 0.1}, {}, {}};
+  golden.series["param_norm"] = Series{Series::Dtype::kFloat64, {3, 3, 3}, {}, {}};
+  golden.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}};
+  RunRecord run = golden;
+  run.series["lr"].values = {0.1, 0.2, 0.2};            // step 1
+  run.series["loss"].values[2] = 1.0;                  // step 2
+  run.series["grad_norm"].values = {1.0, 2.0, 2.0};    // step 1
+  run.series["grad_norm/fc.weight"].values = {1, 2, 2};  // step 1
+  run.series["param_norm"].values = {3, 4, 4};         // step 1
+  Verdict v = compare_records(run, golden, {});
+  std::vector<std::string> order;
+  for (const auto& f : v.findings) order.push_back(f.subject + "@" + std::to_string(f.index));
+  EXPECT_EQ(order, (std::vector<std::string>{"lr@1", "grad_norm/fc.weight@1", "grad_norm@1", "param_norm@1", "loss@2"}));
+  EXPECT_EQ(v.first_divergence.rfind("train step 1: lr", 0), 0u) << v.first_divergence;
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -57,9 +57,60 @@ TEST(JUnit, EscapesXml) {
 
 TEST(Markdown, FailingVerdictSummary) {
   std::string md = render_markdown(failing_verdict());
-  EXPECT_EQ(md.rfind("### lockstep: `unit` ❌ FAIL (exit 1)\n\n**First divergence:** train step 1: loss", 0), 0u) << md;
-  EXPECT_NE(md.find("| train | `loss` | step 1: golden 2.25, run 2,"), std::string::npos) << md;
+  EXPECT_EQ(md.rfind("### lockstep: <code>unit</code> ❌ FAIL (exit 1)\n\n**First divergence:** train step 1: loss", 0), 0u) << md;
+  EXPECT_NE(md.find("| train | <code>loss</code> | step 1: golden 2.25, run 2, &#124;err&#124; 0.25,"), std::string::npos) << md;
   EXPECT_NE(md.find("1 of 2 series and probe fields within their rule; 4 values compared.\n"), std::string::npos) << md;
+}
+
+// Names come from records (series, parameters, trainers' tags): none may
+// reach a report as markup.
+RunRecord hostile_pair(RunRecord& golden) {
+  golden = testing::make_record({2.5, 2.25});
+  const std::string evil = "<script>alert(1)</script>|`x`*_[a](b)";
+  golden.series[evil] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}};
+  RunRecord run = golden;
+  run.series[evil].values[0] = 2.0;
+  return run;
+}
+
+TEST(Markdown, RecordBorneNamesAreEscaped) {
+  RunRecord golden;
+  RunRecord run = hostile_pair(golden);
+  std::string md = render_markdown(compare_records(run, golden, {}));
+  EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
+  EXPECT_EQ(md.find("`x`"), std::string::npos) << md;
+  EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;&#124;&#96;x&#96;&#42;&#95;&#91;a&#93;(b)"), std::string::npos)
+      << md;
+}
+
+TEST(JUnit, RecordBorneNamesAreEscaped) {
+  RunRecord golden;
+  RunRecord run = hostile_pair(golden);
+  std::string xml = render_junit({compare_records(run, golden, {})});
+  EXPECT_EQ(xml.find("<script>"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("name=\"&lt;script&gt;alert(1)&lt;/script&gt;|`x`*_[a](b)\""), std::string::npos) << xml;
+}
+
+TEST(JUnit, ACrossStackPassSaysSoInPropertiesAndSystemOut) {
+  RunRecord golden = testing::make_record({2.5, 2.25});
+  RunRecord run = golden;
+  run.fingerprint["torch.version"].value = "2.11.0";
+  Verdict v = compare_records(run, golden, {});  // default tolerances across stacks
+  ASSERT_TRUE(v.passed());
+  EXPECT_EQ(verdict_headline(v), "PASS (cross-stack: 1 stack field differs, within tolerance)");
+  std::string xml = render_junit({v});
+  EXPECT_NE(xml.find("<property name=\"lockstep.verdict\" value=\"PASS (cross-stack: 1 stack field differs, within "
+                     "tolerance)\"/>"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<property name=\"lockstep.lane\" value=\"cross-stack\"/>"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<system-out>lane: cross-stack (1 determinism-relevant fingerprint field(s) differ: configured "
+                     "tolerances apply)\n  torch.version: golden 1.13.0, run 2.11.0\n</system-out>"),
+            std::string::npos)
+      << xml;
+  std::string md = render_markdown(v);
+  EXPECT_EQ(md.rfind("### lockstep: <code>unit</code> ✅ PASS (cross-stack: 1 stack field differs, within tolerance) (exit 0)", 0), 0u)
+      << md;
 }
 
 }  // namespace

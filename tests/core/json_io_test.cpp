@@ -29,6 +29,30 @@ TEST(ParseJson, SyntaxErrorGivesOffset) {
   EXPECT_EQ(msg, "c.json: byte 7: expected valid JSON (syntax error)");
 }
 
+// A key written twice could show one value to a reviewer and the other to
+// the comparator: refused, naming the key path and both byte offsets.
+TEST(ParseJson, DuplicateKeysAreRefusedWithPathAndBothOffsets) {
+  ExitCode code{};
+  std::string msg = error_of([] { parse_json_text(R"({"steps": 10, "seed": 1, "steps": 12})", "smoke/a.json"); }, &code);
+  EXPECT_EQ(code, ExitCode::kBadInput);
+  EXPECT_EQ(msg, "smoke/a.json: steps: expected each key once; it is written twice, at byte 1 and byte 25");
+  EXPECT_EQ(error_of([] {
+              parse_json_text(R"({"series": {"loss": {"values": [1]}, "lr": {"values": [1], "values": [2]}}})", "g.json");
+            }),
+            "g.json: series.lr.values: expected each key once; it is written twice, at byte 44 and byte 59");
+  EXPECT_EQ(error_of([] { parse_json_text(R"({"probes": [{"batch": 0}, {"batch": 1, "batch": 2}]})", "r.json"); }),
+            "r.json: probes[1].batch: expected each key once; it is written twice, at byte 27 and byte 39");
+  // The same key in sibling objects, and keys inside strings, are fine.
+  EXPECT_NO_THROW(parse_json_text(R"({"a": {"k": 1}, "b": {"k": 2}, "c": "\"k\": 1, \"k\": 2"})", "ok.json"));
+}
+
+TEST(ParseJson, TrailingDataIsNotCalledTruncated) {
+  EXPECT_EQ(error_of([] { parse_json_text("{\"a\": 1}x", "t.json"); }),
+            "t.json: byte 9: expected nothing after the JSON value (trailing data)");
+  EXPECT_EQ(error_of([] { parse_json_text("{\"a\": 1}\n{\"a\": 2}\n", "t.json"); }),
+            "t.json: byte 10: expected nothing after the JSON value (trailing data)");
+}
+
 TEST(JsonView, UnknownKeySuggestsSpelling) {
   auto doc = nlohmann::json::parse(R"({"tolerence": {}})");
   JsonView v(doc, "smoke/a.json");

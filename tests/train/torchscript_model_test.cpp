@@ -122,7 +122,38 @@ TEST(TorchScriptModel, SmokeConfigRunsThroughTheCli) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::string text = read_file(out);
   EXPECT_NE(text.find("\"grad_norm/fc.weight\""), std::string::npos);
-  EXPECT_NE(text.find("\"model.file_xxh3\""), std::string::npos);
+  nlohmann::json rec = nlohmann::json::parse(text);
+  EXPECT_EQ(rec["fingerprint"]["model.torchscript_xxh3"]["value"], torchscript_content_xxh3(module));
+  EXPECT_EQ(rec["fingerprint"]["model.torchscript_xxh3"]["input"], true);
+  EXPECT_EQ(rec["fingerprint"]["model.torchscript_xxh3"]["relevant"], false);
+  EXPECT_EQ(rec["fingerprint"]["model.path"]["value"], module);
+}
+
+// The model's input hash covers what it computes: the same module saved
+// twice into different archives hashes the same; other weights or other
+// code do not.
+TEST(TorchScriptModel, ContentHashIgnoresTheArchiveAndSeesCodeAndWeights) {
+  std::string a = save_fixture(true);
+  torch::jit::Module m = torch::jit::load(a);
+  std::string b = temp_path("net-again.pt");
+  m.save(b, {{"note.txt", "exported again, with an extra file"}});
+  ASSERT_NE(read_file(a), read_file(b));  // other zip bytes
+  EXPECT_EQ(torchscript_content_xxh3(a), torchscript_content_xxh3(b));
+
+  torch::NoGradGuard no_grad;
+  m.attr("w").toTensor().add_(1e-7);
+  std::string c = temp_path("net-weight.pt");
+  m.save(c);
+  EXPECT_NE(torchscript_content_xxh3(c), torchscript_content_xxh3(a));
+
+  torch::jit::Module other = torch::jit::load(a);
+  other.define(R"(
+    def scaled(self, x):
+        return x * 2.0
+  )");
+  std::string d = temp_path("net-code.pt");
+  other.save(d);
+  EXPECT_NE(torchscript_content_xxh3(d), torchscript_content_xxh3(a));
 }
 
 TEST(SyntheticSource, SameSeedSameBytesAndKindsHaveTheirShapes) {
