@@ -5,15 +5,22 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
+#include "core/directory_lock.h"
 #include "core/error.h"
 #include "gate/bless.h"
 #include "launch/launcher.h"
+#include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -50,6 +57,9 @@ int bless_command(const BlessOptions& o) {
   if (running_in_ci() && !o.in_ci)
     throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "
                    "files instead); pass --in-ci to bless here anyway");
+  std::error_code ec;
+  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
+    throw BadUsage(o.out_dir + ": --out must be a folder (the runs' records), and this is a file");
   BlessSmokeOptions options;
   options.reason = o.reason;
   options.goldens_dir = o.goldens_dir;
@@ -58,8 +68,20 @@ int bless_command(const BlessOptions& o) {
   options.runs = o.runs;
   if (!o.seeds.empty()) options.seeds = parse_seed_list(o.seeds);
   ProcessLauncher launcher;
+  // One bless or accept at a time per goldens folder, held from before the
+  // runs until the last golden is written (the change summary is then
+  // against what the previous holder wrote).
+  std::map<std::string, std::unique_ptr<DirectoryLock>> locks;
   for (const auto& file : expand_smoke_args(o.smokes)) {
+    std::string root = fs::absolute(goldens_root(file, o.goldens_dir)).lexically_normal().string();
+    if (!locks.count(root))
+      locks[root] = std::make_unique<DirectoryLock>(root, !o.no_wait, [&](int pid) {
+        std::cout << "bless: waiting for process " << pid << ", which holds " << root
+                  << " (another bless or accept)\n" << std::flush;
+      });
     BlessedGolden b = bless_smoke(file, options, launcher);
+    for (const auto& t : remove_stale_temporaries(fs::path(b.path).parent_path().string()))
+      std::cout << "removed " << t << " (a temporary of an interrupted write; its process has exited)\n";
     std::string hash = write_golden(b.path, b.golden);
     std::cout << "blessed " << b.path << " (" << o.runs << " bit-identical runs";
     if (b.seeds > 1) std::cout << " per seed, " << b.seeds << " seeds";

@@ -63,6 +63,10 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
 }  // namespace
 
 int check_command(const CheckOptions& o) {
+  // A wrong --out is one usage error, said once, not a failure per smoke.
+  std::error_code ec;
+  if (std::filesystem::exists(o.out_dir, ec) && !std::filesystem::is_directory(o.out_dir, ec))
+    throw BadUsage(o.out_dir + ": --out must be a folder (records, reports, junit.xml), and this is a file");
   std::vector<std::string> files = expand_smoke_args(o.smokes);
   require_unique_names(files);
   CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};

@@ -65,6 +65,7 @@ struct BlessOptions {
   bool in_ci = false;  ///< allow writing goldens although CI is set
   int runs = 2;
   std::string seeds;  ///< --seeds "42,43": extra seeds for a multi-seed golden (parsed strictly)
+  bool no_wait = false;  ///< exit 3 instead of waiting when another bless/accept holds the goldens folder
 };
 int bless_command(const BlessOptions& options);
 
@@ -76,6 +77,7 @@ struct PendingOptions {
   std::string smoke_dir;             ///< default: smoke/ beside the goldens folder
   std::string reason;                ///< accept only
   bool in_ci = false;                ///< accept only: write although CI is set
+  bool no_wait = false;              ///< accept only: exit 3 instead of waiting for the goldens folder's lock
 };
 int review_command(const PendingOptions& options);
 int accept_command(const PendingOptions& options);

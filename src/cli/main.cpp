@@ -101,6 +101,8 @@ int main(int argc, char** argv) {
                     "std for the sigma rule; the config's seed stays the exact reference");
   bless->add_flag("--allow-dirty", bless_opts.allow_dirty, "Bless from a dirty work tree (recorded)");
   bless->add_flag("--in-ci", bless_opts.in_ci, "Write goldens even though CI is set");
+  bless->add_flag("--no-wait", bless_opts.no_wait,
+                  "Exit 3, naming its pid, when another bless or accept holds the goldens folder (default: wait)");
 
   PendingOptions review_opts;
   auto* review = add_pending_command(app, "review", "Show pending goldens (*.golden.new) against the current ones",
@@ -109,6 +111,8 @@ int main(int argc, char** argv) {
   auto* accept = add_pending_command(app, "accept", "Promote reviewed pending goldens, with a reason", accept_opts);
   accept->add_option("--reason", accept_opts.reason, "Why the goldens change (recorded)")->required();
   accept->add_flag("--in-ci", accept_opts.in_ci, "Write goldens even though CI is set");
+  accept->add_flag("--no-wait", accept_opts.no_wait,
+                   "Exit 3, naming its pid, when another bless or accept holds the goldens folder (default: wait)");
 
   VerifyOptions verify_opts;
   auto* verify = app.add_subcommand("verify-goldens", "Integrity, provenance and completeness of the golden set");

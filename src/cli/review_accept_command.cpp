@@ -12,6 +12,7 @@
 #include "compare/html_report.h"
 #include "compare/text_report.h"
 #include "core/atomic_file.h"
+#include "core/directory_lock.h"
 #include "core/error.h"
 #include "gate/pending.h"
 
@@ -40,8 +41,14 @@ int accept_command(const PendingOptions& o) {
     throw BadUsage("accept needs --reason TEXT: say why the goldens change (it is recorded)");
   if (running_in_ci() && !o.in_ci)
     throw BadUsage("CI is set: accept does not write goldens in CI; pass --in-ci to accept here anyway");
+  DirectoryLock lock(o.goldens_dir, !o.no_wait, [&](int pid) {
+    std::cout << "accept: waiting for process " << pid << ", which holds " << o.goldens_dir
+              << " (another bless or accept)\n" << std::flush;
+  });
   PendingSet set = load_pending(o.dir, o.goldens_dir, o.smoke_dir);
   for (const auto& a : accept_pending(set, o.reason)) {
+    for (const auto& t : remove_stale_temporaries(std::filesystem::path(a.target).parent_path().string()))
+      std::cout << "removed " << t << " (a temporary of an interrupted write; its process has exited)\n";
     std::string hash = write_golden(a.target, a.golden);
     std::filesystem::remove(a.path);
     std::cout << "accepted " << a.path << " -> " << a.target << " (content " << hash << ")\n";

@@ -4,7 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 Error write_error(const std::string& path, const std::string& what) {
-  return BadUsage(path + ": cannot write: " + what + ": " + std::strerror(errno));
+  return io_error(path, "write (" + what + ")", errno);
 }
 
 }  // namespace
@@ -34,9 +38,12 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     throw BadUsage(path + ": refusing to write over something that is not a regular file");
   ec.clear();
   fs::create_directories(dir, ec);
-  if (ec) throw BadUsage(path + ": cannot create directory " + dir.string() + ": " + ec.message());
+  if (ec) throw io_error(path, "create directory " + dir.string(), ec.value());
 
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  // The writer's pid in the name lets a later writer tell a temporary of a
+  // killed process (removable) from one being written now.
+  std::string tmpl =
+      (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + ".XXXXXX")).string();
   int fd = mkstemp(tmpl.data());
   if (fd < 0) throw write_error(path, "mkstemp");
 
@@ -97,6 +104,67 @@ std::string read_file(const std::string& path) {
   if (!in.read(out.data(), static_cast<std::streamsize>(out.size())))
     throw BadUsage(path + ": cannot read: " + std::strerror(errno));
   return out;
+}
+
+namespace {
+
+// Seconds since the epoch when process `pid` started, or -1 (no /proc).
+double process_start(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t close = text.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)
+    if (i == 22) {
+      std::ifstream boot("/proc/stat");
+      std::string key;
+      double btime = -1;
+      while (boot >> key)
+        if (key == "btime") boot >> btime;
+      if (btime < 0) return -1;
+      return btime + std::stod(field) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+    }
+  return -1;
+}
+
+}  // namespace
+
+std::vector<TemporaryFile> find_temporaries(const std::string& dir) {
+  std::vector<TemporaryFile> out;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    size_t tmp = name.rfind(".tmp.");
+    if (name.empty() || name[0] != '.' || tmp == std::string::npos || tmp == 0) continue;
+    std::string tail = name.substr(tmp + 5);  // "<pid>.XXXXXX", or "XXXXXX" (older lockstep)
+    TemporaryFile t;
+    t.path = it->path().string();
+    size_t dot = tail.find('.');
+    if (dot == std::string::npos) {
+      if (tail.size() != 6) continue;
+    } else {
+      if (tail.size() - dot - 1 != 6 || dot == 0 || tail.find_first_not_of("0123456789") != dot) continue;
+      t.pid = std::atoi(tail.substr(0, dot).c_str());
+      struct stat st {};
+      if (t.pid > 0 && ::stat(t.path.c_str(), &st) == 0 && (::kill(t.pid, 0) == 0 || errno == EPERM)) {
+        // Alive, unless the pid was reused by a process younger than the file.
+        double started = process_start(t.pid);
+        t.writer_alive = started < 0 || started <= static_cast<double>(st.st_mtime) + 1;
+      }
+    }
+    out.push_back(t);
+  }
+  std::sort(out.begin(), out.end(), [](const TemporaryFile& a, const TemporaryFile& b) { return a.path < b.path; });
+  return out;
+}
+
+std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
+  std::vector<std::string> removed;
+  for (const auto& t : find_temporaries(dir))
+    if (t.pid > 0 && !t.writer_alive && ::unlink(t.path.c_str()) == 0) removed.push_back(t.path);
+  return removed;
 }
 
 }  // namespace lockstep

@@ -16,15 +16,33 @@
 namespace lockstep {
 
 /// Writes `content` to `path` atomically, creating parent directories.
-/// Throws Error(kBadInput) naming the path when any step fails, or when
-/// `path` exists and is not a regular file (a device, FIFO, folder or
-/// link is never replaced); the target is then untouched and the temporary
-/// removed.
+/// Throws io_error() naming the path when any step fails (exit 3 for a full
+/// disk or no permission, exit 2 for a wrong path), or exit 2 when `path`
+/// exists and is not a regular file (a device, FIFO, folder or link is
+/// never replaced); the target is then untouched and the temporary removed.
 void write_file_atomically(const std::string& path, const std::string& content);
 
 /// Throws exit-2 Error when `output` names the same file as one of
 /// `inputs` (an output must never overwrite what the command reads).
 void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs);
+
+/// A temporary file of write_file_atomically's naming,
+/// ".<target>.tmp.<pid>.XXXXXX", that a killed writer left behind (or one
+/// being written now). Older lockstep versions wrote ".<target>.tmp.XXXXXX".
+struct TemporaryFile {
+  std::string path;
+  int pid = 0;                ///< the writer's pid; 0 for the older naming
+  bool writer_alive = false;  ///< that process still runs (and is older than the file)
+};
+
+/// The temporaries of that naming directly in `dir`, sorted by path.
+std::vector<TemporaryFile> find_temporaries(const std::string& dir);
+
+/// Removes the temporaries in `dir` whose writer has exited (its pid is
+/// gone, or now names a process that started after the file was written);
+/// never one being written, nor one of the older naming (its writer is
+/// unknown). Returns the removed paths.
+std::vector<std::string> remove_stale_temporaries(const std::string& dir);
 
 /// Largest file read_file accepts (configs, goldens, records, data files).
 inline constexpr uint64_t kMaxReadBytes = uint64_t{2} << 30;  // 2 GiB

@@ -1,5 +1,8 @@
 #include "core/error.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace lockstep {
 
 Error BadInput(const std::string& file, const std::string& field,
@@ -16,6 +19,17 @@ Error BadUsage(const std::string& message) {
 
 Error EnvironmentError(const std::string& message) {
   return Error(ExitCode::kEnvironment, message);
+}
+
+Error io_error(const std::string& path, const std::string& what, int errno_value) {
+  std::string message = path + ": cannot " + what + ": " + std::strerror(errno_value);
+  switch (errno_value) {
+    case ENOSPC: case EDQUOT: case EACCES: case EPERM: case EROFS: case EIO: case EMFILE: case ENFILE:
+    case ENOMEM:
+      return Error(ExitCode::kEnvironment, message);
+    default:
+      return Error(ExitCode::kBadInput, message);
+  }
 }
 
 int exit_severity(ExitCode code) {

@@ -59,4 +59,12 @@ Error BadUsage(const std::string& message);
 /// Exit-3 error: the environment cannot run what was asked.
 Error EnvironmentError(const std::string& message);
 
+/// An error of a file operation on `path` ("<path>: cannot <what>:
+/// <strerror>"), classed by what failed: the machine (ENOSPC, EDQUOT,
+/// EACCES, EPERM, EROFS, EIO, EMFILE, ENFILE, ENOMEM: disk full, no
+/// permission on an output, a read-only file system) is exit 3; anything
+/// else is a path the user gave wrongly (ENOTDIR, EISDIR, EEXIST, ENOENT,
+/// ENAMETOOLONG, ...), exit 2. The rule of README.md, "Exit codes".
+Error io_error(const std::string& path, const std::string& what, int errno_value);
+
 }  // namespace lockstep

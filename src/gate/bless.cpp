@@ -37,7 +37,11 @@ void refuse_dirty(const GitState& git, const std::string& goldens_root, bool all
 
 }  // namespace
 
-void validate_golden_candidate(const RunRecord& record, bool allow_nonfinite, const std::string& action) {
+void validate_golden_candidate(const RunRecord& record, int runs, bool allow_nonfinite, const std::string& action) {
+  if (runs < 2)
+    throw BadUsage("refusing to " + action + ": it was made from " + std::to_string(runs) +
+                   " run; a golden needs at least 2 bit-identical runs in fresh processes (run `lockstep check` "
+                   "with --repeat 2 or more, or `lockstep bless`)");
   if (allow_nonfinite) return;
   if (auto bad = first_nonfinite(record))
     throw BadUsage("refusing to " + action + ": " + bad->field + " is non-finite (" + format_double(bad->value) +
@@ -89,7 +93,7 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
                                                    " differs from run 1" +
                                                    (o.seeds.empty() ? "" : " (seed " + std::to_string(seed) + ")") +
                                                    ": " + diff);
-    validate_golden_candidate(runs[0], cfg.tolerance.allow_nonfinite_golden, "bless " + cfg.name);
+    validate_golden_candidate(runs[0], o.runs, cfg.tolerance.allow_nonfinite_golden, "bless " + cfg.name);
     per_seed.push_back(std::move(runs[0]));
   }
 

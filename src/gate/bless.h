@@ -48,10 +48,12 @@ struct BlessedGolden {
 BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& options, Launcher& launcher);
 
 /// The refusals every writer of goldens applies to a candidate (bless,
-/// accept, verify-goldens): a NaN or +-Inf anywhere in the record
+/// accept, verify-goldens): fewer than two bit-identical runs behind it
+/// (`runs`, the provenance's count: one run proves nothing about
+/// determinism), and a NaN or +-Inf anywhere in the record
 /// (first_nonfinite) unless the smoke's tolerance.allow_nonfinite_golden.
-/// Throws exit-2 Error "refusing to <action>: <field> is non-finite (<value>)...".
-void validate_golden_candidate(const RunRecord& record, bool allow_nonfinite, const std::string& action);
+/// Throws exit-2 Error "refusing to <action>: ...".
+void validate_golden_candidate(const RunRecord& record, int runs, bool allow_nonfinite, const std::string& action);
 
 /// Adds the per-step mean and population std over `runs` (one run per seed,
 /// same series and lengths) to every series of `golden` (the "sigma" rule,

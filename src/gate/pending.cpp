@@ -58,7 +58,8 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
       throw BadInput(path, "config_hash",
                      cfg->second.config_hash + " (the current " + cfg->second.file + "): this pending golden was "
                      "made from another version of the config; run `lockstep check` again for a fresh one");
-    validate_golden_candidate(g.record, cfg->second.tolerance.allow_nonfinite_golden, "accept " + path);
+    validate_golden_candidate(g.record, g.provenance.runs, cfg->second.tolerance.allow_nonfinite_golden,
+                              "accept " + path);
     g.provenance = stamp_provenance(reason, git, g.provenance.runs);
     out.push_back({path, golden_path(set.goldens_dir, g.record.smoke, g.record.platform), std::move(g)});
   }

@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <map>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "gate/bless.h"
 #include "record/golden.h"
 #include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"
@@ -17,6 +19,25 @@ namespace {
 std::string field(const RunRecord& r, const std::string& name) {
   auto it = r.fingerprint.find(name);
   return it == r.fingerprint.end() ? "(missing)" : it->second.value;
+}
+
+// Why a file that is not a golden lies in the goldens folder, and what to do.
+std::string not_a_golden(const std::string& path) {
+  fs::path p(path);
+  if (p.filename() == ".lockstep.lock")
+    return path + ": the lock of a bless or accept that was killed, or of one running now; when none runs, "
+                  "remove it: rm -- '" + path + "'";
+  for (const auto& t : find_temporaries(p.parent_path().string())) {
+    if (t.path != path) continue;
+    if (t.writer_alive)
+      return path + ": being written by process " + std::to_string(t.pid) +
+             " (a bless or accept running now); run verify-goldens again when it has finished";
+    return path + ": a temporary file of an interrupted write (" +
+           (t.pid > 0 ? "process " + std::to_string(t.pid) + " has exited" : "an older lockstep") +
+           "; the next bless or accept removes its own), remove it: rm -- '" + path + "'";
+  }
+  return path + ": not a golden (pending or temporary file in the goldens folder; promote pending goldens "
+                "with `lockstep accept`, never by copying)";
 }
 
 }  // namespace
@@ -42,8 +63,7 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
   for (const auto& path : files) {
     fs::path p(path);
     if (p.extension() != ".json") {
-      problems.push_back(path + ": not a golden (pending or temporary file in the goldens folder; "
-                         "promote pending goldens with `lockstep accept`, never by copying)");
+      problems.push_back(not_a_golden(path));
       continue;
     }
     Golden g;
@@ -69,8 +89,12 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
     else if (r.config_hash != cfg->second.config_hash)
       problems.push_back(path + ": blessed from another version of " + cfg->second.file + " (config hash " +
                          r.config_hash + ", now " + cfg->second.config_hash + "); re-bless");
-    if (auto bad = first_nonfinite(r); bad && !cfg->second.tolerance.allow_nonfinite_golden)
-      problems.push_back(path + ": holds NaN/Inf (" + bad->field + "), which " + cfg->second.file + " does not allow");
+    try {  // what bless and accept refuse, a golden may not hold either
+      validate_golden_candidate(r, g.provenance.runs, cfg->second.tolerance.allow_nonfinite_golden,
+                                "keep " + path + " as a golden");
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+    }
     by_smoke[r.smoke].emplace_back(path, std::move(g));
   }
 

@@ -630,5 +630,66 @@ TEST(CliErrors, UsageErrorsAreExit2) {
   EXPECT_EQ(lockstep("--version").code, 0);
 }
 
+// One class for one cause, printed and returned alike: an --out that is a
+// file is the user's mistake (2), said once before any run.
+TEST(CliErrors, OutOntoAFileIsOneUsageError) {
+  fs::path p = scratch("out-file");
+  write_file_atomically((p / "out").string(), "not a folder");
+  for (const char* cmd : {"check", "bless"}) {
+    Result r = lockstep(std::string(cmd) + " " + (p / "smoke").string() + " --reason x --out " + (p / "out").string());
+    if (std::string(cmd) == "check")
+      r = lockstep("check " + (p / "smoke").string() + " --out " + (p / "out").string());
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("lockstep: error: " + (p / "out").string() + ": --out must be a folder"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("ENVIRONMENT"), std::string::npos) << r.output;
+  }
+}
+
+// Two writers of one goldens folder take turns; a temporary left by a
+// killed writer is named by verify-goldens with the command that removes
+// it, and the next bless removes it itself.
+TEST(CliGoldenWriters, ConcurrentBlessesTakeTurnsAndStaleTemporariesAreCleared) {
+  fs::path p = scratch("writers", [](nlohmann::json& c) { c.erase("resume_at"); });
+  std::string smoke = (p / "smoke").string();
+  std::string bless = std::string("env -u CI ") + LOCKSTEP_BINARY + " bless " + smoke + " --reason turns --out ";
+  Result both = shell("(" + bless + (p / "out-a").string() + " > " + (p / "a.log").string() + " 2>&1 & " + bless +
+                      (p / "out-b").string() + " > " + (p / "b.log").string() + " 2>&1; wait $!; b=$?; wait; echo b=$b)");
+  std::string a = read_file((p / "a.log").string()), b = read_file((p / "b.log").string());
+  EXPECT_NE(a.find("blessed "), std::string::npos) << a;
+  EXPECT_NE(b.find("blessed "), std::string::npos) << b;
+  // Whichever came second waited, and its summary is against the first's golden.
+  EXPECT_TRUE(a.find("waiting for process") != std::string::npos || b.find("waiting for process") != std::string::npos)
+      << a << b;
+  EXPECT_TRUE(a.find("no value changed against the golden it replaces") != std::string::npos ||
+              b.find("no value changed against the golden it replaces") != std::string::npos)
+      << a << b;
+  EXPECT_EQ(lockstep("verify-goldens " + (p / "goldens").string()).code, 0);
+
+  // A temporary of a writer that has exited.
+  fs::path dir = p / "goldens" / "digits-cnn";
+  std::string stale;
+  for (auto& e : fs::directory_iterator(dir)) stale = (dir / ("." + e.path().filename().string() + ".tmp.999999.Ab12Cd")).string();
+  write_file_atomically(stale, "half a golden");
+  Result v = lockstep("verify-goldens " + (p / "goldens").string());
+  EXPECT_EQ(v.code, 2) << v.output;
+  EXPECT_NE(v.output.find(stale + ": a temporary file of an interrupted write (process 999999 has exited; the next "
+                                  "bless or accept removes its own), remove it: rm -- '" + stale + "'"),
+            std::string::npos)
+      << v.output;
+  Result again = lockstep("bless " + smoke + " --reason again --out " + (p / "out-c").string());
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("removed " + stale), std::string::npos) << again.output;
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_EQ(lockstep("verify-goldens " + (p / "goldens").string()).code, 0);
+  EXPECT_FALSE(fs::exists(p / "goldens" / ".lockstep.lock"));
+
+  // --no-wait while the folder is held: exit 3 naming the holder.
+  Result held = shell("cd " + p.string() + " && exec 9>goldens/.lockstep.lock && flock 9 && echo 4242 >&9 && env -u CI " +
+                      LOCKSTEP_BINARY + " bless " + smoke + " --reason x --no-wait --out " + (p / "out-d").string());
+  EXPECT_EQ(held.code, 3) << held.output;
+  EXPECT_NE(held.output.find("is locked by process 4242"), std::string::npos) << held.output;
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -125,16 +125,24 @@ TEST(BlessSmoke, SeedsThatAddNothingAreRefused) {
 
 TEST(ValidateGoldenCandidate, NamesTheFirstNonFiniteField) {
   RunRecord r = make_gate_record();
-  EXPECT_NO_THROW(validate_golden_candidate(r, false, "accept x"));
+  EXPECT_NO_THROW(validate_golden_candidate(r, 2, false, "accept x"));
   r.train_probes[0].labels.max = -INFINITY;
   try {
-    validate_golden_candidate(r, false, "accept x");
+    validate_golden_candidate(r, 2, false, "accept x");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("refusing to accept x: train_probes[0].labels.max is non-finite (-inf)", 0), 0u)
         << e.what();
   }
-  EXPECT_NO_THROW(validate_golden_candidate(r, true, "accept x"));
+  EXPECT_NO_THROW(validate_golden_candidate(r, 2, true, "accept x"));
+  try {
+    validate_golden_candidate(make_gate_record(), 1, false, "accept y");
+    FAIL() << "one run accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "refusing to accept y: it was made from 1 run; a golden needs at least 2 "
+                                     "bit-identical runs in fresh processes (run `lockstep check` with --repeat 2 "
+                                     "or more, or `lockstep bless`)");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,80 @@
+#include "core/directory_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace lockstep {
+
+namespace {
+
+int read_pid(int fd) {
+  char buf[32] = {0};
+  ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return 0;
+  return std::atoi(buf);
+}
+
+}  // namespace
+
+DirectoryLock::DirectoryLock(const std::string& dir, bool wait, const std::function<void(int)>& on_wait)
+    : path_((std::filesystem::path(dir) / ".lockstep.lock").string()) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  bool told = false;
+  while (true) {
+    int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw EnvironmentError(path_ + ": cannot create the lock file: " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK) {
+        int err = errno;
+        ::close(fd);
+        throw EnvironmentError(path_ + ": cannot lock: " + std::strerror(err));
+      }
+      int holder = read_pid(fd);
+      if (!wait) {
+        ::close(fd);
+        throw EnvironmentError(dir + " is locked by process " + std::to_string(holder) +
+                               " (another bless or accept writing goldens there); wait for it or run again "
+                               "without --no-wait");
+      }
+      if (!told && on_wait) on_wait(holder);
+      told = true;
+      while (::flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+          int err = errno;
+          ::close(fd);
+          throw EnvironmentError(path_ + ": cannot lock: " + std::strerror(err));
+        }
+    }
+    // The holder before us may have removed the file: then we hold a lock
+    // on an orphan inode and must take the one at the path instead.
+    struct stat by_fd {}, by_path {};
+    if (::fstat(fd, &by_fd) == 0 && ::stat(path_.c_str(), &by_path) == 0 && by_fd.st_ino == by_path.st_ino &&
+        by_fd.st_dev == by_path.st_dev) {
+      fd_ = fd;
+      break;
+    }
+    ::close(fd);
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0) {
+    ssize_t ignored = ::pwrite(fd_, pid.data(), pid.size(), 0);
+    (void)ignored;
+  }
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // still holding the lock: nobody else can have it
+  ::close(fd_);
+}
+
+}  // namespace lockstep
