@@ -53,7 +53,7 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
     std::cout << "pending golden: " << c.pending_path << " (review with `lockstep review " << out_dir
               << "`, promote with `lockstep accept " << out_dir << " --reason ...`)\n";
   }
-  if (!c.compared) {
+  if (!c.compared || v.exit_code() == ExitCode::kNondeterministic) {
     std::cout << "lockstep: " << c.smoke << ": " << exit_class_name(v.exit_code()) << " (exit "
               << to_int(v.exit_code()) << "): " << v.first_divergence << "\n";
     if (!c.records.empty()) std::cout << "  " << c.records << "\n";

@@ -81,7 +81,7 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
     if (gv == rv) continue;
     contract_diffs.push_back(key);
     v.findings.push_back({Section::kContract, "contract." + key, -1,
-                          "golden " + gv + ", run " + rv +
+                          v.reference_word + " " + gv + ", " + v.subject_word + " " + rv +
                               ": a run is never accepted against a golden made under another "
                               "determinism contract"});
   }
@@ -107,7 +107,7 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
                     "locate the first divergence";
   } else if (relevant == 0) {
     v.lane = Lane::kSameStack;
-    v.lane_reason = "every determinism-relevant fingerprint field matches the golden";
+    v.lane_reason = "every determinism-relevant fingerprint field matches the " + v.reference_word;
   } else {
     v.lane = Lane::kCrossStack;
     v.lane_reason = std::to_string(relevant) +
@@ -150,8 +150,8 @@ void compare_values(Section section, const std::string& name, const std::vector<
   v.values_checked += r.checked;
   if (r.failed > 0) {
     size_t i = static_cast<size_t>(r.first_fail);
-    std::string detail = std::string(index_word) + " " + std::to_string(i) + ": golden " +
-                         fmt(golden[i]) + ", run " + fmt(actual[i]);
+    std::string detail = std::string(index_word) + " " + std::to_string(i) + ": " + v.reference_word + " " +
+                         fmt(golden[i]) + ", " + v.subject_word + " " + fmt(actual[i]);
     if (first.non_finite) {
       detail += ": non-finite value in the run";
     } else {
@@ -175,7 +175,7 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
   if (run.size() != golden.size()) {
     v.findings.push_back({Section::kData, list_name, -1,
                           "batch count " + std::to_string(golden.size()) + " vs " +
-                              std::to_string(run.size()) + " (golden vs run)"});
+                              std::to_string(run.size()) + " (" + v.reference_word + " vs " + v.subject_word + ")"});
     return;
   }
   if (golden.empty()) return;
@@ -189,17 +189,17 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
     if (g.sample_index_hash != r.sample_index_hash)
       v.findings.push_back({Section::kData, where + ".sample_index_hash", static_cast<int64_t>(b),
                             "batch " + std::to_string(b) +
-                                " holds other samples than the golden's (sampler order changed)"});
+                                " holds other samples than the " + v.reference_word + "'s (sampler order changed)"});
     for (const char* part : {"inputs", "labels"}) {
       const TensorStats& gs = std::string(part) == "inputs" ? g.inputs : g.labels;
       const TensorStats& rs = std::string(part) == "inputs" ? r.inputs : r.labels;
       if (gs.shape != rs.shape || gs.dtype != rs.dtype)
         v.findings.push_back({Section::kData, where + "." + part, static_cast<int64_t>(b),
-                              "shape or dtype changed: golden " + nlohmann::json(gs.shape).dump() + " " +
+                              "shape or dtype changed: " + v.reference_word + " " + nlohmann::json(gs.shape).dump() + " " +
                                   gs.dtype + ", run " + nlohmann::json(rs.shape).dump() + " " + rs.dtype});
       if (gs.nan_count != rs.nan_count || gs.inf_count != rs.inf_count)
         v.findings.push_back({Section::kData, where + "." + part + ".non_finite", static_cast<int64_t>(b),
-                              "NaN/Inf counts golden " + std::to_string(gs.nan_count) + "/" +
+                              "NaN/Inf counts " + v.reference_word + " " + std::to_string(gs.nan_count) + "/" +
                                   std::to_string(gs.inf_count) + ", run " + std::to_string(rs.nan_count) +
                                   "/" + std::to_string(rs.inf_count)});
       if (gs.xxh3_128 != rs.xxh3_128 && first_hash_diff < 0) first_hash_diff = static_cast<int64_t>(b);
@@ -258,7 +258,7 @@ void compare_series(const RunRecord& run, const RunRecord& golden, const Toleran
     if (g == golden.series.end() || r == run.series.end()) {
       v.findings.push_back({Section::kTrain, name, -1,
                             std::string("series present in the ") +
-                                (g == golden.series.end() ? "run" : "golden") + " only"});
+                                (g == golden.series.end() ? v.subject_word : v.reference_word) + " only"});
       continue;
     }
     const Series& gs = g->second;
@@ -266,7 +266,7 @@ void compare_series(const RunRecord& run, const RunRecord& golden, const Toleran
     if (gs.values.size() != rs.values.size()) {
       v.findings.push_back({Section::kTrain, name, -1,
                             "length " + std::to_string(gs.values.size()) + " vs " +
-                                std::to_string(rs.values.size()) + " steps (golden vs run)"});
+                                std::to_string(rs.values.size()) + " steps (" + v.reference_word + " vs " + v.subject_word + ")"});
       continue;
     }
     bool f32 = gs.dtype == Series::Dtype::kFloat32;
@@ -288,7 +288,7 @@ void compare_hashes(const RunRecord& run, const RunRecord& golden, bool exact, V
     if (g != golden.hashes.end() && r != run.hashes.end()) ++v.values_checked;
     if (gv == rv) continue;
     if (exact || gv == "(missing)" || rv == "(missing)")
-      v.findings.push_back({Section::kHashes, "hashes." + name, -1, "golden " + gv + ", run " + rv});
+      v.findings.push_back({Section::kHashes, "hashes." + name, -1, v.reference_word + " " + gv + ", " + v.subject_word + " " + rv});
     else
       v.notes.push_back("hashes." + name + " differs (expected across stacks)");
   }
@@ -315,13 +315,13 @@ void compare_init(const RunRecord& run, const RunRecord& golden, bool exact, Ver
     auto r = run.init.find(name);
     if (g == golden.init.end() || r == run.init.end()) {
       v.findings.push_back({Section::kStructure, "init." + name, -1,
-                            std::string("parameter initialised in the ") + (g == golden.init.end() ? "run" : "golden") +
+                            std::string("parameter initialised in the ") + (g == golden.init.end() ? v.subject_word : v.reference_word) +
                                 " only"});
       continue;
     }
     ++v.values_checked;
     if (g->second.xxh3_128 == r->second.xxh3_128) continue;
-    std::string detail = "golden " + g->second.xxh3_128 + " (mean " + fmt(g->second.mean) + ", std " +
+    std::string detail = v.reference_word + " " + g->second.xxh3_128 + " (mean " + fmt(g->second.mean) + ", std " +
                          fmt(g->second.std) + "), run " + r->second.xxh3_128 + " (mean " + fmt(r->second.mean) +
                          ", std " + fmt(r->second.std) + ")";
     if (exact) v.findings.push_back({Section::kHashes, "init." + name, -1, detail});
@@ -447,6 +447,8 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   v.smoke = golden.smoke;
   v.run_label = labels.run;
   v.golden_label = labels.golden;
+  v.reference_word = labels.reference_word;
+  v.subject_word = labels.subject_word;
   if (run.smoke != golden.smoke)
     v.notes.push_back("smoke names differ: golden " + golden.smoke + ", run " + run.smoke);
   if (run.config_hash != golden.config_hash)
@@ -479,16 +481,20 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   return v;
 }
 
-std::string first_bit_difference(const RunRecord& a, const RunRecord& b) {
+Verdict compare_runs(const RunRecord& run, const RunRecord& reference, const CompareLabels& labels) {
   TolerancePolicy exact_policy;
   exact_policy.allow_nonfinite_golden = true;  // NaN in both runs is still "the same"
-  RunRecord a2 = a, b2 = b;
+  RunRecord a2 = run, b2 = reference;
   // Two runs of one job share the contract and stack by construction;
   // compare only what they produced.
   a2.fingerprint = b2.fingerprint;
   a2.contract = b2.contract;
   a2.resources = b2.resources;  // wall time and memory are never bit-identical
-  Verdict v = compare_records(a2, b2, exact_policy, {"run 2", "run 1"});
+  return compare_records(a2, b2, exact_policy, labels);
+}
+
+std::string first_bit_difference(const RunRecord& a, const RunRecord& b) {
+  Verdict v = compare_runs(a, b, {"run 2", "run 1", "run 1", "run 2"});
   return v.passed() ? "" : v.first_divergence;
 }
 

@@ -27,6 +27,10 @@ namespace lockstep {
 struct CompareLabels {
   std::string run = "run";
   std::string golden = "golden";
+  /// How the reports call the two sides: "golden" and "run", or for a
+  /// nondeterministic job "run 1" and "run 2" (never "golden").
+  std::string reference_word = "golden";
+  std::string subject_word = "run";
 };
 
 /// Compares `run` against `golden` (the reference). Throws exit-2 Error when
@@ -40,5 +44,12 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
 /// equality (for --repeat and bless): "" when bit-identical, else e.g.
 /// "train step 3: loss 2.3012 vs 2.3013 (first parameter: conv.weight)".
 std::string first_bit_difference(const RunRecord& a, const RunRecord& b);
+
+/// The full comparison behind first_bit_difference(): `run` against
+/// `reference`, two runs of one job, bit for bit, on what they produced
+/// (fingerprint, contract and resources are the job's, not compared). The
+/// verdict's words come from `labels` ("run 1", "run 2"), so the reports of
+/// a nondeterministic job never speak of a golden.
+Verdict compare_runs(const RunRecord& run, const RunRecord& reference, const CompareLabels& labels);
 
 }  // namespace lockstep

@@ -87,7 +87,7 @@ std::string plot(const SeriesResult& r, const Series& golden, const Series& run)
 // |run - golden| per step on a log10 scale (red), with the allowed band
 // (grey) when the rule has one: tiny bit-level drift is visible here even
 // when the two curves above overlap.
-std::string error_plot(const SeriesResult& r, const Series& golden, const Series& run) {
+std::string error_plot(const SeriesResult& r, const Series& golden, const Series& run, const std::string& diff) {
   const double W = 560, H = 70, L = 60, T = 6, B = 6;
   size_t n = std::min(golden.values.size(), run.values.size());
   std::vector<double> err(n), allowed(n);
@@ -103,7 +103,7 @@ std::string error_plot(const SeriesResult& r, const Series& golden, const Series
   std::ostringstream o;
   o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"error of " << esc(r.name) << "\">";
   if (!std::isfinite(lo)) {
-    o << "<text x=\"" << L << "\" y=\"" << H / 2 << "\" font-size=\"11\" fill=\"#2ca02c\">|run - golden| = 0 at every step</text></svg>";
+    o << "<text x=\"" << L << "\" y=\"" << H / 2 << "\" font-size=\"11\" fill=\"#2ca02c\">" << esc(diff) << " = 0 at every step</text></svg>";
     return o.str();
   }
   if (hi - lo < 1) lo -= 0.5, hi += 0.5;
@@ -119,14 +119,15 @@ std::string error_plot(const SeriesResult& r, const Series& golden, const Series
   line(err, "#d62728");
   o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">" << num(std::pow(10, hi)) << "</text><text x=\"2\" y=\"" << H - B
     << "\" font-size=\"10\">" << num(std::pow(10, lo)) << "</text><text x=\"" << L + 4 << "\" y=\"" << T + 8
-    << "\" font-size=\"10\" fill=\"#d62728\">|run - golden| (log)</text></svg>";
+    << "\" font-size=\"10\" fill=\"#d62728\">" << esc(diff) << " (log)</text></svg>";
   return o.str();
 }
 
-std::string probe_table(const std::vector<BatchProbe>& run, const std::vector<BatchProbe>& golden) {
+std::string probe_table(const std::vector<BatchProbe>& run, const std::vector<BatchProbe>& golden, const Verdict& v) {
   std::ostringstream o;
-  o << "<table><tr><th>batch</th><th>samples</th><th>inputs hash</th><th>mean golden</th><th>mean run</th>"
-       "<th>std golden</th><th>std run</th><th>labels hash</th></tr>";
+  std::string ref = esc(v.reference_word), sub = esc(v.subject_word);
+  o << "<table><tr><th>batch</th><th>samples</th><th>inputs hash</th><th>mean " << ref << "</th><th>mean " << sub
+    << "</th><th>std " << ref << "</th><th>std " << sub << "</th><th>labels hash</th></tr>";
   size_t n = std::min(run.size(), golden.size());
   for (size_t i = 0; i < n; ++i) {
     const BatchProbe& g = golden[i];
@@ -142,7 +143,7 @@ std::string probe_table(const std::vector<BatchProbe>& run, const std::vector<Ba
   }
   o << "</table>";
   if (run.size() != golden.size())
-    o << "<p class=bad>batch count: golden " << golden.size() << ", run " << run.size() << "</p>";
+    o << "<p class=bad>batch count: " << ref << " " << golden.size() << ", " << sub << " " << run.size() << "</p>";
   return o.str();
 }
 
@@ -160,9 +161,11 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
     << "</span> (exit " << to_int(v.exit_code()) << ")</h1>";
   if (!v.passed()) o << "<p><b>First divergence:</b> " << esc(v.first_divergence) << "</p>";
   o << "<p><b>Lane:</b> " << lane_name(v.lane) << " — " << esc(v.lane_reason) << "</p>";
-  o << "<p>run: <code>" << esc(v.run_label) << "</code><br>golden: <code>" << esc(v.golden_label) << "</code></p>";
+  o << "<p>" << esc(v.subject_word) << ": <code>" << esc(v.run_label) << "</code><br>" << esc(v.reference_word)
+    << ": <code>" << esc(v.golden_label) << "</code></p>";
   if (!v.env_diffs.empty()) {
-    o << "<h2>Environment differences</h2><table><tr><th>field</th><th>golden</th><th>run</th></tr>";
+    o << "<h2>Environment differences</h2><table><tr><th>field</th><th>" << esc(v.reference_word) << "</th><th>"
+      << esc(v.subject_word) << "</th></tr>";
     for (const auto& d : v.env_diffs)
       o << "<tr><td>" << (d.relevant ? "<b>" + esc(d.name) + "</b>" : esc(d.name)) << "</td><td>" << esc(d.golden)
         << "</td><td>" << esc(d.run) << "</td></tr>";
@@ -174,8 +177,8 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
       o << "<li><b>[" << section_name(f.section) << "] " << esc(f.subject) << "</b>: " << esc(f.detail) << "</li>";
     o << "</ul>";
   }
-  o << "<h2>Training series</h2><p>golden <span style=\"color:#1f77b4\">solid</span>, run "
-       "<span style=\"color:#ff7f0e\">dashed</span>, tolerance band grey</p><div class=plots>";
+  o << "<h2>Training series</h2><p>" << esc(v.reference_word) << " <span style=\"color:#1f77b4\">solid</span>, "
+    << esc(v.subject_word) << " <span style=\"color:#ff7f0e\">dashed</span>, tolerance band grey</p><div class=plots>";
   for (const auto& r : v.results) {
     if (r.section != Section::kTrain) continue;
     auto g = golden.series.find(r.name);
@@ -183,9 +186,9 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
     if (g == golden.series.end() || a == run.series.end()) continue;
     o << "<div class=plot><h3>" << esc(r.name) << " <span class=" << (r.failed ? "bad" : "ok") << ">" << r.failed
       << "/" << r.checked << " fail</span> <small>" << esc(r.rule) << "</small></h3>" << plot(r, g->second, a->second)
-      << "<br>" << error_plot(r, g->second, a->second) << "</div>";
+      << "<br>" << error_plot(r, g->second, a->second, "|" + v.subject_word + " - " + v.reference_word + "|") << "</div>";
   }
-  o << "</div><h2>Batch probes (data-only pass)</h2>" << probe_table(run.probes, golden.probes);
+  o << "</div><h2>Batch probes (data-only pass)</h2>" << probe_table(run.probes, golden.probes, v);
   for (const auto& n : v.notes) o << "<p><i>note: " << esc(n) << "</i></p>";
   o << "</body></html>\n";
   return o.str();

@@ -44,7 +44,7 @@ std::string render_markdown(const Verdict& v) {
   if (!v.passed()) o << "**First divergence:** " << cell(v.first_divergence) << "\n\n";
   o << "**Lane:** `" << lane_name(v.lane) << "` — " << cell(v.lane_reason) << "\n\n";
   if (!v.env_diffs.empty()) {
-    o << "| environment field | golden | run |\n|---|---|---|\n";
+    o << "| environment field | " << cell(v.reference_word) << " | " << cell(v.subject_word) << " |\n|---|---|---|\n";
     for (const auto& d : v.env_diffs)
       o << "| " << (d.input ? "input: **" + cell(d.name) + "**" : d.relevant ? "**" + cell(d.name) + "**" : cell(d.name))
         << " | " << cell(d.golden) << " | "

@@ -33,7 +33,9 @@ std::string render_text(const Verdict& v, bool color) {
   o << c.bold() << "lockstep: " << v.smoke << ": " << c.reset()
     << (v.passed() ? c.green() : c.red()) << verdict_headline(v) << c.reset() << " (exit "
     << to_int(v.exit_code()) << ")\n";
-  o << "  run:    " << v.run_label << "\n  golden: " << v.golden_label << "\n";
+  size_t word = std::max(v.subject_word.size(), v.reference_word.size()) + 2;
+  o << "  " << pad(v.subject_word + ":", word) << v.run_label << "\n  " << pad(v.reference_word + ":", word)
+    << v.golden_label << "\n";
   if (!v.passed()) o << c.bold() << "first divergence: " << c.reset() << v.first_divergence << "\n";
   o << "lane: " << lane_name(v.lane) << " — " << v.lane_reason << "\n";
 
@@ -45,8 +47,8 @@ std::string render_text(const Verdict& v, bool color) {
     size_t width = 0;
     for (const auto& d : v.env_diffs) width = std::max(width, d.name.size());
     for (const auto& d : v.env_diffs)
-      o << "  " << (d.input ? "! " : d.relevant ? "* " : "  ") << pad(d.name, width + 1) << "golden: " << d.golden
-        << "\n  " << std::string(width + 3, ' ') << "run:    " << d.run << "\n";
+      o << "  " << (d.input ? "! " : d.relevant ? "* " : "  ") << pad(d.name, width + 1) << pad(v.reference_word + ":", word) << d.golden
+        << "\n  " << std::string(width + 3, ' ') << pad(v.subject_word + ":", word) << d.run << "\n";
   }
 
   if (!v.findings.empty()) {

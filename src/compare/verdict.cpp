@@ -33,6 +33,7 @@ size_t stack_differences(const Verdict& v) {
 }
 
 std::string verdict_headline(const Verdict& v) {
+  if (v.code == ExitCode::kNondeterministic) return "NONDETERMINISTIC";
   if (!v.passed()) return "FAIL";
   if (v.lane != Lane::kCrossStack) return "PASS";
   size_t n = stack_differences(v);
@@ -83,6 +84,8 @@ nlohmann::json to_json(const Verdict& v) {
   return {{"smoke", v.smoke},
           {"run", v.run_label},
           {"golden", v.golden_label},
+          {"reference_word", v.reference_word},
+          {"subject_word", v.subject_word},
           {"passed", v.passed()},
           {"exit_code", to_int(v.exit_code())},
           {"lane", lane_name(v.lane)},

@@ -64,6 +64,8 @@ struct Verdict {
   std::string smoke;
   std::string run_label;     ///< path or "run"
   std::string golden_label;  ///< path or "golden"
+  std::string reference_word = "golden";  ///< what reports call the reference ("golden", "run 1")
+  std::string subject_word = "run";       ///< what reports call the compared run ("run", "run 2")
   Lane lane = Lane::kSameStack;
   std::string lane_reason;
   std::vector<FieldDiff> env_diffs;   ///< inputs first, then relevant fields
@@ -83,7 +85,8 @@ struct Verdict {
   ExitCode exit_code() const { return code; }
 };
 
-/// The word a report leads with: "FAIL", "PASS", or, when the stack moved
+/// The word a report leads with: "FAIL", "NONDETERMINISTIC" (exit 4),
+/// "PASS", or, when the stack moved
 /// and the tolerances held, "PASS (cross-stack: N stack field(s) differ,
 /// within tolerance)", so a green job still shows that the stack changed.
 std::string verdict_headline(const Verdict& verdict);

@@ -74,10 +74,17 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat);
   const RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
-    c.verdict = stopped_verdict(cfg.name, ExitCode::kNondeterministic,
-                                "run " + std::to_string(i + 1) +
-                                    " differs from run 1 in the same job; first difference: " + diff);
-    c.records = "records: " + dir + "/run-1.json, " + dir + "/run-" + std::to_string(i + 1) + ".json";
+    // The same reports as a regression, comparing run N with run 1.
+    std::string n = std::to_string(i + 1);
+    c.verdict = compare_runs(runs[i], run, {dir + "/run-" + n + ".json", dir + "/run-1.json", "run 1", "run " + n});
+    c.verdict.smoke = cfg.name;
+    c.verdict.code = ExitCode::kNondeterministic;
+    c.verdict.first_divergence = "run " + n + " differs from run 1 in the same job; first difference: " + diff;
+    c.verdict.lane_reason = "run " + n + " against run 1 of this job on one machine, bit for bit";
+    c.compared = true;
+    c.run = runs[i];
+    c.golden = run;
+    c.records = "records: " + dir + "/run-1.json, " + dir + "/run-" + n + ".json";
     return c;
   }
   // 2. The trainer's batches are the data-only pass's.

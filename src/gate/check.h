@@ -9,7 +9,8 @@
 //
 // For each smoke, in order (the first failure ends it):
 //   1. `repeat` fresh runs through the launcher, held to bit equality
-//      (a difference is exit 4: the stack is nondeterministic);
+//      (a difference is exit 4: the stack is nondeterministic; the verdict
+//      compares run N with run 1, so the reports locate it);
 //   2. the batches the trainer consumed must equal the data-only pass
 //      (a difference is exit 4 too);
 //   3. with resume_at: K, K steps and a checkpoint, a resumed fresh run,
@@ -47,11 +48,12 @@ struct CheckSmokeOptions {
 struct SmokeCheck {
   std::string smoke;      ///< the smoke's name (the file's stem when the config is unreadable)
   Verdict verdict;        ///< exit_code() is the smoke's exit class
-  bool compared = false;  ///< the verdict compares the run with a golden (reports apply)
+  bool compared = false;  ///< the verdict compares two records (reports apply): the run with a
+                          ///< golden, or, for a nondeterministic job, run N with run 1
   std::string report_dir; ///< <out_dir>/<smoke>: records, reports
   std::string records;    ///< for a failure between runs: "records: <a>, <b>"
-  RunRecord run;          ///< the first run (when compared)
-  RunRecord golden;       ///< the golden's record (when compared)
+  RunRecord run;          ///< the run compared (when compared)
+  RunRecord golden;       ///< its reference: the golden's record, or run 1 (when compared)
   /// The run as a pending golden (a failed comparison, or no golden yet),
   /// to be written at pending_path for `lockstep review` / `accept`.
   std::optional<Golden> pending;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "compare/markdown_report.h"
+#include "compare/text_report.h"
 #include "core/error.h"
 #include "gate/gate_fixture.h"
 
@@ -44,9 +46,21 @@ TEST(CheckSmoke, RepeatDifferenceIsNondeterministic) {
   };
   SmokeCheck c = check_smoke(p.smoke_file(), o, l);
   EXPECT_EQ(c.verdict.exit_code(), ExitCode::kNondeterministic);
-  EXPECT_FALSE(c.compared);
+  EXPECT_TRUE(c.compared);  // the same reports as a regression: run 3 against run 1
   EXPECT_FALSE(c.pending.has_value());
   EXPECT_EQ(l.calls.size(), 3u);
+  EXPECT_EQ(c.verdict.reference_word, "run 1");
+  EXPECT_EQ(c.verdict.subject_word, "run 3");
+  EXPECT_EQ(c.verdict.run_label, p.out_dir() + "/unit/run-3.json");
+  EXPECT_EQ(c.verdict.golden_label, p.out_dir() + "/unit/run-1.json");
+  ASSERT_EQ(c.verdict.findings.size(), 1u);
+  EXPECT_EQ(c.verdict.findings[0].detail,
+            "step 1: run 1 2.25, run 3 2, |err| 0.25, rel 0.111, 1048576 ulp; rule exact; 1 of 2 fail");
+  std::string text = render_text(c.verdict, false);
+  EXPECT_EQ(text.find("golden"), std::string::npos) << text;
+  EXPECT_EQ(text.rfind("lockstep: unit: NONDETERMINISTIC (exit 4)\n  run 3: " + p.out_dir() + "/unit/run-3.json\n  run 1: ", 0), 0u)
+      << text;
+  EXPECT_EQ(render_markdown(c.verdict).find("golden"), std::string::npos);
   EXPECT_EQ(c.verdict.first_divergence.rfind("run 3 differs from run 1 in the same job; first difference: train step 1: loss", 0), 0u)
       << c.verdict.first_divergence;
   EXPECT_EQ(c.records, "records: " + p.out_dir() + "/unit/run-1.json, " + p.out_dir() + "/unit/run-3.json");
