@@ -62,6 +62,8 @@ int run_in_process(const RunOptions& o, bool train) {
     return 0;
   }
   const RunRecord& rec = run.record;
+  if (!o.quiet)
+    for (const auto& n : run.notes) std::cout << "note: " << n << "\n";
   std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
   write_run_record(out, rec);
   if (!o.quiet && train && rec.train_probes.size() < static_cast<size_t>(cfg.steps))

@@ -29,6 +29,10 @@ std::set<std::string> key_union(const Map& a, const Map& b) {
 
 void require_comparable(const RunRecord& run, const RunRecord& golden,
                         const TolerancePolicy& policy, const CompareLabels& labels) {
+  // Another smoke first: its seed differing would be the lesser news.
+  if (run.smoke != golden.smoke)
+    throw BadUsage(labels.run + ": a run of smoke '" + run.smoke + "', but " + labels.golden + " is of smoke '" +
+                   golden.smoke + "': records of different smokes are never compared");
   if (run.seed != golden.seed)
     throw BadUsage(labels.run + ": seed " + std::to_string(run.seed) +
                    (run.seed_overridden ? " (overridden by LOCKSTEP_SEED)" : "") +
@@ -449,8 +453,6 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   v.golden_label = labels.golden;
   v.reference_word = labels.reference_word;
   v.subject_word = labels.subject_word;
-  if (run.smoke != golden.smoke)
-    v.notes.push_back("smoke names differ: golden " + golden.smoke + ", run " + run.smoke);
   if (run.config_hash != golden.config_hash)
     v.notes.push_back("config hash differs: golden " + golden.config_hash + ", run " + run.config_hash +
                       " (the smoke config changed since the golden was blessed)");

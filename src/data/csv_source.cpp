@@ -81,6 +81,11 @@ CsvTable read_csv(const CsvOptions& o) {
   t.file_xxh3 = xxh3_128_hex(raw.data(), raw.size());
   std::string text = is_gzip(raw) ? gunzip(raw, o.path) : std::move(raw);
 
+  // Classic Mac OS line endings (CR alone) would read as one long line.
+  if (text.find('\n') == std::string::npos && text.find('\r') != std::string::npos)
+    throw BadInput(o.path, "byte " + std::to_string(text.find('\r')),
+                   "lines ending in LF or CRLF; this file ends its lines with CR alone (classic Mac OS): "
+                   "convert it, e.g. `tr '\\r' '\\n'`");
   size_t pos = 0;
   int64_t line_no = 0;
   int64_t columns = -1;

@@ -41,6 +41,9 @@ struct CsvTable {
   /// Features are token ids (exact integers in float32): the loader
   /// delivers them as int64 (synthetic "tokens").
   bool integer_features = false;
+  /// Files of the source that were not read (an image folder's non-image
+  /// files), "class/file", sorted; empty for CSV and synthetic data.
+  std::vector<std::string> skipped;
 };
 
 /// Reads and validates a CSV file. Throws exit-2 Error as described above.

@@ -127,7 +127,10 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
     for (const auto& e : fs::directory_iterator(fs::path(o.root) / f.classes[label], ec))
       if (e.is_regular_file() && is_image_name(e.path().filename().string()))
         files.emplace_back(f.classes[label] + "/" + e.path().filename().string(), static_cast<int64_t>(label));
+      else if (e.is_regular_file() && e.path().filename().string()[0] != '.')
+        f.skipped.push_back(f.classes[label] + "/" + e.path().filename().string());
   std::sort(files.begin(), files.end());  // byte-wise on "class/file"
+  std::sort(f.skipped.begin(), f.skipped.end());
   if (files.empty()) throw BadInput(o.root, "(folder)", "at least one image (.png .jpg .jpeg .tif .tiff .bmp)");
   // A class without images would still take a label and widen the model's
   // output; torchvision's ImageFolder refuses it too (allow_empty=False).
@@ -169,6 +172,7 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
   f.manifest.xxh3_128 = manifest.hex();
   t.bytes = f.manifest.bytes;
   t.file_xxh3 = f.manifest.xxh3_128;
+  t.skipped = f.skipped;
   return f;
 }
 

@@ -60,6 +60,10 @@ struct ImageFolder {
   Manifest manifest;
   std::vector<std::string> classes;  ///< label -> subfolder name
   std::vector<std::string> files;    ///< row -> "class/file"
+  /// Regular files in the class folders that are not images by the listing
+  /// rule (.gif, .npy, .txt, ...): not read, named once so nobody wonders
+  /// why a sample is missing. "class/file", sorted.
+  std::vector<std::string> skipped;
 };
 
 /// Lists, decodes and converts the folder. Throws exit-2 Error naming the

@@ -205,9 +205,15 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   for (const auto& [k, v] : opt.contract) put("determinism." + k, v, true);
 
   // Environment variables that change numerics.
+  // OMP_NUM_THREADS and MKL_NUM_THREADS only set a thread count: when the
+  // contract pins it (and it is read back above as threads.intra_op), they
+  // cannot change the bits and are informational.
+  auto mode = opt.contract.find("mode");
+  bool threads_pinned = mode != opt.contract.end() && (mode->second == "strict" || mode->second == "default");
   for (const auto& [name, relevant] : numerics_env_vars()) {
     const char* v = std::getenv(name.c_str());
-    put("env." + name, !v ? "(unset)" : *v ? v : "(set, empty)", relevant);
+    bool thread_count = name == "OMP_NUM_THREADS" || name == "MKL_NUM_THREADS";
+    put("env." + name, !v ? "(unset)" : *v ? v : "(set, empty)", relevant && !(thread_count && threads_pinned));
   }
 
   // CUDA (relevant only for CUDA runs): the driver through its own API, the

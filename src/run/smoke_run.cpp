@@ -173,6 +173,14 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   rec.fingerprint["data.path"] = {data_label(cfg), false, false};
   rec.fingerprint["data.bytes"] = {std::to_string(table->bytes), false, false};
   rec.fingerprint["data.rows"] = {std::to_string(table->rows), false, false};
+  if (!table->skipped.empty()) {
+    std::string list;
+    for (size_t i = 0; i < table->skipped.size() && i < 10; ++i) list += (i ? ", " : "") + table->skipped[i];
+    if (table->skipped.size() > 10) list += ", ... (" + std::to_string(table->skipped.size() - 10) + " more)";
+    std::string line = std::to_string(table->skipped.size()) + " file(s) that are not images: " + list;
+    rec.fingerprint["data.skipped_files"] = {line, false, false};
+    out.notes.push_back(cfg.data.path + ": skipped " + line);
+  }
   rec.fingerprint["config.values_xxh3"] = {cfg.values_hash, false, true};
   if (cfg.model.name == "torchscript") {
     rec.fingerprint["model.torchscript_xxh3"] = {torchscript_content_xxh3(cfg.model.path), false, true};

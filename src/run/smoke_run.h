@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "record/run_record.h"
 #include "smoke/smoke_config.h"
@@ -43,6 +44,9 @@ struct SmokeRun {
   RunRecord record;         ///< complete unless stopped_at_checkpoint
   bool stopped_at_checkpoint = false;  ///< resume.stop_after > 0: the checkpoint is written, no record
   int64_t steps_done = 0;   ///< optimiser steps taken in this process
+  /// Facts worth a line on the console, e.g. the files an image folder
+  /// holds that are not images and were skipped (also in the record).
+  std::vector<std::string> notes;
 };
 
 /// Runs `config` (overrides already applied, see with_overrides()) in this

@@ -378,5 +378,21 @@ TEST(Compare, FailuresAreListedInCausalOrder) {
   EXPECT_EQ(v.first_divergence.rfind("train step 1: lr", 0), 0u) << v.first_divergence;
 }
 
+TEST(Compare, AnotherSmokesGoldenIsNamedBeforeItsSeed) {
+  RunRecord golden = make_record({2.5});
+  RunRecord run = golden;
+  run.smoke = "wine-mlp";
+  run.seed = 7;
+  try {
+    compare_records(run, golden, {}, {"r.json", "g.json"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), "r.json: a run of smoke 'wine-mlp', but g.json is of smoke 'unit': records of "
+                                     "different smokes are never compared");
+  }
+}
+
+
 }  // namespace
 }  // namespace lockstep

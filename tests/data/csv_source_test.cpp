@@ -102,5 +102,15 @@ TEST(Csv, BadLabelAndEmptyFile) {
   EXPECT_EQ(error_of({"/nonexistent.csv", 0, -1, 1.0}), "/nonexistent.csv: cannot read: No such file or directory");
 }
 
+TEST(CsvSource, CrOnlyLineEndingsAreNamedNotCalledEmpty) {
+  std::string p = write_temp("mac.csv", "1,2,0\r3,4,1\r");
+  EXPECT_EQ(error_of({p, 0, -1, 1.0}),
+            p + ": byte 5: expected lines ending in LF or CRLF; this file ends its lines with CR alone (classic "
+                "Mac OS): convert it, e.g. `tr '\\r' '\\n'`");
+  // CRLF is fine.
+  EXPECT_EQ(read_csv({write_temp("dos.csv", "1,2,0\r\n3,4,1\r\n"), 0, -1, 1.0}).rows, 2);
+}
+
+
 }  // namespace
 }  // namespace lockstep

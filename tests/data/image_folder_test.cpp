@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -66,6 +67,20 @@ TEST(ImageFolder, ManifestSampleHashesEveryNthFilesContent) {
   EXPECT_NE(read(root, 2).manifest.xxh3_128, before);
   fs::remove_all(root);
 }
+
+// Files that are not images are skipped by the listing rule, and named.
+TEST(ImageFolder, NonImageFilesAreListedAsSkipped) {
+  fs::path root = make_folder("skipped");
+  for (const char* f : {"cat/notes.txt", "dog/frame.gif", "dog/array.npy", "dog/.hidden"}) {
+    std::ofstream out(root / f);
+    out << "x";
+  }
+  ImageFolder f = read(root, 0);
+  EXPECT_EQ(f.files.size(), 6u);
+  EXPECT_EQ(f.skipped, (std::vector<std::string>{"cat/notes.txt", "dog/array.npy", "dog/frame.gif"}));
+  EXPECT_EQ(f.table.skipped, f.skipped);
+}
+
 
 }  // namespace
 }  // namespace lockstep

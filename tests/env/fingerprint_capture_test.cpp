@@ -67,5 +67,20 @@ TEST(PlatformKey, FromFingerprint) {
   EXPECT_EQ(platform_family("cuda-sm90"), "cuda-sm90");
 }
 
+// OMP_NUM_THREADS only sets a thread count: informational when a contract
+// pins the threads (and reads them back), relevant when nothing is applied.
+TEST(Fingerprint, ThreadCountVariablesAreInformationalUnderAContract) {
+  setenv("OMP_NUM_THREADS", "7", 1);
+  Fingerprint pinned = capture_fingerprint({"cpu", {{"mode", "strict"}, {"intra_op_threads", "1"}}, ".", false});
+  Fingerprint free = capture_fingerprint({"cpu", read_determinism_state(), ".", false});
+  unsetenv("OMP_NUM_THREADS");
+  EXPECT_EQ(pinned.at("env.OMP_NUM_THREADS").value, "7");
+  EXPECT_FALSE(pinned.at("env.OMP_NUM_THREADS").relevant);
+  EXPECT_FALSE(pinned.at("env.MKL_NUM_THREADS").relevant);
+  EXPECT_TRUE(pinned.at("env.CUBLAS_WORKSPACE_CONFIG").relevant);
+  EXPECT_TRUE(free.at("env.OMP_NUM_THREADS").relevant);
+}
+
+
 }  // namespace
 }  // namespace lockstep
