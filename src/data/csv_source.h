@@ -11,7 +11,12 @@
 //                                               locale-independent)
 // Errors (exit 2) name the file and the 1-based line: a row with the wrong
 // number of columns, a non-numeric cell, a non-integer or negative label,
-// an empty file, a missing file.
+// an empty file, a missing file, more than max_bytes of text or a line of
+// more than max_line_bytes.
+//
+// The file is read once, in 1 MiB pieces: hashed as stored, inflated when
+// gzip, parsed line by line. Peak memory is the table (4 bytes a value)
+// plus a piece and one line, whatever the compression ratio.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +31,12 @@ struct CsvOptions {
   int skip_rows = 0;       ///< header lines to skip (scikit-learn's wine/breast cancer: 1)
   int label_column = -1;   ///< 0-based; negative counts from the end (-1 = last)
   double scale = 1.0;      ///< multiplies every feature before rounding to float32
+  /// Bytes of CSV text after decompression (data.max_bytes): a gzip bomb or
+  /// a dataset far beyond a smoke's is refused before it fills memory.
+  uint64_t max_bytes = uint64_t{256} << 20;
+  /// Bytes of one line (data.max_line_bytes): a file without line breaks
+  /// is refused after this much instead of being read whole.
+  uint64_t max_line_bytes = uint64_t{16} << 20;
 };
 
 /// A numeric table: features row-major, one label per row. Read from a CSV

@@ -82,7 +82,8 @@ std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg, uint64_t seed
     throw BadInput(cfg.file, "data.path",
                    "an existing data file; " + d.resolved_path +
                        " does not exist (run ci/fetch-data.sh, or set LOCKSTEP_DATA_DIR)");
-  auto table = std::make_shared<CsvTable>(read_csv({d.resolved_path, d.skip_rows, d.label_column, d.scale}));
+  auto table = std::make_shared<CsvTable>(
+      read_csv({d.resolved_path, d.skip_rows, d.label_column, d.scale, d.max_bytes, d.max_line_bytes}));
   int64_t per_sample = 1;
   for (int64_t n : d.loader.sample_shape) per_sample *= n;
   if (per_sample != table->features)

@@ -24,7 +24,14 @@ namespace {
 
 void read_data(const JsonView& d, DataConfig& c) {
   d.allow_keys({"source", "path", "skip_rows", "label_column", "scale", "sample_shape", "batch_size",
-                "workers", "shuffle", "drop_last", "augment", "probe_epochs", "synthetic", "image"});
+                "workers", "shuffle", "drop_last", "augment", "probe_epochs", "synthetic", "image", "max_bytes",
+                "max_line_bytes"});
+  for (const char* k : {"max_bytes", "max_line_bytes"})
+    if (d.has(k) && d.at("source").raw() != "csv") d.at(k).fail(std::string("no ") + k + " for a source other than csv");
+  // A smoke reads small data: the caps bound memory and time (data/csv_source.h).
+  if (d.has("max_bytes")) c.max_bytes = static_cast<uint64_t>(d.at("max_bytes").as_int(1, int64_t{16} << 30));
+  if (d.has("max_line_bytes"))
+    c.max_line_bytes = static_cast<uint64_t>(d.at("max_line_bytes").as_int(16, int64_t{1} << 30));
   c.source = d.at("source").as_enum({"csv", "images", "synthetic"});
   if (c.source != "images" && d.has("image")) d.at("image").fail("no image section for source " + c.source);
   if (c.source == "synthetic") {

@@ -41,7 +41,9 @@ struct DataConfig {
   /// Batching and augmentation (data.sample_shape, batch_size, workers,
   /// shuffle, drop_last, augment), exactly as the loader consumes it.
   LoaderSpec loader;
-  int64_t probe_epochs = 1;       ///< epochs the data-only pass covers
+  int64_t probe_epochs = 1;
+  uint64_t max_bytes = uint64_t{256} << 20;      ///< csv: text after decompression (data.max_bytes)
+  uint64_t max_line_bytes = uint64_t{16} << 20;  ///< csv: one line (data.max_line_bytes)       ///< epochs the data-only pass covers
 };
 
 /// Command-line overrides of a smoke's config (`--intra-op-threads`,

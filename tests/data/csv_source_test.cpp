@@ -112,5 +112,42 @@ TEST(CsvSource, CrOnlyLineEndingsAreNamedNotCalledEmpty) {
 }
 
 
+// Bounded memory: the caps stop a gzip bomb and a file without line
+// breaks after the configured amount, not after reading it whole.
+TEST(CsvSource, DecodedSizeAndLineLengthAreCapped) {
+  std::string rows;
+  for (int i = 0; i < 20000; ++i) rows += "1,2,3,4,5,6,7,8,9,0\n";  // 400,000 bytes
+  std::string bomb = write_temp("bomb.csv.gz", gzip(rows));
+  CsvOptions o{bomb, 0, -1, 1.0};
+  o.max_bytes = 100000;
+  EXPECT_EQ(error_of(o), bomb + ": expected at most 100000 bytes of data after decompression (data.max_bytes; raise it "
+                                "in the smoke config for a larger file)");
+  o.max_bytes = 400000;
+  EXPECT_EQ(read_csv(o).rows, 20000);
+
+  std::string wide = write_temp("one-line.csv", std::string(300000, '1') + ",0");
+  CsvOptions w{wide, 0, -1, 1.0};
+  w.max_line_bytes = 65536;
+  EXPECT_EQ(error_of(w), wide + ": line 1: expected at most 65536 bytes per line (data.max_line_bytes; raise it in the "
+                                "smoke config for wider rows)");
+}
+
+// Streaming across 1 MiB pieces: a line and a gzip member boundary that
+// straddle pieces read as if the file were read whole.
+TEST(CsvSource, PiecesAndMembersStraddlingTheReadSizeParseTheSame) {
+  std::string a, b;
+  for (int i = 0; i < 60000; ++i) a += std::to_string(i % 97) + ",1.5,2\n";
+  for (int i = 0; i < 60000; ++i) b += std::to_string(i % 89) + ",0.25,1\n";
+  std::string plain = write_temp("big.csv", a + b);
+  std::string members = write_temp("big.csv.gz", gzip(a) + gzip(b));
+  CsvTable x = read_csv({plain, 0, -1, 1.0});
+  CsvTable y = read_csv({members, 0, -1, 1.0});
+  EXPECT_GT(a.size() + b.size(), size_t{1} << 20);
+  EXPECT_EQ(x.rows, 120000);
+  EXPECT_EQ(x.values, y.values);
+  EXPECT_EQ(x.labels, y.labels);
+  EXPECT_EQ(x.num_classes, 3);
+}
+
 }  // namespace
 }  // namespace lockstep
