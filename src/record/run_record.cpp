@@ -59,6 +59,9 @@ nlohmann::json to_json(const RunRecord& r, SeriesPacker* packer) {
     out["resources"] = {{"step_time_s", times},
                         {"peak_rss_bytes", r.resources.peak_rss_bytes},
                         {"peak_cuda_bytes", r.resources.peak_cuda_bytes}};
+    if (!r.resources.runner_class.empty()) out["resources"]["runner_class"] = r.resources.runner_class;
+    if (r.resources.load_per_core >= 0) out["resources"]["load_per_core"] = r.resources.load_per_core;
+    if (r.resources.steal_fraction >= 0) out["resources"]["steal_fraction"] = r.resources.steal_fraction;
   }
   return out;
 }
@@ -127,7 +130,11 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
   }
   if (n.has("resources")) {
     JsonView res = n.at("resources");
-    res.allow_keys({"step_time_s", "peak_rss_bytes", "peak_cuda_bytes"});
+    res.allow_keys({"step_time_s", "peak_rss_bytes", "peak_cuda_bytes", "runner_class", "load_per_core",
+                    "steal_fraction"});
+    if (res.has("runner_class")) r.resources.runner_class = res.at("runner_class").as_string();
+    if (res.has("load_per_core")) r.resources.load_per_core = res.at("load_per_core").as_finite(0, 1e6);
+    if (res.has("steal_fraction")) r.resources.steal_fraction = res.at("steal_fraction").as_finite(0, 1);
     JsonView t = res.at("step_time_s");
     r.resources.step_time_s = number_array(t, b);
     for (size_t i = 0; i < r.resources.step_time_s.size(); ++i) {

@@ -48,6 +48,11 @@ struct Resources {
   std::vector<double> step_time_s;  ///< wall seconds of each optimiser step
   int64_t peak_rss_bytes = -1;      ///< getrusage ru_maxrss of the run; -1 unknown
   int64_t peak_cuda_bytes = -1;     ///< peak CUDA caching-allocator bytes; -1 no CUDA
+  /// Resources are compared only within one runner class
+  /// ($LOCKSTEP_RUNNER_CLASS, else "<cpu model> x<cores>"); "" unknown.
+  std::string runner_class;
+  double load_per_core = -1;   ///< 1-minute load average / logical cores at the end; -1 unknown
+  double steal_fraction = -1;  ///< CPU steal time / all CPU time during training; -1 unknown
   bool empty() const { return step_time_s.empty() && peak_rss_bytes < 0 && peak_cuda_bytes < 0; }
 };
 

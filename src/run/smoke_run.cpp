@@ -20,6 +20,7 @@
 #include "env/cuda_preflight.h"
 #include "env/driver_version.h"
 #include "env/fingerprint_capture.h"
+#include "env/machine_load.h"
 #include "record/platform_key.h"
 #include "train/torchscript_model.h"
 
@@ -148,7 +149,10 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     ts.inject_nondeterminism = cfg.inject_nondeterminism;
     ts.config_hash = cfg.config_hash;
     ts.resume = o.resume;
+    CpuTimes before = read_cpu_times();
     TrainResult tr = train_smoke(ts, train_loader, seed);
+    tr.resources.steal_fraction = steal_fraction(before, read_cpu_times());
+    tr.resources.load_per_core = load_per_core();
     out.steps_done = tr.steps_done;
     if (o.resume.stop_after > 0) {
       out.stopped_at_checkpoint = true;
@@ -188,6 +192,9 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     rec.fingerprint["model.path"] = {cfg.model.path, false, false};
   }
   rec.platform = platform_key(rec.fingerprint);
+  if (o.train)
+    rec.resources.runner_class =
+        runner_class(rec.fingerprint["cpu.model"].value, rec.fingerprint["cpu.logical_cores"].value);
   return out;
 }
 

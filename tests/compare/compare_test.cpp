@@ -230,6 +230,40 @@ TEST(Compare, ResourcesFailOnlyOnGrowthBeyondTheRatioOnTheSamePlatform) {
   EXPECT_EQ(first_bit_difference(r, g), "");
 }
 
+// On a shared runner the step-time gate is honest: a busy machine (load
+// above one per core, or more than 5% CPU steal) on either side makes it a
+// note, and another runner class is not compared at all.
+TEST(Compare, StepTimeOnABusyMachineOrAnotherRunnerClassIsANote) {
+  RunRecord g = make_record({1.0, 1.0, 1.0, 1.0});
+  g.resources.step_time_s = {0.1, 0.010, 0.010, 0.010};
+  g.resources.runner_class = "AMD EPYC x2";
+  g.resources.load_per_core = 0.3;
+  g.resources.steal_fraction = 0.0;
+  RunRecord r = g;
+  r.resources.step_time_s = {0.5, 0.257, 0.257, 0.257};  // ratio 25.7
+  r.resources.load_per_core = 2.4;
+  Verdict busy = compare_records(r, g, {});
+  EXPECT_TRUE(busy.passed()) << busy.first_divergence;
+  ASSERT_FALSE(busy.notes.empty());
+  EXPECT_EQ(busy.notes.back(), "median step time 0.257 s vs golden 0.01 s (ratio 25.7) not gated: the run's machine "
+                               "was busy (load 2.40 per core)");
+
+  r.resources.load_per_core = 0.5;
+  r.resources.steal_fraction = 0.2;
+  Verdict stolen = compare_records(r, g, {});
+  EXPECT_TRUE(stolen.passed());
+  EXPECT_NE(stolen.notes.back().find("lost 20% of its CPU to steal"), std::string::npos) << stolen.notes.back();
+
+  r.resources.steal_fraction = 0.0;
+  EXPECT_FALSE(compare_records(r, g, {}).passed());  // quiet machines: the gate holds
+
+  r.resources.runner_class = "Intel Xeon x64";
+  Verdict other = compare_records(r, g, {});
+  EXPECT_TRUE(other.passed());
+  EXPECT_EQ(other.notes.back(), "resources not compared: runner class Intel Xeon x64 vs golden AMD EPYC x2 (set "
+                                "LOCKSTEP_RUNNER_CLASS to name a class of runners)");
+}
+
 TEST(Compare, OtherSeedIsExit2) {
   RunRecord g = make_record({1.0});
   RunRecord r = g;
