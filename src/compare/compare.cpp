@@ -467,7 +467,16 @@ std::string first_divergence(const Verdict& v) {
     } else if (s == Section::kData && best->index >= 0) {
       out = "data batch " + std::to_string(best->index) + ": " + best->subject;
     }
-    if (s == Section::kInput) return best->detail;  // "input changed: data file ..., xxh3 a → b"
+    if (s == Section::kInput) {
+      // "input changed: data file ..., xxh3 a → b", and where the values
+      // first moved because of it, if they did.
+      Verdict rest = v;
+      rest.findings.erase(std::remove_if(rest.findings.begin(), rest.findings.end(),
+                                         [](const Finding& f) { return f.section == Section::kInput; }),
+                          rest.findings.end());
+      std::string moved = first_divergence(rest);
+      return best->detail + (moved.empty() ? "" : "; the values first moved at " + moved);
+    }
     return out + " — " + best->detail;
   }
   return "";

@@ -27,6 +27,7 @@ int read_pid(int fd) {
 DirectoryLock::DirectoryLock(const std::string& dir, bool wait, const std::function<void(int)>& on_wait)
     : path_((std::filesystem::path(dir) / ".lockstep.lock").string()) {
   std::error_code ec;
+  created_ = !std::filesystem::exists(dir, ec);
   std::filesystem::create_directories(dir, ec);
   bool told = false;
   while (true) {
@@ -75,6 +76,8 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ < 0) return;
   ::unlink(path_.c_str());  // still holding the lock: nobody else can have it
   ::close(fd_);
+  // A folder made only to hold the lock goes too (rmdir leaves a non-empty one).
+  if (created_) ::rmdir(std::filesystem::path(path_).parent_path().c_str());
 }
 
 }  // namespace lockstep

@@ -21,7 +21,8 @@
 
 namespace lockstep {
 
-/// Holds the lock on a folder for its lifetime.
+/// Holds the lock on a folder for its lifetime. A folder it had to create
+/// is removed again on release when nothing was written into it.
 class DirectoryLock {
  public:
   /// Takes the lock on `dir` (created if missing). When another process
@@ -40,6 +41,7 @@ class DirectoryLock {
  private:
   std::string path_;
   int fd_ = -1;
+  bool created_ = false;  ///< the folder did not exist: removed on release if still empty
 };
 
 }  // namespace lockstep

@@ -362,6 +362,11 @@ TEST(Compare, AChangedInputFailsOnTheSameStackNamingItFirst) {
   run.probes = {make_probe(0, 1.0)};
   golden.probes = {make_probe(0, 1.5)};
   Verdict moved = compare_records(run, golden, {});
+  EXPECT_EQ(moved.first_divergence.rfind("input changed: data file wine_data.csv, xxh3 " + std::string(32, 'a') +
+                                             " → " + std::string(32, 'b') + "; the values first moved at data batch 0: ",
+                                         0),
+            0u)
+      << moved.first_divergence;
   EXPECT_EQ(moved.findings.front().section, Section::kInput);
   EXPECT_EQ(moved.findings[1].section, Section::kData);
   EXPECT_EQ(moved.findings[1].index, 0);
