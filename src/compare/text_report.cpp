@@ -20,6 +20,22 @@ std::string pad(const std::string& s, size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
 
+// Names and values from records reach a terminal: control characters
+// (an ANSI escape in a series name could rewrite the screen) print as \xNN.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::string at(double value, int64_t where) {
   if (where < 0) return "-";
   return format_error(value) + " @" + std::to_string(where);
@@ -30,13 +46,13 @@ std::string at(double value, int64_t where) {
 std::string render_text(const Verdict& v, bool color) {
   Palette c{color};
   std::ostringstream o;
-  o << c.bold() << "lockstep: " << v.smoke << ": " << c.reset()
+  o << c.bold() << "lockstep: " << printable(v.smoke) << ": " << c.reset()
     << (v.passed() ? c.green() : c.red()) << verdict_headline(v) << c.reset() << " (exit "
     << to_int(v.exit_code()) << ")\n";
   size_t word = std::max(v.subject_word.size(), v.reference_word.size()) + 2;
-  o << "  " << pad(v.subject_word + ":", word) << v.run_label << "\n  " << pad(v.reference_word + ":", word)
-    << v.golden_label << "\n";
-  if (!v.passed()) o << c.bold() << "first divergence: " << c.reset() << v.first_divergence << "\n";
+  o << "  " << pad(v.subject_word + ":", word) << printable(v.run_label) << "\n  " << pad(v.reference_word + ":", word)
+    << printable(v.golden_label) << "\n";
+  if (!v.passed()) o << c.bold() << "first divergence: " << c.reset() << printable(v.first_divergence) << "\n";
   o << "lane: " << lane_name(v.lane) << " — " << v.lane_reason << "\n";
 
   if (v.env_diffs.empty()) {
@@ -47,17 +63,17 @@ std::string render_text(const Verdict& v, bool color) {
     size_t width = 0;
     for (const auto& d : v.env_diffs) width = std::max(width, d.name.size());
     for (const auto& d : v.env_diffs)
-      o << "  " << (d.input ? "! " : d.relevant ? "* " : "  ") << pad(d.name, width + 1) << pad(v.reference_word + ":", word) << d.golden
-        << "\n  " << std::string(width + 3, ' ') << pad(v.subject_word + ":", word) << d.run << "\n";
+      o << "  " << (d.input ? "! " : d.relevant ? "* " : "  ") << pad(printable(d.name), width + 1) << pad(v.reference_word + ":", word) << printable(d.golden)
+        << "\n  " << std::string(width + 3, ' ') << pad(v.subject_word + ":", word) << printable(d.run) << "\n";
   }
 
   if (!v.findings.empty()) {
     o << "failures (" << v.findings.size() << "):\n";
     for (const auto& f : v.findings)
-      o << "  " << c.red() << "[" << section_name(f.section) << "] " << c.reset() << f.subject << ": "
-        << f.detail << "\n";
+      o << "  " << c.red() << "[" << section_name(f.section) << "] " << c.reset() << printable(f.subject) << ": "
+        << printable(f.detail) << "\n";
   }
-  for (const auto& n : v.notes) o << "note: " << n << "\n";
+  for (const auto& n : v.notes) o << "note: " << printable(n) << "\n";
 
   if (!v.results.empty()) {
     size_t width = 6;
@@ -66,7 +82,7 @@ std::string render_text(const Verdict& v, bool color) {
       << "max rel\n";
     for (const auto& r : v.results) {
       std::string fails = std::to_string(r.failed) + "/" + std::to_string(r.checked);
-      o << pad(r.name, width + 2) << pad(r.rule, 30) << pad(fails, 9)
+      o << pad(printable(r.name), width + 2) << pad(r.rule, 30) << pad(fails, 9)
         << pad(at(r.max_abs, r.max_abs_at), 16)
         << (r.max_rel_at < 0 ? std::string("n/a") : at(r.max_rel, r.max_rel_at)) << "\n";
     }

@@ -433,5 +433,16 @@ TEST(Compare, AnotherSmokesGoldenIsNamedBeforeItsSeed) {
 }
 
 
+// A record-borne name reaches the terminal without its control characters.
+TEST(TextReport, ControlCharactersInNamesArePrintedEscaped) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.series["evil\x1b[2J"] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}};
+  RunRecord run = golden;
+  run.series["evil\x1b[2J"].values[1] = 3.0;
+  std::string text = render_text(compare_records(run, golden, {}), false);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_NE(text.find("[train] evil\\x1b[2J: step 1: golden 1, run 3"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -33,5 +33,32 @@ TEST(Html, PlotPerSeriesDivergenceMarkedNoNetwork) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
 }
 
+// The "first failure" label stays inside the picture: above the plot area
+// (never over a curve), left of its line at the last step, right of it at
+// step 0.
+TEST(Html, FirstFailureLabelStaysInsideThePlot) {
+  RunRecord g = testing::make_record({2.5, 2.25, 2.0, 1.5});
+  RunRecord first = g, last = g;
+  first.series["loss"].values[0] = 2.0;
+  last.series["loss"].values[3] = 1.0;
+  std::string at0 = render_html(compare_records(first, g, {}), first, g);
+  EXPECT_NE(at0.find("y=\"12\" text-anchor=\"start\" fill=\"#d62728\" font-size=\"11\">first failure: step 0"),
+            std::string::npos);
+  std::string at3 = render_html(compare_records(last, g, {}), last, g);
+  EXPECT_NE(at3.find("x=\"547\" y=\"12\" text-anchor=\"end\" fill=\"#d62728\" font-size=\"11\">first failure: step 3"),
+            std::string::npos)
+      << at3.substr(at3.find("first failure") - 200, 300);
+}
+
+TEST(Html, RecordBorneNamesAreEscaped) {
+  RunRecord g = testing::make_record({2.5, 2.25});
+  g.series["<script>alert(1)</script>"] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}};
+  RunRecord r = g;
+  r.series["<script>alert(1)</script>"].values[0] = 2.0;
+  std::string html = render_html(compare_records(r, g, {}), r, g);
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lockstep
