@@ -9,10 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 version=4.65.0
 tool=.cache/gitlab-ci-local
-command -v npm >/dev/null && command -v rsync >/dev/null && command -v git >/dev/null || {
-  [ "$(id -u)" = 0 ] || { echo "gitlab-ci-local: needs npm, rsync and git (run as root to install)" >&2; exit 3; }
-  apt-get install -y -qq --no-install-recommends npm rsync git >/dev/null
-}
+# Install only what is missing: a machine whose Node.js comes from another
+# repository (NodeSource's nodejs ships npm) must not get Debian's npm,
+# which conflicts with it.
+missing=()
+for tool in npm rsync git; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || { echo "gitlab-ci-local: needs ${missing[*]} (run as root to install)" >&2; exit 3; }
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 if [ ! -x "$tool/node_modules/.bin/gitlab-ci-local" ]; then
   npm install --silent --no-audit --no-fund --prefix "$tool" "gitlab-ci-local@$version" >/dev/null
 fi

@@ -57,9 +57,8 @@ int bless_command(const BlessOptions& o) {
   if (running_in_ci() && !o.in_ci)
     throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "
                    "files instead); pass --in-ci to bless here anyway");
-  std::error_code ec;
-  if (fs::exists(o.out_dir, ec) && !fs::is_directory(o.out_dir, ec))
-    throw BadUsage(o.out_dir + ": --out must be a folder (the runs' records), and this is a file");
+  std::vector<std::string> files = expand_smoke_args(o.smokes);
+  require_out_folder(o.out_dir, files, o.goldens_dir);
   BlessSmokeOptions options;
   options.reason = o.reason;
   options.goldens_dir = o.goldens_dir;
@@ -72,7 +71,7 @@ int bless_command(const BlessOptions& o) {
   // runs until the last golden is written (the change summary is then
   // against what the previous holder wrote).
   std::map<std::string, std::unique_ptr<DirectoryLock>> locks;
-  for (const auto& file : expand_smoke_args(o.smokes)) {
+  for (const auto& file : files) {
     std::string root = fs::absolute(goldens_root(file, o.goldens_dir)).lexically_normal().string();
     if (!locks.count(root))
       locks[root] = std::make_unique<DirectoryLock>(root, !o.no_wait, [&](int pid) {

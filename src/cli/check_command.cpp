@@ -14,6 +14,7 @@
 #include "compare/markdown_report.h"
 #include "compare/text_report.h"
 #include "core/atomic_file.h"
+#include "core/directory_lock.h"
 #include "core/error.h"
 #include "core/json_io.h"
 #include "gate/check.h"
@@ -63,11 +64,13 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
 }  // namespace
 
 int check_command(const CheckOptions& o) {
-  // A wrong --out is one usage error, said once, not a failure per smoke.
-  std::error_code ec;
-  if (std::filesystem::exists(o.out_dir, ec) && !std::filesystem::is_directory(o.out_dir, ec))
-    throw BadUsage(o.out_dir + ": --out must be a folder (records, reports, junit.xml), and this is a file");
   std::vector<std::string> files = expand_smoke_args(o.smokes);
+  // A wrong --out is one usage error, said once, not a failure per smoke;
+  // two checks writing one --out would read each other's records.
+  require_out_folder(o.out_dir, files, o.goldens_dir);
+  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
+    std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
+  });
   require_unique_names(files);
   CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
   ProcessLauncher launcher;

@@ -78,6 +78,7 @@ struct PendingOptions {
   std::string reason;                ///< accept only
   bool in_ci = false;                ///< accept only: write although CI is set
   bool no_wait = false;              ///< accept only: exit 3 instead of waiting for the goldens folder's lock
+  bool allow_dirty = false;          ///< accept only: accept from a dirty work tree (recorded)
 };
 int review_command(const PendingOptions& options);
 int accept_command(const PendingOptions& options);
@@ -91,6 +92,13 @@ int verify_goldens_command(const VerifyOptions& options);
 
 /// `lockstep hook install`: the pre-push hook, never over an existing one.
 int hook_install_command();
+
+/// Checks the --out folder of check or bless before any run: a non-empty
+/// path, a folder (or nothing yet), not inside the goldens folder of any of
+/// `smoke_files` (`goldens_dir` when given); creates it. Throws exit 2 for
+/// a wrong path, exit 3 when the machine cannot create it.
+void require_out_folder(const std::string& out, const std::vector<std::string>& smoke_files,
+                        const std::string& goldens_dir);
 
 /// True when the CI variable is set to anything but "", "0" or "false".
 bool running_in_ci();

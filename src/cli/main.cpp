@@ -111,6 +111,8 @@ int main(int argc, char** argv) {
   auto* accept = add_pending_command(app, "accept", "Promote reviewed pending goldens, with a reason", accept_opts);
   accept->add_option("--reason", accept_opts.reason, "Why the goldens change (recorded)")->required();
   accept->add_flag("--in-ci", accept_opts.in_ci, "Write goldens even though CI is set");
+  accept->add_flag("--allow-dirty", accept_opts.allow_dirty,
+                   "Accept although the work tree has changes outside the goldens folder (recorded)");
   accept->add_flag("--no-wait", accept_opts.no_wait,
                    "Exit 3, naming its pid, when another bless or accept holds the goldens folder (default: wait)");
 

@@ -46,7 +46,7 @@ int accept_command(const PendingOptions& o) {
               << " (another bless or accept)\n" << std::flush;
   });
   PendingSet set = load_pending(o.dir, o.goldens_dir, o.smoke_dir);
-  for (const auto& a : accept_pending(set, o.reason)) {
+  for (const auto& a : accept_pending(set, o.reason, o.allow_dirty)) {
     for (const auto& t : remove_stale_temporaries(std::filesystem::path(a.target).parent_path().string()))
       std::cout << "removed " << t << " (a temporary of an interrupted write; its process has exited)\n";
     std::string hash = write_golden(a.target, a.golden);

@@ -34,7 +34,10 @@ void require_comparable(const RunRecord& run, const RunRecord& golden,
   if (run.smoke != golden.smoke)
     throw BadUsage(labels.run + ": a run of smoke '" + run.smoke + "', but " + labels.golden + " is of smoke '" +
                    golden.smoke + "': records of different smokes are never compared");
-  if (run.seed != golden.seed)
+  // A seed set by LOCKSTEP_SEED is another experiment, never compared; a
+  // seed changed in the config is a changed input (config.values_xxh3),
+  // which the comparison names and fails.
+  if (run.seed != golden.seed && (run.seed_overridden || golden.seed_overridden))
     throw BadUsage(labels.run + ": seed " + std::to_string(run.seed) +
                    (run.seed_overridden ? " (overridden by LOCKSTEP_SEED)" : "") +
                    " differs from the golden's seed " + std::to_string(golden.seed) + " in " +
@@ -65,8 +68,8 @@ std::string input_label(const std::string& field, const RunRecord& run) {
   if (field == "data.file_xxh3") return "data file" + info("data.path");
   if (field == "model.torchscript_xxh3") return "TorchScript model" + info("model.path") + " (code and parameters)";
   if (field == "config.values_xxh3")
-    return "smoke config " + run.smoke + " (a field that determines the values; tolerance, platforms, repeat "
-           "and min_driver excepted)";
+    return "smoke config " + run.smoke + " (a field that determines the values: seed, steps, data, model, "
+           "optimiser, ...)";
   return field;
 }
 

@@ -26,7 +26,15 @@ std::string cell(const std::string& s) {
       case ']': out += "&#93;"; break;
       case '\\': out += "&#92;"; break;
       case '\n': case '\r': out += ' '; break;
-      default: out += c;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {  // NUL, ESC, ...: as text, \xNN
+          static const char* hex = "0123456789abcdef";
+          out += "&#92;x";
+          out += hex[static_cast<unsigned char>(c) >> 4];
+          out += hex[c & 15];
+        } else {
+          out += c;
+        }
     }
   }
   return out;

@@ -145,8 +145,9 @@ std::vector<TemporaryFile> find_temporaries(const std::string& dir) {
     if (dot == std::string::npos) {
       if (tail.size() != 6) continue;
     } else {
-      if (tail.size() - dot - 1 != 6 || dot == 0 || tail.find_first_not_of("0123456789") != dot) continue;
-      t.pid = std::atoi(tail.substr(0, dot).c_str());
+      if (tail.size() - dot - 1 != 6 || dot == 0 || dot > 10 || tail.find_first_not_of("0123456789") != dot) continue;
+      long long pid = std::stoll(tail.substr(0, dot));
+      t.pid = pid > 0 && pid <= 4194304 ? static_cast<int>(pid) : -1;  // Linux's pid_max limit; -1: no such process
       struct stat st {};
       if (t.pid > 0 && ::stat(t.path.c_str(), &st) == 0 && (::kill(t.pid, 0) == 0 || errno == EPERM)) {
         // Alive, unless the pid was reused by a process younger than the file.
@@ -163,7 +164,7 @@ std::vector<TemporaryFile> find_temporaries(const std::string& dir) {
 std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
   std::vector<std::string> removed;
   for (const auto& t : find_temporaries(dir))
-    if (t.pid > 0 && !t.writer_alive && ::unlink(t.path.c_str()) == 0) removed.push_back(t.path);
+    if ((t.pid > 0 || t.pid == -1) && !t.writer_alive && ::unlink(t.path.c_str()) == 0) removed.push_back(t.path);
   return removed;
 }
 

@@ -31,7 +31,7 @@ void refuse_overwriting_inputs(const std::string& output, const std::vector<std:
 /// being written now). Older lockstep versions wrote ".<target>.tmp.XXXXXX".
 struct TemporaryFile {
   std::string path;
-  int pid = 0;                ///< the writer's pid; 0 for the older naming
+  int pid = 0;                ///< the writer's pid; 0 for the older naming, -1 for a pid no process can have
   bool writer_alive = false;  ///< that process still runs (and is older than the file)
 };
 

@@ -31,7 +31,11 @@ DirectoryLock::DirectoryLock(const std::string& dir, bool wait, const std::funct
   std::filesystem::create_directories(dir, ec);
   bool told = false;
   while (true) {
-    int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // Never through a link: a committed symlink would make us write our pid
+    // into whatever it points at.
+    int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && errno == ELOOP)
+      throw BadUsage(path_ + ": the lock file is a symbolic link; remove it (lockstep never writes through links)");
     if (fd < 0) throw EnvironmentError(path_ + ": cannot create the lock file: " + std::strerror(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK) {

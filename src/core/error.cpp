@@ -5,6 +5,22 @@
 
 namespace lockstep {
 
+std::string printable_message(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 Error BadInput(const std::string& file, const std::string& field,
                const std::string& expected) {
   std::string msg = file;

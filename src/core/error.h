@@ -36,11 +36,17 @@ int exit_severity(ExitCode code);
 /// "ENVIRONMENT", "NONDETERMINISTIC".
 const char* exit_class_name(ExitCode code);
 
-/// An error that ends the command with a specific exit code.
+/// `text` with control characters other than newline and tab written as
+/// \xNN: a message quotes names and values from files, and a NUL would cut
+/// it short, an ANSI escape rewrite the terminal.
+std::string printable_message(const std::string& text);
+
+/// An error that ends the command with a specific exit code. Its message
+/// is made printable (printable_message).
 class Error : public std::runtime_error {
  public:
   Error(ExitCode code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+      : std::runtime_error(printable_message(message)), code_(code) {}
   ExitCode code() const { return code_; }
 
  private:

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <cstring>
 #include <map>
 #include <optional>
 #include <vector>
@@ -92,8 +93,13 @@ std::optional<DuplicateKey> find_duplicate_key(const std::string& text) {
         raw += text[i];
       }
       if (expect_key && !stack.empty() && stack.back().object) {
-        // Keys compare as written; escapes are compared raw, which finds
-        // every repeat lockstep writes and any plain hand edit.
+        // Keys compare decoded, so "st\u0065ps" repeats "steps".
+        if (raw.find('\\') != std::string::npos) {
+          try {
+            raw = nlohmann::json::parse("\"" + raw + "\"").get<std::string>();
+          } catch (const nlohmann::json::exception&) {
+          }
+        }
         Frame& f = stack.back();
         auto [it, fresh] = f.keys.emplace(raw, start);
         if (!fresh) return DuplicateKey{f.path.empty() ? raw : f.path + "." + raw, it->second, start};
@@ -122,6 +128,10 @@ std::optional<DuplicateKey> find_duplicate_key(const std::string& text) {
 }  // namespace
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
+  // A NUL would end the text for some readers and not for others.
+  if (const void* nul = std::memchr(text.data(), '\0', text.size()))
+    throw BadInput(path, "byte " + std::to_string(static_cast<const char*>(nul) - text.data()),
+                   "text without NUL bytes (the file holds binary data)");
   {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
@@ -138,9 +148,16 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path)
       throw BadInput(path, "", "each key once in every object (a key is written twice)");
     }
   }
-  // Invalid input: nlohmann's parser says where and why.
+  // Input simdjson refuses: nlohmann's parser says where and why, or reads
+  // what simdjson cannot (an integer of 2^64 or more); either way a key
+  // written twice is refused as above.
   try {
-    return nlohmann::json::parse(text);
+    nlohmann::json out = nlohmann::json::parse(text);
+    if (auto d = find_duplicate_key(text))
+      throw BadInput(path, d->path,
+                     "each key once; it is written twice, at byte " + std::to_string(d->first) + " and byte " +
+                         std::to_string(d->second));
+    return out;
   } catch (const nlohmann::json::parse_error& e) {
     std::string where = "byte " + std::to_string(e.byte);
     std::string message = e.what();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "compare/change_summary.h"
 #include "core/error.h"
@@ -22,7 +23,10 @@ bool under(const std::string& file, const std::string& dir) {
   return !rel.empty() && rel.native().rfind("..", 0) != 0;
 }
 
-void refuse_dirty(const GitState& git, const std::string& goldens_root, bool allow_dirty) {
+}  // namespace
+
+void refuse_dirty_tree(const GitState& git, const std::string& goldens_root, bool allow_dirty,
+                       const std::string& command) {
   if (!git.in_repo || allow_dirty) return;
   std::vector<std::string> dirty;
   for (const auto& f : git.dirty_files)
@@ -31,11 +35,22 @@ void refuse_dirty(const GitState& git, const std::string& goldens_root, bool all
   std::string list;
   for (size_t i = 0; i < dirty.size() && i < 10; ++i) list += "\n  " + dirty[i];
   if (dirty.size() > 10) list += "\n  ... and " + std::to_string(dirty.size() - 10) + " more";
-  throw BadUsage("refusing to bless from a dirty work tree (commit first, or pass --allow-dirty, "
+  throw BadUsage("refusing to " + command + " from a dirty work tree (commit first, or pass --allow-dirty, "
                  "which is recorded):" + list);
 }
 
-}  // namespace
+void validate_contract(const RunRecord& record, const SmokeConfig& config, const std::string& action) {
+  const std::map<std::string, std::string> expected = {{"mode", config.mode},
+                                                       {"intra_op_threads", std::to_string(config.intra_op_threads)},
+                                                       {"inter_op_threads", std::to_string(config.inter_op_threads)}};
+  for (const auto& [key, want] : expected) {
+    auto it = record.contract.find(key);
+    if (it != record.contract.end() && it->second != want)
+      throw BadUsage("refusing to " + action + ": it was made with contract." + key + " " + it->second + ", but " +
+                     config.file + " sets " + want + " (a run with an override, such as --intra-op-threads, is "
+                     "no golden for the smoke)");
+  }
+}
 
 void validate_golden_candidate(const RunRecord& record, int runs, bool allow_nonfinite, const std::string& action) {
   if (runs < 2)
@@ -72,7 +87,7 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
   SmokeConfig cfg = load_smoke_config(file);
   std::string root = goldens_root(file, o.goldens_dir);
   GitState git = read_git_state(fs::absolute(file).parent_path().string());
-  refuse_dirty(git, fs::absolute(root).lexically_normal().string(), o.allow_dirty);
+  refuse_dirty_tree(git, fs::absolute(root).lexically_normal().string(), o.allow_dirty, "bless");
 
   std::string dir = (fs::path(o.out_dir) / cfg.name).string();
   // The config's seed first (its run is the golden's record), then the extra seeds.

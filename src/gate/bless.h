@@ -17,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "env/git_state.h"
 #include "launch/launcher.h"
 #include "record/golden.h"
+#include "smoke/smoke_config.h"
 
 namespace lockstep {
 
@@ -54,6 +56,18 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& opti
 /// (first_nonfinite) unless the smoke's tolerance.allow_nonfinite_golden.
 /// Throws exit-2 Error "refusing to <action>: ...".
 void validate_golden_candidate(const RunRecord& record, int runs, bool allow_nonfinite, const std::string& action);
+
+/// Refuses a golden candidate made under another determinism contract than
+/// the smoke config's (mode, intra-op and inter-op threads: a check run
+/// with --intra-op-threads 2 is no golden for a smoke that pins 1). Throws
+/// exit-2 Error "refusing to <action>: ...".
+void validate_contract(const RunRecord& record, const SmokeConfig& config, const std::string& action);
+
+/// Refuses (exit 2) when the work tree of `git` has changes outside
+/// `goldens_root` (bless's and accept's own output), unless `allow_dirty`:
+/// a golden's provenance names the commit it was made from.
+void refuse_dirty_tree(const GitState& git, const std::string& goldens_root, bool allow_dirty,
+                       const std::string& command);
 
 /// Adds the per-step mean and population std over `runs` (one run per seed,
 /// same series and lengths) to every series of `golden` (the "sigma" rule,

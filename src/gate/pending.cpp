@@ -46,8 +46,9 @@ std::vector<PendingReview> review_pending(const PendingSet& set) {
   return out;
 }
 
-std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason) {
+std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason, bool allow_dirty) {
   GitState git = read_git_state(fs::absolute(set.goldens_dir).parent_path().string());
+  refuse_dirty_tree(git, fs::absolute(set.goldens_dir).lexically_normal().string(), allow_dirty, "accept");
   std::vector<AcceptedGolden> out;
   for (const auto& path : set.files) {
     Golden g = read_golden(path);  // content hash: the artifact was not edited
@@ -58,9 +59,11 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
       throw BadInput(path, "config_hash",
                      cfg->second.config_hash + " (the current " + cfg->second.file + "): this pending golden was "
                      "made from another version of the config; run `lockstep check` again for a fresh one");
+    validate_contract(g.record, cfg->second, "accept " + path);
     validate_golden_candidate(g.record, g.provenance.runs, cfg->second.tolerance.allow_nonfinite_golden,
                               "accept " + path);
     g.provenance = stamp_provenance(reason, git, g.provenance.runs);
+    g.provenance.allow_dirty = allow_dirty;
     out.push_back({path, golden_path(set.goldens_dir, g.record.smoke, g.record.platform), std::move(g)});
   }
   return out;

@@ -54,10 +54,11 @@ struct AcceptedGolden {
   Golden golden;       ///< with a fresh provenance stamp carrying `reason`
 };
 
-/// Validates every pending golden before any is accepted: its content hash,
-/// a smoke config of its name whose config hash it was made from, and
+/// Validates every pending golden before any is accepted: a clean work
+/// tree unless `allow_dirty` (recorded), its content hash, a smoke config
+/// of its name whose config hash it was made from, validate_contract and
 /// validate_golden_candidate (gate/bless.h). Throws exit-2 Error naming the
 /// file at the first refusal; nothing is accepted then.
-std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason);
+std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason, bool allow_dirty = false);
 
 }  // namespace lockstep

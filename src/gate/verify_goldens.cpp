@@ -1,5 +1,9 @@
 #include "gate/verify_goldens.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -24,16 +28,24 @@ std::string field(const RunRecord& r, const std::string& name) {
 // Why a file that is not a golden lies in the goldens folder, and what to do.
 std::string not_a_golden(const std::string& path) {
   fs::path p(path);
-  if (p.filename() == ".lockstep.lock")
-    return path + ": the lock of a bless or accept that was killed, or of one running now; when none runs, "
-                  "remove it: rm -- '" + path + "'";
+  if (p.filename() == ".lockstep.lock") {
+    // Held now (a bless or accept runs) or left by one that was killed.
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    bool held = fd >= 0 && ::flock(fd, LOCK_SH | LOCK_NB) != 0;
+    if (fd >= 0) ::close(fd);
+    if (held) return path + ": a bless or accept holds the goldens folder now; run verify-goldens again when it has finished";
+    return path + ": the lock file of a bless or accept that was killed (nobody holds it); remove it: rm -- '" +
+           path + "'";
+  }
   for (const auto& t : find_temporaries(p.parent_path().string())) {
     if (t.path != path) continue;
     if (t.writer_alive)
       return path + ": being written by process " + std::to_string(t.pid) +
              " (a bless or accept running now); run verify-goldens again when it has finished";
     return path + ": a temporary file of an interrupted write (" +
-           (t.pid > 0 ? "process " + std::to_string(t.pid) + " has exited" : "an older lockstep") +
+           (t.pid > 0    ? "process " + std::to_string(t.pid) + " has exited"
+            : t.pid < 0  ? "its pid is beyond any process's"
+                         : "an older lockstep") +
            "; the next bless or accept removes its own), remove it: rm -- '" + path + "'";
   }
   return path + ": not a golden (pending or temporary file in the goldens folder; promote pending goldens "
@@ -56,7 +68,13 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
   for (auto it = fs::recursive_directory_iterator(goldens_dir, ec); it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     if (ec) break;
-    if (it->is_regular_file(ec)) files.push_back(it->path().string());
+    if (it->is_regular_file(ec)) {
+      files.push_back(it->path().string());
+    } else if (!it->is_directory(ec)) {  // a FIFO, device, socket or dangling link named like a golden
+      problems.push_back(it->path().string() + ": not a regular file (a golden is a plain JSON file); remove it");
+    } else if (it->path().extension() == ".json") {
+      problems.push_back(it->path().string() + ": a folder named like a golden; remove it");
+    }
   }
   std::sort(files.begin(), files.end());
 
@@ -90,6 +108,7 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
       problems.push_back(path + ": blessed from another version of " + cfg->second.file + " (config hash " +
                          r.config_hash + ", now " + cfg->second.config_hash + "); re-bless");
     try {  // what bless and accept refuse, a golden may not hold either
+      validate_contract(r, cfg->second, "keep " + path + " as a golden");
       validate_golden_candidate(r, g.provenance.runs, cfg->second.tolerance.allow_nonfinite_golden,
                                 "keep " + path + " as a golden");
     } catch (const Error& e) {

@@ -65,10 +65,13 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   std::string log = run.out + ".log";
   std::error_code dir_ec;
   std::filesystem::create_directories(std::filesystem::absolute(log).parent_path(), dir_ec);
-  if (dir_ec) throw EnvironmentError("cannot create the folder of " + log + ": " + dir_ec.message());
+  if (dir_ec) throw io_error(log, "create its folder", dir_ec.value());
+  if (std::filesystem::is_symlink(log, dir_ec))
+    throw BadUsage(log + ": refusing to write the child's log through a symbolic link");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
+                                   0644);
   pid_t pid = 0;
   int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);

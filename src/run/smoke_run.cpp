@@ -130,6 +130,14 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
                        " samples (data.drop_last drops a partial batch, so no batch would remain), got " +
                        std::to_string(spec.batch_size));
   int64_t total = cfg.data.probe_epochs * probe_loader.batches_per_epoch();
+  // Each probe costs a few KB in memory and in the record: a table of
+  // millions of rows in batches of one must not run the machine out.
+  if (total > cfg.data.max_batches)
+    throw BadInput(cfg.file, "data.max_batches",
+                   "at most " + std::to_string(cfg.data.max_batches) + " batches in the data-only pass; " +
+                       std::to_string(table->rows) + " samples in batches of " + std::to_string(spec.batch_size) +
+                       " x " + std::to_string(cfg.data.probe_epochs) + " epoch(s) make " + std::to_string(total) +
+                       " (raise data.max_batches or data.batch_size, or use a smaller dataset)");
   for (int64_t e = 0; e < cfg.data.probe_epochs; ++e)
     probe_loader.run_epoch(static_cast<uint64_t>(e), [&](int64_t, SmokeBatch& b) {
       rec.probes.push_back(probe_batch(static_cast<int64_t>(rec.probes.size()), b.inputs, b.labels, b.indices));

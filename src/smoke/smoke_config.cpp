@@ -25,7 +25,8 @@ namespace {
 void read_data(const JsonView& d, DataConfig& c) {
   d.allow_keys({"source", "path", "skip_rows", "label_column", "scale", "sample_shape", "batch_size",
                 "workers", "shuffle", "drop_last", "augment", "probe_epochs", "synthetic", "image", "max_bytes",
-                "max_line_bytes"});
+                "max_line_bytes", "max_batches"});
+  if (d.has("max_batches")) c.max_batches = d.at("max_batches").as_int(1, 10000000);
   for (const char* k : {"max_bytes", "max_line_bytes"})
     if (d.has(k) && d.at("source").raw() != "csv") d.at(k).fail(std::string("no ") + k + " for a source other than csv");
   // A smoke reads small data: the caps bound memory and time (data/csv_source.h).
@@ -305,10 +306,53 @@ SmokeConfig load_smoke_config(const std::string& path) {
   }
   c.data.loader.augment.worker_seeded = c.inject_nondeterminism == "worker_seeded_augment";
   c.config_hash = hex64(xxh3_64(canonical_dump(doc)));
-  nlohmann::json values = doc;
-  for (const char* k : {"tolerance", "platforms", "repeat", "min_driver"}) values.erase(k);
-  c.values_hash = hex64(xxh3_64(canonical_dump(values)));
+  c.values_hash = hex64(xxh3_64(canonical_dump(values_json(c))));
   return c;
+}
+
+nlohmann::json values_json(const SmokeConfig& c) {
+  const DataConfig& d = c.data;
+  const LoaderSpec& l = d.loader;
+  const OptimizerSpec& o = c.optimizer;
+  nlohmann::json data = {{"source", d.source},
+                         {"sample_shape", l.sample_shape},
+                         {"batch_size", l.batch_size},
+                         {"shuffle", l.shuffle},
+                         {"drop_last", l.drop_last},
+                         {"probe_epochs", d.probe_epochs},
+                         {"augment", {{"shift", l.augment.max_shift},
+                                      {"flip", l.augment.flip},
+                                      {"noise_std", l.augment.noise_std},
+                                      {"mean", l.augment.mean},
+                                      {"std", l.augment.std}}}};
+  if (d.source == "synthetic")
+    data["synthetic"] = {{"kind", d.synthetic_kind}, {"rows", d.synthetic_rows}, {"vocab", d.synthetic_vocab}};
+  else
+    data["path"] = d.path;
+  if (d.source == "csv")
+    data["csv"] = {{"skip_rows", d.skip_rows}, {"label_column", d.label_column}, {"scale", d.scale}};
+  if (d.source == "images")
+    data["image"] = {{"interpolation", d.interpolation}, {"to_float", d.to_float}, {"manifest_sample", d.manifest_sample}};
+  nlohmann::json model = {{"name", c.model.name}, {"classes", c.classes}};
+  if (c.model.name == "cnn") model["channels"] = c.model.channels;
+  if (c.model.name == "mlp") model["hidden"] = c.model.hidden;
+  if (c.model.name == "mlp" || c.model.name == "transformer") model["dropout"] = c.model.dropout;
+  if (c.model.name == "transformer")
+    model.update({{"d_model", c.model.d_model}, {"heads", c.model.heads}, {"ff", c.model.ff}, {"vocab", c.model.vocab}});
+  const LrSchedule& s = o.schedule;
+  nlohmann::json optimizer = {{"name", o.name},
+                              {"lr", s.base_lr},
+                              {"weight_decay", o.weight_decay},
+                              {"schedule", {{"kind", static_cast<int>(s.kind)},
+                                            {"warmup_steps", s.kind == LrSchedule::Kind::kWarmup ? s.warmup_steps : 0},
+                                            {"step_size", s.kind == LrSchedule::Kind::kStep ? s.step_size : 0},
+                                            {"gamma", s.kind == LrSchedule::Kind::kStep ? s.gamma : 0.0}}}};
+  if (o.name == "sgd") optimizer.update({{"momentum", o.momentum}, {"nesterov", o.nesterov}});
+  else optimizer.update({{"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps}});
+  return {{"device", c.device}, {"seed", c.seed}, {"steps", c.steps}, {"mode", c.mode},
+          {"intra_op_threads", c.intra_op_threads}, {"inter_op_threads", c.inter_op_threads},
+          {"data", data}, {"model", model}, {"optimizer", optimizer},
+          {"inject_nondeterminism", c.inject_nondeterminism}};
 }
 
 SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {

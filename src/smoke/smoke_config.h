@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "compare/tolerance_policy.h"
 #include "data/loader_spec.h"
 #include "train/train_specs.h"
@@ -43,7 +45,10 @@ struct DataConfig {
   LoaderSpec loader;
   int64_t probe_epochs = 1;
   uint64_t max_bytes = uint64_t{256} << 20;      ///< csv: text after decompression (data.max_bytes)
-  uint64_t max_line_bytes = uint64_t{16} << 20;  ///< csv: one line (data.max_line_bytes)       ///< epochs the data-only pass covers
+  uint64_t max_line_bytes = uint64_t{16} << 20;  ///< csv: one line (data.max_line_bytes)
+  /// Batches the data-only pass may probe (epochs x batches per epoch;
+  /// data.max_batches): each probe costs a few KB in memory and record.
+  int64_t max_batches = 20000;       ///< epochs the data-only pass covers
 };
 
 /// Command-line overrides of a smoke's config (`--intra-op-threads`,
@@ -80,12 +85,20 @@ struct SmokeConfig {
   std::string inject_nondeterminism;
   TolerancePolicy tolerance;
   std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
-  /// XXH3-64 of the canonical JSON without the fields that cannot change a
-  /// value (tolerance, platforms, repeat, min_driver): the config as an
-  /// input of the run (fingerprint field config.values_xxh3). Loosening a
-  /// tolerance changes config_hash but not this.
+  /// XXH3-64 of values_json(): the config as an input of the run
+  /// (fingerprint field config.values_xxh3). Loosening a tolerance, or
+  /// writing a default out, changes config_hash but not this.
   std::string values_hash;
 };
+
+/// The fields of `config` that determine a run's values, as parsed (defaults
+/// filled in, so writing a default out changes nothing): device, seed,
+/// steps, the determinism mode and thread counts, data (source, path, CSV
+/// and image options, shape, batching, augmentation, probe epochs), model,
+/// optimiser, inject_nondeterminism. Not: tolerance, platforms, repeat,
+/// min_driver, resume_at, data.workers (batches never depend on it) and the
+/// reader caps max_bytes / max_line_bytes.
+nlohmann::json values_json(const SmokeConfig& config);
 
 /// `config` with `overrides` applied (determinism threads, data workers).
 /// The config hash is unchanged: it names the file, not the run.

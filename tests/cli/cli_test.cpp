@@ -181,8 +181,17 @@ TEST_F(Cli, FailingCheckInCiLeavesPendingGoldenThatAcceptPromotes) {
   for (auto& e : fs::directory_iterator(goldens + "/digits-cnn")) golden = e.path().string();
   std::string before = read_file(golden);
 
-  Result failing = lockstep("check " + s + " --intra-op-threads 2 --out " + out, "CI=true");
+  // An approved change: a new learning rate in the config.
+  std::string cfg_text = read_file(s + "/digits-cnn.json");
+  nlohmann::json changed = parse_json_file(s + "/digits-cnn.json");
+  changed["optimizer"]["lr"] = 0.06;
+  write_file_atomically(s + "/digits-cnn.json", pretty_dump(changed));
+  std::string changed_text = read_file(s + "/digits-cnn.json");
+
+  Result failing = lockstep("check " + s + " --out " + out, "CI=true");
   EXPECT_EQ(failing.code, 1) << failing.output;
+  EXPECT_NE(failing.output.find("first divergence: input changed: smoke config digits-cnn"), std::string::npos)
+      << failing.output;
   EXPECT_EQ(read_file(golden), before);  // goldens untouched
   std::string pending = out + "/digits-cnn/" + fs::path(golden).stem().string() + ".golden.new";
   ASSERT_TRUE(fs::exists(pending)) << failing.output;
@@ -190,26 +199,33 @@ TEST_F(Cli, FailingCheckInCiLeavesPendingGoldenThatAcceptPromotes) {
 
   Result review = lockstep("review " + out + " --goldens " + goldens);
   EXPECT_EQ(review.code, 0) << review.output;
-  EXPECT_NE(review.output.find("contract.intra_op_threads: golden 1, run 2"), std::string::npos) << review.output;
-  Result refused = lockstep("accept " + out + " --goldens " + goldens + " --reason 'two threads'", "CI=true");
+  EXPECT_NE(review.output.find("input changed: smoke config digits-cnn"), std::string::npos) << review.output;
+  Result refused = lockstep("accept " + out + " --goldens " + goldens + " --reason 'new lr'", "CI=true");
   EXPECT_EQ(refused.code, 2) << refused.output;
   // A pending golden made from another version of the config is refused.
-  std::string cfg_text = read_file(s + "/digits-cnn.json");
-  write_file_atomically(s + "/digits-cnn.json", cfg_text + "\n ");
-  nlohmann::json edited = parse_json_file(s + "/digits-cnn.json");
-  edited["optimizer"]["lr"] = 0.06;
-  write_file_atomically(s + "/digits-cnn.json", pretty_dump(edited));
+  changed["optimizer"]["lr"] = 0.07;
+  write_file_atomically(s + "/digits-cnn.json", pretty_dump(changed));
   Result stale = lockstep("accept " + out + " --goldens " + goldens + " --reason stale");
   EXPECT_EQ(stale.code, 2) << stale.output;
   EXPECT_NE(stale.output.find("made from another version of the config"), std::string::npos) << stale.output;
-  write_file_atomically(s + "/digits-cnn.json", cfg_text);
-  Result accepted = lockstep("accept " + out + " --goldens " + goldens + " --reason 'two threads now'");
+  write_file_atomically(s + "/digits-cnn.json", changed_text);
+  Result accepted = lockstep("accept " + out + " --goldens " + goldens + " --reason 'new lr'");
   EXPECT_EQ(accepted.code, 0) << accepted.output;
   EXPECT_FALSE(fs::exists(pending));
-  EXPECT_EQ(parse_json_file(golden)["provenance"]["reason"], "two threads now");
+  EXPECT_EQ(parse_json_file(golden)["provenance"]["reason"], "new lr");
 
-  Result passing = lockstep("check " + s + " --intra-op-threads 2 --out " + out, "CI=true");
+  Result passing = lockstep("check " + s + " --out " + out, "CI=true");
   EXPECT_EQ(passing.code, 0) << passing.output;
+
+  // A run under another contract (a thread-count override) is no golden.
+  Result threads = lockstep("check " + s + " --intra-op-threads 2 --out " + out, "CI=true");
+  EXPECT_EQ(threads.code, 1) << threads.output;
+  Result contract = lockstep("accept " + out + " --goldens " + goldens + " --reason 'two threads'");
+  EXPECT_EQ(contract.code, 2) << contract.output;
+  EXPECT_NE(contract.output.find("it was made with contract.intra_op_threads 2, but"), std::string::npos)
+      << contract.output;
+  fs::remove(pending);
+  (void)cfg_text;
   Result verify = lockstep("verify-goldens " + goldens);
   EXPECT_EQ(verify.code, 0) << verify.output;
 }
@@ -644,6 +660,27 @@ TEST(CliErrors, OutOntoAFileIsOneUsageError) {
         << r.output;
     EXPECT_EQ(r.output.find("ENVIRONMENT"), std::string::npos) << r.output;
   }
+  Result empty = lockstep("check " + (p / "smoke").string() + " --out ''");
+  EXPECT_EQ(empty.code, 2) << empty.output;
+  EXPECT_NE(empty.output.find("--out must name a folder, got an empty path"), std::string::npos) << empty.output;
+  Result in_goldens = lockstep("check " + (p / "smoke").string() + " --out " + (p / "goldens" / "x").string());
+  EXPECT_EQ(in_goldens.code, 2) << in_goldens.output;
+  EXPECT_NE(in_goldens.output.find("--out must not be inside the goldens folder"), std::string::npos) << in_goldens.output;
+  EXPECT_FALSE(fs::exists(p / "goldens"));
+}
+
+// Millions of rows in batches of one would fill the machine with probes.
+TEST(CliErrors, TooManyProbeBatchesIsExit2NamingTheField) {
+  fs::path p = scratch("max-batches", [](nlohmann::json& c) {
+    c["data"]["batch_size"] = 1;
+    c["data"]["max_batches"] = 100;
+  });
+  Result r = lockstep("probe " + (p / "smoke" / "digits-cnn.json").string() + " --out " + (p / "p.json").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("digits-cnn.json: data.max_batches: expected at most 100 batches in the data-only pass; 1797 "
+                          "samples in batches of 1 x 1 epoch(s) make 1797"),
+            std::string::npos)
+      << r.output;
 }
 
 // Two writers of one goldens folder take turns; a temporary left by a
@@ -683,6 +720,18 @@ TEST(CliGoldenWriters, ConcurrentBlessesTakeTurnsAndStaleTemporariesAreCleared) 
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_EQ(lockstep("verify-goldens " + (p / "goldens").string()).code, 0);
   EXPECT_FALSE(fs::exists(p / "goldens" / ".lockstep.lock"));
+
+  // A lock file nobody holds, and a FIFO named like a golden.
+  write_file_atomically((p / "goldens" / ".lockstep.lock").string(), "12345\n");
+  ASSERT_EQ(shell("mkfifo " + (dir / "cpu-x86_64-fifo.json").string()).code, 0);
+  Result leftovers = lockstep("verify-goldens " + (p / "goldens").string());
+  EXPECT_EQ(leftovers.code, 2) << leftovers.output;
+  EXPECT_NE(leftovers.output.find("the lock file of a bless or accept that was killed (nobody holds it); remove it"),
+            std::string::npos)
+      << leftovers.output;
+  EXPECT_NE(leftovers.output.find((dir / "cpu-x86_64-fifo.json").string() + ": not a regular file"), std::string::npos)
+      << leftovers.output;
+  fs::remove(dir / "cpu-x86_64-fifo.json");
 
   // --no-wait while the folder is held: exit 3 naming the holder.
   Result held = shell("cd " + p.string() + " && exec 9>goldens/.lockstep.lock && flock 9 && echo 4242 >&9 && env -u CI " +

@@ -444,5 +444,18 @@ TEST(TextReport, ControlCharactersInNamesArePrintedEscaped) {
   EXPECT_NE(text.find("[train] evil\\x1b[2J: step 1: golden 1, run 3"), std::string::npos) << text;
 }
 
+// A seed changed in the config is a changed input (exit 1), not a refusal.
+TEST(Compare, ASeedChangedInTheConfigIsAChangedInput) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["config.values_xxh3"] = {std::string(16, 'a'), false, true};
+  RunRecord run = golden;
+  run.seed = 43;
+  run.fingerprint["config.values_xxh3"].value = std::string(16, 'b');
+  run.series["loss"].values[0] = 2.0;
+  Verdict v = compare_records(run, golden, {});
+  EXPECT_EQ(v.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(v.first_divergence.rfind("input changed: smoke config unit", 0), 0u) << v.first_divergence;
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -67,6 +67,7 @@ TEST(Markdown, FailingVerdictSummary) {
 RunRecord hostile_pair(RunRecord& golden) {
   golden = testing::make_record({2.5, 2.25});
   const std::string evil = "<script>alert(1)</script>|`x`*_[a](b)";
+  golden.series[std::string("nul\0esc\x1b", 7)] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}};
   golden.series[evil] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}};
   RunRecord run = golden;
   run.series[evil].values[0] = 2.0;
@@ -79,6 +80,8 @@ TEST(Markdown, RecordBorneNamesAreEscaped) {
   std::string md = render_markdown(compare_records(run, golden, {}));
   EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
   EXPECT_EQ(md.find("`x`"), std::string::npos) << md;
+  EXPECT_EQ(md.find('\0'), std::string::npos);
+  EXPECT_EQ(md.find('\x1b'), std::string::npos);
   EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;&#124;&#96;x&#96;&#42;&#95;&#91;a&#93;(b)"), std::string::npos)
       << md;
 }

@@ -101,5 +101,26 @@ TEST(IoError, TheMachineIsExit3AndAWrongPathExit2) {
             "out/x.json: cannot write (rename): No space left on device");
 }
 
+TEST(DirectoryLock, ALinkedLockFileIsRefusedAndItsTargetUntouched) {
+  fs::path d = scratch("lock-link");
+  write_file_atomically((d / "victim.txt").string(), "important\n");
+  fs::create_symlink(d / "victim.txt", d / ".lockstep.lock");
+  try {
+    DirectoryLock lock(d.string(), false);
+    FAIL() << "locked through a link";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), (d / ".lockstep.lock").string() +
+                                         ": the lock file is a symbolic link; remove it (lockstep never writes through links)");
+  }
+  EXPECT_EQ(read_file((d / "victim.txt").string()), "important\n");
+  fs::remove_all(d);
+}
+
+TEST(Error, MessagesArePrintable) {
+  Error e = BadUsage(std::string("smoke 'a") + '\0' + "b\x1b[2J'\n  next line");
+  EXPECT_EQ(std::string(e.what()), "smoke 'a\\x00b\\x1b[2J'\n  next line");
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -42,8 +42,18 @@ TEST(ParseJson, DuplicateKeysAreRefusedWithPathAndBothOffsets) {
             "g.json: series.lr.values: expected each key once; it is written twice, at byte 44 and byte 59");
   EXPECT_EQ(error_of([] { parse_json_text(R"({"probes": [{"batch": 0}, {"batch": 1, "batch": 2}]})", "r.json"); }),
             "r.json: probes[1].batch: expected each key once; it is written twice, at byte 27 and byte 39");
+  // Written with an escape, or beside an integer only nlohmann reads (2^64+).
+  EXPECT_EQ(error_of([] { parse_json_text(R"({"steps": 10, "st\u0065ps": 9})", "e.json"); }),
+            "e.json: steps: expected each key once; it is written twice, at byte 1 and byte 14");
+  EXPECT_EQ(error_of([] { parse_json_text(R"({"big": 100000000000000000000, "steps": 1, "steps": 2})", "b.json"); }),
+            "b.json: steps: expected each key once; it is written twice, at byte 31 and byte 43");
   // The same key in sibling objects, and keys inside strings, are fine.
   EXPECT_NO_THROW(parse_json_text(R"({"a": {"k": 1}, "b": {"k": 2}, "c": "\"k\": 1, \"k\": 2"})", "ok.json"));
+}
+
+TEST(ParseJson, ANulByteIsRefusedWithItsOffset) {
+  EXPECT_EQ(error_of([] { parse_json_text(std::string("{\"a\": 1}\0{\"steps\": 99}", 20), "n.json"); }),
+            "n.json: byte 8: expected text without NUL bytes (the file holds binary data)");
 }
 
 TEST(ParseJson, TrailingDataIsNotCalledTruncated) {

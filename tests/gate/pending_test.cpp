@@ -100,5 +100,15 @@ TEST(Pending, NoPendingGoldensIsBadInput) {
   }
 }
 
+TEST(Pending, AcceptRefusesAGoldenMadeUnderAnotherContract) {
+  GateProject p("pending-contract");
+  RunRecord r = make_gate_record();
+  r.contract = {{"mode", "strict"}, {"intra_op_threads", "2"}, {"inter_op_threads", "1"}};
+  std::string path = write_pending(p, r);
+  EXPECT_EQ(expect_refusal(load_pending(p.out_dir(), p.goldens_dir(), "")),
+            "refusing to accept " + path + ": it was made with contract.intra_op_threads 2, but " + p.smoke_file() +
+                " sets 1 (a run with an override, such as --intra-op-threads, is no golden for the smoke)");
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -98,6 +99,24 @@ TEST(GoldenStore, ExactPlatformFirstThenTheFamilyByName) {
   EXPECT_EQ(goldens_root("/r/smoke/a.json", ""), "/r/goldens");
   EXPECT_EQ(pending_path("out", "s", "cuda-sm90"), "out/s/cuda-sm90.golden.new");
   fs::remove_all(root);
+}
+
+// The config as an input: what determines the values, as parsed. Writing a
+// default out, the worker count, resume_at and the reader caps change nothing.
+TEST(SmokeConfig, ValuesHashCoversWhatDeterminesTheValuesOnly) {
+  auto hash_of = [](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    testing::GateProject p(name, edit);
+    return load_smoke_config(p.smoke_file()).values_hash;
+  };
+  std::string h = hash_of("values-a", {});
+  EXPECT_EQ(hash_of("values-workers", [](nlohmann::json& c) { c["data"]["workers"] = 3; }), h);
+  EXPECT_EQ(hash_of("values-default", [](nlohmann::json& c) { c["optimizer"]["momentum"] = 0.9; }), h);
+  EXPECT_EQ(hash_of("values-resume", [](nlohmann::json& c) { c["resume_at"] = 1; }), h);
+  EXPECT_EQ(hash_of("values-caps", [](nlohmann::json& c) { c["data"]["max_bytes"] = 1000; }), h);
+  EXPECT_EQ(hash_of("values-tol", [](nlohmann::json& c) { c["tolerance"] = {{"same_stack", "tolerance"}}; }), h);
+  EXPECT_NE(hash_of("values-lr", [](nlohmann::json& c) { c["optimizer"]["lr"] = 0.2; }), h);
+  EXPECT_NE(hash_of("values-seed", [](nlohmann::json& c) { c["seed"] = 43; }), h);
+  EXPECT_NE(hash_of("values-batch", [](nlohmann::json& c) { c["data"]["batch_size"] = 2; }), h);
 }
 
 }  // namespace
