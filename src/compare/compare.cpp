@@ -535,7 +535,10 @@ Verdict compare_runs(const RunRecord& run, const RunRecord& reference, const Com
   // compare only what they produced.
   a2.fingerprint = b2.fingerprint;
   a2.contract = b2.contract;
-  a2.resources = b2.resources;  // wall time and memory are never bit-identical
+  // Wall time and memory are never bit-identical, and two runs of one job
+  // have nothing to say about them: not compared, no notes.
+  a2.resources = {};
+  b2.resources = {};
   return compare_records(a2, b2, exact_policy, labels);
 }
 

@@ -25,12 +25,17 @@ bool under(const std::string& file, const std::string& dir) {
 
 }  // namespace
 
-void refuse_dirty_tree(const GitState& git, const std::string& goldens_root, bool allow_dirty,
+void refuse_dirty_tree(const GitState& git, const std::vector<std::string>& own_folders, bool allow_dirty,
                        const std::string& command) {
   if (!git.in_repo || allow_dirty) return;
   std::vector<std::string> dirty;
-  for (const auto& f : git.dirty_files)
-    if (!under((fs::path(git.workdir) / f).lexically_normal().string(), goldens_root)) dirty.push_back(f);
+  for (const auto& f : git.dirty_files) {
+    std::string path = (fs::path(git.workdir) / f).lexically_normal().string();
+    bool own = false;
+    for (const auto& folder : own_folders)
+      own = own || under(path, fs::absolute(folder).lexically_normal().string());
+    if (!own) dirty.push_back(f);
+  }
   if (dirty.empty()) return;
   std::string list;
   for (size_t i = 0; i < dirty.size() && i < 10; ++i) list += "\n  " + dirty[i];
@@ -87,7 +92,7 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
   SmokeConfig cfg = load_smoke_config(file);
   std::string root = goldens_root(file, o.goldens_dir);
   GitState git = read_git_state(fs::absolute(file).parent_path().string());
-  refuse_dirty_tree(git, fs::absolute(root).lexically_normal().string(), o.allow_dirty, "bless");
+  refuse_dirty_tree(git, {root, o.out_dir}, o.allow_dirty, "bless");
 
   std::string dir = (fs::path(o.out_dir) / cfg.name).string();
   // The config's seed first (its run is the golden's record), then the extra seeds.

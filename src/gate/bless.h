@@ -64,9 +64,10 @@ void validate_golden_candidate(const RunRecord& record, int runs, bool allow_non
 void validate_contract(const RunRecord& record, const SmokeConfig& config, const std::string& action);
 
 /// Refuses (exit 2) when the work tree of `git` has changes outside
-/// `goldens_root` (bless's and accept's own output), unless `allow_dirty`:
-/// a golden's provenance names the commit it was made from.
-void refuse_dirty_tree(const GitState& git, const std::string& goldens_root, bool allow_dirty,
+/// `own_folders` (lockstep's own output: the goldens folder, the --out or
+/// pending folder), unless `allow_dirty`: a golden's provenance names the
+/// commit it was made from.
+void refuse_dirty_tree(const GitState& git, const std::vector<std::string>& own_folders, bool allow_dirty,
                        const std::string& command);
 
 /// Adds the per-step mean and population std over `runs` (one run per seed,

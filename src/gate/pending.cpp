@@ -48,7 +48,7 @@ std::vector<PendingReview> review_pending(const PendingSet& set) {
 
 std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason, bool allow_dirty) {
   GitState git = read_git_state(fs::absolute(set.goldens_dir).parent_path().string());
-  refuse_dirty_tree(git, fs::absolute(set.goldens_dir).lexically_normal().string(), allow_dirty, "accept");
+  refuse_dirty_tree(git, {set.goldens_dir, set.dir}, allow_dirty, "accept");
   std::vector<AcceptedGolden> out;
   for (const auto& path : set.files) {
     Golden g = read_golden(path);  // content hash: the artifact was not edited

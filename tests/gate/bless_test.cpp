@@ -145,5 +145,24 @@ TEST(ValidateGoldenCandidate, NamesTheFirstNonFiniteField) {
   }
 }
 
+// lockstep's own output (goldens, --out, pending goldens) never makes the
+// work tree dirty; anything else does.
+TEST(DirtyTree, OwnFoldersAreIgnoredAndOtherChangesNamed) {
+  GitState git;
+  git.in_repo = true;
+  git.workdir = "/r/";
+  git.dirty_files = {"goldens/a/cpu.json", "lockstep-out/", "lockstep-out/a/run-1.json"};
+  EXPECT_NO_THROW(refuse_dirty_tree(git, {"/r/goldens", "/r/lockstep-out"}, false, "accept"));
+  git.dirty_files.push_back("smoke/a.json");
+  try {
+    refuse_dirty_tree(git, {"/r/goldens", "/r/lockstep-out"}, false, "accept");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "refusing to accept from a dirty work tree (commit first, or pass --allow-dirty, "
+                                     "which is recorded):\n  smoke/a.json");
+  }
+  EXPECT_NO_THROW(refuse_dirty_tree(git, {"/r/goldens"}, true, "accept"));
+}
+
 }  // namespace
 }  // namespace lockstep

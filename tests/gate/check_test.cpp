@@ -42,6 +42,8 @@ TEST(CheckSmoke, RepeatDifferenceIsNondeterministic) {
   CheckSmokeOptions o = p.check_options();
   o.repeat = 3;
   l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
+    r.resources.step_time_s = {0.01 * static_cast<double>(call), 0.02};
+    r.resources.peak_rss_bytes = 1000 * static_cast<int64_t>(call);
     if (call == 3) r.series["loss"].values[1] = 2.0;
   };
   SmokeCheck c = check_smoke(p.smoke_file(), o, l);
@@ -61,6 +63,8 @@ TEST(CheckSmoke, RepeatDifferenceIsNondeterministic) {
   EXPECT_EQ(text.rfind("lockstep: unit: NONDETERMINISTIC (exit 4)\n  run 3: " + p.out_dir() + "/unit/run-3.json\n  run 1: ", 0), 0u)
       << text;
   EXPECT_EQ(render_markdown(c.verdict).find("golden"), std::string::npos);
+  for (const auto& n : c.verdict.notes)  // two runs of one job say nothing about resources
+    EXPECT_TRUE(n.find("step time") == std::string::npos && n.find("RSS") == std::string::npos) << n;
   EXPECT_EQ(c.verdict.first_divergence.rfind("run 3 differs from run 1 in the same job; first difference: train step 1: loss", 0), 0u)
       << c.verdict.first_divergence;
   EXPECT_EQ(c.records, "records: " + p.out_dir() + "/unit/run-1.json, " + p.out_dir() + "/unit/run-3.json");
