@@ -153,7 +153,10 @@ int env_command(const EnvOptions& o) {
     return 0;
   }
   std::cout << "platform here: " << r.platform << ", in " << o.diff_record << ": " << r.record_platform << "\n";
-  if (r.differences.empty()) std::cout << "no differences\n";
+  size_t relevant = 0;
+  for (const auto& d : r.differences) relevant += d.relevant ? 1 : 0;
+  std::cout << r.differences.size() << " difference(s), " << relevant
+            << " determinism-relevant (*: a check against this record would use the cross-stack lane)\n";
   for (const auto& d : r.differences)
     std::cout << (d.relevant ? "* " : "  ") << d.name << "\n      record: " << d.golden << "\n      here:   " << d.run << "\n";
   if (!unusable.empty())

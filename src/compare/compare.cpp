@@ -499,7 +499,8 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   v.subject_word = labels.subject_word;
   if (run.config_hash != golden.config_hash)
     v.notes.push_back("config hash differs: golden " + golden.config_hash + ", run " + run.config_hash +
-                      " (the smoke config changed since the golden was blessed)");
+                      " (the smoke config file changed since the golden was blessed; the input "
+                      "config.values_xxh3 says whether a field that determines the values did)");
 
   choose_lane(run, golden, v);
   bool exact = v.lane == Lane::kContractMismatch ||

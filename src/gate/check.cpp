@@ -133,6 +133,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     c.verdict.notes.insert(c.verdict.notes.begin(), "no golden for platform " + run.platform + "; compared against " +
                                                         found->path + " of the same family");
   if (repeat > 1) c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
+  else c.verdict.notes.push_back("one run only (repeat 1): run-to-run determinism was not checked in this job");
   if (!resume_note.empty()) c.verdict.notes.push_back(resume_note);
   if (!c.verdict.passed()) add_pending(c, run, file, o, repeat, "check failed: " + c.verdict.first_divergence);
   c.run = run;

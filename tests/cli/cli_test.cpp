@@ -576,6 +576,9 @@ TEST(CliEnv, CpuCapabilityChangesKeyDiffAndResults) {
   auto first_field = diff.output.find("\n* ");
   ASSERT_NE(first_field, std::string::npos) << diff.output;
   EXPECT_EQ(diff.output.substr(first_field + 3, 14), "cpu.capability") << diff.output;
+  EXPECT_NE(diff.output.find(" determinism-relevant (*: a check against this record would use the cross-stack lane)\n"),
+            std::string::npos)
+      << diff.output;
   // Across capabilities the digits smoke stays within its tolerances.
   Result cmp = lockstep("compare " + a + " " + b + " --config " + kSmoke);
   EXPECT_EQ(cmp.code, 0) << cmp.output;

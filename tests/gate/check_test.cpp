@@ -35,6 +35,18 @@ TEST(CheckSmoke, IdenticalRunsMatchingTheGoldenPass) {
   EXPECT_EQ(c.verdict.lane, Lane::kSameStack);
 }
 
+TEST(CheckSmoke, OneRunSaysDeterminismWasNotChecked) {
+  GateProject p("repeat-1");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  CheckSmokeOptions o = p.check_options();
+  o.repeat = 1;
+  SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass);
+  EXPECT_EQ(l.calls.size(), 1u);
+  EXPECT_EQ(c.verdict.notes.back(), "one run only (repeat 1): run-to-run determinism was not checked in this job");
+}
+
 TEST(CheckSmoke, RepeatDifferenceIsNondeterministic) {
   GateProject p("repeat");
   p.write_golden(make_gate_record());
