@@ -445,11 +445,12 @@ bool causal_order(const Finding& a, const Finding& b) {
   return false;  // stable: the order they were found in
 }
 
-std::string first_divergence(const Verdict& v) {
-  // Data first, then training; within a section the earliest index; for
-  // training, name the parameter whose gradient norm went first.
-  for (Section s : {Section::kInput, Section::kData, Section::kTrain, Section::kContract, Section::kStructure,
-                    Section::kHashes, Section::kResources}) {
+// Where the values first moved: data first, then training; within a
+// section the earliest index; for training, the parameter whose gradient
+// norm went first. "" when nothing but inputs differ.
+std::string first_value_divergence(const Verdict& v) {
+  for (Section s : {Section::kData, Section::kTrain, Section::kContract, Section::kStructure, Section::kHashes,
+                    Section::kResources}) {
     const Finding* best = nullptr;
     for (const auto& f : v.findings) {
       if (f.section != s) continue;
@@ -470,19 +471,20 @@ std::string first_divergence(const Verdict& v) {
     } else if (s == Section::kData && best->index >= 0) {
       out = "data batch " + std::to_string(best->index) + ": " + best->subject;
     }
-    if (s == Section::kInput) {
-      // "input changed: data file ..., xxh3 a → b", and where the values
-      // first moved because of it, if they did.
-      Verdict rest = v;
-      rest.findings.erase(std::remove_if(rest.findings.begin(), rest.findings.end(),
-                                         [](const Finding& f) { return f.section == Section::kInput; }),
-                          rest.findings.end());
-      std::string moved = first_divergence(rest);
-      return best->detail + (moved.empty() ? "" : "; the values first moved at " + moved);
-    }
     return out + " — " + best->detail;
   }
   return "";
+}
+
+// A changed input first ("input changed: data file ..., xxh3 a → b", and
+// where the values first moved because of it), else where the values moved.
+std::string first_divergence(const Verdict& v) {
+  for (const auto& f : v.findings)
+    if (f.section == Section::kInput) {
+      std::string moved = first_value_divergence(v);
+      return f.detail + (moved.empty() ? "" : "; the values first moved at " + moved);
+    }
+  return first_value_divergence(v);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "core/error.h"
+
 namespace lockstep {
 
 namespace {
@@ -27,14 +29,10 @@ std::string cell(const std::string& s) {
       case '\\': out += "&#92;"; break;
       case '\n': case '\r': out += ' '; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {  // NUL, ESC, ...: as text, \xNN
-          static const char* hex = "0123456789abcdef";
-          out += "&#92;x";
-          out += hex[static_cast<unsigned char>(c) >> 4];
-          out += hex[c & 15];
-        } else {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)  // NUL, ESC, ...: as text, \xNN
+          out += "&#92;" + printable_message(std::string(1, c), false).substr(1);
+        else
           out += c;
-        }
     }
   }
   return out;

@@ -1,8 +1,9 @@
 #include "compare/text_report.h"
 
 #include <cmath>
-#include <cstdio>
 #include <sstream>
+
+#include "core/error.h"
 
 namespace lockstep {
 
@@ -21,20 +22,8 @@ std::string pad(const std::string& s, size_t width) {
 }
 
 // Names and values from records reach a terminal: control characters
-// (an ANSI escape in a series name could rewrite the screen) print as \xNN.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
+// print as \xNN (core/error.h).
+std::string printable(const std::string& s) { return printable_message(s, /*keep_line_breaks=*/false); }
 
 std::string at(double value, int64_t where) {
   if (where < 0) return "-";

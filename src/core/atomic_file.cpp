@@ -41,7 +41,8 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   if (ec) throw io_error(path, "create directory " + dir.string(), ec.value());
 
   // The writer's pid in the name lets a later writer tell a temporary of a
-  // killed process (removable) from one being written now.
+  // killed process (removable) from one being written now. The six
+  // trailing X are mkstemp(3)'s template, replaced by random characters.
   std::string tmpl =
       (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + ".XXXXXX")).string();
   int fd = mkstemp(tmpl.data());
@@ -138,7 +139,8 @@ std::vector<TemporaryFile> find_temporaries(const std::string& dir) {
     std::string name = it->path().filename().string();
     size_t tmp = name.rfind(".tmp.");
     if (name.empty() || name[0] != '.' || tmp == std::string::npos || tmp == 0) continue;
-    std::string tail = name.substr(tmp + 5);  // "<pid>.XXXXXX", or "XXXXXX" (older lockstep)
+    // The pid, a dot and mkstemp's six characters; only the six (older lockstep).
+    std::string tail = name.substr(tmp + 5);
     TemporaryFile t;
     t.path = it->path().string();
     size_t dot = tail.find('.');

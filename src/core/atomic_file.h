@@ -26,9 +26,10 @@ void write_file_atomically(const std::string& path, const std::string& content);
 /// `inputs` (an output must never overwrite what the command reads).
 void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs);
 
-/// A temporary file of write_file_atomically's naming,
-/// ".<target>.tmp.<pid>.XXXXXX", that a killed writer left behind (or one
-/// being written now). Older lockstep versions wrote ".<target>.tmp.XXXXXX".
+/// A temporary file of write_file_atomically's naming, ".<target>.tmp.<pid>."
+/// followed by the six random characters mkstemp(3) chooses, that a killed
+/// writer left behind (or one being written now). Older lockstep versions
+/// named it ".<target>.tmp." and the six characters, without the pid.
 struct TemporaryFile {
   std::string path;
   int pid = 0;                ///< the writer's pid; 0 for the older naming, -1 for a pid no process can have

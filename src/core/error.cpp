@@ -5,11 +5,11 @@
 
 namespace lockstep {
 
-std::string printable_message(const std::string& text) {
+std::string printable_message(const std::string& text, bool keep_line_breaks) {
   std::string out;
   out.reserve(text.size());
   for (unsigned char c : text) {
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+    if ((c < 0x20 && !(keep_line_breaks && (c == '\n' || c == '\t'))) || c == 0x7f) {
       static const char* hex = "0123456789abcdef";
       out += "\\x";
       out += hex[c >> 4];

@@ -36,10 +36,11 @@ int exit_severity(ExitCode code);
 /// "ENVIRONMENT", "NONDETERMINISTIC".
 const char* exit_class_name(ExitCode code);
 
-/// `text` with control characters other than newline and tab written as
-/// \xNN: a message quotes names and values from files, and a NUL would cut
-/// it short, an ANSI escape rewrite the terminal.
-std::string printable_message(const std::string& text);
+/// `text` with control characters (below 0x20, and DEL) written as \xNN;
+/// newline and tab are kept when `keep_line_breaks`. Messages and reports
+/// quote names and values from files: a NUL would cut them short, an ANSI
+/// escape rewrite the terminal. The one escape every printer uses.
+std::string printable_message(const std::string& text, bool keep_line_breaks = true);
 
 /// An error that ends the command with a specific exit code. Its message
 /// is made printable (printable_message).

@@ -200,9 +200,13 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     rec.fingerprint["model.path"] = {cfg.model.path, false, false};
   }
   rec.platform = platform_key(rec.fingerprint);
-  if (o.train)
-    rec.resources.runner_class =
-        runner_class(rec.fingerprint["cpu.model"].value, rec.fingerprint["cpu.logical_cores"].value);
+  if (o.train) {
+    auto fact = [&](const char* key) {
+      auto it = rec.fingerprint.find(key);
+      return it == rec.fingerprint.end() ? std::string("?") : it->second.value;
+    };
+    rec.resources.runner_class = runner_class(fact("cpu.model"), fact("cpu.logical_cores"));
+  }
   return out;
 }
 
