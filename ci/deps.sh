@@ -22,12 +22,15 @@ packages=(
   zlib1g-dev              # gzip CSV
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev  # image source
   dpkg-dev                # dpkg-deb, used by ci/fetch-data.sh
+  libprotobuf-dev protobuf-compiler  # TensorBoard event files (src/ingest/tensorboard.proto)
+  libisal-dev             # CRC-32C of TFRecord framing (ISA-L)
 )
 if [ "$profile" = full ]; then
   packages+=(
     libtorch-dev            # LibTorch 1.13 (CPU)
     libgtest-dev libgmock-dev libbenchmark-dev
     clang libclang-rt-14-dev  # libFuzzer (ci/fuzz.sh)
+    python3-torch python3-numpy python3-xxhash  # python/lockstep, the trainer helper: tests/python, examples/pytorch-trainer
   )
 elif [ "$profile" != image ]; then
   echo "deps: LOCKSTEP_DEPS must be full or image, got '$profile'" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the record/golden parser and the comparator with libFuzzer for a
 # bounded time (default 60 s; FUZZ_SECONDS overrides), then the series
-# sidecar reader for half that. Zero crashes, leaks
+# sidecar reader for half that, then each metric-log reader (TensorBoard,
+# JSONL with batch probes, MLLOG, CSV) for 15 s. Zero crashes, leaks
 # or sanitizer reports, or this fails. Builds without LibTorch, with clang,
 # AddressSanitizer and UndefinedBehaviorSanitizer, into build-fuzz/.
 set -euo pipefail
@@ -9,7 +10,7 @@ cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR="$PWD"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DLOCKSTEP_WITH_TORCH=OFF -DLOCKSTEP_BUILD_TESTS=OFF -DLOCKSTEP_BUILD_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j 2 --target record_fuzz sidecar_fuzz
+cmake --build build-fuzz -j 2 --target record_fuzz sidecar_fuzz tensorboard_fuzz jsonl_fuzz mllog_fuzz metrics_csv_fuzz
 corpus=build-fuzz/corpus
 mkdir -p "$corpus"
 ./build-fuzz/tests/fuzz/record_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -max_len=16384 \
@@ -20,4 +21,16 @@ sidecar_corpus=build-fuzz/sidecar-corpus
 mkdir -p "$sidecar_corpus"
 ./build-fuzz/tests/fuzz/sidecar_fuzz -max_total_time="$(( (${FUZZ_SECONDS:-60} + 1) / 2 ))" -max_len=4096 \
   -print_final_stats=1 "$sidecar_corpus" 2>&1 | grep -E "^(Done|stat::|==|SUMMARY|ERROR)" | head -n 20
-echo "fuzz: no crash in ${FUZZ_SECONDS:-60} s (records) + $(( (${FUZZ_SECONDS:-60} + 1) / 2 )) s (sidecars)"
+# The metric-log readers (src/ingest/), one after another: 15 s each by
+# default so the whole script stays bounded; a FUZZ_SECONDS above 60 (a
+# nightly run) gives each of them that much, one below 15 that little.
+fuzz_total="${FUZZ_SECONDS:-60}"
+ingest_seconds=$(( fuzz_total > 60 ? fuzz_total : (fuzz_total < 15 ? fuzz_total : 15) ))
+for reader in tensorboard jsonl mllog metrics_csv; do
+  reader_corpus="build-fuzz/corpus-$reader"
+  mkdir -p "$reader_corpus"
+  ./build-fuzz/tests/fuzz/${reader}_fuzz -max_total_time="$ingest_seconds" -max_len=8192 -print_final_stats=1 \
+    "$reader_corpus" "tests/fuzz/corpus-$reader" 2>&1 | grep -E "^(Done|stat::|==|SUMMARY|ERROR)" | head -n 20
+done
+echo "fuzz: no crash in ${FUZZ_SECONDS:-60} s (records) + $(( (${FUZZ_SECONDS:-60} + 1) / 2 )) s (sidecars)" \
+  "+ 4 x $ingest_seconds s (metric logs)"

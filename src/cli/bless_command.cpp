@@ -15,6 +15,7 @@
 #include "core/directory_lock.h"
 #include "core/error.h"
 #include "gate/bless.h"
+#include "external/smoke_launcher.h"
 #include "launch/launcher.h"
 #include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"
@@ -66,7 +67,7 @@ int bless_command(const BlessOptions& o) {
   options.allow_dirty = o.allow_dirty;
   options.runs = o.runs;
   if (!o.seeds.empty()) options.seeds = parse_seed_list(o.seeds);
-  ProcessLauncher launcher;
+  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   // One bless or accept at a time per goldens folder, held from before the
   // runs until the last golden is written (the change summary is then
   // against what the previous holder wrote).

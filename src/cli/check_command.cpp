@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "gate/check.h"
+#include "external/smoke_launcher.h"
 #include "launch/launcher.h"
 #include "smoke/smoke_config.h"
 
@@ -57,7 +58,14 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
   if (!c.compared || v.exit_code() == ExitCode::kNondeterministic) {
     std::cout << "lockstep: " << c.smoke << ": " << exit_class_name(v.exit_code()) << " (exit "
               << to_int(v.exit_code()) << "): " << v.first_divergence << "\n";
+    for (const auto& line : v.quote) std::cout << "  | " << printable_message(line, false) << "\n";
     if (!c.records.empty()) std::cout << "  " << c.records << "\n";
+  }
+  // A smoke that ended without a comparison still has its reports (what
+  // stopped it, and a failed trainer's stderr), beside its records.
+  if (!c.compared && !c.report_dir.empty()) {
+    write_file_atomically(c.report_dir + "/report.json", pretty_dump(to_json(v)));
+    write_file_atomically(c.report_dir + "/report.md", render_markdown(v));
   }
 }
 
@@ -73,7 +81,7 @@ int check_command(const CheckOptions& o) {
   });
   require_unique_names(files);
   CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
-  ProcessLauncher launcher;
+  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   std::vector<Verdict> verdicts;
   for (const auto& file : files) {
     SmokeCheck c = check_smoke(file, options, launcher);

@@ -29,8 +29,29 @@ struct RunOptions {
 };
 int run_command(const RunOptions& options);
 
+/// `run`/`probe` of a built-in smoke in this process (LibTorch; exit 3 in a
+/// build without it). run_command() dispatches to it or to the trainer.
+int run_builtin(const RunOptions& options, bool train);
+
 /// `lockstep probe SMOKE`: data-only pass, writes a record with probes only.
 int probe_command(const RunOptions& options);
+
+/// `lockstep import FORMAT PATH --series NAME=TAG ... --out RECORD`: a
+/// trainer's own metric log (TensorBoard, JSONL, MLLOG, CSV) as a run
+/// record that compare and the reports accept. No LibTorch needed.
+struct ImportOptions {
+  std::string format;                ///< tensorboard | jsonl | mllog | csv
+  std::string path;                  ///< file, or a folder of event files
+  std::vector<std::string> series;   ///< NAME=TAG (or NAME alone: the tag is the name)
+  std::string out;                   ///< record path
+  std::string name = "imported";     ///< the record's smoke name
+  std::string step_key = "step";     ///< jsonl / csv step field
+  std::string mllog_step = "step";   ///< mllog metadata step field
+  std::string probes;                ///< optional probes JSONL (the batches trained on)
+  std::string device = "cpu";        ///< the device the trainer ran on (platform key)
+  uint64_t seed = 0;                 ///< the seed the trainer ran with (recorded)
+};
+int import_command(const ImportOptions& options);
 
 /// `lockstep compare RUN GOLDEN [--config SMOKE]`. No LibTorch needed.
 struct CompareOptions {

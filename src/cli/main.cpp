@@ -80,6 +80,27 @@ int main(int argc, char** argv) {
   cmp->add_option("--markdown", cmp_opts.markdown_out, "Also write a Markdown report to this file");
   cmp->add_option("--html", cmp_opts.html_out, "Also write a self-contained HTML report to this file");
 
+  ImportOptions import_opts;
+  auto* import = app.add_subcommand(
+      "import", "Read a trainer's own metrics (TensorBoard, JSONL, MLLOG, CSV) into a run record (no LibTorch needed)");
+  import->add_option("FORMAT", import_opts.format, "tensorboard, jsonl, mllog or csv")
+      ->required()
+      ->check(CLI::IsMember({"tensorboard", "jsonl", "mllog", "csv"}));
+  import->add_option("PATH", import_opts.path, "Metrics file, or a folder of events.out.tfevents.* files")->required();
+  import->add_option("--series", import_opts.series, "NAME=TAG: record the tag (key, column) TAG as series NAME")
+      ->required();
+  import->add_option("--out", import_opts.out, "Record path")->required();
+  import->add_option("--name", import_opts.name, "Smoke name in the record")->capture_default_str();
+  import->add_option("--step-key", import_opts.step_key, "jsonl/csv: the step field")->capture_default_str();
+  import->add_option("--mllog-step", import_opts.mllog_step, "mllog: metadata field giving the step")
+      ->check(CLI::IsMember({"epoch_num", "samples_count", "step"}))
+      ->capture_default_str();
+  import->add_option("--probes", import_opts.probes, "Batch probes JSONL of the batches trained on (python/lockstep)");
+  import->add_option("--device", import_opts.device, "Device the trainer ran on")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  import->add_option("--seed", import_opts.seed, "Seed the trainer ran with (recorded)");
+
   CheckOptions check_opts;
   auto* check = app.add_subcommand("check", "Probe + train + compare against goldens (the CI stage)");
   check->add_option("SMOKE", check_opts.smokes, "Smoke configs or folders (default: smoke)");
@@ -146,6 +167,7 @@ int main(int argc, char** argv) {
     if (*run) return run_command(run_opts);
     if (*probe) return probe_command(probe_opts);
     if (*cmp) return compare_command(cmp_opts);
+    if (*import) return import_command(import_opts);
     if (*check) return check_command(check_opts);
     if (*bless) return bless_command(bless_opts);
     if (*env) {

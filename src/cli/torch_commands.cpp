@@ -89,42 +89,9 @@ void print_fingerprint(const Fingerprint& fp) {
   }
 }
 
-// `run --repeat N`: N fresh processes, the first record kept as --out.
-int run_repeated(const RunOptions& o) {
-  SmokeConfig cfg = load_smoke_config(o.smoke);
-  fs::path out = o.out.empty() ? fs::path("lockstep-out") / (cfg.name + ".run.json") : fs::path(o.out);
-  std::string prefix = out.stem().string() + ".repeat";
-  std::string dir = out.parent_path().empty() ? "." : out.parent_path().string();
-  ChildRun base;
-  base.config = o.smoke;
-  base.overrides = o.overrides;
-  ProcessLauncher launcher;
-  std::vector<RunRecord> runs = run_children(launcher, base, dir, prefix, o.repeat);
-  auto [index, diff] = first_repeat_difference(runs);
-  if (!diff.empty()) {
-    std::cout << "run " << cfg.name << ": NONDETERMINISTIC (exit 4): run " << index + 1
-              << " differs from run 1; first difference: " << diff << "\n  records: " << dir << "/" << prefix
-              << "-1.json, " << dir << "/" << prefix << "-" << index + 1 << ".json\n";
-    return to_int(ExitCode::kNondeterministic);
-  }
-  write_run_record(out.string(), runs.front());
-  if (!o.quiet)
-    std::cout << "run " << cfg.name << ": " << o.repeat << " runs in fresh processes are bit-identical\n  record "
-              << out.string() << "\n";
-  return 0;
-}
-
 }  // namespace
 
-int run_command(const RunOptions& o) {
-  if (o.repeat > 1) {
-    if (o.stop_after > 0 || !o.resume.empty()) throw BadUsage("--repeat does not combine with --stop-after or --resume");
-    return run_repeated(o);
-  }
-  return run_in_process(o, /*train=*/true);
-}
-
-int probe_command(const RunOptions& o) { return run_in_process(o, /*train=*/false); }
+int run_builtin(const RunOptions& o, bool train) { return run_in_process(o, train); }
 
 int env_command(const EnvOptions& o) {
   EnvReport r = describe_environment({o.device, o.device_given, o.diff_record, fs::current_path().string()});

@@ -13,8 +13,7 @@ namespace {
 }
 }  // namespace
 
-int run_command(const RunOptions&) { absent("run"); }
-int probe_command(const RunOptions&) { absent("probe"); }
+int run_builtin(const RunOptions&, bool train) { absent(train ? "run" : "probe"); }
 int env_command(const EnvOptions&) { absent("env"); }
 
 }  // namespace lockstep

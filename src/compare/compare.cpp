@@ -129,7 +129,8 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
 // and, when any value fails, one Finding.
 void compare_values(Section section, const std::string& name, const std::vector<double>& actual,
                     const std::vector<double>& golden, const std::vector<double>& golden_std,
-                    const Tolerance& tol, bool float32, const char* index_word, Verdict& v) {
+                    const Tolerance& tol, bool float32, const char* index_word, Verdict& v,
+                    const std::vector<int64_t>& steps = {}) {
   SeriesResult r;
   r.section = section;
   r.name = name;
@@ -156,9 +157,11 @@ void compare_values(Section section, const std::string& name, const std::vector<
     }
   }
   v.values_checked += r.checked;
+  // A series logged at some steps only: report step numbers, not positions.
+  auto step_of = [&steps](int64_t i) { return i >= 0 && !steps.empty() ? steps[static_cast<size_t>(i)] : i; };
   if (r.failed > 0) {
     size_t i = static_cast<size_t>(r.first_fail);
-    std::string detail = std::string(index_word) + " " + std::to_string(i) + ": " + v.reference_word + " " +
+    std::string detail = std::string(index_word) + " " + std::to_string(step_of(r.first_fail)) + ": " + v.reference_word + " " +
                          fmt(golden[i]) + ", " + v.subject_word + " " + fmt(actual[i]);
     if (first.non_finite) {
       detail += ": non-finite value in the run";
@@ -170,8 +173,11 @@ void compare_values(Section section, const std::string& name, const std::vector<
         detail += " (allowed " + format_error(first.allowed) + ")";
     }
     detail += "; " + std::to_string(r.failed) + " of " + std::to_string(r.checked) + " fail";
-    v.findings.push_back({section, name, r.first_fail, detail});
+    v.findings.push_back({section, name, step_of(r.first_fail), detail});
   }
+  r.first_fail = step_of(r.first_fail);
+  r.max_abs_at = step_of(r.max_abs_at);
+  r.max_rel_at = step_of(r.max_rel_at);
   v.results.push_back(r);
 }
 
@@ -258,6 +264,17 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
 
 // ---- 4. training series -----------------------------------------------------------
 
+// "steps 0, 5, ..., 45 (10 values)" or "steps 0..9" for a series.
+std::string describe_steps(const Series& s) {
+  size_t n = s.values.size();
+  if (n == 0) return "no steps";
+  if (s.steps.empty()) return "steps 0.." + std::to_string(n - 1);
+  std::string out = "steps " + std::to_string(s.steps.front());
+  if (n > 1) out += ", " + std::to_string(s.steps[1]);
+  if (n > 2) out += ", ..., " + std::to_string(s.steps.back());
+  return out + " (" + std::to_string(n) + " values)";
+}
+
 void compare_series(const RunRecord& run, const RunRecord& golden, const TolerancePolicy& policy,
                     bool exact, Verdict& v) {
   for (const auto& name : key_union(golden.series, run.series)) {
@@ -271,6 +288,12 @@ void compare_series(const RunRecord& run, const RunRecord& golden, const Toleran
     }
     const Series& gs = g->second;
     const Series& rs = r->second;
+    if (gs.steps != rs.steps) {
+      v.findings.push_back({Section::kTrain, name, -1,
+                            "logged at other steps: " + describe_steps(gs) + " (" + v.reference_word + ") vs " +
+                                describe_steps(rs) + " (" + v.subject_word + ")"});
+      continue;
+    }
     if (gs.values.size() != rs.values.size()) {
       v.findings.push_back({Section::kTrain, name, -1,
                             "length " + std::to_string(gs.values.size()) + " vs " +
@@ -281,7 +304,7 @@ void compare_series(const RunRecord& run, const RunRecord& golden, const Toleran
     Tolerance tol = policy.for_series(name);
     if (exact) tol = Tolerance::exact();
     const std::vector<double>& reference = tol.rule == Tolerance::Rule::kSigma ? gs.sigma_center() : gs.values;
-    compare_values(Section::kTrain, name, rs.values, reference, gs.std, tol, f32, "step", v);
+    compare_values(Section::kTrain, name, rs.values, reference, gs.std, tol, f32, "step", v, gs.steps);
   }
 }
 

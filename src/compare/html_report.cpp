@@ -160,6 +160,11 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
   o << "<h1>lockstep: " << esc(v.smoke) << " <span class=" << (v.passed() ? "ok>" + esc(verdict_headline(v)) : "bad>FAIL")
     << "</span> (exit " << to_int(v.exit_code()) << ")</h1>";
   if (!v.passed()) o << "<p><b>First divergence:</b> " << esc(v.first_divergence) << "</p>";
+  if (!v.quote.empty()) {
+    o << "<pre>";
+    for (const auto& line : v.quote) o << esc(line) << "\n";
+    o << "</pre>";
+  }
   o << "<p><b>Lane:</b> " << lane_name(v.lane) << " — " << esc(v.lane_reason) << "</p>";
   o << "<p>" << esc(v.subject_word) << ": <code>" << esc(v.run_label) << "</code><br>" << esc(v.reference_word)
     << ": <code>" << esc(v.golden_label) << "</code></p>";

@@ -84,6 +84,7 @@ std::string render_junit(const std::vector<Verdict>& verdicts) {
       std::string text = stopped.empty() ? c.failure + "\nfirst divergence: " + v.first_divergence + "\nlane: " +
                                                  lane_name(v.lane) + " (" + v.lane_reason + ")"
                                            : c.failure;
+      for (const auto& line : v.quote) text += "\n  | " + line;
       body << ">\n      <" << element << " message=\"" << xml_escape(c.failure) << "\" type=\"" << type << "\">"
            << xml_escape(text) << "</" << element << ">\n    </testcase>\n";
     }

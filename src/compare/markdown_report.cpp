@@ -48,6 +48,15 @@ std::string render_markdown(const Verdict& v) {
   o << "### lockstep: " << code(v.smoke) << " " << (v.passed() ? "✅ " : "❌ ") << verdict_headline(v) << " (exit "
     << to_int(v.exit_code()) << ")\n\n";
   if (!v.passed()) o << "**First divergence:** " << cell(v.first_divergence) << "\n\n";
+  if (!v.quote.empty()) {
+    // A fenced block longer than any backtick run inside it.
+    std::string fence = "```";
+    for (const auto& line : v.quote)
+      while (line.find(fence) != std::string::npos) fence += "`";
+    o << fence << "text\n";
+    for (const auto& line : v.quote) o << printable_message(line, false) << "\n";
+    o << fence << "\n\n";
+  }
   o << "**Lane:** `" << lane_name(v.lane) << "` — " << cell(v.lane_reason) << "\n\n";
   if (!v.env_diffs.empty()) {
     o << "| environment field | " << cell(v.reference_word) << " | " << cell(v.subject_word) << " |\n|---|---|---|\n";

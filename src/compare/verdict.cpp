@@ -91,6 +91,7 @@ nlohmann::json to_json(const Verdict& v) {
           {"lane", lane_name(v.lane)},
           {"lane_reason", v.lane_reason},
           {"first_divergence", v.first_divergence},
+          {"quote", v.quote},
           {"stopped", stop_kind(v)},
           {"values_checked", v.values_checked},
           {"environment_diff", env},

@@ -73,6 +73,9 @@ struct Verdict {
   std::vector<SeriesResult> results;  ///< every series / probe field compared
   std::vector<std::string> notes;     ///< facts that are not failures
   std::string first_divergence;       ///< "" when passed
+  /// Lines quoted under the first divergence, e.g. the last lines of a
+  /// failed trainer's stderr ("  | " prefix removed); usually empty.
+  std::vector<std::string> quote;
   size_t values_checked = 0;
   /// The smoke's exit class: kPass or kRegression for a comparison
   /// (compare_records sets it), or why the smoke ended without one: exit 4

@@ -25,6 +25,7 @@
 #include "env/cuda_libraries.h"
 #include "env/cuda_usability.h"
 #include "env/driver_version.h"
+#include "env/machine_facts.h"
 #include "env/git_state.h"
 #include "env/opencv_version.h"
 #include "env/torch_config_text.h"
@@ -34,45 +35,7 @@ namespace lockstep {
 
 namespace {
 
-std::string absent(const std::string& why) { return "(absent: " + why + ")"; }
-
-std::string cpuinfo_field(const std::string& name) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name, 0) != 0) continue;
-    auto colon = line.find(':');
-    if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-  }
-  return "";
-}
-
-// The ISA extensions that select different kernels in ATen, oneDNN and BLAS.
-std::string isa_flags() {
-  std::istringstream flags(cpuinfo_field("flags"));
-  static const std::set<std::string> wanted = {
-      "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",
-      "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile", "asimd", "sve"};
-  std::set<std::string> have;
-  std::string f;
-  while (flags >> f)
-    if (wanted.count(f)) have.insert(f);
-  std::string out;
-  for (const auto& h : have) out += (out.empty() ? "" : " ") + h;
-  return out.empty() ? absent("no flags in /proc/cpuinfo") : out;
-}
-
-std::string os_release() {
-  std::ifstream in("/etc/os-release");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("PRETTY_NAME=", 0) == 0) {
-      std::string v = line.substr(12);
-      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
-      return v;
-    }
-  return absent("no /etc/os-release");
-}
+std::string absent(const std::string& why) { return absent_fact(why); }
 
 std::string library_of(const void* symbol) {
   Dl_info info{};
@@ -120,23 +83,6 @@ std::string numerics_libraries() {
 
 }  // namespace
 
-const std::map<std::string, bool>& numerics_env_vars() {
-  // name -> determinism-relevant
-  static const std::map<std::string, bool> vars = {
-      {"CUBLAS_WORKSPACE_CONFIG", true}, {"NVIDIA_TF32_OVERRIDE", true},
-      {"OMP_NUM_THREADS", true},         {"MKL_NUM_THREADS", true},
-      // Which GPU is device 0 does not change its numerics; its model is
-      // recorded (cuda.gpu_name, compute capability, SM count) and relevant.
-      {"ATEN_CPU_CAPABILITY", true},     {"CUDA_VISIBLE_DEVICES", false},
-      {"NCCL_ALGO", true},               {"NCCL_PROTO", true},
-      {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", true},
-      {"TORCH_BLAS_PREFER_CUBLASLT", true},
-      {"CUBLASLT_WORKSPACE_SIZE", true}, {"DNNL_MAX_CPU_ISA", true},
-      {"ONEDNN_MAX_CPU_ISA", true},      {"LANG", false},
-      {"LC_ALL", false},                 {"TZ", false}};
-  return vars;
-}
-
 Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   Fingerprint fp;
   auto put = [&fp](const std::string& k, const std::string& v, bool relevant) {
@@ -176,7 +122,7 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   uname(&u);
   put("cpu.arch", u.machine, true);
   put("cpu.model", cpuinfo_field("model name"), false);
-  put("cpu.isa", isa_flags(), true);
+  put("cpu.isa", cpu_isa_flags(), true);
   put("cpu.logical_cores", std::to_string(std::thread::hardware_concurrency()), false);
 
   // Threads.
@@ -194,7 +140,7 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   put("libs.opencv", opencv_version(), true);
 
   // OS, C library, compiler.
-  put("os.name", os_release(), false);
+  put("os.name", os_pretty_name(), false);
   put("os.kernel", u.release, false);
   put("os.glibc", gnu_get_libc_version(), true);
   put("build.compiler", __VERSION__, false);

@@ -15,6 +15,7 @@
 #include <map>
 #include <string>
 
+#include "env/machine_facts.h"  // numerics_env_vars()
 #include "record/fingerprint.h"
 
 namespace lockstep {
@@ -30,9 +31,5 @@ struct CaptureOptions {
 /// The fingerprint of this process. Fields that cannot be read have the
 /// value "(absent: <why>)". Never throws for a missing fact.
 Fingerprint capture_fingerprint(const CaptureOptions& options);
-
-/// The environment variables recorded because they change numerics or
-/// thread placement (CUBLAS_WORKSPACE_CONFIG, NVIDIA_TF32_OVERRIDE, ...).
-const std::map<std::string, bool>& numerics_env_vars();
 
 }  // namespace lockstep

@@ -26,8 +26,21 @@ Verdict stopped_verdict(const std::string& smoke, ExitCode code, const std::stri
   Verdict v;
   v.smoke = smoke;
   v.code = code;
-  v.findings.push_back({Section::kStructure, "run", -1, "exit " + std::to_string(to_int(code)) + ": " + message});
-  v.first_divergence = message;
+  // "  | " lines after the first are a quote (a failed trainer's stderr).
+  std::string head = message;
+  for (size_t nl = message.find("\n  | "); nl != std::string::npos && head.size() == message.size();) {
+    head = message.substr(0, nl);
+    size_t pos = nl + 1;
+    while (pos < message.size()) {
+      size_t end = message.find('\n', pos);
+      std::string line = message.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+      v.quote.push_back(line.rfind("  | ", 0) == 0 ? line.substr(4) : line);
+      if (end == std::string::npos) break;
+      pos = end + 1;
+    }
+  }
+  v.findings.push_back({Section::kStructure, "run", -1, "exit " + std::to_string(to_int(code)) + ": " + head});
+  v.first_divergence = head;
   return v;
 }
 
@@ -65,7 +78,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   c.smoke = cfg.name;
   int repeat = o.repeat > 0 ? o.repeat : cfg.repeat;
   c.report_dir = (fs::path(o.out_dir) / cfg.name).string();
-  const std::string& dir = c.report_dir;
+  const std::string dir = c.report_dir;
 
   // 1. Fresh runs, bit for bit.
   ChildRun base;
@@ -93,10 +106,34 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
                                 "the trainer consumed other data than the data-only pass, first at " + d);
     return c;
   }
-  // 3. The resume check.
+  // 3. The golden, compared before the resume check: a regression against
+  //    it is the finding to report (data batch 0 rather than a resumed run
+  //    that also differs), and it costs no further runs.
+  std::string root = goldens_root(file, o.goldens_dir);
+  auto found = find_golden(root, cfg.name, run.platform);
+  Golden golden;
+  if (found) {
+    golden = read_golden(found->path);
+    if (golden.record.smoke != cfg.name)
+      throw BadInput(found->path, "smoke", "\"" + cfg.name + "\" (the smoke this golden is filed under), got \"" +
+                                               golden.record.smoke + "\"");
+    std::string filed_as = fs::path(found->path).stem().string();
+    if (golden.record.platform != filed_as)
+      throw BadInput(found->path, "platform", "\"" + filed_as + "\" (the platform it is filed under), got \"" +
+                                                  golden.record.platform + "\"");
+    c.verdict = compare_records(run, golden.record, cfg.tolerance, {dir + "/run-1.json", found->path});
+    c.compared = true;
+    if (!found->exact_platform)
+      c.verdict.notes.insert(c.verdict.notes.begin(), "no golden for platform " + run.platform +
+                                                          "; compared against " + found->path + " of the same family");
+  }
+  // 4. The resume check, when the comparison passed (or there is no golden yet).
   std::string resume_note;
-  if (cfg.resume_at > 0) {
+  if (cfg.resume_at > 0 && (!found || c.verdict.passed())) {
     if (std::string diff = resume_difference(launcher, base, cfg.resume_at, dir, run); !diff.empty()) {
+      c = SmokeCheck{};
+      c.smoke = cfg.name;
+      c.report_dir = dir;
       c.verdict = stopped_verdict(cfg.name, ExitCode::kRegression,
                                   "the run resumed from a checkpoint at step " + std::to_string(cfg.resume_at) +
                                       " differs from the uninterrupted run; first difference: " + diff);
@@ -106,9 +143,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     resume_note = "resumed at step " + std::to_string(cfg.resume_at) +
                   " from a checkpoint in a fresh process: bit-identical to the uninterrupted run";
   }
-  // 4. The golden.
-  std::string root = goldens_root(file, o.goldens_dir);
-  auto found = find_golden(root, cfg.name, run.platform);
+  // 5. No golden: exit 2 with a pending one.
   if (!found) {
     add_pending(c, run, file, o, repeat, "no golden existed for platform " + run.platform);
     c.verdict = stopped_verdict(cfg.name, ExitCode::kBadInput,
@@ -118,20 +153,6 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
                                     " --reason \"...\"`");
     return c;
   }
-  Golden golden = read_golden(found->path);
-  if (golden.record.smoke != cfg.name)
-    throw BadInput(found->path, "smoke", "\"" + cfg.name + "\" (the smoke this golden is filed under), got \"" +
-                                             golden.record.smoke + "\"");
-  std::string filed_as = fs::path(found->path).stem().string();
-  if (golden.record.platform != filed_as)
-    throw BadInput(found->path, "platform", "\"" + filed_as + "\" (the platform it is filed under), got \"" +
-                                                golden.record.platform + "\"");
-  // 5. The comparison.
-  c.verdict = compare_records(run, golden.record, cfg.tolerance, {dir + "/run-1.json", found->path});
-  c.compared = true;
-  if (!found->exact_platform)
-    c.verdict.notes.insert(c.verdict.notes.begin(), "no golden for platform " + run.platform + "; compared against " +
-                                                        found->path + " of the same family");
   if (repeat > 1) c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
   else c.verdict.notes.push_back("one run only (repeat 1): run-to-run determinism was not checked in this job");
   if (!resume_note.empty()) c.verdict.notes.push_back(resume_note);
@@ -144,13 +165,18 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
 }  // namespace
 
 SmokeCheck check_smoke(const std::string& file, const CheckSmokeOptions& o, Launcher& launcher) {
-  std::string stem = fs::path(file).stem().string();
+  std::string name = fs::path(file).stem().string();
+  std::string report_dir;  // only once the config named the smoke
   try {
-    return check_loaded(load_smoke_config(file), file, o, launcher);
+    SmokeConfig cfg = load_smoke_config(file);
+    name = cfg.name;
+    report_dir = (fs::path(o.out_dir) / cfg.name).string();
+    return check_loaded(cfg, file, o, launcher);
   } catch (const Error& e) {
     SmokeCheck c;
-    c.smoke = stem;
-    c.verdict = stopped_verdict(stem, e.code(), e.what());
+    c.smoke = name;
+    c.report_dir = report_dir;
+    c.verdict = stopped_verdict(name, e.code(), e.what());
     return c;
   }
 }

@@ -13,12 +13,14 @@
 //      compares run N with run 1, so the reports locate it);
 //   2. the batches the trainer consumed must equal the data-only pass
 //      (a difference is exit 4 too);
-//   3. with resume_at: K, K steps and a checkpoint, a resumed fresh run,
+//   3. the golden: goldens/<smoke>/<platform>.json, else one of the same
+//      family (a note says so), compared with compare_records
+//      (compare/compare.h): lane, tolerances, findings; a failing
+//      comparison ends the smoke (exit 1) with a pending golden for
+//      review/accept;
+//   4. with resume_at: K, K steps and a checkpoint, a resumed fresh run,
 //      held to the uninterrupted run's bits (a difference is exit 1);
-//   4. the golden: goldens/<smoke>/<platform>.json, else one of the same
-//      family (a note says so); none is exit 2 with a pending golden;
-//   5. compare_records (compare/compare.h): lane, tolerances, findings;
-//      a failing comparison leaves a pending golden for review/accept.
+//   5. no golden: exit 2 with a pending golden.
 // An Error from the launcher or a file ends the smoke with its own code.
 // check never writes into goldens/: the caller writes reports and pending
 // goldens from the SmokeCheck.

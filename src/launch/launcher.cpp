@@ -80,13 +80,23 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw EnvironmentError(std::string("waitpid: ") + std::strerror(errno));
   }
+  // The reason: the child's last error, with the lines after it (a
+  // trainer's stderr quoted under it).
   std::string reason = "(no error message)";
   {
     std::ifstream in(log, std::ios::binary);
     std::string line;
+    bool in_error = false;
     while (std::getline(in, line)) {
       std::cerr << line << "\n";
-      if (line.rfind("lockstep: error: ", 0) == 0) reason = line.substr(17);
+      if (line.rfind("lockstep: error: ", 0) == 0) {
+        reason = line.substr(17);
+        in_error = true;
+      } else if (in_error && line.rfind("  | ", 0) == 0) {
+        reason += "\n" + line;
+      } else {
+        in_error = false;
+      }
     }
   }
   std::error_code ec;
@@ -97,6 +107,9 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   int code = WEXITSTATUS(status);
   if (code == to_int(ExitCode::kBadInput))
     throw Error(ExitCode::kBadInput, "`lockstep run " + run.config + "` failed: " + reason);
+  // A team trainer that failed (non-zero exit, signal, timeout): the change
+  // under test broke training (external/trainer_run.h).
+  if (code == to_int(ExitCode::kRegression)) throw Error(ExitCode::kRegression, reason);
   if (code != 0)
     throw Error(ExitCode::kEnvironment,
                 "`lockstep run " + run.config + "` exited with " + std::to_string(code) + ": " + reason);

@@ -117,9 +117,16 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
   JsonView series = n.at("series");
   for (const auto& k : series.keys()) {
     Series s = series_from_json(series.at(k), b);
-    if (static_cast<int64_t>(s.values.size()) != r.steps)
+    if (!s.steps.empty()) {
+      // Logged at some steps only (a trainer's metric every k steps): each
+      // step number must be one of the run's steps.
+      if (s.steps.front() < 0 || s.steps.back() >= r.steps)
+        series.at(k).at("steps").fail("step numbers in [0, " + std::to_string(r.steps) + ") (the run's steps), got " +
+                                      std::to_string(s.steps.front() < 0 ? s.steps.front() : s.steps.back()));
+    } else if (static_cast<int64_t>(s.values.size()) != r.steps) {
       series.at(k).at("values").fail(std::to_string(r.steps) + " values (one per step), got " +
                                      std::to_string(s.values.size()));
+    }
     r.series[k] = std::move(s);
   }
   JsonView hashes = n.at("hashes");

@@ -26,6 +26,7 @@ nlohmann::json to_json(const Series& series, SeriesPacker* packer) {
     for (double v : series.values) bits.push_back(float_bits_hex(static_cast<float>(v)));
     out["bits"] = bits;
   }
+  if (!series.steps.empty()) out["steps"] = series.steps;  // integers: always inline
   if (!series.mean.empty()) out["mean"] = numbers(series.mean);
   if (!series.std.empty()) out["std"] = numbers(series.std);
   return out;
@@ -43,7 +44,7 @@ namespace {
 }  // namespace
 
 Series series_from_json(const JsonView& node, SeriesBlob* blob) {
-  node.allow_keys({"dtype", "values", "bits", "mean", "std"});
+  node.allow_keys({"dtype", "values", "bits", "steps", "mean", "std"});
   Series s;
   s.dtype = node.at("dtype").as_enum({"float32", "float64"}) == "float32" ? Series::Dtype::kFloat32
                                                                           : Series::Dtype::kFloat64;
@@ -79,6 +80,20 @@ Series series_from_json(const JsonView& node, SeriesBlob* blob) {
                           "); the decimal value and the stored bits disagree");
         s.values[i] = static_cast<double>(*f);  // the bits are authoritative (NaN payloads)
       }
+    }
+  }
+  if (node.has("steps")) {
+    JsonView st = node.at("steps");
+    st.expect_array();
+    if (st.size() != s.values.size())
+      st.fail("one step number per value (" + std::to_string(s.values.size()) + "), got " +
+              std::to_string(st.size()));
+    for (size_t i = 0; i < st.size(); ++i) {
+      int64_t step = st.at(i).as_int(0);
+      if (!s.steps.empty() && step <= s.steps.back())
+        st.at(i).fail("a step number above " + std::to_string(s.steps.back()) + " (steps increase), got " +
+                      std::to_string(step));
+      s.steps.push_back(step);
     }
   }
   if (node.has("mean")) {

@@ -12,6 +12,7 @@
 // `mean` and `std` come together or not at all.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct Series {
   std::vector<double> values;  ///< length = steps; float32 values exactly
   std::vector<double> mean;    ///< per-step mean over seeds; empty unless multi-seed
   std::vector<double> std;     ///< per-step population std over seeds; empty unless multi-seed
+  /// The step number of each value, increasing, when the metric was not
+  /// logged at every step 0..n-1 (a trainer logging every k steps, or from
+  /// step 1): same length as `values`. Empty means values[i] is step i.
+  /// Steps are matched by number, never by position.
+  std::vector<int64_t> steps;
 
   /// The reference of the sigma rule: `mean` when present, else `values`
   /// (a series built in code with std only).

@@ -27,17 +27,6 @@
 namespace lockstep {
 namespace fs = std::filesystem;
 
-std::pair<uint64_t, bool> base_seed(const SmokeConfig& cfg) {
-  const char* env = std::getenv("LOCKSTEP_SEED");
-  if (!env || !*env) return {cfg.seed, false};
-  uint64_t v = 0;
-  std::string s = env;
-  auto res = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (res.ec != std::errc() || res.ptr != s.data() + s.size())
-    throw BadUsage("LOCKSTEP_SEED=" + s + ": expected an unsigned 64-bit integer");
-  return {v, v != cfg.seed};  // the config's own seed is no override
-}
-
 namespace {
 
 // `min_driver` (cuda runs only): the NVIDIA driver must be at least that.

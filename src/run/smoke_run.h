@@ -55,9 +55,5 @@ struct SmokeRun {
 /// run it (CUDA, driver, a refused determinism knob).
 SmokeRun run_smoke(const SmokeConfig& config, const SmokeRunOptions& options);
 
-/// The base seed: the config's, or $LOCKSTEP_SEED; `.second` is true when
-/// the environment replaced the config's seed. Throws exit 2 for a value
-/// that is not a decimal unsigned 64-bit integer.
-std::pair<uint64_t, bool> base_seed(const SmokeConfig& config);
 
 }  // namespace lockstep

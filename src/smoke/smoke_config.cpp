@@ -1,6 +1,7 @@
 #include "smoke/smoke_config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +19,17 @@ std::string data_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/lockstep/data";
   const char* home = std::getenv("HOME");
   return std::string(home && *home ? home : ".") + "/.cache/lockstep/data";
+}
+
+std::pair<uint64_t, bool> base_seed(const SmokeConfig& cfg, const char* seed) {
+  const char* env = seed ? seed : std::getenv("LOCKSTEP_SEED");
+  if (!env || !*env) return {cfg.seed, false};
+  uint64_t v = 0;
+  std::string s = env;
+  auto res = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (res.ec != std::errc() || res.ptr != s.data() + s.size())
+    throw BadUsage("LOCKSTEP_SEED=" + s + ": expected an unsigned 64-bit integer");
+  return {v, v != cfg.seed};  // the config's own seed is no override
 }
 
 namespace {
@@ -206,13 +218,125 @@ void read_optimizer(const JsonView& o, OptimizerSpec& spec) {
   }
 }
 
+// A list of command-line arguments: strings, at most 4096 of them.
+std::vector<std::string> read_args(const JsonView& list, bool nonempty) {
+  list.expect_array();
+  if (nonempty && list.size() == 0) list.fail("a non-empty list of arguments");
+  if (list.size() > 4096) list.fail("at most 4096 arguments");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    out.push_back(list.at(i).as_string());
+    if (out.back().find('\0') != std::string::npos) list.at(i).fail("an argument without NUL bytes");
+  }
+  return out;
+}
+
+// Placeholders an argument may hold; anything else in braces is a typo.
+void check_placeholders(const JsonView& node, const std::string& text, bool resume) {
+  static const std::vector<std::string> names = {"steps", "seed", "out", "data", "config_dir"};
+  for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
+    size_t close = text.find('}', open);
+    if (close == std::string::npos) node.fail("a closed placeholder such as {out}, got \"" + text + "\"");
+    std::string name = text.substr(open + 1, close - open - 1);
+    bool known = std::find(names.begin(), names.end(), name) != names.end() ||
+                 (resume && (name == "resume_at" || name == "checkpoint"));
+    if (!known)
+      node.fail("placeholders {steps}, {seed}, {out}, {data}, {config_dir}" +
+                std::string(resume ? ", {resume_at}, {checkpoint}" : "") + ", got {" + name + "}");
+  }
+}
+
+void read_trainer(const JsonView& t, SmokeConfig& c) {
+  TrainerConfig& tc = c.trainer;
+  t.allow_keys({"command", "cwd", "timeout_s", "metrics", "probes", "data_only", "resume", "env"});
+  JsonView cmd = t.at("command");
+  tc.command = read_args(cmd, true);
+  for (size_t i = 0; i < tc.command.size(); ++i) check_placeholders(cmd.at(i), tc.command[i], false);
+  if (tc.command.front().empty()) cmd.at(0).fail("a program name or path");
+  fs::path config_dir = fs::absolute(c.file).parent_path();
+  if (t.has("cwd")) tc.cwd = t.at("cwd").as_string();
+  fs::path cwd(tc.cwd);
+  tc.resolved_cwd = (cwd.is_absolute() ? cwd : config_dir / cwd).lexically_normal().string();
+  if (t.has("timeout_s")) tc.timeout_s = t.at("timeout_s").as_int(1, 7 * 24 * 3600);
+  JsonView m = t.at("metrics");
+  m.allow_keys({"format", "path", "series", "step", "mllog_step"});
+  tc.metrics_format = m.at("format").as_enum({"tensorboard", "jsonl", "mllog", "csv"});
+  tc.metrics_path = m.at("path").as_string();
+  if (tc.metrics_path.empty()) m.at("path").fail("a file or folder");
+  check_placeholders(m.at("path"), tc.metrics_path, false);
+  // Each process writes into its own folder: a fixed path would be shared
+  // by the data-only and training passes, and by the runs of one check.
+  if (tc.metrics_path.find("{out}") == std::string::npos)
+    m.at("path").fail("a path under {out} (each trainer process's own output folder), e.g. \"{out}/metrics.jsonl\"");
+  JsonView series = m.at("series");
+  series.expect_object();
+  if (series.keys().empty()) series.fail("at least one series, e.g. {\"loss\": \"train/loss\"}");
+  for (const auto& k : series.keys()) {
+    if (k.empty() || k.size() > 200 || k.find_first_of(" \t\n\"") != std::string::npos)
+      series.at(k).fail("a series name without spaces or quotes (1 to 200 characters)");
+    tc.series[k] = series.at(k).as_string();
+    if (tc.series[k].empty()) series.at(k).fail("the tag, key or column to read");
+  }
+  if (m.has("step")) {
+    if (tc.metrics_format != "jsonl" && tc.metrics_format != "csv")
+      m.at("step").fail("no step key for format " + tc.metrics_format + " (jsonl and csv only)");
+    tc.step_key = m.at("step").as_string();
+  }
+  if (m.has("mllog_step")) {
+    if (tc.metrics_format != "mllog") m.at("mllog_step").fail("no mllog_step for format " + tc.metrics_format);
+    tc.mllog_step = m.at("mllog_step").as_enum({"epoch_num", "samples_count", "step"});
+  }
+  if (t.has("probes")) {
+    tc.probes = t.at("probes").as_string();
+    check_placeholders(t.at("probes"), tc.probes, false);
+    if (tc.probes.find("{out}") == std::string::npos)
+      t.at("probes").fail("a path under {out} (each trainer process's own output folder), e.g. \"{out}/probes.jsonl\"");
+  }
+  if (t.has("data_only")) {
+    tc.data_only = read_args(t.at("data_only"), true);
+    if (tc.probes.empty()) t.at("data_only").fail("a \"probes\" file beside it (the data-only pass writes probes)");
+    for (size_t i = 0; i < tc.data_only.size(); ++i) check_placeholders(t.at("data_only").at(i), tc.data_only[i], false);
+  }
+  if (t.has("resume")) {
+    JsonView r = t.at("resume");
+    r.allow_keys({"stop", "continue"});
+    tc.resume_stop = read_args(r.at("stop"), true);
+    tc.resume_continue = read_args(r.at("continue"), true);
+    for (size_t i = 0; i < tc.resume_stop.size(); ++i) check_placeholders(r.at("stop").at(i), tc.resume_stop[i], true);
+    for (size_t i = 0; i < tc.resume_continue.size(); ++i)
+      check_placeholders(r.at("continue").at(i), tc.resume_continue[i], true);
+  }
+  if (t.has("env")) {
+    JsonView e = t.at("env");
+    e.expect_object();
+    for (const auto& k : e.keys()) {
+      if (k.empty() || k.find_first_of("=\0") != std::string::npos) e.at(k).fail("an environment variable name");
+      if (k.rfind("LOCKSTEP_", 0) == 0)
+        e.at(k).fail("a variable lockstep does not set itself (LOCKSTEP_* carry the contract)");
+      tc.env[k] = e.at(k).as_string();
+    }
+  }
+}
+
 // Tolerance keys must name a series the trainer records or a probe
 // statistic: a typo would otherwise silently leave the default in force.
-void check_tolerance_names(const JsonView& t) {
-  static const std::vector<std::string> series = {"default", "loss", "grad_norm", "grad_norm/*", "param_norm", "lr"};
+void check_tolerance_names(const JsonView& t, const SmokeConfig& c) {
+  std::vector<std::string> series = {"default", "loss", "grad_norm", "grad_norm/*", "param_norm", "lr"};
+  if (c.has_trainer()) {
+    series = {"default"};
+    for (const auto& [name, tag] : c.trainer.series) series.push_back(name);
+  }
   static const std::vector<std::string> stats = {"sum", "mean", "std", "min", "max"};
   if (t.has("series")) {
     for (const auto& k : t.at("series").keys()) {
+      if (c.has_trainer()) {
+        if (std::find(series.begin(), series.end(), k) != series.end()) continue;
+        std::string hint = closest_spelling(k, series);
+        std::string names;
+        for (const auto& n : series) names += (names.empty() ? "" : ", ") + n;
+        t.at("series").at(k).fail("a series of trainer.metrics.series: " + names +
+                                  (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"));
+      }
       if (std::find(series.begin(), series.end(), k) != series.end() || k.rfind("grad_norm/", 0) == 0) continue;
       std::string hint = closest_spelling(k, series);
       t.at("series").at(k).fail("a recorded series: default, loss, grad_norm, grad_norm/<parameter>, grad_norm/*, "
@@ -239,7 +363,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
   JsonView v(doc, path);
   v.expect_object();
   v.allow_keys({"schema", "name", "device", "min_driver", "seed", "steps", "determinism", "repeat", "platforms",
-                "data", "model", "optimizer", "tolerance", "resume_at", "inject_nondeterminism"});
+                "data", "model", "optimizer", "trainer", "tolerance", "resume_at", "inject_nondeterminism"});
   if (v.has("schema") && v.at("schema").as_int() != 1) v.at("schema").fail("1 (the only config schema)");
 
   SmokeConfig c;
@@ -286,10 +410,19 @@ SmokeConfig load_smoke_config(const std::string& path) {
     if (d.has("inter_op_threads")) c.inter_op_threads = static_cast<int>(d.at("inter_op_threads").as_int(1, 1024));
   }
 
-  read_data(v.at("data"), c.data);
-
-  read_model(v.at("model"), c);
-  read_optimizer(v.at("optimizer"), c.optimizer);
+  if (v.has("trainer")) {
+    // The team's own trainer replaces lockstep's data, model and optimiser.
+    for (const char* k : {"data", "model", "optimizer", "inject_nondeterminism"})
+      if (v.has(k)) v.at(k).fail(std::string("no ") + k + " beside \"trainer\" (the command trains; "
+                                 "lockstep's built-in data, model and optimiser are not used)");
+    read_trainer(v.at("trainer"), c);
+  } else {
+    read_data(v.at("data"), c.data);
+    read_model(v.at("model"), c);
+    read_optimizer(v.at("optimizer"), c.optimizer);
+  }
+  if (v.has("resume_at") && c.has_trainer() && c.trainer.resume_stop.empty())
+    v.at("resume_at").fail("a trainer.resume section (how the command stops at a checkpoint and continues)");
   if (v.has("resume_at")) {
     c.resume_at = v.at("resume_at").as_int(1, 1000000);
     if (c.resume_at >= c.steps)
@@ -302,7 +435,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
 
   if (v.has("tolerance")) {
     c.tolerance = tolerance_policy_from_json(v.at("tolerance"));
-    check_tolerance_names(v.at("tolerance"));
+    check_tolerance_names(v.at("tolerance"), c);
   }
   c.data.loader.augment.worker_seeded = c.inject_nondeterminism == "worker_seeded_augment";
   c.config_hash = hex64(xxh3_64(canonical_dump(doc)));
@@ -310,7 +443,27 @@ SmokeConfig load_smoke_config(const std::string& path) {
   return c;
 }
 
+namespace {
+
+// The trainer section as an input of the run: everything but the timeout.
+nlohmann::json trainer_values(const TrainerConfig& t) {
+  return {{"command", t.command},
+          {"cwd", t.cwd},
+          {"metrics", {{"format", t.metrics_format}, {"path", t.metrics_path}, {"series", t.series},
+                       {"step", t.step_key}, {"mllog_step", t.mllog_step}}},
+          {"probes", t.probes},
+          {"data_only", t.data_only},
+          {"resume", {{"stop", t.resume_stop}, {"continue", t.resume_continue}}},
+          {"env", t.env}};
+}
+
+}  // namespace
+
 nlohmann::json values_json(const SmokeConfig& c) {
+  if (c.has_trainer())
+    return {{"device", c.device}, {"seed", c.seed}, {"steps", c.steps}, {"mode", c.mode},
+            {"intra_op_threads", c.intra_op_threads}, {"inter_op_threads", c.inter_op_threads},
+            {"trainer", trainer_values(c.trainer)}};
   const DataConfig& d = c.data;
   const LoaderSpec& l = d.loader;
   const OptimizerSpec& o = c.optimizer;

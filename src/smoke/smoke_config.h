@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +52,33 @@ struct DataConfig {
   int64_t max_batches = 20000;       ///< epochs the data-only pass covers
 };
 
+/// "trainer" section: the team's own trainer, run as a command instead of
+/// lockstep's built-in one (docs/trainers.md). Arguments may hold the
+/// placeholders {steps}, {seed}, {out} (the run's output folder), {data}
+/// (the data cache folder), {config_dir}, and in `resume` {resume_at} and
+/// {checkpoint}.
+struct TrainerConfig {
+  std::vector<std::string> command;  ///< argv; argv[0] found on PATH or relative to `cwd`
+  std::string cwd;                   ///< as written (relative to the config's folder); "" = that folder
+  std::string resolved_cwd;          ///< absolute
+  int64_t timeout_s = 600;           ///< per process; exceeded = killed, exit 1
+  /// "metrics": how the trainer's metrics are read (ingest/metrics.h).
+  std::string metrics_format;        ///< "tensorboard", "jsonl", "mllog" or "csv"
+  std::string metrics_path;          ///< file or folder; {out} allowed; relative to the config's folder
+  std::map<std::string, std::string> series;  ///< lockstep series name -> tag / key / column
+  std::string step_key = "step";     ///< jsonl, csv: the step field
+  std::string mllog_step = "step";   ///< mllog: metadata field giving the step
+  std::string probes;                ///< batch probes JSONL ({out}/probes.jsonl); "" = none
+  /// Arguments added for the data-only pass (iterate the data, write
+  /// probes, no training); empty: no data-only pass is run.
+  std::vector<std::string> data_only;
+  std::vector<std::string> resume_stop;      ///< added to stop after {resume_at} steps at {checkpoint}
+  std::vector<std::string> resume_continue;  ///< added to continue from {checkpoint}
+  /// Extra environment variables for the trainer, recorded in the
+  /// fingerprint (trainer.env.<NAME>, determinism-relevant).
+  std::map<std::string, std::string> env;
+};
+
 /// Command-line overrides of a smoke's config (`--intra-op-threads`,
 /// `--workers`); recorded in the run's contract and fingerprint.
 struct RunOverrides {
@@ -71,6 +99,10 @@ struct SmokeConfig {
   int inter_op_threads = 1;
   int repeat = 2;           ///< runs `check` makes and compares bit for bit
   std::vector<std::string> platforms;  ///< platform keys that must have a golden (verify-goldens)
+  /// The team's own trainer; when set (has_trainer()), data, model and
+  /// optimizer are absent and the run is the command's.
+  TrainerConfig trainer;
+  bool has_trainer() const { return !trainer.command.empty(); }
   DataConfig data;
   ModelSpec model;
   int64_t classes = 10;
@@ -115,6 +147,11 @@ std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args)
 /// Every smoke config in folder `dir` by name. Throws exit-2 Error for a
 /// malformed config or two configs with one name.
 std::map<std::string, SmokeConfig> load_smoke_folder(const std::string& dir);
+
+/// The base seed: the config's, or `seed` when given, else $LOCKSTEP_SEED;
+/// `.second` is true when it replaced the config's seed. Throws exit 2 for
+/// a value that is not a decimal unsigned 64-bit integer.
+std::pair<uint64_t, bool> base_seed(const SmokeConfig& config, const char* seed = nullptr);
 
 /// The folder data paths are resolved in: $LOCKSTEP_DATA_DIR, else
 /// ${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data (ci/fetch-data.sh uses the same rule).

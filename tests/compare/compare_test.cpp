@@ -99,7 +99,7 @@ TEST(Compare, MissingSeriesFailsNamingIt) {
   ASSERT_NE(find(v, "grad_norm"), nullptr);
   EXPECT_EQ(find(v, "grad_norm")->detail, "series present in the golden only");
   r = g;
-  r.series["extra"] = Series{Series::Dtype::kFloat64, {1.0}, {}, {}};
+  r.series["extra"] = Series{Series::Dtype::kFloat64, {1.0}, {}, {}, {}};
   EXPECT_EQ(find(compare_records(r, g, {}), "extra")->detail, "series present in the run only");
 }
 
@@ -317,8 +317,8 @@ TEST(Compare, BitLevelOnlyDataChange) {
 
 TEST(Compare, GradNormNamesTheFirstParameter) {
   RunRecord g = make_record({2.5, 2.25, 2.0});
-  g.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}};
-  g.series["grad_norm/conv.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}};
+  g.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}, {}};
+  g.series["grad_norm/conv.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}, {}};
   RunRecord r = g;
   r.series["grad_norm/fc.weight"].values[2] = 1.5;
   r.series["grad_norm/conv.weight"].values[1] = 1.5;
@@ -401,9 +401,9 @@ TEST(Compare, AChangedInputAcrossStacksStillFails) {
 // learning rate before the loss before the gradients.
 TEST(Compare, FailuresAreListedInCausalOrder) {
   RunRecord golden = make_record({2.5, 2.25, 2.0});
-  golden.series["lr"] = Series{Series::Dtype::kFloat64, {0.1, 0.1, 0.1}, {}, {}};
-  golden.series["param_norm"] = Series{Series::Dtype::kFloat64, {3, 3, 3}, {}, {}};
-  golden.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}};
+  golden.series["lr"] = Series{Series::Dtype::kFloat64, {0.1, 0.1, 0.1}, {}, {}, {}};
+  golden.series["param_norm"] = Series{Series::Dtype::kFloat64, {3, 3, 3}, {}, {}, {}};
+  golden.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}, {}};
   RunRecord run = golden;
   run.series["lr"].values = {0.1, 0.2, 0.2};            // step 1
   run.series["loss"].values[2] = 1.0;                  // step 2
@@ -436,7 +436,7 @@ TEST(Compare, AnotherSmokesGoldenIsNamedBeforeItsSeed) {
 // A record-borne name reaches the terminal without its control characters.
 TEST(TextReport, ControlCharactersInNamesArePrintedEscaped) {
   RunRecord golden = make_record({2.5, 2.25});
-  golden.series["evil\x1b[2J"] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}};
+  golden.series["evil\x1b[2J"] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}};
   RunRecord run = golden;
   run.series["evil\x1b[2J"].values[1] = 3.0;
   std::string text = render_text(compare_records(run, golden, {}), false);

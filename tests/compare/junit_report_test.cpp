@@ -67,8 +67,8 @@ TEST(Markdown, FailingVerdictSummary) {
 RunRecord hostile_pair(RunRecord& golden) {
   golden = testing::make_record({2.5, 2.25});
   const std::string evil = "<script>alert(1)</script>|`x`*_[a](b)";
-  golden.series[std::string("nul\0esc\x1b", 7)] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}};
-  golden.series[evil] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}};
+  golden.series[std::string("nul\0esc\x1b", 7)] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}};
+  golden.series[evil] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}};
   RunRecord run = golden;
   run.series[evil].values[0] = 2.0;
   return run;

@@ -20,7 +20,7 @@ std::string parse_error(const std::string& text) {
 }
 
 TEST(Series, Float32RoundTripCarriesBits) {
-  Series s{Series::Dtype::kFloat32, {static_cast<double>(2.4810197f), 1.0}, {}, {}};
+  Series s{Series::Dtype::kFloat32, {static_cast<double>(2.4810197f), 1.0}, {}, {}, {}};
   nlohmann::json j = to_json(s);
   EXPECT_EQ(j["bits"], nlohmann::json({"0x401ec907", "0x3f800000"}));
   auto text = j.dump();
@@ -30,7 +30,7 @@ TEST(Series, Float32RoundTripCarriesBits) {
 }
 
 TEST(Series, NonFiniteValuesAsStrings) {
-  Series s{Series::Dtype::kFloat64, {std::nan(""), INFINITY}, {}, {}};
+  Series s{Series::Dtype::kFloat64, {std::nan(""), INFINITY}, {}, {}, {}};
   EXPECT_EQ(to_json(s)["values"], nlohmann::json({"nan", "inf"}));
 }
 
@@ -53,7 +53,7 @@ TEST(Series, WrongTypesNameThePath) {
 }
 
 TEST(Series, MultiSeedMeanAndStdRoundTripAndMustComeTogether) {
-  Series s{Series::Dtype::kFloat32, {1.0, 2.0}, {1.25, 2.5}, {0.125, 0.25}};
+  Series s{Series::Dtype::kFloat32, {1.0, 2.0}, {1.25, 2.5}, {0.125, 0.25}, {}};
   auto doc = nlohmann::json::parse(to_json(s).dump());
   Series back = series_from_json(JsonView(doc, "g.json"));
   EXPECT_EQ(back.mean, s.mean);

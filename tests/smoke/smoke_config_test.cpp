@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <functional>
 
@@ -117,6 +119,94 @@ TEST(SmokeConfig, ValuesHashCoversWhatDeterminesTheValuesOnly) {
   EXPECT_NE(hash_of("values-lr", [](nlohmann::json& c) { c["optimizer"]["lr"] = 0.2; }), h);
   EXPECT_NE(hash_of("values-seed", [](nlohmann::json& c) { c["seed"] = 43; }), h);
   EXPECT_NE(hash_of("values-batch", [](nlohmann::json& c) { c["data"]["batch_size"] = 2; }), h);
+}
+
+
+// A smoke with a "trainer" section: the team's own trainer as a command.
+class TrainerConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("lockstep-trainer-config-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const nlohmann::json& trainer, const nlohmann::json& extra = nlohmann::json::object()) {
+    nlohmann::json cfg = {{"name", "mine"}, {"seed", 3}, {"steps", 10}, {"trainer", trainer}};
+    cfg.update(extra);
+    std::string path = (dir_ / "mine.json").string();
+    write_file_atomically(path, cfg.dump());
+    return path;
+  }
+  nlohmann::json trainer() {
+    return {{"command", {"python3", "train.py", "--steps", "{steps}"}},
+            {"cwd", "sub"},
+            {"metrics", {{"format", "tensorboard"}, {"path", "{out}/tb"}, {"series", {{"loss", "train/loss"}}}}},
+            {"probes", "{out}/probes.jsonl"},
+            {"data_only", {"--data-only"}},
+            {"resume", {{"stop", {"--stop-after", "{resume_at}", "--checkpoint", "{checkpoint}"}},
+                        {"continue", {"--resume", "{checkpoint}"}}}}};
+  }
+  std::string error_of(const std::string& path) {
+    try {
+      load_smoke_config(path);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      return e.what();
+    }
+    return "(no error)";
+  }
+  fs::path dir_;
+};
+
+TEST_F(TrainerConfig, ParsesTheSectionAndResolvesCwd) {
+  SmokeConfig c = load_smoke_config(write(trainer(), {{"resume_at", 4}}));
+  ASSERT_TRUE(c.has_trainer());
+  EXPECT_EQ(c.trainer.command, (std::vector<std::string>{"python3", "train.py", "--steps", "{steps}"}));
+  EXPECT_EQ(c.trainer.resolved_cwd, (fs::absolute(dir_) / "sub").lexically_normal().string());
+  EXPECT_EQ(c.trainer.timeout_s, 600);
+  EXPECT_EQ(c.trainer.metrics_format, "tensorboard");
+  EXPECT_EQ(c.trainer.series, (std::map<std::string, std::string>{{"loss", "train/loss"}}));
+  EXPECT_EQ(c.trainer.data_only, (std::vector<std::string>{"--data-only"}));
+  EXPECT_EQ(c.trainer.resume_continue, (std::vector<std::string>{"--resume", "{checkpoint}"}));
+  EXPECT_EQ(c.resume_at, 4);
+  EXPECT_EQ(values_json(c).at("trainer").at("command").size(), 4u);
+}
+
+TEST_F(TrainerConfig, RefusesWhatCannotWork) {
+  nlohmann::json t = trainer();
+  EXPECT_NE(error_of(write(t, {{"model", {{"name", "cnn"}}}})).find("model: expected no model beside \"trainer\""),
+            std::string::npos);
+  t["command"] = nlohmann::json::array();
+  EXPECT_NE(error_of(write(t)).find("trainer.command: expected a non-empty list of arguments"), std::string::npos);
+  t = trainer();
+  t["command"][3] = "{step}";
+  EXPECT_NE(error_of(write(t)).find("got {step}"), std::string::npos);
+  t = trainer();
+  t["metrics"]["format"] = "tfevents";
+  EXPECT_NE(error_of(write(t)).find("trainer.metrics.format"), std::string::npos);
+  t = trainer();
+  t.erase("probes");
+  EXPECT_NE(error_of(write(t)).find("a \"probes\" file beside it"), std::string::npos);
+  t = trainer();
+  t.erase("resume");
+  EXPECT_NE(error_of(write(t, {{"resume_at", 4}})).find("resume_at: expected a trainer.resume section"),
+            std::string::npos);
+  t = trainer();
+  t["env"] = {{"LOCKSTEP_SEED", "1"}};
+  EXPECT_NE(error_of(write(t)).find("LOCKSTEP_* carry the contract"), std::string::npos);
+  t = trainer();
+  EXPECT_NE(error_of(write(t, {{"tolerance", {{"series", {{"los", {{"atol", 0.1}}}}}}}})).find("did you mean 'loss'"),
+            std::string::npos);
+}
+
+TEST_F(TrainerConfig, TheTimeoutIsNotAValue) {
+  SmokeConfig a = load_smoke_config(write(trainer()));
+  nlohmann::json t = trainer();
+  t["timeout_s"] = 60;
+  SmokeConfig b = load_smoke_config(write(t));
+  EXPECT_EQ(a.values_hash, b.values_hash);
+  t["command"][1] = "train2.py";
+  EXPECT_NE(load_smoke_config(write(t)).values_hash, a.values_hash);
 }
 
 }  // namespace

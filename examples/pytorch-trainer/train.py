@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""A team's own PyTorch trainer, gated by lockstep (python/lockstep is the helper).
+
+    python3 train.py [--data PATH] [--steps N] [--num-workers W] [--data-only]
+                     [--stop-after K --checkpoint PATH] [--resume PATH]
+
+Trains a small CNN on scikit-learn's digits (digits.csv.gz: 1797 rows of 64
+pixel values 0-16 then the label, no header; ci/fetch-data.sh puts it in the
+data cache). Writes $LOCKSTEP_OUT/metrics.jsonl (loss, grad_norm per step),
+$LOCKSTEP_OUT/probes.jsonl (a probe per consumed batch) and, through
+lockstep.apply_contract, $LOCKSTEP_OUT/lockstep-trainer.json. The data-only
+pass (LOCKSTEP_PASS=data or --data-only) iterates the same loader for the
+same batches and writes probes only. --stop-after K saves a checkpoint after
+K steps and exits 0; --resume continues from it, steps K..N-1 bit-identical
+to an uninterrupted run (its metrics and probes then hold only those).
+
+Determinism wiring: the shuffle comes from generator=ctx.generator; each
+sample's augmentation (shift by up to 1 pixel, noise std 0.05) draws from
+its own torch.Generator seeded from (seed, "augment", epoch, index), so the
+batches do not depend on num_workers; ctx.worker_init_fn seeds each worker's
+global RNGs as a safety net. Resume restores the loader generator's state
+captured at the epoch's start and skips the epoch's consumed batches.
+
+TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
+(what lockstep sees, 10 steps, 2 workers):
+  no_worker_init_fn     no worker_init_fn, and the noise drawn from a numpy
+                        Generator the dataset owns, which no worker reseeds:
+                        both workers replay one noise stream. Runs repeat;
+                        batch 0 differs from the golden (inputs stats).
+  no_sampler_generator  shuffle without generator=: the order comes from
+                        torch's global generator, after model init drew
+                        from it: runs repeat, batch 0 differs from the
+                        golden (sample index hash); resume breaks too.
+  global_random         the shift drawn from Python's global `random` (which
+                        the DataLoader seeds per worker): runs repeat; batch
+                        0 differs from the golden and with num_workers.
+  nondeterministic_op   the classifier's sum over features and the loss's
+                        sum over the batch by index_add_ in an order drawn
+                        from os.urandom (as CUDA atomics would): loss and
+                        gradients differ in their last bits run to run.
+"""
+import argparse
+import os
+import random
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import lockstep
+
+BUGS = ("no_worker_init_fn", "no_sampler_generator", "global_random", "nondeterministic_op")
+
+
+class Digits(torch.utils.data.Dataset):
+    """(image 1x8x8 float32 in [0,1] augmented, label int64, index int64)."""
+
+    def __init__(self, path, seed, bug):
+        table = np.loadtxt(path, delimiter=",", dtype=np.float32, ndmin=2)
+        if table.shape[1] != 65:
+            sys.exit("train.py: %s: expected 65 columns, got %d" % (path, table.shape[1]))
+        self.images = torch.from_numpy(table[:, :64] / 16).reshape(-1, 1, 8, 8)
+        self.labels = torch.from_numpy(table[:, 64].astype(np.int64))
+        self.seed, self.bug, self.epoch = seed, bug, 0
+        self.rng = np.random.default_rng(lockstep.derive_seed(seed, "augment"))  # used by a bug only
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        g = torch.Generator()
+        g.manual_seed(lockstep.derive_seed(self.seed, "augment", self.epoch, i))
+        dy, dx = torch.randint(-1, 2, (2,), generator=g).tolist()
+        if self.bug == "global_random":
+            dy, dx = random.randint(-1, 1), random.randint(-1, 1)
+        img = F.pad(self.images[i], (1, 1, 1, 1))[:, 1 - dy:9 - dy, 1 - dx:9 - dx]  # zeros shifted in
+        if self.bug == "no_worker_init_fn":
+            noise = torch.from_numpy(self.rng.standard_normal((1, 8, 8), dtype=np.float32))
+        else:
+            noise = torch.randn(1, 8, 8, generator=g)
+        return img + noise * 0.05, self.labels[i], i
+
+
+class Net(torch.nn.Module):
+    def __init__(self, bug):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.fc = torch.nn.Linear(16 * 4 * 4, 10)
+        self.bug = bug
+
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2).flatten(1)
+        if self.bug != "nondeterministic_op":
+            return self.fc(h)
+        return unordered_sum(h.unsqueeze(1) * self.fc.weight.unsqueeze(0), 2) + self.fc.bias
+
+
+def unordered_sum(terms, dim):
+    """Bug nondeterministic_op: sum over `dim` by index_add_ in an order drawn
+    from os.urandom, as a GPU's atomicAdd would add: float32 rounding differs."""
+    order = np.random.default_rng(int.from_bytes(os.urandom(8), "little")).permutation(terms.shape[dim])
+    order = torch.from_numpy(order).to(terms.device)
+    out = torch.zeros(terms.shape[:dim] + (1,) + terms.shape[dim + 1:], device=terms.device, dtype=terms.dtype)
+    return out.index_add_(dim, torch.zeros_like(order), terms.index_select(dim, order)).squeeze(dim)
+
+
+def batches(loader, dataset, steps, step, epoch, skip, epoch_state):
+    """Yields (step, epoch, state at the epoch's start, batches into the epoch, batch)."""
+    while step < steps:
+        if epoch_state is not None:
+            loader.generator.set_state(epoch_state)  # resume: replay this epoch's draws
+        epoch_state = loader.generator.get_state() if loader.generator is not None else None
+        dataset.epoch = epoch
+        for k, batch in enumerate(loader):
+            if step >= steps:
+                break
+            if k >= skip:
+                yield step, epoch, epoch_state, k + 1, batch
+                step += 1
+        epoch, skip, epoch_state = epoch + 1, 0, None
+
+
+def main():
+    default_data = os.path.join(os.environ.get("LOCKSTEP_DATA_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "lockstep", "data"), "digits.csv.gz")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=default_data)
+    ap.add_argument("--steps", type=int)
+    ap.add_argument("--num-workers", type=int, default=2)
+    ap.add_argument("--data-only", action="store_true", help="the data-only pass (also LOCKSTEP_PASS=data)")
+    ap.add_argument("--stop-after", type=int)
+    ap.add_argument("--checkpoint")
+    ap.add_argument("--resume")
+    args = ap.parse_args()
+    bug = os.environ.get("PYTORCH_TRAINER_BUG", "")
+    if bug and bug not in BUGS:
+        ap.error("PYTORCH_TRAINER_BUG must be one of %s, got %r" % (", ".join(BUGS), bug))
+    if (args.stop_after is None) != (args.checkpoint is None):
+        ap.error("--stop-after and --checkpoint go together")
+    if args.stop_after is not None and args.stop_after < 1:
+        ap.error("--stop-after must be >= 1")
+    if args.num_workers < 0:
+        ap.error("--num-workers must be >= 0")
+    if not os.path.isfile(args.data):
+        ap.error("no data file %s (ci/fetch-data.sh fetches digits.csv.gz)" % args.data)
+
+    ctx = lockstep.apply_contract()
+    data_only = ctx.data_only or args.data_only
+    steps = ctx.steps if args.steps is None else args.steps
+    if args.stop_after is not None and args.stop_after >= steps:
+        ap.error("--stop-after must be below the %d steps" % steps)
+    if data_only and (args.stop_after or args.resume):
+        ap.error("the data-only pass (LOCKSTEP_PASS=data) neither checkpoints nor resumes")
+    dataset = Digits(args.data, ctx.seed, bug)
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_size=32, shuffle=True, drop_last=True, num_workers=args.num_workers,
+        generator=None if bug == "no_sampler_generator" else ctx.generator,
+        worker_init_fn=None if bug == "no_worker_init_fn" else ctx.worker_init_fn)
+    ctx.register_loader(loader)
+
+    step, epoch, skip, epoch_state = 0, 0, 0, None
+    # Built in the data-only pass too: the same setup draws from the same
+    # generators in both passes, and only the training is left out.
+    model = Net(bug).to(ctx.device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    if args.resume:
+        ck = torch.load(args.resume, weights_only=False)  # RNG states are Python objects
+        if ck["seed"] != ctx.seed:
+            sys.exit("train.py: %s was saved with seed %d, this run has %d" % (args.resume, ck["seed"], ctx.seed))
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        step, epoch, skip, epoch_state = ck["step"], ck["epoch"], ck["skip"], ck["epoch_generator_state"]
+        torch.set_rng_state(ck["torch_rng"])
+        np.random.set_state(ck["numpy_rng"])
+        random.setstate(ck["python_rng"])
+
+    probes = lockstep.ProbeWriter(ctx.out / "probes.jsonl", first_batch=step)
+    metrics = None if data_only else lockstep.MetricsWriter(ctx.out / "metrics.jsonl")
+    for step, epoch, epoch_state, into_epoch, (x, y, idx) in batches(loader, dataset, steps, step, epoch, skip,
+                                                                       epoch_state):
+        probes.write(x, y, idx)
+        if data_only:
+            continue
+        x, y = x.to(ctx.device), y.to(ctx.device)
+        opt.zero_grad()
+        out = model(x)
+        if bug == "nondeterministic_op":
+            loss = unordered_sum(F.cross_entropy(out, y, reduction="none"), 0) / len(y)
+        else:
+            loss = F.cross_entropy(out, y)
+        loss.backward()
+        grad_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))
+        opt.step()
+        metrics.log(step, loss=loss.item(), grad_norm=grad_norm.item())
+        if args.stop_after is not None and step + 1 == args.stop_after:
+            tmp = args.checkpoint + ".tmp"
+            torch.save({"seed": ctx.seed, "step": step + 1, "epoch": epoch, "skip": into_epoch,
+                        "epoch_generator_state": epoch_state, "model": model.state_dict(),
+                        "optimizer": opt.state_dict(), "torch_rng": torch.get_rng_state(),
+                        "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}, tmp)
+            os.replace(tmp, args.checkpoint)
+            break
+    probes.close()
+    if metrics:
+        metrics.close()
+
+
+if __name__ == "__main__":
+    main()

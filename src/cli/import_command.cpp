@@ -1,0 +1,64 @@
+// `lockstep import`: a trainer's metric log read into a run record, with
+// this machine's fingerprint, for `compare` and the reports. The readers
+// are ingest/metrics.h; nothing is decided here.
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "env/machine_facts.h"
+#include "ingest/metrics.h"
+#include "ingest/probes_jsonl.h"
+#include "record/platform_key.h"
+#include "record/run_record.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+int import_command(const ImportOptions& o) {
+  MetricsSpec spec;
+  spec.format = parse_metrics_format(o.format);
+  spec.path = o.path;
+  spec.step_key = o.step_key;
+  spec.mllog_step = o.mllog_step;
+  for (const auto& s : o.series) {
+    size_t eq = s.find('=');
+    std::string name = s.substr(0, eq);
+    std::string tag = eq == std::string::npos ? s : s.substr(eq + 1);
+    if (name.empty() || tag.empty()) throw BadUsage("--series " + s + ": expected NAME=TAG");
+    if (!spec.series.emplace(name, tag).second) throw BadUsage("--series " + s + ": series " + name + " given twice");
+  }
+  refuse_overwriting_inputs(o.out, {o.path, o.probes});
+
+  RunRecord rec;
+  rec.series = read_metrics(spec);
+  // The run's steps: one past the last step any series logged.
+  int64_t steps = 0;
+  for (const auto& [name, s] : rec.series)
+    steps = std::max<int64_t>(steps, s.steps.empty() ? static_cast<int64_t>(s.values.size()) : s.steps.back() + 1);
+  for (auto& [name, s] : rec.series)
+    if (s.steps.empty() && static_cast<int64_t>(s.values.size()) != steps)
+      for (int64_t i = 0; i < static_cast<int64_t>(s.values.size()); ++i) s.steps.push_back(i);
+  if (!o.probes.empty()) rec.train_probes = read_probes_jsonl(o.probes);
+  MachineOptions m;
+  m.device = o.device;
+  m.repo_path = fs::absolute(o.path).parent_path().string();
+  rec.fingerprint = machine_fingerprint(m);
+  rec.fingerprint["cpu.capability"] = {cpu_capability_from_isa(rec.fingerprint["cpu.isa"].value), true};
+  rec.fingerprint["import.source"] = {std::string(metrics_format_name(spec.format)) + " " + o.path, false};
+  rec.smoke = o.name;
+  rec.config_hash = "0000000000000000";
+  rec.seed = o.seed;
+  rec.device = o.device;
+  rec.platform = platform_key(rec.fingerprint);
+  rec.steps = steps;
+  rec.contract["mode"] = "(not applied: imported)";
+  write_run_record(o.out, rec);
+  std::cout << "import: " << rec.series.size() << " series over " << steps << " steps from " << o.path << "\n  record "
+            << o.out << "\n";
+  return 0;
+}
+
+}  // namespace lockstep

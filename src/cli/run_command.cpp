@@ -1,0 +1,107 @@
+// `lockstep run` and `lockstep probe`: a built-in smoke runs in this
+// process (cli/torch_commands.cpp, LibTorch), a smoke with a "trainer"
+// section runs the team's own trainer (external/trainer_run.h, no
+// LibTorch needed); `run --repeat N` starts N fresh `lockstep run`
+// processes either way (launch/launcher.h).
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/float_bits.h"
+#include "external/trainer_run.h"
+#include "external/smoke_launcher.h"
+#include "launch/launcher.h"
+#include "smoke/golden_store.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+// `run --repeat N`: N fresh processes, the first record kept as --out.
+int run_repeated(const RunOptions& o) {
+  SmokeConfig cfg = load_smoke_config(o.smoke);
+  fs::path out = o.out.empty() ? fs::path("lockstep-out") / (cfg.name + ".run.json") : fs::path(o.out);
+  std::string prefix = out.stem().string() + ".repeat";
+  std::string dir = out.parent_path().empty() ? "." : out.parent_path().string();
+  ChildRun base;
+  base.config = o.smoke;
+  base.overrides = o.overrides;
+  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
+  std::vector<RunRecord> runs = run_children(launcher, base, dir, prefix, o.repeat);
+  auto [index, diff] = first_repeat_difference(runs);
+  if (!diff.empty()) {
+    std::cout << "run " << cfg.name << ": NONDETERMINISTIC (exit 4): run " << index + 1
+              << " differs from run 1; first difference: " << diff << "\n  records: " << dir << "/" << prefix
+              << "-1.json, " << dir << "/" << prefix << "-" << index + 1 << ".json\n";
+    return to_int(ExitCode::kNondeterministic);
+  }
+  write_run_record(out.string(), runs.front());
+  if (!o.quiet)
+    std::cout << "run " << cfg.name << ": " << o.repeat << " runs in fresh processes are bit-identical\n  record "
+              << out.string() << "\n";
+  return 0;
+}
+
+// A trainer smoke: the command in fresh processes, its outputs read into a record.
+int run_trainer_smoke(const RunOptions& o, const SmokeConfig& cfg, bool train) {
+  if (o.overrides.workers >= 0)
+    throw BadUsage("--workers: a trainer smoke's DataLoader workers are the trainer's own (set them in its command)");
+  if (o.stop_after >= cfg.steps)
+    throw BadUsage("--stop-after " + std::to_string(o.stop_after) + ": must be below the " +
+                   std::to_string(cfg.steps) + " steps of " + o.smoke);
+  std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
+  refuse_overwriting_inputs(out, {o.smoke, o.resume});
+  std::string goldens = fs::weakly_canonical(goldens_root(o.smoke, "")).string() + "/";
+  if (fs::weakly_canonical(fs::absolute(out)).string().rfind(goldens, 0) == 0)
+    throw BadUsage(out + ": refusing to write a run record into the goldens folder " + goldens +
+                   " (goldens are written only by `lockstep bless`)");
+  TrainerRunOptions options;
+  options.work_dir = out + ".trainer";
+  options.train = train;
+  options.stop_after = o.stop_after;
+  options.checkpoint = o.checkpoint;
+  options.resume = o.resume;
+  TrainerRun run = run_trainer(cfg, options);
+  if (run.stopped_at_checkpoint) {
+    if (!o.quiet)
+      std::cout << "run " << cfg.name << ": the trainer stopped after " << o.stop_after << " steps, checkpoint "
+                << o.checkpoint << " (continue with --resume)\n";
+    return 0;
+  }
+  const RunRecord& rec = run.record;
+  write_run_record(out, rec);
+  if (!o.quiet) {
+    std::cout << (train ? "run " : "probe ") << cfg.name << " (trainer `" << cfg.trainer.command.front()
+              << "`): " << rec.probes.size() << " batches probed";
+    auto loss = rec.series.find("loss");
+    if (train && loss != rec.series.end() && !loss->second.values.empty())
+      std::cout << ", " << cfg.steps << " steps, loss " << format_double(loss->second.values.front()) << " -> "
+                << format_double(loss->second.values.back());
+    std::cout << "\n  platform " << rec.platform << ", record " << out << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_command(const RunOptions& o) {
+  if (o.repeat > 1) {
+    if (o.stop_after > 0 || !o.resume.empty()) throw BadUsage("--repeat does not combine with --stop-after or --resume");
+    return run_repeated(o);
+  }
+  SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1});
+  if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/true);
+  return run_builtin(o, /*train=*/true);
+}
+
+int probe_command(const RunOptions& o) {
+  SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1});
+  if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/false);
+  return run_builtin(o, /*train=*/false);
+}
+
+}  // namespace lockstep

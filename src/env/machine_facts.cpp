@@ -1,0 +1,141 @@
+#include "env/machine_facts.h"
+
+#include <gnu/libc-version.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "env/cuda_driver.h"
+#include "env/driver_version.h"
+#include "env/git_state.h"
+
+namespace lockstep {
+
+std::string absent_fact(const std::string& why) { return "(absent: " + why + ")"; }
+
+std::string cpuinfo_field(const std::string& name) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name, 0) != 0) continue;
+    auto colon = line.find(':');
+    if (colon != std::string::npos) {
+      size_t start = line.find_first_not_of(' ', colon + 1);
+      return start == std::string::npos ? "" : line.substr(start);
+    }
+  }
+  return "";
+}
+
+std::string cpu_isa_flags() {
+  std::istringstream flags(cpuinfo_field("flags"));
+  static const std::set<std::string> wanted = {
+      "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",
+      "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile", "asimd", "sve"};
+  std::set<std::string> have;
+  std::string f;
+  while (flags >> f)
+    if (wanted.count(f)) have.insert(f);
+  std::string out;
+  for (const auto& h : have) out += (out.empty() ? "" : " ") + h;
+  return out.empty() ? absent_fact("no flags in /proc/cpuinfo") : out;
+}
+
+std::string cpu_capability_from_isa(const std::string& isa_flags) {
+  std::string flags = " " + isa_flags + " ";
+  if (flags.find(" avx512f ") != std::string::npos) return "AVX512";
+  if (flags.find(" avx2 ") != std::string::npos) return "AVX2";
+  return "DEFAULT";
+}
+
+std::string os_pretty_name() {
+  std::ifstream in("/etc/os-release");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      return v;
+    }
+  return absent_fact("no /etc/os-release");
+}
+
+const std::map<std::string, bool>& numerics_env_vars() {
+  // name -> determinism-relevant
+  static const std::map<std::string, bool> vars = {
+      {"CUBLAS_WORKSPACE_CONFIG", true}, {"NVIDIA_TF32_OVERRIDE", true},
+      {"OMP_NUM_THREADS", true},         {"MKL_NUM_THREADS", true},
+      // Which GPU is device 0 does not change its numerics; its model is
+      // recorded (cuda.gpu_name, compute capability, SM count) and relevant.
+      {"ATEN_CPU_CAPABILITY", true},     {"CUDA_VISIBLE_DEVICES", false},
+      {"NCCL_ALGO", true},               {"NCCL_PROTO", true},
+      {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", true},
+      {"TORCH_BLAS_PREFER_CUBLASLT", true},
+      {"CUBLASLT_WORKSPACE_SIZE", true}, {"DNNL_MAX_CPU_ISA", true},
+      {"ONEDNN_MAX_CPU_ISA", true},      {"LANG", false},
+      {"LC_ALL", false},                 {"TZ", false}};
+  return vars;
+}
+
+Fingerprint machine_fingerprint(const MachineOptions& opt) {
+  Fingerprint fp;
+  auto put = [&fp](const std::string& k, const std::string& v, bool relevant) {
+    fp[k] = FingerprintField{v.empty() ? absent_fact("empty") : v, relevant};
+  };
+  bool on_cuda = opt.device == "cuda";
+  put("device", opt.device, true);
+  put("lockstep.version", LOCKSTEP_VERSION, false);
+
+  utsname u{};
+  uname(&u);
+  put("cpu.arch", u.machine, true);
+  put("cpu.model", cpuinfo_field("model name"), false);
+  put("cpu.isa", cpu_isa_flags(), true);
+  put("cpu.logical_cores", std::to_string(std::thread::hardware_concurrency()), false);
+  put("os.name", os_pretty_name(), false);
+  put("os.kernel", u.release, false);
+  put("os.glibc", gnu_get_libc_version(), true);
+
+  for (const auto& [name, relevant] : numerics_env_vars()) {
+    std::string value = "(unset)";
+    if (opt.use_env) {
+      auto it = opt.env.find(name);
+      if (it != opt.env.end()) value = it->second.empty() ? "(set, empty)" : it->second;
+    } else if (const char* v = std::getenv(name.c_str())) {
+      value = *v ? v : "(set, empty)";
+    }
+    put("env." + name, value, relevant);
+  }
+
+  std::string nvml_why;
+  std::string driver = nvidia_driver_version(&nvml_why);
+  put("nvidia.driver_version", driver.empty() ? absent_fact(nvml_why) : driver, on_cuda);
+  CudaDriverInfo drv = query_cuda_driver();
+  if (!drv.error.empty()) {
+    for (const char* k : {"cuda.gpu_name", "cuda.compute_capability"}) put(k, absent_fact(drv.error), on_cuda);
+  } else {
+    put("cuda.driver_api_version", cuda_version_string(drv.driver_api_version), on_cuda);
+    put("cuda.gpu_name", drv.name, on_cuda);
+    put("cuda.compute_capability", drv.compute_capability, on_cuda);
+    put("cuda.sm_count", std::to_string(drv.sm_count), on_cuda);
+  }
+
+  GitState git = read_git_state(opt.repo_path);
+  if (git.in_repo) {
+    put("git.commit", git.commit, false);
+    put("git.branch", git.branch, false);
+    std::string dirty;
+    for (const auto& f : git.dirty_files) dirty += (dirty.empty() ? "" : " ") + f;
+    put("git.dirty", dirty.empty() ? "clean" : dirty, false);
+  } else {
+    for (const char* k : {"git.commit", "git.branch", "git.dirty"}) put(k, absent_fact(git.error), false);
+  }
+  return fp;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,58 @@
+// Facts about this machine that need no LibTorch: CPU model and ISA flags,
+// OS, C library, the numerics environment variables, the NVIDIA driver and
+// GPU through their own APIs, and git state. Shared by the built-in run's
+// fingerprint (env/fingerprint_capture.h) and the fingerprint of a team's
+// own trainer run as a command (external/trainer_run.h), whose stack facts
+// (Python, torch, packages) come from the trainer itself.
+//
+//   Fingerprint fp = machine_fingerprint({"cpu", "smoke/"});
+//   std::string isa = cpu_isa_flags();   // "avx avx2 f16c fma sse4_2"
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "record/fingerprint.h"
+
+namespace lockstep {
+
+/// "(absent: <why>)": the value of a fact that could not be read.
+std::string absent_fact(const std::string& why);
+
+/// The value of the first /proc/cpuinfo line starting with `name` ("model
+/// name", "flags"); "" when absent.
+std::string cpuinfo_field(const std::string& name);
+
+/// The ISA extensions that select different kernels in ATen, oneDNN and
+/// BLAS, sorted and space-separated; "(absent: ...)" without /proc/cpuinfo.
+std::string cpu_isa_flags();
+
+/// The ATen CPU capability a PyTorch on this CPU would pick by default,
+/// from cpu_isa_flags(): "AVX512" (avx512f), "AVX2" (avx2) or "DEFAULT";
+/// for records whose trainer did not report its own.
+std::string cpu_capability_from_isa(const std::string& isa_flags);
+
+/// PRETTY_NAME of /etc/os-release, or "(absent: ...)".
+std::string os_pretty_name();
+
+/// The environment variables recorded because they change numerics or
+/// thread placement (name -> determinism-relevant).
+const std::map<std::string, bool>& numerics_env_vars();
+
+/// What machine_fingerprint() looks at.
+struct MachineOptions {
+  std::string device = "cpu";    ///< "cpu" or "cuda": CUDA facts are relevant only for cuda
+  std::string repo_path = ".";   ///< where to look for the git repository
+  /// The environment the run was given (NAME -> value), recorded as env.NAME
+  /// for the numerics variables; empty: this process's environment.
+  std::map<std::string, std::string> env;
+  bool use_env = false;          ///< read `env` instead of this process's environment
+};
+
+/// The machine's part of a fingerprint: device, lockstep.version, cpu.arch,
+/// cpu.model, cpu.isa, cpu.logical_cores, os.name, os.kernel, os.glibc,
+/// env.<numerics variable>, nvidia.driver_version, cuda.* (driver API),
+/// git.commit/branch/dirty. Never throws for a missing fact.
+Fingerprint machine_fingerprint(const MachineOptions& options);
+
+}  // namespace lockstep

@@ -1,0 +1,195 @@
+#include "external/trainer_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+std::string ProcessOutcome::describe(int64_t timeout_s) const {
+  if (timed_out) return "timed out after " + std::to_string(timeout_s) + " s (killed with its process group)";
+  if (signal != 0) {
+    const char* name = strsignal(signal);
+    return "was killed by signal " + std::to_string(signal) + (name ? std::string(" (") + name + ")" : "");
+  }
+  return "exited with status " + std::to_string(exit_status);
+}
+
+namespace {
+
+bool executable_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+std::string resolve_program(const std::string& argv0, const std::string& cwd, const std::string& path_var) {
+  if (argv0.find('/') != std::string::npos) {
+    fs::path p(argv0);
+    std::string full = (p.is_absolute() ? p : fs::path(cwd) / p).lexically_normal().string();
+    std::error_code ec;
+    if (!fs::exists(full, ec))
+      throw BadUsage("trainer.command[0]: " + argv0 + ": no such file (looked at " + full + ")");
+    if (!executable_file(full))
+      throw BadUsage("trainer.command[0]: " + argv0 + ": not an executable file (" + full +
+                     "; chmod +x it, or run it through its interpreter, e.g. [\"python3\", \"" + argv0 + "\"])");
+    return full;
+  }
+  std::stringstream dirs(path_var);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (fs::path(dir.empty() ? "." : dir) / argv0).string();
+    if (executable_file(candidate)) return candidate;
+  }
+  throw BadUsage("trainer.command[0]: " + argv0 + ": command not found on PATH (" + path_var + ")");
+}
+
+namespace {
+
+// Starts `spec` in its own process group; returns its pid.
+pid_t spawn(const ProcessSpec& spec) {
+  if (spec.argv.empty()) throw BadUsage("trainer.command: empty");
+  std::string path_var = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& e : spec.env)
+    if (e.rfind("PATH=", 0) == 0) path_var = e.substr(5);
+  std::error_code ec;
+  if (!fs::is_directory(spec.cwd, ec)) throw BadUsage("trainer.cwd: " + spec.cwd + ": no such folder");
+  std::string program = resolve_program(spec.argv[0], spec.cwd, path_var);
+
+  std::vector<std::string> args = spec.argv;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env = spec.env;
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, spec.stdout_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, spec.stderr_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+  posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group, so a timeout kills the DataLoader workers too;
+  // default signal dispositions and mask, whatever ours are.
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc == ENOEXEC || rc == EACCES)
+    throw BadUsage("trainer.command[0]: " + program + ": cannot be executed (" + std::strerror(rc) + ")");
+  if (rc != 0) throw EnvironmentError("cannot start the trainer " + program + ": " + std::strerror(rc));
+  return pid;
+}
+
+}  // namespace
+
+std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs) {
+  using Clock = std::chrono::steady_clock;
+  struct Running {
+    pid_t pid = 0;
+    Clock::time_point start, deadline, kill_at;
+    bool term_sent = false, done = false;
+  };
+  std::vector<Running> running(specs.size());
+  std::vector<ProcessOutcome> out(specs.size());
+  auto kill_started = [&] {
+    for (auto& r : running)
+      if (r.pid > 0 && !r.done) {
+        ::kill(-r.pid, SIGKILL);
+        waitpid(r.pid, nullptr, 0);
+      }
+  };
+  for (size_t i = 0; i < specs.size(); ++i) {
+    try {
+      running[i].pid = spawn(specs[i]);
+    } catch (...) {
+      kill_started();
+      throw;
+    }
+    running[i].start = Clock::now();
+    running[i].deadline = running[i].start + std::chrono::seconds(specs[i].timeout_s);
+  }
+  size_t left = specs.size();
+  while (left > 0) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      Running& r = running[i];
+      if (r.done) continue;
+      int status = 0;
+      pid_t got = waitpid(r.pid, &status, WNOHANG);
+      if (got < 0 && errno != EINTR) {
+        kill_started();
+        throw EnvironmentError(std::string("waitpid: ") + std::strerror(errno));
+      }
+      auto now = Clock::now();
+      if (got == r.pid) {
+        // Workers the trainer left behind must not outlive it.
+        ::kill(-r.pid, SIGKILL);
+        r.done = true;
+        --left;
+        out[i].wall_s = std::chrono::duration<double>(now - r.start).count();
+        if (WIFSIGNALED(status)) out[i].signal = WTERMSIG(status);
+        else out[i].exit_status = WEXITSTATUS(status);
+      } else if (!r.term_sent && now >= r.deadline) {
+        out[i].timed_out = true;
+        r.term_sent = true;
+        ::kill(-r.pid, SIGTERM);
+        r.kill_at = now + std::chrono::seconds(5);
+      } else if (r.term_sent && now >= r.kill_at) {
+        ::kill(-r.pid, SIGKILL);
+        r.kill_at = now + std::chrono::hours(1);
+      }
+    }
+    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return out;
+}
+
+ProcessOutcome run_process(const ProcessSpec& spec) { return run_processes({spec}).front(); }
+
+std::string tail_lines(const std::string& path, int n) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  std::streamoff start = size > 65536 ? size - 65536 : 0;
+  in.seekg(start);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  size_t idx = text.size();
+  for (int i = 0; i < n; ++i) {
+    size_t nl = idx == 0 ? std::string::npos : text.rfind('\n', idx - 1);
+    if (nl == std::string::npos) return text;
+    idx = nl;
+  }
+  return text.substr(idx + 1);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,62 @@
+// Runs one process of a team's own trainer: argv, environment and working
+// folder given, stdout and stderr to files, a wall-clock timeout, and the
+// process group killed when it is exceeded (DataLoader workers included).
+//
+//   ProcessSpec p;
+//   p.argv = {"python3", "train.py", "--steps", "10"};
+//   p.env = {"PATH=/usr/bin", "LOCKSTEP_SEED=7"};
+//   p.cwd = "/repo/examples/pytorch-trainer";
+//   p.stdout_path = "out/train.stdout.log";  p.stderr_path = "out/train.stderr.log";
+//   p.timeout_s = 600;
+//   ProcessOutcome o = run_process(p);   // exit 2 if argv[0] cannot be found or run
+//   if (!o.ok()) std::cerr << o.describe() << "\n" << tail_lines(p.stderr_path, 40);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+/// What to run.
+struct ProcessSpec {
+  std::vector<std::string> argv;  ///< argv[0]: a path (relative to cwd) or a name found on the env's PATH
+  std::vector<std::string> env;   ///< "NAME=value" entries, the whole environment
+  std::string cwd;                ///< working folder (must exist)
+  std::string stdout_path;        ///< created/truncated; the child's stdout
+  std::string stderr_path;        ///< created/truncated; the child's stderr
+  int64_t timeout_s = 600;        ///< wall-clock seconds before SIGTERM, then SIGKILL 5 s later
+};
+
+/// How the process ended.
+struct ProcessOutcome {
+  int exit_status = -1;   ///< exit status when it exited, else -1
+  int signal = 0;         ///< the signal that killed it, else 0
+  bool timed_out = false; ///< killed by us after timeout_s
+  double wall_s = 0;      ///< seconds from start to end
+  bool ok() const { return exit_status == 0 && signal == 0 && !timed_out; }
+  /// "exited with status 1", "was killed by signal 9 (Killed)", "timed out after 600 s (killed)".
+  std::string describe(int64_t timeout_s) const;
+};
+
+/// The absolute path argv0 runs as: with a '/', relative to `cwd`; else the
+/// first executable match on `path_var` (a PATH value). Throws exit-2
+/// BadUsage naming it when it does not exist or is not executable.
+std::string resolve_program(const std::string& argv0, const std::string& cwd, const std::string& path_var);
+
+/// Runs `spec` to completion (or its timeout). Throws exit-2 for a program
+/// that cannot be found or executed, exit-3 when the process cannot be
+/// started (fork/spawn failure) or a log file cannot be created.
+ProcessOutcome run_process(const ProcessSpec& spec);
+
+/// Runs every spec at the same time (each with its own timeout) and waits
+/// for all: a trainer's data-only pass runs beside its training pass. The
+/// same errors as run_process(); when one cannot be started, those already
+/// started are killed.
+std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs);
+
+/// The last `n` lines of the text file at `path` (at most the last 64 KiB
+/// read); "" when it is missing or empty.
+std::string tail_lines(const std::string& path, int n);
+
+}  // namespace lockstep

@@ -1,0 +1,62 @@
+#include "external/trainer_report.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/json_io.h"
+
+namespace lockstep {
+
+TrainerReport read_trainer_report(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw BadInput(path, "", "the report the trainer writes when it calls lockstep.apply_contract() "
+                             "(python/lockstep); the file is missing, so the trainer never applied lockstep's "
+                             "determinism contract");
+  nlohmann::json doc = parse_json_file(path);
+  JsonView v(doc, path);
+  v.expect_object();
+  v.allow_keys({"schema", "contract", "fingerprint"});
+  if (v.at("schema").as_string() != "lockstep.trainer/1")
+    v.at("schema").fail("\"lockstep.trainer/1\" (the helper shipped with this lockstep)");
+  TrainerReport r;
+  JsonView c = v.at("contract");
+  c.expect_object();
+  for (const auto& k : c.keys()) r.contract[k] = c.at(k).as_string();
+  JsonView f = v.at("fingerprint");
+  f.expect_object();
+  for (const auto& k : f.keys()) {
+    JsonView field = f.at(k);
+    field.allow_keys({"value", "relevant"});
+    if (k.empty() || k.size() > 256) field.fail("a field name of 1 to 256 characters");
+    r.fingerprint[k] = FingerprintField{field.at("value").as_string(), field.at("relevant").as_bool()};
+  }
+  return r;
+}
+
+std::map<std::string, std::string> expected_contract(const SmokeConfig& c) {
+  std::map<std::string, std::string> e = {{"mode", c.mode},
+                                          {"intra_op_threads", std::to_string(c.intra_op_threads)},
+                                          {"inter_op_threads", std::to_string(c.inter_op_threads)}};
+  if (c.mode == "strict")
+    e.insert({{"deterministic_algorithms", "true"},
+              {"deterministic_algorithms_warn_only", "false"},
+              {"cudnn_deterministic", "true"},
+              {"cudnn_benchmark", "false"},
+              {"allow_tf32_cublas", "false"},
+              {"allow_tf32_cudnn", "false"}});
+  return e;
+}
+
+std::string contract_mismatch(const std::map<std::string, std::string>& expected,
+                              const std::map<std::string, std::string>& reported) {
+  std::string out;
+  for (const auto& [k, want] : expected) {
+    auto it = reported.find(k);
+    std::string have = it == reported.end() ? "(not reported)" : it->second;
+    if (have != want) out += (out.empty() ? "" : "; ") + k + " must be " + want + ", the trainer reported " + have;
+  }
+  return out;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,48 @@
+// What the team's trainer says about itself: the file the Python helper
+// (python/lockstep, `apply_contract()`) writes into $LOCKSTEP_OUT, and the
+// contract lockstep requires of it.
+//
+//   TrainerReport r = read_trainer_report("out/train/lockstep-trainer.json");  // exit 2 if malformed
+//   std::string why = contract_mismatch(expected_contract(cfg), r.contract);
+//   if (!why.empty()) throw EnvironmentError(why);                             // exit 3
+//
+// The file (schema "lockstep.trainer/1"):
+//   {"schema": "lockstep.trainer/1",
+//    "contract": {"mode": "strict", "deterministic_algorithms": "true", ...},   // read back from torch
+//    "fingerprint": {"python.torch": {"value": "1.13.1", "relevant": true}, ...}}
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "record/fingerprint.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+
+/// The name of the report file in a run's output folder.
+inline constexpr const char* kTrainerReportFile = "lockstep-trainer.json";
+
+/// The parsed report.
+struct TrainerReport {
+  std::map<std::string, std::string> contract;  ///< flag name -> value read back ("true", "1", ...)
+  Fingerprint fingerprint;                      ///< python.*, loader.*, trainer.* fields
+};
+
+/// Reads `path`. Throws exit-2 Error naming the file and field when it is
+/// missing (the trainer did not call apply_contract()), not JSON, of another
+/// schema, or a field has the wrong type.
+TrainerReport read_trainer_report(const std::string& path);
+
+/// The flags the config's determinism mode requires, with the values the
+/// report must show: strict pins deterministic algorithms (error, not
+/// warn), cuDNN deterministic and benchmark off, TF32 off, and the thread
+/// counts; default pins only the thread counts.
+std::map<std::string, std::string> expected_contract(const SmokeConfig& config);
+
+/// "" when `reported` holds every expected flag with its value; else a
+/// message naming each flag, the value required and the value reported.
+std::string contract_mismatch(const std::map<std::string, std::string>& expected,
+                              const std::map<std::string, std::string>& reported);
+
+}  // namespace lockstep

@@ -1,0 +1,353 @@
+#include "external/trainer_run.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+
+#include "core/error.h"
+#include "env/machine_facts.h"
+#include "external/trainer_process.h"
+#include "external/trainer_report.h"
+#include "ingest/metrics.h"
+#include "ingest/probes_jsonl.h"
+#include "record/platform_key.h"
+
+extern char** environ;
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+std::string expand_placeholders(const std::string& text, const std::map<std::string, std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] == '{') {
+      size_t close = text.find('}', i);
+      if (close != std::string::npos) {
+        auto it = values.find(text.substr(i + 1, close - i - 1));
+        if (it != values.end()) {
+          out += it->second;
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
+std::string helper_python_dir() {
+  if (const char* p = std::getenv("LOCKSTEP_PYTHONPATH"); p && *p) return p;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path installed = exe.parent_path().parent_path() / "share" / "lockstep" / "python";
+    if (fs::exists(installed / "lockstep" / "__init__.py", ec)) return installed.string();
+  }
+  return LOCKSTEP_SOURCE_PYTHON_DIR;
+}
+
+namespace {
+
+// The environment of a trainer process: ours without LOCKSTEP_* (a parent
+// job's variables must not leak into the contract), and the contract.
+std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t seed, const std::string& out,
+                                               const std::string& pass) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = entry.substr(0, eq);
+    if (name.rfind("LOCKSTEP_", 0) == 0 && name != "LOCKSTEP_DATA_DIR") continue;
+    env[name] = entry.substr(eq + 1);
+  }
+  for (const auto& [k, v] : c.trainer.env) env[k] = v;
+  env["LOCKSTEP_SEED"] = std::to_string(seed);
+  env["LOCKSTEP_OUT"] = out;
+  env["LOCKSTEP_DETERMINISM"] = c.mode;
+  env["LOCKSTEP_INTRA_OP_THREADS"] = std::to_string(c.intra_op_threads);
+  env["LOCKSTEP_INTER_OP_THREADS"] = std::to_string(c.inter_op_threads);
+  env["LOCKSTEP_DEVICE"] = c.device;
+  env["LOCKSTEP_STEPS"] = std::to_string(c.steps);
+  env["LOCKSTEP_PASS"] = pass;
+  if (c.mode == "strict") {
+    auto ws = env.find("CUBLAS_WORKSPACE_CONFIG");
+    if (ws == env.end() || (ws->second != ":4096:8" && ws->second != ":16:8")) env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";
+  }
+  env["OMP_NUM_THREADS"] = std::to_string(c.intra_op_threads);
+  env["MKL_NUM_THREADS"] = std::to_string(c.intra_op_threads);
+  env["PYTHONHASHSEED"] = "0";
+  env["TZ"] = "UTC";
+  env["LC_ALL"] = "C.UTF-8";
+  std::string helper = helper_python_dir();
+  auto pp = env.find("PYTHONPATH");
+  env["PYTHONPATH"] = helper + (pp == env.end() || pp->second.empty() ? "" : ":" + pp->second);
+  return env;
+}
+
+std::string join_args(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + (a.find(' ') == std::string::npos ? a : "'" + a + "'");
+  return out;
+}
+
+// One trainer process: its argv, environment, fresh output folder, and
+// what it is in a message ("data-only pass").
+struct Pass {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string out;
+  std::string what;
+};
+
+// Runs `passes` side by side (the data-only pass beside the training pass:
+// two processes on two cores cost the time of one), each in its own fresh
+// output folder. A failure of the trainer itself is exit 1, quoting its
+// stderr; the first pass in `passes` that failed is reported.
+void run_passes(const SmokeConfig& c, const std::vector<Pass>& passes) {
+  std::vector<ProcessSpec> specs;
+  for (const Pass& pass : passes) {
+    std::error_code ec;
+    fs::remove_all(pass.out, ec);
+    fs::create_directories(pass.out, ec);
+    if (ec) throw io_error(pass.out, "create the trainer's output folder", ec.value());
+    ProcessSpec p;
+    p.argv = pass.argv;
+    for (const auto& [k, v] : pass.env) p.env.push_back(k + "=" + v);
+    p.cwd = c.trainer.resolved_cwd;
+    p.stdout_path = pass.out + "/stdout.log";
+    p.stderr_path = pass.out + "/stderr.log";
+    p.timeout_s = c.trainer.timeout_s;
+    specs.push_back(std::move(p));
+  }
+  std::vector<ProcessOutcome> outcomes = run_processes(specs);
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const ProcessOutcome& o = outcomes[i];
+    if (o.ok()) continue;
+    std::string tail = tail_lines(specs[i].stderr_path, 40);
+    std::string quoted;
+    size_t start = 0;
+    while (start < tail.size()) {
+      size_t nl = tail.find('\n', start);
+      quoted += "\n  | " + tail.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+      if (nl == std::string::npos) break;
+      start = nl + 1;
+    }
+    throw Error(ExitCode::kRegression,
+                "the trainer " + o.describe(c.trainer.timeout_s) + " in the " + passes[i].what + ": `" +
+                    join_args(passes[i].argv) + "` in " + specs[i].cwd +
+                    (quoted.empty() ? "; it wrote nothing to stderr"
+                                    : "; the last lines of its stderr (" + specs[i].stderr_path + "):" + quoted));
+  }
+}
+
+// A path of the config (relative to its folder) after placeholders.
+std::string config_path(const SmokeConfig& c, const std::string& text, const std::map<std::string, std::string>& values) {
+  fs::path p(expand_placeholders(text, values));
+  return (p.is_absolute() ? p : fs::absolute(c.file).parent_path() / p).lexically_normal().string();
+}
+
+std::vector<int64_t> explicit_steps(const Series& s) {
+  if (!s.steps.empty()) return s.steps;
+  std::vector<int64_t> steps(s.values.size());
+  std::iota(steps.begin(), steps.end(), int64_t{0});
+  return steps;
+}
+
+// Each series must stay within [first, end) and reach the end of what was
+// trained (its last step within one logging interval of end - 1): a
+// trainer that stopped early without failing would otherwise pass on
+// fewer steps.
+void check_coverage(std::map<std::string, Series>& series, int64_t first, int64_t end, const std::string& file) {
+  for (auto& [name, s] : series) {
+    s.steps = explicit_steps(s);
+    if (s.steps.empty()) throw BadInput(file, name, "values for steps " + std::to_string(first) + ".." + std::to_string(end - 1));
+    int64_t stride = s.steps.size() > 1 ? s.steps[1] - s.steps[0] : 1;
+    if (s.steps.front() < first || s.steps.back() >= end)
+      throw BadInput(file, name, "steps in " + std::to_string(first) + ".." + std::to_string(end - 1) +
+                                     " (the steps this run trains), got step " +
+                                     std::to_string(s.steps.front() < first ? s.steps.front() : s.steps.back()));
+    if (s.steps.back() + stride < end)
+      throw BadInput(file, name, "values up to step " + std::to_string(end - 1) + " (logged every " +
+                                     std::to_string(stride) + "), the last is step " + std::to_string(s.steps.back()) +
+                                     ": the trainer stopped early");
+  }
+}
+
+// Empty steps when they are exactly 0..n-1 (the record's dense form).
+void compact_steps(Series& s) {
+  bool dense = true;
+  for (size_t i = 0; i < s.steps.size() && dense; ++i) dense = s.steps[i] == static_cast<int64_t>(i);
+  if (dense) s.steps.clear();
+}
+
+std::string partial_path(const std::string& checkpoint) { return checkpoint + ".lockstep-part.json"; }
+
+// The CPU capability the trainer's torch runs (python.torch.cpu_capability),
+// else what the ISA flags allow; it names the platform.
+std::string cpu_capability(const Fingerprint& fp) {
+  auto it = fp.find("python.torch.cpu_capability");
+  if (it != fp.end() && it->second.value.rfind("(absent", 0) != 0) return it->second.value;
+  auto isa = fp.find("cpu.isa");
+  return cpu_capability_from_isa(isa == fp.end() ? "" : isa->second.value);
+}
+
+}  // namespace
+
+TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
+  const TrainerConfig& t = c.trainer;
+  if (!c.has_trainer()) throw BadUsage(c.file + ": no trainer section");
+  auto [seed, overridden] = base_seed(c, o.seed.empty() ? nullptr : o.seed.c_str());
+  TrainerRun result;
+  RunRecord& rec = result.record;
+  bool stopping = o.stop_after > 0;
+  bool resuming = !o.resume.empty();
+  if ((stopping || resuming) && t.resume_stop.empty())
+    throw BadInput(c.file, "trainer.resume", "a resume section (how the command stops at a checkpoint and continues)");
+  if (!o.train && t.data_only.empty())
+    throw BadUsage(c.file + ": `lockstep probe` runs the data-only pass, and this trainer has none (trainer.data_only)");
+  std::string work = fs::absolute(o.work_dir).lexically_normal().string();
+  std::string data_dir_path = data_dir();
+  std::string config_dir = fs::absolute(c.file).parent_path().lexically_normal().string();
+
+  // The resumed run starts from what the stopped run recorded.
+  RunRecord partial;
+  int64_t resume_at = o.stop_after;
+  if (resuming) {
+    std::string part = partial_path(o.resume);
+    std::error_code ec;
+    if (!fs::exists(part, ec))
+      throw BadUsage("--resume " + o.resume + ": no " + part + " beside it (it is written by `lockstep run --stop-after`)");
+    partial = read_run_record(part);
+    if (partial.smoke != c.name) throw BadInput(part, "smoke", "\"" + c.name + "\", got \"" + partial.smoke + "\"");
+    resume_at = static_cast<int64_t>(partial.train_probes.size());
+    for (const auto& [name, s] : partial.series)
+      if (!s.steps.empty()) resume_at = std::max(resume_at, s.steps.back() + 1);
+  }
+  std::string checkpoint = stopping ? fs::absolute(o.checkpoint).string() : resuming ? fs::absolute(o.resume).string() : "";
+
+  auto values_for = [&](const std::string& out) {
+    return std::map<std::string, std::string>{{"steps", std::to_string(c.steps)},
+                                              {"seed", std::to_string(seed)},
+                                              {"out", out},
+                                              {"data", data_dir_path},
+                                              {"config_dir", config_dir},
+                                              {"resume_at", std::to_string(resume_at)},
+                                              {"checkpoint", checkpoint}};
+  };
+  auto argv_for = [&](const std::string& out, const std::vector<std::string>& extra) {
+    auto values = values_for(out);
+    std::vector<std::string> argv;
+    for (const auto& a : t.command) argv.push_back(expand_placeholders(a, values));
+    for (const auto& a : extra) argv.push_back(expand_placeholders(a, values));
+    return argv;
+  };
+
+  // 1. The processes: the data-only pass (the batches the trainer's
+  //    DataLoader yields, probed) beside the training pass (whole,
+  //    stopping at a checkpoint, or resuming). A run that stops at a
+  //    checkpoint needs no data-only pass: the resumed run makes it.
+  std::vector<Pass> passes;
+  std::string data_out = work + "/data";
+  bool data_pass = !t.data_only.empty() && !stopping;
+  if (data_pass)
+    passes.push_back({argv_for(data_out, t.data_only), trainer_env(c, seed, data_out, "data"), data_out,
+                      "data-only pass"});
+  std::string out = work + "/train";
+  auto env = trainer_env(c, seed, out, "train");
+  std::vector<std::string> extra = stopping ? t.resume_stop : resuming ? t.resume_continue : std::vector<std::string>{};
+  if (o.train)
+    passes.push_back({argv_for(out, extra), env, out,
+                      stopping   ? "run stopping at step " + std::to_string(resume_at)
+                      : resuming ? "run resumed at step " + std::to_string(resume_at)
+                                 : "training pass"});
+  run_passes(c, passes);
+  if (data_pass) {
+    std::string probes = config_path(c, t.probes, values_for(data_out));
+    rec.probes = read_probes_jsonl(probes);
+  }
+
+  // 3. What the trainer says about itself: its contract must be the config's.
+  std::string report_dir = o.train ? out : data_out;
+  TrainerReport report = read_trainer_report(report_dir + "/" + kTrainerReportFile);
+  if (std::string why = contract_mismatch(expected_contract(c), report.contract); !why.empty())
+    throw EnvironmentError(report_dir + "/" + kTrainerReportFile + ": the trainer ran under another determinism "
+                           "contract than " + c.file + " asks for (" + c.mode + "): " + why);
+
+  // 4. Metrics and the probes of the batches it trained on.
+  if (o.train) {
+    MetricsSpec spec;
+    spec.format = parse_metrics_format(t.metrics_format);
+    spec.path = config_path(c, t.metrics_path, values_for(out));
+    spec.series = t.series;
+    spec.step_key = t.step_key;
+    spec.mllog_step = t.mllog_step;
+    std::map<std::string, Series> series = read_metrics(spec);
+    int64_t first = resuming ? resume_at : 0;
+    int64_t end = stopping ? resume_at : c.steps;
+    check_coverage(series, first, end, spec.path);
+    if (!t.probes.empty()) {
+      std::string probes = config_path(c, t.probes, values_for(out));
+      rec.train_probes = read_probes_jsonl(probes, resuming ? resume_at : 0);
+    }
+    if (resuming) {
+      for (auto& [name, s] : series) {
+        auto p = partial.series.find(name);
+        if (p == partial.series.end()) throw BadInput(partial_path(o.resume), "series." + name, "the series the resumed run logs");
+        Series merged = p->second;
+        merged.steps = explicit_steps(merged);
+        if (merged.dtype != s.dtype)
+          throw BadInput(spec.path, name, std::string(dtype_name(merged.dtype)) + " as before the checkpoint, got " + dtype_name(s.dtype));
+        merged.values.insert(merged.values.end(), s.values.begin(), s.values.end());
+        merged.steps.insert(merged.steps.end(), s.steps.begin(), s.steps.end());
+        s = std::move(merged);
+      }
+      std::vector<BatchProbe> probes = partial.train_probes;
+      probes.insert(probes.end(), rec.train_probes.begin(), rec.train_probes.end());
+      rec.train_probes = std::move(probes);
+    }
+    if (!stopping)
+      for (auto& [name, s] : series) compact_steps(s);
+    rec.series = std::move(series);
+  }
+
+  // 5. The record: the machine's facts, the trainer's, the contract.
+  MachineOptions m;
+  m.device = c.device;
+  m.repo_path = config_dir;
+  m.env = env;
+  m.use_env = true;
+  rec.fingerprint = machine_fingerprint(m);
+  for (const auto& [k, f] : report.fingerprint) {
+    if (rec.fingerprint.count(k))
+      throw BadInput(report_dir + "/" + kTrainerReportFile, "fingerprint." + k,
+                     "a field lockstep does not capture itself (python.*, loader.*, trainer.*)");
+    rec.fingerprint[k] = f;
+  }
+  rec.fingerprint["cpu.capability"] = {cpu_capability(rec.fingerprint), true};
+  for (const auto& [k, v] : report.contract) rec.fingerprint["determinism." + k] = {v, true};
+  for (const auto& [k, v] : t.env) rec.fingerprint["trainer.env." + k] = {v, true};
+  rec.fingerprint["trainer.command"] = {join_args(t.command), false};
+  rec.fingerprint["config.values_xxh3"] = {c.values_hash, false, true};
+  rec.smoke = c.name;
+  rec.config_hash = c.config_hash;
+  rec.seed = seed;
+  rec.seed_overridden = overridden;
+  rec.device = c.device;
+  rec.platform = platform_key(rec.fingerprint);
+  rec.steps = c.steps;
+  rec.contract = report.contract;
+
+  if (stopping) {
+    write_run_record(partial_path(checkpoint), rec);
+    result.stopped_at_checkpoint = true;
+  }
+  return result;
+}
+
+}  // namespace lockstep

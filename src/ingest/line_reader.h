@@ -1,0 +1,63 @@
+// Reads a text log line by line in large chunks, with a cap on the length
+// of one line, for the JSONL, MLLOG, CSV and probe readers.
+//
+//   LineReader lines("logs/metrics.jsonl");     // exit 2 if empty, io_error if unreadable
+//   std::string_view line;
+//   while (lines.next(line)) use(lines.line_number(), line);
+//
+// Lines end at "\n"; a "\r" before it and a UTF-8 byte-order mark at the
+// start of the file are dropped. Memory stays bounded by the cap, whatever
+// the file holds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lockstep {
+
+/// Longest line a reader accepts (16 MiB); a longer one is exit 2.
+constexpr size_t kMaxLineBytes = size_t{16} << 20;
+
+/// Sequential reader of the lines of one file.
+class LineReader {
+ public:
+  /// Opens `path`; throws io_error (exit 2 or 3) when it cannot be read,
+  /// exit-2 Error when it is not a regular file or is empty.
+  explicit LineReader(std::string path, size_t max_line_bytes = kMaxLineBytes);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  /// The next line, without its line end; valid until the next call. False
+  /// at the end of the file. Throws exit-2 Error naming the file and the
+  /// line when a line is longer than the cap.
+  bool next(std::string_view& line);
+
+  /// 1-based number of the line last returned by next().
+  uint64_t line_number() const { return line_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  /// Reads more bytes after end_; false at the end of the file.
+  bool read_more();
+
+  std::string path_;
+  size_t max_line_;
+  int fd_ = -1;
+  bool eof_ = false;
+  std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  uint64_t line_ = 0;
+};
+
+/// True when `line` holds only spaces and tabs (or nothing).
+inline bool is_blank_line(std::string_view line) {
+  for (char c : line)
+    if (c != ' ' && c != '\t') return false;
+  return true;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,42 @@
+#include "ingest/metrics.h"
+
+#include "core/error.h"
+#include "ingest/jsonl.h"
+#include "ingest/metrics_csv.h"
+#include "ingest/mllog.h"
+#include "ingest/tensorboard.h"
+
+namespace lockstep {
+
+const char* metrics_format_name(MetricsFormat format) {
+  switch (format) {
+    case MetricsFormat::kTensorBoard: return "tensorboard";
+    case MetricsFormat::kJsonl: return "jsonl";
+    case MetricsFormat::kMllog: return "mllog";
+    case MetricsFormat::kCsv: return "csv";
+  }
+  return "unknown";
+}
+
+MetricsFormat parse_metrics_format(const std::string& name) {
+  for (MetricsFormat f : {MetricsFormat::kTensorBoard, MetricsFormat::kJsonl, MetricsFormat::kMllog, MetricsFormat::kCsv})
+    if (name == metrics_format_name(f)) return f;
+  throw BadUsage("unknown metrics format \"" + name + "\": expected one of \"tensorboard\", \"jsonl\", \"mllog\", \"csv\"");
+}
+
+std::map<std::string, Series> read_metrics(const MetricsSpec& spec) {
+  if (spec.path.empty()) throw BadUsage("metrics: no path given to read " + std::string(metrics_format_name(spec.format)) + " metrics from");
+  if (spec.series.empty()) throw BadInput(spec.path, "", "at least one series to read (none requested)");
+  for (const auto& [name, key] : spec.series)
+    if (name.empty() || key.empty())
+      throw BadInput(spec.path, "", "a non-empty series name and tag/key/column for every series requested");
+  switch (spec.format) {
+    case MetricsFormat::kTensorBoard: return read_tensorboard_metrics(spec);
+    case MetricsFormat::kJsonl: return read_jsonl_metrics(spec);
+    case MetricsFormat::kMllog: return read_mllog_metrics(spec);
+    case MetricsFormat::kCsv: return read_csv_metrics(spec);
+  }
+  throw BadUsage("unknown metrics format");
+}
+
+}  // namespace lockstep

@@ -1,0 +1,136 @@
+// A team's own Python trainer gated end to end (docs/trainers.md): the
+// example in examples/pytorch-trainer/ (a real PyTorch trainer on Debian's
+// python3-torch) checked against its committed golden, the field's usual
+// bugs caught with the right exit class and location, a failing trainer
+// quoted, and `lockstep import`.
+#include <gtest/gtest.h>
+
+#include "cli/cli_helpers.h"
+
+namespace lockstep::cli_test {
+namespace {
+
+const std::string kExample = kSourceDir + "/examples/pytorch-trainer";
+const std::string kExampleSmoke = kExample + "/smoke";
+
+fs::path out_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-trainer-cli-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+// `check` on the example with the trainer bug `bug` switched on (train.py,
+// PYTORCH_TRAINER_BUG, passed on to the trainer); a failing comparison
+// ends the check before the resume check.
+Result check_with_bug(const std::string& bug, const fs::path& out) {
+  return lockstep("check " + kExampleSmoke + " --out " + out.string(), "PYTORCH_TRAINER_BUG=" + bug);
+}
+
+TEST(TrainerCli, ExampleTrainerPassesAgainstItsCommittedGolden) {
+  fs::path out = out_dir("pass");
+  Result r = lockstep("check " + kExampleSmoke + " --out " + out.string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 runs in this job were bit-identical"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resumed at step 5 from a checkpoint in a fresh process: bit-identical"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(out / "pytorch-trainer" / "report.md")) << r.output;
+  fs::remove_all(out);
+}
+
+TEST(TrainerCli, WorkerInitFnRemovedIsARegressionAtADataBatch) {
+  fs::path out = out_dir("worker-init");
+  Result r = check_with_bug("no_worker_init_fn", out);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("first divergence: data batch 0"), std::string::npos) << r.output;
+  fs::remove_all(out);
+}
+
+TEST(TrainerCli, SamplerGeneratorRemovedIsARegressionAtDataBatchZero) {
+  fs::path out = out_dir("sampler");
+  Result r = check_with_bug("no_sampler_generator", out);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("first divergence: data batch 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sample_index_hash"), std::string::npos) << r.output;
+  fs::remove_all(out);
+}
+
+TEST(TrainerCli, AugmentationFromTheGlobalRandomModuleIsNamed) {
+  fs::path out = out_dir("global-random");
+  Result r = check_with_bug("global_random", out);
+  EXPECT_TRUE(r.code == 1 || r.code == 4) << r.output;
+  EXPECT_NE(r.output.find("first divergence: data batch 0"), std::string::npos) << r.output;
+  fs::remove_all(out);
+}
+
+TEST(TrainerCli, ANondeterministicOpIsExitFour) {
+  fs::path out = out_dir("nondeterministic");
+  Result r = check_with_bug("nondeterministic_op", out);
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("run 2 differs from run 1 in the same job"), std::string::npos) << r.output;
+  fs::remove_all(out);
+}
+
+TEST(TrainerCli, AFailingTrainerIsARegressionQuotingItsStderr) {
+  fs::path out = out_dir("failing");
+  Result r = check_with_bug("no_such_bug", out);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("the trainer exited with status 2 in the data-only pass"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("  | train.py: error: PYTORCH_TRAINER_BUG must be one of"), std::string::npos) << r.output;
+  fs::remove_all(out);
+}
+
+// A package upgrade in the trainer's interpreter: a distribution whose
+// version changes between the golden and the run (a fake dist-info on
+// PYTHONPATH) is the first line of the environment diff.
+TEST(TrainerCli, APackageVersionChangeLeadsTheEnvironmentDiff) {
+  fs::path d = out_dir("package");
+  fs::create_directories(d / "site");
+  fs::copy(kExample, d / "example", fs::copy_options::recursive);
+  fs::remove_all(d / "example" / "goldens");
+  auto dist = [&](const std::string& version) {
+    fs::remove_all(d / "site");
+    fs::create_directories(d / "site" / ("fakeaug-" + version + ".dist-info"));
+    write_file_atomically((d / "site" / ("fakeaug-" + version + ".dist-info") / "METADATA").string(),
+                          "Metadata-Version: 2.1\nName: fakeaug\nVersion: " + version + "\n");
+  };
+  std::string env = "PYTHONPATH=" + (d / "site").string();
+  dist("1.0.0");
+  Result b = lockstep("bless " + (d / "example" / "smoke").string() + " --reason test --out " + (d / "out").string(),
+                      env);
+  ASSERT_EQ(b.code, 0) << b.output;
+  dist("1.1.0");
+  Result r = lockstep("check " + (d / "example" / "smoke").string() + " --out " + (d / "out").string(), env);
+  EXPECT_EQ(r.code, 0) << r.output;  // the same bits: the cross-stack lane passes, naming the change
+  // The first line under the heading names the package, both versions below it.
+  size_t heading = r.output.find("environment differences (");
+  ASSERT_NE(heading, std::string::npos) << r.output;
+  size_t first = r.output.find('\n', heading) + 1;
+  EXPECT_EQ(r.output.substr(first, r.output.find('\n', first) - first), "  * python.packages.fakeaug golden: 1.0.0")
+      << r.output;
+  EXPECT_NE(r.output.find("run:    1.1.0", first), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("lane: cross-stack"), std::string::npos) << r.output;
+  fs::remove_all(d);
+}
+
+TEST(TrainerCli, ImportReadsAJsonlLogIntoARecordThatCompares) {
+  fs::path d = out_dir("import");
+  fs::create_directories(d);
+  write_file_atomically((d / "a.jsonl").string(), "{\"step\": 0, \"loss\": 1.5}\n{\"step\": 1, \"loss\": NaN}\n");
+  write_file_atomically((d / "b.jsonl").string(), "{\"step\": 0, \"loss\": 1.5}\n{\"step\": 1, \"loss\": 1.25}\n");
+  Result a = lockstep("import jsonl " + (d / "a.jsonl").string() + " --series loss --out " + (d / "a.json").string());
+  ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_NE(a.output.find("import: 1 series over 2 steps"), std::string::npos) << a.output;
+  Result b = lockstep("import jsonl " + (d / "b.jsonl").string() + " --series loss=loss --out " +
+                      (d / "b.json").string());
+  ASSERT_EQ(b.code, 0) << b.output;
+  Result c = lockstep("compare " + (d / "a.json").string() + " " + (d / "b.json").string());
+  EXPECT_EQ(c.code, 1) << c.output;
+  EXPECT_NE(c.output.find("step 1"), std::string::npos) << c.output;
+  Result bad = lockstep("import jsonl " + (d / "a.jsonl").string() + " --series lossx --out " + (d / "x.json").string());
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("lossx"), std::string::npos) << bad.output;
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace lockstep::cli_test

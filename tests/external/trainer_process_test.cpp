@@ -1,0 +1,112 @@
+// Running a trainer process: program resolution (exit 2), exit status,
+// signals, the timeout that kills the process group, the stderr tail.
+#include "external/trainer_process.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+class TrainerProcess : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("lockstep-process-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  ProcessSpec sh(const std::string& body, int64_t timeout_s = 60) {
+    ProcessSpec p;
+    p.argv = {"sh", "-c", body};
+    p.env = {"PATH=/usr/bin:/bin", "GREETING=hello"};
+    p.cwd = dir_.string();
+    p.stdout_path = (dir_ / "out.log").string();
+    p.stderr_path = (dir_ / "err.log").string();
+    p.timeout_s = timeout_s;
+    return p;
+  }
+  std::string read(const std::string& name) {
+    std::ifstream in(dir_ / name);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  fs::path dir_;
+};
+
+TEST_F(TrainerProcess, RunsInItsFolderWithExactlyTheGivenEnvironment) {
+  ProcessOutcome o = run_process(sh("pwd; echo $GREETING; echo ${HOME:-nohome}; echo oops >&2"));
+  EXPECT_TRUE(o.ok());
+  EXPECT_EQ(o.exit_status, 0);
+  EXPECT_EQ(read("out.log"), fs::canonical(dir_).string() + "\nhello\nnohome\n");
+  EXPECT_EQ(read("err.log"), "oops\n");
+}
+
+TEST_F(TrainerProcess, ExitStatusAndSignalAreReported) {
+  ProcessOutcome o = run_process(sh("exit 3"));
+  EXPECT_FALSE(o.ok());
+  EXPECT_EQ(o.exit_status, 3);
+  EXPECT_EQ(o.describe(60), "exited with status 3");
+  o = run_process(sh("kill -9 $$"));
+  EXPECT_EQ(o.signal, 9);
+  EXPECT_EQ(o.exit_status, -1);
+  EXPECT_NE(o.describe(60).find("killed by signal 9"), std::string::npos);
+}
+
+TEST_F(TrainerProcess, TimeoutKillsTheWholeProcessGroup) {
+  // A child that ignores SIGTERM and a grandchild (a DataLoader worker) that
+  // would outlive it: both must be gone.
+  ProcessOutcome o = run_process(sh("sleep 30 & echo $! > grandchild.pid; trap '' TERM; sleep 30", 1));
+  EXPECT_TRUE(o.timed_out);
+  EXPECT_FALSE(o.ok());
+  EXPECT_EQ(o.describe(1), "timed out after 1 s (killed with its process group)");
+  EXPECT_LT(o.wall_s, 20);
+  pid_t grandchild = std::stoi(read("grandchild.pid"));
+  usleep(100000);
+  EXPECT_NE(::kill(grandchild, 0), 0) << "the grandchild survived";
+}
+
+TEST_F(TrainerProcess, ProgramNotFoundOrNotExecutableIsBadInput) {
+  ProcessSpec p = sh("true");
+  p.argv = {"no-such-trainer-xyz"};
+  try {
+    run_process(p);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("no-such-trainer-xyz: command not found on PATH (/usr/bin:/bin)"),
+              std::string::npos)
+        << e.what();
+  }
+  write_file_atomically((dir_ / "train.py").string(), "print(1)\n");
+  p.argv = {"./train.py"};
+  try {
+    run_process(p);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("./train.py: not an executable file"), std::string::npos) << e.what();
+  }
+  p.argv = {"./missing.py"};
+  EXPECT_THROW(run_process(p), Error);
+}
+
+TEST_F(TrainerProcess, TailLinesKeepsTheLastN) {
+  std::string path = (dir_ / "t.log").string();
+  write_file_atomically(path, "a\nb\nc\nd\n");
+  EXPECT_EQ(tail_lines(path, 2), "c\nd");
+  EXPECT_EQ(tail_lines(path, 4), "a\nb\nc\nd");
+  EXPECT_EQ(tail_lines(path, 40), "a\nb\nc\nd");
+  EXPECT_EQ(tail_lines((dir_ / "none.log").string(), 3), "");
+  write_file_atomically(path, "");
+  EXPECT_EQ(tail_lines(path, 3), "");
+}
+
+}  // namespace
+}  // namespace lockstep
