@@ -67,6 +67,9 @@ python.torch                    yes   torch.__version__ ("(absent: ...)")
 python.torch.cuda               yes   torch.version.cuda, or "(absent: CPU-only torch)"
 python.torch.cudnn              yes   torch.backends.cudnn.version(), or "(absent: no cuDNN)"
 python.torch.config_xxh3        yes   XXH3-64 (16 hex digits) of torch.__config__.show()
+python.torch.cpu_capability     yes   the ATen CPU capability torch runs ("AVX2",
+                                      "AVX512", "DEFAULT"): names the golden's
+                                      platform (cpu-x86_64-avx2)
 python.packages.<name>          yes   version of every installed distribution
                                       (importlib.metadata; name lowercased,
                                       runs of -_. as "-"; first on sys.path wins)
@@ -654,6 +657,18 @@ def _apply_torch_contract(torch, s):
         if fill is not None:
             fill.fill_uninitialized_memory = True
 
+    return _read_torch_contract(torch)
+
+
+def _read_torch_contract(torch):
+    """The contract's flags and threads as torch reports them now."""
+    try:
+        import torch.utils.deterministic as fill  # torch >= 2.1
+        if not hasattr(fill, "fill_uninitialized_memory"):
+            fill = None
+    except ImportError:
+        fill = None
+
     def read(getter):  # the legacy TF32 getters, which newer torch may refuse
         try:
             return getter()
@@ -687,6 +702,20 @@ def _normalized(name):
     return re.sub(r"[-_.]+", "-", name).lower()  # PEP 503
 
 
+def _cpu_capability(torch, config):
+    """The ATen CPU capability: torch.backends.cpu.get_cpu_capability() (torch
+    >= 2.0), else the "CPU capability usage: AVX2" line of torch.__config__.show()
+    (1.13), else "(absent: ...)"."""
+    get = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    if get is not None:
+        return str(get())
+    for line in config.splitlines():
+        line = line.strip().lstrip("- ")
+        if line.startswith("CPU capability usage:"):
+            return line.split(":", 1)[1].strip()
+    return "(absent: not in torch.__config__.show())"
+
+
 def _fingerprint(torch, num_workers, pass_name):
     fp = {
         "python.version": _field(platform.python_version(), True),
@@ -695,14 +724,17 @@ def _fingerprint(torch, num_workers, pass_name):
         "python.numpy": _field(np.__version__, True),
     }
     if torch is None:
-        for k in ("python.torch", "python.torch.cuda", "python.torch.cudnn", "python.torch.config_xxh3"):
+        for k in ("python.torch", "python.torch.cuda", "python.torch.cudnn", "python.torch.config_xxh3",
+                  "python.torch.cpu_capability"):
             fp[k] = _field("(absent: torch not installed)", True)
     else:
         fp["python.torch"] = _field(torch.__version__, True)
         fp["python.torch.cuda"] = _field(torch.version.cuda or "(absent: CPU-only torch)", True)
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
         fp["python.torch.cudnn"] = _field(cudnn if cudnn else "(absent: no cuDNN)", True)
-        fp["python.torch.config_xxh3"] = _field(xxhash.xxh3_64_hexdigest(torch.__config__.show().encode()), True)
+        config = torch.__config__.show()
+        fp["python.torch.config_xxh3"] = _field(xxhash.xxh3_64_hexdigest(config.encode()), True)
+        fp["python.torch.cpu_capability"] = _field(_cpu_capability(torch, config), True)
     # Every installed distribution with metadata (pip's dist-info and
     # egg-info; Debian's python3-* packages mostly have one too), the first
     # found on sys.path winning, as import does.
@@ -802,6 +834,7 @@ class Context:
         self.inter_op_threads = settings["inter"]
         self.generator = generator
         self.contract = contract
+        self._applied = dict(contract)
         self.record_path = self.out / TRAINER_FILE
         self._torch = torch
         self._pass = settings["pass"]
@@ -847,6 +880,13 @@ class Context:
         register_loader and at exit; call it after importing a module listed
         in the fingerprint late."""
         self.fingerprint = _fingerprint(self._torch, self._num_workers, self._pass)
+        if self._torch is not None:
+            # Read the flags again: trainer code that turns cuDNN benchmark on
+            # or deterministic algorithms off after apply_contract() must show.
+            # A flag that ever differed stays recorded as it differed.
+            for k, v in _read_torch_contract(self._torch).items():
+                if k in self.contract and self.contract[k] == self._applied[k] and v != self._applied[k]:
+                    self.contract[k] = v
         record = {"schema": TRAINER_SCHEMA, "contract": self.contract, "fingerprint": self.fingerprint}
         text = json.dumps(record, indent=2) + "\n"
         if text != self._written:

@@ -48,6 +48,10 @@ struct ImportOptions {
   std::string step_key = "step";     ///< jsonl / csv step field
   std::string mllog_step = "step";   ///< mllog metadata step field
   std::string probes;                ///< optional probes JSONL (the batches trained on)
+  /// Optional lockstep-trainer.json the Python helper wrote: the trainer's
+  /// stack facts and contract join the record, so two imports of one stack
+  /// share a lane and other stacks are compared with tolerances.
+  std::string trainer_report;
   std::string device = "cpu";        ///< the device the trainer ran on (platform key)
   uint64_t seed = 0;                 ///< the seed the trainer ran with (recorded)
 };

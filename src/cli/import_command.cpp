@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "env/machine_facts.h"
+#include "external/trainer_report.h"
 #include "ingest/metrics.h"
 #include "ingest/probes_jsonl.h"
 #include "record/platform_key.h"
@@ -47,6 +48,20 @@ int import_command(const ImportOptions& o) {
   m.repo_path = fs::absolute(o.path).parent_path().string();
   rec.fingerprint = machine_fingerprint(m);
   rec.fingerprint["cpu.capability"] = {cpu_capability_from_isa(rec.fingerprint["cpu.isa"].value), true};
+  rec.contract["mode"] = "(not applied: imported)";
+  if (!o.trainer_report.empty()) {
+    // The trainer's own stack and contract, as a trainer smoke records them.
+    TrainerReport report = read_trainer_report(o.trainer_report);
+    for (const auto& [k, f] : report.fingerprint) {
+      if (k.rfind("python.", 0) != 0 && k.rfind("loader.", 0) != 0 && k.rfind("trainer.", 0) != 0)
+        throw BadInput(o.trainer_report, "fingerprint." + k, "a field under python., loader. or trainer.");
+      rec.fingerprint[k] = f;
+      if (k == "python.torch.cpu_capability" && f.value.rfind("(absent", 0) != 0)
+        rec.fingerprint["cpu.capability"] = {f.value, true};
+    }
+    rec.contract = report.contract;
+    for (const auto& [k, v] : report.contract) rec.fingerprint["determinism." + k] = {v, true};
+  }
   rec.fingerprint["import.source"] = {std::string(metrics_format_name(spec.format)) + " " + o.path, false};
   rec.smoke = o.name;
   rec.config_hash = "0000000000000000";
@@ -54,7 +69,6 @@ int import_command(const ImportOptions& o) {
   rec.device = o.device;
   rec.platform = platform_key(rec.fingerprint);
   rec.steps = steps;
-  rec.contract["mode"] = "(not applied: imported)";
   write_run_record(o.out, rec);
   std::cout << "import: " << rec.series.size() << " series over " << steps << " steps from " << o.path << "\n  record "
             << o.out << "\n";

@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"epoch_num", "samples_count", "step"}))
       ->capture_default_str();
   import->add_option("--probes", import_opts.probes, "Batch probes JSONL of the batches trained on (python/lockstep)");
+  import->add_option("--trainer-report", import_opts.trainer_report,
+                     "lockstep-trainer.json the trainer wrote (python/lockstep): its stack and contract");
   import->add_option("--device", import_opts.device, "Device the trainer ran on")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();

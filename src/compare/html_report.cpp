@@ -165,7 +165,7 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
     for (const auto& line : v.quote) o << esc(line) << "\n";
     o << "</pre>";
   }
-  o << "<p><b>Lane:</b> " << lane_name(v.lane) << " — " << esc(v.lane_reason) << "</p>";
+  if (!v.lane_reason.empty()) o << "<p><b>Lane:</b> " << lane_name(v.lane) << " — " << esc(v.lane_reason) << "</p>";
   o << "<p>" << esc(v.subject_word) << ": <code>" << esc(v.run_label) << "</code><br>" << esc(v.reference_word)
     << ": <code>" << esc(v.golden_label) << "</code></p>";
   if (!v.env_diffs.empty()) {

@@ -81,7 +81,7 @@ std::string render_junit(const std::vector<Verdict>& verdicts) {
       const char* element = is_error ? "error" : "failure";
       std::string type = stopped.empty() ? "regression" : stopped;
       // Only a comparison has a first divergence and a lane.
-      std::string text = stopped.empty() ? c.failure + "\nfirst divergence: " + v.first_divergence + "\nlane: " +
+      std::string text = stopped.empty() && !v.lane_reason.empty() ? c.failure + "\nfirst divergence: " + v.first_divergence + "\nlane: " +
                                                  lane_name(v.lane) + " (" + v.lane_reason + ")"
                                            : c.failure;
       for (const auto& line : v.quote) text += "\n  | " + line;

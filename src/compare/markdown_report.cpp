@@ -57,7 +57,9 @@ std::string render_markdown(const Verdict& v) {
     for (const auto& line : v.quote) o << printable_message(line, false) << "\n";
     o << fence << "\n\n";
   }
-  o << "**Lane:** `" << lane_name(v.lane) << "` — " << cell(v.lane_reason) << "\n\n";
+  // A smoke that stopped before any comparison (a failed trainer, a resume
+  // difference) has no lane.
+  if (!v.lane_reason.empty()) o << "**Lane:** `" << lane_name(v.lane) << "` — " << cell(v.lane_reason) << "\n\n";
   if (!v.env_diffs.empty()) {
     o << "| environment field | " << cell(v.reference_word) << " | " << cell(v.subject_word) << " |\n|---|---|---|\n";
     for (const auto& d : v.env_diffs)

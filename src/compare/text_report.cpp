@@ -43,7 +43,7 @@ std::string render_text(const Verdict& v, bool color) {
     << printable(v.golden_label) << "\n";
   if (!v.passed()) o << c.bold() << "first divergence: " << c.reset() << printable(v.first_divergence) << "\n";
   for (const auto& line : v.quote) o << "  | " << printable(line) << "\n";
-  o << "lane: " << lane_name(v.lane) << " — " << v.lane_reason << "\n";
+  if (!v.lane_reason.empty()) o << "lane: " << lane_name(v.lane) << " — " << v.lane_reason << "\n";
 
   if (v.env_diffs.empty()) {
     o << "environment: identical fingerprints\n";

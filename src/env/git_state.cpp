@@ -77,13 +77,28 @@ GitState read_git_state(const std::string& path) {
     for (size_t i = 0; i < git_status_list_entrycount(list); ++i) {
       const git_status_entry* e = git_status_byindex(list, i);
       const git_diff_delta* d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
-      if (d && d->new_file.path) st.dirty_files.push_back(d->new_file.path);
+      // lockstep's own lock file (core/directory_lock.h) is held while
+      // bless records the git state: it is not a change of the tree.
+      if (d && d->new_file.path) {
+        std::string path = d->new_file.path;
+        if (path != ".lockstep.lock" && !(path.size() > 15 && path.compare(path.size() - 15, 15, "/.lockstep.lock") == 0))
+          st.dirty_files.push_back(path);
+      }
     }
     git_status_list_free(list);
   }
   std::sort(st.dirty_files.begin(), st.dirty_files.end());
   st.dirty_files.erase(std::unique(st.dirty_files.begin(), st.dirty_files.end()), st.dirty_files.end());
   return st;
+}
+
+std::string dirty_summary(const std::vector<std::string>& dirty_files) {
+  if (dirty_files.empty()) return "clean";
+  std::string out;
+  size_t shown = std::min<size_t>(dirty_files.size(), 20);
+  for (size_t i = 0; i < shown; ++i) out += (i ? " " : "") + dirty_files[i];
+  if (dirty_files.size() > shown) out += " (+" + std::to_string(dirty_files.size() - shown) + " more)";
+  return out;
 }
 
 }  // namespace lockstep

@@ -19,8 +19,12 @@ struct GitState {
   std::string commit;                    ///< HEAD oid, or "(no commits)"
   std::string branch;                    ///< short name, or "(detached)"
   std::string author;                    ///< "user.name <user.email>" from config
-  std::vector<std::string> dirty_files;  ///< modified, staged or untracked (not ignored), sorted
+  std::vector<std::string> dirty_files;  ///< modified, staged or untracked (not ignored), sorted; never lockstep's .lockstep.lock
 };
+
+/// The fingerprint's git.dirty value: "clean", or the first 20 dirty paths
+/// and "(+N more)".
+std::string dirty_summary(const std::vector<std::string>& dirty_files);
 
 /// Reads the git state of the repository that contains `path`. Never throws:
 /// outside a repository `in_repo` is false and `error` says why.

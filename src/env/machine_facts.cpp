@@ -129,9 +129,7 @@ Fingerprint machine_fingerprint(const MachineOptions& opt) {
   if (git.in_repo) {
     put("git.commit", git.commit, false);
     put("git.branch", git.branch, false);
-    std::string dirty;
-    for (const auto& f : git.dirty_files) dirty += (dirty.empty() ? "" : " ") + f;
-    put("git.dirty", dirty.empty() ? "clean" : dirty, false);
+    put("git.dirty", dirty_summary(git.dirty_files), false);
   } else {
     for (const char* k : {"git.commit", "git.branch", "git.dirty"}) put(k, absent_fact(git.error), false);
   }

@@ -340,6 +340,28 @@ print(json.dumps({"data_only": ctx.data_only, "first": first}))
         self.assertEqual(sorted(os.listdir(self.out)), [lockstep.TRAINER_FILE])  # no temporary file left
 
     @needs_torch
+    def test_a_flag_undone_after_apply_contract_is_recorded_at_exit(self):
+        # Trainer code that turns benchmark on or deterministic algorithms off
+        # after apply_contract(): lockstep must see it (and refuse: exit 3).
+        code = """
+import torch, lockstep
+ctx = lockstep.apply_contract()
+torch.backends.cudnn.benchmark = True
+torch.use_deterministic_algorithms(False)
+torch.use_deterministic_algorithms(True)   # back on before any write: the flags are read when the file is written
+"""
+        run_snippet(code, protocol_env(self.out))
+        c = self.record()["contract"]
+        self.assertEqual((c["cudnn_benchmark"], c["deterministic_algorithms"]), ("true", "true"))
+        code = """
+import torch, lockstep
+ctx = lockstep.apply_contract()
+torch.use_deterministic_algorithms(False)
+"""
+        run_snippet(code, protocol_env(self.out))
+        self.assertEqual(self.record()["contract"]["deterministic_algorithms"], "false")
+
+    @needs_torch
     def test_cuda_asked_for_without_cuda_exits_3(self):
         code = "import torch, lockstep, sys\nif torch.cuda.is_available(): sys.exit(3)\nlockstep.apply_contract()"
         _, err = run_snippet(code, protocol_env(self.out, LOCKSTEP_DEVICE="cuda"), expect_rc=3)
