@@ -37,8 +37,13 @@ int import_command(const ImportOptions& o) {
   rec.series = read_metrics(spec);
   // The run's steps: one past the last step any series logged.
   int64_t steps = 0;
-  for (const auto& [name, s] : rec.series)
+  for (const auto& [name, s] : rec.series) {
+    // Steps count optimiser steps: beyond 2^53 they are no longer exact in
+    // a JSON reader, and one past the last must not overflow.
+    if (!s.steps.empty() && s.steps.back() >= (int64_t{1} << 53))
+      throw BadInput(o.path, name, "step numbers below 2^53, got " + std::to_string(s.steps.back()));
     steps = std::max<int64_t>(steps, s.steps.empty() ? static_cast<int64_t>(s.values.size()) : s.steps.back() + 1);
+  }
   for (auto& [name, s] : rec.series)
     if (s.steps.empty() && static_cast<int64_t>(s.values.size()) != steps)
       for (int64_t i = 0; i < static_cast<int64_t>(s.values.size()); ++i) s.steps.push_back(i);

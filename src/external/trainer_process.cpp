@@ -61,6 +61,45 @@ std::string resolve_program(const std::string& argv0, const std::string& cwd, co
 
 namespace {
 
+// The process groups of the trainers running now, for the signal handler:
+// a CI job cancelled (SIGTERM) or a Ctrl-C (SIGINT) must take the trainer
+// and its DataLoader workers with it, though they run in groups of their own.
+constexpr int kMaxGroups = 16;
+volatile sig_atomic_t g_groups[kMaxGroups];
+
+extern "C" void kill_trainers_and_reraise(int sig) {
+  for (int i = 0; i < kMaxGroups; ++i)
+    if (g_groups[i] > 0) ::kill(-static_cast<pid_t>(g_groups[i]), SIGKILL);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// Installs the handler for SIGINT, SIGTERM and SIGHUP while trainers run.
+class TrainerSignals {
+ public:
+  TrainerSignals() {
+    struct sigaction sa {};
+    sa.sa_handler = kill_trainers_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~TrainerSignals() {
+    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
+    for (int i = 0; i < kMaxGroups; ++i) g_groups[i] = 0;
+  }
+  void add(pid_t group) {
+    for (int i = 0; i < kMaxGroups; ++i)
+      if (g_groups[i] == 0) {
+        g_groups[i] = group;
+        return;
+      }
+  }
+
+ private:
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[3];
+};
+
 // Starts `spec` in its own process group; returns its pid.
 pid_t spawn(const ProcessSpec& spec) {
   if (spec.argv.empty()) throw BadUsage("trainer.command: empty");
@@ -103,6 +142,9 @@ pid_t spawn(const ProcessSpec& spec) {
   int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
+  if (rc == ENOENT)  // the program exists (resolved above): its #! interpreter does not
+    throw BadUsage("trainer.command[0]: " + program + ": cannot be executed: the interpreter on its #! line "
+                   "was not found");
   if (rc == ENOEXEC || rc == EACCES)
     throw BadUsage("trainer.command[0]: " + program + ": cannot be executed (" + std::strerror(rc) + ")");
   if (rc != 0) throw EnvironmentError("cannot start the trainer " + program + ": " + std::strerror(rc));
@@ -120,6 +162,7 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs)
   };
   std::vector<Running> running(specs.size());
   std::vector<ProcessOutcome> out(specs.size());
+  TrainerSignals signals;
   auto kill_started = [&] {
     for (auto& r : running)
       if (r.pid > 0 && !r.done) {
@@ -130,6 +173,7 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs)
   for (size_t i = 0; i < specs.size(); ++i) {
     try {
       running[i].pid = spawn(specs[i]);
+      signals.add(running[i].pid);
     } catch (...) {
       kill_started();
       throw;

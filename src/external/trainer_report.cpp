@@ -13,6 +13,8 @@ TrainerReport read_trainer_report(const std::string& path) {
     throw BadInput(path, "", "the report the trainer writes when it calls lockstep.apply_contract() "
                              "(python/lockstep); the file is missing, so the trainer never applied lockstep's "
                              "determinism contract");
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw BadInput(path, "", "a regular file (the trainer's report), not a folder, FIFO or device");
   nlohmann::json doc = parse_json_file(path);
   JsonView v(doc, path);
   v.expect_object();

@@ -146,10 +146,17 @@ void run_passes(const SmokeConfig& c, const std::vector<Pass>& passes) {
   }
 }
 
-// A path of the config (relative to its folder) after placeholders.
-std::string config_path(const SmokeConfig& c, const std::string& text, const std::map<std::string, std::string>& values) {
+// A path of the config (relative to its folder) after placeholders; it
+// must stay inside the process's own output folder `out` (a "{out}/../x"
+// would read another run's, or a stale, file).
+std::string output_path(const SmokeConfig& c, const std::string& field, const std::string& text,
+                        const std::map<std::string, std::string>& values) {
   fs::path p(expand_placeholders(text, values));
-  return (p.is_absolute() ? p : fs::absolute(c.file).parent_path() / p).lexically_normal().string();
+  std::string full = (p.is_absolute() ? p : fs::absolute(c.file).parent_path() / p).lexically_normal().string();
+  const std::string& out = values.at("out");
+  if (full.rfind(out + "/", 0) != 0)
+    throw BadInput(c.file, field, "a path inside {out} (" + out + "), got \"" + text + "\" = " + full);
+  return full;
 }
 
 std::vector<int64_t> explicit_steps(const Series& s) {
@@ -176,6 +183,20 @@ void check_coverage(std::map<std::string, Series>& series, int64_t first, int64_
       throw BadInput(file, name, "values up to step " + std::to_string(end - 1) + " (logged every " +
                                      std::to_string(stride) + "), the last is step " + std::to_string(s.steps.back()) +
                                      ": the trainer stopped early");
+  }
+}
+
+// After a resume: the two halves must join on the same grid (the resumed
+// run logging from the step the stopped one would have logged next).
+void check_grid(const std::map<std::string, Series>& series, const std::string& part, const std::string& file) {
+  for (const auto& [name, s] : series) {
+    if (s.steps.size() < 2) continue;
+    int64_t stride = s.steps[1] - s.steps[0];
+    for (size_t i = 2; i < s.steps.size(); ++i)
+      if (s.steps[i] - s.steps[i - 1] != stride)
+        throw BadInput(file, name, "the resumed run to continue the steps of " + part + " every " +
+                                       std::to_string(stride) + " step(s), got step " + std::to_string(s.steps[i]) +
+                                       " after step " + std::to_string(s.steps[i - 1]));
   }
 }
 
@@ -268,22 +289,28 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
                                  : "training pass"});
   run_passes(c, passes);
   if (data_pass) {
-    std::string probes = config_path(c, t.probes, values_for(data_out));
+    std::string probes = output_path(c, "trainer.probes", t.probes, values_for(data_out));
     rec.probes = read_probes_jsonl(probes);
   }
 
-  // 3. What the trainer says about itself: its contract must be the config's.
+  // 3. What the trainer says about itself, in every process: its contract
+  //    must be the config's. The record keeps the training pass's report.
+  auto checked_report = [&](const std::string& dir) {
+    TrainerReport r = read_trainer_report(dir + "/" + kTrainerReportFile);
+    if (std::string why = contract_mismatch(expected_contract(c), r.contract); !why.empty())
+      throw EnvironmentError(dir + "/" + kTrainerReportFile + ": the trainer ran under another determinism "
+                             "contract than " + c.file + " asks for (" + c.mode + "): " + why);
+    return r;
+  };
   std::string report_dir = o.train ? out : data_out;
-  TrainerReport report = read_trainer_report(report_dir + "/" + kTrainerReportFile);
-  if (std::string why = contract_mismatch(expected_contract(c), report.contract); !why.empty())
-    throw EnvironmentError(report_dir + "/" + kTrainerReportFile + ": the trainer ran under another determinism "
-                           "contract than " + c.file + " asks for (" + c.mode + "): " + why);
+  if (data_pass && o.train) checked_report(data_out);
+  TrainerReport report = checked_report(report_dir);
 
   // 4. Metrics and the probes of the batches it trained on.
   if (o.train) {
     MetricsSpec spec;
     spec.format = parse_metrics_format(t.metrics_format);
-    spec.path = config_path(c, t.metrics_path, values_for(out));
+    spec.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(out));
     spec.series = t.series;
     spec.step_key = t.step_key;
     spec.mllog_step = t.mllog_step;
@@ -292,8 +319,14 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     int64_t end = stopping ? resume_at : c.steps;
     check_coverage(series, first, end, spec.path);
     if (!t.probes.empty()) {
-      std::string probes = config_path(c, t.probes, values_for(out));
+      std::string probes = output_path(c, "trainer.probes", t.probes, values_for(out));
       rec.train_probes = read_probes_jsonl(probes, resuming ? resume_at : 0);
+      // One probe per step trained: a trainer that probes some batches only
+      // would leave the others unchecked.
+      int64_t trained = end - (resuming ? resume_at : 0);
+      if (static_cast<int64_t>(rec.train_probes.size()) != trained)
+        throw BadInput(probes, "", "one probe per step trained (" + std::to_string(trained) + "), got " +
+                                       std::to_string(rec.train_probes.size()));
     }
     if (resuming) {
       for (auto& [name, s] : series) {
@@ -311,6 +344,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
       probes.insert(probes.end(), rec.train_probes.begin(), rec.train_probes.end());
       rec.train_probes = std::move(probes);
     }
+    if (resuming) check_grid(series, partial_path(o.resume), spec.path);
     if (!stopping)
       for (auto& [name, s] : series) compact_steps(s);
     rec.series = std::move(series);

@@ -1,5 +1,7 @@
 #include "gate/bless.h"
 
+#include "gate/check.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include "core/error.h"
 #include "core/float_bits.h"
 #include "env/git_state.h"
+#include "gate/check.h"
 #include "gate/provenance.h"
 #include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"
@@ -70,6 +73,15 @@ void validate_golden_candidate(const RunRecord& record, int runs, bool allow_non
 
 void add_seed_statistics(const std::vector<RunRecord>& runs, RunRecord& golden) {
   for (auto& [name, series] : golden.series) {
+    // Statistics per step: every seed must log the same steps (a trainer
+    // logging a metric at other steps for another seed has no per-step mean).
+    for (size_t k = 1; k < runs.size(); ++k) {
+      auto other = runs[k].series.find(name);
+      if (other == runs[k].series.end() || other->second.steps != series.steps ||
+          other->second.values.size() != series.values.size())
+        throw BadUsage("refusing a multi-seed golden: series " + name + " is logged at other steps with seed " +
+                       std::to_string(runs[k].seed) + " than with seed " + std::to_string(runs[0].seed));
+    }
     size_t n = series.values.size();
     series.mean.assign(n, 0.0);
     series.std.assign(n, 0.0);
@@ -113,6 +125,10 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
                                                    " differs from run 1" +
                                                    (o.seeds.empty() ? "" : " (seed " + std::to_string(seed) + ")") +
                                                    ": " + diff);
+    // The same rule as check's: the batches trained on are the data-only pass's.
+    if (std::string d = train_vs_probe_difference(runs[0]); !d.empty())
+      throw Error(ExitCode::kNondeterministic, "refusing to bless " + cfg.name +
+                                                   ": the trainer consumed other data than the data-only pass, first at " + d);
     validate_golden_candidate(runs[0], o.runs, cfg.tolerance.allow_nonfinite_golden, "bless " + cfg.name);
     per_seed.push_back(std::move(runs[0]));
   }

@@ -17,7 +17,8 @@ constexpr size_t kChunk = size_t{1} << 20;
 }
 
 LineReader::LineReader(std::string path, size_t max_line_bytes) : path_(std::move(path)), max_line_(max_line_bytes) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO without a writer must not hang the open (it is refused below).
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) throw io_error(path_, "open the log", errno);
   struct stat st {};
   if (::fstat(fd_, &st) != 0) {

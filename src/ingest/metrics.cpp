@@ -30,6 +30,12 @@ std::map<std::string, Series> read_metrics(const MetricsSpec& spec) {
   for (const auto& [name, key] : spec.series)
     if (name.empty() || key.empty())
       throw BadInput(spec.path, "", "a non-empty series name and tag/key/column for every series requested");
+  // A tag is a short name; a long one would only make the did-you-mean search slow.
+  for (const auto& [name, key] : spec.series)
+    if (name.size() > 1024 || key.size() > 1024)
+      throw BadUsage("series " + name.substr(0, 64) + (name.size() > 64 ? "..." : "") +
+                     ": a series name and tag of at most 1024 characters");
+  if (spec.series.size() > 10000) throw BadUsage("at most 10000 series per read");
   switch (spec.format) {
     case MetricsFormat::kTensorBoard: return read_tensorboard_metrics(spec);
     case MetricsFormat::kJsonl: return read_jsonl_metrics(spec);

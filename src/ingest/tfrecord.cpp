@@ -45,7 +45,8 @@ std::string at_byte(uint64_t offset) { return "byte " + std::to_string(offset); 
 }  // namespace
 
 TfRecordReader::TfRecordReader(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO without a writer must not hang the open (it is refused below).
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) throw io_error(path_, "open the event file", errno);
   struct stat st {};
   if (::fstat(fd_, &st) != 0) {

@@ -310,10 +310,16 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
     JsonView e = t.at("env");
     e.expect_object();
     for (const auto& k : e.keys()) {
-      if (k.empty() || k.find_first_of("=\0") != std::string::npos) e.at(k).fail("an environment variable name");
-      if (k.rfind("LOCKSTEP_", 0) == 0)
-        e.at(k).fail("a variable lockstep does not set itself (LOCKSTEP_* carry the contract)");
+      if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
+        e.at(k).fail("an environment variable name (no '=', no NUL)");
+      static const std::vector<std::string> contract_vars = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED",
+                                                             "TZ", "LC_ALL", "CUBLAS_WORKSPACE_CONFIG"};
+      if (k.rfind("LOCKSTEP_", 0) == 0 ||
+          std::find(contract_vars.begin(), contract_vars.end(), k) != contract_vars.end())
+        e.at(k).fail("a variable lockstep does not set itself (LOCKSTEP_*, OMP_NUM_THREADS, MKL_NUM_THREADS, "
+                     "PYTHONHASHSEED, TZ, LC_ALL and CUBLAS_WORKSPACE_CONFIG carry the contract)");
       tc.env[k] = e.at(k).as_string();
+      if (tc.env[k].find('\0') != std::string::npos) e.at(k).fail("a value without NUL bytes");
     }
   }
 }

@@ -244,6 +244,34 @@ TEST_F(TrainerRunTest, CommandNotFoundIsBadInput) {
   }
 }
 
+TEST_F(TrainerRunTest, OutputsMustStayInsideTheProcesssFolder) {
+  SmokeConfig c = config();
+  c.trainer.metrics_path = "{out}/../../stale.jsonl";
+  try {
+    run_trainer(c, options());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("trainer.metrics.path: expected a path inside {out}"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(TrainerRunTest, OneProbePerStepTrained) {
+  SmokeConfig c = config();
+  // Three of the six batches probed: the others would go unchecked.
+  c.trainer.command = {"sh", "-c", "./trainer.sh \"$@\"; head -n 3 \"$LOCKSTEP_OUT/probes.jsonl\" > p && mv p \"$LOCKSTEP_OUT/probes.jsonl\"", "sh"};
+  c.trainer.data_only.clear();
+  try {
+    run_trainer(c, options());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("expected one probe per step trained (6), got 3"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ExpandPlaceholders, ReplacesKnownNamesOnly) {
   EXPECT_EQ(expand_placeholders("{out}/tb-{seed}/{other}", {{"out", "/o"}, {"seed", "7"}}), "/o/tb-7/{other}");
   EXPECT_EQ(expand_placeholders("{", {}), "{");

@@ -164,5 +164,39 @@ TEST(DirtyTree, OwnFoldersAreIgnoredAndOtherChangesNamed) {
   EXPECT_NO_THROW(refuse_dirty_tree(git, {"/r/goldens"}, true, "accept"));
 }
 
+TEST(BlessSmoke, TrainedBatchesOtherThanTheDataOnlyPassAreRefusedAsCheckWould) {
+  GateProject p("bless-train-vs-probe");
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun&, RunRecord& r) { r.train_probes[1].sample_index_hash = "00000000000000ff"; };
+  try {
+    bless_smoke(p.smoke_file(), options_for(p), l);
+    FAIL() << "bless accepted a run check refuses";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kNondeterministic);
+    EXPECT_NE(std::string(e.what()).find("consumed other data than the data-only pass, first at batch 1"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(BlessSmoke, SeedsLoggingOtherStepsMakeNoMultiSeedGolden) {
+  GateProject p("bless-seed-steps");
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (!run.seed.empty()) r.series["loss"].steps = {0, 1};  // the same values, other step numbers
+    if (run.seed.empty()) r.series["loss"].steps = {0, 2};
+    r.steps = 3;
+  };
+  BlessSmokeOptions o = options_for(p);
+  o.seeds = {99};
+  try {
+    bless_smoke(p.smoke_file(), o, l);
+    FAIL() << "bless averaged values of different steps";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("series loss is logged at other steps with seed"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -1,6 +1,7 @@
 #include "ingest/jsonl.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <limits>
@@ -65,6 +66,17 @@ TEST_F(Jsonl, PythonNonFiniteTokensAndLockstepStrings) {
   EXPECT_TRUE(std::isnan(v[3]));
   EXPECT_EQ(v[4], std::numeric_limits<double>::infinity());
   EXPECT_EQ(v[5], -std::numeric_limits<double>::infinity());
+}
+
+TEST_F(Jsonl, AFifoIsRefusedWithoutWaitingForAWriter) {
+  std::string fifo = dir_.path("fifo.jsonl");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  MetricsSpec spec;
+  spec.format = MetricsFormat::kJsonl;
+  spec.path = fifo;
+  spec.series = {{"loss", "loss"}};
+  std::string m = exit2_message([&] { read_metrics(spec); });
+  EXPECT_HAS(m, fifo + ": expected a regular file");
 }
 
 TEST(JsonlTokens, OnlyValueTokensOutsideStringsAreReplaced) {

@@ -193,7 +193,9 @@ TEST_F(TrainerConfig, RefusesWhatCannotWork) {
             std::string::npos);
   t = trainer();
   t["env"] = {{"LOCKSTEP_SEED", "1"}};
-  EXPECT_NE(error_of(write(t)).find("LOCKSTEP_* carry the contract"), std::string::npos);
+  EXPECT_NE(error_of(write(t)).find("a variable lockstep does not set itself (LOCKSTEP_*"), std::string::npos);
+  t["env"] = {{"OMP_NUM_THREADS", "8"}};
+  EXPECT_NE(error_of(write(t)).find("trainer.env.OMP_NUM_THREADS: expected a variable lockstep does not set itself"), std::string::npos);
   t = trainer();
   EXPECT_NE(error_of(write(t, {{"tolerance", {{"series", {{"los", {{"atol", 0.1}}}}}}}})).find("did you mean 'loss'"),
             std::string::npos);
