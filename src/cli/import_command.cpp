@@ -54,19 +54,8 @@ int import_command(const ImportOptions& o) {
   rec.fingerprint = machine_fingerprint(m);
   rec.fingerprint["cpu.capability"] = {cpu_capability_from_isa(rec.fingerprint["cpu.isa"].value), true};
   rec.contract["mode"] = "(not applied: imported)";
-  if (!o.trainer_report.empty()) {
-    // The trainer's own stack and contract, as a trainer smoke records them.
-    TrainerReport report = read_trainer_report(o.trainer_report);
-    for (const auto& [k, f] : report.fingerprint) {
-      if (k.rfind("python.", 0) != 0 && k.rfind("loader.", 0) != 0 && k.rfind("trainer.", 0) != 0)
-        throw BadInput(o.trainer_report, "fingerprint." + k, "a field under python., loader. or trainer.");
-      rec.fingerprint[k] = f;
-      if (k == "python.torch.cpu_capability" && f.value.rfind("(absent", 0) != 0)
-        rec.fingerprint["cpu.capability"] = {f.value, true};
-    }
-    rec.contract = report.contract;
-    for (const auto& [k, v] : report.contract) rec.fingerprint["determinism." + k] = {v, true};
-  }
+  // The trainer's own stack and contract, as a trainer smoke records them.
+  if (!o.trainer_report.empty()) add_trainer_facts(read_trainer_report(o.trainer_report), o.trainer_report, rec);
   rec.fingerprint["import.source"] = {std::string(metrics_format_name(spec.format)) + " " + o.path, false};
   rec.smoke = o.name;
   rec.config_hash = "0000000000000000";

@@ -26,7 +26,6 @@
 #include "env/cuda_usability.h"
 #include "env/driver_version.h"
 #include "env/machine_facts.h"
-#include "env/git_state.h"
 #include "env/opencv_version.h"
 #include "env/torch_config_text.h"
 #include "torch_compat.h"
@@ -195,15 +194,7 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   std::string nccl = loaded_nccl_version(&nccl_why);
   put("cuda.nccl", nccl.empty() ? absent(nccl_why) : nccl, on_cuda);
 
-  // Git.
-  GitState git = read_git_state(opt.repo_path);
-  if (git.in_repo) {
-    put("git.commit", git.commit, false);
-    put("git.branch", git.branch, false);
-    put("git.dirty", dirty_summary(git.dirty_files), false);
-  } else {
-    for (const char* k : {"git.commit", "git.branch", "git.dirty"}) put(k, absent(git.error), false);
-  }
+  add_git_fields(fp, opt.repo_path);
   return fp;
 }
 

@@ -125,15 +125,20 @@ Fingerprint machine_fingerprint(const MachineOptions& opt) {
     put("cuda.sm_count", std::to_string(drv.sm_count), on_cuda);
   }
 
-  GitState git = read_git_state(opt.repo_path);
-  if (git.in_repo) {
-    put("git.commit", git.commit, false);
-    put("git.branch", git.branch, false);
-    put("git.dirty", dirty_summary(git.dirty_files), false);
-  } else {
-    for (const char* k : {"git.commit", "git.branch", "git.dirty"}) put(k, absent_fact(git.error), false);
-  }
+  add_git_fields(fp, opt.repo_path);
   return fp;
+}
+
+void add_git_fields(Fingerprint& fp, const std::string& repo_path) {
+  GitState git = read_git_state(repo_path);
+  auto put = [&fp](const char* k, const std::string& v) { fp[k] = FingerprintField{v.empty() ? absent_fact("empty") : v, false}; };
+  if (git.in_repo) {
+    put("git.commit", git.commit);
+    put("git.branch", git.branch);
+    put("git.dirty", dirty_summary(git.dirty_files));
+  } else {
+    for (const char* k : {"git.commit", "git.branch", "git.dirty"}) put(k, absent_fact(git.error));
+  }
 }
 
 }  // namespace lockstep

@@ -39,6 +39,10 @@ std::string os_pretty_name();
 /// thread placement (name -> determinism-relevant).
 const std::map<std::string, bool>& numerics_env_vars();
 
+/// git.commit, git.branch and git.dirty of the repository holding
+/// `repo_path` (informational), or "(absent: <why>)" outside one.
+void add_git_fields(Fingerprint& fp, const std::string& repo_path);
+
 /// What machine_fingerprint() looks at.
 struct MachineOptions {
   std::string device = "cpu";    ///< "cpu" or "cuda": CUDA facts are relevant only for cuda

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "env/machine_facts.h"
 
 namespace lockstep {
 
@@ -34,6 +35,25 @@ TrainerReport read_trainer_report(const std::string& path) {
     r.fingerprint[k] = FingerprintField{field.at("value").as_string(), field.at("relevant").as_bool()};
   }
   return r;
+}
+
+void add_trainer_facts(const TrainerReport& report, const std::string& report_path, RunRecord& rec) {
+  auto cap = report.fingerprint.find("python.torch.cpu_capability");
+  auto isa = rec.fingerprint.find("cpu.isa");
+  rec.fingerprint["cpu.capability"] = {cap != report.fingerprint.end() && cap->second.value.rfind("(absent", 0) != 0
+                                           ? cap->second.value
+                                           : cpu_capability_from_isa(isa == rec.fingerprint.end() ? "" : isa->second.value),
+                                       true};
+  rec.contract = report.contract;
+  for (const auto& [k, v] : report.contract) rec.fingerprint["determinism." + k] = {v, true};
+  // The trainer's own facts, in its namespaces, never over lockstep's.
+  for (const auto& [k, f] : report.fingerprint) {
+    bool own = k.rfind("python.", 0) == 0 || k.rfind("loader.", 0) == 0 || k.rfind("trainer.", 0) == 0;
+    if (!own || rec.fingerprint.count(k))
+      throw BadInput(report_path, "fingerprint." + k,
+                     "a field under python., loader. or trainer. that lockstep does not record itself");
+    rec.fingerprint[k] = f;
+  }
 }
 
 std::map<std::string, std::string> expected_contract(const SmokeConfig& c) {

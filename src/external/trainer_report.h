@@ -16,6 +16,7 @@
 #include <string>
 
 #include "record/fingerprint.h"
+#include "record/run_record.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
@@ -33,6 +34,15 @@ struct TrainerReport {
 /// missing (the trainer did not call apply_contract()), not JSON, of another
 /// schema, or a field has the wrong type.
 TrainerReport read_trainer_report(const std::string& path);
+
+/// Adds what the trainer reported to `record`: its contract (also as
+/// determinism.* fingerprint fields), its cpu.capability (the one its torch
+/// reports as python.torch.cpu_capability, else the one the record's
+/// cpu.isa allows: it names the platform), and its own fingerprint fields.
+/// Those must lie under python., loader. or trainer. and must not be a
+/// field the record already holds: exit-2 Error naming `report_path`.
+/// Shared by a trainer smoke's run and `lockstep import --trainer-report`.
+void add_trainer_facts(const TrainerReport& report, const std::string& report_path, RunRecord& record);
 
 /// The flags the config's determinism mode requires, with the values the
 /// report must show: strict pins deterministic algorithms (error, not

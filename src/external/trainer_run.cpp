@@ -209,14 +209,6 @@ void compact_steps(Series& s) {
 
 std::string partial_path(const std::string& checkpoint) { return checkpoint + ".lockstep-part.json"; }
 
-// The CPU capability the trainer's torch runs (python.torch.cpu_capability),
-// else what the ISA flags allow; it names the platform.
-std::string cpu_capability(const Fingerprint& trainer, const Fingerprint& fp) {
-  auto it = trainer.find("python.torch.cpu_capability");
-  if (it != trainer.end() && it->second.value.rfind("(absent", 0) != 0) return it->second.value;
-  auto isa = fp.find("cpu.isa");
-  return cpu_capability_from_isa(isa == fp.end() ? "" : isa->second.value);
-}
 
 }  // namespace
 
@@ -357,21 +349,12 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   m.env = env;
   m.use_env = true;
   rec.fingerprint = machine_fingerprint(m);
-  rec.fingerprint["cpu.capability"] = {cpu_capability(report.fingerprint, rec.fingerprint), true};
-  for (const auto& [k, v] : report.contract) rec.fingerprint["determinism." + k] = {v, true};
   for (const auto& [k, v] : t.env) rec.fingerprint["trainer.env." + k] = {v, true};
   rec.fingerprint["trainer.command"] = {join_args(t.command), false};
   // The rest of what the trainer was handed (the numerics variables are env.*).
   rec.fingerprint["trainer.env.PYTHONHASHSEED"] = {env.at("PYTHONHASHSEED"), true};
   rec.fingerprint["trainer.env.PYTHONPATH"] = {env.at("PYTHONPATH"), false};
-  // The trainer's own facts, in its namespaces, never over lockstep's.
-  for (const auto& [k, f] : report.fingerprint) {
-    bool own = k.rfind("python.", 0) == 0 || k.rfind("loader.", 0) == 0 || k.rfind("trainer.", 0) == 0;
-    if (!own || rec.fingerprint.count(k))
-      throw BadInput(report_dir + "/" + kTrainerReportFile, "fingerprint." + k,
-                     "a field under python., loader. or trainer. that lockstep does not record itself");
-    rec.fingerprint[k] = f;
-  }
+  add_trainer_facts(report, report_dir + "/" + kTrainerReportFile, rec);
   rec.fingerprint["config.values_xxh3"] = {c.values_hash, false, true};
   rec.smoke = c.name;
   rec.config_hash = c.config_hash;
@@ -380,7 +363,6 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   rec.device = c.device;
   rec.platform = platform_key(rec.fingerprint);
   rec.steps = c.steps;
-  rec.contract = report.contract;
 
   if (stopping) {
     write_run_record(partial_path(checkpoint), rec);
