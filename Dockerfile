@@ -24,7 +24,7 @@ WORKDIR /src/lockstep
 RUN LOCKSTEP_DEPS=image bash ci/deps.sh \
     && bash ci/fetch-libtorch.sh /opt/libtorch "$LIBTORCH_URL" "$LIBTORCH_SHA256" \
     && bash ci/build.sh build -DCMAKE_PREFIX_PATH=/opt/libtorch -DLOCKSTEP_BUILD_TESTS=OFF \
-    && install -m 0755 build/lockstep /usr/local/bin/lockstep \
+    && install -m 0755 build/lockstep build/lockstep-torch /usr/local/bin/ \
     && useradd --create-home --uid 10001 lockstep \
     && mkdir -p /var/cache/lockstep/data && chmod -R a+rX /var/cache/lockstep
 

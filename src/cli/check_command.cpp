@@ -69,6 +69,26 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
   }
 }
 
+// One line for a suite, after every smoke's own report: how many smokes
+// ended in each exit class, the ones that did not pass, and the exit code.
+// "check: 4 smokes: 3 PASS, 1 REGRESSION (wine-mlp); exit 1 (junit lockstep-out/junit.xml)"
+void print_summary(const std::vector<Verdict>& verdicts, ExitCode worst, const std::string& junit) {
+  std::map<int, std::vector<std::string>> by_code;
+  for (const Verdict& v : verdicts) by_code[to_int(v.exit_code())].push_back(v.smoke);
+  std::cout << "check: " << verdicts.size() << " smokes:";
+  const char* sep = " ";
+  for (const auto& [code, smokes] : by_code) {
+    std::cout << sep << smokes.size() << " " << exit_class_name(static_cast<ExitCode>(code));
+    sep = ", ";
+    if (code == 0) continue;
+    std::cout << " (";
+    for (size_t i = 0; i < smokes.size() && i < 10; ++i) std::cout << (i ? ", " : "") << smokes[i];
+    if (smokes.size() > 10) std::cout << ", +" << smokes.size() - 10 << " more";
+    std::cout << ")";
+  }
+  std::cout << "; exit " << to_int(worst) << " (junit " << junit << ")\n";
+}
+
 }  // namespace
 
 int check_command(const CheckOptions& o) {
@@ -95,8 +115,11 @@ int check_command(const CheckOptions& o) {
     verdicts.push_back(std::move(c.verdict));
   }
   // GitLab: artifacts:reports:junit: lockstep-out/junit.xml
-  write_file_atomically((std::filesystem::path(o.out_dir) / "junit.xml").string(), render_junit(verdicts));
-  return to_int(most_severe(verdicts));
+  std::string junit = (std::filesystem::path(o.out_dir) / "junit.xml").string();
+  write_file_atomically(junit, render_junit(verdicts));
+  ExitCode worst = most_severe(verdicts);
+  if (verdicts.size() > 1) print_summary(verdicts, worst, junit);
+  return to_int(worst);
 }
 
 }  // namespace lockstep

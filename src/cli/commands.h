@@ -29,9 +29,20 @@ struct RunOptions {
 };
 int run_command(const RunOptions& options);
 
-/// `run`/`probe` of a built-in smoke in this process (LibTorch; exit 3 in a
-/// build without it). run_command() dispatches to it or to the trainer.
+/// `run`/`probe` of a built-in smoke. In `lockstep-torch` it runs in this
+/// process (cli/torch_commands.cpp); the torch-free front `lockstep` hands
+/// the whole command line to `lockstep-torch` beside it
+/// (cli/torch_commands_exec.cpp); a build without LibTorch exits 3
+/// (cli/torch_commands_absent.cpp). run_command() dispatches to it or to
+/// the trainer.
 int run_builtin(const RunOptions& options, bool train);
+
+/// Keeps main()'s argv, so a front `lockstep` can hand the same command
+/// line to `lockstep-torch`. Called once, first thing in main().
+void remember_command_line(int argc, char** argv);
+
+/// The command line given to remember_command_line(), argv[0] included.
+const std::vector<std::string>& remembered_command_line();
 
 /// `lockstep probe SMOKE`: data-only pass, writes a record with probes only.
 int probe_command(const RunOptions& options);
@@ -47,6 +58,8 @@ struct ImportOptions {
   std::string name = "imported";     ///< the record's smoke name
   std::string step_key = "step";     ///< jsonl / csv step field
   std::string mllog_step = "step";   ///< mllog metadata step field
+  bool step_key_given = false;       ///< --step-key given (refused for tensorboard, mllog)
+  bool mllog_step_given = false;     ///< --mllog-step given (refused but for mllog)
   std::string probes;                ///< optional probes JSONL (the batches trained on)
   /// Optional lockstep-trainer.json the Python helper wrote: the trainer's
   /// stack facts and contract join the record, so two imports of one stack

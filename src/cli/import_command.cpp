@@ -24,6 +24,13 @@ int import_command(const ImportOptions& o) {
   spec.path = o.path;
   spec.step_key = o.step_key;
   spec.mllog_step = o.mllog_step;
+  // An option the format does not read is refused, not ignored: a user who
+  // passes --step-key to a TensorBoard import expects it to matter.
+  if (o.step_key_given && spec.format != MetricsFormat::kJsonl && spec.format != MetricsFormat::kCsv)
+    throw BadUsage("--step-key: only jsonl and csv logs have a step field to name (" + o.format +
+                   (spec.format == MetricsFormat::kMllog ? ": use --mllog-step)" : ": each event carries its step)"));
+  if (o.mllog_step_given && spec.format != MetricsFormat::kMllog)
+    throw BadUsage("--mllog-step: only for mllog logs (got " + o.format + ")");
   for (const auto& s : o.series) {
     size_t eq = s.find('=');
     std::string name = s.substr(0, eq);

@@ -43,6 +43,7 @@ CLI::App* add_pending_command(CLI::App& app, const char* name, const char* help,
 
 int main(int argc, char** argv) {
   using namespace lockstep;
+  remember_command_line(argc, argv);
   CLI::App app{"lockstep: determinism regression checker for LibTorch training stacks"};
   app.set_version_flag("--version", std::string("lockstep ") + LOCKSTEP_VERSION);
   app.require_subcommand(1);
@@ -91,8 +92,9 @@ int main(int argc, char** argv) {
       ->required();
   import->add_option("--out", import_opts.out, "Record path")->required();
   import->add_option("--name", import_opts.name, "Smoke name in the record")->capture_default_str();
-  import->add_option("--step-key", import_opts.step_key, "jsonl/csv: the step field")->capture_default_str();
-  import->add_option("--mllog-step", import_opts.mllog_step, "mllog: metadata field giving the step")
+  auto* step_key =
+      import->add_option("--step-key", import_opts.step_key, "jsonl/csv: the step field")->capture_default_str();
+  auto* mllog_step = import->add_option("--mllog-step", import_opts.mllog_step, "mllog: metadata field giving the step")
       ->check(CLI::IsMember({"epoch_num", "samples_count", "step"}))
       ->capture_default_str();
   import->add_option("--probes", import_opts.probes, "Batch probes JSONL of the batches trained on (python/lockstep)");
@@ -169,7 +171,11 @@ int main(int argc, char** argv) {
     if (*run) return run_command(run_opts);
     if (*probe) return probe_command(probe_opts);
     if (*cmp) return compare_command(cmp_opts);
-    if (*import) return import_command(import_opts);
+    if (*import) {
+      import_opts.step_key_given = step_key->count() > 0;
+      import_opts.mllog_step_given = mllog_step->count() > 0;
+      return import_command(import_opts);
+    }
     if (*check) return check_command(check_opts);
     if (*bless) return bless_command(bless_opts);
     if (*env) {

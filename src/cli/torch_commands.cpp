@@ -102,7 +102,7 @@ int env_command(const EnvOptions& o) {
       if (!unusable.empty()) out["cuda_unusable"] = unusable;
       std::cout << pretty_dump(out);
     } else {
-      std::cout << "platform: " << r.platform << "\n";
+      std::cout << "platform: " << printable_message(r.platform, false) << "\n";
       print_fingerprint(r.fingerprint);
     }
     if (!unusable.empty()) throw EnvironmentError("env --device cuda: CUDA is not usable: " + unusable);
@@ -119,13 +119,18 @@ int env_command(const EnvOptions& o) {
       throw EnvironmentError("env --diff " + o.diff_record + ": a CUDA record, but CUDA is not usable here: " + unusable);
     return 0;
   }
-  std::cout << "platform here: " << r.platform << ", in " << o.diff_record << ": " << r.record_platform << "\n";
+  std::cout << "platform here: " << r.platform << ", in " << o.diff_record << ": "
+            << printable_message(r.record_platform, false) << "\n";
   size_t relevant = 0;
   for (const auto& d : r.differences) relevant += d.relevant ? 1 : 0;
   std::cout << r.differences.size() << " difference(s), " << relevant
             << " determinism-relevant (*: a check against this record would use the cross-stack lane)\n";
   for (const auto& d : r.differences)
-    std::cout << (d.relevant ? "* " : "  ") << d.name << "\n      record: " << d.golden << "\n      here:   " << d.run << "\n";
+    // A record's strings are data: control characters are escaped, never
+    // sent to the terminal.
+    std::cout << (d.relevant ? "* " : "  ") << printable_message(d.name, false)
+              << "\n      record: " << printable_message(d.golden, false)
+              << "\n      here:   " << printable_message(d.run, false) << "\n";
   if (!unusable.empty())
     throw EnvironmentError("env --diff " + o.diff_record + ": a CUDA record, but CUDA is not usable here: " + unusable);
   return 0;

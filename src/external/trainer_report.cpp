@@ -1,5 +1,7 @@
 #include "external/trainer_report.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "core/error.h"
@@ -39,6 +41,19 @@ TrainerReport read_trainer_report(const std::string& path) {
 
 void add_trainer_facts(const TrainerReport& report, const std::string& report_path, RunRecord& rec) {
   auto cap = report.fingerprint.find("python.torch.cpu_capability");
+  // It names the platform (and the golden's file): what
+  // torch.backends.cpu.get_cpu_capability() returns ("AVX2", "NO AVX",
+  // "SVE256", ...), never a path or a paragraph.
+  if (cap != report.fingerprint.end() && cap->second.value.rfind("(absent", 0) != 0) {
+    const std::string& v = cap->second.value;
+    bool ok = !v.empty() && v.size() <= 32 && std::all_of(v.begin(), v.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '_';
+    });
+    if (!ok)
+      throw BadInput(report_path, "fingerprint.python.torch.cpu_capability.value",
+                     "what torch.backends.cpu.get_cpu_capability() returns (1 to 32 letters, digits, spaces, "
+                     "e.g. \"AVX2\")");
+  }
   auto isa = rec.fingerprint.find("cpu.isa");
   rec.fingerprint["cpu.capability"] = {cap != report.fingerprint.end() && cap->second.value.rfind("(absent", 0) != 0
                                            ? cap->second.value

@@ -35,6 +35,8 @@ std::map<std::string, Series> read_jsonl_metrics(const MetricsSpec& spec) {
         have_step = true;
       } else if (int i = set.find(kv.key); i >= 0) {
         found.emplace_back(static_cast<size_t>(i), kv.value);
+      } else {
+        set.note_unrequested(kv.key);
       }
     }
     if (found.empty()) continue;

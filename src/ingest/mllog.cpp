@@ -32,7 +32,10 @@ std::map<std::string, Series> read_mllog_metrics(const MetricsSpec& spec) {
     if (obj["key"].get(key_node) != simdjson::SUCCESS || key_node.get_string().get(key) != simdjson::SUCCESS)
       throw BadInput(spec.path, where, "an MLLOG record with a string \"key\"");
     int i = set.find(key);
-    if (i < 0) continue;
+    if (i < 0) {
+      set.note_unrequested(key);
+      continue;
+    }
     where += ": key '" + std::string(key) + "'";
     simdjson::dom::element value;
     double v;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/json_io.h"
 #include "core/float_bits.h"
 #include "core/hash.h"
 
@@ -202,8 +203,18 @@ std::map<std::string, Series> SeriesSet::finish(const std::string& path, const s
     std::string names;
     for (const auto& [name, key] : series_)
       if (key == keys_[i]) names += (names.empty() ? "" : ", ") + name;
+    std::vector<std::string> others(unrequested_.begin(), unrequested_.end());
+    std::string hint = closest_spelling(keys_[i], others);
+    std::string present;
+    if (!hint.empty()) {
+      present = " (did you mean '" + hint + "'?)";
+    } else if (!others.empty() && others.size() <= 20) {
+      present = " (" + kind_ + "s logged:";
+      for (const std::string& t : others) present += " '" + t + "'";
+      present += ")";
+    }
     throw BadInput(path, kind_ + " '" + keys_[i] + "'",
-                   "the " + kind_ + " of series " + names + " " + where + "; it never appears");
+                   "the " + kind_ + " of series " + names + " " + where + "; it never appears" + present);
   }
   std::vector<Series> done;
   done.reserve(builders_.size());

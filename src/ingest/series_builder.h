@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -139,17 +140,27 @@ class SeriesSet {
   /// begin_file on every builder.
   void begin_file(uint32_t file);
 
+  /// Remembers a tag/key the log has but nobody asked for (the first 1000
+  /// distinct ones), so a misspelt one can be named by finish(). Call it
+  /// only when find() returned -1.
+  void note_unrequested(std::string_view key) {
+    if (unrequested_.size() < kMaxUnrequested) unrequested_.emplace(key);
+  }
+
   /// reserve on builder `index` (a reader's estimate of its values).
   void reserve(size_t index, size_t values) { builders_[index].reserve(values); }
 
   /// Finishes every builder, lockstep name -> Series. Throws exit-2 Error
   /// naming `path` and the first tag/key/column that has no value ("...
-  /// never appears <where>"), or whatever SeriesBuilder::finish throws.
+  /// never appears <where>", then "did you mean 'x'?" or the unrequested
+  /// ones noted, when at most 20), or whatever SeriesBuilder::finish throws.
   std::map<std::string, Series> finish(const std::string& path, const std::string& where);
 
  private:
+  static constexpr size_t kMaxUnrequested = 1000;
   std::string kind_;
   std::map<std::string, std::string> series_;
+  std::set<std::string, std::less<>> unrequested_;
   /// Length and the first and last 8 bytes, mixed: cheap, and enough to
   /// tell apart the handful of tags a run asks for (collisions only probe).
   static uint64_t hash(std::string_view key) {

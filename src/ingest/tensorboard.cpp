@@ -240,21 +240,9 @@ std::map<std::string, Series> read_tensorboard_metrics(const MetricsSpec& spec) 
     set.begin_file(index);
     read_event_file(file, parts, set, seen);
   }
-  for (size_t i = 0; i < set.size(); ++i) {
-    if (set.at(i).size() > 0) continue;
-    std::vector<std::string> tags(seen.begin(), seen.end());
-    std::sort(tags.begin(), tags.end());
-    std::string hint = closest_spelling(set.key(i), tags);
-    std::string where = "in " + std::to_string(files.size()) + " event file" + (files.size() == 1 ? "" : "s");
-    if (!hint.empty()) where += " (did you mean '" + hint + "'?)";
-    else if (!tags.empty() && tags.size() <= 20) {
-      where += " (tags logged:";
-      for (const std::string& t : tags) where += " '" + t + "'";
-      where += ")";
-    }
-    return set.finish(spec.path, where);  // throws for builder i, the first without a value
-  }
-  return set.finish(spec.path, "in the event files");
+  for (const std::string& t : seen) set.note_unrequested(t);
+  std::string where = "in " + std::to_string(files.size()) + " event file" + (files.size() == 1 ? "" : "s");
+  return set.finish(spec.path, where);
 }
 
 }  // namespace lockstep

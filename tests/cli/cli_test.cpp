@@ -140,6 +140,28 @@ TEST_F(Cli, CheckOnTheCommittedGoldenPasses) {
   Result r = lockstep("check " + kSourceDir + "/smoke --out " + (project_ / "out-committed").string());
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("PASS"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\ncheck: 4 smokes: 4 PASS; exit 0 (junit " + (project_ / "out-committed").string() +
+                          "/junit.xml)\n"),
+            std::string::npos)
+      << r.output;
+}
+
+// A suite ends with one line: the count per exit class, the smokes that did
+// not pass, the exit code.
+TEST_F(Cli, ASuiteEndsWithOneSummaryLine) {
+  fs::path p = scratch("summary");
+  fs::create_directories(p / "goldens");
+  fs::copy(project_ / "goldens" / "digits-cnn", p / "goldens" / "digits-cnn");
+  nlohmann::json other = parse_json_file(smoke());
+  other["name"] = "digits-unblessed";
+  write_file_atomically((p / "smoke" / "digits-unblessed.json").string(), pretty_dump(other));
+  Result r = lockstep("check " + (p / "smoke").string() + " --out " + (p / "out").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("\ncheck: 2 smokes: 1 PASS, 1 BAD INPUT (digits-unblessed); exit 2 (junit " +
+                          (p / "out").string() + "/junit.xml)\n"),
+            std::string::npos)
+      << r.output;
+  fs::remove_all(p);
 }
 
 TEST_F(Cli, CheckAgainstItsOwnBlessPassesBitExact) {

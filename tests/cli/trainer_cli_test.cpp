@@ -5,6 +5,8 @@
 // quoted, and `lockstep import`.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include "cli/cli_helpers.h"
 
 namespace lockstep::cli_test {
@@ -130,6 +132,34 @@ TEST(TrainerCli, ImportReadsAJsonlLogIntoARecordThatCompares) {
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("lossx"), std::string::npos) << bad.output;
   fs::remove_all(d);
+}
+
+// A cancelled CI job (SIGTERM to lockstep) must not leave the trainer
+// running: lockstep kills the trainers' process groups, then dies of the
+// same signal.
+TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
+  for (const char* sig : {"TERM", "INT"}) {
+    fs::path d = out_dir(std::string("signal-") + sig);
+    fs::create_directories(d);
+    std::string pidfile = (d / "trainer.pid").string();
+    nlohmann::json cfg = {
+        {"name", "cancelled"}, {"seed", 1}, {"steps", 2},
+        {"trainer", {{"command", {"sh", "-c", "echo $$ > '" + pidfile + "'; exec sleep 300"}},
+                     {"timeout_s", 600},
+                     {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+    write_file_atomically((d / "cancelled.json").string(), pretty_dump(cfg));
+    // In the background, so the shell can signal it once the trainer is up.
+    Result r = shell("cd '" + d.string() + "' && " + LOCKSTEP_BINARY + " run cancelled.json --out r.json & lp=$!; " +
+                     "i=0; while [ ! -s trainer.pid ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; " +
+                     "kill -" + sig + " $lp; wait $lp; echo \"lockstep status $?\"; tp=$(cat trainer.pid); " +
+                     "i=0; while kill -0 $tp 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; " +
+                     "if kill -0 $tp 2>/dev/null; then echo \"trainer alive\"; kill -9 $tp; else echo \"trainer gone\"; fi");
+    int status = std::string(sig) == "TERM" ? 128 + SIGTERM : 128 + SIGINT;
+    EXPECT_NE(r.output.find("lockstep status " + std::to_string(status)), std::string::npos) << sig << r.output;
+    EXPECT_NE(r.output.find("trainer gone"), std::string::npos) << sig << r.output;
+    EXPECT_FALSE(fs::exists(d / "r.json")) << sig;
+    fs::remove_all(d);
+  }
 }
 
 }  // namespace

@@ -91,6 +91,21 @@ TEST(Compare, LengthMismatchFailsWithoutPadding) {
   EXPECT_EQ(find(compare_records(longer, g, {}), "loss")->detail, "length 10 vs 11 steps (golden vs run)");
 }
 
+// Steps are matched by number: 0..n-1 written out is the dense series; any
+// other numbering is named.
+TEST(Compare, StepsSpelledOutEqualTheDenseSeries) {
+  RunRecord g = make_record({1.0, 2.0, 3.0});
+  RunRecord r = g;
+  r.series["loss"].steps = {0, 1, 2};
+  EXPECT_TRUE(compare_records(r, g, {}).passed());
+  EXPECT_TRUE(compare_records(g, r, {}).passed());
+  r.series["loss"].steps = {1, 2, 3};
+  Verdict v = compare_records(r, g, {});
+  ASSERT_NE(find(v, "loss"), nullptr);
+  EXPECT_EQ(find(v, "loss")->detail,
+            "logged at other steps: steps 0..2 (golden) vs steps 1, 2, ..., 3 (3 values) (run)");
+}
+
 TEST(Compare, MissingSeriesFailsNamingIt) {
   RunRecord g = make_record({1.0});
   RunRecord r = g;

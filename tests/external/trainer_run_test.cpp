@@ -47,7 +47,7 @@ cat > "$out/lockstep-trainer.json" <<EOF
               "allow_tf32_cudnn": "false", "intra_op_threads": "$LOCKSTEP_INTRA_OP_THREADS",
               "inter_op_threads": "$LOCKSTEP_INTER_OP_THREADS"},
  "fingerprint": {"python.torch": {"value": "1.13.1", "relevant": true},
-                 "python.torch.cpu_capability": {"value": "AVX2", "relevant": true},
+                 "python.torch.cpu_capability": {"value": "${FAKE_CAPABILITY:-AVX2}", "relevant": true},
                  "loader.num_workers": {"value": "2", "relevant": false}}}
 EOF
 if [ -n "$FAKE_EXIT" ]; then
@@ -75,7 +75,7 @@ class TrainerRunTest : public ::testing::Test {
   }
   void TearDown() override {
     fs::remove_all(dir_);
-    for (const char* v : {"FAKE_EXIT", "FAKE_CONTRACT_MODE", "FAKE_BENCHMARK", "LOCKSTEP_SEED"}) ::unsetenv(v);
+    for (const char* v : {"FAKE_EXIT", "FAKE_CONTRACT_MODE", "FAKE_BENCHMARK", "FAKE_CAPABILITY", "LOCKSTEP_SEED"}) ::unsetenv(v);
   }
   // A smoke config with `trainer_extra` spliced into the trainer section.
   SmokeConfig config(const std::string& trainer_extra = "", const std::string& top_extra = "") {
@@ -195,6 +195,27 @@ TEST_F(TrainerRunTest, MissingMetricsOrReportIsBadInput) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
     EXPECT_NE(std::string(e.what()).find("lockstep-trainer.json"), std::string::npos) << e.what();
   }
+}
+
+// The reported CPU capability names the platform and the golden's file: a
+// path or a paragraph there is refused, naming the field.
+TEST_F(TrainerRunTest, ACpuCapabilityThatCannotNameAPlatformIsBadInput) {
+  for (const char* bad : {"AVX2/../../etc", "AVXAVXAVXAVXAVXAVXAVXAVXAVXAVXAVX2"}) {
+    ::setenv("FAKE_CAPABILITY", bad, 1);
+    try {
+      run_trainer(config(), options());
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      EXPECT_NE(std::string(e.what()).find("lockstep-trainer.json: fingerprint.python.torch.cpu_capability.value: "
+                                           "expected what torch.backends.cpu.get_cpu_capability() returns"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  ::setenv("FAKE_CAPABILITY", "NO AVX", 1);
+  RunRecord rec = run_trainer(config(), options()).record;
+  EXPECT_EQ(rec.platform, "cpu-" + rec.fingerprint.at("cpu.arch").value + "-default");
 }
 
 TEST_F(TrainerRunTest, ATrainerThatStopsEarlyIsBadInput) {

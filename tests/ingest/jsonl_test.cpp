@@ -174,6 +174,11 @@ TEST_F(Jsonl, MalformedLinesAndDuplicateKeys) {
 TEST_F(Jsonl, KeyThatNeverAppears) {
   EXPECT_EQ(error("{\"step\": 0, \"loss\": 1}\n", {{"loss", "loss"}, {"acc", "accuracy"}}),
             file_ + ": key 'accuracy': expected the key of series acc in the log; it never appears");
+  EXPECT_EQ(error("{\"step\": 0, \"loss\": 1, \"lr\": 0.1}\n", {{"loss", "los"}}),
+            file_ + ": key 'los': expected the key of series loss in the log; it never appears (did you mean 'loss'?)");
+  EXPECT_EQ(error("{\"step\": 0, \"lr\": 0.1, \"grad_norm\": 3}\n", {{"acc", "accuracy"}}),
+            file_ + ": key 'accuracy': expected the key of series acc in the log; it never appears "
+                    "(keys logged: 'grad_norm' 'lr')");
 }
 
 TEST_F(Jsonl, EmptyOrBlankFile) {

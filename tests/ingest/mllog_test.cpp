@@ -101,7 +101,7 @@ TEST_F(Mllog, NoMllogLinesOrNoRequestedKey) {
   EXPECT_EQ(error("just a log\n"), file_ + ": expected MLPerf log lines (\":::MLLOG {...}\"); the file has none");
   EXPECT_EQ(error(mllog("train_loss", "0.5", "\"epoch_num\": 1")),
             file_ + ": key 'eval_accuracy': expected the key of series eval_accuracy in the log's :::MLLOG lines; "
-                    "it never appears");
+                    "it never appears (keys logged: 'train_loss')");
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+// The command line main() was given, kept for the front `lockstep` that
+// hands a built-in smoke's `run`/`probe` and `env` to `lockstep-torch`
+// (cli/torch_commands_exec.cpp).
+#include "cli/commands.h"
+
+namespace lockstep {
+
+namespace {
+std::vector<std::string>& saved() {
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+
+void remember_command_line(int argc, char** argv) {
+  saved().assign(argv, argv + argc);
+}
+
+const std::vector<std::string>& remembered_command_line() { return saved(); }
+
+}  // namespace lockstep

@@ -1,0 +1,53 @@
+// The LibTorch subcommands of the torch-free front `lockstep`: a built-in
+// smoke's `run`/`probe`, and `env`, replace this process with
+// `lockstep-torch` beside it (same arguments, environment, pid and file
+// descriptors), so only they pay LibTorch's start-up (about 1 s); `check`,
+// `compare`, `bless`, a trainer smoke and every other command never load it.
+// Example: `lockstep run smoke/digits-cnn.json` execs
+// `/usr/bin/lockstep-torch run smoke/digits-cnn.json`.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace lockstep {
+
+namespace {
+
+// `lockstep-torch` in the folder of this executable (/proc/self/exe, so a
+// symbolic link to `lockstep` on PATH still finds it).
+std::filesystem::path torch_binary() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw EnvironmentError("cannot resolve /proc/self/exe: " + ec.message());
+  return self.parent_path() / "lockstep-torch";
+}
+
+[[noreturn]] void exec_torch_binary(const char* what) {
+  std::filesystem::path bin = torch_binary();
+  std::vector<std::string> args = remembered_command_line();
+  if (args.empty()) throw EnvironmentError("internal: the command line was not remembered");
+  args[0] = bin.string();
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  ::execv(argv[0], argv.data());
+  int err = errno;
+  throw EnvironmentError(std::string("`lockstep ") + what + "` needs LibTorch, in " + bin.string() + ": " +
+                         std::strerror(err) + " (install lockstep-torch beside lockstep; a build configured with " +
+                         "LOCKSTEP_WITH_TORCH=OFF has none)");
+}
+
+}  // namespace
+
+int run_builtin(const RunOptions&, bool train) { exec_torch_binary(train ? "run" : "probe"); }
+int env_command(const EnvOptions&) { exec_torch_binary("env"); }
+
+}  // namespace lockstep
