@@ -60,6 +60,8 @@ std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg, uint64_t seed
     return std::make_shared<CsvTable>(make_synthetic(o, d.loader.sample_shape, cfg.classes, seed));
   }
   if (d.source == "images") {
+    std::error_code missing;
+    if (!fs::exists(d.resolved_path, missing)) throw BadInput(cfg.file, "data.path", missing_data_message(d, cfg.file));
     ImageFolder f = read_image_folder({d.resolved_path, d.loader.sample_shape, d.interpolation, d.to_float,
                                        d.manifest_sample});
     if (f.table.num_classes > cfg.classes)
@@ -69,9 +71,7 @@ std::shared_ptr<const CsvTable> load_table(const SmokeConfig& cfg, uint64_t seed
   }
   std::error_code ec;
   if (!fs::exists(d.resolved_path, ec))
-    throw BadInput(cfg.file, "data.path",
-                   "an existing data file; " + d.resolved_path +
-                       " does not exist (run ci/fetch-data.sh, or set LOCKSTEP_DATA_DIR)");
+    throw BadInput(cfg.file, "data.path", missing_data_message(d, cfg.file));
   auto table = std::make_shared<CsvTable>(
       read_csv({d.resolved_path, d.skip_rows, d.label_column, d.scale, d.max_bytes, d.max_line_bytes}));
   int64_t per_sample = 1;

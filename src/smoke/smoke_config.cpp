@@ -34,7 +34,39 @@ std::pair<uint64_t, bool> base_seed(const SmokeConfig& cfg, const char* seed) {
 
 namespace {
 
-void read_data(const JsonView& d, DataConfig& c) {
+// data.path: "{data}/<name>" is a dataset lockstep fetches (data_dir());
+// any other relative path is the team's own file, beside the config.
+std::string resolve_data_path(const JsonView& node, const std::string& path, const fs::path& config_dir) {
+  const std::string kData = "{data}";
+  if (path.rfind(kData, 0) == 0 && (path.size() == kData.size() || path[kData.size()] == '/'))
+    return (fs::path(data_dir()) / path.substr(std::min(path.size(), kData.size() + 1))).lexically_normal().string();
+  if (path.find('{') != std::string::npos || path.find('}') != std::string::npos)
+    node.fail("a path relative to the config's folder, an absolute path, or \"{data}/<name>\" for a dataset "
+              "lockstep fetches; got \"" + path + "\"");
+  fs::path p(path);
+  return (p.is_absolute() ? p : config_dir / p).lexically_normal().string();
+}
+
+}  // namespace
+
+std::string missing_data_message(const DataConfig& d, const std::string& config_file) {
+  std::string what = d.source == "images" ? "an existing image folder; " : "an existing data file; ";
+  std::string msg = what + d.resolved_path + " does not exist";
+  if (d.path.rfind("{data}", 0) == 0)
+    return msg + " ({data} is $LOCKSTEP_DATA_DIR, else ~/.cache/lockstep/data: fetch lockstep's datasets with "
+                 "ci/fetch-data.sh, or set LOCKSTEP_DATA_DIR)";
+  msg += " (a relative path is read from the config's folder, " +
+         fs::absolute(config_file).parent_path().lexically_normal().string() +
+         "; commit the file there, or write \"{data}/<name>\" for a dataset lockstep fetches";
+  std::error_code ec;
+  if (!fs::path(d.path).is_absolute() && fs::exists(fs::path(data_dir()) / d.path, ec))
+    msg += "; " + (fs::path(data_dir()) / d.path).string() + " exists: did you mean \"{data}/" + d.path + "\"?";
+  return msg + ")";
+}
+
+namespace {
+
+void read_data(const JsonView& d, DataConfig& c, const fs::path& config_dir) {
   d.allow_keys({"source", "path", "skip_rows", "label_column", "scale", "sample_shape", "batch_size",
                 "workers", "shuffle", "drop_last", "augment", "probe_epochs", "synthetic", "image", "max_bytes",
                 "max_line_bytes", "max_batches"});
@@ -71,8 +103,8 @@ void read_data(const JsonView& d, DataConfig& c) {
       if (im.has("manifest_sample")) c.manifest_sample = im.at("manifest_sample").as_int(0, 1 << 30);
     }
     c.path = d.at("path").as_string();
-    fs::path p(c.path);
-    c.resolved_path = p.is_absolute() ? c.path : (fs::path(data_dir()) / p).string();
+    if (c.path.empty()) d.at("path").fail("a file or folder");
+    c.resolved_path = resolve_data_path(d.at("path"), c.path, config_dir);
   }
   if (d.has("skip_rows")) c.skip_rows = static_cast<int>(d.at("skip_rows").as_int(0, 1000000));
   if (d.has("label_column")) c.label_column = static_cast<int>(d.at("label_column").as_int(-100000, 100000));
@@ -423,7 +455,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
                                  "lockstep's built-in data, model and optimiser are not used)");
     read_trainer(v.at("trainer"), c);
   } else {
-    read_data(v.at("data"), c.data);
+    read_data(v.at("data"), c.data, fs::absolute(c.file).parent_path());
     read_model(v.at("model"), c);
     read_optimizer(v.at("optimizer"), c.optimizer);
   }

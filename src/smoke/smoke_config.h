@@ -36,8 +36,11 @@ struct DataConfig {
   std::string synthetic_kind;     ///< synthetic: "tokens", "images" or "tabular"
   int64_t synthetic_rows = 512;   ///< synthetic: samples
   int64_t synthetic_vocab = 64;   ///< synthetic tokens: ids in [0, vocab)
-  std::string path;               ///< csv file or image folder, as written in the config
-  std::string resolved_path;      ///< absolute, after data-dir resolution
+  /// csv file or image folder, as written in the config: relative to the
+  /// config's folder, absolute, or "{data}/<name>" for a dataset lockstep
+  /// fetches into data_dir() (ci/fetch-data.sh).
+  std::string path;
+  std::string resolved_path;      ///< absolute, {data} and the config's folder resolved
   int skip_rows = 0;
   int label_column = -1;
   double scale = 1.0;
@@ -153,8 +156,14 @@ std::map<std::string, SmokeConfig> load_smoke_folder(const std::string& dir);
 /// a value that is not a decimal unsigned 64-bit integer.
 std::pair<uint64_t, bool> base_seed(const SmokeConfig& config, const char* seed = nullptr);
 
-/// The folder data paths are resolved in: $LOCKSTEP_DATA_DIR, else
-/// ${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data (ci/fetch-data.sh uses the same rule).
+/// The message for a data.path that does not exist: where it looked, the
+/// rule it followed ({data} or the config's folder) and what to do; names a
+/// same-named dataset in data_dir() when there is one.
+std::string missing_data_message(const DataConfig& data, const std::string& config_file);
+
+/// The folder of the datasets lockstep fetches, "{data}" in a config:
+/// $LOCKSTEP_DATA_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data
+/// (ci/fetch-data.sh uses the same rule).
 std::string data_dir();
 
 }  // namespace lockstep

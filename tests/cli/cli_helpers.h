@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -43,6 +44,16 @@ inline Result lockstep(const std::string& args, const std::string& env = "", con
 }
 
 inline const std::string kSourceDir = LOCKSTEP_SOURCE_DIR;
+
+// The folder of lockstep's fetched datasets ("{data}" in a config), by the
+// rule of smoke_config.h's data_dir().
+inline std::string data_dir() {
+  const char* d = std::getenv("LOCKSTEP_DATA_DIR");
+  if (d && *d) return d;
+  const char* x = std::getenv("XDG_CACHE_HOME");
+  if (x && *x) return std::string(x) + "/lockstep/data";
+  return std::string(std::getenv("HOME")) + "/.cache/lockstep/data";
+}
 inline const std::string kSmoke = kSourceDir + "/smoke/digits-cnn.json";
 
 // A scratch project: smoke/<name of `smoke`> (optionally edited) and, once

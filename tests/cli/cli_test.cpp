@@ -578,8 +578,54 @@ TEST(CliErrors, MissingDataFileIsExit2) {
   fs::path p = scratch("nodata", [](nlohmann::json& c) { c["data"]["path"] = "no-such-file.csv"; });
   Result r = lockstep("run " + (p / "smoke/digits-cnn.json").string());
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("data.path: expected an existing data file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("data.path: expected an existing data file; " + (p / "smoke/no-such-file.csv").string() +
+                          " does not exist (a relative path is read from the config's folder, " +
+                          (p / "smoke").string() + "; commit the file there"),
+            std::string::npos)
+      << r.output;
+  // A fetched dataset's name without {data}/ is pointed at; {data} itself
+  // says how to fetch.
+  fs::path q = scratch("nodata-plain", [](nlohmann::json& c) { c["data"]["path"] = "digits.csv.gz"; });
+  r = lockstep("run " + (q / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("exists: did you mean \"{data}/digits.csv.gz\"?)"), std::string::npos) << r.output;
+  r = lockstep("run " + (q / "smoke/digits-cnn.json").string(), "LOCKSTEP_DATA_DIR=" + (q / "empty").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.output.find("did you mean"), std::string::npos) << r.output;
+  r = lockstep("run " + kSmoke, "LOCKSTEP_DATA_DIR=" + (q / "empty").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find((q / "empty").string() + "/digits.csv.gz does not exist ({data} is $LOCKSTEP_DATA_DIR"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("ci/fetch-data.sh"), std::string::npos) << r.output;
+  fs::remove_all(p);
+  fs::remove_all(q);
+}
+
+// A relative data path is the team's own file beside the config: the same
+// data read from there gives the same batches as from {data}.
+TEST(CliPaths, ARelativeDataPathIsReadBesideTheConfig) {
+  fs::path p = scratch("beside", [](nlohmann::json& c) { c["data"]["path"] = "data/digits.csv.gz"; });
+  fs::create_directories(p / "smoke" / "data");
+  fs::copy_file(data_dir() + "/digits.csv.gz", p / "smoke" / "data" / "digits.csv.gz");
+  Result r = lockstep("probe " + (p / "smoke/digits-cnn.json").string() + " --out " + (p / "beside.json").string(),
+                      "", (p / "smoke" / "data").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  Result fetched = lockstep("probe " + kSmoke + " --out " + (p / "fetched.json").string());
+  ASSERT_EQ(fetched.code, 0) << fetched.output;
+  nlohmann::json a = parse_json_file((p / "beside.json").string());
+  nlohmann::json b = parse_json_file((p / "fetched.json").string());
+  EXPECT_EQ(a["probes"], b["probes"]);
+  EXPECT_EQ(a["fingerprint"]["data.file_xxh3"], b["fingerprint"]["data.file_xxh3"]);
+  fs::path q = scratch("brace", [](nlohmann::json& c) { c["data"]["path"] = "{dat}/digits.csv.gz"; });
+  Result bad = lockstep("probe " + (q / "smoke/digits-cnn.json").string());
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("data.path: expected a path relative to the config's folder, an absolute path, or "
+                            "\"{data}/<name>\""),
+            std::string::npos)
+      << bad.output;
+  fs::remove_all(p);
+  fs::remove_all(q);
 }
 
 // Issue 4: the ATen CPU capability changes the platform key, leads the

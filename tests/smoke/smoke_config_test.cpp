@@ -68,7 +68,24 @@ TEST(SmokeConfig, DefaultsAndDataPathResolution) {
   EXPECT_TRUE(c.data.loader.shuffle);
   EXPECT_FALSE(c.data.loader.augment.enabled());
   EXPECT_FALSE(c.data.loader.augment.worker_seeded);
-  EXPECT_EQ(c.data.resolved_path, (fs::path(data_dir()) / "unit.csv").string());
+  // Relative: beside the config; "{data}/": lockstep's fetched datasets.
+  EXPECT_EQ(c.data.resolved_path,
+            (fs::absolute(p.smoke_file()).parent_path() / "unit.csv").lexically_normal().string());
+  testing::GateProject fetched("fetched", [](nlohmann::json& cfg) { cfg["data"]["path"] = "{data}/digits.csv.gz"; });
+  EXPECT_EQ(load_smoke_config(fetched.smoke_file()).data.resolved_path,
+            (fs::path(data_dir()) / "digits.csv.gz").lexically_normal().string());
+  testing::GateProject absolute("absolute", [](nlohmann::json& cfg) { cfg["data"]["path"] = "/srv/x/../d.csv"; });
+  EXPECT_EQ(load_smoke_config(absolute.smoke_file()).data.resolved_path, "/srv/d.csv");
+  for (const char* bad : {"{data}x.csv", "{out}/x.csv", "data/{x}.csv", ""}) {
+    testing::GateProject b("bad-path", [&](nlohmann::json& cfg) { cfg["data"]["path"] = bad; });
+    try {
+      load_smoke_config(b.smoke_file());
+      FAIL() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput) << bad;
+      EXPECT_NE(std::string(e.what()).find(": data.path: expected "), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(SmokeConfig, AugmentationOfNonImageSamplesNamesTheField) {
