@@ -13,7 +13,7 @@ tool=.cache/gitlab-ci-local
 # repository (NodeSource's nodejs ships npm) must not get Debian's npm,
 # which conflicts with it.
 missing=()
-for tool in npm rsync git; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+for need in npm rsync git; do command -v "$need" >/dev/null || missing+=("$need"); done
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "gitlab-ci-local: needs ${missing[*]} (run as root to install)" >&2; exit 3; }
   apt-get update -qq

@@ -9,8 +9,13 @@ cd "$(dirname "$0")/.."
 bash ci/deps.sh
 bash ci/fetch-data.sh
 
-bash ci/build.sh build
+bash ci/build.sh build -DLOCKSTEP_BUILD_TESTS=ON
 (cd build && ctest -j 2 --output-on-failure)
+# The front `lockstep` never loads LibTorch; `lockstep-torch` beside it does.
+if ldd build/lockstep | grep -q torch; then
+  echo "test: build/lockstep links LibTorch (only lockstep-torch may)" >&2
+  exit 1
+fi
 
 bash ci/build.sh build-notorch -DLOCKSTEP_WITH_TORCH=OFF
 (cd build-notorch && ctest -j 2 --output-on-failure)
@@ -39,3 +44,6 @@ bash tests/ci/dockerfile_test.sh
 # The pipeline itself: build, sanitizers (ASan + UBSan) and smoke-cpu from
 # .gitlab-ci.yml, run by gitlab-ci-local with the shell executor.
 bash ci/gitlab-ci-local.sh
+# The CI template for other repositories, in a scratch repository that is
+# not lockstep's: lockstep init, bless, two shards, a blocked change, bless job.
+bash tests/ci/template_test.sh build

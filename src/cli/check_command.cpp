@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "gate/check.h"
+#include "gate/shard.h"
 #include "external/smoke_launcher.h"
 #include "launch/launcher.h"
 #include "smoke/smoke_config.h"
@@ -27,19 +28,26 @@ namespace lockstep {
 namespace {
 
 // Two configs with one name would share goldens and output folders.
-void require_unique_names(const std::vector<std::string>& files) {
+// The smoke names of the suite, in file order; two files with one name are
+// exit 2 (their goldens and reports would collide). A config that does not
+// load is named after its file, and reported when it is checked.
+std::vector<std::string> unique_names(const std::vector<std::string>& files) {
   std::map<std::string, std::string> seen;
+  std::vector<std::string> names;
   for (const auto& file : files) {
     std::string name;
     try {
       name = load_smoke_config(file).name;
     } catch (const Error&) {
-      continue;  // reported when the smoke is checked
+      names.push_back(std::filesystem::path(file).stem().string());
+      continue;
     }
     auto [it, fresh] = seen.emplace(name, file);
     if (!fresh)
       throw BadInput(file, "name", "a smoke name unique in the suite; \"" + name + "\" is also the name in " + it->second);
+    names.push_back(name);
   }
+  return names;
 }
 
 void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
@@ -99,7 +107,19 @@ int check_command(const CheckOptions& o) {
   DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
     std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
   });
-  require_unique_names(files);
+  std::vector<std::string> names = unique_names(files);
+  if (!o.shard.empty()) {
+    Shard shard = parse_shard(o.shard);
+    std::vector<std::string> mine;
+    std::string listed;
+    for (size_t i : shard_members(names, shard)) {
+      mine.push_back(files[i]);
+      listed += (listed.empty() ? "" : ", ") + names[i];
+    }
+    std::cout << "check: shard " << o.shard << ": " << mine.size() << " of " << files.size() << " smokes"
+              << (listed.empty() ? "" : " (" + listed + ")") << "\n";
+    files = std::move(mine);
+  }
   CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
   SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   std::vector<Verdict> verdicts;

@@ -90,6 +90,7 @@ struct CheckOptions {
   std::string out_dir = "lockstep-out";
   int repeat = 0;           ///< 0: from the config (default 2)
   RunOverrides overrides;
+  std::string shard;        ///< "I/N": only this shard of the suite (gate/shard.h)
 };
 int check_command(const CheckOptions& options);
 
@@ -130,6 +131,16 @@ int verify_goldens_command(const VerifyOptions& options);
 
 /// `lockstep hook install`: the pre-push hook, never over an existing one.
 int hook_install_command();
+
+/// `lockstep init [DIR]`: scaffolds smoke/ (one example that runs as is),
+/// goldens/, .gitignore entries, ci/templates/lockstep.gitlab-ci.yml and a
+/// .gitlab-ci.yml including it. Never overwrites; idempotent; prints what
+/// it did. Throws exit 2 when DIR is a file, exit 3 when the template is
+/// missing (a broken install) or a file cannot be written.
+struct InitOptions {
+  std::string dir = ".";
+};
+int init_command(const InitOptions& options);
 
 /// Checks the --out folder of check or bless before any run: a non-empty
 /// path, a folder (or nothing yet), not inside the goldens folder of any of

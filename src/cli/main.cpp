@@ -110,6 +110,9 @@ int main(int argc, char** argv) {
   check->add_option("SMOKE", check_opts.smokes, "Smoke configs or folders (default: smoke)");
   check->add_option("--goldens", check_opts.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
   check->add_option("--out", check_opts.out_dir, "Folder for run records and reports")->capture_default_str();
+  check->add_option("--shard", check_opts.shard,
+                    "I/N: check only shard I of N of the suite (smokes dealt by a stable hash of their names; "
+                    "GitLab: $CI_NODE_INDEX/$CI_NODE_TOTAL)");
   check->add_option("--repeat", check_opts.repeat, "Fresh runs compared bit for bit (default: config, 2)")
       ->check(CLI::Range(1, 100));
   add_overrides(check, check_opts.overrides);
@@ -147,6 +150,9 @@ int main(int argc, char** argv) {
   verify->add_option("--smoke", verify_opts.smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
 
   auto* hook = app.add_subcommand("hook", "Git hooks");
+  InitOptions init_opts;
+  auto* init = app.add_subcommand("init", "Scaffold lockstep in a repository: smoke/, goldens/, .gitignore, CI template");
+  init->add_option("DIR", init_opts.dir, "Repository folder")->capture_default_str();
   auto* hook_install = hook->add_subcommand("install", "Install the pre-push hook (never overwrites one)");
   hook->require_subcommand(1);
 
@@ -186,6 +192,7 @@ int main(int argc, char** argv) {
     if (*accept) return accept_command(accept_opts);
     if (*verify) return verify_goldens_command(verify_opts);
     if (*hook_install) return hook_install_command();
+    if (*init) return init_command(init_opts);
   } catch (const Error& e) {
     std::cerr << "lockstep: error: " << e.what() << "\n";
     return to_int(e.code());

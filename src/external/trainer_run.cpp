@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/install_paths.h"
 #include "env/machine_facts.h"
 #include "external/trainer_process.h"
 #include "external/trainer_report.h"
@@ -42,13 +43,11 @@ std::string expand_placeholders(const std::string& text, const std::map<std::str
 
 std::string helper_python_dir() {
   if (const char* p = std::getenv("LOCKSTEP_PYTHONPATH"); p && *p) return p;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path installed = exe.parent_path().parent_path() / "share" / "lockstep" / "python";
-    if (fs::exists(installed / "lockstep" / "__init__.py", ec)) return installed.string();
-  }
-  return LOCKSTEP_SOURCE_PYTHON_DIR;
+  std::string dir = shipped_path("python", "python");
+  if (dir.empty() || !fs::exists(fs::path(dir) / "lockstep" / "__init__.py"))
+    throw EnvironmentError("the Python helper (lockstep/__init__.py) is neither in share/lockstep/python beside "
+                           "this lockstep nor in its source tree; set LOCKSTEP_PYTHONPATH to its folder");
+  return dir;
 }
 
 namespace {

@@ -69,7 +69,8 @@ std::string expand_placeholders(const std::string& text, const std::map<std::str
 
 /// The folder holding the Python helper package `lockstep`:
 /// $LOCKSTEP_PYTHONPATH, else <exe>/../share/lockstep/python when installed,
-/// else the source tree's python/.
+/// else the source tree's python/ (core/install_paths.h). Throws exit 3
+/// when there is none (a broken install).
 std::string helper_python_dir();
 
 }  // namespace lockstep

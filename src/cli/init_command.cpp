@@ -1,0 +1,156 @@
+// `lockstep init [DIR]`: scaffolds lockstep in a team's repository — one
+// example smoke that runs as is, goldens/, the .gitignore entries, the CI
+// template and a .gitlab-ci.yml that includes it — without overwriting
+// anything, and says what it did. Running it twice changes nothing.
+//
+//   $ lockstep init
+//   created smoke/example-mlp.json (a built-in smoke on synthetic data: runs as is)
+//   created goldens/ ...
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/install_paths.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A built-in smoke on synthetic tabular data: no file to fetch, about two
+// seconds per run on one core.
+const char* kExampleSmoke = R"({
+  "schema": 1,
+  "name": "example-mlp",
+  "device": "cpu",
+  "seed": 20261201,
+  "steps": 10,
+  "resume_at": 5,
+  "determinism": {"mode": "strict", "intra_op_threads": 1, "inter_op_threads": 1},
+  "repeat": 2,
+  "data": {
+    "source": "synthetic",
+    "synthetic": {"kind": "tabular", "rows": 256},
+    "sample_shape": [16],
+    "batch_size": 16,
+    "workers": 2,
+    "shuffle": true,
+    "drop_last": true
+  },
+  "model": {"name": "mlp", "hidden": 32, "dropout": 0.1, "classes": 4},
+  "optimizer": {"name": "adamw", "lr": 0.01, "weight_decay": 0.01},
+  "tolerance": {
+    "series": {"default": {"atol": 1e-6, "rtol": 1e-4}},
+    "probes": {"default": {"atol": 1e-9, "rtol": 1e-6}},
+    "resources": {"step_time_ratio": 10}
+  }
+}
+)";
+
+// What lockstep writes that is not to be committed: its output folder, the
+// goldens folder's lock file, and the temporaries of atomic writes.
+const char* kIgnored[] = {"/lockstep-out/", ".lockstep.lock", ".*.tmp.*"};
+
+const char* kGitlabCi = R"(# lockstep: blocks a merge request whose smoke training or batch checksums
+# move away from goldens/ (ci/templates/lockstep.gitlab-ci.yml says more).
+include:
+  - local: ci/templates/lockstep.gitlab-ci.yml
+
+variables:
+  LOCKSTEP_IMAGE: "lockstep:cpu"   # an image with lockstep installed (Dockerfile.cpu in lockstep's repository)
+)";
+
+void say(const std::string& what) { std::cout << what << "\n"; }
+
+// Writes `text` to `path` unless something is there; returns whether it wrote.
+bool create_file(const fs::path& path, const std::string& text) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(path, ec))) return false;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) throw io_error(path.parent_path().string(), "create the folder", ec.value());
+  write_file_atomically(path.string(), text);
+  return true;
+}
+
+std::string rel(const fs::path& p, const fs::path& root) { return p.lexically_relative(root).string(); }
+
+}  // namespace
+
+int init_command(const InitOptions& o) {
+  fs::path root = fs::absolute(o.dir).lexically_normal();
+  std::error_code ec;
+  if (fs::exists(root, ec) && !fs::is_directory(root, ec)) throw BadUsage(o.dir + ": not a folder");
+  fs::create_directories(root, ec);
+  if (ec) throw io_error(root.string(), "create the folder", ec.value());
+
+  // smoke/: one example, only when the folder has no smoke yet.
+  fs::path smoke = root / "smoke";
+  bool has_smoke = false;
+  if (fs::is_directory(smoke, ec))
+    for (const auto& e : fs::directory_iterator(smoke, ec)) has_smoke = has_smoke || e.path().extension() == ".json";
+  if (has_smoke) {
+    say("kept smoke/ (it has smoke configs)");
+  } else {
+    create_file(smoke / "example-mlp.json", kExampleSmoke);
+    say("created smoke/example-mlp.json (a built-in smoke on synthetic data: runs as is; docs: smoke-config.md, "
+        "trainers.md for your own trainer)");
+  }
+
+  fs::path goldens = root / "goldens";
+  if (fs::is_directory(goldens, ec)) {
+    say("kept goldens/");
+  } else {
+    fs::create_directories(goldens, ec);
+    if (ec) throw io_error(goldens.string(), "create the folder", ec.value());
+    say("created goldens/ (`lockstep bless smoke/ --reason \"first goldens\"` fills it; commit it)");
+  }
+
+  // .gitignore: append the entries it lacks.
+  fs::path ignore = root / ".gitignore";
+  std::string text = fs::exists(ignore, ec) ? read_file(ignore.string()) : "";
+  std::string added;
+  for (const char* entry : kIgnored) {
+    bool present = false;
+    size_t at = 0;
+    while (!present && at <= text.size()) {
+      size_t end = text.find('\n', at);
+      if (end == std::string::npos) end = text.size();
+      present = text.compare(at, end - at, entry) == 0;
+      at = end + 1;
+    }
+    if (!present) added += std::string(entry) + "\n";
+  }
+  if (!added.empty()) {
+    if (!text.empty() && text.back() != '\n') text += "\n";
+    write_file_atomically(ignore.string(), text + added);
+    say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, the lock file, temporaries)");
+  } else {
+    say("kept .gitignore (it has lockstep's entries)");
+  }
+
+  // The CI template, and a .gitlab-ci.yml that includes it.
+  std::string tmpl = shipped_path("ci/lockstep.gitlab-ci.yml", "ci/templates/lockstep.gitlab-ci.yml");
+  if (tmpl.empty())
+    throw EnvironmentError("the CI template lockstep.gitlab-ci.yml is neither in share/lockstep/ci beside this "
+                           "lockstep nor in its source tree (a broken install)");
+  fs::path ci = root / "ci" / "templates" / "lockstep.gitlab-ci.yml";
+  if (create_file(ci, read_file(tmpl)))
+    say("created " + rel(ci, root) + " (the jobs: lockstep-check, lockstep-gpu, lockstep-bless)");
+  else
+    say("kept " + rel(ci, root));
+  fs::path gitlab = root / ".gitlab-ci.yml";
+  if (create_file(gitlab, kGitlabCi)) {
+    say("created .gitlab-ci.yml (includes the template; set LOCKSTEP_IMAGE)");
+  } else if (read_file(gitlab.string()).find("lockstep.gitlab-ci.yml") == std::string::npos) {
+    say("kept .gitlab-ci.yml; add to it:\n  include:\n    - local: ci/templates/lockstep.gitlab-ci.yml");
+  } else {
+    say("kept .gitlab-ci.yml (it includes the template)");
+  }
+  say("next: lockstep bless smoke/ --reason \"first goldens\" && lockstep check smoke/, then commit smoke/, "
+      "goldens/, ci/, .gitlab-ci.yml, .gitignore; `lockstep hook install` adds the pre-push check");
+  return 0;
+}
+
+}  // namespace lockstep

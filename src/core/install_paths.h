@@ -1,0 +1,20 @@
+// Where lockstep finds the files it ships beside its binary: the Python
+// helper, the CI template, the pre-push hook, the record schema. An
+// installed lockstep (`cmake --install`, the Debian package) has them in
+// <prefix>/share/lockstep/; a lockstep run from its build folder reads
+// them from the source tree it was built from.
+//
+//   std::string t = shipped_path("ci/lockstep.gitlab-ci.yml", "ci/templates/lockstep.gitlab-ci.yml");
+//   if (t.empty()) throw EnvironmentError("...");
+#pragma once
+
+#include <string>
+
+namespace lockstep {
+
+/// <prefix>/share/lockstep/<installed> when this executable is
+/// <prefix>/bin/<name> and that exists, else <source tree>/<in_source> when
+/// that exists, else "". Never throws.
+std::string shipped_path(const std::string& installed, const std::string& in_source);
+
+}  // namespace lockstep

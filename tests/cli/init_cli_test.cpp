@@ -1,0 +1,75 @@
+// `lockstep init` (cli/init_command.cpp): what it scaffolds, that the
+// example runs as is, that it never overwrites and a second run changes
+// nothing.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "cli/cli_helpers.h"
+
+namespace lockstep::cli_test {
+namespace {
+
+fs::path fresh(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-init-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+TEST(InitCli, ScaffoldsARepositoryWhoseExampleBlessesAndChecks) {
+  fs::path d = fresh("new");
+  Result r = lockstep("init " + d.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("created smoke/example-mlp.json"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::is_directory(d / "goldens"));
+  EXPECT_EQ(read_file((d / ".gitignore").string()), "/lockstep-out/\n.lockstep.lock\n.*.tmp.*\n");
+  EXPECT_EQ(read_file((d / "ci/templates/lockstep.gitlab-ci.yml").string()),
+            read_file(kSourceDir + "/ci/templates/lockstep.gitlab-ci.yml"));
+  EXPECT_NE(read_file((d / ".gitlab-ci.yml").string()).find("  - local: ci/templates/lockstep.gitlab-ci.yml\n"),
+            std::string::npos);
+  Result bless = lockstep("bless smoke/ --reason first", "", d.string());
+  ASSERT_EQ(bless.code, 0) << bless.output;
+  Result check = lockstep("check smoke/", "", d.string());
+  EXPECT_EQ(check.code, 0) << check.output;
+  fs::remove_all(d);
+}
+
+TEST(InitCli, NeverOverwritesAndASecondRunChangesNothing) {
+  fs::path d = fresh("existing");
+  fs::create_directories(d / "smoke");
+  write_file_atomically((d / "smoke" / "ours.json").string(), "{}");
+  write_file_atomically((d / ".gitignore").string(), "*.pyc\nlockstep-out/");  // no final newline
+  write_file_atomically((d / ".gitlab-ci.yml").string(), "stages: [test]\n");
+  Result r = lockstep("init " + d.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("kept smoke/ (it has smoke configs)"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(d / "smoke" / "example-mlp.json"));
+  EXPECT_EQ(read_file((d / "smoke" / "ours.json").string()), "{}");
+  // Entries it lacks are appended; the team's own lines stay as they are.
+  EXPECT_EQ(read_file((d / ".gitignore").string()), "*.pyc\nlockstep-out/\n/lockstep-out/\n.lockstep.lock\n.*.tmp.*\n");
+  EXPECT_EQ(read_file((d / ".gitlab-ci.yml").string()), "stages: [test]\n");
+  EXPECT_NE(r.output.find("kept .gitlab-ci.yml; add to it:\n  include:\n    - local: ci/templates/lockstep.gitlab-ci.yml"),
+            std::string::npos)
+      << r.output;
+
+  std::map<std::string, std::string> before;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    if (e.is_regular_file()) before[e.path().string()] = read_file(e.path().string());
+  Result again = lockstep("init " + d.string());
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(again.output.find("created"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("updated"), std::string::npos) << again.output;
+  std::map<std::string, std::string> after;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    if (e.is_regular_file()) after[e.path().string()] = read_file(e.path().string());
+  EXPECT_EQ(before, after);
+
+  write_file_atomically((d / "afile").string(), "x");
+  Result file = lockstep("init " + (d / "afile").string());
+  EXPECT_EQ(file.code, 2) << file.output;
+  EXPECT_NE(file.output.find("afile: not a folder"), std::string::npos) << file.output;
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace lockstep::cli_test
