@@ -132,6 +132,15 @@ int verify_goldens_command(const VerifyOptions& options);
 /// `lockstep hook install`: the pre-push hook, never over an existing one.
 int hook_install_command();
 
+/// `lockstep hook plan [ROOT]`: prints what the pre-push hook checks and
+/// what triggers it (gate/hook_settings.h), "smokes\t<path>" and
+/// "trigger\t<path>" lines. Throws exit 2 for a malformed lockstep.json
+/// or smoke config.
+struct HookPlanOptions {
+  std::string root = ".";
+};
+int hook_plan_command(const HookPlanOptions& options);
+
 /// `lockstep init [DIR]`: scaffolds smoke/ (one example that runs as is),
 /// goldens/, .gitignore entries, ci/templates/lockstep.gitlab-ci.yml and a
 /// .gitlab-ci.yml including it. Never overwrites; idempotent; prints what

@@ -1,7 +1,15 @@
-// `lockstep hook install`: installs the pre-push hook of the repository
-// that contains the current folder, without overwriting an existing hook.
-// The installed hook only execs ci/pre-push from the work tree, so updates
-// to the script need no reinstall.
+// `lockstep hook install` and `lockstep hook plan`.
+//
+// install: writes .git/hooks/pre-push of the repository holding the current
+// folder — a two-line shim that runs the pre-push script lockstep ships
+// (<prefix>/share/lockstep/hooks/pre-push, or ci/pre-push of lockstep's
+// source tree) with this lockstep. Never overwrites a hook that is not
+// lockstep's; re-running it is a no-op.
+//
+// plan: what the hook checks and what triggers it, from the committed
+// lockstep.json (gate/hook_settings.h), one "<kind>\t<path>" line each:
+//   smokes	smoke
+//   trigger	goldens/
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -10,34 +18,63 @@
 #include "cli/commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/install_paths.h"
 #include "env/git_state.h"
+#include "gate/hook_settings.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;
 
+namespace {
+const char* kMarker = "# Installed by `lockstep hook install`";
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+}  // namespace
+
 int hook_install_command() {
   GitState git = read_git_state(fs::current_path().string());
   if (!git.in_repo || git.workdir.empty()) throw BadUsage("hook install: " + (git.error.empty() ? "no work tree" : git.error));
-  fs::path hooks = fs::path(git.git_dir) / "hooks";
-  fs::path hook = hooks / "pre-push";
-  std::string body =
-      "#!/bin/sh\n"
-      "# Installed by `lockstep hook install`: runs ci/pre-push of this work tree.\n"
-      "exec \"$(git rev-parse --show-toplevel)/ci/pre-push\" \"$@\"\n";
+  std::string script = shipped_path("hooks/pre-push", "ci/pre-push");
+  if (script.empty())
+    throw EnvironmentError("hook install: the pre-push script is neither in share/lockstep/hooks beside this lockstep "
+                           "nor in its source tree (a broken install)");
   std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw EnvironmentError("hook install: cannot resolve /proc/self/exe: " + ec.message());
+  fs::path hook = fs::path(git.git_dir) / "hooks" / "pre-push";
+  std::string body = "#!/bin/sh\n" + std::string(kMarker) +
+                     ": lockstep's pre-push check; settings in lockstep.json.\n"
+                     "LOCKSTEP_BIN=\"${LOCKSTEP_BIN:-" + self.string() + "}\"; export LOCKSTEP_BIN\n"
+                     "exec " + shell_quote(script) + " \"$@\"\n";
+  bool replacing = false;
   if (fs::exists(hook, ec)) {
-    if (read_file(hook.string()) == body) {
+    std::string existing = read_file(hook.string());
+    if (existing == body) {
       std::cout << "lockstep pre-push hook already installed: " << hook.string() << "\n";
       return 0;
     }
-    throw BadUsage(hook.string() + ": a pre-push hook already exists; not overwriting it. Call ci/pre-push "
-                   "from it, or remove it and run `lockstep hook install` again");
+    if (existing.find(kMarker) == std::string::npos)
+      throw BadUsage(hook.string() + ": a pre-push hook already exists; not overwriting it. Call " + script +
+                     " from it, or remove it and run `lockstep hook install` again");
+    replacing = true;  // an earlier lockstep's shim
   }
-  if (!fs::exists(fs::path(git.workdir) / "ci" / "pre-push", ec))
-    throw BadUsage(git.workdir + "ci/pre-push: missing; the hook would have nothing to run");
+  fs::create_directories(hook.parent_path(), ec);
   write_file_atomically(hook.string(), body);
   ::chmod(hook.c_str(), 0755);
-  std::cout << "installed " << hook.string() << " (skip with LOCKSTEP_SKIP=1 git push, or git push --no-verify)\n";
+  std::cout << (replacing ? "updated " : "installed ") << hook.string() << " (runs " << script << " with "
+            << self.string() << "; settings in lockstep.json; skip once with LOCKSTEP_SKIP=1 git push, or git "
+            << "push --no-verify)\n";
+  return 0;
+}
+
+int hook_plan_command(const HookPlanOptions& o) {
+  HookPlan plan = hook_plan(o.root);
+  for (const std::string& s : plan.smokes) std::cout << "smokes\t" << s << "\n";
+  for (const std::string& t : plan.triggers) std::cout << "trigger\t" << t << "\n";
   return 0;
 }
 

@@ -154,6 +154,10 @@ int main(int argc, char** argv) {
   auto* init = app.add_subcommand("init", "Scaffold lockstep in a repository: smoke/, goldens/, .gitignore, CI template");
   init->add_option("DIR", init_opts.dir, "Repository folder")->capture_default_str();
   auto* hook_install = hook->add_subcommand("install", "Install the pre-push hook (never overwrites one)");
+  HookPlanOptions hook_plan_opts;
+  auto* hook_plan = hook->add_subcommand("plan", "What the pre-push hook checks and which changed paths trigger it "
+                                                 "(from lockstep.json and the smokes)");
+  hook_plan->add_option("ROOT", hook_plan_opts.root, "Repository root")->capture_default_str();
   hook->require_subcommand(1);
 
   EnvOptions env_opts;
@@ -192,6 +196,7 @@ int main(int argc, char** argv) {
     if (*accept) return accept_command(accept_opts);
     if (*verify) return verify_goldens_command(verify_opts);
     if (*hook_install) return hook_install_command();
+    if (*hook_plan) return hook_plan_command(hook_plan_opts);
     if (*init) return init_command(init_opts);
   } catch (const Error& e) {
     std::cerr << "lockstep: error: " << e.what() << "\n";

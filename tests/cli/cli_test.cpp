@@ -291,34 +291,46 @@ TEST_F(Cli, VerifyGoldensCatchesEditsPendingFilesAndChangedConfigs) {
 }
 
 // Issue 7: the pre-push hook, in a throwaway repository with a bare remote.
+// The pre-push hook in a repository that is not lockstep's: installed by
+// `lockstep hook install` (the script lockstep ships, no copy in the repo),
+// triggered by what the smokes read (their configs, goldens, data beside
+// them, lockstep.json), checking the pushed commit's tree.
 TEST(CliHook, PrePushBlocksABrokenSmokeAndLetsACleanPushThrough) {
-  fs::path p = scratch("prepush");
-  fs::create_directories(p / "ci");
-  fs::copy_file(kSourceDir + "/ci/pre-push", p / "ci" / "pre-push");
+  fs::path p = scratch("prepush", [](nlohmann::json& c) { c["data"]["path"] = "data/digits.csv.gz"; });
+  fs::create_directories(p / "smoke" / "data");
+  fs::copy_file(data_dir() + "/digits.csv.gz", p / "smoke" / "data" / "digits.csv.gz");
   std::string s = (p / "smoke").string();
   ASSERT_EQ(lockstep("bless " + s + " --reason hook --out " + (p / "out").string()).code, 0);
   fs::remove_all(p / "out");
   std::string git = "git -c user.name=t -c user.email=t@t ";
-  auto run = [&](const std::string& cmd) {
-    return shell("cd '" + p.string() + "' && unset CI && export LOCKSTEP_BIN=" + LOCKSTEP_BINARY + " && " + cmd);
-  };
+  auto run = [&](const std::string& cmd) { return shell("cd '" + p.string() + "' && unset CI LOCKSTEP_BIN && " + cmd); };
   ASSERT_EQ(run("git init -q -b main . && " + git + "add -A && " + git + "commit -qm init && git init -q --bare remote.git && git remote add origin remote.git").code, 0);
   Result install = lockstep("hook install", "", p.string());
   EXPECT_EQ(install.code, 0) << install.output;
-  EXPECT_EQ(lockstep("hook install", "", p.string()).code, 0);  // idempotent
+  EXPECT_NE(install.output.find("installed "), std::string::npos) << install.output;
+  Result again = lockstep("hook install", "", p.string());  // idempotent
+  EXPECT_NE(again.output.find("already installed"), std::string::npos) << again.output;
+  Result plan = lockstep("hook plan", "", p.string());
+  EXPECT_EQ(plan.output, "smokes\tsmoke\ntrigger\tgoldens/\ntrigger\tsmoke/\n") << plan.output;
 
+  // The first push: every file is new.
   Result clean = run("git push -q origin main");
   EXPECT_EQ(clean.code, 0) << clean.output;
+  EXPECT_NE(clean.output.find("(lockstep check smoke) because goldens/digits-cnn/"), std::string::npos) << clean.output;
   EXPECT_NE(clean.output.find("PASS"), std::string::npos) << clean.output;
 
-  nlohmann::json cfg = parse_json_file(s + "/digits-cnn.json");
-  cfg["optimizer"]["lr"] = 0.07;
-  write_file_atomically(s + "/digits-cnn.json", pretty_dump(cfg));
-  ASSERT_EQ(run(git + "commit -qam 'change lr'").code, 0);
+  // A data edit committed beside the smoke: checked from the pushed tree, blocked.
+  ASSERT_EQ(run("gzip -dc smoke/data/digits.csv.gz | sed '1s/^0,/3,/' | gzip -n > d.gz && mv d.gz smoke/data/digits.csv.gz && " +
+                git + "commit -qam 'edit data'").code, 0);
   Result blocked = run("git push -q origin main");
   EXPECT_NE(blocked.code, 0) << blocked.output;
+  EXPECT_NE(blocked.output.find("because smoke/data/digits.csv.gz changed"), std::string::npos) << blocked.output;
   EXPECT_NE(blocked.output.find("push blocked (exit 1)"), std::string::npos) << blocked.output;
   EXPECT_NE(blocked.output.find("LOCKSTEP_SKIP=1"), std::string::npos) << blocked.output;
+  // The work tree is not what is checked: undoing the edit there changes nothing.
+  Result worktree_undo = run("git show HEAD~1:smoke/data/digits.csv.gz > smoke/data/digits.csv.gz && git push -q origin main");
+  EXPECT_NE(worktree_undo.code, 0) << worktree_undo.output;
+  ASSERT_EQ(run("git checkout -q -- . ").code, 0);
 
   Result reverted = run(git + "revert --no-edit HEAD >/dev/null && git push -q origin main");
   EXPECT_EQ(reverted.code, 0) << reverted.output;
@@ -329,11 +341,32 @@ TEST(CliHook, PrePushBlocksABrokenSmokeAndLetsACleanPushThrough) {
   EXPECT_EQ(docs_only.code, 0) << docs_only.output;
   EXPECT_NE(docs_only.output.find("smoke suite not run"), std::string::npos) << docs_only.output;
 
+  // A lockstep the hook has not checked with yet triggers it by itself.
+  ASSERT_EQ(run("echo 'lockstep 0.0.1' > .git/lockstep-checked-version").code, 0);
+  Result upgraded = run(git + "commit -q --allow-empty -m empty && git push -q origin HEAD:docs");
+  EXPECT_EQ(upgraded.code, 0) << upgraded.output;
+  EXPECT_NE(upgraded.output.find("because lockstep version (lockstep 0.0.1 -> lockstep "), std::string::npos)
+      << upgraded.output;
+
+  // Triggers come from the committed lockstep.json.
+  ASSERT_EQ(run("printf '{\"hook\": {\"paths\": [\"NOTES.md\"]}}' > lockstep.json && echo more >> NOTES.md && " + git +
+                "add -A && " + git + "commit -qm 'hook settings' && git push -q origin HEAD:docs").code, 0);
+  Result settings = run("echo again >> NOTES.md && " + git + "commit -qam notes && git push -q origin HEAD:docs");
+  EXPECT_EQ(settings.code, 0) << settings.output;
+  EXPECT_NE(settings.output.find("because NOTES.md changed"), std::string::npos) << settings.output;
+  ASSERT_EQ(run("printf '{\"hook\": {\"pathz\": []}}' > lockstep.json && " + git + "commit -qam bad").code, 0);
+  Result bad = run("git push -q origin HEAD:docs");
+  EXPECT_NE(bad.code, 0) << bad.output;
+  EXPECT_NE(bad.output.find("lockstep.json: hook.pathz: expected a known field, not 'pathz' (did you mean 'paths'?)"),
+            std::string::npos)
+      << bad.output;
+
   // An existing foreign hook is never overwritten.
   write_file_atomically((p / ".git/hooks/pre-push").string(), "#!/bin/sh\nexit 0\n");
   Result foreign = lockstep("hook install", "", p.string());
   EXPECT_EQ(foreign.code, 2) << foreign.output;
   EXPECT_NE(foreign.output.find("not overwriting it"), std::string::npos) << foreign.output;
+  fs::remove_all(p);
 }
 
 TEST(CliErrors, BlessRefusesWithoutReasonAndInCi) {
