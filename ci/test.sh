@@ -3,7 +3,8 @@
 # LibTorch build with every test (unit, torch, end-to-end CLI), then the
 # build without LibTorch, whose `lockstep compare` and torch-free tests must
 # work and whose binary must not link LibTorch; the fuzzer; the image
-# recipes; and the GitLab pipeline's CPU jobs through gitlab-ci-local.
+# recipes; the GitLab pipeline's CPU jobs through gitlab-ci-local; and the
+# Debian package in a scratch team repository with the CI template.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/deps.sh
@@ -44,6 +45,9 @@ bash tests/ci/dockerfile_test.sh
 # The pipeline itself: build, sanitizers (ASan + UBSan) and smoke-cpu from
 # .gitlab-ci.yml, run by gitlab-ci-local with the shell executor.
 bash ci/gitlab-ci-local.sh
-# The CI template for other repositories, in a scratch repository that is
-# not lockstep's: lockstep init, bless, two shards, a blocked change, bless job.
-bash tests/ci/template_test.sh build
+# The Debian package (cpack -G DEB) unpacked into an empty root, gating a
+# scratch team repository: init, bless, check, the installed pre-push hook
+# blocking a data edit, the example trainer with the installed Python
+# helper, and the installed CI template run by gitlab-ci-local (two shards,
+# a blocked change, the bless job).
+bash tests/ci/package_test.sh build
