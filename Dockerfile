@@ -24,11 +24,10 @@ WORKDIR /src/lockstep
 RUN LOCKSTEP_DEPS=image bash ci/deps.sh \
     && bash ci/fetch-libtorch.sh /opt/libtorch "$LIBTORCH_URL" "$LIBTORCH_SHA256" \
     && bash ci/build.sh build -DCMAKE_PREFIX_PATH=/opt/libtorch -DLOCKSTEP_BUILD_TESTS=OFF \
-    && install -m 0755 build/lockstep build/lockstep-torch /usr/local/bin/ \
+    && cmake --install build --prefix /usr/local --strip \
     && useradd --create-home --uid 10001 lockstep \
     && mkdir -p /var/cache/lockstep/data && chmod -R a+rX /var/cache/lockstep
 
 USER lockstep
 WORKDIR /work
-ENTRYPOINT ["lockstep"]
-CMD ["--help"]
+CMD ["lockstep", "--help"]

@@ -15,17 +15,21 @@
 #include "core/directory_lock.h"
 #include "core/error.h"
 #include "gate/pending.h"
+#include "gate/provenance.h"
 
 namespace lockstep {
 
 int review_command(const PendingOptions& o) {
   PendingSet set = load_pending(o.dir, o.goldens_dir, o.smoke_dir);
   for (const auto& r : review_pending(set)) {
-    std::cout << "== " << r.path << "\n   " << r.reason << "\n";
+    std::cout << "== " << r.path << "\n   pending: " << printable_message(describe_provenance(r.provenance), false)
+              << "\n";
     if (r.is_new) {
       std::cout << "   new golden: no " << r.current << " yet\n\n";
       continue;
     }
+    std::cout << "   current: " << r.current << " (content " << r.current_hash
+              << "), " << printable_message(describe_provenance(r.current_provenance), false) << "\n";
     std::cout << render_text(*r.verdict, isatty(STDOUT_FILENO));
     std::string html = r.path.substr(0, r.path.size() - 11) + ".review.html";
     write_file_atomically(html, render_html(*r.verdict, r.pending, r.golden));
@@ -51,7 +55,9 @@ int accept_command(const PendingOptions& o) {
       std::cout << "removed " << t << " (a temporary of an interrupted write; its process has exited)\n";
     std::string hash = write_golden(a.target, a.golden);
     std::filesystem::remove(a.path);
-    std::cout << "accepted " << a.path << " -> " << a.target << " (content " << hash << ")\n";
+    std::cout << "accepted " << a.path << " -> " << a.target << " (content " << hash
+              << (a.golden.provenance.replaces.empty() ? ", new" : ", replacing " + a.golden.provenance.replaces)
+              << ")\n";
   }
   std::cout << "now commit " << o.goldens_dir << "/ with the same reason\n";
   return 0;

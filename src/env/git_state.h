@@ -20,6 +20,9 @@ struct GitState {
   std::string branch;                    ///< short name, or "(detached)"
   std::string author;                    ///< "user.name <user.email>" from config
   std::vector<std::string> dirty_files;  ///< modified, staged or untracked (not ignored), sorted; never lockstep's .lockstep.lock
+  /// Set when the repository belongs to another user (git would refuse it
+  /// without safe.directory): it was read anyway, and this says by whom.
+  std::string owner_note;
 };
 
 /// The fingerprint's git.dirty value: "clean", or the first 20 dirty paths
@@ -27,7 +30,9 @@ struct GitState {
 std::string dirty_summary(const std::vector<std::string>& dirty_files);
 
 /// Reads the git state of the repository that contains `path`. Never throws:
-/// outside a repository `in_repo` is false and `error` says why.
+/// outside a repository `in_repo` is false and `error` says why. A
+/// repository owned by another user (a CI container) is read as well, with
+/// `owner_note` set: git.commit is not lost to safe.directory.
 GitState read_git_state(const std::string& path);
 
 }  // namespace lockstep

@@ -136,6 +136,7 @@ void add_git_fields(Fingerprint& fp, const std::string& repo_path) {
     put("git.commit", git.commit);
     put("git.branch", git.branch);
     put("git.dirty", dirty_summary(git.dirty_files));
+    if (!git.owner_note.empty()) put("git.owner", git.owner_note);
   } else {
     for (const char* k : {"git.commit", "git.branch", "git.dirty"}) put(k, absent_fact(git.error));
   }

@@ -138,7 +138,7 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
   b.seeds = per_seed.size();
   b.golden.record = per_seed[0];
   if (per_seed.size() > 1) add_seed_statistics(per_seed, b.golden.record);
-  b.golden.provenance = stamp_provenance(o.reason, git, o.runs);
+  b.golden.provenance = stamp_provenance("bless", o.reason, git, o.runs);
   b.golden.provenance.allow_dirty = o.allow_dirty;
   if (per_seed.size() > 1) b.golden.provenance.seeds = seeds;
 
@@ -147,7 +147,9 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
   b.replaces = fs::exists(b.path, ec);
   if (b.replaces) {
     try {
-      b.changes = describe_changes(read_golden_or_record(b.path).record, b.golden.record);
+      Golden previous = read_golden_or_record(b.path);
+      b.golden.provenance.replaces = previous.content_hash;
+      b.changes = describe_changes(previous.record, b.golden.record);
     } catch (const Error& e) {
       b.changes = "  (the previous golden could not be read: " + std::string(e.what()) + ")\n";
     }

@@ -51,7 +51,8 @@ void add_pending(SmokeCheck& c, const RunRecord& run, const std::string& file, c
                  int repeat, const std::string& why) {
   Golden g;
   g.record = run;
-  g.provenance = stamp_provenance("(pending review: " + why + ")", fs::absolute(file).parent_path().string(), repeat);
+  g.provenance =
+      stamp_provenance("check", "(pending review: " + why + ")", fs::absolute(file).parent_path().string(), repeat);
   c.pending = std::move(g);
   c.pending_path = pending_path(o.out_dir, run.smoke, run.platform);
 }

@@ -31,13 +31,17 @@ std::vector<PendingReview> review_pending(const PendingSet& set) {
     r.path = path;
     Golden pending = read_golden(path);
     r.reason = pending.provenance.reason;
+    r.provenance = pending.provenance;
     r.current = golden_path(set.goldens_dir, pending.record.smoke, pending.record.platform);
     std::error_code ec;
     r.is_new = !fs::exists(r.current, ec);
     if (!r.is_new) {
       TolerancePolicy policy;
       if (auto it = set.smokes.find(pending.record.smoke); it != set.smokes.end()) policy = it->second.tolerance;
-      r.golden = read_golden(r.current).record;
+      Golden current = read_golden(r.current);
+      r.current_provenance = current.provenance;
+      r.current_hash = current.content_hash;
+      r.golden = std::move(current.record);
       r.verdict = compare_records(pending.record, r.golden, policy, {path, r.current});
     }
     r.pending = std::move(pending.record);
@@ -62,9 +66,12 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
     validate_contract(g.record, cfg->second, "accept " + path);
     validate_golden_candidate(g.record, g.provenance.runs, cfg->second.tolerance.allow_nonfinite_golden,
                               "accept " + path);
-    g.provenance = stamp_provenance(reason, git, g.provenance.runs);
+    g.provenance = stamp_provenance("accept", reason, git, g.provenance.runs);
     g.provenance.allow_dirty = allow_dirty;
-    out.push_back({path, golden_path(set.goldens_dir, g.record.smoke, g.record.platform), std::move(g)});
+    std::string target = golden_path(set.goldens_dir, g.record.smoke, g.record.platform);
+    std::error_code ec;
+    if (fs::exists(target, ec)) g.provenance.replaces = read_golden(target).content_hash;
+    out.push_back({path, target, std::move(g)});
   }
   return out;
 }

@@ -37,6 +37,9 @@ PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, 
 struct PendingReview {
   std::string path;          ///< the pending file
   std::string reason;        ///< why it is pending (its provenance reason)
+  Provenance provenance;     ///< the pending golden's
+  Provenance current_provenance;  ///< the current golden's (when !is_new)
+  std::string current_hash;       ///< the current golden's content_hash (when !is_new)
   std::string current;       ///< goldens/<smoke>/<platform>.json
   bool is_new = false;       ///< no current golden: nothing to compare
   std::optional<Verdict> verdict;  ///< pending vs current, with the smoke's tolerances

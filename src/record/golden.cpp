@@ -21,6 +21,12 @@ nlohmann::json golden_body_json(const Golden& g) {
                         {"allow_dirty", p.allow_dirty},
                         {"runs", p.runs}};
   if (!p.seeds.empty()) body["provenance"]["seeds"] = p.seeds;
+  // Optional: absent in goldens made before they were recorded.
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"action", &p.action},
+                                   {"replaces", &p.replaces},
+                                   {"ci_job_url", &p.ci_job_url},
+                                   {"ci_runner", &p.ci_runner}})
+    if (!value->empty()) body["provenance"][key] = *value;
   return body;
 }
 
@@ -49,7 +55,16 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   g.record = run_record_from_json(view);
   JsonView p = view.at("provenance");
   p.allow_keys({"reason", "created_utc", "git_commit", "git_author", "tool_version", "allow_dirty",
-                "runs", "seeds"});
+                "runs", "seeds", "action", "replaces", "ci_job_url", "ci_runner"});
+  if (p.has("action")) g.provenance.action = p.at("action").as_enum({"bless", "accept", "check"});
+  if (p.has("replaces")) {
+    g.provenance.replaces = p.at("replaces").as_string();
+    if (g.provenance.replaces.size() != 32 ||
+        g.provenance.replaces.find_first_not_of("0123456789abcdef") != std::string::npos)
+      p.at("replaces").fail("the replaced golden's content_hash (32 lowercase hex digits)");
+  }
+  if (p.has("ci_job_url")) g.provenance.ci_job_url = p.at("ci_job_url").as_string();
+  if (p.has("ci_runner")) g.provenance.ci_runner = p.at("ci_runner").as_string();
   g.provenance.reason = p.at("reason").as_string();
   g.provenance.created_utc = p.at("created_utc").as_string();
   g.provenance.git_commit = p.at("git_commit").as_string();

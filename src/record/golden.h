@@ -31,6 +31,15 @@ struct Provenance {
   /// Multi-seed golden: every seed blessed (the config's first); empty for
   /// a single-seed golden (and then absent from the JSON).
   std::vector<uint64_t> seeds;
+  /// Who wrote it: "bless", "accept" (a pending golden promoted) or "check"
+  /// (a pending golden a failing check left); "" in goldens made before
+  /// lockstep recorded it (and then absent from the JSON).
+  std::string action;
+  /// content_hash of the golden this one replaced; "" for a new golden.
+  std::string replaces;
+  /// $CI_JOB_URL and $CI_RUNNER_DESCRIPTION (GitLab) when written in CI; "" otherwise.
+  std::string ci_job_url;
+  std::string ci_runner;
 };
 
 /// A run record blessed as the reference.

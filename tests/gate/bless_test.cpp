@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "gate/gate_fixture.h"
+#include "gate/provenance.h"
 
 namespace lockstep {
 namespace {
@@ -26,7 +28,27 @@ BlessSmokeOptions options_for(const GateProject& p) {
 TEST(BlessSmoke, TwoIdenticalRunsMakeANewGoldenWithProvenance) {
   GateProject p("bless-new");
   FakeLauncher l;
+  ::setenv("CI_JOB_URL", "https://gitlab.example.com/ml/team/-/jobs/42", 1);
+  ::setenv("CI_RUNNER_DESCRIPTION", "cpu-avx2-runner-3", 1);
   BlessedGolden b = bless_smoke(p.smoke_file(), options_for(p), l);
+  ::unsetenv("CI_JOB_URL");
+  ::unsetenv("CI_RUNNER_DESCRIPTION");
+  EXPECT_EQ(b.golden.provenance.action, "bless");
+  EXPECT_EQ(b.golden.provenance.replaces, "");
+  EXPECT_EQ(b.golden.provenance.ci_job_url, "https://gitlab.example.com/ml/team/-/jobs/42");
+  EXPECT_EQ(b.golden.provenance.ci_runner, "cpu-avx2-runner-3");
+  // The fields survive the file, and the line review prints says them.
+  std::string path = p.goldens_dir() + "/written.json";
+  write_golden(path, b.golden);
+  Provenance read = read_golden(path).provenance;
+  EXPECT_EQ(read.action, "bless");
+  EXPECT_EQ(read.ci_runner, "cpu-avx2-runner-3");
+  std::string line = describe_provenance(read);
+  EXPECT_EQ(line.rfind("blessed " + read.created_utc + " by ", 0), 0u) << line;
+  EXPECT_NE(line.find(" (lockstep " LOCKSTEP_VERSION ", 2 runs) in CI job https://gitlab.example.com/ml/team/-/jobs/42 "
+                      "on runner cpu-avx2-runner-3: \"new smoke\""),
+            std::string::npos)
+      << line;
   EXPECT_EQ(b.path, p.goldens_dir() + "/unit/cpu-x86_64-avx2.json");
   EXPECT_FALSE(b.replaces);
   EXPECT_EQ(b.seeds, 1u);
@@ -47,6 +69,8 @@ TEST(BlessSmoke, ReblessingTheSameValuesReportsNoChange) {
   BlessedGolden b = bless_smoke(p.smoke_file(), options_for(p), l);
   EXPECT_TRUE(b.replaces);
   EXPECT_EQ(b.changes, "");
+  EXPECT_EQ(b.golden.provenance.replaces, read_golden(b.path).content_hash);
+  EXPECT_EQ(b.golden.provenance.replaces.size(), 32u);
 }
 
 TEST(BlessSmoke, DifferingRunsAreRefusedAsNondeterministic) {

@@ -61,6 +61,9 @@ TEST(Pending, ReviewComparesWithTheCurrentGoldenAndAcceptStampsTheReason) {
   ASSERT_EQ(accepted.size(), 1u);
   EXPECT_EQ(accepted[0].target, current);
   EXPECT_EQ(accepted[0].golden.provenance.reason, "approved: new loss");
+  EXPECT_EQ(accepted[0].golden.provenance.action, "accept");
+  EXPECT_EQ(accepted[0].golden.provenance.replaces, read_golden(current).content_hash);
+  EXPECT_EQ(reviews[0].current_hash, read_golden(current).content_hash);
   EXPECT_EQ(accepted[0].golden.provenance.runs, 2);
   EXPECT_EQ(accepted[0].golden.record.series.at("loss").values[0], static_cast<double>(static_cast<float>(2.4)));
 }
