@@ -108,7 +108,7 @@ int check_command(const CheckOptions& o) {
     std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
   });
   std::vector<std::string> names = unique_names(files);
-  if (!o.shard.empty()) {
+  if (o.shard_given) {
     Shard shard = parse_shard(o.shard);
     std::vector<std::string> mine;
     std::string listed;

@@ -91,6 +91,7 @@ struct CheckOptions {
   int repeat = 0;           ///< 0: from the config (default 2)
   RunOverrides overrides;
   std::string shard;        ///< "I/N": only this shard of the suite (gate/shard.h)
+  bool shard_given = false; ///< --shard was given (an empty value is an error, not "no sharding")
 };
 int check_command(const CheckOptions& options);
 

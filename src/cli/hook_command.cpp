@@ -12,6 +12,7 @@
 //   trigger	goldens/
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -27,6 +28,23 @@ namespace fs = std::filesystem;
 
 namespace {
 const char* kMarker = "# Installed by `lockstep hook install`";
+
+// The folder git runs hooks from: core.hooksPath, or the common git dir's
+// hooks/ (a linked worktree shares its main repository's), as
+// `git rev-parse --git-path hooks` says; libgit2's git dir when git is absent.
+fs::path hooks_folder(const GitState& git) {
+  FILE* p = ::popen("git rev-parse --path-format=absolute --git-path hooks 2>/dev/null", "r");
+  std::string out;
+  if (p) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    if (::pclose(p) != 0) out.clear();
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (!out.empty() && out.find('\n') == std::string::npos && fs::path(out).is_absolute()) return out;
+  return fs::path(git.git_dir) / "hooks";
+}
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
@@ -45,7 +63,7 @@ int hook_install_command() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw EnvironmentError("hook install: cannot resolve /proc/self/exe: " + ec.message());
-  fs::path hook = fs::path(git.git_dir) / "hooks" / "pre-push";
+  fs::path hook = hooks_folder(git) / "pre-push";
   std::string body = "#!/bin/sh\n" + std::string(kMarker) +
                      ": lockstep's pre-push check; settings in lockstep.json.\n"
                      "LOCKSTEP_BIN=\"${LOCKSTEP_BIN:-" + self.string() + "}\"; export LOCKSTEP_BIN\n"

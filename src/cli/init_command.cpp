@@ -8,6 +8,7 @@
 //   created goldens/ ...
 #include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/atomic_file.h"
@@ -64,6 +65,17 @@ variables:
 
 void say(const std::string& what) { std::cout << what << "\n"; }
 
+// init writes only inside DIR: a symbolic link on the way (smoke/ -> /elsewhere)
+// is refused before anything is written.
+void refuse_links(const fs::path& root, const std::vector<fs::path>& paths) {
+  std::error_code ec;
+  for (const fs::path& p : paths)
+    for (fs::path at = p; at != root && at.has_relative_path(); at = at.parent_path())
+      if (fs::is_symlink(at, ec))
+        throw BadUsage(at.string() + ": a symbolic link; init writes only inside " + root.string() +
+                       " and never through a link");
+}
+
 // Writes `text` to `path` unless something is there; returns whether it wrote.
 bool create_file(const fs::path& path, const std::string& text) {
   std::error_code ec;
@@ -84,6 +96,8 @@ int init_command(const InitOptions& o) {
   if (fs::exists(root, ec) && !fs::is_directory(root, ec)) throw BadUsage(o.dir + ": not a folder");
   fs::create_directories(root, ec);
   if (ec) throw io_error(root.string(), "create the folder", ec.value());
+  refuse_links(root, {root / "smoke" / "example-mlp.json", root / "goldens", root / ".gitignore",
+                      root / "ci" / "templates" / "lockstep.gitlab-ci.yml", root / ".gitlab-ci.yml"});
 
   // smoke/: one example, only when the folder has no smoke yet.
   fs::path smoke = root / "smoke";
@@ -148,8 +162,9 @@ int init_command(const InitOptions& o) {
   } else {
     say("kept .gitlab-ci.yml (it includes the template)");
   }
-  say("next: lockstep bless smoke/ --reason \"first goldens\" && lockstep check smoke/, then commit smoke/, "
-      "goldens/, ci/, .gitlab-ci.yml, .gitignore; `lockstep hook install` adds the pre-push check");
+  say("next: commit these files (bless refuses a dirty work tree), then `lockstep bless smoke/ --reason "
+      "\"first goldens\"`, `lockstep check smoke/`, commit goldens/; `lockstep hook install` adds the pre-push "
+      "check");
   return 0;
 }
 

@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   check->add_option("SMOKE", check_opts.smokes, "Smoke configs or folders (default: smoke)");
   check->add_option("--goldens", check_opts.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
   check->add_option("--out", check_opts.out_dir, "Folder for run records and reports")->capture_default_str();
-  check->add_option("--shard", check_opts.shard,
+  auto* shard = check->add_option("--shard", check_opts.shard,
                     "I/N: check only shard I of N of the suite (smokes dealt by a stable hash of their names; "
                     "GitLab: $CI_NODE_INDEX/$CI_NODE_TOTAL)");
   check->add_option("--repeat", check_opts.repeat, "Fresh runs compared bit for bit (default: config, 2)")
@@ -186,7 +186,10 @@ int main(int argc, char** argv) {
       import_opts.mllog_step_given = mllog_step->count() > 0;
       return import_command(import_opts);
     }
-    if (*check) return check_command(check_opts);
+    if (*check) {
+      check_opts.shard_given = shard->count() > 0;
+      return check_command(check_opts);
+    }
     if (*bless) return bless_command(bless_opts);
     if (*env) {
       env_opts.device_given = env_device->count() > 0;

@@ -115,6 +115,10 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   Golden golden;
   if (found) {
     golden = read_golden(found->path);
+    if (golden.provenance.action == "check")
+      throw BadInput(found->path, "provenance.action",
+                     "a golden written by bless or accept, got a pending golden a failing check left (copied into "
+                     "the goldens folder by hand?); promote it with `lockstep accept DIR --reason ...`");
     if (golden.record.smoke != cfg.name)
       throw BadInput(found->path, "smoke", "\"" + cfg.name + "\" (the smoke this golden is filed under), got \"" +
                                                golden.record.smoke + "\"");

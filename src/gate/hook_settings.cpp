@@ -14,9 +14,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// `path` relative to `root` when inside it ("" otherwise), with "/" after
-// a folder; the root itself is "./" (every change).
-std::string inside(const fs::path& root, const fs::path& path) {
+bool has_control(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+// `path` relative to `root` when inside it ("" otherwise); a folder ends
+// with "/" (`folder` says so for a path that does not exist, e.g. a goldens
+// folder deleted by the pushed commit); the root itself is "./" (every change).
+std::string inside(const fs::path& root, const fs::path& path, bool folder = false) {
   std::error_code ec;
   fs::path abs = fs::weakly_canonical(fs::absolute(path), ec);
   if (ec) return "";
@@ -24,20 +29,26 @@ std::string inside(const fs::path& root, const fs::path& path) {
   if (rel.empty() || rel.native().rfind("..", 0) == 0) return "";
   if (rel == ".") return "./";
   std::string s = rel.generic_string();
-  if (fs::is_directory(abs, ec)) s += "/";
+  if (!s.empty() && s.back() == '/') s.pop_back();
+  if (folder || fs::is_directory(abs, ec)) s += "/";
   return s;
 }
 
 }  // namespace
 
 HookPlan hook_plan(const std::string& root_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(root_dir, ec))
+    throw BadUsage("hook plan " + root_dir + ": expected the repository's root folder");
   fs::path root = fs::weakly_canonical(fs::absolute(root_dir));
   fs::path settings = root / "lockstep.json";
   HookPlan plan;
   plan.smokes = {"smoke"};
   std::set<std::string> triggers;
-  std::error_code ec;
-  if (fs::exists(settings, ec)) {
+  bool has_settings = fs::exists(fs::symlink_status(settings, ec));
+  if (has_settings && !fs::is_regular_file(settings, ec))
+    throw BadInput(settings.string(), "", "a JSON file (it is a dangling link, a folder or not a regular file)");
+  if (has_settings) {
     triggers.insert("lockstep.json");
     nlohmann::json doc = parse_json_file(settings.string());
     JsonView v(doc, settings.string());
@@ -53,8 +64,13 @@ HookPlan hook_plan(const std::string& root_dir) {
         plan.smokes.clear();
         for (size_t i = 0; i < s.size(); ++i) {
           std::string p = s.at(i).as_string();
-          if (p.empty() || fs::path(p).is_absolute() || inside(root, root / p).empty())
-            s.at(i).fail("a smoke file or folder inside the repository, relative to its root");
+          if (p.empty() || has_control(p) || fs::path(p).is_absolute() || inside(root, root / p).empty() ||
+              inside(root, root / p) == "./")
+            s.at(i).fail("a smoke file or folder inside the repository, relative to its root (not the root itself)");
+          if (!fs::exists(root / p, ec)) s.at(i).fail("an existing smoke file or folder; " + (root / p).string() +
+                                                       " does not exist");
+          if (std::find(plan.smokes.begin(), plan.smokes.end(), p) != plan.smokes.end())
+            s.at(i).fail("each smoke file or folder once; \"" + p + "\" is listed twice");
           plan.smokes.push_back(p);
         }
       }
@@ -63,9 +79,14 @@ HookPlan hook_plan(const std::string& root_dir) {
         ps.expect_array();
         for (size_t i = 0; i < ps.size(); ++i) {
           std::string p = ps.at(i).as_string();
-          if (p.empty() || fs::path(p).is_absolute() || fs::path(p).lexically_normal().native().rfind("..", 0) == 0)
+          std::string norm = fs::path(p).lexically_normal().generic_string();
+          if (p.empty() || has_control(p) || fs::path(p).is_absolute() || norm.rfind("..", 0) == 0)
             ps.at(i).fail("a path relative to the repository root (a folder ends with \"/\")");
-          triggers.insert(fs::path(p).lexically_normal().generic_string());
+          // "." is every file; a folder named without its "/" still means the folder.
+          bool folder = p.back() == '/' || norm == "." || fs::is_directory(root / p, ec);
+          if (norm == "." || norm == "./") norm = "./";
+          else if (folder && norm.back() != '/') norm += "/";
+          triggers.insert(norm);
         }
       }
     }
@@ -73,23 +94,25 @@ HookPlan hook_plan(const std::string& root_dir) {
   std::vector<std::string> files;
   for (const std::string& s : plan.smokes) {
     fs::path p = root / s;
-    if (std::string rel = inside(root, p); !rel.empty()) triggers.insert(rel);
-    if (!fs::exists(p, ec)) continue;  // deleted in this commit: the trigger above still fires
+    bool is_file = fs::path(s).extension() == ".json";
+    if (std::string rel = inside(root, p, !is_file); !rel.empty()) triggers.insert(rel);
+    if (!fs::exists(p, ec)) continue;  // the default smoke/ deleted in this commit: the trigger above fires
     for (const std::string& f : expand_smoke_args({p.string()})) files.push_back(f);
   }
   for (const std::string& file : files) {
     SmokeConfig c = load_smoke_config(file);
-    for (const std::string& read : {file, goldens_root(file, ""), c.data.resolved_path, c.model.path,
-                                    c.has_trainer() ? c.trainer.resolved_cwd : std::string()}) {
+    std::string goldens = goldens_root(file, "");
+    // The goldens folder is a folder even when the pushed commit deleted it.
+    for (const auto& [read, folder] : {std::pair<std::string, bool>{file, false}, {goldens, true},
+                                       {c.data.resolved_path, false}, {c.model.path, false},
+                                       {c.has_trainer() ? c.trainer.resolved_cwd : std::string(), true}}) {
       if (read.empty()) continue;
-      std::string rel = inside(root, read);
-      if (!rel.empty()) triggers.insert(rel);
-      // A goldens folder not created yet: its first golden must still trigger.
-      else if (read == goldens_root(file, "") && !fs::exists(read, ec))
-        if (std::string parent = inside(root, fs::path(read).parent_path()); !parent.empty())
-          triggers.insert(parent + fs::path(read).filename().string() + "/");
+      if (std::string rel = inside(root, read, folder); !rel.empty()) triggers.insert(rel);
     }
   }
+  for (const std::string& t : triggers)
+    if (has_control(t)) throw BadInput(settings.string(), "", "paths without control characters, got a trigger \"" +
+                                                                  printable_message(t, false) + "\"");
   // A path under a folder already listed adds nothing.
   for (const std::string& t : triggers) {
     bool covered = false;

@@ -20,6 +20,12 @@ Provenance stamp_provenance(const std::string& action, const std::string& reason
   p.created_utc = utc_now();
   p.git_commit = git.in_repo ? git.commit : "(absent: " + git.error + ")";
   p.git_author = git.in_repo ? git.author : "(absent: " + git.error + ")";
+  // A CI runner rarely has a git identity; GitLab says who started the job.
+  const char* gl_name = std::getenv("GITLAB_USER_NAME");
+  if (gl_name && *gl_name && (!git.in_repo || git.author.rfind("(no user.name)", 0) == 0)) {
+    const char* gl_email = std::getenv("GITLAB_USER_EMAIL");
+    p.git_author = std::string(gl_name) + " <" + (gl_email ? gl_email : "") + "> (GitLab user of the job)";
+  }
   p.tool_version = LOCKSTEP_VERSION;
   p.runs = runs;
   return p;

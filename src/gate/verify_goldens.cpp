@@ -91,6 +91,9 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
       problems.push_back(e.what());
       continue;
     }
+    if (g.provenance.action == "check")
+      problems.push_back(path + ": provenance.action: a pending golden a failing check left, copied into the goldens "
+                         "folder by hand; promote it with `lockstep accept DIR --reason ...` instead");
     const RunRecord& r = g.record;
     std::string dir_smoke = p.parent_path().filename().string();
     if (r.smoke != dir_smoke || r.platform != p.stem().string())

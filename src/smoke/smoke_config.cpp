@@ -38,8 +38,16 @@ namespace {
 // any other relative path is the team's own file, beside the config.
 std::string resolve_data_path(const JsonView& node, const std::string& path, const fs::path& config_dir) {
   const std::string kData = "{data}";
-  if (path.rfind(kData, 0) == 0 && (path.size() == kData.size() || path[kData.size()] == '/'))
-    return (fs::path(data_dir()) / path.substr(std::min(path.size(), kData.size() + 1))).lexically_normal().string();
+  for (char ch : path)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      node.fail("a path without control characters (a NUL or a line break would name another file)");
+  if (path.rfind(kData, 0) == 0 && (path.size() == kData.size() || path[kData.size()] == '/')) {
+    // A name inside the data folder: "{data}//etc/x" or "{data}/../x" would leave it.
+    fs::path rest = fs::path(path.substr(std::min(path.size(), kData.size() + 1))).lexically_normal();
+    if (rest.empty() || rest.is_absolute() || rest.native().rfind("..", 0) == 0 || rest == ".")
+      node.fail("\"{data}/<name>\" with a name inside lockstep's data folder, got \"" + path + "\"");
+    return (fs::path(data_dir()) / rest).lexically_normal().string();
+  }
   if (path.find('{') != std::string::npos || path.find('}') != std::string::npos)
     node.fail("a path relative to the config's folder, an absolute path, or \"{data}/<name>\" for a dataset "
               "lockstep fetches; got \"" + path + "\"");

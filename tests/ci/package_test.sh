@@ -46,10 +46,12 @@ dpkg-deb -x "$deb" "$root"
 bin="$root/usr/bin"
 for f in usr/bin/lockstep usr/bin/lockstep-torch usr/share/lockstep/python/lockstep/__init__.py \
          usr/share/lockstep/ci/lockstep.gitlab-ci.yml usr/share/lockstep/hooks/pre-push \
-         usr/share/lockstep/schema/record.schema.json; do
+         usr/share/lockstep/schema/record.schema.json usr/share/man/man1/lockstep.1; do
   [ -e "$root/$f" ] || fail "the package lacks /$f"
 done
 if ldd "$bin/lockstep" | grep -q torch; then fail "/usr/bin/lockstep links LibTorch"; fi
+grep -q '^\.SS lockstep check$' "$root/usr/share/man/man1/lockstep.1" || fail "lockstep.1 lacks the check subcommand"
+grep -q -- '--shard' "$root/usr/share/man/man1/lockstep.1" || fail "lockstep.1 lacks check's options"
 export PATH="$bin:/usr/bin:/bin"
 unset LOCKSTEP_PYTHONPATH LOCKSTEP_BIN CI
 [ "$(command -v lockstep)" = "$bin/lockstep" ] || fail "lockstep on PATH is not the unpacked one"

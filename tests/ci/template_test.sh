@@ -25,7 +25,6 @@ git init -q -b main team && cd team
 git remote add origin https://gitlab.example.com/ml/team.git
 git config user.email ci@example.com && git config user.name "Template Test"
 lockstep init >/dev/null
-echo "/.gitlab-ci-local/" >>.gitignore   # gitlab-ci-local's own state, as a team using it ignores it
 # A second smoke, so the two shards each get one.
 sed -e 's/"example-mlp"/"example-mlp-wide"/' -e 's/"hidden": 32/"hidden": 48/' smoke/example-mlp.json >smoke/example-mlp-wide.json
 git add -A && git commit -qm "lockstep init"

@@ -369,6 +369,38 @@ TEST(CliHook, PrePushBlocksABrokenSmokeAndLetsACleanPushThrough) {
   fs::remove_all(p);
 }
 
+// The hook goes where git runs hooks from: core.hooksPath, and a linked
+// worktree's main repository.
+TEST(CliHook, InstallsWhereGitRunsHooks) {
+  fs::path p = fs::temp_directory_path() / ("lockstep-cli-hookspath-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  std::string git = "git -c user.name=t -c user.email=t@t ";
+  ASSERT_EQ(shell("cd '" + p.string() + "' && git init -q -b main repo && cd repo && " + git +
+                  "commit -q --allow-empty -m x && git config core.hooksPath .githooks && git worktree add -q ../wt")
+                .code,
+            0);
+  Result r = lockstep("hook install", "", (p / "repo").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(p / "repo" / ".githooks" / "pre-push")) << r.output;
+  EXPECT_FALSE(fs::exists(p / "repo" / ".git" / "hooks" / "pre-push")) << r.output;
+  ASSERT_EQ(shell("cd '" + (p / "repo").string() + "' && git config --unset core.hooksPath").code, 0);
+  Result wt = lockstep("hook install", "", (p / "wt").string());
+  EXPECT_EQ(wt.code, 0) << wt.output;
+  EXPECT_TRUE(fs::exists(p / "repo" / ".git" / "hooks" / "pre-push")) << wt.output;
+  fs::remove_all(p);
+}
+
+// An empty --shard (a matrix that forgot LOCKSTEP_SHARD) is refused: run
+// as "no sharding", every shard job would check the whole suite.
+TEST(CliErrors, AnEmptyShardIsRefused) {
+  fs::path out = fs::temp_directory_path() / ("lockstep-cli-shard-" + std::to_string(::getpid()));
+  Result r = lockstep("check " + kSourceDir + "/smoke --shard '' --out " + out.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--shard : expected I/N with 1 <= I <= N <= 1000"), std::string::npos) << r.output;
+  fs::remove_all(out);
+}
+
 TEST(CliErrors, BlessRefusesWithoutReasonAndInCi) {
   fs::path p = scratch("bless-refuse");
   std::string s = (p / "smoke").string();

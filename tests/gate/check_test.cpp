@@ -8,6 +8,7 @@
 #include "compare/text_report.h"
 #include "core/error.h"
 #include "gate/gate_fixture.h"
+#include "gate/verify_goldens.h"
 
 namespace lockstep {
 namespace {
@@ -139,6 +140,28 @@ TEST(CheckSmoke, MissingGoldenIsBadInputWithAPendingGolden) {
   EXPECT_EQ(c.verdict.first_divergence,
             p.goldens_dir() + "/unit/cpu-x86_64-avx2.json: no golden for smoke 'unit' on platform cpu-x86_64-avx2 "
             "(nor any of its family); create one with `lockstep bless " + p.smoke_file() + " --reason \"...\"`");
+}
+
+// The pending golden a failing check leaves, copied into goldens/ by hand
+// (its content hash intact), is no golden: check and verify-goldens refuse it.
+TEST(CheckSmoke, APendingGoldenCopiedIntoTheGoldensIsRefused) {
+  GateProject p("pending-copied");
+  FakeLauncher l;
+  SmokeCheck first = check_smoke(p.smoke_file(), p.check_options(), l);
+  ASSERT_TRUE(first.pending.has_value());
+  EXPECT_EQ(first.pending->provenance.action, "check");
+  std::string copied = p.goldens_dir() + "/unit/cpu-x86_64-avx2.json";
+  write_golden(copied, *first.pending);
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
+  EXPECT_EQ(c.verdict.first_divergence,
+            copied + ": provenance.action: expected a golden written by bless or accept, got a pending golden a "
+                     "failing check left (copied into the goldens folder by hand?); promote it with `lockstep accept "
+                     "DIR --reason ...`");
+  GoldensAudit audit = audit_goldens(p.goldens_dir(), "");
+  std::string all;
+  for (const auto& problem : audit.problems) all += problem + "\n";
+  EXPECT_NE(all.find(copied + ": provenance.action: a pending golden a failing check left"), std::string::npos) << all;
 }
 
 TEST(CheckSmoke, AGoldenOfTheSameFamilyStandsInWithANote) {

@@ -76,7 +76,9 @@ TEST(SmokeConfig, DefaultsAndDataPathResolution) {
             (fs::path(data_dir()) / "digits.csv.gz").lexically_normal().string());
   testing::GateProject absolute("absolute", [](nlohmann::json& cfg) { cfg["data"]["path"] = "/srv/x/../d.csv"; });
   EXPECT_EQ(load_smoke_config(absolute.smoke_file()).data.resolved_path, "/srv/d.csv");
-  for (const char* bad : {"{data}x.csv", "{out}/x.csv", "data/{x}.csv", ""}) {
+  for (const std::string& bad : std::vector<std::string>{"{data}x.csv", "{out}/x.csv", "data/{x}.csv", "", "{data}", "{data}/", "{data}//etc/passwd",
+                                                         "{data}/../../etc/passwd", std::string("local.csv\0x", 11),
+                                                         "a\nb.csv"}) {
     testing::GateProject b("bad-path", [&](nlohmann::json& cfg) { cfg["data"]["path"] = bad; });
     try {
       load_smoke_config(b.smoke_file());

@@ -1,0 +1,89 @@
+// What the pre-push hook checks and what triggers it (gate/hook_settings.h):
+// the defaults, lockstep.json, a goldens folder the pushed commit deleted,
+// and every malformed setting refused with exit 2.
+#include "gate/hook_settings.h"
+
+#include <gtest/gtest.h>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "gate/gate_fixture.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+using testing::GateProject;
+
+std::string plan_error(const std::string& root) {
+  try {
+    hook_plan(root);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "hook_plan accepted " << root;
+  return "";
+}
+
+TEST(HookPlan, DefaultsAreTheSmokesAndWhatTheyRead) {
+  GateProject p("hook-defaults", [](nlohmann::json& c) { c["data"]["path"] = "../data/unit.csv"; });
+  HookPlan plan = hook_plan(p.root().string());
+  EXPECT_EQ(plan.smokes, std::vector<std::string>{"smoke"});
+  // goldens/ is a folder trigger although no golden exists yet: its first
+  // golden (or its deletion) must trigger the check.
+  EXPECT_EQ(plan.triggers, (std::vector<std::string>{"data/unit.csv", "goldens/", "smoke/"}));
+}
+
+TEST(HookPlan, LockstepJsonAddsPathsAndNamesTheSmokes) {
+  GateProject p("hook-settings");
+  fs::create_directories(p.root() / "src");
+  write_file_atomically((p.root() / "lockstep.json").string(),
+                        R"({"schema": 1, "hook": {"smokes": ["smoke/unit.json"], "paths": ["src", "train.py", "."]}})");
+  HookPlan plan = hook_plan(p.root().string());
+  EXPECT_EQ(plan.smokes, std::vector<std::string>{"smoke/unit.json"});
+  EXPECT_EQ(plan.triggers, std::vector<std::string>{"./"});  // "." is every file: nothing else is needed
+  write_file_atomically((p.root() / "lockstep.json").string(), R"({"hook": {"paths": ["src", "train.py"]}})");
+  EXPECT_EQ(hook_plan(p.root().string()).triggers,
+            (std::vector<std::string>{"goldens/", "lockstep.json", "smoke/", "src/", "train.py"}));
+}
+
+TEST(HookPlan, MalformedSettingsAreBadInput) {
+  GateProject p("hook-bad");
+  std::string root = p.root().string();
+  std::string settings = (p.root() / "lockstep.json").string();
+  auto with = [&](const std::string& text) {
+    write_file_atomically(settings, text);
+    return plan_error(root);
+  };
+  EXPECT_EQ(with(R"({"hook": {"pathz": []}})"),
+            settings + ": hook.pathz: expected a known field, not 'pathz' (did you mean 'paths'?)");
+  EXPECT_NE(with(R"({"hook": {"paths": ["a\nsmokes\t/etc"]}})").find("hook.paths[0]: expected a path relative to"),
+            std::string::npos);
+  EXPECT_NE(with(R"({"hook": {"paths": ["/etc"]}})").find("hook.paths[0]: expected"), std::string::npos);
+  EXPECT_NE(with(R"({"hook": {"paths": ["../x"]}})").find("hook.paths[0]: expected"), std::string::npos);
+  EXPECT_NE(with(R"({"hook": {"smokes": []}})").find("hook.smokes: expected at least one"), std::string::npos);
+  EXPECT_NE(with(R"({"hook": {"smokes": ["nope"]}})").find("hook.smokes[0]: expected an existing smoke file or folder"),
+            std::string::npos);
+  EXPECT_NE(with(R"({"hook": {"smokes": ["smoke", "smoke"]}})").find("hook.smokes[1]: expected each smoke file or "
+                                                                      "folder once"),
+            std::string::npos);
+  EXPECT_NE(with(R"({"hook": {"smokes": ["."]}})").find("hook.smokes[0]: expected a smoke file or folder inside"),
+            std::string::npos);
+  fs::remove(settings);
+  fs::create_symlink("/nonexistent-lockstep-settings", settings);
+  EXPECT_EQ(plan_error(root), settings + ": expected a JSON file (it is a dangling link, a folder or not a regular file)");
+  fs::remove(settings);
+  // A data path with a line break would add lines to `hook plan`'s output.
+  GateProject q("hook-newline", [](nlohmann::json& c) { c["data"]["path"] = "x\nsmokes\t/etc"; });
+  EXPECT_NE(plan_error(q.root().string()).find("data.path: expected a path without control characters"),
+            std::string::npos);
+  try {
+    hook_plan((p.root() / "missing").string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
