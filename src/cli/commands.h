@@ -131,7 +131,10 @@ struct VerifyOptions {
 int verify_goldens_command(const VerifyOptions& options);
 
 /// `lockstep hook install`: the pre-push hook, never over an existing one.
-int hook_install_command();
+/// `lockstep hook install`: the pre-push hook of the repository holding
+/// `dir` (cli/hook_command.cpp). Throws exit 2 outside a work tree or over
+/// a hook that is not lockstep's, exit 3 for a broken install.
+int hook_install_command(const std::string& dir = ".");
 
 /// `lockstep hook plan [ROOT]`: prints what the pre-push hook checks and
 /// what triggers it (gate/hook_settings.h), "smokes\t<path>" and
@@ -143,8 +146,8 @@ struct HookPlanOptions {
 int hook_plan_command(const HookPlanOptions& options);
 
 /// `lockstep init [DIR]`: scaffolds smoke/ (one example that runs as is),
-/// goldens/, .gitignore entries, ci/templates/lockstep.gitlab-ci.yml and a
-/// .gitlab-ci.yml including it. Never overwrites; idempotent; prints what
+/// goldens/, .gitignore entries, ci/templates/lockstep.gitlab-ci.yml, a
+/// .gitlab-ci.yml including it, and the pre-push hook in a git work tree. Never overwrites; idempotent; prints what
 /// it did. Throws exit 2 when DIR is a file, exit 3 when the template is
 /// missing (a broken install) or a file cannot be written.
 struct InitOptions {

@@ -29,11 +29,18 @@ namespace fs = std::filesystem;
 namespace {
 const char* kMarker = "# Installed by `lockstep hook install`";
 
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 // The folder git runs hooks from: core.hooksPath, or the common git dir's
 // hooks/ (a linked worktree shares its main repository's), as
 // `git rev-parse --git-path hooks` says; libgit2's git dir when git is absent.
-fs::path hooks_folder(const GitState& git) {
-  FILE* p = ::popen("git rev-parse --path-format=absolute --git-path hooks 2>/dev/null", "r");
+fs::path hooks_folder(const GitState& git, const std::string& dir) {
+  std::string cmd = "git -C " + shell_quote(dir) + " rev-parse --path-format=absolute --git-path hooks 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
   if (p) {
     char buf[4096];
@@ -46,15 +53,10 @@ fs::path hooks_folder(const GitState& git) {
   return fs::path(git.git_dir) / "hooks";
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 }  // namespace
 
-int hook_install_command() {
-  GitState git = read_git_state(fs::current_path().string());
+int hook_install_command(const std::string& dir) {
+  GitState git = read_git_state(fs::absolute(dir).string());
   if (!git.in_repo || git.workdir.empty()) throw BadUsage("hook install: " + (git.error.empty() ? "no work tree" : git.error));
   std::string script = shipped_path("hooks/pre-push", "ci/pre-push");
   if (script.empty())
@@ -63,7 +65,7 @@ int hook_install_command() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw EnvironmentError("hook install: cannot resolve /proc/self/exe: " + ec.message());
-  fs::path hook = hooks_folder(git) / "pre-push";
+  fs::path hook = hooks_folder(git, dir) / "pre-push";
   std::string body = "#!/bin/sh\n" + std::string(kMarker) +
                      ": lockstep's pre-push check; settings in lockstep.json.\n"
                      "LOCKSTEP_BIN=\"${LOCKSTEP_BIN:-" + self.string() + "}\"; export LOCKSTEP_BIN\n"
@@ -72,7 +74,8 @@ int hook_install_command() {
   if (fs::exists(hook, ec)) {
     std::string existing = read_file(hook.string());
     if (existing == body) {
-      std::cout << "lockstep pre-push hook already installed: " << hook.string() << "\n";
+      std::cout << "lockstep pre-push hook already installed: " << hook.string() << " (runs " << script << " with "
+                << self.string() << ")\n";
       return 0;
     }
     if (existing.find(kMarker) == std::string::npos)

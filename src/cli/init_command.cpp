@@ -1,7 +1,8 @@
 // `lockstep init [DIR]`: scaffolds lockstep in a team's repository — one
 // example smoke that runs as is, goldens/, the .gitignore entries, the CI
-// template and a .gitlab-ci.yml that includes it — without overwriting
-// anything, and says what it did. Running it twice changes nothing.
+// template and a .gitlab-ci.yml that includes it, and the pre-push hook
+// when DIR is a git work tree — without overwriting anything, and says
+// what it did. Running it twice changes nothing.
 //
 //   $ lockstep init
 //   created smoke/example-mlp.json (a built-in smoke on synthetic data: runs as is)
@@ -14,6 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/install_paths.h"
+#include "env/git_state.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;
@@ -161,6 +163,18 @@ int init_command(const InitOptions& o) {
     say("kept .gitlab-ci.yml; add to it:\n  include:\n    - local: ci/templates/lockstep.gitlab-ci.yml");
   } else {
     say("kept .gitlab-ci.yml (it includes the template)");
+  }
+  // The pre-push hook, when DIR is a repository's work tree.
+  GitState git = read_git_state(root.string());
+  if (git.in_repo && fs::equivalent(fs::path(git.workdir), root, ec)) {
+    try {
+      hook_install_command(root.string());
+    } catch (const Error& e) {
+      say(std::string("pre-push hook not installed: ") + e.what());
+    }
+  } else {
+    say("no pre-push hook: " + root.string() + " is not the root of a git work tree (after `git init`, "
+        "`lockstep hook install` adds it)");
   }
   say("next: commit these files (bless refuses a dirty work tree), then `lockstep bless smoke/ --reason "
       "\"first goldens\"`, `lockstep check smoke/`, commit goldens/; `lockstep hook install` adds the pre-push "

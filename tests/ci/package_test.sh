@@ -81,6 +81,7 @@ step "lockstep check (2 smokes)"
 
 # 4. The installed hook: a clean push passes, a data edit is blocked.
 git init -q --bare "$work/remote.git" && git remote add origin "$work/remote.git"
+mkdir -p "$work/tmp" && export TMPDIR="$work/tmp"   # the hook's worktrees and a blocked push's reports
 lockstep hook install >"$work/hook.log"
 grep -q "runs $root/usr/share/lockstep/hooks/pre-push with $bin/lockstep" "$work/hook.log" ||
   { cat "$work/hook.log" >&2; fail "hook install should run the installed script with the installed lockstep"; }

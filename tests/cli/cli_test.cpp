@@ -303,7 +303,12 @@ TEST(CliHook, PrePushBlocksABrokenSmokeAndLetsACleanPushThrough) {
   ASSERT_EQ(lockstep("bless " + s + " --reason hook --out " + (p / "out").string()).code, 0);
   fs::remove_all(p / "out");
   std::string git = "git -c user.name=t -c user.email=t@t ";
-  auto run = [&](const std::string& cmd) { return shell("cd '" + p.string() + "' && unset CI LOCKSTEP_BIN && " + cmd); };
+  // TMPDIR: the hook's worktrees and a blocked push's reports, removed with the test.
+  fs::path tmp = p.string() + "-tmp";
+  fs::create_directories(tmp);
+  auto run = [&](const std::string& cmd) {
+    return shell("cd '" + p.string() + "' && unset CI LOCKSTEP_BIN && export TMPDIR='" + tmp.string() + "' && " + cmd);
+  };
   ASSERT_EQ(run("git init -q -b main . && " + git + "add -A && " + git + "commit -qm init && git init -q --bare remote.git && git remote add origin remote.git").code, 0);
   Result install = lockstep("hook install", "", p.string());
   EXPECT_EQ(install.code, 0) << install.output;
@@ -367,6 +372,7 @@ TEST(CliHook, PrePushBlocksABrokenSmokeAndLetsACleanPushThrough) {
   EXPECT_EQ(foreign.code, 2) << foreign.output;
   EXPECT_NE(foreign.output.find("not overwriting it"), std::string::npos) << foreign.output;
   fs::remove_all(p);
+  fs::remove_all(tmp);
 }
 
 // The hook goes where git runs hooks from: core.hooksPath, and a linked

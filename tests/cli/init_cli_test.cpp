@@ -27,6 +27,16 @@ TEST(InitCli, ScaffoldsARepositoryWhoseExampleBlessesAndChecks) {
             read_file(kSourceDir + "/ci/templates/lockstep.gitlab-ci.yml"));
   EXPECT_NE(read_file((d / ".gitlab-ci.yml").string()).find("  - local: ci/templates/lockstep.gitlab-ci.yml\n"),
             std::string::npos);
+  EXPECT_NE(r.output.find("no pre-push hook: " + d.string() + " is not the root of a git work tree"), std::string::npos)
+      << r.output;
+  // In a git work tree, init installs the hook too.
+  fs::path g = fresh("git");
+  ASSERT_EQ(shell("git init -q " + g.string()).code, 0);
+  Result in_git = lockstep("init " + g.string());
+  EXPECT_EQ(in_git.code, 0) << in_git.output;
+  EXPECT_NE(in_git.output.find("installed " + (g / ".git/hooks/pre-push").string()), std::string::npos)
+      << in_git.output;
+  fs::remove_all(g);
   Result bless = lockstep("bless smoke/ --reason first", "", d.string());
   ASSERT_EQ(bless.code, 0) << bless.output;
   Result check = lockstep("check smoke/", "", d.string());
