@@ -63,8 +63,7 @@ int hook_install_command(const std::string& dir) {
     throw EnvironmentError("hook install: the pre-push script is neither in share/lockstep/hooks beside this lockstep "
                            "nor in its source tree (a broken install)");
   std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw EnvironmentError("hook install: cannot resolve /proc/self/exe: " + ec.message());
+  fs::path self = self_executable();
   fs::path hook = hooks_folder(git, dir) / "pre-push";
   std::string body = "#!/bin/sh\n" + std::string(kMarker) +
                      ": lockstep's pre-push check; settings in lockstep.json.\n"

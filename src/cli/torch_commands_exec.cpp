@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/install_paths.h"
 
 namespace lockstep {
 
@@ -22,10 +23,7 @@ namespace {
 // `lockstep-torch` in the folder of this executable (/proc/self/exe, so a
 // symbolic link to `lockstep` on PATH still finds it).
 std::filesystem::path torch_binary() {
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw EnvironmentError("cannot resolve /proc/self/exe: " + ec.message());
-  return self.parent_path() / "lockstep-torch";
+  return std::filesystem::path(self_executable()).parent_path() / "lockstep-torch";
 }
 
 [[noreturn]] void exec_torch_binary(const char* what) {

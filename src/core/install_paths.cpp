@@ -2,14 +2,27 @@
 
 #include <filesystem>
 
+#include "core/error.h"
+
 namespace lockstep {
 namespace fs = std::filesystem;
 
-std::string shipped_path(const std::string& installed, const std::string& in_source) {
+std::string self_executable() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path shared = exe.parent_path().parent_path() / "share" / "lockstep" / installed;
+  if (ec) throw EnvironmentError("cannot resolve /proc/self/exe: " + ec.message());
+  return exe.string();
+}
+
+std::string shipped_path(const std::string& installed, const std::string& in_source) {
+  std::error_code ec;
+  std::string exe;
+  try {
+    exe = self_executable();
+  } catch (const Error&) {
+  }
+  if (!exe.empty()) {
+    fs::path shared = fs::path(exe).parent_path().parent_path() / "share" / "lockstep" / installed;
     if (fs::exists(shared, ec)) return shared.string();
   }
   fs::path source = fs::path(LOCKSTEP_SOURCE_DIR) / in_source;

@@ -12,6 +12,11 @@
 
 namespace lockstep {
 
+/// Path of the running executable (/proc/self/exe, links resolved: a
+/// `lockstep` on PATH that links to /opt/lockstep/bin/lockstep gives the
+/// latter). Throws EnvironmentError (exit 3) when it cannot be read.
+std::string self_executable();
+
 /// <prefix>/share/lockstep/<installed> when this executable is
 /// <prefix>/bin/<name> and that exists, else <source tree>/<in_source> when
 /// that exists, else "". Never throws.

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <numeric>
 
 #include "core/error.h"
 #include "core/install_paths.h"
@@ -158,20 +157,13 @@ std::string output_path(const SmokeConfig& c, const std::string& field, const st
   return full;
 }
 
-std::vector<int64_t> explicit_steps(const Series& s) {
-  if (!s.steps.empty()) return s.steps;
-  std::vector<int64_t> steps(s.values.size());
-  std::iota(steps.begin(), steps.end(), int64_t{0});
-  return steps;
-}
-
 // Each series must stay within [first, end) and reach the end of what was
 // trained (its last step within one logging interval of end - 1): a
 // trainer that stopped early without failing would otherwise pass on
 // fewer steps.
 void check_coverage(std::map<std::string, Series>& series, int64_t first, int64_t end, const std::string& file) {
   for (auto& [name, s] : series) {
-    s.steps = explicit_steps(s);
+    s.steps = step_numbers(s);
     if (s.steps.empty()) throw BadInput(file, name, "values for steps " + std::to_string(first) + ".." + std::to_string(end - 1));
     int64_t stride = s.steps.size() > 1 ? s.steps[1] - s.steps[0] : 1;
     if (s.steps.front() < first || s.steps.back() >= end)
@@ -324,7 +316,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
         auto p = partial.series.find(name);
         if (p == partial.series.end()) throw BadInput(partial_path(o.resume), "series." + name, "the series the resumed run logs");
         Series merged = p->second;
-        merged.steps = explicit_steps(merged);
+        merged.steps = step_numbers(merged);
         if (merged.dtype != s.dtype)
           throw BadInput(spec.path, name, std::string(dtype_name(merged.dtype)) + " as before the checkpoint, got " + dtype_name(s.dtype));
         merged.values.insert(merged.values.end(), s.values.begin(), s.values.end());

@@ -13,6 +13,7 @@
 
 #include "compare/compare.h"
 #include "core/error.h"
+#include "core/install_paths.h"
 
 extern char** environ;
 
@@ -32,13 +33,6 @@ std::vector<std::string> child_args(const ChildRun& run) {
     args.insert(args.end(), {"--stop-after", std::to_string(run.stop_after), "--checkpoint", run.checkpoint});
   if (!run.resume.empty()) args.insert(args.end(), {"--resume", run.resume});
   return args;
-}
-
-std::string self_executable() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw EnvironmentError("cannot resolve /proc/self/exe: " + ec.message());
-  return p.string();
 }
 
 ProcessLauncher::ProcessLauncher(std::string executable) : executable_(std::move(executable)) {}

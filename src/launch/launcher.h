@@ -68,9 +68,6 @@ std::vector<std::string> override_args(const RunOverrides& overrides);
 /// The `lockstep run` arguments for `run` (without the executable).
 std::vector<std::string> child_args(const ChildRun& run);
 
-/// Path of the running executable (/proc/self/exe). Throws exit 3.
-std::string self_executable();
-
 /// `n` fresh runs of `base` (its `out` ignored), records
 /// <dir>/<prefix>-1.json ... <dir>/<prefix>-<n>.json.
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,

@@ -1,6 +1,7 @@
 #include "record/series.h"
 
 #include <cmath>
+#include <numeric>
 
 #include "core/float_bits.h"
 #include "core/json_io.h"
@@ -10,6 +11,13 @@ namespace lockstep {
 
 const char* dtype_name(Series::Dtype dtype) {
   return dtype == Series::Dtype::kFloat32 ? "float32" : "float64";
+}
+
+std::vector<int64_t> step_numbers(const Series& s) {
+  if (!s.steps.empty()) return s.steps;
+  std::vector<int64_t> steps(s.values.size());
+  std::iota(steps.begin(), steps.end(), int64_t{0});
+  return steps;
 }
 
 nlohmann::json to_json(const Series& series, SeriesPacker* packer) {

@@ -42,6 +42,11 @@ struct Series {
   const std::vector<double>& sigma_center() const { return mean.empty() ? values : mean; }
 };
 
+/// The step number of every value: `steps` when the series has them, else
+/// 0, 1, ..., n-1. Two series were logged at the same steps exactly when
+/// these are equal (a dense series and its steps spelled out included).
+std::vector<int64_t> step_numbers(const Series& series);
+
 /// "float32" or "float64".
 const char* dtype_name(Series::Dtype dtype);
 

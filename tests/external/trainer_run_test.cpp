@@ -91,6 +91,16 @@ class TrainerRunTest : public ::testing::Test {
     o.work_dir = (dir_ / "work").string();
     return o;
   }
+  // run_trainer(c) must throw an Error of exit class `code` whose message holds `part`.
+  void expect_error(const SmokeConfig& c, ExitCode code, const std::string& part) {
+    try {
+      run_trainer(c, options());
+      ADD_FAILURE() << "run_trainer did not throw; expected exit " << to_int(code) << ": " << part;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  }
   std::string read(const fs::path& p) {
     std::ifstream in(p);
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -165,36 +175,17 @@ TEST_F(TrainerRunTest, AFailingTrainerIsARegressionQuotingItsStderr) {
 
 TEST_F(TrainerRunTest, AnotherContractIsAnEnvironmentError) {
   ::setenv("FAKE_BENCHMARK", "true", 1);
-  try {
-    run_trainer(config(), options());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kEnvironment);
-    EXPECT_NE(std::string(e.what()).find("cudnn_benchmark must be false, the trainer reported true"), std::string::npos)
-        << e.what();
-  }
+  expect_error(config(), ExitCode::kEnvironment, "cudnn_benchmark must be false, the trainer reported true");
 }
 
 TEST_F(TrainerRunTest, MissingMetricsOrReportIsBadInput) {
   SmokeConfig c = config();
   c.trainer.series = {{"loss", "lossx"}};
-  try {
-    run_trainer(c, options());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("lossx"), std::string::npos) << e.what();
-  }
+  expect_error(c, ExitCode::kBadInput, "lossx");
   c = config();
   c.trainer.command = {"sh", "-c", "true"};
   c.trainer.data_only.clear();
-  try {
-    run_trainer(c, options());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("lockstep-trainer.json"), std::string::npos) << e.what();
-  }
+  expect_error(c, ExitCode::kBadInput, "lockstep-trainer.json");
 }
 
 // The reported CPU capability names the platform and the golden's file: a
@@ -202,16 +193,10 @@ TEST_F(TrainerRunTest, MissingMetricsOrReportIsBadInput) {
 TEST_F(TrainerRunTest, ACpuCapabilityThatCannotNameAPlatformIsBadInput) {
   for (const char* bad : {"AVX2/../../etc", "AVXAVXAVXAVXAVXAVXAVXAVXAVXAVXAVX2"}) {
     ::setenv("FAKE_CAPABILITY", bad, 1);
-    try {
-      run_trainer(config(), options());
-      FAIL() << bad;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ExitCode::kBadInput);
-      EXPECT_NE(std::string(e.what()).find("lockstep-trainer.json: fingerprint.python.torch.cpu_capability.value: "
-                                           "expected what torch.backends.cpu.get_cpu_capability() returns"),
-                std::string::npos)
-          << e.what();
-    }
+    SCOPED_TRACE(bad);
+    expect_error(config(), ExitCode::kBadInput,
+                 "lockstep-trainer.json: fingerprint.python.torch.cpu_capability.value: "
+                 "expected what torch.backends.cpu.get_cpu_capability() returns");
   }
   ::setenv("FAKE_CAPABILITY", "NO AVX", 1);
   RunRecord rec = run_trainer(config(), options()).record;
@@ -221,14 +206,7 @@ TEST_F(TrainerRunTest, ACpuCapabilityThatCannotNameAPlatformIsBadInput) {
 TEST_F(TrainerRunTest, ATrainerThatStopsEarlyIsBadInput) {
   SmokeConfig c = config();
   c.trainer.command = {"./trainer.sh", "--stop-after", "4"};
-  try {
-    run_trainer(c, options());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("values up to step 5 (logged every 1), the last is step 3"), std::string::npos)
-        << e.what();
-  }
+  expect_error(c, ExitCode::kBadInput, "values up to step 5 (logged every 1), the last is step 3");
 }
 
 TEST_F(TrainerRunTest, StopAndResumeGiveTheUninterruptedRecord) {
@@ -256,26 +234,13 @@ TEST_F(TrainerRunTest, StopAndResumeGiveTheUninterruptedRecord) {
 TEST_F(TrainerRunTest, CommandNotFoundIsBadInput) {
   SmokeConfig c = config();
   c.trainer.command = {"./no-such-train.py"};
-  try {
-    run_trainer(c, options());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("./no-such-train.py: no such file"), std::string::npos) << e.what();
-  }
+  expect_error(c, ExitCode::kBadInput, "./no-such-train.py: no such file");
 }
 
 TEST_F(TrainerRunTest, OutputsMustStayInsideTheProcesssFolder) {
   SmokeConfig c = config();
   c.trainer.metrics_path = "{out}/../../stale.jsonl";
-  try {
-    run_trainer(c, options());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("trainer.metrics.path: expected a path inside {out}"), std::string::npos)
-        << e.what();
-  }
+  expect_error(c, ExitCode::kBadInput, "trainer.metrics.path: expected a path inside {out}");
 }
 
 TEST_F(TrainerRunTest, OneProbePerStepTrained) {
@@ -283,14 +248,7 @@ TEST_F(TrainerRunTest, OneProbePerStepTrained) {
   // Three of the six batches probed: the others would go unchecked.
   c.trainer.command = {"sh", "-c", "./trainer.sh \"$@\"; head -n 3 \"$LOCKSTEP_OUT/probes.jsonl\" > p && mv p \"$LOCKSTEP_OUT/probes.jsonl\"", "sh"};
   c.trainer.data_only.clear();
-  try {
-    run_trainer(c, options());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("expected one probe per step trained (6), got 3"), std::string::npos)
-        << e.what();
-  }
+  expect_error(c, ExitCode::kBadInput, "expected one probe per step trained (6), got 3");
 }
 
 TEST(ExpandPlaceholders, ReplacesKnownNamesOnly) {
