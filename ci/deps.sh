@@ -28,6 +28,7 @@ packages=(
 if [ "$profile" = full ]; then
   packages+=(
     libtorch-dev            # LibTorch 1.13 (CPU)
+    libgloo-dev             # gloo/*.h for c10d::ProcessGroupGloo (libtorch-dev does not pull them in)
     libgtest-dev libgmock-dev libbenchmark-dev
     clang libclang-rt-14-dev  # libFuzzer (ci/fuzz.sh)
     python3-torch python3-numpy python3-xxhash  # python/lockstep, the trainer helper: tests/python, examples/pytorch-trainer

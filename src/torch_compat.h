@@ -138,3 +138,45 @@ auto find_param_state(Optimizer& optimizer, const at::Tensor& param) {
 }
 
 }  // namespace lockstep::compat
+
+// ---- c10d / Gloo ---------------------------------------------------------------
+// Only distributed/rank_group.cpp defines LOCKSTEP_HAVE_GLOO (with
+// USE_C10D_GLOO and the gloo headers, CMakeLists.txt): the c10d headers stay
+// out of every other translation unit.
+#if defined(LOCKSTEP_HAVE_GLOO) && defined(USE_C10D_GLOO)
+#include <gloo/config.h>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include <chrono>
+
+namespace lockstep::compat {
+
+/// c10d::ProcessGroupGloo derives from ProcessGroup in 1.13 and from
+/// Backend in 2.x (where a ProcessGroup holds it through setBackend). Its
+/// collectives (allreduce, allgather, barrier) are called on it directly in
+/// both, each returning a Work to wait() on, so lockstep holds the Gloo
+/// object itself and never the 2.x wrapper.
+using GlooGroup = c10d::ProcessGroupGloo;
+
+/// Rank `rank` of `world_size` joins a Gloo group whose rendezvous is the
+/// c10d FileStore at `store_path` (created by the first rank to arrive),
+/// on the loopback interface. `timeout` bounds the rendezvous and every
+/// collective. Throws c10::Error when the rendezvous times out.
+inline c10::intrusive_ptr<GlooGroup> make_gloo_group(const std::string& store_path, int rank, int world_size,
+                                                      std::chrono::milliseconds timeout) {
+  auto store = c10::make_intrusive<c10d::FileStore>(store_path, world_size);
+  store->setTimeout(timeout);
+  auto options = GlooGroup::Options::create(timeout);
+  options->devices.push_back(GlooGroup::createDeviceForHostname("127.0.0.1"));
+  return c10::make_intrusive<GlooGroup>(store, rank, world_size, options);
+}
+
+/// The Gloo version the headers declare (gloo/config.h), e.g. "0.5.0".
+inline std::string gloo_header_version() {
+  return std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+         std::to_string(GLOO_VERSION_PATCH);
+}
+
+}  // namespace lockstep::compat
+#endif

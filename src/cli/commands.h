@@ -26,6 +26,8 @@ struct RunOptions {
   std::string checkpoint;       ///< with stop_after: where the checkpoint goes
   std::string resume;           ///< continue from this checkpoint to the end
   bool skip_generator_restore = false;  ///< test hook: resume without generator state
+  int rank = -1;                ///< >= 0: one rank of a distributed smoke (with rendezvous)
+  std::string rendezvous;       ///< the rank's rendezvous folder (distributed/rank_launch.h)
 };
 int run_command(const RunOptions& options);
 

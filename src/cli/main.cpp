@@ -27,6 +27,14 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   cmd->add_option("--out", o.out, out_help);
   cmd->add_flag("--quiet", o.quiet, "Print nothing on success");
   add_overrides(cmd, o.overrides);
+  // One rank of a multi-rank smoke, started by the coordinator
+  // (distributed/rank_launch.h); hidden from --help.
+  auto* rank = cmd->add_option("--rank", o.rank, "This process is rank R of a distributed smoke")
+                   ->check(CLI::Range(0, 63))
+                   ->group("");
+  auto* rdv = cmd->add_option("--rendezvous", o.rendezvous, "The run's rendezvous folder")->group("");
+  rank->needs(rdv);
+  rdv->needs(rank);
   return cmd;
 }
 

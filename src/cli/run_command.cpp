@@ -10,6 +10,9 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/float_bits.h"
+#include "core/install_paths.h"
+#include "distributed/rank_launch.h"
+#include "distributed/rank_records.h"
 #include "external/trainer_run.h"
 #include "external/smoke_launcher.h"
 #include "launch/launcher.h"
@@ -86,6 +89,43 @@ int run_trainer_smoke(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   return 0;
 }
 
+// A multi-rank built-in smoke: world_size fresh rank processes
+// (distributed/rank_launch.h), their records merged into one
+// (distributed/rank_records.h).
+int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
+  if (o.stop_after > 0 || !o.resume.empty())
+    throw BadUsage(o.smoke + ": --stop-after and --resume do not run multi-rank smokes yet");
+  std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
+  refuse_overwriting_inputs(out, {o.smoke, cfg.data.resolved_path});
+  std::string goldens = fs::weakly_canonical(goldens_root(o.smoke, "")).string() + "/";
+  if (fs::weakly_canonical(fs::absolute(out)).string().rfind(goldens, 0) == 0)
+    throw BadUsage(out + ": refusing to write a run record into the goldens folder " + goldens +
+                   " (goldens are written only by `lockstep bless`)");
+  RankLaunch l;
+  l.executable = sibling_executable("lockstep-torch");
+  l.args = {train ? "run" : "probe", o.smoke};
+  for (auto& a : override_args(o.overrides)) l.args.push_back(std::move(a));
+  l.rendezvous = out + ".ranks";
+  l.world_size = cfg.distributed.world_size;
+  l.timeout_s = cfg.distributed.timeout_s;
+  l.smoke = cfg.name;
+  std::vector<RunRecord> ranks;
+  for (const auto& path : run_ranks(l)) ranks.push_back(read_run_record(path));
+  RunRecord rec = merge_rank_records(ranks, l.rendezvous);
+  write_run_record(out, rec);
+  if (!o.quiet) {
+    std::cout << (train ? "run " : "probe ") << cfg.name << ": " << l.world_size << " ranks ("
+              << cfg.distributed.backend << "), " << rec.probes.size() << " batches probed";
+    auto loss = rec.series.find("loss");
+    if (train && loss != rec.series.end() && !loss->second.values.empty())
+      std::cout << ", " << cfg.steps << " steps, global loss " << format_double(loss->second.values.front())
+                << " -> " << format_double(loss->second.values.back()) << "; parameters agreed on every rank "
+                << "after every step";
+    std::cout << "\n  platform " << rec.platform << ", record " << out << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_command(const RunOptions& o) {
@@ -95,12 +135,14 @@ int run_command(const RunOptions& o) {
   }
   SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1});
   if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/true);
+  if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/true);
   return run_builtin(o, /*train=*/true);
 }
 
 int probe_command(const RunOptions& o) {
   SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1});
   if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/false);
+  if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/false);
   return run_builtin(o, /*train=*/false);
 }
 

@@ -48,6 +48,13 @@ int run_in_process(const RunOptions& o, bool train) {
   SmokeRunOptions options;
   options.train = train;
   options.resume = {o.stop_after, o.checkpoint, o.resume, !o.skip_generator_restore};
+  if (o.rank >= 0) {
+    if (!cfg.distributed.configured || o.rank >= cfg.distributed.world_size)
+      throw BadUsage("--rank " + std::to_string(o.rank) + ": " + o.smoke + " has " +
+                     (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " ranks"
+                                                 : std::string("no distributed section")));
+    options.rank = {o.rank, cfg.distributed.world_size, o.rendezvous};
+  }
   std::unique_ptr<ProgressBar> bar;
   options.on_probe = [&](int64_t done, int64_t total) {
     if (!bar) bar = std::make_unique<ProgressBar>("probe " + cfg.name, total);

@@ -20,14 +20,9 @@ namespace lockstep {
 
 namespace {
 
-// `lockstep-torch` in the folder of this executable (/proc/self/exe, so a
-// symbolic link to `lockstep` on PATH still finds it).
-std::filesystem::path torch_binary() {
-  return std::filesystem::path(self_executable()).parent_path() / "lockstep-torch";
-}
-
 [[noreturn]] void exec_torch_binary(const char* what) {
-  std::filesystem::path bin = torch_binary();
+  // Beside this executable (/proc/self/exe: a link to `lockstep` on PATH still finds it).
+  std::filesystem::path bin = sibling_executable("lockstep-torch");
   std::vector<std::string> args = remembered_command_line();
   if (args.empty()) throw EnvironmentError("internal: the command line was not remembered");
   args[0] = bin.string();

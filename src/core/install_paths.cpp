@@ -14,6 +14,10 @@ std::string self_executable() {
   return exe.string();
 }
 
+std::string sibling_executable(const std::string& name) {
+  return (std::filesystem::path(self_executable()).parent_path() / name).string();
+}
+
 std::string shipped_path(const std::string& installed, const std::string& in_source) {
   std::error_code ec;
   std::string exe;

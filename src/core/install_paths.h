@@ -17,6 +17,10 @@ namespace lockstep {
 /// latter). Throws EnvironmentError (exit 3) when it cannot be read.
 std::string self_executable();
 
+/// `name` in the folder of self_executable(): `lockstep-torch` beside
+/// `lockstep`. The path, whether or not it exists. Same errors.
+std::string sibling_executable(const std::string& name);
+
 /// <prefix>/share/lockstep/<installed> when this executable is
 /// <prefix>/bin/<name> and that exists, else <source tree>/<in_source> when
 /// that exists, else "". Never throws.

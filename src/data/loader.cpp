@@ -17,9 +17,9 @@ struct SmokeLoader::Impl {
 SmokeLoader::SmokeLoader(std::shared_ptr<const CsvTable> table, const LoaderSpec& spec, uint64_t seed)
     : impl_(std::make_unique<Impl>()) {
   impl_->spec = spec;
-  impl_->rows = table->rows;
+  impl_->rows = table->rows / std::max(1, spec.world_size);  // this rank's share
   TableDataset dataset(table, spec.sample_shape, spec.augment, seed, impl_->epoch);
-  SeededRandomSampler sampler(table->rows, seed, impl_->epoch, spec.shuffle);
+  SeededRandomSampler sampler(table->rows, seed, impl_->epoch, spec.shuffle, spec.rank, spec.world_size);
   auto options = torch::data::DataLoaderOptions()
                      .batch_size(static_cast<size_t>(spec.batch_size))
                      .workers(static_cast<size_t>(spec.workers))

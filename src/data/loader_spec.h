@@ -24,6 +24,9 @@ struct AugmentOptions {
   /// "worker_seeded_augment"): the dataset draws from one generator per
   /// worker thread seeded with a constant instead of one per sample.
   bool worker_seeded = false;
+  /// >= 0 in a multi-rank run: the rank joins the augment key, {epoch,
+  /// sample, rank} (distributed/distributed_spec.h); -1: {epoch, sample}.
+  int rank = -1;
   /// True when any augmentation step (shift, flip, noise, normalise) is on.
   bool enabled() const { return max_shift > 0 || flip || noise_std > 0 || !mean.empty(); }
 };
@@ -35,6 +38,11 @@ struct LoaderSpec {
   int workers = 0;                    ///< 0: batches built on the calling thread
   bool shuffle = true;                ///< a seeded permutation per epoch
   bool drop_last = true;              ///< drop a final short batch
+  /// Multi-rank share (torch DistributedSampler with drop_last): rank r of
+  /// world_size takes positions r, r + W, ... of the first
+  /// floor(n / W) * W entries of the epoch's global order. 0 of 1: all.
+  int rank = 0;
+  int world_size = 1;
   AugmentOptions augment;
 };
 

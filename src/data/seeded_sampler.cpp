@@ -7,8 +7,9 @@
 namespace lockstep {
 
 SeededRandomSampler::SeededRandomSampler(int64_t size, uint64_t seed,
-                                         std::shared_ptr<std::atomic<uint64_t>> epoch, bool shuffle)
-    : size_(size), seed_(seed), epoch_(std::move(epoch)), shuffle_(shuffle) {
+                                         std::shared_ptr<std::atomic<uint64_t>> epoch, bool shuffle, int rank,
+                                         int world_size)
+    : size_(size), seed_(seed), epoch_(std::move(epoch)), shuffle_(shuffle), rank_(rank), world_size_(world_size) {
   reset();
 }
 
@@ -22,6 +23,13 @@ void SeededRandomSampler::reset(torch::optional<size_t> new_size) {
     for (int64_t i = 0; i < size_; ++i) order_[static_cast<size_t>(i)] = static_cast<size_t>(p[i]);
   } else {
     for (int64_t i = 0; i < size_; ++i) order_[static_cast<size_t>(i)] = static_cast<size_t>(i);
+  }
+  if (world_size_ > 1) {
+    size_t share = order_.size() / static_cast<size_t>(world_size_);
+    std::vector<size_t> mine(share);
+    for (size_t k = 0; k < share; ++k)
+      mine[k] = order_[static_cast<size_t>(rank_) + k * static_cast<size_t>(world_size_)];
+    order_ = std::move(mine);
   }
   pos_ = 0;
 }

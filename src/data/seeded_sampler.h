@@ -25,8 +25,12 @@ namespace lockstep {
 /// Seeded, epoch-aware sampler over [0, size).
 class SeededRandomSampler : public torch::data::samplers::Sampler<> {
  public:
+  /// Rank `rank` of `world_size` takes positions rank, rank + world_size,
+  /// ... of the first floor(size / world_size) * world_size entries of the
+  /// epoch's global order (torch.utils.data.DistributedSampler with
+  /// drop_last=True); 0 of 1 takes the whole order.
   SeededRandomSampler(int64_t size, uint64_t seed, std::shared_ptr<std::atomic<uint64_t>> epoch,
-                      bool shuffle);
+                      bool shuffle, int rank = 0, int world_size = 1);
 
   /// Recomputes the order for the current epoch (called by DataLoader::begin()).
   void reset(torch::optional<size_t> new_size = torch::nullopt) override;
@@ -40,6 +44,7 @@ class SeededRandomSampler : public torch::data::samplers::Sampler<> {
   uint64_t seed_;
   std::shared_ptr<std::atomic<uint64_t>> epoch_;
   bool shuffle_;
+  int rank_, world_size_;
   std::vector<size_t> order_;
   size_t pos_ = 0;
 };

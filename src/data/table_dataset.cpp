@@ -51,7 +51,9 @@ SmokeBatch TableDataset::get_batch(torch::ArrayRef<size_t> indices) {
     }
     torch::Tensor sample =
         torch::from_blob(const_cast<float*>(row), sample_shape_, torch::kFloat32);
-    at::Generator gen = stream_generator(seed_, "augment", {epoch, static_cast<uint64_t>(i)});
+    at::Generator gen = augment_.rank < 0 ? stream_generator(seed_, "augment", {epoch, static_cast<uint64_t>(i)})
+                                          : stream_generator(seed_, "augment", {epoch, static_cast<uint64_t>(i),
+                                                                                static_cast<uint64_t>(augment_.rank)});
     if (augment_.worker_seeded) {
       // The classic bug, kept as a self-test: one generator per worker
       // thread, seeded with a constant, so a sample's draws depend on which

@@ -153,7 +153,7 @@ pid_t spawn(const ProcessSpec& spec) {
 
 }  // namespace
 
-std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs) {
+std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure) {
   using Clock = std::chrono::steady_clock;
   struct Running {
     pid_t pid = 0;
@@ -182,7 +182,9 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs)
     running[i].deadline = running[i].start + std::chrono::seconds(specs[i].timeout_s);
   }
   size_t left = specs.size();
+  bool stopping = false;
   while (left > 0) {
+    bool failed = false;
     for (size_t i = 0; i < specs.size(); ++i) {
       Running& r = running[i];
       if (r.done) continue;
@@ -201,15 +203,26 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs)
         out[i].wall_s = std::chrono::duration<double>(now - r.start).count();
         if (WIFSIGNALED(status)) out[i].signal = WTERMSIG(status);
         else out[i].exit_status = WEXITSTATUS(status);
+        if (!out[i].ok()) failed = true;
       } else if (!r.term_sent && now >= r.deadline) {
         out[i].timed_out = true;
         r.term_sent = true;
         ::kill(-r.pid, SIGTERM);
         r.kill_at = now + std::chrono::seconds(5);
+        failed = true;
       } else if (r.term_sent && now >= r.kill_at) {
         ::kill(-r.pid, SIGKILL);
         r.kill_at = now + std::chrono::hours(1);
       }
+    }
+    if (stop_all_on_failure && failed && !stopping) {
+      // Everything still running only waits for the one that failed.
+      stopping = true;
+      for (size_t i = 0; i < specs.size(); ++i)
+        if (!running[i].done && !out[i].timed_out) {
+          out[i].stopped_for_peer = true;
+          ::kill(-running[i].pid, SIGKILL);
+        }
     }
     if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -33,6 +33,9 @@ struct ProcessOutcome {
   int exit_status = -1;   ///< exit status when it exited, else -1
   int signal = 0;         ///< the signal that killed it, else 0
   bool timed_out = false; ///< killed by us after timeout_s
+  /// run_processes with stop_all_on_failure: killed by us because another
+  /// process of the set failed first (its outcome is not its own fault).
+  bool stopped_for_peer = false;
   double wall_s = 0;      ///< seconds from start to end
   bool ok() const { return exit_status == 0 && signal == 0 && !timed_out; }
   /// "exited with status 1", "was killed by signal 9 (Killed)", "timed out after 600 s (killed)".
@@ -52,8 +55,12 @@ ProcessOutcome run_process(const ProcessSpec& spec);
 /// Runs every spec at the same time (each with its own timeout) and waits
 /// for all: a trainer's data-only pass runs beside its training pass. The
 /// same errors as run_process(); when one cannot be started, those already
-/// started are killed.
-std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs);
+/// started are killed. With `stop_all_on_failure` (the ranks of one
+/// multi-rank run), the first process that fails (non-zero exit, signal,
+/// timeout) gets the others killed at once (stopped_for_peer): they would
+/// only wait for it. Processes that end in the same poll are all judged on
+/// their own.
+std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure = false);
 
 /// The last `n` lines of the text file at `path` (at most the last 64 KiB
 /// read); "" when it is missing or empty.

@@ -35,10 +35,12 @@ nlohmann::json to_json(const TensorStats& s) {
 }
 
 nlohmann::json to_json(const BatchProbe& p) {
-  return {{"batch", p.batch},
-          {"sample_index_hash", p.sample_index_hash},
-          {"inputs", to_json(p.inputs)},
-          {"labels", to_json(p.labels)}};
+  nlohmann::json out = {{"batch", p.batch},
+                        {"sample_index_hash", p.sample_index_hash},
+                        {"inputs", to_json(p.inputs)},
+                        {"labels", to_json(p.labels)}};
+  if (p.rank >= 0) out["rank"] = p.rank;
+  return out;
 }
 
 namespace {
@@ -73,9 +75,10 @@ TensorStats stats_from_json(const JsonView& n) {
 }  // namespace
 
 BatchProbe batch_probe_from_json(const JsonView& n) {
-  n.allow_keys({"batch", "sample_index_hash", "inputs", "labels"});
+  n.allow_keys({"batch", "rank", "sample_index_hash", "inputs", "labels"});
   BatchProbe p;
   p.batch = n.at("batch").as_int(0);
+  if (n.has("rank")) p.rank = n.at("rank").as_int(0, 1023);
   p.sample_index_hash = n.at("sample_index_hash").as_string();
   if (!is_hex(p.sample_index_hash, 16))
     n.at("sample_index_hash").fail("16 lowercase hex digits (XXH3-64)");

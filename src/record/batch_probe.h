@@ -28,7 +28,8 @@ struct TensorStats {
 
 /// The probe of one batch: inputs and labels.
 struct BatchProbe {
-  int64_t batch = 0;              ///< 0-based index in the pass
+  int64_t batch = 0;              ///< 0-based index in the pass (a rank's own index in a multi-rank run)
+  int64_t rank = -1;              ///< the rank whose batch it is; -1 (absent in JSON): a single-process run
   std::string sample_index_hash;  ///< XXH3-64 of the int64 dataset indices, 16 hex digits
   TensorStats inputs;
   TensorStats labels;

@@ -17,6 +17,8 @@
 #include "data/synthetic_source.h"
 #include "determinism/contract.h"
 #include "determinism/seed_streams.h"
+#include "distributed/rank_group.h"
+#include "distributed/rank_progress.h"
 #include "env/cuda_preflight.h"
 #include "env/driver_version.h"
 #include "env/fingerprint_capture.h"
@@ -107,16 +109,41 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   // seeded one. lockstep's own code never does.
   torch::manual_seed(derive_seed(seed, "global"));
 
+  // A rank process joins its group before any data work: a rank that
+  // cannot start shows as a failed rendezvous, not a hang.
+  std::unique_ptr<RankProgress> progress;
+  std::unique_ptr<RankGroup> group;
+  const DistributedSpec& dist = cfg.distributed;
+  if (o.rank.active()) {
+    if (dist.backend != "gloo")
+      throw EnvironmentError(cfg.file + ": distributed.backend \"" + dist.backend +
+                             "\": this lockstep runs multi-rank smokes on Gloo (CPU) only; NCCL is not built in");
+    progress = std::make_unique<RankProgress>(o.rank.rendezvous, o.rank.rank);
+    progress->mark(-1, RankPhase::kRendezvous);
+    // The coordinator's timeout (distributed.timeout_s) comes first; this
+    // one only keeps a rank from waiting forever if the coordinator is gone.
+    group = std::make_unique<RankGroup>(o.rank, std::chrono::seconds(dist.timeout_s + 30));
+    progress->mark(-1, RankPhase::kDataPass);
+  }
+
   auto table = load_table(cfg, seed);
-  const LoaderSpec& spec = cfg.data.loader;
+  LoaderSpec spec = cfg.data.loader;
+  if (o.rank.active()) {
+    spec.rank = o.rank.rank;
+    spec.world_size = o.rank.world_size;
+    spec.augment.rank = o.rank.rank;
+  }
 
   SmokeRun out;
   RunRecord& rec = out.record;
   SmokeLoader probe_loader(table, spec, seed);
   if (probe_loader.batches_per_epoch() == 0)
     throw BadInput(cfg.file, "data.batch_size",
-                   "at most the dataset's " + std::to_string(table->rows) +
-                       " samples (data.drop_last drops a partial batch, so no batch would remain), got " +
+                   "at most the dataset's " + std::to_string(table->rows / spec.world_size) + " samples" +
+                       (spec.world_size > 1 ? " per rank (" + std::to_string(table->rows) + " over " +
+                                                  std::to_string(spec.world_size) + " ranks)"
+                                            : std::string()) +
+                       " (data.drop_last drops a partial batch, so no batch would remain), got " +
                        std::to_string(spec.batch_size));
   int64_t total = cfg.data.probe_epochs * probe_loader.batches_per_epoch();
   // Each probe costs a few KB in memory and in the record: a table of
@@ -130,6 +157,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   for (int64_t e = 0; e < cfg.data.probe_epochs; ++e)
     probe_loader.run_epoch(static_cast<uint64_t>(e), [&](int64_t, SmokeBatch& b) {
       rec.probes.push_back(probe_batch(static_cast<int64_t>(rec.probes.size()), b.inputs, b.labels, b.indices));
+      if (o.rank.active()) rec.probes.back().rank = o.rank.rank;
       if (o.on_probe) o.on_probe(static_cast<int64_t>(rec.probes.size()), total);
       return true;
     });
@@ -146,6 +174,9 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     ts.inject_nondeterminism = cfg.inject_nondeterminism;
     ts.config_hash = cfg.config_hash;
     ts.resume = o.resume;
+    ts.group = group.get();
+    ts.progress = progress.get();
+    ts.fault = dist.self_test;
     CpuTimes before = read_cpu_times();
     TrainResult tr = train_smoke(ts, train_loader, seed);
     tr.resources.steal_fraction = steal_fraction(before, read_cpu_times());
@@ -160,7 +191,10 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     rec.init = std::move(tr.init);
     rec.resources = std::move(tr.resources);
     rec.train_probes = std::move(tr.train_probes);
+    if (o.rank.active())
+      for (auto& p : rec.train_probes) p.rank = o.rank.rank;
   }
+  if (progress) progress->mark(cfg.steps, RankPhase::kDone);
 
   rec.smoke = cfg.name;
   rec.config_hash = cfg.config_hash;
@@ -169,6 +203,16 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   rec.device = cfg.device;
   rec.steps = o.train ? cfg.steps : 0;
   rec.contract = contract;
+  if (dist.configured) {
+    // The multi-rank contract (distributed/distributed_spec.h): a golden of
+    // another world size, backend or bucketing is a contract mismatch.
+    rec.contract["distributed.world_size"] = std::to_string(dist.world_size);
+    rec.contract["distributed.backend"] = dist.backend;
+    rec.contract["distributed.gradient_buckets"] = "1 float32 bucket, parameter registration order, sum / world_size";
+    rec.contract["distributed.buffers"] = "rank 0's broadcast before each forward and after the last step";
+    rec.contract["distributed.sampler"] = "one global permutation per epoch, rank r takes every world_size-th "
+                                          "entry from r, drop_last";
+  }
   rec.fingerprint = capture_fingerprint({cfg.device, contract, fs::absolute(cfg.file).parent_path().string()});
   // The smoke's inputs: never part of the stack, a change always fails.
   rec.fingerprint["data.file_xxh3"] = {table->file_xxh3, false, true};  // images: the manifest hash
@@ -184,6 +228,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     out.notes.push_back(cfg.data.path + ": skipped " + line);
   }
   rec.fingerprint["config.values_xxh3"] = {cfg.values_hash, false, true};
+  if (dist.configured) rec.fingerprint["distributed.gloo"] = {RankGroup::gloo_version(), true, false};
   if (cfg.model.name == "torchscript") {
     rec.fingerprint["model.torchscript_xxh3"] = {torchscript_content_xxh3(cfg.model.path), false, true};
     rec.fingerprint["model.path"] = {cfg.model.path, false, false};

@@ -37,6 +37,10 @@ struct SmokeRunOptions {
   /// Called after each probed batch with (batches done, batches in the
   /// pass); the command line draws a progress bar with it.
   std::function<void(int64_t done, int64_t total)> on_probe;
+  /// Set in a rank process of a multi-rank smoke (distributed/rank_launch.h
+  /// starts them): the run joins the c10d group in rank.rendezvous, probes
+  /// and trains on this rank's share, and its record is one rank's.
+  RankIdentity rank;
 };
 
 /// The outcome of run_smoke().
@@ -52,7 +56,8 @@ struct SmokeRun {
 /// Runs `config` (overrides already applied, see with_overrides()) in this
 /// process. Throws Error: exit 2 for bad input (LOCKSTEP_SEED, data file,
 /// data/model mismatch, checkpoint), exit 3 when the environment cannot
-/// run it (CUDA, driver, a refused determinism knob).
+/// run it (CUDA, driver, a refused determinism knob, a failed rendezvous),
+/// exit 1 from a rank's cross-rank checks (train/trainer.h).
 SmokeRun run_smoke(const SmokeConfig& config, const SmokeRunOptions& options);
 
 

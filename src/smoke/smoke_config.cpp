@@ -402,6 +402,34 @@ void check_tolerance_names(const JsonView& t, const SmokeConfig& c) {
   }
 }
 
+// The "distributed" section (distributed/distributed_spec.h).
+void read_distributed(const JsonView& d, SmokeConfig& c) {
+  d.allow_keys({"world_size", "backend", "timeout_s", "self_test"});
+  DistributedSpec& s = c.distributed;
+  s.configured = true;
+  s.world_size = static_cast<int>(d.at("world_size").as_int(1, 64));
+  if (d.has("backend")) s.backend = d.at("backend").as_enum({"gloo", "nccl"});
+  else s.backend = c.device == "cuda" ? "nccl" : "gloo";
+  if (s.backend == "nccl" && c.device != "cuda")
+    d.at("backend").fail("\"gloo\" with device \"cpu\" (NCCL runs on CUDA devices only)");
+  if (s.backend == "gloo" && c.device == "cuda")
+    d.at("backend").fail("\"nccl\" with device \"cuda\" (lockstep runs Gloo on the CPU only)");
+  if (d.has("timeout_s")) s.timeout_s = d.at("timeout_s").as_int(1, 86400);
+  if (c.has_trainer())
+    d.fail("no \"distributed\" section beside \"trainer\" yet: multi-rank smokes run lockstep's built-in "
+           "trainer (a team trainer's ranks are planned, docs/distributed.md)");
+  if (c.resume_at > 0)
+    d.fail("no \"distributed\" section with resume_at yet (the resume check of a multi-rank run is planned, "
+           "docs/distributed.md)");
+  if (d.has("self_test")) {
+    JsonView t = d.at("self_test");
+    t.allow_keys({"fault", "rank", "step"});
+    s.self_test.fault = t.at("fault").as_enum({"skip_allreduce", "nan_loss", "kill", "hang"});
+    s.self_test.rank = static_cast<int>(t.at("rank").as_int(0, s.world_size - 1));
+    s.self_test.step = t.at("step").as_int(0, c.steps - 1);
+  }
+}
+
 }  // namespace
 
 SmokeConfig load_smoke_config(const std::string& path) {
@@ -409,7 +437,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
   JsonView v(doc, path);
   v.expect_object();
   v.allow_keys({"schema", "name", "device", "min_driver", "seed", "steps", "determinism", "repeat", "platforms",
-                "data", "model", "optimizer", "trainer", "tolerance", "resume_at", "inject_nondeterminism"});
+                "data", "model", "optimizer", "trainer", "tolerance", "resume_at", "inject_nondeterminism", "distributed"});
   if (v.has("schema") && v.at("schema").as_int() != 1) v.at("schema").fail("1 (the only config schema)");
 
   SmokeConfig c;
@@ -478,6 +506,8 @@ SmokeConfig load_smoke_config(const std::string& path) {
   if (v.has("inject_nondeterminism"))
     c.inject_nondeterminism =
         v.at("inject_nondeterminism").as_enum({"index_put_accumulate", "worker_seeded_augment"});
+
+  if (v.has("distributed")) read_distributed(v.at("distributed"), c);
 
   if (v.has("tolerance")) {
     c.tolerance = tolerance_policy_from_json(v.at("tolerance"));
@@ -548,10 +578,19 @@ nlohmann::json values_json(const SmokeConfig& c) {
                                             {"gamma", s.kind == LrSchedule::Kind::kStep ? s.gamma : 0.0}}}};
   if (o.name == "sgd") optimizer.update({{"momentum", o.momentum}, {"nesterov", o.nesterov}});
   else optimizer.update({{"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps}});
-  return {{"device", c.device}, {"seed", c.seed}, {"steps", c.steps}, {"mode", c.mode},
-          {"intra_op_threads", c.intra_op_threads}, {"inter_op_threads", c.inter_op_threads},
-          {"data", data}, {"model", model}, {"optimizer", optimizer},
-          {"inject_nondeterminism", c.inject_nondeterminism}};
+  nlohmann::json out = {{"device", c.device}, {"seed", c.seed}, {"steps", c.steps}, {"mode", c.mode},
+                        {"intra_op_threads", c.intra_op_threads}, {"inter_op_threads", c.inter_op_threads},
+                        {"data", data}, {"model", model}, {"optimizer", optimizer},
+                        {"inject_nondeterminism", c.inject_nondeterminism}};
+  // Only when present: a single-process smoke keeps the values (and the
+  // config.values_xxh3 of its goldens) it always had.
+  if (c.distributed.configured) {
+    const DistributedSpec& d = c.distributed;
+    out["distributed"] = {{"world_size", d.world_size}, {"backend", d.backend},
+                          {"self_test", {{"fault", d.self_test.fault}, {"rank", d.self_test.rank},
+                                         {"step", d.self_test.step}}}};
+  }
+  return out;
 }
 
 SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {

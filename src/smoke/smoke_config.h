@@ -23,6 +23,7 @@
 
 #include "compare/tolerance_policy.h"
 #include "data/loader_spec.h"
+#include "distributed/distributed_spec.h"
 #include "train/train_specs.h"
 
 namespace lockstep {
@@ -118,6 +119,9 @@ struct SmokeConfig {
   /// or "worker_seeded_augment" (augmentation seeded per worker with a
   /// constant, data/augment.h).
   std::string inject_nondeterminism;
+  /// Multi-rank runs over c10d (distributed/distributed_spec.h); built-in
+  /// smokes only for now.
+  DistributedSpec distributed;
   TolerancePolicy tolerance;
   std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
   /// XXH3-64 of values_json(): the config as an input of the run

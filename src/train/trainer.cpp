@@ -3,13 +3,18 @@
 #include <sys/resource.h>
 #include <torch/torch.h>
 
+#include <csignal>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <thread>
 
 #include "core/error.h"
 #include "core/hash.h"
 #include "data/probe.h"
 #include "determinism/seed_streams.h"
+#include "distributed/rank_group.h"
+#include "distributed/rank_progress.h"
 #include "env/cuda_preflight.h"
 #include "torch_compat.h"
 #include "train/checkpoint.h"
@@ -119,6 +124,134 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+// ---- multi-rank (distributed/distributed_spec.h) ----------------------------------
+
+// XXH3-64 of each tensor's bytes, as int64 [P] for an all-gather.
+torch::Tensor per_tensor_hashes(const NamedTensors& named) {
+  torch::Tensor out = torch::empty({static_cast<int64_t>(named.size())}, torch::kInt64);
+  int64_t* h = out.data_ptr<int64_t>();
+  for (size_t i = 0; i < named.size(); ++i) {
+    torch::Tensor c = named[i].second.detach().to(torch::kCPU).contiguous();
+    h[i] = static_cast<int64_t>(xxh3_64(c.data_ptr(), c.nbytes()));
+  }
+  return out;
+}
+
+// The first (rank, parameter) whose hash differs from rank 0's in the
+// all-gathered [W, P] hashes, and how many parameters differ on that rank;
+// {-1, -1, 0} when every rank agrees. Every rank computes the same answer.
+struct Disagreement {
+  int rank = -1;
+  int64_t param = -1;
+  int64_t count = 0;
+};
+Disagreement first_disagreement(const torch::Tensor& all) {
+  const int64_t world = all.size(0), n = all.size(1);
+  const int64_t* h = all.data_ptr<int64_t>();
+  for (int64_t r = 1; r < world; ++r) {
+    Disagreement d;
+    for (int64_t p = 0; p < n; ++p)
+      if (h[r * n + p] != h[p]) {
+        if (d.rank < 0) d = {static_cast<int>(r), p, 0};
+        ++d.count;
+      }
+    if (d.rank >= 0) return d;
+  }
+  return {};
+}
+
+// The self-test faults that act on the rank itself.
+void act_out(const RankFault& f, const char* fault, int rank, int64_t step) {
+  if (f.rank != rank || f.step != step || f.fault != fault) return;
+  if (f.fault == "kill") std::raise(SIGKILL);
+  if (f.fault == "hang")
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // the coordinator's timeout ends it
+}
+
+// 0: finite; 1: the loss is not; 2 + i: parameter i's gradient is not.
+double nonfinite_code(double loss, const NamedTensors& params) {
+  if (!std::isfinite(loss)) return 1;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const torch::Tensor& g = params[i].second.grad();
+    if (g.defined() && !torch::isfinite(g).all().item<bool>()) return 2 + static_cast<double>(i);
+  }
+  return 0;
+}
+
+// Each step, before the update: every rank's loss and non-finite code,
+// all-gathered; the global loss; a non-finite value anywhere stops the run.
+// Then the gradients, one float32 bucket in registration order, summed
+// and divided by the world size (the skip_allreduce self-test keeps its own).
+double reduce_step(RankGroup& g, const RankFault& fault, int64_t step, float local_loss, const NamedTensors& params,
+                   std::map<std::string, Series>& series) {
+  const int world = g.world_size();
+  torch::Tensor mine = torch::tensor({static_cast<double>(local_loss), nonfinite_code(local_loss, params)},
+                                     torch::kFloat64);
+  torch::Tensor all = g.allgather(mine, "the losses of step " + std::to_string(step));
+  const double* a = all.data_ptr<double>();
+  double sum = 0;
+  for (int r = 0; r < world; ++r) {
+    double code = a[2 * r + 1];
+    if (code != 0) {
+      std::string what = code == 1 ? "its loss is " + std::to_string(a[2 * r])
+                                   : "the gradient of " + params[static_cast<size_t>(code - 2)].first +
+                                         " holds NaN or Inf";
+      throw Error(ExitCode::kRegression,
+                  "step " + std::to_string(step) + ": rank " + std::to_string(r) + " of " + std::to_string(world) +
+                      ": " + what + "; every rank stopped before the update (a non-finite value on one rank "
+                      "usually comes from its data shard or its seed)");
+    }
+    series["rank" + std::to_string(r) + "/loss"].values.push_back(a[2 * r]);
+    sum += a[2 * r];
+  }
+  std::vector<torch::Tensor> flat;
+  for (const auto& [name, p] : params)
+    flat.push_back(p.grad().defined() ? p.grad().detach().reshape({-1}).to(torch::kFloat32)
+                                      : torch::zeros({p.numel()}, torch::kFloat32));
+  torch::Tensor bucket = torch::cat(flat);
+  g.allreduce_sum(bucket, "the gradients of step " + std::to_string(step));
+  bool skip = fault.fault == "skip_allreduce" && fault.rank == g.rank() && fault.step == step;
+  if (!skip) {
+    bucket.div_(static_cast<double>(world));
+    int64_t at = 0;
+    for (const auto& [name, p] : params) {
+      int64_t n = p.numel();
+      if (p.grad().defined()) p.grad().copy_(bucket.narrow(0, at, n).view_as(p.grad()));
+      at += n;
+    }
+  }
+  return static_cast<double>(static_cast<float>(sum / world));
+}
+
+// Buffers (BatchNorm running statistics) are updated by each rank's own
+// forward: rank 0's are broadcast to every rank before each forward and
+// once after the last step, as DistributedDataParallel does with
+// broadcast_buffers=True (its default).
+void broadcast_buffers(RankGroup& g, torch::nn::Module& model, int64_t step) {
+  torch::NoGradGuard no_grad;
+  for (auto& b : model.named_buffers()) {
+    torch::Tensor t = b.value();
+    if (!t.is_contiguous()) continue;  // never for the built-in models' buffers
+    g.broadcast_from_rank0(t, "buffer " + b.key() + (step < 0 ? std::string(" after training")
+                                                             : " before step " + std::to_string(step)));
+  }
+}
+
+// After the update: every rank's parameters must equal rank 0's.
+void check_parameters_agree(RankGroup& g, int64_t step, const NamedTensors& params, const char* when) {
+  torch::Tensor all = g.allgather(per_tensor_hashes(params), "the parameter hashes of step " + std::to_string(step));
+  Disagreement d = first_disagreement(all);
+  if (d.rank < 0) return;
+  std::string where = step < 0 ? std::string(when) : "ranks desynchronised at step " + std::to_string(step);
+  throw Error(ExitCode::kRegression,
+              where + ": rank " + std::to_string(d.rank) + "'s parameter " + params[static_cast<size_t>(d.param)].first +
+                  " differs from rank 0's (" + std::to_string(d.count) + " of " + std::to_string(params.size()) +
+                  " parameters differ" +
+                  (step < 0 ? "; every rank must initialise from the same seed)"
+                            : "; every rank applies the gradients of one all-reduce, so a rank that skips or "
+                              "reorders it, or reads other data into the update, diverges here)"));
+}
+
 }  // namespace
 
 TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t seed) {
@@ -139,11 +272,15 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   for (const auto& p : model->named_parameters()) r.init[p.key()] = init_stats(p.value());
   model->to(device);
   model->train();
-  // Dropout draws from the default generator: seed it from its own stream.
-  torch::manual_seed(derive_seed(seed, "dropout"));
+  RankGroup* group = spec.group;
+  // Dropout draws from the default generator: seed it from its own stream
+  // (per rank in a multi-rank run, like augmentation).
+  torch::manual_seed(group ? derive_seed(seed, "dropout", {static_cast<uint64_t>(group->rank())})
+                           : derive_seed(seed, "dropout"));
 
   NamedTensors params;
   for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
+  if (group) check_parameters_agree(*group, -1, params, "initialisation differs across ranks");
   auto optimizer = make_optimizer(spec.optimizer, model->parameters());
   std::unique_ptr<NondeterminismInjector> inject;
   if (spec.inject_nondeterminism == "index_put_accumulate")
@@ -155,6 +292,8 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   r.series["param_norm"];
   r.series["lr"];
   for (const auto& p : params) r.series["grad_norm/" + p.first];
+  for (int k = 0; group && k < group->world_size(); ++k)
+    r.series["rank" + std::to_string(k) + "/loss"].dtype = Series::Dtype::kFloat32;
 
   int64_t step = 0;
   uint64_t epoch = 0;
@@ -189,13 +328,26 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
       r.train_probes.push_back(probe_batch(step, batch.inputs, batch.labels, batch.indices));
       double lr = spec.optimizer.schedule.at(step);
       set_lr(*optimizer, lr);
+      if (group) {
+        act_out(spec.fault, "hang", group->rank(), step);  // last seen at the previous step
+        if (spec.progress) spec.progress->mark(step, RankPhase::kCompute);
+        act_out(spec.fault, "kill", group->rank(), step);
+      }
+      if (group) broadcast_buffers(*group, *model, step);
       torch::Tensor x = batch.inputs.to(device), y = batch.labels.to(device);
       compat::zero_grad(*optimizer);
       torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
       if (inject) loss = loss * inject->factor();
+      if (group && spec.fault.fault == "nan_loss" && spec.fault.rank == group->rank() && spec.fault.step == step)
+        loss = loss * std::numeric_limits<float>::quiet_NaN();
       loss.backward();
 
-      loss_s.values.push_back(static_cast<double>(loss.item<float>()));
+      if (group) {
+        if (spec.progress) spec.progress->mark(step, RankPhase::kCollectives);
+        loss_s.values.push_back(reduce_step(*group, spec.fault, step, loss.item<float>(), params, r.series));
+      } else {
+        loss_s.values.push_back(static_cast<double>(loss.item<float>()));
+      }
       double total = 0;
       for (const auto& [name, p] : params) {
         double n = p.grad().defined() ? l2(p.grad()) : 0.0;
@@ -212,6 +364,10 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
         pn += n * n;
       }
       r.series["param_norm"].values.push_back(std::sqrt(pn));
+      if (group) {
+        check_parameters_agree(*group, step, params, "");
+        if (spec.progress) spec.progress->mark(step, RankPhase::kUpdated);
+      }
       r.resources.step_time_s.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       ++step;
@@ -231,6 +387,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
                      " (fewer samples than data.batch_size with drop_last?)");
   }
   r.steps_done = step;
+  if (group) broadcast_buffers(*group, *model, -1);
 
   NamedTensors state = params;
   for (const auto& b : model->named_buffers()) state.emplace_back("buffer:" + b.key(), b.value());

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "data/loader.h"
+#include "distributed/distributed_spec.h"
 #include "record/batch_probe.h"
 #include "record/run_record.h"
 #include "record/series.h"
@@ -30,6 +31,9 @@
 #include "train/train_specs.h"
 
 namespace lockstep {
+
+class RankGroup;
+class RankProgress;
 
 /// Checkpoint and resume for the resume check (docs/architecture.md: a resumed run
 /// replays the uninterrupted one bit for bit).
@@ -55,6 +59,14 @@ struct TrainSpec {
   std::string inject_nondeterminism;
   ResumeSpec resume;
   std::string config_hash;  ///< stored in a checkpoint and checked on resume
+  /// Multi-rank (distributed/distributed_spec.h has the contract): the
+  /// joined process group, or null for a single process. With a group the
+  /// trainer checks identical initialisation, all-reduces the gradients in
+  /// one bucket, all-gathers losses and non-finite flags, and checks the
+  /// parameters agree after every update; a failed check is exit 1.
+  RankGroup* group = nullptr;
+  RankProgress* progress = nullptr;  ///< where this rank is (with group)
+  RankFault fault;                   ///< self-test (with group)
 };
 
 /// What one training run produced.
@@ -70,7 +82,12 @@ struct TrainResult {
 /// Trains from `seed` for spec.steps steps, or until spec.resume.stop_after
 /// (then writes the checkpoint). Throws exit-2 Error when the data yields no
 /// batch or a checkpoint is unreadable or belongs to another config/seed,
-/// exit-3 Error when CUDA is asked for but absent.
+/// exit-3 Error when CUDA is asked for but absent or a collective fails;
+/// with a group, exit-1 Error when the ranks' initialisation or parameters
+/// disagree (naming the step, rank and first parameter) or a loss or
+/// gradient is non-finite on any rank (naming the rank). A multi-rank
+/// result adds the series "rank<r>/loss" (each rank's own float32 loss) and
+/// "loss" is the global loss (distributed_spec.h).
 TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t seed);
 
 }  // namespace lockstep

@@ -1,0 +1,59 @@
+// One rank's handle on the run's c10d process group (Gloo on the CPU): the
+// collectives the multi-rank trainer needs, with the rank and step they
+// belong to in every error.
+//
+//   RankGroup g(me, std::chrono::seconds(60));     // rendezvous: <rendezvous>/store
+//   g.allreduce_sum(flat_grads);                  // in place, float32 [N]
+//   torch::Tensor all = g.allgather(mine);        // [world_size, ...mine.sizes()]
+//
+// The process group itself is c10d::ProcessGroupGloo (torch_compat.h has
+// the 1.13 / 2.x difference); its rendezvous is a c10d FileStore in the
+// run's rendezvous folder, fresh for every run.
+#pragma once
+
+#include <torch/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "distributed/distributed_spec.h"
+
+namespace lockstep {
+
+/// A joined process group. Not copyable; destroying it leaves the group.
+class RankGroup {
+ public:
+  /// Joins the group of `me` (rendezvous folder, rank, world size) within
+  /// `timeout`. Throws exit-3 Error when this build has no Gloo (built
+  /// without gloo headers) or the rendezvous fails or times out.
+  RankGroup(const RankIdentity& me, std::chrono::milliseconds timeout);
+  ~RankGroup();
+  RankGroup(const RankGroup&) = delete;
+  RankGroup& operator=(const RankGroup&) = delete;
+
+  int rank() const { return me_.rank; }
+  int world_size() const { return me_.world_size; }
+
+  /// Sums `t` (a contiguous CPU tensor) over all ranks, in place; every
+  /// rank receives the same bits. Throws exit-3 Error when a peer is gone
+  /// or the collective times out (`what` names it).
+  void allreduce_sum(torch::Tensor& t, const std::string& what);
+
+  /// Every rank's `t` (contiguous CPU, same shape on every rank), stacked
+  /// in rank order: [world_size, ...t.sizes()]. Same errors.
+  torch::Tensor allgather(const torch::Tensor& t, const std::string& what);
+
+  /// Overwrites `t` (contiguous CPU) on every rank with rank 0's. Same errors.
+  void broadcast_from_rank0(torch::Tensor& t, const std::string& what);
+
+  /// "gloo <header version>, <loaded library path>" for the fingerprint.
+  static std::string gloo_version();
+
+ private:
+  struct Impl;
+  RankIdentity me_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,152 @@
+#include "distributed/rank_launch.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "distributed/rank_progress.h"
+#include "external/trainer_process.h"
+
+extern char** environ;
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kMarker = ".lockstep-ranks";
+
+// A fresh rendezvous folder: a stale FileStore from an earlier run would
+// join this run's ranks to a dead group. Only a folder lockstep made (it
+// holds the marker) is ever removed.
+void fresh_rendezvous(const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(dir, ec))) {
+    if (fs::is_symlink(dir, ec) || !fs::is_directory(dir, ec) || !fs::exists(fs::path(dir) / kMarker, ec))
+      throw BadUsage(dir + ": exists and is not a rendezvous folder lockstep made; refusing to remove it "
+                     "(move it away, or choose another --out)");
+    fs::remove_all(dir, ec);
+    if (ec) throw io_error(dir, "remove the previous run's rendezvous folder", ec.value());
+  }
+  fs::create_directories(dir, ec);
+  if (ec) throw io_error(dir, "create the rendezvous folder", ec.value());
+  std::ofstream(fs::path(dir) / kMarker) << "ranks of one lockstep run; removed by the next run\n";
+}
+
+std::string log_path(const std::string& dir, int rank) { return dir + "/rank-" + std::to_string(rank) + ".log"; }
+
+// The rank's error message: its last "lockstep: error: " line and the
+// quoted lines under it.
+std::string rank_error(const std::string& dir, int rank) {
+  std::ifstream in(log_path(dir, rank), std::ios::binary);
+  std::string line, reason;
+  bool in_error = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("lockstep: error: ", 0) == 0) {
+      reason = line.substr(17);
+      in_error = true;
+    } else if (in_error && line.rfind("  | ", 0) == 0) {
+      reason += "\n" + line;
+    } else {
+      in_error = false;
+    }
+  }
+  if (reason.empty()) {
+    std::string tail = tail_lines(log_path(dir, rank), 5);
+    reason = tail.empty() ? "(no error message)" : "(no lockstep error line; its log ends:)\n  | " + tail;
+  }
+  return reason;
+}
+
+// Lower is blamed first among ranks that failed on their own.
+int blame_order(const ProcessOutcome& o) {
+  if (o.signal != 0) return 0;
+  if (o.exit_status == 1) return 1;
+  if (o.exit_status == 2) return 2;
+  if (o.exit_status == 3) return 3;
+  return 4;
+}
+
+[[noreturn]] void throw_timeout(const RankLaunch& l) {
+  std::vector<ProgressMark> marks;
+  for (int r = 0; r < l.world_size; ++r) marks.push_back(read_rank_progress(l.rendezvous, r));
+  ProgressMark lowest = *std::min_element(marks.begin(), marks.end());
+  std::vector<int> behind, others;
+  for (int r = 0; r < l.world_size; ++r)
+    (marks[r] < lowest || lowest < marks[r] ? others : behind).push_back(r);
+  std::string limit = "distributed.timeout_s = " + std::to_string(l.timeout_s) + " s";
+  if (others.empty())
+    throw Error(ExitCode::kRegression,
+                "no rank of " + l.smoke + " finished within " + limit + " (every rank at " + lowest.describe() +
+                    "); all ranks were killed (logs: " + l.rendezvous + ")");
+  std::string who;
+  for (size_t i = 0; i < behind.size(); ++i) who += (i ? ", " : "") + std::to_string(behind[i]);
+  std::string waited;
+  for (size_t i = 0; i < others.size(); ++i)
+    waited += (i ? "; " : "") + std::string("rank ") + std::to_string(others[i]) + " at " +
+              marks[static_cast<size_t>(others[i])].describe();
+  throw Error(ExitCode::kRegression,
+              std::string(behind.size() == 1 ? "rank " : "ranks ") + who + " of " + std::to_string(l.world_size) +
+                  " was last seen at " + lowest.describe() + ", and did not finish within " + limit +
+                  "; the other ranks waited for it (" + waited + "); all ranks were killed (logs: " + l.rendezvous +
+                  ")");
+}
+
+}  // namespace
+
+std::vector<std::string> run_ranks(const RankLaunch& l) {
+  fresh_rendezvous(l.rendezvous);
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  std::string cwd = fs::current_path().string();
+  std::vector<ProcessSpec> specs;
+  std::vector<std::string> records;
+  for (int r = 0; r < l.world_size; ++r) {
+    ProcessSpec p;
+    p.argv = {l.executable};
+    p.argv.insert(p.argv.end(), l.args.begin(), l.args.end());
+    records.push_back(l.rendezvous + "/rank-" + std::to_string(r) + ".json");
+    p.argv.insert(p.argv.end(), {"--out", records.back(), "--quiet", "--rank", std::to_string(r), "--rendezvous",
+                                 l.rendezvous});
+    p.env = env;
+    p.cwd = cwd;
+    p.stdout_path = l.rendezvous + "/rank-" + std::to_string(r) + ".stdout.log";
+    p.stderr_path = log_path(l.rendezvous, r);
+    p.timeout_s = l.timeout_s;
+    specs.push_back(std::move(p));
+  }
+  std::vector<ProcessOutcome> out = run_processes(specs, /*stop_all_on_failure=*/true);
+
+  int culprit = -1;
+  bool timed_out = false;
+  for (int r = 0; r < l.world_size; ++r) {
+    const ProcessOutcome& o = out[static_cast<size_t>(r)];
+    if (o.ok() || o.stopped_for_peer) continue;
+    if (o.timed_out) {
+      timed_out = true;
+      continue;
+    }
+    if (culprit < 0 || blame_order(o) < blame_order(out[static_cast<size_t>(culprit)])) culprit = r;
+  }
+  // A signal or a rank's own error explains a run better than the deadline.
+  if (culprit < 0 && timed_out) throw_timeout(l);
+  if (culprit < 0) return records;
+
+  const ProcessOutcome& o = out[static_cast<size_t>(culprit)];
+  std::string who = "rank " + std::to_string(culprit) + " of " + std::to_string(l.world_size);
+  if (o.signal != 0)
+    throw Error(ExitCode::kRegression, who + " " + o.describe(l.timeout_s) + " at " +
+                                           read_rank_progress(l.rendezvous, culprit).describe() +
+                                           "; the other ranks were stopped (logs: " + l.rendezvous + ")");
+  std::string reason = rank_error(l.rendezvous, culprit);
+  if (o.exit_status == 1) throw Error(ExitCode::kRegression, reason);  // names the rank itself
+  if (o.exit_status == 2 || o.exit_status == 3)
+    throw Error(static_cast<ExitCode>(o.exit_status), who + ": " + reason);
+  throw Error(ExitCode::kEnvironment, who + " " + o.describe(l.timeout_s) + ": " + reason);
+}
+
+}  // namespace lockstep

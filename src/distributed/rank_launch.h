@@ -1,0 +1,49 @@
+// The coordinator of a multi-rank run: starts one fresh `lockstep-torch run
+// --rank R --rendezvous DIR` process per rank, waits for all of them within
+// the smoke's timeout, and turns any failure into one verdict naming the
+// rank. Torch-free: the ranks load LibTorch, the coordinator only waits.
+//
+//   RankLaunch l;
+//   l.executable = sibling_executable("lockstep-torch");
+//   l.args = {"run", "smoke/digits-cnn-2rank.json"};
+//   l.rendezvous = "lockstep-out/digits-cnn-2rank.run.json.ranks";
+//   l.world_size = 2;  l.timeout_s = 120;
+//   std::vector<std::string> records = run_ranks(l);   // <rendezvous>/rank-<r>.json, rank order
+//
+// How a failed run is judged (the first match):
+//   1. a rank killed by a signal it was not sent by us: exit 1, "rank R of W
+//      was killed by signal N at step S, <phase>";
+//   2. the deadline passed: exit 1 naming the rank(s) furthest behind (from
+//      the progress files, distributed/rank_progress.h) and where the
+//      others waited;
+//   3. a rank's own error, by class: exit 1 (a cross-rank check, whose
+//      message every rank computes alike), then 2, then 3, the lowest rank
+//      first, with its message;
+// ranks killed because another failed first are never blamed. Every rank's
+// process group is killed before run_ranks returns or throws: no orphans.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+/// One multi-rank run to start.
+struct RankLaunch {
+  std::string executable;         ///< the LibTorch executable (lockstep-torch)
+  std::vector<std::string> args;  ///< "run"|"probe", CONFIG, overrides (no --out/--rank/--rendezvous)
+  std::string rendezvous;         ///< folder for the store, progress files, rank records and logs
+  int world_size = 1;
+  int64_t timeout_s = 120;        ///< the whole run, every rank
+  std::string smoke;              ///< the smoke's name, for messages
+};
+
+/// Runs the ranks (see above). Returns the rank records' paths in rank
+/// order. Throws Error: exit 1 for a dead, hung or failed-check rank; a
+/// rank's own exit 2 or 3 with its message ("rank R: ..."); exit 2 when the
+/// rendezvous folder exists and is not one lockstep made; exit 3 when a
+/// process cannot be started.
+std::vector<std::string> run_ranks(const RankLaunch& launch);
+
+}  // namespace lockstep

@@ -1,0 +1,65 @@
+#include "distributed/rank_records.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace lockstep {
+
+namespace {
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+std::vector<BatchProbe> interleave(const std::vector<RunRecord>& ranks, std::vector<BatchProbe> RunRecord::*list,
+                                   const char* name, const std::string& where) {
+  size_t n = (ranks.front().*list).size();
+  for (size_t r = 1; r < ranks.size(); ++r)
+    if ((ranks[r].*list).size() != n)
+      throw Error(ExitCode::kRegression, where + ": rank " + std::to_string(r) + " has " +
+                                             std::to_string((ranks[r].*list).size()) + " " + name + ", rank 0 " +
+                                             std::to_string(n) + " (every rank must see as many batches)");
+  std::vector<BatchProbe> out;
+  out.reserve(n * ranks.size());
+  for (size_t k = 0; k < n; ++k)
+    for (const auto& rec : ranks) {
+      out.push_back((rec.*list)[k]);
+      out.back().batch = static_cast<int64_t>(out.size() - 1);  // a record's batches are numbered in order
+    }
+  return out;
+}
+
+}  // namespace
+
+RunRecord merge_rank_records(const std::vector<RunRecord>& ranks, const std::string& where) {
+  if (ranks.empty()) throw EnvironmentError(where + ": no rank records to merge");
+  const RunRecord& zero = ranks.front();
+  for (size_t r = 1; r < ranks.size(); ++r) {
+    const RunRecord& rec = ranks[r];
+    auto differs = [&](const std::string& what) {
+      return Error(ExitCode::kRegression, where + ": rank " + std::to_string(r) + "'s " + what +
+                                              " differs from rank 0's (the ranks must agree on every global value)");
+    };
+    if (rec.series.size() != zero.series.size()) throw differs("set of series");
+    for (const auto& [name, s] : zero.series) {
+      auto it = rec.series.find(name);
+      if (it == rec.series.end() || it->second.values.size() != s.values.size()) throw differs("series " + name);
+      for (size_t i = 0; i < s.values.size(); ++i)
+        if (!same_bits(it->second.values[i], s.values[i]))
+          throw differs("series " + name + " at step " + std::to_string(i));
+    }
+    if (rec.hashes != zero.hashes) throw differs("final hashes");
+    for (const auto& [name, init] : zero.init) {
+      auto it = rec.init.find(name);
+      if (it == rec.init.end() || it->second.xxh3_128 != init.xxh3_128) throw differs("initial " + name);
+    }
+  }
+  RunRecord out = zero;
+  out.probes = interleave(ranks, &RunRecord::probes, "probed batches", where);
+  out.train_probes = interleave(ranks, &RunRecord::train_probes, "trained batches", where);
+  for (const auto& rec : ranks)
+    out.resources.peak_rss_bytes = std::max(out.resources.peak_rss_bytes, rec.resources.peak_rss_bytes);
+  return out;
+}
+
+}  // namespace lockstep
