@@ -17,6 +17,9 @@ void add_overrides(CLI::App* cmd, lockstep::RunOverrides& o) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--workers", o.workers, "Override data.workers (batches must not change)")
       ->check(CLI::Range(0, 64));
+  cmd->add_option("--world-size", o.world_size,
+                  "Override distributed.world_size of a multi-rank smoke (recorded in the contract)")
+      ->check(CLI::Range(1, 64));
 }
 
 // `run` and `probe` take the same arguments.

@@ -133,14 +133,14 @@ int run_command(const RunOptions& o) {
     if (o.stop_after > 0 || !o.resume.empty()) throw BadUsage("--repeat does not combine with --stop-after or --resume");
     return run_repeated(o);
   }
-  SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1});
+  SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1, o.overrides.world_size});
   if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/true);
   if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/true);
   return run_builtin(o, /*train=*/true);
 }
 
 int probe_command(const RunOptions& o) {
-  SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1});
+  SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1, o.overrides.world_size});
   if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/false);
   if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/false);
   return run_builtin(o, /*train=*/false);

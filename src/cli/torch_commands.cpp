@@ -69,7 +69,8 @@ int run_in_process(const RunOptions& o, bool train) {
     return 0;
   }
   const RunRecord& rec = run.record;
-  if (!o.quiet)
+  // A rank's notes go to its log (<rendezvous>/rank-<r>.stdout.log), --quiet or not.
+  if (!o.quiet || o.rank >= 0)
     for (const auto& n : run.notes) std::cout << "note: " << n << "\n";
   std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
   write_run_record(out, rec);

@@ -110,9 +110,17 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
 
   if (!contract_diffs.empty()) {
     v.lane = Lane::kContractMismatch;
-    v.lane_reason = std::to_string(contract_diffs.size()) +
-                    " determinism contract setting(s) differ; values are compared exactly to "
-                    "locate the first divergence";
+    std::string named;
+    for (size_t i = 0; i < contract_diffs.size() && i < 3; ++i) {
+      const std::string& k = contract_diffs[i];
+      auto g = golden.contract.find(k);
+      auto r = run.contract.find(k);
+      named += std::string(i ? ", " : " (") + k + " " + (g == golden.contract.end() ? "(missing)" : g->second) +
+               " → " + (r == run.contract.end() ? "(missing)" : r->second);
+    }
+    named += contract_diffs.size() > 3 ? ", ...)" : ")";
+    v.lane_reason = std::to_string(contract_diffs.size()) + " determinism contract setting(s) differ" + named +
+                    "; values are compared exactly to locate the first divergence";
   } else if (relevant == 0) {
     v.lane = Lane::kSameStack;
     v.lane_reason = "every determinism-relevant fingerprint field matches the " + v.reference_word;

@@ -23,6 +23,7 @@ std::vector<std::string> override_args(const RunOverrides& o) {
   std::vector<std::string> args;
   if (o.intra_op_threads > 0) args.insert(args.end(), {"--intra-op-threads", std::to_string(o.intra_op_threads)});
   if (o.workers >= 0) args.insert(args.end(), {"--workers", std::to_string(o.workers)});
+  if (o.world_size > 0) args.insert(args.end(), {"--world-size", std::to_string(o.world_size)});
   return args;
 }
 

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -182,6 +183,14 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     tr.resources.steal_fraction = steal_fraction(before, read_cpu_times());
     tr.resources.load_per_core = load_per_core();
     out.steps_done = tr.steps_done;
+    if (group) {
+      double total = 0;
+      for (double t : tr.resources.step_time_s) total += t;
+      char line[160];
+      std::snprintf(line, sizeof line, "rank %d: %.6f s of %.6f s of training steps in collectives (%.1f%%)",
+                    o.rank.rank, tr.collective_s, total, total > 0 ? 100.0 * tr.collective_s / total : 0.0);
+      out.notes.push_back(line);
+    }
     if (o.resume.stop_after > 0) {
       out.stopped_at_checkpoint = true;
       return out;

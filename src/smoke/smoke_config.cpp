@@ -596,6 +596,11 @@ nlohmann::json values_json(const SmokeConfig& c) {
 SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {
   if (overrides.intra_op_threads > 0) config.intra_op_threads = overrides.intra_op_threads;
   if (overrides.workers >= 0) config.data.loader.workers = overrides.workers;
+  if (overrides.world_size > 0) {
+    if (!config.distributed.configured)
+      throw BadUsage("--world-size: " + config.file + " has no \"distributed\" section (a single-process smoke)");
+    config.distributed.world_size = overrides.world_size;
+  }
   return config;
 }
 

@@ -88,6 +88,9 @@ struct TrainerConfig {
 struct RunOverrides {
   int intra_op_threads = 0;  ///< 0: from the config
   int workers = -1;          ///< -1: from the config
+  /// 0: from the config; else distributed.world_size (a distributed smoke
+  /// only; recorded in the contract, so a golden of another size fails it).
+  int world_size = 0;
 };
 
 /// A parsed, validated smoke config.

@@ -333,7 +333,9 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
         if (spec.progress) spec.progress->mark(step, RankPhase::kCompute);
         act_out(spec.fault, "kill", group->rank(), step);
       }
+      auto c0 = std::chrono::steady_clock::now();
       if (group) broadcast_buffers(*group, *model, step);
+      r.collective_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
       torch::Tensor x = batch.inputs.to(device), y = batch.labels.to(device);
       compat::zero_grad(*optimizer);
       torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
@@ -344,7 +346,9 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
 
       if (group) {
         if (spec.progress) spec.progress->mark(step, RankPhase::kCollectives);
+        auto c1 = std::chrono::steady_clock::now();
         loss_s.values.push_back(reduce_step(*group, spec.fault, step, loss.item<float>(), params, r.series));
+        r.collective_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c1).count();
       } else {
         loss_s.values.push_back(static_cast<double>(loss.item<float>()));
       }
@@ -365,7 +369,9 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
       }
       r.series["param_norm"].values.push_back(std::sqrt(pn));
       if (group) {
+        auto c2 = std::chrono::steady_clock::now();
         check_parameters_agree(*group, step, params, "");
+        r.collective_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c2).count();
         if (spec.progress) spec.progress->mark(step, RankPhase::kUpdated);
       }
       r.resources.step_time_s.push_back(

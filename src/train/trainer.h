@@ -77,6 +77,10 @@ struct TrainResult {
   std::vector<BatchProbe> train_probes;   ///< probe of every batch consumed, in order
   Resources resources;
   int64_t steps_done = 0;  ///< < spec.steps only when stopped for a checkpoint
+  /// Multi-rank: wall seconds of the steps spent in collectives (buffer
+  /// broadcast, loss all-gather, gradient bucket all-reduce with its copies,
+  /// parameter-hash all-gather); 0 for a single process. Informational.
+  double collective_s = 0;
 };
 
 /// Trains from `seed` for spec.steps steps, or until spec.resume.stop_after

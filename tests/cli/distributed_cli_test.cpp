@@ -1,0 +1,194 @@
+// Multi-rank smokes end to end: the committed 2-rank digits CNN and edits of
+// it, each run through the lockstep executable with real rank processes on
+// c10d Gloo (distributed/rank_launch.h, train/trainer.h).
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "cli/cli_helpers.h"
+#include "core/json_io.h"
+
+namespace lockstep::cli_test {
+namespace {
+
+const std::string kTwoRank = kSourceDir + "/smoke/digits-cnn-2rank.json";
+
+fs::path two_rank(const std::string& name, const std::function<void(nlohmann::json&)>& edit = {}) {
+  return scratch(name, edit, kTwoRank);
+}
+
+std::string cfg_path(const fs::path& d) { return (d / "smoke" / "digits-cnn-2rank.json").string(); }
+
+nlohmann::json read(const fs::path& p) { return parse_json_file(p.string()); }
+
+// Processes whose command line mentions `needle` (orphaned ranks).
+int processes_mentioning(const std::string& needle) {
+  int n = 0;
+  DIR* proc = opendir("/proc");
+  while (dirent* e = readdir(proc)) {
+    std::string pid = e->d_name;
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in("/proc/" + pid + "/cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(needle) != std::string::npos && cmd.find("lockstep-torch") != std::string::npos) ++n;
+  }
+  closedir(proc);
+  return n;
+}
+
+void self_test(nlohmann::json& c, const char* fault, int rank, int step) {
+  c["distributed"]["self_test"] = {{"fault", fault}, {"rank", rank}, {"step", step}};
+}
+
+TEST(DistributedCli, TwoAndFourRanksAreBitIdenticalAcrossRepeats) {
+  fs::path d = two_rank("repeat");
+  for (int world : {2, 4}) {
+    std::string out = (d / ("w" + std::to_string(world) + ".json")).string();
+    Result r = lockstep("run " + cfg_path(d) + " --repeat 2 --world-size " + std::to_string(world) + " --out " + out);
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("2 runs in fresh processes are bit-identical"), std::string::npos) << r.output;
+    nlohmann::json rec = read(out);
+    EXPECT_EQ(rec["contract"]["distributed.world_size"], std::to_string(world));
+    EXPECT_EQ(rec["contract"]["distributed.backend"], "gloo");
+    for (int k = 0; k < world; ++k)
+      EXPECT_TRUE(rec["series"].contains("rank" + std::to_string(k) + "/loss")) << k;
+    EXPECT_FALSE(rec["series"].contains("rank" + std::to_string(world) + "/loss"));
+    // 1797 samples over `world` ranks in batches of 16, drop_last.
+    EXPECT_EQ(rec["probes"].size(), static_cast<size_t>(1797 / world / 16 * world));
+  }
+}
+
+TEST(DistributedCli, RanksSeeDifferentDataWhileTheirParametersAgree) {
+  fs::path d = two_rank("shards");
+  std::string out = (d / "run.json").string();
+  Result r = lockstep("run " + cfg_path(d) + " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 ranks (gloo)"), std::string::npos) << r.output;
+  nlohmann::json r0 = read(out + ".ranks/rank-0.json"), r1 = read(out + ".ranks/rank-1.json");
+  // Data: every batch of rank 1 holds other samples and other values.
+  ASSERT_EQ(r0["probes"].size(), r1["probes"].size());
+  for (size_t b = 0; b < r0["probes"].size(); ++b) {
+    EXPECT_NE(r0["probes"][b]["sample_index_hash"], r1["probes"][b]["sample_index_hash"]) << b;
+    EXPECT_NE(r0["probes"][b]["inputs"]["xxh3_128"], r1["probes"][b]["inputs"]["xxh3_128"]) << b;
+    EXPECT_EQ(r0["probes"][b]["rank"], 0);
+    EXPECT_EQ(r1["probes"][b]["rank"], 1);
+  }
+  // Each rank's own loss differs; the parameters, the global loss and the
+  // gradients agree bit for bit.
+  EXPECT_NE(r0["series"]["rank0/loss"]["values"], r0["series"]["rank1/loss"]["values"]);
+  EXPECT_EQ(r0["series"], r1["series"]);
+  EXPECT_EQ(r0["hashes"], r1["hashes"]);
+  // Global loss = float32(mean of the ranks' losses), every step.
+  for (size_t s = 0; s < 10; ++s) {
+    double a = r0["series"]["rank0/loss"]["values"][s], b = r0["series"]["rank1/loss"]["values"][s];
+    EXPECT_EQ(r0["series"]["loss"]["values"][s].get<double>(), static_cast<double>(static_cast<float>((a + b) / 2)))
+        << s;
+  }
+  // The merged record interleaves the ranks' batches.
+  nlohmann::json merged = read(out);
+  EXPECT_EQ(merged["probes"][0]["sample_index_hash"], r0["probes"][0]["sample_index_hash"]);
+  EXPECT_EQ(merged["probes"][1]["sample_index_hash"], r1["probes"][0]["sample_index_hash"]);
+  EXPECT_EQ(merged["probes"][1]["rank"], 1);
+  EXPECT_EQ(merged["probes"][1]["batch"], 1);
+  EXPECT_EQ(merged["train_probes"][3]["sample_index_hash"], r1["train_probes"][1]["sample_index_hash"]);
+}
+
+TEST(DistributedCli, ASkippedAllReduceIsADesyncNamingRankStepAndParameter) {
+  fs::path d = two_rank("desync", [](nlohmann::json& c) { self_test(c, "skip_allreduce", 1, 3); });
+  Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("ranks desynchronised at step 3: rank 1's parameter conv.weight differs from rank 0's"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(DistributedCli, ANaNOnRankOneIsNamed) {
+  fs::path d = two_rank("nan", [](nlohmann::json& c) { self_test(c, "nan_loss", 1, 2); });
+  Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("step 2: rank 1 of 2: its loss is nan; every rank stopped before the update"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(DistributedCli, AKilledRankIsExitOneWithinTheTimeoutAndLeavesNoProcess) {
+  fs::path d = two_rank("kill", [](nlohmann::json& c) {
+    self_test(c, "kill", 1, 4);
+    c["distributed"]["timeout_s"] = 60;
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1 of 2 was killed by signal 9 (Killed) at step 4, forward/backward; the other ranks "
+                          "were stopped"),
+            std::string::npos)
+      << r.output;
+  EXPECT_LT(s, 60) << "rank 0 must be stopped when rank 1 dies, not wait for the timeout";
+  EXPECT_EQ(processes_mentioning(d.string()), 0);
+}
+
+TEST(DistributedCli, AHungRankIsNamedAtTheTimeout) {
+  fs::path d = two_rank("hang", [](nlohmann::json& c) {
+    self_test(c, "hang", 1, 2);
+    c["distributed"]["timeout_s"] = 3;
+  });
+  Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1 of 2 was last seen at step 1, after the update, and did not finish within "
+                          "distributed.timeout_s = 3 s; the other ranks waited for it (rank 0 at step 2, "
+                          "forward/backward)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(processes_mentioning(d.string()), 0);
+}
+
+TEST(DistributedCli, ATwoRankGoldenAgainstAFourRankRunIsAContractMismatch) {
+  fs::path d = two_rank("contract");
+  ASSERT_EQ(shell("cd " + d.string() + " && git init -q && git add -A && git -c user.email=t@t -c user.name=t "
+                  "commit -qm init").code, 0);
+  Result b = lockstep("bless " + cfg_path(d) + " --reason two-rank --out " + (d / "bless").string());
+  ASSERT_EQ(b.code, 0) << b.output;
+  Result r = lockstep("check " + cfg_path(d) + " --world-size 4 --out " + (d / "out").string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("lane: contract-mismatch — 1 determinism contract setting(s) differ "
+                          "(distributed.world_size 2 → 4)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("contract.distributed.world_size: golden 2, run 4"), std::string::npos) << r.output;
+  // The same world size passes against it.
+  Result same = lockstep("check " + cfg_path(d) + " --out " + (d / "out2").string());
+  EXPECT_EQ(same.code, 0) << same.output;
+}
+
+TEST(DistributedCli, ConfigMistakesAreExitTwoNamingTheField) {
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string expect;
+  } cases[] = {
+      {[](nlohmann::json& c) { c["distributed"]["world_size"] = 0; }, "distributed.world_size"},
+      {[](nlohmann::json& c) { c["distributed"]["backend"] = "nccl"; }, "distributed.backend: expected \"gloo\" with device \"cpu\""},
+      {[](nlohmann::json& c) { c["distributed"]["backend"] = "mpi"; }, "distributed.backend"},
+      {[](nlohmann::json& c) { self_test(c, "skip_allreduce", 2, 1); }, "distributed.self_test.rank"},
+      {[](nlohmann::json& c) { self_test(c, "skip_allreduce", 1, 10); }, "distributed.self_test.step"},
+      {[](nlohmann::json& c) { c["distributed"]["world"] = 2; }, "distributed.world"},
+      {[](nlohmann::json& c) { c["resume_at"] = 5; }, "no \"distributed\" section with resume_at yet"},
+  };
+  fs::path d = two_rank("config");
+  for (const auto& c : cases) {
+    nlohmann::json cfg = parse_json_file(kTwoRank);
+    c.edit(cfg);
+    write_file_atomically(cfg_path(d), pretty_dump(cfg));
+    Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+    EXPECT_EQ(r.code, 2) << c.expect << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << r.output;
+  }
+  Result single = lockstep("run " + kSmoke + " --world-size 2 --out " + (d / "single.json").string());
+  EXPECT_EQ(single.code, 2) << single.output;
+  EXPECT_NE(single.output.find("has no \"distributed\" section"), std::string::npos) << single.output;
+}
+
+}  // namespace
+}  // namespace lockstep::cli_test
