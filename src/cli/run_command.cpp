@@ -101,6 +101,9 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   if (fs::weakly_canonical(fs::absolute(out)).string().rfind(goldens, 0) == 0)
     throw BadUsage(out + ": refusing to write a run record into the goldens folder " + goldens +
                    " (goldens are written only by `lockstep bless`)");
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(out, ec)) && !fs::is_regular_file(fs::symlink_status(out, ec)))
+    throw BadUsage(out + ": refusing to write the record over something that is not a regular file");
   RankLaunch l;
   l.executable = sibling_executable("lockstep-torch");
   l.args = {train ? "run" : "probe", o.smoke};
@@ -114,7 +117,7 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   RunRecord rec = merge_rank_records(ranks, l.rendezvous);
   write_run_record(out, rec);
   if (!o.quiet) {
-    std::cout << (train ? "run " : "probe ") << cfg.name << ": " << l.world_size << " ranks ("
+    std::cout << (train ? "run " : "probe ") << cfg.name << ": " << l.world_size << (l.world_size == 1 ? " rank (" : " ranks (")
               << cfg.distributed.backend << "), " << rec.probes.size() << " batches probed";
     auto loss = rec.series.find("loss");
     if (train && loss != rec.series.end() && !loss->second.values.empty())

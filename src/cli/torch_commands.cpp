@@ -1,7 +1,11 @@
 // The subcommands that run LibTorch in this process: run, probe, env.
 // The run itself is run/smoke_run.h; check and bless start `lockstep run`
 // children through launch/launcher.h.
+#include <sys/prctl.h>
 #include <torch/torch.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <charconv>
 #include <cstdlib>
@@ -53,6 +57,14 @@ int run_in_process(const RunOptions& o, bool train) {
       throw BadUsage("--rank " + std::to_string(o.rank) + ": " + o.smoke + " has " +
                      (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " ranks"
                                                  : std::string("no distributed section")));
+    std::error_code ec;
+    if (o.rendezvous.empty() || !fs::is_directory(o.rendezvous, ec))
+      throw BadUsage("--rendezvous '" + o.rendezvous + "': not a folder (rank processes are started by `lockstep "
+                     "run` on a distributed smoke, which makes it)");
+    // A rank never outlives its coordinator (a killed `lockstep run` or CI
+    // job must not leave ranks waiting in a collective).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() == 1) throw EnvironmentError("rank " + std::to_string(o.rank) + ": its coordinator is gone");
     options.rank = {o.rank, cfg.distributed.world_size, o.rendezvous};
   }
   std::unique_ptr<ProgressBar> bar;

@@ -36,6 +36,14 @@ namespace {
   return find.path;
 }
 
+// A c10::Error's message without its backtrace; gloo's own exceptions
+// (gloo::IoException: a peer closed, a timeout) are std::runtime_error.
+[[maybe_unused]] std::string first_line(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
+  std::string w = e.what();
+  return w.substr(0, w.find('\n'));
+}
+
 }  // namespace
 
 #if defined(LOCKSTEP_HAVE_GLOO)
@@ -48,9 +56,9 @@ RankGroup::RankGroup(const RankIdentity& me, std::chrono::milliseconds timeout)
     : me_(me), impl_(std::make_unique<Impl>()) {
   try {
     impl_->group = compat::make_gloo_group(me.rendezvous + "/store", me.rank, me.world_size, timeout);
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me.rank) + " of " + std::to_string(me.world_size) +
-                           ": the c10d rendezvous in " + me.rendezvous + " failed: " + e.what_without_backtrace());
+                           ": the c10d rendezvous in " + me.rendezvous + " failed: " + first_line(e));
   }
 }
 
@@ -60,9 +68,9 @@ void RankGroup::allreduce_sum(torch::Tensor& t, const std::string& what) {
   std::vector<torch::Tensor> ts{t};
   try {
     impl_->group->allreduce(ts)->wait();
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me_.rank) + ": all-reduce of " + what +
-                           " failed: " + e.what_without_backtrace());
+                           " failed: " + first_line(e));
   }
 }
 
@@ -72,9 +80,9 @@ torch::Tensor RankGroup::allgather(const torch::Tensor& t, const std::string& wh
   std::vector<torch::Tensor> in{t};
   try {
     impl_->group->allgather(out, in)->wait();
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me_.rank) + ": all-gather of " + what +
-                           " failed: " + e.what_without_backtrace());
+                           " failed: " + first_line(e));
   }
   return torch::stack(out[0]);
 }
@@ -85,9 +93,9 @@ void RankGroup::broadcast_from_rank0(torch::Tensor& t, const std::string& what) 
   options.rootRank = 0;
   try {
     impl_->group->broadcast(ts, options)->wait();
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me_.rank) + ": broadcast of " + what +
-                           " failed: " + e.what_without_backtrace());
+                           " failed: " + first_line(e));
   }
 }
 

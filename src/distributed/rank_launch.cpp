@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/directory_lock.h"
 #include "core/error.h"
 #include "distributed/rank_progress.h"
 #include "external/trainer_process.h"
@@ -82,7 +83,8 @@ int blame_order(const ProcessOutcome& o) {
   if (others.empty())
     throw Error(ExitCode::kRegression,
                 "no rank of " + l.smoke + " finished within " + limit + " (every rank at " + lowest.describe() +
-                    "); all ranks were killed (logs: " + l.rendezvous + ")");
+                    "); all ranks were killed (the timeout counts from process start: LibTorch, the rendezvous and the "
+                "data-only pass too; logs: " + l.rendezvous + ")");
   std::string who;
   for (size_t i = 0; i < behind.size(); ++i) who += (i ? ", " : "") + std::to_string(behind[i]);
   std::string waited;
@@ -91,14 +93,17 @@ int blame_order(const ProcessOutcome& o) {
               marks[static_cast<size_t>(others[i])].describe();
   throw Error(ExitCode::kRegression,
               std::string(behind.size() == 1 ? "rank " : "ranks ") + who + " of " + std::to_string(l.world_size) +
-                  " was last seen at " + lowest.describe() + ", and did not finish within " + limit +
-                  "; the other ranks waited for it (" + waited + "); all ranks were killed (logs: " + l.rendezvous +
+                  " stopped (last seen: " + lowest.describe() + ") and did not finish within " + limit +
+                  "; the other ranks waited for it (" + waited + "); all ranks were killed (the timeout counts from process start: LibTorch, the rendezvous and the "
+                "data-only pass too; logs: " + l.rendezvous +
                   ")");
 }
 
 }  // namespace
 
 std::vector<std::string> run_ranks(const RankLaunch& l) {
+  // Two runs with one record path would share (and remove) one rendezvous.
+  DirectoryLock lock(l.rendezvous + ".lock", /*wait=*/false);
   fresh_rendezvous(l.rendezvous);
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);

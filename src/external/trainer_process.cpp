@@ -64,7 +64,7 @@ namespace {
 // The process groups of the trainers running now, for the signal handler:
 // a CI job cancelled (SIGTERM) or a Ctrl-C (SIGINT) must take the trainer
 // and its DataLoader workers with it, though they run in groups of their own.
-constexpr int kMaxGroups = 16;
+constexpr int kMaxGroups = 80;  // a trainer and its data pass, or up to 64 ranks
 volatile sig_atomic_t g_groups[kMaxGroups];
 
 extern "C" void kill_trainers_and_reraise(int sig) {

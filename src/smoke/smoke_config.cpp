@@ -599,6 +599,11 @@ SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {
   if (overrides.world_size > 0) {
     if (!config.distributed.configured)
       throw BadUsage("--world-size: " + config.file + " has no \"distributed\" section (a single-process smoke)");
+    const RankFault& f = config.distributed.self_test;
+    if (!f.fault.empty() && f.rank >= overrides.world_size)
+      throw BadUsage("--world-size " + std::to_string(overrides.world_size) + ": " + config.file +
+                     ": distributed.self_test.rank is " + std::to_string(f.rank) +
+                     ", which would not exist (the self-test would never fire)");
     config.distributed.world_size = overrides.world_size;
   }
   return config;

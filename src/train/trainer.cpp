@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <csignal>
 #include <chrono>
 #include <cmath>
@@ -137,25 +138,35 @@ torch::Tensor per_tensor_hashes(const NamedTensors& named) {
   return out;
 }
 
-// The first (rank, parameter) whose hash differs from rank 0's in the
-// all-gathered [W, P] hashes, and how many parameters differ on that rank;
-// {-1, -1, 0} when every rank agrees. Every rank computes the same answer.
+// In the all-gathered [W, P] hashes: the reference rank (the one the most
+// ranks agree with, the lowest on a tie: rank 0 of two), the first other
+// rank that differs from it, its first differing parameter and how many
+// differ; rank -1 when every rank agrees. Every rank computes the same.
 struct Disagreement {
   int rank = -1;
+  int reference = 0;
   int64_t param = -1;
   int64_t count = 0;
 };
 Disagreement first_disagreement(const torch::Tensor& all) {
   const int64_t world = all.size(0), n = all.size(1);
   const int64_t* h = all.data_ptr<int64_t>();
-  for (int64_t r = 1; r < world; ++r) {
-    Disagreement d;
+  auto same = [&](int64_t a, int64_t b) { return std::equal(h + a * n, h + a * n + n, h + b * n); };
+  int64_t ref = 0, best = -1;
+  for (int64_t a = 0; a < world; ++a) {
+    int64_t agree = 0;
+    for (int64_t b = 0; b < world; ++b) agree += same(a, b) ? 1 : 0;
+    if (agree > best) best = agree, ref = a;
+  }
+  for (int64_t r = 0; r < world; ++r) {
+    if (r == ref || same(r, ref)) continue;
+    Disagreement d{static_cast<int>(r), static_cast<int>(ref), -1, 0};
     for (int64_t p = 0; p < n; ++p)
-      if (h[r * n + p] != h[p]) {
-        if (d.rank < 0) d = {static_cast<int>(r), p, 0};
+      if (h[r * n + p] != h[ref * n + p]) {
+        if (d.param < 0) d.param = p;
         ++d.count;
       }
-    if (d.rank >= 0) return d;
+    return d;
   }
   return {};
 }
@@ -245,7 +256,7 @@ void check_parameters_agree(RankGroup& g, int64_t step, const NamedTensors& para
   std::string where = step < 0 ? std::string(when) : "ranks desynchronised at step " + std::to_string(step);
   throw Error(ExitCode::kRegression,
               where + ": rank " + std::to_string(d.rank) + "'s parameter " + params[static_cast<size_t>(d.param)].first +
-                  " differs from rank 0's (" + std::to_string(d.count) + " of " + std::to_string(params.size()) +
+                  " differs from rank " + std::to_string(d.reference) + "'s (" + std::to_string(d.count) + " of " + std::to_string(params.size()) +
                   " parameters differ" +
                   (step < 0 ? "; every rank must initialise from the same seed)"
                             : "; every rank applies the gradients of one all-reduce, so a rank that skips or "

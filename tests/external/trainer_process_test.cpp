@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -106,6 +108,26 @@ TEST_F(TrainerProcess, TailLinesKeepsTheLastN) {
   EXPECT_EQ(tail_lines((dir_ / "none.log").string(), 3), "");
   write_file_atomically(path, "");
   EXPECT_EQ(tail_lines(path, 3), "");
+}
+
+TEST_F(TrainerProcess, StopAllOnFailureKillsThePeersOfTheFirstFailure) {
+  // The ranks of a multi-rank run: one dies, the other would wait forever.
+  ProcessSpec dies = sh("sleep 0.2; kill -9 $$");
+  ProcessSpec waits = sh("sleep 30");
+  waits.stdout_path = (dir_ / "out2.log").string();
+  waits.stderr_path = (dir_ / "err2.log").string();
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<ProcessOutcome> out = run_processes({waits, dies}, /*stop_all_on_failure=*/true);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20);
+  EXPECT_TRUE(out[0].stopped_for_peer);
+  EXPECT_EQ(out[0].signal, SIGKILL);
+  EXPECT_FALSE(out[1].stopped_for_peer);
+  EXPECT_EQ(out[1].signal, SIGKILL);
+  // Without it, a failure stops nobody else.
+  std::vector<ProcessOutcome> both = run_processes({sh("exit 3"), sh("sleep 0.3; exit 0")});
+  EXPECT_EQ(both[0].exit_status, 3);
+  EXPECT_TRUE(both[1].ok());
+  EXPECT_FALSE(both[1].stopped_for_peer);
 }
 
 }  // namespace

@@ -1,0 +1,94 @@
+// Merging the ranks' records into one run record, and the progress files
+// the coordinator reads when a run hangs or a rank dies.
+#include "distributed/rank_records.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "distributed/rank_progress.h"
+#include "record_builder.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+using testing::make_probe;
+using testing::make_record;
+
+RunRecord rank_record(int rank, std::vector<std::string> batch_hashes) {
+  RunRecord r = make_record({2.5, 2.25});
+  r.series["rank0/loss"] = r.series.at("loss");
+  r.hashes["params"] = std::string(32, 'c');
+  r.resources.peak_rss_bytes = 1000 + rank;
+  for (size_t k = 0; k < batch_hashes.size(); ++k) {
+    BatchProbe p = make_probe(static_cast<int64_t>(k), 0.5 + rank);
+    p.sample_index_hash = batch_hashes[k];
+    p.rank = rank;
+    r.probes.push_back(p);
+    r.train_probes.push_back(p);
+  }
+  return r;
+}
+
+TEST(RankRecords, InterleavesTheRanksBatchesAndKeepsRankZerosGlobalValues) {
+  RunRecord merged = merge_rank_records(
+      {rank_record(0, {"0000000000000a00", "0000000000000a01"}), rank_record(1, {"0000000000000b00", "0000000000000b01"})},
+      "x.ranks");
+  ASSERT_EQ(merged.probes.size(), 4u);
+  const char* want[] = {"0000000000000a00", "0000000000000b00", "0000000000000a01", "0000000000000b01"};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(merged.probes[i].sample_index_hash, want[i]) << i;
+    EXPECT_EQ(merged.probes[i].batch, static_cast<int64_t>(i));
+    EXPECT_EQ(merged.probes[i].rank, static_cast<int64_t>(i % 2));
+    EXPECT_EQ(merged.train_probes[i].sample_index_hash, want[i]) << i;
+  }
+  EXPECT_EQ(merged.resources.peak_rss_bytes, 1001);
+  EXPECT_EQ(merged.series.at("loss").values, (std::vector<double>{2.5, 2.25}));
+}
+
+TEST(RankRecords, ARankThatDisagreesOnAGlobalValueIsExitOneNamingIt) {
+  RunRecord a = rank_record(0, {"0000000000000a00"}), b = rank_record(1, {"0000000000000b00"});
+  b.series["loss"].values[1] = std::nextafter(2.25, 3.0);
+  try {
+    merge_rank_records({a, b}, "x.ranks");
+    FAIL() << "merged";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kRegression);
+    EXPECT_STREQ(e.what(), "x.ranks: rank 1's series loss at step 1 differs from rank 0's (the ranks must agree on "
+                           "every global value)");
+  }
+  RunRecord c = rank_record(1, {"0000000000000b00", "0000000000000b01"});
+  EXPECT_THROW(merge_rank_records({a, c}, "x.ranks"), Error);  // another batch count
+  RunRecord h = rank_record(1, {"0000000000000b00"});
+  h.hashes["params"] = std::string(32, 'd');
+  EXPECT_THROW(merge_rank_records({a, h}, "x.ranks"), Error);
+}
+
+TEST(RankProgress, MarksAreReadBackAndOrdered) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-progress-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  {
+    RankProgress p(d.string(), 1);
+    EXPECT_EQ(read_rank_progress(d.string(), 1).describe(), "starting");
+    p.mark(12, RankPhase::kCollectives);
+    p.mark(3, RankPhase::kCompute);  // a shorter line overwrites a longer one whole
+  }
+  ProgressMark m = read_rank_progress(d.string(), 1);
+  EXPECT_TRUE(m.known);
+  EXPECT_EQ(m.describe(), "step 3, forward/backward");
+  EXPECT_EQ(read_rank_progress(d.string(), 0).describe(), "not started");
+  ProgressMark later{3, RankPhase::kCollectives, true};
+  EXPECT_TRUE(m < later);
+  EXPECT_FALSE(later < m);
+  std::ofstream(rank_progress_path(d.string(), 2)) << "garbage\n";
+  EXPECT_FALSE(read_rank_progress(d.string(), 2).known);
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace lockstep
