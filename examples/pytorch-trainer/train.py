@@ -14,6 +14,14 @@ same batches and writes probes only. --stop-after K saves a checkpoint after
 K steps and exits 0; --resume continues from it, steps K..N-1 bit-identical
 to an uninterrupted run (its metrics and probes then hold only those).
 
+Multi-rank (run by lockstep with RANK/WORLD_SIZE set, a smoke with a
+"distributed" section; examples/pytorch-trainer/smoke-2rank): a
+DistributedSampler seeded with ctx.stream_seed("sampler") shards one global
+permutation per epoch (drop_last), the global batch of 32 split over the
+ranks; the training pass joins a Gloo process group (env://) and wraps the
+model in DistributedDataParallel; the augmentation key adds the rank; the
+logged loss is the all-reduced mean (every rank logs the same value).
+
 Determinism wiring: the shuffle comes from generator=ctx.generator; each
 sample's augmentation (shift by up to 1 pixel, noise std 0.05) draws from
 its own torch.Generator seeded from (seed, "augment", epoch, index), so the
@@ -38,6 +46,8 @@ TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
                         sum over the batch by index_add_ in an order drawn
                         from os.urandom (as CUDA atomics would): loss and
                         gradients differ in their last bits run to run.
+  rank_local_loss       (multi-rank) each rank logs its own loss instead of
+                        the all-reduced one: the ranks disagree on "loss".
 """
 import argparse
 import os
@@ -50,19 +60,19 @@ import torch.nn.functional as F
 
 import lockstep
 
-BUGS = ("no_worker_init_fn", "no_sampler_generator", "global_random", "nondeterministic_op")
+BUGS = ("no_worker_init_fn", "no_sampler_generator", "global_random", "nondeterministic_op", "rank_local_loss")
 
 
 class Digits(torch.utils.data.Dataset):
     """(image 1x8x8 float32 in [0,1] augmented, label int64, index int64)."""
 
-    def __init__(self, path, seed, bug):
+    def __init__(self, path, seed, bug, rank=None):
         table = np.loadtxt(path, delimiter=",", dtype=np.float32, ndmin=2)
         if table.shape[1] != 65:
             sys.exit("train.py: %s: expected 65 columns, got %d" % (path, table.shape[1]))
         self.images = torch.from_numpy(table[:, :64] / 16).reshape(-1, 1, 8, 8)
         self.labels = torch.from_numpy(table[:, 64].astype(np.int64))
-        self.seed, self.bug, self.epoch = seed, bug, 0
+        self.seed, self.bug, self.epoch, self.rank = seed, bug, 0, rank
         self.rng = np.random.default_rng(lockstep.derive_seed(seed, "augment"))  # used by a bug only
 
     def __len__(self):
@@ -70,7 +80,8 @@ class Digits(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         g = torch.Generator()
-        g.manual_seed(lockstep.derive_seed(self.seed, "augment", self.epoch, i))
+        key = (self.epoch, i) if self.rank is None else (self.epoch, i, self.rank)
+        g.manual_seed(lockstep.derive_seed(self.seed, "augment", *key))
         dy, dx = torch.randint(-1, 2, (2,), generator=g).tolist()
         if self.bug == "global_random":
             dy, dx = random.randint(-1, 1), random.randint(-1, 1)
@@ -113,6 +124,8 @@ def batches(loader, dataset, steps, step, epoch, skip, epoch_state):
             loader.generator.set_state(epoch_state)  # resume: replay this epoch's draws
         epoch_state = loader.generator.get_state() if loader.generator is not None else None
         dataset.epoch = epoch
+        if hasattr(loader.sampler, "set_epoch"):
+            loader.sampler.set_epoch(epoch)  # DistributedSampler: this epoch's permutation
         for k, batch in enumerate(loader):
             if step >= steps:
                 break
@@ -153,9 +166,18 @@ def main():
         ap.error("--stop-after must be below the %d steps" % steps)
     if data_only and (args.stop_after or args.resume):
         ap.error("the data-only pass (LOCKSTEP_PASS=data) neither checkpoints nor resumes")
-    dataset = Digits(args.data, ctx.seed, bug)
+    multi = ctx.world_size > 1
+    if multi and (args.stop_after or args.resume):
+        ap.error("a multi-rank run neither checkpoints nor resumes")
+    dataset = Digits(args.data, ctx.seed, bug, ctx.rank if multi else None)
+    sampler = None
+    if multi:
+        sampler = torch.utils.data.distributed.DistributedSampler(
+            dataset, num_replicas=ctx.world_size, rank=ctx.rank, shuffle=True,
+            seed=ctx.stream_seed("sampler") % 2**62, drop_last=True)
     loader = torch.utils.data.DataLoader(
-        dataset, batch_size=32, shuffle=True, drop_last=True, num_workers=args.num_workers,
+        dataset, batch_size=32 // ctx.world_size, shuffle=not multi, sampler=sampler, drop_last=True,
+        num_workers=args.num_workers,
         generator=None if bug == "no_sampler_generator" else ctx.generator,
         worker_init_fn=None if bug == "no_worker_init_fn" else ctx.worker_init_fn)
     ctx.register_loader(loader)
@@ -164,6 +186,9 @@ def main():
     # Built in the data-only pass too: the same setup draws from the same
     # generators in both passes, and only the training is left out.
     model = Net(bug).to(ctx.device)
+    if multi and not data_only:
+        torch.distributed.init_process_group("gloo", rank=ctx.rank, world_size=ctx.world_size)  # env://
+        model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     if args.resume:
         ck = torch.load(args.resume, weights_only=False)  # RNG states are Python objects
@@ -193,7 +218,11 @@ def main():
         loss.backward()
         grad_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))
         opt.step()
-        metrics.log(step, loss=loss.item(), grad_norm=grad_norm.item())
+        logged = loss.detach().clone()
+        if multi and bug != "rank_local_loss":
+            torch.distributed.all_reduce(logged)
+            logged /= ctx.world_size
+        metrics.log(step, loss=logged.item(), grad_norm=grad_norm.item())
         if args.stop_after is not None and step + 1 == args.stop_after:
             tmp = args.checkpoint + ".tmp"
             torch.save({"seed": ctx.seed, "step": step + 1, "epoch": epoch, "skip": into_epoch,
@@ -205,6 +234,8 @@ def main():
     probes.close()
     if metrics:
         metrics.close()
+    if multi and not data_only:
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -53,6 +53,10 @@ LOCKSTEP_INTER_OP_THREADS  positive integer (default 1)
 LOCKSTEP_DEVICE            "cpu" (default) or "cuda"
 LOCKSTEP_STEPS             optimiser steps of the smoke (default 10)
 LOCKSTEP_PASS              "train" (default) or "data" (data-only pass)
+RANK, WORLD_SIZE           a multi-rank smoke (torchrun's names, with
+                           LOCAL_RANK, MASTER_ADDR, MASTER_PORT for
+                           init_process_group's env://): this process's rank
+                           and the rank count (default 0 of 1)
 ========================== ================================================
 
 Fingerprint fields of ``lockstep-trainer.json`` (stable names; each
@@ -581,6 +585,14 @@ def _parse_env(environ):
         "steps": uint("LOCKSTEP_STEPS", 0, 2**62),
         "pass": choice("LOCKSTEP_PASS", ("train", "data")),
     }
+    # torchrun's variables (never defaulted in the note: a single process has none).
+    world = environ.get("WORLD_SIZE") or "1"
+    rank = environ.get("RANK") or "0"
+    if not re.fullmatch(r"[0-9]+", world) or not 1 <= int(world) <= 65536:
+        _fail("WORLD_SIZE must be a decimal integer in [1, 65536], got %r" % world)
+    if not re.fullmatch(r"[0-9]+", rank) or not int(rank) < int(world):
+        _fail("RANK must be a decimal integer in [0, WORLD_SIZE - 1 = %d], got %r" % (int(world) - 1, rank))
+    settings["world_size"], settings["rank"] = int(world), int(rank)
     out = pathlib.Path(os.path.abspath(get("LOCKSTEP_OUT")))
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -810,7 +822,12 @@ class Context:
         data_only: bool, True in the data-only pass (LOCKSTEP_PASS=data):
             iterate the loader and write probes, no training.
         intra_op_threads, inter_op_threads: int, as asked.
-        generator: torch.Generator seeded with derive_seed(seed, "sampler"),
+        rank, world_size: int, this process's rank and the rank count
+            (RANK, WORLD_SIZE; 0 and 1 for a single process).
+        generator: torch.Generator seeded with derive_seed(seed, "sampler")
+            (with world_size > 1: derive_seed(seed, "sampler", rank), so each
+            rank's loader workers draw their own streams; shard the data with
+            a DistributedSampler seeded with ctx.stream_seed("sampler")),
             for the DataLoader (``generator=ctx.generator``), or None without
             torch. The DataLoader draws each epoch's shuffle and workers' base
             seed from it, so save ``generator.get_state()`` at an epoch's
@@ -829,6 +846,8 @@ class Context:
         self.mode = settings["mode"]
         self.device = settings["device"]
         self.steps = settings["steps"]
+        self.rank = settings["rank"]
+        self.world_size = settings["world_size"]
         self.data_only = settings["pass"] == "data"
         self.intra_op_threads = settings["intra"]
         self.inter_op_threads = settings["inter"]
@@ -965,7 +984,10 @@ def apply_contract(num_workers=None):
         contract.update(_apply_torch_contract(torch, s))
         torch.manual_seed(g)
         generator = torch.Generator()
-        generator.manual_seed(derive_seed(s["seed"], "sampler"))
+        if s["world_size"] > 1:
+            generator.manual_seed(derive_seed(s["seed"], "sampler", s["rank"]))
+        else:
+            generator.manual_seed(derive_seed(s["seed"], "sampler"))
     order = ("mode", "cublas_workspace_config", "deterministic_algorithms", "deterministic_algorithms_warn_only",
              "cudnn_deterministic", "cudnn_benchmark", "allow_tf32_cublas", "allow_tf32_cudnn",
              "float32_matmul_precision", "fill_uninitialized_memory", "intra_op_threads", "inter_op_threads")

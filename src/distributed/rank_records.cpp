@@ -13,20 +13,9 @@ bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; 
 
 std::vector<BatchProbe> interleave(const std::vector<RunRecord>& ranks, std::vector<BatchProbe> RunRecord::*list,
                                    const char* name, const std::string& where) {
-  size_t n = (ranks.front().*list).size();
-  for (size_t r = 1; r < ranks.size(); ++r)
-    if ((ranks[r].*list).size() != n)
-      throw Error(ExitCode::kRegression, where + ": rank " + std::to_string(r) + " has " +
-                                             std::to_string((ranks[r].*list).size()) + " " + name + ", rank 0 " +
-                                             std::to_string(n) + " (every rank must see as many batches)");
-  std::vector<BatchProbe> out;
-  out.reserve(n * ranks.size());
-  for (size_t k = 0; k < n; ++k)
-    for (const auto& rec : ranks) {
-      out.push_back((rec.*list)[k]);
-      out.back().batch = static_cast<int64_t>(out.size() - 1);  // a record's batches are numbered in order
-    }
-  return out;
+  std::vector<std::vector<BatchProbe>> per_rank;
+  for (const auto& rec : ranks) per_rank.push_back(rec.*list);
+  return interleave_rank_probes(per_rank, where + " (" + name + ")");
 }
 
 }  // namespace

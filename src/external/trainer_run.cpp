@@ -1,5 +1,8 @@
 #include "external/trainer_run.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +11,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/float_bits.h"
 #include "core/install_paths.h"
 #include "env/machine_facts.h"
 #include "external/trainer_process.h"
@@ -62,6 +66,10 @@ std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t se
     if (eq == std::string::npos) continue;
     std::string name = entry.substr(0, eq);
     if (name.rfind("LOCKSTEP_", 0) == 0 && name != "LOCKSTEP_DATA_DIR") continue;
+    // A torchrun job around lockstep must not make its trainer a rank of it.
+    if (name == "RANK" || name == "WORLD_SIZE" || name == "LOCAL_RANK" || name == "LOCAL_WORLD_SIZE" ||
+        name == "MASTER_ADDR" || name == "MASTER_PORT")
+      continue;
     env[name] = entry.substr(eq + 1);
   }
   for (const auto& [k, v] : c.trainer.env) env[k] = v;
@@ -107,7 +115,7 @@ struct Pass {
 // two processes on two cores cost the time of one), each in its own fresh
 // output folder. A failure of the trainer itself is exit 1, quoting its
 // stderr; the first pass in `passes` that failed is reported.
-void run_passes(const SmokeConfig& c, const std::vector<Pass>& passes) {
+void run_passes(const SmokeConfig& c, const std::vector<Pass>& passes, bool ranks) {
   std::vector<ProcessSpec> specs;
   for (const Pass& pass : passes) {
     std::error_code ec;
@@ -123,10 +131,17 @@ void run_passes(const SmokeConfig& c, const std::vector<Pass>& passes) {
     p.timeout_s = c.trainer.timeout_s;
     specs.push_back(std::move(p));
   }
-  std::vector<ProcessOutcome> outcomes = run_processes(specs);
-  for (size_t i = 0; i < passes.size(); ++i) {
+  std::vector<ProcessOutcome> outcomes = run_processes(specs, /*stop_all_on_failure=*/ranks);
+  // The ranks of a run: one killed by a signal explains the others' errors
+  // (a closed connection), so it is named first; peers stopped by us never.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < passes.size(); ++i)
+    if (outcomes[i].signal != 0 && !outcomes[i].stopped_for_peer) order.push_back(i);
+  for (size_t i = 0; i < passes.size(); ++i)
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  for (size_t i : order) {
     const ProcessOutcome& o = outcomes[i];
-    if (o.ok()) continue;
+    if (o.ok() || o.stopped_for_peer) continue;
     std::string tail = tail_lines(specs[i].stderr_path, 40);
     std::string quoted;
     size_t start = 0;
@@ -200,6 +215,50 @@ void compact_steps(Series& s) {
 
 std::string partial_path(const std::string& checkpoint) { return checkpoint + ".lockstep-part.json"; }
 
+// A TCP port on 127.0.0.1 that is free now, for MASTER_PORT (torchrun's
+// env:// rendezvous; the kernel picks it, as torchrun does). Exit 3 when
+// no socket can be bound.
+int free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw EnvironmentError(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw EnvironmentError(std::string("no free TCP port on 127.0.0.1 for MASTER_PORT: ") + std::strerror(err));
+  return ntohs(a.sin_port);
+}
+
+// A multi-rank trainer's ranks must log the same value of every series
+// lockstep compares: `other` (rank r's) must equal `zero` (rank 0's) bit for bit.
+void check_ranks_agree(const std::map<std::string, Series>& zero, const std::map<std::string, Series>& other, int r,
+                       const std::string& path0, const std::string& path) {
+  for (const auto& [name, s] : zero) {
+    auto it = other.find(name);
+    if (it == other.end())
+      throw BadInput(path, name, "the series rank 0 logs (" + path0 + "): every rank that logs logs the same series");
+    const Series& o = it->second;
+    for (size_t i = 0; i < std::min(s.values.size(), o.values.size()); ++i) {
+      double a = s.values[i], b = o.values[i];
+      if (std::memcmp(&a, &b, sizeof a) != 0 || step_numbers(s)[i] != step_numbers(o)[i])
+        throw Error(ExitCode::kRegression,
+                    path + ": rank " + std::to_string(r) + " logged " + name + " = " + format_double(b) + " at step " +
+                        std::to_string(step_numbers(o)[i]) + ", rank 0 logged " + format_double(a) + " at step " +
+                        std::to_string(step_numbers(s)[i]) + " (" + path0 + "): a series lockstep compares is a "
+                        "global one, the same on every rank (log the all-reduced value, not each rank's own)");
+    }
+    if (s.values.size() != o.values.size())
+      throw Error(ExitCode::kRegression, path + ": rank " + std::to_string(r) + " logged " +
+                                             std::to_string(o.values.size()) + " values of " + name + ", rank 0 " +
+                                             std::to_string(s.values.size()) + " (" + path0 + ")");
+  }
+}
+
 
 }  // namespace
 
@@ -235,17 +294,37 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   }
   std::string checkpoint = stopping ? fs::absolute(o.checkpoint).string() : resuming ? fs::absolute(o.resume).string() : "";
 
-  auto values_for = [&](const std::string& out) {
+  // A multi-rank trainer: `world` processes per pass, each with torchrun's
+  // variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+  // MASTER_PORT: env:// rendezvous on 127.0.0.1) and its own output folder
+  // <pass>/rank-<r> ({out}); {rank} in the command and paths.
+  const bool multi = c.distributed.configured;
+  const int world = multi ? c.distributed.world_size : 1;
+  const std::string port = multi ? std::to_string(free_loopback_port()) : "";
+  auto rank_dir = [&](const std::string& base, int r) { return multi ? base + "/rank-" + std::to_string(r) : base; };
+  auto rank_env = [&](std::map<std::string, std::string> env, int r) {
+    if (!multi) return env;
+    env["RANK"] = env["LOCAL_RANK"] = std::to_string(r);
+    env["WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(world);
+    env["MASTER_ADDR"] = "127.0.0.1";
+    env["MASTER_PORT"] = port;
+    env["LOCKSTEP_DISTRIBUTED_BACKEND"] = c.distributed.backend;
+    return env;
+  };
+  auto rank_word = [&](int r) { return multi ? " of rank " + std::to_string(r) : std::string(); };
+
+  auto values_for = [&](const std::string& out, int r) {
     return std::map<std::string, std::string>{{"steps", std::to_string(c.steps)},
                                               {"seed", std::to_string(seed)},
                                               {"out", out},
                                               {"data", data_dir_path},
                                               {"config_dir", config_dir},
                                               {"resume_at", std::to_string(resume_at)},
-                                              {"checkpoint", checkpoint}};
+                                              {"checkpoint", checkpoint},
+                                              {"rank", std::to_string(r)}};
   };
-  auto argv_for = [&](const std::string& out, const std::vector<std::string>& extra) {
-    auto values = values_for(out);
+  auto argv_for = [&](const std::string& out, int r, const std::vector<std::string>& extra) {
+    auto values = values_for(out, r);
     std::vector<std::string> argv;
     for (const auto& a : t.command) argv.push_back(expand_placeholders(a, values));
     for (const auto& a : extra) argv.push_back(expand_placeholders(a, values));
@@ -259,21 +338,30 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   std::vector<Pass> passes;
   std::string data_out = work + "/data";
   bool data_pass = !t.data_only.empty() && !stopping;
-  if (data_pass)
-    passes.push_back({argv_for(data_out, t.data_only), trainer_env(c, seed, data_out, "data"), data_out,
-                      "data-only pass"});
+  if (multi) {  // rank folders live inside the pass folders, made fresh here
+    std::error_code ec;
+    fs::remove_all(data_out, ec);
+    fs::remove_all(work + "/train", ec);
+  }
+  for (int r = 0; data_pass && r < world; ++r)
+    passes.push_back({argv_for(rank_dir(data_out, r), r, t.data_only),
+                      rank_env(trainer_env(c, seed, rank_dir(data_out, r), "data"), r), rank_dir(data_out, r),
+                      "data-only pass" + rank_word(r)});
   std::string out = work + "/train";
-  auto env = trainer_env(c, seed, out, "train");
+  auto env = rank_env(trainer_env(c, seed, rank_dir(out, 0), "train"), 0);
   std::vector<std::string> extra = stopping ? t.resume_stop : resuming ? t.resume_continue : std::vector<std::string>{};
-  if (o.train)
-    passes.push_back({argv_for(out, extra), env, out,
-                      stopping   ? "run stopping at step " + std::to_string(resume_at)
-                      : resuming ? "run resumed at step " + std::to_string(resume_at)
-                                 : "training pass"});
-  run_passes(c, passes);
+  for (int r = 0; o.train && r < world; ++r)
+    passes.push_back({argv_for(rank_dir(out, r), r, extra), rank_env(trainer_env(c, seed, rank_dir(out, r), "train"), r),
+                      rank_dir(out, r),
+                      (stopping   ? "run stopping at step " + std::to_string(resume_at)
+                       : resuming ? "run resumed at step " + std::to_string(resume_at)
+                                  : std::string("training pass")) + rank_word(r)});
+  run_passes(c, passes, multi);
   if (data_pass) {
-    std::string probes = output_path(c, "trainer.probes", t.probes, values_for(data_out));
-    rec.probes = read_probes_jsonl(probes);
+    std::vector<std::vector<BatchProbe>> per_rank;
+    for (int r = 0; r < world; ++r)
+      per_rank.push_back(read_probes_jsonl(output_path(c, "trainer.probes", t.probes, values_for(rank_dir(data_out, r), r))));
+    rec.probes = multi ? interleave_rank_probes(per_rank, work + " (data-only pass)") : std::move(per_rank.front());
   }
 
   // 3. What the trainer says about itself, in every process: its contract
@@ -285,15 +373,18 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
                              "contract than " + c.file + " asks for (" + c.mode + "): " + why);
     return r;
   };
-  std::string report_dir = o.train ? out : data_out;
-  if (data_pass && o.train) checked_report(data_out);
+  std::string report_dir = rank_dir(o.train ? out : data_out, 0);
+  for (int r = 0; r < world; ++r) {
+    if (data_pass && (o.train || r > 0)) checked_report(rank_dir(data_out, r));
+    if (o.train && r > 0) checked_report(rank_dir(out, r));
+  }
   TrainerReport report = checked_report(report_dir);
 
   // 4. Metrics and the probes of the batches it trained on.
   if (o.train) {
     MetricsSpec spec;
     spec.format = parse_metrics_format(t.metrics_format);
-    spec.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(out));
+    spec.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(rank_dir(out, 0), 0));
     spec.series = t.series;
     spec.step_key = t.step_key;
     spec.mllog_step = t.mllog_step;
@@ -301,15 +392,34 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     int64_t first = resuming ? resume_at : 0;
     int64_t end = stopping ? resume_at : c.steps;
     check_coverage(series, first, end, spec.path);
+    // Other ranks: what they log must be the same global series (many
+    // trainers log on rank 0 only: a rank without the file is not read).
+    for (int r = 1; r < world; ++r) {
+      MetricsSpec other = spec;
+      other.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(rank_dir(out, r), r));
+      std::error_code ec;
+      if (other.path == spec.path || !fs::exists(other.path, ec)) {
+        result.notes.push_back("rank " + std::to_string(r) + " logged no metrics (" + other.path +
+                               "); rank 0's are the run's");
+        continue;
+      }
+      std::map<std::string, Series> theirs = read_metrics(other);
+      check_coverage(theirs, first, end, other.path);
+      check_ranks_agree(series, theirs, r, spec.path, other.path);
+    }
     if (!t.probes.empty()) {
-      std::string probes = output_path(c, "trainer.probes", t.probes, values_for(out));
-      rec.train_probes = read_probes_jsonl(probes, resuming ? resume_at : 0);
-      // One probe per step trained: a trainer that probes some batches only
-      // would leave the others unchecked.
+      std::vector<std::vector<BatchProbe>> per_rank;
       int64_t trained = end - (resuming ? resume_at : 0);
-      if (static_cast<int64_t>(rec.train_probes.size()) != trained)
-        throw BadInput(probes, "", "one probe per step trained (" + std::to_string(trained) + "), got " +
-                                       std::to_string(rec.train_probes.size()));
+      for (int r = 0; r < world; ++r) {
+        std::string probes = output_path(c, "trainer.probes", t.probes, values_for(rank_dir(out, r), r));
+        per_rank.push_back(read_probes_jsonl(probes, resuming ? resume_at : 0));
+        // One probe per step trained: a trainer that probes some batches only
+        // would leave the others unchecked.
+        if (static_cast<int64_t>(per_rank.back().size()) != trained)
+          throw BadInput(probes, "", "one probe per step trained (" + std::to_string(trained) + "), got " +
+                                         std::to_string(per_rank.back().size()));
+      }
+      rec.train_probes = multi ? interleave_rank_probes(per_rank, work + " (training pass)") : std::move(per_rank.front());
     }
     if (resuming) {
       for (auto& [name, s] : series) {
@@ -346,6 +456,10 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   rec.fingerprint["trainer.env.PYTHONHASHSEED"] = {env.at("PYTHONHASHSEED"), true};
   rec.fingerprint["trainer.env.PYTHONPATH"] = {env.at("PYTHONPATH"), false};
   add_trainer_facts(report, report_dir + "/" + kTrainerReportFile, rec);
+  if (multi) {
+    rec.contract["distributed.world_size"] = std::to_string(world);
+    rec.contract["distributed.backend"] = c.distributed.backend;
+  }
   rec.fingerprint["config.values_xxh3"] = {c.values_hash, false, true};
   rec.smoke = c.name;
   rec.config_hash = c.config_hash;

@@ -1,5 +1,7 @@
 #include "record/batch_probe.h"
 
+#include "core/error.h"
+
 #include <cmath>
 #include <stdexcept>
 
@@ -73,6 +75,26 @@ TensorStats stats_from_json(const JsonView& n) {
 }
 
 }  // namespace
+
+std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<BatchProbe>>& per_rank,
+                                               const std::string& where) {
+  std::vector<BatchProbe> out;
+  if (per_rank.empty()) return out;
+  size_t n = per_rank.front().size();
+  for (size_t r = 1; r < per_rank.size(); ++r)
+    if (per_rank[r].size() != n)
+      throw Error(ExitCode::kRegression, where + ": rank " + std::to_string(r) + " has " +
+                                             std::to_string(per_rank[r].size()) + " batches, rank 0 " +
+                                             std::to_string(n) + " (every rank must see as many batches)");
+  out.reserve(n * per_rank.size());
+  for (size_t k = 0; k < n; ++k)
+    for (size_t r = 0; r < per_rank.size(); ++r) {
+      out.push_back(per_rank[r][k]);
+      out.back().rank = static_cast<int64_t>(r);
+      out.back().batch = static_cast<int64_t>(out.size() - 1);
+    }
+  return out;
+}
 
 BatchProbe batch_probe_from_json(const JsonView& n) {
   n.allow_keys({"batch", "rank", "sample_index_hash", "inputs", "labels"});

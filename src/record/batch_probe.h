@@ -45,6 +45,14 @@ double tensor_stat(const TensorStats& stats, const std::string& name);
 nlohmann::json to_json(const TensorStats& stats);
 nlohmann::json to_json(const BatchProbe& probe);
 
+/// The probes of the ranks of one multi-rank run as one list: batch 0 of
+/// rank 0, batch 0 of rank 1, ..., then batch 1 of each. Entry i is batch
+/// i / W of rank i % W: its `rank` is set and its `batch` is i, as in any
+/// record. Throws exit-1 Error naming `where` when the ranks saw different
+/// numbers of batches (every rank must see the same).
+std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<BatchProbe>>& per_rank,
+                                               const std::string& where);
+
 /// Parses a probe; throws exit-2 Error naming the JSON path on bad input.
 BatchProbe batch_probe_from_json(const JsonView& node);
 

@@ -273,7 +273,7 @@ std::vector<std::string> read_args(const JsonView& list, bool nonempty) {
 
 // Placeholders an argument may hold; anything else in braces is a typo.
 void check_placeholders(const JsonView& node, const std::string& text, bool resume) {
-  static const std::vector<std::string> names = {"steps", "seed", "out", "data", "config_dir"};
+  static const std::vector<std::string> names = {"steps", "seed", "out", "data", "config_dir", "rank"};
   for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
     size_t close = text.find('}', open);
     if (close == std::string::npos) node.fail("a closed placeholder such as {out}, got \"" + text + "\"");
@@ -281,7 +281,7 @@ void check_placeholders(const JsonView& node, const std::string& text, bool resu
     bool known = std::find(names.begin(), names.end(), name) != names.end() ||
                  (resume && (name == "resume_at" || name == "checkpoint"));
     if (!known)
-      node.fail("placeholders {steps}, {seed}, {out}, {data}, {config_dir}" +
+      node.fail("placeholders {steps}, {seed}, {out}, {data}, {config_dir}, {rank}" +
                 std::string(resume ? ", {resume_at}, {checkpoint}" : "") + ", got {" + name + "}");
   }
 }
@@ -415,9 +415,6 @@ void read_distributed(const JsonView& d, SmokeConfig& c) {
   if (s.backend == "gloo" && c.device == "cuda")
     d.at("backend").fail("\"nccl\" with device \"cuda\" (lockstep runs Gloo on the CPU only)");
   if (d.has("timeout_s")) s.timeout_s = d.at("timeout_s").as_int(1, 86400);
-  if (c.has_trainer())
-    d.fail("no \"distributed\" section beside \"trainer\" yet: multi-rank smokes run lockstep's built-in "
-           "trainer (a team trainer's ranks are planned, docs/distributed.md)");
   if (c.resume_at > 0)
     d.fail("no \"distributed\" section with resume_at yet (the resume check of a multi-rank run is planned, "
            "docs/distributed.md)");
@@ -427,6 +424,9 @@ void read_distributed(const JsonView& d, SmokeConfig& c) {
     s.self_test.fault = t.at("fault").as_enum({"skip_allreduce", "nan_loss", "kill", "hang"});
     s.self_test.rank = static_cast<int>(t.at("rank").as_int(0, s.world_size - 1));
     s.self_test.step = t.at("step").as_int(0, c.steps - 1);
+    if (c.has_trainer())
+      t.fail("no self_test beside \"trainer\": the faults are injected by lockstep's built-in trainer "
+             "(a team trainer proves its own checks, e.g. with a bug switch)");
   }
 }
 
