@@ -18,7 +18,7 @@ void add_overrides(CLI::App* cmd, lockstep::RunOverrides& o) {
   cmd->add_option("--workers", o.workers, "Override data.workers (batches must not change)")
       ->check(CLI::Range(0, 64));
   cmd->add_option("--world-size", o.world_size,
-                  "Override distributed.world_size of a multi-rank smoke (recorded in the contract)")
+                  "Override distributed.world_size of the multi-rank smokes (recorded in the contract; check leaves single-process smokes as they are)")
       ->check(CLI::Range(1, 64));
 }
 

@@ -203,6 +203,9 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
   if (golden.empty()) return;
 
   // Structural and hash checks per batch; statistics per field across batches.
+  auto rank_of = [&](size_t b) {
+    return golden[b].rank >= 0 ? " (rank " + std::to_string(golden[b].rank) + ")" : std::string();
+  };
   int64_t first_hash_diff = -1;
   for (size_t b = 0; b < golden.size(); ++b) {
     const BatchProbe& g = golden[b];
@@ -210,7 +213,7 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
     std::string where = list_name + "[" + std::to_string(b) + "]";
     if (g.sample_index_hash != r.sample_index_hash)
       v.findings.push_back({Section::kData, where + ".sample_index_hash", static_cast<int64_t>(b),
-                            "batch " + std::to_string(b) +
+                            "batch " + std::to_string(b) + rank_of(b) +
                                 " holds other samples than the " + v.reference_word + "'s (sampler order changed)"});
     for (const char* part : {"inputs", "labels"}) {
       const TensorStats& gs = std::string(part) == "inputs" ? g.inputs : g.labels;
@@ -260,7 +263,8 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
     }
     std::string kind = tiny ? "bit-level only: the bytes differ but every statistic agrees within 1e-7 relative"
                             : "the bytes and the statistics differ";
-    std::string what = "content hash differs from batch " + std::to_string(first_hash_diff) + " (" + kind + ")";
+    std::string what = "content hash differs from batch " + std::to_string(first_hash_diff) +
+                       rank_of(static_cast<size_t>(first_hash_diff)) + " (" + kind + ")";
     if (exact || stats_failed) {
       v.findings.push_back({Section::kData, list_name + "[" + std::to_string(first_hash_diff) + "].xxh3_128",
                             first_hash_diff, what});

@@ -85,6 +85,9 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   ChildRun base;
   base.config = file;
   base.overrides = o.overrides;
+  // `check --world-size N` over a suite: it sizes the multi-rank smokes;
+  // a single-process smoke runs as it is.
+  if (!cfg.distributed.configured) base.overrides.world_size = 0;
   std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat);
   const RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {

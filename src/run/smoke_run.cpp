@@ -18,6 +18,7 @@
 #include "data/synthetic_source.h"
 #include "determinism/contract.h"
 #include "determinism/seed_streams.h"
+#include "distributed/nccl_env.h"
 #include "distributed/rank_group.h"
 #include "distributed/rank_progress.h"
 #include "env/cuda_preflight.h"
@@ -116,9 +117,15 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   std::unique_ptr<RankGroup> group;
   const DistributedSpec& dist = cfg.distributed;
   if (o.rank.active()) {
-    if (dist.backend != "gloo")
-      throw EnvironmentError(cfg.file + ": distributed.backend \"" + dist.backend +
-                             "\": this lockstep runs multi-rank smokes on Gloo (CPU) only; NCCL is not built in");
+    if (dist.backend == "nccl") {
+      // The contract first (a refused NCCL_ALGO is the finding on any build).
+      std::map<std::string, std::string> env;
+      for (const char* k : {"NCCL_ALGO", "NCCL_PROTO"})
+        if (const char* v = std::getenv(k)) env[k] = v;
+      nccl_contract(cfg.mode, env);
+      throw EnvironmentError(cfg.file + ": distributed.backend \"nccl\": this lockstep runs multi-rank smokes on "
+                             "Gloo (CPU) only; NCCL is not built in");
+    }
     progress = std::make_unique<RankProgress>(o.rank.rendezvous, o.rank.rank);
     progress->mark(-1, RankPhase::kRendezvous);
     // The coordinator's timeout (distributed.timeout_s) comes first; this

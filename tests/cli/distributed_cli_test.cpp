@@ -168,12 +168,14 @@ TEST(DistributedCli, AKilledRankIsExitOneWithinTheTimeoutAndLeavesNoProcess) {
 TEST(DistributedCli, AHungRankIsNamedAtTheTimeout) {
   fs::path d = two_rank("hang", [](nlohmann::json& c) {
     self_test(c, "hang", 1, 2);
-    c["distributed"]["timeout_s"] = 3;
+    // Long enough for LibTorch's start-up, the data-only pass and two steps
+    // on a loaded 2-core runner: the hang must be the only thing that times out.
+    c["distributed"]["timeout_s"] = 15;
   });
   Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("rank 1 of 2 stopped (last seen: step 1, after the update) and did not finish within "
-                          "distributed.timeout_s = 3 s; the other ranks waited for it (rank 0 at step 2, "
+                          "distributed.timeout_s = 15 s; the other ranks waited for it (rank 0 at step 2, "
                           "forward/backward)"),
             std::string::npos)
       << r.output;
@@ -223,6 +225,41 @@ TEST(DistributedCli, ConfigMistakesAreExitTwoNamingTheField) {
   Result single = lockstep("run " + kSmoke + " --world-size 2 --out " + (d / "single.json").string());
   EXPECT_EQ(single.code, 2) << single.output;
   EXPECT_NE(single.output.find("has no \"distributed\" section"), std::string::npos) << single.output;
+}
+
+// A team's own trainer on two ranks: examples/pytorch-trainer/train.py with
+// DistributedDataParallel on Gloo, started by lockstep as torchrun would.
+const std::string kTrainer2 = kSourceDir + "/examples/pytorch-trainer/smoke-2rank";
+
+TEST(DistributedCli, ATeamTrainerOnTwoRanksPassesItsGoldenWithEveryRanksData) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-cli-trainer2-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  Result r = lockstep("check " + kTrainer2 + " --out " + d.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  nlohmann::json rec = read(d / "pytorch-trainer-2rank" / "run-1.json");
+  EXPECT_EQ(rec["contract"]["distributed.world_size"], "2");
+  ASSERT_EQ(rec["probes"].size(), 20u);  // 10 batches of each rank, interleaved
+  EXPECT_EQ(rec["probes"][0]["rank"], 0);
+  EXPECT_EQ(rec["probes"][1]["rank"], 1);
+  EXPECT_NE(rec["probes"][0]["sample_index_hash"], rec["probes"][1]["sample_index_hash"]);
+  EXPECT_EQ(rec["train_probes"], rec["probes"]);  // the data-only pass saw what each rank trained on
+  fs::path ranks = d / "pytorch-trainer-2rank" / "run-1.json.trainer" / "train";
+  EXPECT_TRUE(fs::exists(ranks / "rank-0" / "metrics.jsonl"));
+  EXPECT_TRUE(fs::exists(ranks / "rank-1" / "metrics.jsonl"));
+  fs::remove_all(d);
+}
+
+TEST(DistributedCli, ATeamTrainerWhoseRanksLogTheirOwnLossIsNamed) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-cli-trainer2-bug-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  Result r = lockstep("run " + kTrainer2 + "/pytorch-trainer-2rank.json --out " + (d / "run.json").string(),
+                      "PYTORCH_TRAINER_BUG=rank_local_loss");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("train/rank-1/metrics.jsonl: rank 1 logged loss = "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("at step 0, rank 0 logged "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a series lockstep compares is a global one, the same on every rank"), std::string::npos)
+      << r.output;
+  fs::remove_all(d);
 }
 
 }  // namespace

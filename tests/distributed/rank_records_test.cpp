@@ -1,5 +1,4 @@
-// Merging the ranks' records into one run record, and the progress files
-// the coordinator reads when a run hangs or a rank dies.
+// Merging the ranks' records of a multi-rank run into one run record.
 #include "distributed/rank_records.h"
 
 #include <gtest/gtest.h>
@@ -11,7 +10,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "distributed/rank_progress.h"
 #include "record_builder.h"
 
 namespace lockstep {
@@ -67,27 +65,6 @@ TEST(RankRecords, ARankThatDisagreesOnAGlobalValueIsExitOneNamingIt) {
   RunRecord h = rank_record(1, {"0000000000000b00"});
   h.hashes["params"] = std::string(32, 'd');
   EXPECT_THROW(merge_rank_records({a, h}, "x.ranks"), Error);
-}
-
-TEST(RankProgress, MarksAreReadBackAndOrdered) {
-  fs::path d = fs::temp_directory_path() / ("lockstep-progress-" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  {
-    RankProgress p(d.string(), 1);
-    EXPECT_EQ(read_rank_progress(d.string(), 1).describe(), "starting");
-    p.mark(12, RankPhase::kCollectives);
-    p.mark(3, RankPhase::kCompute);  // a shorter line overwrites a longer one whole
-  }
-  ProgressMark m = read_rank_progress(d.string(), 1);
-  EXPECT_TRUE(m.known);
-  EXPECT_EQ(m.describe(), "step 3, forward/backward");
-  EXPECT_EQ(read_rank_progress(d.string(), 0).describe(), "not started");
-  ProgressMark later{3, RankPhase::kCollectives, true};
-  EXPECT_TRUE(m < later);
-  EXPECT_FALSE(later < m);
-  std::ofstream(rank_progress_path(d.string(), 2)) << "garbage\n";
-  EXPECT_FALSE(read_rank_progress(d.string(), 2).known);
-  fs::remove_all(d);
 }
 
 }  // namespace
