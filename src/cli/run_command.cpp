@@ -78,8 +78,9 @@ int run_trainer_smoke(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   const RunRecord& rec = run.record;
   write_run_record(out, rec);
   if (!o.quiet) {
-    std::cout << (train ? "run " : "probe ") << cfg.name << " (trainer `" << cfg.trainer.command.front()
-              << "`): " << rec.probes.size() << " batches probed";
+    std::cout << (train ? "run " : "probe ") << cfg.name << " (trainer `" << cfg.trainer.command.front() << "`"
+              << (cfg.distributed.configured ? ", " + std::to_string(cfg.distributed.world_size) + " ranks" : "")
+              << "): " << rec.probes.size() << " batches probed";
     auto loss = rec.series.find("loss");
     if (train && loss != rec.series.end() && !loss->second.values.empty())
       std::cout << ", " << cfg.steps << " steps, loss " << format_double(loss->second.values.front()) << " -> "

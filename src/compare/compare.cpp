@@ -203,18 +203,22 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
   if (golden.empty()) return;
 
   // Structural and hash checks per batch; statistics per field across batches.
+  // Multi-rank records interleave the ranks' batches (entry b is batch
+  // b / W of rank b % W): say whose batch b is, in the run.
+  int64_t world = 0;
+  for (const auto& p : run) world = std::max(world, p.rank + 1);
   auto rank_of = [&](size_t b) {
-    return golden[b].rank >= 0 ? " (rank " + std::to_string(golden[b].rank) + ")" : std::string();
+    if (run[b].rank < 0 || world <= 0) return std::string();
+    return " (rank " + std::to_string(run[b].rank) + "'s batch " + std::to_string(static_cast<int64_t>(b) / world) + ")";
   };
+  size_t other_samples = 0;
+  int64_t first_other = -1;
   int64_t first_hash_diff = -1;
   for (size_t b = 0; b < golden.size(); ++b) {
     const BatchProbe& g = golden[b];
     const BatchProbe& r = run[b];
     std::string where = list_name + "[" + std::to_string(b) + "]";
-    if (g.sample_index_hash != r.sample_index_hash)
-      v.findings.push_back({Section::kData, where + ".sample_index_hash", static_cast<int64_t>(b),
-                            "batch " + std::to_string(b) + rank_of(b) +
-                                " holds other samples than the " + v.reference_word + "'s (sampler order changed)"});
+    if (g.sample_index_hash != r.sample_index_hash && other_samples++ == 0) first_other = static_cast<int64_t>(b);
     for (const char* part : {"inputs", "labels"}) {
       const TensorStats& gs = std::string(part) == "inputs" ? g.inputs : g.labels;
       const TensorStats& rs = std::string(part) == "inputs" ? r.inputs : r.labels;
@@ -230,6 +234,14 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
       if (gs.xxh3_128 != rs.xxh3_128 && first_hash_diff < 0) first_hash_diff = static_cast<int64_t>(b);
     }
   }
+
+  if (first_other >= 0)  // one finding: the first batch, and how many differ
+    v.findings.push_back({Section::kData, list_name + "[" + std::to_string(first_other) + "].sample_index_hash",
+                          first_other,
+                          "batch " + std::to_string(first_other) + rank_of(static_cast<size_t>(first_other)) +
+                              " holds other samples than the " + v.reference_word + "'s (sampler order changed); " +
+                              std::to_string(other_samples) + " of " + std::to_string(golden.size()) +
+                              " batches do"});
 
   size_t findings_before = v.findings.size();
   for (const char* part : {"inputs", "labels"}) {
@@ -521,7 +533,17 @@ std::string first_divergence(const Verdict& v) {
       std::string moved = first_value_divergence(v);
       return f.detail + (moved.empty() ? "" : "; the values first moved at " + moved);
     }
-  return first_value_divergence(v);
+  std::string moved = first_value_divergence(v);
+  // Under another contract the values are compared exactly to locate where
+  // they moved; the contract is why, said on the same line.
+  if (v.lane == Lane::kContractMismatch && !moved.empty() && moved.rfind("contract: ", 0) != 0) {
+    std::string why;
+    for (const auto& f : v.findings)
+      if (f.section == Section::kContract)
+        why += (why.empty() ? "" : ", ") + f.subject.substr(9) + " " + f.detail.substr(0, f.detail.find(':'));
+    moved += " (the " + v.reference_word + " was made under another determinism contract: " + why + ")";
+  }
+  return moved;
 }
 
 }  // namespace

@@ -50,7 +50,14 @@ DirectoryLock::DirectoryLock(const std::string& dir, bool wait, const std::funct
                                " (another bless or accept writing goldens there); wait for it or run again "
                                "without --no-wait");
       }
-      if (!told && on_wait) on_wait(holder);
+      if (!told && on_wait) {
+        try {
+          on_wait(holder);  // may throw: a caller that would rather not wait
+        } catch (...) {
+          ::close(fd);
+          throw;
+        }
+      }
       told = true;
       while (::flock(fd, LOCK_EX) != 0)
         if (errno != EINTR) {

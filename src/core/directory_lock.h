@@ -1,6 +1,7 @@
 // An advisory lock on a folder, for the commands that write goldens (bless,
 // accept): two of them on one goldens folder take turns instead of
-// interleaving their writes.
+// interleaving their writes. A multi-rank run locks its rendezvous folder
+// with it too (distributed/rank_launch.h).
 //
 //   DirectoryLock lock("goldens", /*wait=*/true, [](int pid) {
 //     std::cerr << "waiting for process " << pid << "\n";
@@ -27,7 +28,8 @@ class DirectoryLock {
  public:
   /// Takes the lock on `dir` (created if missing). When another process
   /// holds it: with `wait`, calls `on_wait(holder_pid)` once (0 when the pid
-  /// cannot be read) and blocks until it is free; without, throws exit-3
+  /// cannot be read; an exception it throws ends the wait and propagates)
+  /// and blocks until it is free; without, throws exit-3
   /// Error naming the holder's pid. Throws exit-3 Error when the lock file
   /// cannot be created.
   DirectoryLock(const std::string& dir, bool wait, const std::function<void(int)>& on_wait = {});

@@ -103,7 +103,11 @@ int blame_order(const ProcessOutcome& o) {
 
 std::vector<std::string> run_ranks(const RankLaunch& l) {
   // Two runs with one record path would share (and remove) one rendezvous.
-  DirectoryLock lock(l.rendezvous + ".lock", /*wait=*/false);
+  DirectoryLock lock(l.rendezvous + ".lock", /*wait=*/true, [&](int pid) {
+    throw EnvironmentError(l.rendezvous + ": another `lockstep run` with this record path is running" +
+                           (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) +
+                           "; give one of them another --out");
+  });
   fresh_rendezvous(l.rendezvous);
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);

@@ -48,15 +48,20 @@ void refuse_dirty_tree(const GitState& git, const std::vector<std::string>& own_
 }
 
 void validate_contract(const RunRecord& record, const SmokeConfig& config, const std::string& action) {
-  const std::map<std::string, std::string> expected = {{"mode", config.mode},
-                                                       {"intra_op_threads", std::to_string(config.intra_op_threads)},
-                                                       {"inter_op_threads", std::to_string(config.inter_op_threads)}};
+  std::map<std::string, std::string> expected = {{"mode", config.mode},
+                                                 {"intra_op_threads", std::to_string(config.intra_op_threads)},
+                                                 {"inter_op_threads", std::to_string(config.inter_op_threads)}};
+  const DistributedSpec& d = config.distributed;
+  expected["distributed.world_size"] = d.configured ? std::to_string(d.world_size) : "(none: a single process)";
+  expected["distributed.backend"] = d.configured ? d.backend : "(none: a single process)";
   for (const auto& [key, want] : expected) {
     auto it = record.contract.find(key);
-    if (it != record.contract.end() && it->second != want)
-      throw BadUsage("refusing to " + action + ": it was made with contract." + key + " " + it->second + ", but " +
-                     config.file + " sets " + want + " (a run with an override, such as --intra-op-threads, is "
-                     "no golden for the smoke)");
+    bool multi_key = key.rfind("distributed.", 0) == 0;
+    std::string have = it != record.contract.end() ? it->second : multi_key ? "(none: a single process)" : want;
+    if (have != want)
+      throw BadUsage("refusing to " + action + ": it was made with contract." + key + " " + have + ", but " +
+                     config.file + " sets " + want + " (a run with an override, such as --intra-op-threads or "
+                     "--world-size, is no golden for the smoke)");
   }
 }
 

@@ -58,8 +58,9 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& opti
 void validate_golden_candidate(const RunRecord& record, int runs, bool allow_nonfinite, const std::string& action);
 
 /// Refuses a golden candidate made under another determinism contract than
-/// the smoke config's (mode, intra-op and inter-op threads: a check run
-/// with --intra-op-threads 2 is no golden for a smoke that pins 1). Throws
+/// the smoke config's (mode, intra-op and inter-op threads, and a
+/// multi-rank smoke's world size and backend: a check run with
+/// --intra-op-threads 2 or --world-size 4 is no golden for the smoke). Throws
 /// exit-2 Error "refusing to <action>: ...".
 void validate_contract(const RunRecord& record, const SmokeConfig& config, const std::string& action);
 

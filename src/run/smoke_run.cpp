@@ -186,7 +186,16 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     ts.progress = progress.get();
     ts.fault = dist.self_test;
     CpuTimes before = read_cpu_times();
-    TrainResult tr = train_smoke(ts, train_loader, seed);
+    TrainResult tr;
+    try {
+      tr = train_smoke(ts, train_loader, seed);
+    } catch (const Error& e) {
+      // Say in a CI log that the failure was asked for.
+      const RankFault& f = dist.self_test;
+      if (e.code() != ExitCode::kRegression || f.fault.empty()) throw;
+      throw Error(e.code(), std::string(e.what()) + " [self-test: distributed.self_test injects " + f.fault +
+                                " on rank " + std::to_string(f.rank) + " at step " + std::to_string(f.step) + "]");
+    }
     tr.resources.steal_fraction = steal_fraction(before, read_cpu_times());
     tr.resources.load_per_core = load_per_core();
     out.steps_done = tr.steps_done;

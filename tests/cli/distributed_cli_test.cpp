@@ -139,6 +139,19 @@ TEST(DistributedCli, RanksDieWithAKilledCoordinator) {
   EXPECT_EQ(processes_mentioning(d.string()), 0);
 }
 
+TEST(DistributedCli, TwoRunsWithOneRecordPathDoNotShareARendezvous) {
+  fs::path d = two_rank("same-out");
+  std::string run = std::string(LOCKSTEP_BINARY) + " run " + cfg_path(d) + " --out " + (d / "run.json").string();
+  Result r = shell("cd " + d.string() + " && ( (" + run + " > a.log 2>&1; echo $? > a.rc) & (" + run +
+                   " > b.log 2>&1; echo $? > b.rc) & wait ) && cat a.rc b.rc a.log b.log");
+  // One of them runs; the other stops at once, naming the first (whichever won the lock).
+  bool a_ran = r.output.rfind("0\n3\n", 0) == 0, b_ran = r.output.rfind("3\n0\n", 0) == 0;
+  EXPECT_TRUE(a_ran || b_ran) << r.output;
+  EXPECT_NE(r.output.find("run.json.ranks: another `lockstep run` with this record path is running (pid "),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(DistributedCli, ANaNOnRankOneIsNamed) {
   fs::path d = two_rank("nan", [](nlohmann::json& c) { self_test(c, "nan_loss", 1, 2); });
   Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
@@ -195,6 +208,16 @@ TEST(DistributedCli, ATwoRankGoldenAgainstAFourRankRunIsAContractMismatch) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("contract.distributed.world_size: golden 2, run 4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(the golden was made under another determinism contract: distributed.world_size golden 2, "
+                          "run 4)"),
+            std::string::npos)
+      << r.output;
+  // The 4-rank run's pending golden never replaces the 2-rank one.
+  Result a = lockstep("accept " + (d / "out").string() + " --reason four --allow-dirty --goldens " + (d / "goldens").string());
+  EXPECT_EQ(a.code, 2) << a.output;
+  EXPECT_NE(a.output.find("it was made with contract.distributed.world_size 4, but " + cfg_path(d) + " sets 2"),
+            std::string::npos)
+      << a.output;
   // The same world size passes against it.
   Result same = lockstep("check " + cfg_path(d) + " --out " + (d / "out2").string());
   EXPECT_EQ(same.code, 0) << same.output;

@@ -110,7 +110,7 @@ TEST(Pending, AcceptRefusesAGoldenMadeUnderAnotherContract) {
   std::string path = write_pending(p, r);
   EXPECT_EQ(expect_refusal(load_pending(p.out_dir(), p.goldens_dir(), "")),
             "refusing to accept " + path + ": it was made with contract.intra_op_threads 2, but " + p.smoke_file() +
-                " sets 1 (a run with an override, such as --intra-op-threads, is no golden for the smoke)");
+                " sets 1 (a run with an override, such as --intra-op-threads or --world-size, is no golden for the smoke)");
 }
 
 }  // namespace
