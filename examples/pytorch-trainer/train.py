@@ -15,7 +15,7 @@ K steps and exits 0; --resume continues from it, steps K..N-1 bit-identical
 to an uninterrupted run (its metrics and probes then hold only those).
 
 Multi-rank (run by lockstep with RANK/WORLD_SIZE set, a smoke with a
-"distributed" section; examples/pytorch-trainer/smoke-2rank): a
+"distributed" section; examples/pytorch-trainer-2rank/smoke): a
 DistributedSampler seeded with ctx.stream_seed("sampler") shards one global
 permutation per epoch (drop_last), the global batch of 32 split over the
 ranks; the training pass joins a Gloo process group (env://) and wraps the

@@ -252,7 +252,7 @@ TEST(DistributedCli, ConfigMistakesAreExitTwoNamingTheField) {
 
 // A team's own trainer on two ranks: examples/pytorch-trainer/train.py with
 // DistributedDataParallel on Gloo, started by lockstep as torchrun would.
-const std::string kTrainer2 = kSourceDir + "/examples/pytorch-trainer/smoke-2rank";
+const std::string kTrainer2 = kSourceDir + "/examples/pytorch-trainer-2rank/smoke";
 
 TEST(DistributedCli, ATeamTrainerOnTwoRanksPassesItsGoldenWithEveryRanksData) {
   fs::path d = fs::temp_directory_path() / ("lockstep-cli-trainer2-" + std::to_string(::getpid()));
