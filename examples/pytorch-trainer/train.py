@@ -203,12 +203,16 @@ def main():
 
     probes = lockstep.ProbeWriter(ctx.out / "probes.jsonl", first_batch=step)
     metrics = None if data_only else lockstep.MetricsWriter(ctx.out / "metrics.jsonl")
+    # Per-module fingerprints of the first steps: lockstep names the first
+    # divergent module (conv1, conv2, fc) when training moves.
+    tracer = None if data_only else ctx.trace_modules(model)
     for step, epoch, epoch_state, into_epoch, (x, y, idx) in batches(loader, dataset, steps, step, epoch, skip,
                                                                        epoch_state):
         probes.write(x, y, idx)
         if data_only:
             continue
         x, y = x.to(ctx.device), y.to(ctx.device)
+        tracer.step(step)
         opt.zero_grad()
         out = model(x)
         if bug == "nondeterministic_op":
@@ -234,6 +238,7 @@ def main():
     probes.close()
     if metrics:
         metrics.close()
+        tracer.close()
     if multi and not data_only:
         torch.distributed.destroy_process_group()
 

@@ -53,6 +53,7 @@ LOCKSTEP_INTER_OP_THREADS  positive integer (default 1)
 LOCKSTEP_DEVICE            "cpu" (default) or "cuda"
 LOCKSTEP_STEPS             optimiser steps of the smoke (default 10)
 LOCKSTEP_PASS              "train" (default) or "data" (data-only pass)
+LOCKSTEP_TRACE_STEPS       steps a ModuleTracer traces, 0 .. 16 (default 2)
 RANK, WORLD_SIZE           a multi-rank smoke (torchrun's names, with
                            LOCAL_RANK, MASTER_ADDR, MASTER_PORT for
                            init_process_group's env://): this process's rank
@@ -539,6 +540,144 @@ class MetricsWriter:
         self.close()
 
 
+# ---- module traces ------------------------------------------------------------
+
+
+def _first_tensor(value):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            t = _first_tensor(v)
+            if t is not None:
+                return t
+    return None
+
+
+class ModuleTracer:
+    """Per-module forward and backward fingerprints of the first steps, one
+    entry per line (JSONL) in the run record's format, for lockstep to name
+    the first divergent module (docs/module-trace.md).
+
+    Forward (``register_forward_hook``): the module's output, and the
+    XXH3-128 of its first tensor input. Backward (tensor hooks on that
+    input and on the output, as the C++ tracer does): the gradient with
+    respect to the input (what flows out of the module; the total where
+    the input also feeds other modules; none when no gradient flows there,
+    e.g. the first module), and the XXH3-128 of the gradient with respect
+    to the output. Tensor hooks, unlike ``register_full_backward_hook``,
+    let a later in-place op (``ReLU(inplace=True)``) modify the output; an
+    in-place module itself has a forward entry only.
+    Outputs are :func:`tensor_stats` dicts. Modules are keyed by
+    their path in ``model`` (``named_modules``: ``conv1``,
+    ``encoder.layers.0.self_attn``); a DistributedDataParallel wrapper's
+    ``module.`` prefix is left out.
+
+    Args:
+        model: a torch.nn.Module (or DDP-wrapped one).
+        path: the JSONL file (str or Path); truncated unless ``append``.
+        steps: steps traced, [0, steps) (default: LOCKSTEP_TRACE_STEPS, 2).
+        modules: which modules: "leaves" (default: modules without children)
+            or "all" (containers too; a container's entry follows its
+            children's).
+        rank: the rank written into each entry when world_size > 1.
+        world_size: the rank count (1: no ``rank`` key).
+        append: add to an existing file (a resumed run).
+    Call :meth:`step` before each step's forward; the hooks are removed
+    once the traced steps are over (no cost after them) and by
+    :meth:`close`. Raises ValueError for steps outside [0, 16] or an unknown
+    ``modules``.
+    """
+
+    def __init__(self, model, path, steps=None, modules="leaves", rank=0, world_size=1, append=False):
+        torch = _torch()
+        if steps is None:
+            steps = int(os.environ.get("LOCKSTEP_TRACE_STEPS") or "2")
+        if not 0 <= int(steps) <= 16:
+            raise ValueError("ModuleTracer: steps must be in [0, 16], got %r" % (steps,))
+        if modules not in ("leaves", "all"):
+            raise ValueError("ModuleTracer: modules must be 'leaves' or 'all', got %r" % (modules,))
+        self.steps = int(steps)
+        self.path = pathlib.Path(path)
+        self._rank = int(rank) if int(world_size) > 1 else None
+        self._step = -1
+        self._handles = []
+        self._file = open(self.path, "a" if append else "w", encoding="utf-8")
+        root = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+        for name, m in root.named_modules():
+            if not name or (modules == "leaves" and any(True for _ in m.children())):
+                continue
+            pre_hook, hook = self._forward_hooks(name)
+            self._handles.append(m.register_forward_pre_hook(pre_hook))
+            self._handles.append(m.register_forward_hook(hook))
+
+    def step(self, step):
+        """Marks the start of optimiser step ``step`` (int >= 0): its forward
+        and backward are traced while step < steps."""
+        self._step = int(step)
+        if self._step >= self.steps:
+            self._remove()
+
+    def _active(self):
+        return 0 <= self._step < self.steps
+
+    def _write(self, step, name, phase, flowed_in, out):
+        entry = {"input_xxh3": flowed_in, "module": name, "output": tensor_stats(out), "phase": phase,
+                 "step": step}
+        if self._rank is not None:
+            entry["rank"] = self._rank
+        self._file.write(json.dumps(entry, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n")
+        self._file.flush()
+
+    def _forward_hooks(self, name):
+        """(pre-hook, hook) of module ``name``: the input is hashed before
+        the forward, so an in-place module's entry holds what flowed in."""
+        torch = _torch()
+        seen = {}
+
+        def digest(t):
+            return xxhash.xxh3_128_hexdigest(_as_probe_arrays(t)[2])
+
+        def pre_hook(module, inputs):
+            x = _first_tensor(inputs)
+            seen["x"] = digest(x) if self._active() and x is not None else None
+
+        def hook(module, inputs, output):
+            x, y = _first_tensor(inputs), _first_tensor(output)
+            flowed_out = seen.pop("x", None)
+            if not self._active() or flowed_out is None or y is None:
+                return
+            step = self._step
+            self._write(step, name, "forward", flowed_out, y)
+            if not (torch.is_grad_enabled() and x.requires_grad and y.requires_grad):
+                return  # no gradient flows out of it
+            if y is x or y.data_ptr() == x.data_ptr():
+                return  # in place: the gradient of what flowed in is not separable from the output's
+            flowed_in = {}
+            # The gradient reaches the output first, then the input.
+            y.register_hook(lambda g: flowed_in.__setitem__("xxh3", digest(g)))
+            x.register_hook(lambda g: self._write(step, name, "backward", flowed_in.get("xxh3", digest(g[:0])), g))
+        return pre_hook, hook
+
+    def _remove(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def close(self):
+        """Removes the hooks and closes the file (idempotent)."""
+        self._remove()
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 # ---- the determinism contract ------------------------------------------------
 
 _DEFAULTS = {
@@ -550,6 +689,7 @@ _DEFAULTS = {
     "LOCKSTEP_DEVICE": "cpu",
     "LOCKSTEP_STEPS": "10",
     "LOCKSTEP_PASS": "train",
+    "LOCKSTEP_TRACE_STEPS": "2",
 }
 _DETERMINISTIC_CUBLAS = (":4096:8", ":16:8")
 # Top-level modules whose __version__ is recorded when the trainer has
@@ -584,6 +724,7 @@ def _parse_env(environ):
         "device": choice("LOCKSTEP_DEVICE", ("cpu", "cuda")),
         "steps": uint("LOCKSTEP_STEPS", 0, 2**62),
         "pass": choice("LOCKSTEP_PASS", ("train", "data")),
+        "trace_steps": uint("LOCKSTEP_TRACE_STEPS", 0, 16),
     }
     # torchrun's variables (never defaulted in the note: a single process has none).
     world = environ.get("WORLD_SIZE") or "1"
@@ -819,6 +960,8 @@ class Context:
         mode: "strict" or "default".
         device: "cpu" or "cuda".
         steps: int, optimiser steps of the smoke (LOCKSTEP_STEPS).
+        trace_steps: int, steps a module trace covers (LOCKSTEP_TRACE_STEPS; see
+            :meth:`trace_modules`).
         data_only: bool, True in the data-only pass (LOCKSTEP_PASS=data):
             iterate the loader and write probes, no training.
         intra_op_threads, inter_op_threads: int, as asked.
@@ -846,6 +989,7 @@ class Context:
         self.mode = settings["mode"]
         self.device = settings["device"]
         self.steps = settings["steps"]
+        self.trace_steps = settings["trace_steps"]
         self.rank = settings["rank"]
         self.world_size = settings["world_size"]
         self.data_only = settings["pass"] == "data"
@@ -876,6 +1020,14 @@ class Context:
         g = self._torch.Generator()
         g.manual_seed(self.stream_seed(stream, *indices))
         return g
+
+    def trace_modules(self, model, modules="leaves"):
+        """A :class:`ModuleTracer` of ``model`` writing
+        ``<out>/module_trace.jsonl`` (where lockstep reads it) for the
+        first ``trace_steps`` steps (the smoke's trace.steps), with this
+        process's rank. Call its ``step(s)`` before each step's forward."""
+        return ModuleTracer(model, self.out / "module_trace.jsonl", steps=self.trace_steps, modules=modules,
+                            rank=self.rank, world_size=self.world_size)
 
     def register_loader(self, loader):
         """Records ``loader.num_workers`` (fingerprint loader.num_workers) and

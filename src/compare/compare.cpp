@@ -456,6 +456,43 @@ void compare_resources(const RunRecord& run, const RunRecord& golden, const Tole
           policy.peak_memory_ratio, "bytes");
 }
 
+// ---- 5d. module traces ----------------------------------------------------------
+
+// Where the traces part (module_divergence.h). They localise; the series
+// and hashes decide. Only a bit difference in an exact lane that nothing
+// else shows is a finding of its own.
+void compare_module_traces(const RunRecord& run, const RunRecord& golden, const TolerancePolicy& policy, bool exact,
+                           Verdict& v) {
+  v.trace = locate_module_divergence(run.module_trace, golden.module_trace, policy, exact);
+  // A module that moved at step 0 with identical input: were its
+  // parameters already other at initialisation?
+  auto init_moved = [&](int64_t cell, std::string& summary) {
+    if (cell < 0) return;
+    const TraceCell& c = v.trace.cells[static_cast<size_t>(cell)];
+    if (c.step != 0 || c.phase != TracePhase::kForward || summary.find(": input identical") == std::string::npos) return;
+    std::string names;
+    for (const auto& [name, g] : golden.init) {
+      auto r = run.init.find(name);
+      if (name.rfind(c.module + ".", 0) == 0 && r != run.init.end() && r->second.xxh3_128 != g.xxh3_128)
+        names += (names.empty() ? "" : ", ") + name;
+    }
+    summary += names.empty() ? "; its initial parameters agree, so its kernel moved"
+                             : "; its parameters already differ at initialisation (" + names + ")";
+  };
+  init_moved(v.trace.first, v.trace.summary);
+  init_moved(v.trace.first_bits, v.trace.bits_summary);
+  if (!v.trace.note.empty()) v.notes.push_back(v.trace.note);
+  if (!v.trace.bits_summary.empty())
+    v.notes.push_back("module trace: the first module whose output moved in bits: " + v.trace.bits_summary);
+  if (exact && v.trace.first >= 0) {
+    bool shown = false;
+    for (const auto& f : v.findings) shown |= f.section == Section::kTrain || f.section == Section::kHashes;
+    if (!shown)
+      v.findings.push_back({Section::kTrain, "module_trace", v.trace.cells[static_cast<size_t>(v.trace.first)].step,
+                            v.trace.summary});
+  }
+}
+
 // ---- 6. first divergence ----------------------------------------------------------
 
 // The report order of findings: what caused what. A changed input first,
@@ -525,15 +562,39 @@ std::string first_value_divergence(const Verdict& v) {
   return "";
 }
 
+// first_value_divergence(), led by the first divergent module when
+// training moved and the module traces say where.
+std::string located_divergence(const Verdict& v) {
+  std::string moved = first_value_divergence(v);
+  if (v.trace.first < 0 || moved.rfind("train step ", 0) != 0) return moved;
+  if (moved.find(": module_trace — ") != std::string::npos) return v.trace.summary;  // nothing else moved
+  // A module whose forward moved at step s with identical input, and one of
+  // whose own parameter gradients moved before s: its backward did it.
+  const TraceCell& c = v.trace.cells[static_cast<size_t>(v.trace.first)];
+  std::string lead = v.trace.summary;
+  if (c.phase == TracePhase::kForward && c.step > 0 && lead.find(": input identical") != std::string::npos) {
+    const Finding* grad = nullptr;
+    for (const auto& f : v.findings)
+      if (f.section == Section::kTrain && f.subject.rfind("grad_norm/" + c.module + ".", 0) == 0 && f.index >= 0 &&
+          f.index < c.step && (!grad || f.index < grad->index))
+        grad = &f;
+    if (grad)
+      lead += "; its own parameter gradient moved first (" + grad->subject + " at step " +
+              std::to_string(grad->index) + "): the backward of " + c.module + " at step " +
+              std::to_string(grad->index) + " computed other weight gradients";
+  }
+  return lead + " — the metrics first moved at " + moved;
+}
+
 // A changed input first ("input changed: data file ..., xxh3 a → b", and
 // where the values first moved because of it), else where the values moved.
 std::string first_divergence(const Verdict& v) {
   for (const auto& f : v.findings)
     if (f.section == Section::kInput) {
-      std::string moved = first_value_divergence(v);
+      std::string moved = located_divergence(v);
       return f.detail + (moved.empty() ? "" : "; the values first moved at " + moved);
     }
-  std::string moved = first_value_divergence(v);
+  std::string moved = located_divergence(v);
   // Under another contract the values are compared exactly to locate where
   // they moved; the contract is why, said on the same line.
   if (v.lane == Lane::kContractMismatch && !moved.empty() && moved.rfind("contract: ", 0) != 0) {
@@ -577,6 +638,7 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   compare_hashes(run, golden, exact, v);
   compare_init(run, golden, exact, v);
   compare_resources(run, golden, policy, v);
+  compare_module_traces(run, golden, policy, exact, v);
 
   if (v.values_checked == 0 && v.findings.empty())
     v.findings.push_back({Section::kStructure, "records", -1,

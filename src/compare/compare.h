@@ -12,7 +12,9 @@
 //   3. data probes, batch by batch (data is checked before training);
 //   4. training series, step by step;
 //   5. final hashes (same stack only: across stacks they are expected to differ);
-//   6. the first divergence: data before training, earliest batch / step.
+//      init statistics, resources, module traces (module_divergence.h);
+//   6. the first divergence: data before training, earliest batch / step,
+//      led by the first divergent module when the traces name one.
 #pragma once
 
 #include <string>

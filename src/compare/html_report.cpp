@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -147,6 +148,53 @@ std::string probe_table(const std::vector<BatchProbe>& run, const std::vector<Ba
   return o.str();
 }
 
+// Module × (step, phase) grid of the module traces, the first divergent
+// cell marked.
+std::string trace_grid(const Verdict& v) {
+  const ModuleDivergence& d = v.trace;
+  if (!d.compared || d.cells.empty()) return "";
+  // Rows: module paths in first-seen order; a module called twice in one
+  // pass (a shared dropout) gets a row per call ("drop #2").
+  std::vector<std::string> label(d.cells.size()), rows;
+  std::vector<std::pair<int64_t, TracePhase>> columns;
+  std::map<std::string, int> calls;
+  std::pair<int64_t, TracePhase> current{-1, TracePhase::kForward};
+  for (size_t i = 0; i < d.cells.size(); ++i) {
+    const TraceCell& c = d.cells[i];
+    std::pair<int64_t, TracePhase> col{c.step, c.phase};
+    if (col != current) calls.clear(), current = col;
+    int k = ++calls[c.module];
+    label[i] = k == 1 ? c.module : c.module + " #" + std::to_string(k);
+    if (std::find(rows.begin(), rows.end(), label[i]) == rows.end()) rows.push_back(label[i]);
+    if (std::find(columns.begin(), columns.end(), col) == columns.end()) columns.push_back(col);
+  }
+  std::ostringstream o;
+  o << "<h2>Module trace</h2>";
+  if (d.first >= 0) o << "<p><b>First divergent module:</b> " << esc(d.summary) << "</p>";
+  o << "<p>= identical bytes, ≈ bytes differ within tolerance, ≠ beyond tolerance; ■ the first divergence; "
+       "· not recorded (no gradient flows out of the module)</p><table><tr><th>module</th>";
+  for (const auto& [step, phase] : columns) o << "<th>step " << step << " " << trace_phase_name(phase) << "</th>";
+  o << "</tr>";
+  for (const auto& row : rows) {
+    o << "<tr><td style=\"text-align:left\">" << esc(row) << "</td>";
+    for (const auto& col : columns) {
+      std::string cell = "<td>·</td>";
+      for (size_t i = 0; i < d.cells.size(); ++i) {
+        const TraceCell& c = d.cells[i];
+        if (label[i] != row || c.step != col.first || c.phase != col.second) continue;
+        const char* sym = c.state == 0 ? "=" : c.state == 1 ? "≈" : "≠";
+        bool first = static_cast<int64_t>(i) == d.first;
+        cell = std::string(first ? "<td class=bad style=\"background:#fdd\">■ " : c.state ? "<td class=bad>" : "<td class=ok>") +
+               sym + "</td>";
+      }
+      o << cell;
+    }
+    o << "</tr>";
+  }
+  o << "</table>";
+  return o.str();
+}
+
 }  // namespace
 
 std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord& golden) {
@@ -193,7 +241,8 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
       << "/" << r.checked << " fail</span> <small>" << esc(r.rule) << "</small></h3>" << plot(r, g->second, a->second)
       << "<br>" << error_plot(r, g->second, a->second, "|" + v.subject_word + " - " + v.reference_word + "|") << "</div>";
   }
-  o << "</div><h2>Batch probes (data-only pass)</h2>" << probe_table(run.probes, golden.probes, v);
+  o << "</div>" << trace_grid(v);
+  o << "<h2>Batch probes (data-only pass)</h2>" << probe_table(run.probes, golden.probes, v);
   for (const auto& n : v.notes) o << "<p><i>note: " << esc(n) << "</i></p>";
   o << "</body></html>\n";
   return o.str();

@@ -81,6 +81,11 @@ nlohmann::json to_json(const Verdict& v) {
                        {"max_abs_at", r.max_abs_at},
                        {"max_rel", r.max_rel_at < 0 ? nlohmann::json(nullptr) : double_to_json(r.max_rel)},
                        {"max_rel_at", r.max_rel_at}});
+  nlohmann::json module = nullptr;
+  if (v.trace.first >= 0) {
+    const TraceCell& c = v.trace.cells[static_cast<size_t>(v.trace.first)];
+    module = {{"step", c.step}, {"phase", trace_phase_name(c.phase)}, {"module", c.module}, {"summary", v.trace.summary}};
+  }
   return {{"smoke", v.smoke},
           {"run", v.run_label},
           {"golden", v.golden_label},
@@ -91,6 +96,7 @@ nlohmann::json to_json(const Verdict& v) {
           {"lane", lane_name(v.lane)},
           {"lane_reason", v.lane_reason},
           {"first_divergence", v.first_divergence},
+          {"first_divergent_module", module},
           {"quote", v.quote},
           {"stopped", stop_kind(v)},
           {"values_checked", v.values_checked},

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare/module_divergence.h"
 #include "compare/tolerance.h"
 #include "core/error.h"
 #include "record/fingerprint.h"
@@ -77,6 +78,9 @@ struct Verdict {
   /// failed trainer's stderr ("  | " prefix removed); usually empty.
   std::vector<std::string> quote;
   size_t values_checked = 0;
+  /// Where the module traces part (first divergent module, the grid of the
+  /// HTML report); trace.compared is false when either record has none.
+  ModuleDivergence trace;
   /// The smoke's exit class: kPass or kRegression for a comparison
   /// (compare_records sets it), or why the smoke ended without one: exit 4
   /// (its runs differ), 2 (bad input) or 3 (environment: CUDA unusable, a

@@ -15,11 +15,21 @@ namespace lockstep {
 
 namespace {
 
-int read_pid(int fd) {
+int read_pid_once(int fd) {
   char buf[32] = {0};
   ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
   if (n <= 0) return 0;
   return std::atoi(buf);
+}
+
+// The holder writes its pid right after it takes the lock: a waiter that
+// comes in between reads an empty file, so it looks again for up to 0.2 s.
+int read_pid(int fd) {
+  for (int i = 0; i < 40; ++i) {
+    if (int pid = read_pid_once(fd); pid > 0) return pid;
+    ::usleep(5000);
+  }
+  return 0;
 }
 
 }  // namespace

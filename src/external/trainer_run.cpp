@@ -17,6 +17,7 @@
 #include "external/trainer_process.h"
 #include "external/trainer_report.h"
 #include "ingest/metrics.h"
+#include "ingest/module_trace_jsonl.h"
 #include "ingest/probes_jsonl.h"
 #include "record/platform_key.h"
 
@@ -81,6 +82,7 @@ std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t se
   env["LOCKSTEP_DEVICE"] = c.device;
   env["LOCKSTEP_STEPS"] = std::to_string(c.steps);
   env["LOCKSTEP_PASS"] = pass;
+  env["LOCKSTEP_TRACE_STEPS"] = std::to_string(c.trace.steps);
   if (c.mode == "strict") {
     auto ws = env.find("CUBLAS_WORKSPACE_CONFIG");
     if (ws == env.end() || (ws->second != ":4096:8" && ws->second != ":16:8")) env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";
@@ -421,6 +423,14 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
       }
       rec.train_probes = multi ? interleave_rank_probes(per_rank, work + " (training pass)") : std::move(per_rank.front());
     }
+    // The module trace of the helper's ModuleTracer (rank 0's), when written.
+    std::string trace_file = output_path(c, "trainer.module_trace", "{out}/module_trace.jsonl", values_for(rank_dir(out, 0), 0));
+    std::error_code trace_ec;
+    if (c.trace.steps > 0 && fs::exists(trace_file, trace_ec)) {
+      rec.module_trace = read_module_trace_jsonl(trace_file, c.trace.steps, resuming ? resume_at : 0);
+      if (multi)
+        for (auto& e : rec.module_trace.entries) e.rank = 0;
+    }
     if (resuming) {
       for (auto& [name, s] : series) {
         auto p = partial.series.find(name);
@@ -432,6 +442,12 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
         merged.values.insert(merged.values.end(), s.values.begin(), s.values.end());
         merged.steps.insert(merged.steps.end(), s.steps.begin(), s.steps.end());
         s = std::move(merged);
+      }
+      if (!partial.module_trace.entries.empty()) {
+        ModuleTrace merged = partial.module_trace;
+        merged.steps = c.trace.steps;
+        for (auto& e : rec.module_trace.entries) merged.entries.push_back(std::move(e));
+        rec.module_trace = std::move(merged);
       }
       std::vector<BatchProbe> probes = partial.train_probes;
       probes.insert(probes.end(), rec.train_probes.begin(), rec.train_probes.end());

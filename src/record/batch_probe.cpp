@@ -54,7 +54,9 @@ bool is_hex(const std::string& s, size_t digits) {
   return true;
 }
 
-TensorStats stats_from_json(const JsonView& n) {
+}  // namespace
+
+TensorStats tensor_stats_from_json(const JsonView& n) {
   n.allow_keys({"shape", "dtype", "xxh3_128", "sum", "mean", "std", "min", "max", "nan_count",
                 "inf_count"});
   TensorStats s;
@@ -74,7 +76,6 @@ TensorStats stats_from_json(const JsonView& n) {
   return s;
 }
 
-}  // namespace
 
 std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<BatchProbe>>& per_rank,
                                                const std::string& where) {
@@ -104,8 +105,8 @@ BatchProbe batch_probe_from_json(const JsonView& n) {
   p.sample_index_hash = n.at("sample_index_hash").as_string();
   if (!is_hex(p.sample_index_hash, 16))
     n.at("sample_index_hash").fail("16 lowercase hex digits (XXH3-64)");
-  p.inputs = stats_from_json(n.at("inputs"));
-  p.labels = stats_from_json(n.at("labels"));
+  p.inputs = tensor_stats_from_json(n.at("inputs"));
+  p.labels = tensor_stats_from_json(n.at("labels"));
   return p;
 }
 

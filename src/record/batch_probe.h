@@ -53,6 +53,10 @@ nlohmann::json to_json(const BatchProbe& probe);
 std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<BatchProbe>>& per_rank,
                                                const std::string& where);
 
+/// Parses a TensorStats object; throws exit-2 Error naming the JSON path
+/// (a key, a 32-digit hash, a known dtype).
+TensorStats tensor_stats_from_json(const JsonView& node);
+
 /// Parses a probe; throws exit-2 Error naming the JSON path on bad input.
 BatchProbe batch_probe_from_json(const JsonView& node);
 

@@ -46,6 +46,7 @@ nlohmann::json to_json(const RunRecord& r, SeriesPacker* packer) {
           {"hashes", r.hashes},
           {"probes", probes},
           {"train_probes", train_probes}};
+  if (!r.module_trace.empty()) out["module_trace"] = to_json(r.module_trace);
   if (!r.init.empty()) {
     nlohmann::json init = nlohmann::json::object();
     for (const auto& [name, st] : r.init) init[name] = to_json(st);
@@ -160,6 +161,7 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
   }
   r.probes = probes_from_json(n.at("probes"));
   r.train_probes = probes_from_json(n.at("train_probes"));
+  if (n.has("module_trace")) r.module_trace = module_trace_from_json(n.at("module_trace"));
   return r;
 }
 
@@ -167,7 +169,7 @@ const std::vector<std::string_view>& run_record_keys() {
   static const std::vector<std::string_view> keys = {
       "schema", "smoke",  "config_hash", "seed",   "device", "platform",    "steps",
       "contract", "fingerprint", "series", "series_data", "hashes", "init", "resources", "probes",
-      "train_probes"};
+      "train_probes", "module_trace"};
   return keys;
 }
 

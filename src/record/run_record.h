@@ -20,6 +20,7 @@
 
 #include "record/batch_probe.h"
 #include "record/fingerprint.h"
+#include "record/module_trace.h"
 #include "record/series.h"
 
 namespace lockstep {
@@ -78,6 +79,9 @@ struct RunRecord {
   Resources resources;                   ///< optional ("resources" absent when empty)
   std::vector<BatchProbe> probes;        ///< data-only pass, one per batch
   std::vector<BatchProbe> train_probes;  ///< batches the trainer consumed, in order
+  /// Per-module fingerprints of the first steps (record/module_trace.h);
+  /// optional ("module_trace" absent when empty: records made before it).
+  ModuleTrace module_trace;
 };
 
 /// The record's JSON; with `packer` the per-step arrays go to a sidecar and

@@ -185,6 +185,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     ts.group = group.get();
     ts.progress = progress.get();
     ts.fault = dist.self_test;
+    ts.trace = cfg.trace;
     CpuTimes before = read_cpu_times();
     TrainResult tr;
     try {
@@ -216,8 +217,11 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     rec.init = std::move(tr.init);
     rec.resources = std::move(tr.resources);
     rec.train_probes = std::move(tr.train_probes);
-    if (o.rank.active())
+    rec.module_trace = std::move(tr.module_trace);
+    if (o.rank.active()) {
       for (auto& p : rec.train_probes) p.rank = o.rank.rank;
+      for (auto& e : rec.module_trace.entries) e.rank = o.rank.rank;  // the merge keeps rank 0's
+    }
   }
   if (progress) progress->mark(cfg.steps, RankPhase::kDone);
 

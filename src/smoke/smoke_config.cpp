@@ -430,6 +430,25 @@ void read_distributed(const JsonView& d, SmokeConfig& c) {
   }
 }
 
+// The "trace" section (train/train_specs.h TraceSpec, docs/module-trace.md).
+void read_trace(const JsonView& t, SmokeConfig& c) {
+  t.allow_keys({"steps", "self_test"});
+  TraceSpec& s = c.trace;
+  if (t.has("steps")) s.steps = t.at("steps").as_int(0, std::min<int64_t>(kMaxTraceSteps, c.steps));
+  if (t.has("self_test")) {
+    JsonView st = t.at("self_test");
+    st.allow_keys({"module", "step", "phase"});
+    s.self_test_module = st.at("module").as_string();
+    if (s.self_test_module.empty()) st.at("module").fail("a module path (e.g. \"conv\")");
+    s.self_test_step = st.at("step").as_int(0, s.steps - 1);
+    if (st.has("phase"))
+      s.self_test_phase = st.at("phase").as_enum({"forward", "backward"}) == "forward" ? TracePhase::kForward
+                                                                                      : TracePhase::kBackward;
+    if (c.has_trainer())
+      st.fail("no self_test beside \"trainer\": the one-ULP perturbation is made by lockstep's built-in trainer");
+  }
+}
+
 }  // namespace
 
 SmokeConfig load_smoke_config(const std::string& path) {
@@ -437,7 +456,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
   JsonView v(doc, path);
   v.expect_object();
   v.allow_keys({"schema", "name", "device", "min_driver", "seed", "steps", "determinism", "repeat", "platforms",
-                "data", "model", "optimizer", "trainer", "tolerance", "resume_at", "inject_nondeterminism", "distributed"});
+                "data", "model", "optimizer", "trainer", "tolerance", "resume_at", "inject_nondeterminism", "distributed", "trace"});
   if (v.has("schema") && v.at("schema").as_int() != 1) v.at("schema").fail("1 (the only config schema)");
 
   SmokeConfig c;
@@ -508,6 +527,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
         v.at("inject_nondeterminism").as_enum({"index_put_accumulate", "worker_seeded_augment"});
 
   if (v.has("distributed")) read_distributed(v.at("distributed"), c);
+  if (v.has("trace")) read_trace(v.at("trace"), c);
 
   if (v.has("tolerance")) {
     c.tolerance = tolerance_policy_from_json(v.at("tolerance"));
@@ -590,6 +610,10 @@ nlohmann::json values_json(const SmokeConfig& c) {
                           {"self_test", {{"fault", d.self_test.fault}, {"rank", d.self_test.rank},
                                          {"step", d.self_test.step}}}};
   }
+  // trace.steps never changes a value; its self-test does.
+  if (!c.trace.self_test_module.empty())
+    out["trace_self_test"] = {{"module", c.trace.self_test_module}, {"step", c.trace.self_test_step},
+                              {"phase", trace_phase_name(c.trace.self_test_phase)}};
   return out;
 }
 

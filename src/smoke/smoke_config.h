@@ -125,6 +125,9 @@ struct SmokeConfig {
   /// Multi-rank runs over c10d (distributed/distributed_spec.h); built-in
   /// smokes only for now.
   DistributedSpec distributed;
+  /// Per-module fingerprints of the first steps (built-in trainer; a team
+  /// trainer writes its own with the Python helper).
+  TraceSpec trace;
   TolerancePolicy tolerance;
   std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
   /// XXH3-64 of values_json(): the config as an input of the run

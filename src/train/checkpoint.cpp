@@ -44,6 +44,7 @@ void save_checkpoint(const std::string& path, const CheckpointState& st, torch::
   meta["parameters"] = nlohmann::json::array();
   meta["buffers"] = nlohmann::json::array();
   for (double t : st.step_time_s) meta["step_time_s"].push_back(double_to_json(t));
+  if (!st.module_trace.empty()) meta["module_trace"] = to_json(st.module_trace);
 
   torch::serialize::OutputArchive archive;
   torch::NoGradGuard no_grad;
@@ -114,6 +115,7 @@ CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& mode
     for (const auto& k : m.at("init").keys()) st.init[k] = init_stats_from_json(m.at("init").at(k));
   JsonView probes = m.at("train_probes");
   for (size_t i = 0; i < probes.size(); ++i) st.train_probes.push_back(batch_probe_from_json(probes.at(i)));
+  if (m.has("module_trace")) st.module_trace = module_trace_from_json(m.at("module_trace"));
   JsonView times = m.at("step_time_s");
   for (size_t i = 0; i < times.size(); ++i) st.step_time_s.push_back(times.at(i).as_finite(0, 1e9));
 

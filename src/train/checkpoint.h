@@ -10,7 +10,7 @@
 // the data (epoch, next batch within it; the sampler and augmentation are
 // pure functions of seed, epoch and index, so nothing else is needed), and
 // what was recorded so far (series, train probes, init statistics, step
-// times) so the resumed process writes the whole run's record. The archive
+// times, module trace) so the resumed process writes the whole run's record. The archive
 // is followed by its XXH3-128, so a flipped byte is refused (exit 2) instead
 // of resuming from corrupted state.
 #pragma once
@@ -40,6 +40,7 @@ struct CheckpointState {
   std::map<std::string, InitStats> init;
   std::vector<BatchProbe> train_probes;
   std::vector<double> step_time_s;
+  ModuleTrace module_trace;  ///< the traced steps before the checkpoint
 };
 
 /// Writes the checkpoint atomically. Throws exit-2 Error when it cannot

@@ -21,9 +21,10 @@ class Cnn : public SmokeModel {
         fc(register_module("fc", torch::nn::Linear(channels * (shape[1] / 2) * (shape[2] / 2), classes))) {}
 
   torch::Tensor forward(const torch::Tensor& x) override {
-    auto h = torch::relu(bn->forward(conv->forward(x)));
-    h = torch::max_pool2d(h, 2);
-    return fc->forward(h.flatten(1));
+    auto c = trace("conv", x, conv->forward(x));
+    auto h = torch::relu(trace("bn", c, bn->forward(c)));
+    h = torch::max_pool2d(h, 2).flatten(1);
+    return trace("fc", h, fc->forward(h));
   }
 
   torch::nn::Conv2d conv;
@@ -40,9 +41,12 @@ class Mlp : public SmokeModel {
         drop(register_module("drop", torch::nn::Dropout(dropout))) {}
 
   torch::Tensor forward(const torch::Tensor& x) override {
-    auto h = drop->forward(torch::relu(fc1->forward(x.flatten(1))));
-    h = drop->forward(torch::relu(fc2->forward(h)));
-    return head->forward(h);
+    auto f = x.flatten(1);
+    auto h = torch::relu(trace("fc1", f, fc1->forward(f)));
+    h = trace("drop", h, drop->forward(h));
+    auto g = torch::relu(trace("fc2", h, fc2->forward(h)));
+    g = trace("drop", g, drop->forward(g));
+    return trace("head", g, head->forward(g));
   }
 
   torch::nn::Linear fc1, fc2, head;
@@ -63,10 +67,14 @@ class Transformer : public SmokeModel {
 
   torch::Tensor forward(const torch::Tensor& x) override {
     torch::Tensor pos = torch::arange(x.size(1), torch::TensorOptions().dtype(torch::kLong).device(x.device()));
-    torch::Tensor h = tokens->forward(x) + positions->forward(pos).unsqueeze(0);  // [B, L, d]
+    torch::Tensor tok = trace("tokens", x, tokens->forward(x));  // one statement each: a fixed trace order
+    torch::Tensor at = trace("positions", pos, positions->forward(pos));
+    torch::Tensor h = tok + at.unsqueeze(0);  // [B, L, d]
     // The C++ TransformerEncoderLayer takes [L, B, d] (no batch_first in 1.13).
-    h = encoder->forward(h.transpose(0, 1)).transpose(0, 1);
-    return head->forward(norm->forward(h).mean(1));
+    torch::Tensor t = h.transpose(0, 1);
+    h = trace("encoder", t, encoder->forward(t)).transpose(0, 1);
+    torch::Tensor n = trace("norm", h, norm->forward(h)).mean(1);
+    return trace("head", n, head->forward(n));
   }
 
   torch::nn::Embedding tokens, positions;

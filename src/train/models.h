@@ -15,6 +15,8 @@
 //      LayerNorm(d) -> mean over L -> Linear(d, classes)
 // torchscript: a user module (torch::jit::load) whose parameters train;
 //      see torchscript_model.h.
+// Module trace keys (module_tracer.h): cnn conv, bn, fc; mlp fc1, drop,
+// fc2, drop, head; transformer tokens, positions, encoder, norm, head.
 //
 // Dropout draws from LibTorch's default generator (torch::nn::Dropout takes
 // no generator); the trainer seeds it from the "dropout" stream before the
@@ -29,14 +31,29 @@
 #include <string>
 #include <vector>
 
+#include "train/module_tracer.h"
 #include "train/train_specs.h"
 
 namespace lockstep {
 
 /// A classifier: forward maps a batch to logits [B, classes].
+/// Each built-in model passes its submodules' inputs and outputs through
+/// trace() in its forward (module_tracer.h), so a tracer set with
+/// set_tracer() records them by module path.
 class SmokeModel : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+
+  /// Starts recording into `tracer` (null: stop). A model that cannot be
+  /// traced says why through tracer->not_traced().
+  virtual void set_tracer(ModuleTracer* tracer) { tracer_ = tracer; }
+
+ protected:
+  /// `out` (module `name`'s output for input `in`), recorded when tracing.
+  torch::Tensor trace(const char* name, const torch::Tensor& in, torch::Tensor out) {
+    return tracer_ ? tracer_->record(name, in, std::move(out)) : out;
+  }
+  ModuleTracer* tracer_ = nullptr;
 };
 
 /// Builds the model named in `spec` for samples of `input_shape`.

@@ -14,9 +14,33 @@ class TorchScriptModel : public SmokeModel {
  public:
   TorchScriptModel(torch::jit::Module module, const std::string& path) : module_(std::move(module)) {
     mirror(module_, *this, "", path);
+    auto type = module_.type()->name();
+    type_ = type ? type->qualifiedName() : "(unnamed)";
+    sequential_ = type_.size() >= 10 && type_.compare(type_.size() - 10, 10, "Sequential") == 0 &&
+                  module_.named_children().size() > 0;
   }
 
-  torch::Tensor forward(const torch::Tensor& x) override { return module_.forward({x}).toTensor(); }
+  // An nn.Sequential's forward is its children in order: while tracing,
+  // they are called one by one (the same operations, so the same bits).
+  // Any other scripted forward is compiled code lockstep cannot look into.
+  torch::Tensor forward(const torch::Tensor& x) override {
+    if (!tracer_ || !sequential_ || !tracer_->active()) return module_.forward({x}).toTensor();
+    torch::Tensor h = x;
+    for (const auto& c : module_.named_children()) {
+      torch::jit::Module child = c.value;
+      torch::Tensor in = h;
+      h = trace(c.name.c_str(), in, child.forward({in}).toTensor());
+    }
+    return h;
+  }
+
+  void set_tracer(ModuleTracer* tracer) override {
+    SmokeModel::set_tracer(tracer);
+    if (tracer && !sequential_)
+      tracer->not_traced("TorchScript module " + type_ +
+                         ": its forward is compiled code whose submodule calls lockstep cannot see (only an "
+                         "nn.Sequential's children are traced; the Python helper traces any module)");
+  }
 
   void train(bool on) override {
     torch::nn::Module::train(on);
@@ -44,6 +68,8 @@ class TorchScriptModel : public SmokeModel {
   }
 
   torch::jit::Module module_;
+  std::string type_;
+  bool sequential_ = false;
 };
 
 torch::jit::Module load_module(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "record/module_trace.h"
 #include "train/lr_schedule.h"
 
 namespace lockstep {
@@ -36,6 +37,18 @@ struct OptimizerSpec {
   double weight_decay = 0;   ///< all three (adamw default 0.01 is not implied)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  ///< adam, adamw
   LrSchedule schedule;       ///< carries the base learning rate
+};
+
+/// Trace section of a smoke config: per-module fingerprints of the first
+/// steps (record/module_trace.h, docs/module-trace.md).
+struct TraceSpec {
+  int64_t steps = 2;  ///< steps traced, 0..kMaxTraceSteps (0: off)
+  /// Self-test of the localisation: the output of `module` (its first
+  /// call in the pass) at `step` and `phase` is moved by one ULP (its
+  /// first element, towards +inf); "" = none.
+  std::string self_test_module;
+  int64_t self_test_step = 0;
+  TracePhase self_test_phase = TracePhase::kForward;
 };
 
 }  // namespace lockstep

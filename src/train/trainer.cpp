@@ -293,6 +293,8 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
   if (group) check_parameters_agree(*group, -1, params, "initialisation differs across ranks");
   auto optimizer = make_optimizer(spec.optimizer, model->parameters());
+  ModuleTracer tracer(spec.trace);
+  if (spec.trace.steps > 0) model->set_tracer(&tracer);
   std::unique_ptr<NondeterminismInjector> inject;
   if (spec.inject_nondeterminism == "index_put_accumulate")
     inject = std::make_unique<NondeterminismInjector>(seed, device);
@@ -325,6 +327,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
     r.init = std::move(st.init);
     r.train_probes = std::move(st.train_probes);
     r.resources.step_time_s = std::move(st.step_time_s);
+    tracer.resume(std::move(st.module_trace));
     step = st.step;
     epoch = st.epoch;
     skip = st.batch_in_epoch;
@@ -349,6 +352,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
       r.collective_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
       torch::Tensor x = batch.inputs.to(device), y = batch.labels.to(device);
       compat::zero_grad(*optimizer);
+      tracer.begin_step(step);
       torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
       if (inject) loss = loss * inject->factor();
       if (group && spec.fault.fault == "nan_loss" && spec.fault.rank == group->rank() && spec.fault.step == step)
@@ -391,8 +395,9 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
       if (step == spec.resume.stop_after && step < spec.steps) {
         // The next batch: k + 1 of this epoch, or batch 0 of the next one.
         bool epoch_done = k + 1 == loader.batches_per_epoch();
+        model->set_tracer(nullptr);
         CheckpointState st{spec.config_hash, seed, step, epoch + (epoch_done ? 1 : 0), epoch_done ? 0 : k + 1,
-                           r.series, r.init, r.train_probes, r.resources.step_time_s};
+                           r.series, r.init, r.train_probes, r.resources.step_time_s, tracer.take()};
         save_checkpoint(spec.resume.checkpoint_out, st, *model, *optimizer, cuda);
         stopped = true;
         return false;
@@ -404,6 +409,16 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
                      " (fewer samples than data.batch_size with drop_last?)");
   }
   r.steps_done = step;
+  model->set_tracer(nullptr);
+  if (!spec.trace.self_test_module.empty() && !tracer.self_test_fired() && step > spec.trace.self_test_step) {
+    std::string known;
+    for (const auto& m : tracer.modules()) known += (known.empty() ? "" : ", ") + m;
+    throw BadUsage("trace.self_test.module: '" + spec.trace.self_test_module + "' is not a traced module of model " +
+                   spec.model.name + " (traced: " + (known.empty() ? "none" : known) + ")" +
+                   (spec.trace.self_test_phase == TracePhase::kBackward ? " or no gradient flows out of it" : "") +
+                   "; the self-test would never fire");
+  }
+  if (spec.trace.steps > 0) r.module_trace = tracer.take();
   if (group) broadcast_buffers(*group, *model, -1);
 
   NamedTensors state = params;

@@ -67,6 +67,8 @@ struct TrainSpec {
   RankGroup* group = nullptr;
   RankProgress* progress = nullptr;  ///< where this rank is (with group)
   RankFault fault;                   ///< self-test (with group)
+  /// Per-module fingerprints of the first trace.steps steps (module_tracer.h).
+  TraceSpec trace;
 };
 
 /// What one training run produced.
@@ -81,6 +83,7 @@ struct TrainResult {
   /// broadcast, loss all-gather, gradient bucket all-reduce with its copies,
   /// parameter-hash all-gather); 0 for a single process. Informational.
   double collective_s = 0;
+  ModuleTrace module_trace;  ///< the traced steps (record/module_trace.h)
 };
 
 /// Trains from `seed` for spec.steps steps, or until spec.resume.stop_after

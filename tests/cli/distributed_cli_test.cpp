@@ -147,9 +147,12 @@ TEST(DistributedCli, TwoRunsWithOneRecordPathDoNotShareARendezvous) {
   // One of them runs; the other stops at once, naming the first (whichever won the lock).
   bool a_ran = r.output.rfind("0\n3\n", 0) == 0, b_ran = r.output.rfind("3\n0\n", 0) == 0;
   EXPECT_TRUE(a_ran || b_ran) << r.output;
-  EXPECT_NE(r.output.find("run.json.ranks: another `lockstep run` with this record path is running (pid "),
+  // The holder's pid is named when it could be read (it is written just
+  // after the lock is taken; see core/directory_lock.cpp).
+  EXPECT_NE(r.output.find("run.json.ranks: another `lockstep run` with this record path is running"),
             std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("; give one of them another --out"), std::string::npos) << r.output;
 }
 
 TEST(DistributedCli, ANaNOnRankOneIsNamed) {

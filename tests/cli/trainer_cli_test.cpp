@@ -8,6 +8,7 @@
 #include <csignal>
 
 #include "cli/cli_helpers.h"
+#include "core/json_io.h"
 
 namespace lockstep::cli_test {
 namespace {
@@ -36,6 +37,24 @@ TEST(TrainerCli, ExampleTrainerPassesAgainstItsCommittedGolden) {
   EXPECT_NE(r.output.find("resumed at step 5 from a checkpoint in a fresh process: bit-identical"), std::string::npos)
       << r.output;
   EXPECT_TRUE(fs::exists(out / "pytorch-trainer" / "report.md")) << r.output;
+  fs::remove_all(out);
+}
+
+TEST(TrainerCli, TheHelpersModuleTraceIsInTheRecordAndRepeatsBitForBit) {
+  fs::path out = out_dir("trace");
+  std::string rec = (out / "run.json").string();
+  Result r = lockstep("run " + kExampleSmoke + "/pytorch-trainer.json --repeat 2 --out " + rec);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 runs in fresh processes are bit-identical"), std::string::npos) << r.output;
+  nlohmann::json t = parse_json_file(rec)["module_trace"];
+  EXPECT_EQ(t["steps"], 2);
+  std::vector<std::string> order;
+  for (const auto& e : t["entries"])
+    order.push_back(std::to_string(e["step"].get<int>()) + " " + e["phase"].get<std::string>() + " " +
+                    e["module"].get<std::string>());
+  EXPECT_EQ(order, (std::vector<std::string>{"0 forward conv1", "0 forward conv2", "0 forward fc", "0 backward fc",
+                                             "0 backward conv2", "1 forward conv1", "1 forward conv2", "1 forward fc",
+                                             "1 backward fc", "1 backward conv2"}));
   fs::remove_all(out);
 }
 
@@ -69,6 +88,12 @@ TEST(TrainerCli, ANondeterministicOpIsExitFour) {
   Result r = check_with_bug("nondeterministic_op", out);
   EXPECT_EQ(r.code, 4) << r.output;
   EXPECT_NE(r.output.find("run 2 differs from run 1 in the same job"), std::string::npos) << r.output;
+  // The op sits in Net.forward, outside the traced modules: the first
+  // traced module to see other values is conv2, in backward, and it says
+  // the cause is upstream of it.
+  EXPECT_NE(r.output.find("first difference: train step 0, backward, conv2: input differs too, output differs ("),
+            std::string::npos)
+      << r.output;
   fs::remove_all(out);
 }
 

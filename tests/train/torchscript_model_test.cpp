@@ -84,6 +84,58 @@ TEST(TorchScriptModel, ModuleDefinedInCppTrainsAndIsRecorded) {
   EXPECT_EQ(a.hashes, b.hashes);
 }
 
+// A module named like nn.Sequential whose forward calls its children in order.
+std::string save_sequential() {
+  torch::jit::Module a("A"), b("B");
+  a.register_parameter("w", torch::linspace(-0.1, 0.1, 13 * 8).reshape({13, 8}), /*is_buffer=*/false);
+  a.define("def forward(self, x):\n    return torch.relu(x.flatten(1).matmul(self.w))\n");
+  b.register_parameter("w", torch::full({8, 3}, 0.05), /*is_buffer=*/false);
+  b.define("def forward(self, h):\n    return h.matmul(self.w)\n");
+  torch::jit::Module seq("__torch__.torch.nn.modules.container.Sequential");
+  seq.register_module("first", a);
+  seq.register_module("second", b);
+  seq.define("def forward(self, x):\n    return self.second.forward(self.first.forward(x))\n");
+  for (auto p : seq.parameters()) p.set_requires_grad(true);
+  std::string path = temp_path("seq.pt");
+  seq.save(path);
+  return path;
+}
+
+TEST(TorchScriptModel, ASequentialIsTracedByItsChildrenAndAnyOtherModuleSaysWhyNot) {
+  SyntheticOptions o{SyntheticOptions::Kind::kTabular, 64, 0};
+  auto table = std::make_shared<CsvTable>(make_synthetic(o, {13}, 3, 7));
+  LoaderSpec ls;
+  ls.sample_shape = {13};
+  ls.batch_size = 16;
+  SmokeLoader loader(table, ls, 7);
+  TrainSpec spec;
+  spec.steps = 3;
+  spec.model.name = "torchscript";
+  spec.model.path = save_sequential();
+  spec.sample_shape = {13};
+  spec.classes = 3;
+  spec.optimizer.schedule.base_lr = 0.1;
+  TrainResult traced = train_smoke(spec, loader, 7);
+  std::vector<std::string> order;
+  for (const auto& e : traced.module_trace.entries)
+    order.push_back(std::to_string(e.step) + " " + trace_phase_name(e.phase) + " " + e.module);
+  EXPECT_EQ(order, (std::vector<std::string>{"0 forward first", "0 forward second", "0 backward second",
+                                             "1 forward first", "1 forward second", "1 backward second"}));
+  spec.trace.steps = 0;  // the children one by one compute the same bits as the module's own forward
+  TrainResult plain = train_smoke(spec, loader, 7);
+  EXPECT_EQ(traced.series.at("loss").values, plain.series.at("loss").values);
+  EXPECT_EQ(traced.hashes, plain.hashes);
+  EXPECT_TRUE(plain.module_trace.empty());
+
+  spec.trace.steps = 2;
+  spec.model.path = save_fixture(true);
+  TrainResult other = train_smoke(spec, loader, 7);
+  EXPECT_TRUE(other.module_trace.entries.empty());
+  EXPECT_EQ(other.module_trace.not_traced,
+            "TorchScript module __torch__.Net: its forward is compiled code whose submodule calls lockstep cannot "
+            "see (only an nn.Sequential's children are traced; the Python helper traces any module)");
+}
+
 TEST(TorchScriptModel, FrozenParametersAndNonModulesAreExit2) {
   try {
     load_torchscript_model(save_fixture(false));

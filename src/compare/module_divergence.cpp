@@ -1,0 +1,128 @@
+#include "compare/module_divergence.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/tolerance.h"
+
+namespace lockstep {
+
+namespace {
+
+std::string where(const ModuleTraceEntry& e) {
+  return "train step " + std::to_string(e.step) + ", " + trace_phase_name(e.phase) + ", " + e.module;
+}
+
+std::string describe(const ModuleTraceEntry& e) {
+  return where(e) + " " + nlohmann::json(e.output.shape).dump() + " " + e.output.dtype;
+}
+
+// 0, 1 or 2 as in TraceCell::state. An atol/rtol rule is scaled to the
+// tensor: rtol applies to max(|value|, M) with M = |mean| + std of the
+// reference, and for the sum to its element count times M, so the
+// statistics of a normalised output (mean ~ 0) are not held to a
+// relative error of their rounding noise.
+int cell_state(const TensorStats& run, const TensorStats& ref, const TolerancePolicy& policy) {
+  if (run.xxh3_128 == ref.xxh3_128) return 0;
+  if (run.nan_count != ref.nan_count || run.inf_count != ref.inf_count) return 2;
+  double count = 1;
+  for (int64_t d : ref.shape) count *= static_cast<double>(d);
+  count -= static_cast<double>(ref.nan_count + ref.inf_count);
+  const double scale = std::fabs(ref.mean) + ref.std;
+  for (const auto& stat : tensor_stat_names()) {
+    Tolerance tol = policy.for_probe("module." + stat);
+    double a = tensor_stat(run, stat), g = tensor_stat(ref, stat);
+    if (tol.rule == Tolerance::Rule::kClose) {
+      double magnitude = std::max(std::fabs(g), stat == "sum" ? count * scale : scale);
+      if (!(std::fabs(a - g) <= tol.atol + tol.rtol * magnitude)) return 2;
+    } else if (!check_value(a, g, tol, false).pass) {
+      return 2;
+    }
+  }
+  return 1;
+}
+
+// "sum rel 3.1e-09, mean rel 3.1e-09, std rel 0, min/max moved 0/1 ulp".
+std::string how_far(const TensorStats& run, const TensorStats& ref) {
+  if (run.nan_count != ref.nan_count || run.inf_count != ref.inf_count)
+    return "NaN/Inf counts " + std::to_string(ref.nan_count) + "/" + std::to_string(ref.inf_count) + " → " +
+           std::to_string(run.nan_count) + "/" + std::to_string(run.inf_count);
+  std::string out;
+  for (const char* stat : {"sum", "mean", "std"}) {
+    ValueCheck c = check_value(tensor_stat(run, stat), tensor_stat(ref, stat), Tolerance::exact(), false);
+    out += std::string(out.empty() ? "" : ", ") + stat + " rel " + format_error(c.rel_err);
+  }
+  bool f32 = ref.dtype == "float32";
+  uint64_t lo = check_value(run.min, ref.min, Tolerance::exact(), f32).ulps;
+  uint64_t hi = check_value(run.max, ref.max, Tolerance::exact(), f32).ulps;
+  return out + ", min/max moved " + std::to_string(lo) + "/" + std::to_string(hi) + " ulp" +
+         (f32 ? "" : " (" + ref.dtype + ")");
+}
+
+std::string summarise(const ModuleTraceEntry& run, const ModuleTraceEntry& ref, bool beyond, const char* reference_word) {
+  bool same_input = run.input_xxh3 == ref.input_xxh3;
+  std::string input = same_input ? "input identical" : beyond ? "input within tolerance" : "input differs too";
+  std::string out = where(ref) + ": " + input + ", output differs (" + how_far(run.output, ref.output) + ")";
+  if (beyond) out += std::string(", beyond the probe tolerances of the ") + reference_word;
+  if (same_input && ref.step > 0 && ref.phase == TracePhase::kForward)
+    out += "; what flowed in agrees, so the module's parameters (updated at step " + std::to_string(ref.step - 1) +
+           ") or its kernel moved";
+  if (!same_input && !beyond)
+    out += "; the first traced module already received other values: the cause is upstream (the data, or code "
+           "outside the traced modules)";
+  return out;
+}
+
+}  // namespace
+
+ModuleDivergence locate_module_divergence(const ModuleTrace& run, const ModuleTrace& ref,
+                                          const TolerancePolicy& policy, bool exact) {
+  ModuleDivergence d;
+  if (ref.entries.empty() || run.entries.empty()) {
+    const ModuleTrace& missing = ref.entries.empty() ? ref : run;
+    const char* who = ref.entries.empty() ? "golden" : "run";
+    if (!missing.not_traced.empty()) d.note = std::string("module trace: the ") + who + "'s model was not traced: " + missing.not_traced;
+    else if (!(ref.entries.empty() && run.entries.empty()))
+      d.note = std::string("module trace: the ") + who + " has none" +
+               (ref.entries.empty() ? " (made before lockstep traced modules, or with trace.steps 0: re-bless to record one)" : "");
+    return d;
+  }
+  d.compared = true;
+  const int64_t steps = std::min(run.steps, ref.steps);
+  size_t n = std::min(run.entries.size(), ref.entries.size());
+  for (size_t i = 0; i < n; ++i) {
+    const ModuleTraceEntry& a = run.entries[i];
+    const ModuleTraceEntry& g = ref.entries[i];
+    if (g.step >= steps || a.step >= steps) {
+      n = i;
+      break;
+    }
+    if (a.step != g.step || a.phase != g.phase || a.module != g.module || a.output.shape != g.output.shape ||
+        a.output.dtype != g.output.dtype) {
+      d.note = "module trace: the traces part in structure at entry " + std::to_string(i) + " (golden " +
+               describe(g) + ", run " + describe(a) + "): the model changed; compared up to there";
+      n = i;
+      break;
+    }
+    TraceCell c{g.step, g.phase, g.module, cell_state(a.output, g.output, policy)};
+    d.cells.push_back(c);
+    if (c.state >= 1 && d.first_bits < 0) {
+      d.first_bits = static_cast<int64_t>(i);
+      d.bits_summary = summarise(a, g, false, "golden");
+    }
+    bool diverged = exact ? c.state >= 1 : c.state == 2;
+    if (diverged && d.first < 0) {
+      d.first = static_cast<int64_t>(i);
+      d.summary = summarise(a, g, !exact, "golden");
+    }
+  }
+  if (exact) {  // one rule: the first divergence is the first moved entry
+    d.first_bits = -1;
+    d.bits_summary.clear();
+  }
+  return d;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,57 @@
+// The first divergent module: where the module traces of a run and its
+// reference (record/module_trace.h) first part, so a verdict names the
+// step, the phase and the module, not only the metric.
+//
+//   ModuleDivergence d = locate_module_divergence(run.module_trace, golden.module_trace, policy, exact);
+//   if (d.first >= 0) std::cout << d.summary;
+//   // "train step 0, forward, conv: input identical, output differs (sum rel 3.1e-09, ...)"
+//
+// The rule (docs/module-trace.md): walk both traces in execution order
+// (step 0 forward, step 0 backward, step 1 forward, ...) and take the first
+// entry whose output moved while what flowed into it agrees. "Moved" is
+// "its bytes differ" in an exact lane (same stack, a repeat, another
+// contract) and "a statistic is outside the probe tolerances" across
+// stacks, where the first entry whose bytes moved is reported too (as a
+// fact, not a failure). An entry whose input already differs is reported
+// as such ("input differs too"): the cause is upstream, in a step the
+// trace does not cover or in the data. Nothing here fails a verdict: the
+// series and hashes do that; the trace says where.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compare/tolerance_policy.h"
+#include "record/module_trace.h"
+
+namespace lockstep {
+
+/// One cell of the module × (step, phase) grid.
+struct TraceCell {
+  int64_t step = 0;
+  TracePhase phase = TracePhase::kForward;
+  std::string module;
+  /// 0: identical bytes; 1: bytes differ, statistics within tolerance;
+  /// 2: a statistic is outside tolerance (or shape, dtype, NaN/Inf counts differ).
+  int state = 0;
+};
+
+/// Where two module traces part.
+struct ModuleDivergence {
+  bool compared = false;        ///< both records hold comparable traces
+  std::string note;             ///< why not compared, or a structural difference; "" otherwise
+  std::vector<TraceCell> cells; ///< the entries compared, in execution order
+  int64_t first = -1;           ///< cell of the first divergence under the lane's rule; -1 none
+  std::string summary;          ///< that cell in words (see the example above); "" when none
+  int64_t first_bits = -1;      ///< cross-stack: cell of the first entry whose bytes moved; -1 none
+  std::string bits_summary;     ///< that cell in words; "" when none
+};
+
+/// Compares `run` with `reference` (usually the golden's trace). `exact`:
+/// bytes decide (same-stack, repeat, contract-mismatch lanes); otherwise
+/// each float64 statistic is held to policy.for_probe("module.<stat>").
+ModuleDivergence locate_module_divergence(const ModuleTrace& run, const ModuleTrace& reference,
+                                          const TolerancePolicy& policy, bool exact);
+
+}  // namespace lockstep

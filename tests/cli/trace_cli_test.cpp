@@ -1,0 +1,136 @@
+// Module traces end to end (train/module_tracer.h, compare/module_divergence.h):
+// the committed smokes run through the lockstep executable, and the
+// comparison names the first divergent module.
+#include <gtest/gtest.h>
+
+#include "cli/cli_helpers.h"
+#include "core/atomic_file.h"
+#include "core/json_io.h"
+
+namespace lockstep::cli_test {
+namespace {
+
+std::string smoke(const std::string& name) { return kSourceDir + "/smoke/" + name + ".json"; }
+
+std::string cfg(const fs::path& d, const std::string& name) { return (d / "smoke" / (name + ".json")).string(); }
+
+// Runs `config` into dir/<out>.json (with `env`), expecting exit 0.
+std::string run_into(const std::string& config, const fs::path& dir, const std::string& out, const std::string& args = "",
+                     const std::string& env = "") {
+  std::string path = (dir / (out + ".json")).string();
+  Result r = lockstep("run " + config + " --quiet --out " + path + " " + args, env);
+  EXPECT_EQ(r.code, 0) << r.output;
+  return path;
+}
+
+TEST(TraceCli, TheRecordHoldsEachModuleOfTheFirstTwoStepsInExecutionOrder) {
+  fs::path d = scratch("trace-record");
+  std::string a = run_into(cfg(d, "digits-cnn"), d, "a");
+  nlohmann::json t = parse_json_file(a)["module_trace"];
+  EXPECT_EQ(t["steps"], 2);
+  std::vector<std::string> order;
+  for (const auto& e : t["entries"])
+    order.push_back(std::to_string(e["step"].get<int>()) + " " + e["phase"].get<std::string>() + " " +
+                    e["module"].get<std::string>());
+  // conv's input (the batch) needs no gradient: no backward entry for it.
+  EXPECT_EQ(order, (std::vector<std::string>{"0 forward conv", "0 forward bn", "0 forward fc", "0 backward fc",
+                                             "0 backward bn", "1 forward conv", "1 forward bn", "1 forward fc",
+                                             "1 backward fc", "1 backward bn"}));
+  // What flows out of conv flows into bn.
+  EXPECT_EQ(t["entries"][0]["output"]["xxh3_128"], t["entries"][1]["input_xxh3"]);
+  EXPECT_EQ(t["entries"][0]["output"]["shape"], nlohmann::json({32, 8, 8, 8}));
+  // A second run in a fresh process traces the same bits.
+  std::string b = run_into(cfg(d, "digits-cnn"), d, "b");
+  EXPECT_EQ(parse_json_file(b)["module_trace"], t);
+}
+
+TEST(TraceCli, AOneUlpSelfTestIsNamedByModuleStepAndPhase) {
+  fs::path d = scratch("trace-selftest", [](nlohmann::json& c) {
+    c["trace"] = {{"steps", 2}, {"self_test", {{"module", "fc"}, {"step", 1}, {"phase", "forward"}}}};
+  });
+  fs::path base = scratch("trace-selftest-base");
+  std::string golden = run_into(cfg(base, "digits-cnn"), base, "golden");
+  std::string run = run_into(cfg(d, "digits-cnn"), d, "run");
+  std::string html = (d / "report.html").string();
+  Result r = lockstep("compare " + run + " " + golden + " --html " + html);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("the values first moved at train step 1, forward, fc: input identical, output differs ("),
+            std::string::npos)
+      << r.output;
+  // One element of fc's output moved by one ULP; the loss of step 1 keeps
+  // its float32 bits, the gradients do not.
+  EXPECT_NE(r.output.find("the metrics first moved at train step 1: grad_norm/bn.bias"), std::string::npos)
+      << r.output;
+  std::string page = read_file(html);
+  EXPECT_NE(page.find("<h2>Module trace</h2>"), std::string::npos);
+  EXPECT_NE(page.find("<b>First divergent module:</b> train step 1, forward, fc: input identical"), std::string::npos);
+  EXPECT_NE(page.find("■"), std::string::npos);
+
+  // In backward too: the gradient flowing out of bn at step 0.
+  fs::path d2 = scratch("trace-selftest-bw", [](nlohmann::json& c) {
+    c["trace"] = {{"self_test", {{"module", "bn"}, {"step", 0}, {"phase", "backward"}}}};
+  });
+  std::string run2 = run_into(cfg(d2, "digits-cnn"), d2, "run");
+  Result r2 = lockstep("compare " + run2 + " " + golden);
+  EXPECT_EQ(r2.code, 1) << r2.output;
+  EXPECT_NE(r2.output.find("the values first moved at train step 0, backward, bn: input identical, output differs ("),
+            std::string::npos)
+      << r2.output;
+}
+
+TEST(TraceCli, CpuCapabilityDefaultAgainstAvx2NamesTheFirstModuleThatMoved) {
+  fs::path d = scratch("trace-capability");
+  // Per built-in model: the first module whose output bytes moved.
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      // The batch itself moved (the normalisation runs vectorised).
+      {"digits-cnn", "train step 0, forward, conv: input differs too, output differs ("},
+      // uniform_ initialisation runs vectorised: fc1's parameters differ from the start.
+      {"wine-mlp", "train step 0, forward, fc1: input identical, output differs ("},
+      {"tokens-transformer", "train step 0, forward, tokens: input identical, output differs ("},
+  };
+  for (const auto& [name, first] : expected) {
+    std::string golden = run_into(smoke(name), d, name + "-avx2", "", "ATEN_CPU_CAPABILITY=avx2");
+    std::string run = run_into(smoke(name), d, name + "-default", "", "ATEN_CPU_CAPABILITY=default");
+    Result r = lockstep("compare " + run + " " + golden + " --config " + smoke(name));
+    EXPECT_EQ(r.code, 0) << r.output;  // within the smokes' tolerances
+    EXPECT_NE(r.output.find("note: module trace: the first module whose output moved in bits: " + first),
+              std::string::npos)
+        << name << "\n" << r.output;
+  }
+}
+
+TEST(TraceCli, AThreadCountChangeOnTheCnnNamesConvAndItsWeightGradient) {
+  fs::path d = scratch("trace-threads");
+  std::string one = run_into(cfg(d, "digits-cnn"), d, "one");
+  std::string two = run_into(cfg(d, "digits-cnn"), d, "two", "--intra-op-threads 2");
+  Result r = lockstep("compare " + two + " " + one);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("first divergence: train step 1, forward, conv: input identical, output differs ("),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("its own parameter gradient moved first (grad_norm/conv.bias at step 0): the backward of "
+                          "conv at step 0 computed other weight gradients"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(TraceCli, TraceConfigMistakesAreExitTwoNamingTheField) {
+  auto expect = [](const std::string& name, const nlohmann::json& trace, const std::string& message) {
+    fs::path d = scratch(name, [&](nlohmann::json& c) { c["trace"] = trace; });
+    Result r = lockstep("run " + cfg(d, "digits-cnn") + " --out " + (d / "r.json").string());
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  };
+  expect("trace-steps", {{"steps", 17}}, "trace.steps");
+  expect("trace-key", {{"stpes", 2}}, "(did you mean 'steps'?)");
+  expect("trace-phase", {{"self_test", {{"module", "fc"}, {"step", 0}, {"phase", "sideways"}}}},
+         "trace.self_test.phase");
+  expect("trace-step", {{"steps", 2}, {"self_test", {{"module", "fc"}, {"step", 2}}}}, "trace.self_test.step");
+  // A self-test that would never fire is refused, naming what can be traced.
+  expect("trace-module", {{"self_test", {{"module", "conv.0"}, {"step", 0}}}},
+         "trace.self_test.module: 'conv.0' is not a traced module of model cnn (traced: conv, bn, fc); the "
+         "self-test would never fire");
+}
+
+}  // namespace
+}  // namespace lockstep::cli_test

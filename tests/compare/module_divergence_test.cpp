@@ -1,0 +1,144 @@
+#include "compare/module_divergence.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../record_builder.h"
+#include "compare/compare.h"
+
+namespace lockstep {
+namespace {
+
+std::string hex(char c) { return std::string(32, c); }
+
+TensorStats stats(char hash, double mean, double sd = 1.0) {
+  TensorStats s;
+  s.shape = {4, 8};
+  s.dtype = "float32";
+  s.xxh3_128 = hex(hash);
+  s.sum = mean * 32;
+  s.mean = mean;
+  s.std = sd;
+  s.min = mean - 2;
+  s.max = mean + 2;
+  return s;
+}
+
+// conv -> bn -> fc forward, then fc, bn backward, for `steps` steps;
+// outputs hashed 'a', 'b', ... in order, each input the previous output.
+ModuleTrace chain(int steps) {
+  ModuleTrace t;
+  t.steps = steps;
+  char h = 'a';
+  for (int s = 0; s < steps; ++s) {
+    std::string in = hex('0');
+    for (const char* m : {"conv", "bn", "fc"}) {
+      t.entries.push_back({s, TracePhase::kForward, m, in, stats(h, 0.5), -1});
+      in = hex(h++);
+    }
+    for (const char* m : {"fc", "bn"}) {
+      t.entries.push_back({s, TracePhase::kBackward, m, in, stats(h, 0.01), -1});
+      in = hex(h++);
+    }
+  }
+  return t;
+}
+
+TEST(ModuleDivergence, IdenticalTracesHaveNoDivergence) {
+  ModuleTrace t = chain(2);
+  ModuleDivergence d = locate_module_divergence(t, t, {}, true);
+  EXPECT_TRUE(d.compared);
+  EXPECT_EQ(d.cells.size(), 10u);
+  EXPECT_EQ(d.first, -1);
+  EXPECT_EQ(d.summary, "");
+}
+
+TEST(ModuleDivergence, TheFirstMovedOutputWithAnIdenticalInputIsNamedExactly) {
+  ModuleTrace golden = chain(2), run = chain(2);
+  // bn's output at step 0 moves by one float32 ULP in its max; fc's input is that output.
+  run.entries[1].output.xxh3_128 = hex('x');
+  run.entries[1].output.max = std::nextafter(static_cast<float>(golden.entries[1].output.max), 10.0f);
+  run.entries[2].input_xxh3 = hex('x');
+  run.entries[2].output.xxh3_128 = hex('y');
+  ModuleDivergence d = locate_module_divergence(run, golden, {}, true);
+  EXPECT_EQ(d.first, 1);
+  EXPECT_EQ(d.summary,
+            "train step 0, forward, bn: input identical, output differs (sum rel 0, mean rel 0, std rel 0, min/max "
+            "moved 0/1 ulp)");
+  EXPECT_EQ(d.cells[1].state, 1);
+  EXPECT_EQ(d.cells[2].state, 1);
+  EXPECT_EQ(d.cells[0].state, 0);
+}
+
+TEST(ModuleDivergence, AcrossStacksTheFirstEntryBeyondToleranceIsNamedAndTheFirstBitMoveIsKept) {
+  ModuleTrace golden = chain(1), run = chain(1);
+  run.entries[0].output.xxh3_128 = hex('x');  // conv: bits only
+  run.entries[1].input_xxh3 = hex('x');
+  run.entries[1].output.xxh3_128 = hex('y');  // bn: the mean moves by 1e-3 of its scale
+  run.entries[1].output.mean += 1.5e-3;
+  ModuleDivergence d = locate_module_divergence(run, golden, {}, /*exact=*/false);
+  EXPECT_EQ(d.first_bits, 0);
+  EXPECT_EQ(d.bits_summary.rfind("train step 0, forward, conv: input identical, output differs (", 0), 0u)
+      << d.bits_summary;
+  EXPECT_EQ(d.first, 1);
+  EXPECT_EQ(d.summary.rfind("train step 0, forward, bn: input within tolerance, output differs (", 0), 0u) << d.summary;
+  EXPECT_NE(d.summary.find(", beyond the probe tolerances of the golden"), std::string::npos);
+  EXPECT_EQ(d.cells[1].state, 2);
+}
+
+TEST(ModuleDivergence, ANearZeroMeanIsHeldToTheTensorsScaleNotItsOwnMagnitude) {
+  ModuleTrace golden = chain(1), run = chain(1);
+  golden.entries[1].output.mean = 1e-9;  // a normalised output
+  golden.entries[1].output.sum = 32e-9;
+  run.entries[1] = golden.entries[1];
+  run.entries[1].output.xxh3_128 = hex('y');
+  run.entries[1].output.mean = 3e-9;  // rounding noise: rel 2, but 2e-9 of the scale
+  run.entries[1].output.sum = 96e-9;
+  ModuleDivergence d = locate_module_divergence(run, golden, {}, false);
+  EXPECT_EQ(d.first, -1);
+  EXPECT_EQ(d.first_bits, 1);
+}
+
+TEST(ModuleDivergence, AnotherModelIsAStructuralNoteAndComparedUpToThere) {
+  ModuleTrace golden = chain(1), run = chain(1);
+  run.entries[2].module = "head";
+  ModuleDivergence d = locate_module_divergence(run, golden, {}, true);
+  EXPECT_EQ(d.cells.size(), 2u);
+  EXPECT_EQ(d.note,
+            "module trace: the traces part in structure at entry 2 (golden train step 0, forward, fc [4,8] float32, "
+            "run train step 0, forward, head [4,8] float32): the model changed; compared up to there");
+}
+
+TEST(ModuleDivergence, AGoldenWithoutATraceIsANote) {
+  ModuleTrace none;
+  ModuleDivergence d = locate_module_divergence(chain(1), none, {}, true);
+  EXPECT_FALSE(d.compared);
+  EXPECT_EQ(d.note,
+            "module trace: the golden has none (made before lockstep traced modules, or with trace.steps 0: "
+            "re-bless to record one)");
+}
+
+TEST(ModuleDivergence, TheFirstDivergenceLineLeadsWithTheModule) {
+  RunRecord g = testing::make_record({2.5, 2.25});
+  g.module_trace = chain(1);
+  RunRecord r = g;
+  r.series["loss"].values[1] = std::nextafter(2.25f, 3.0f);
+  r.module_trace.entries[3].output.xxh3_128 = hex('z');  // fc backward
+  Verdict v = compare_records(r, g, {});
+  ASSERT_FALSE(v.passed());
+  EXPECT_EQ(v.first_divergence.rfind("train step 0, backward, fc: input identical, output differs (", 0), 0u)
+      << v.first_divergence;
+  EXPECT_NE(v.first_divergence.find(" — the metrics first moved at train step 1: loss"), std::string::npos)
+      << v.first_divergence;
+  // A difference only the trace shows is still a failure in an exact lane.
+  RunRecord only = g;
+  only.module_trace.entries[0].output.xxh3_128 = hex('z');
+  Verdict w = compare_records(only, g, {});
+  EXPECT_FALSE(w.passed());
+  EXPECT_EQ(w.first_divergence.rfind("train step 0, forward, conv: input identical, output differs (", 0), 0u)
+      << w.first_divergence;
+}
+
+}  // namespace
+}  // namespace lockstep
