@@ -689,7 +689,6 @@ _DEFAULTS = {
     "LOCKSTEP_DEVICE": "cpu",
     "LOCKSTEP_STEPS": "10",
     "LOCKSTEP_PASS": "train",
-    "LOCKSTEP_TRACE_STEPS": "2",
 }
 _DETERMINISTIC_CUBLAS = (":4096:8", ":16:8")
 # Top-level modules whose __version__ is recorded when the trainer has
@@ -724,8 +723,12 @@ def _parse_env(environ):
         "device": choice("LOCKSTEP_DEVICE", ("cpu", "cuda")),
         "steps": uint("LOCKSTEP_STEPS", 0, 2**62),
         "pass": choice("LOCKSTEP_PASS", ("train", "data")),
-        "trace_steps": uint("LOCKSTEP_TRACE_STEPS", 0, 16),
     }
+    # Not part of the contract (a run by hand traces 2 steps without a note).
+    trace_steps = environ.get("LOCKSTEP_TRACE_STEPS") or "2"
+    if not re.fullmatch(r"[0-9]+", trace_steps) or not 0 <= int(trace_steps) <= 16:
+        _fail("LOCKSTEP_TRACE_STEPS must be a decimal integer in [0, 16], got %r" % trace_steps)
+    settings["trace_steps"] = int(trace_steps)
     # torchrun's variables (never defaulted in the note: a single process has none).
     world = environ.get("WORLD_SIZE") or "1"
     rank = environ.get("RANK") or "0"

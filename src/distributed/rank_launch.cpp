@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/directory_lock.h"
+#include "core/child_error.h"
 #include "core/error.h"
 #include "distributed/rank_progress.h"
 #include "external/trainer_process.h"
@@ -44,18 +45,10 @@ std::string log_path(const std::string& dir, int rank) { return dir + "/rank-" +
 // quoted lines under it.
 std::string rank_error(const std::string& dir, int rank) {
   std::ifstream in(log_path(dir, rank), std::ios::binary);
-  std::string line, reason;
-  bool in_error = false;
-  while (std::getline(in, line)) {
-    if (line.rfind("lockstep: error: ", 0) == 0) {
-      reason = line.substr(17);
-      in_error = true;
-    } else if (in_error && line.rfind("  | ", 0) == 0) {
-      reason += "\n" + line;
-    } else {
-      in_error = false;
-    }
-  }
+  std::string line;
+  ChildErrorReader err;
+  while (std::getline(in, line)) err.feed(line);
+  std::string reason = err.reason();
   if (reason.empty()) {
     std::string tail = tail_lines(log_path(dir, rank), 5);
     reason = tail.empty() ? "(no error message)" : "(no lockstep error line; its log ends:)\n  | " + tail;

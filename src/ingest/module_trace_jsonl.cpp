@@ -1,5 +1,6 @@
 #include "ingest/module_trace_jsonl.h"
 
+#include <filesystem>
 #include <map>
 #include <utility>
 
@@ -10,9 +11,11 @@
 namespace lockstep {
 
 ModuleTrace read_module_trace_jsonl(const std::string& path, int64_t steps, int64_t first_step) {
-  LineReader lines(path);
   ModuleTrace trace;
   trace.steps = steps;
+  std::error_code ec;
+  if (std::filesystem::file_size(path, ec) == 0 && !ec) return trace;  // nothing traced in this process
+  LineReader lines(path);
   std::map<std::pair<int64_t, TracePhase>, int64_t> per_pass;
   std::string_view line;
   while (lines.next(line)) {

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "compare/compare.h"
+#include "core/child_error.h"
 #include "core/error.h"
 #include "core/install_paths.h"
 
@@ -81,18 +82,12 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   {
     std::ifstream in(log, std::ios::binary);
     std::string line;
-    bool in_error = false;
+    ChildErrorReader err;
     while (std::getline(in, line)) {
       std::cerr << line << "\n";
-      if (line.rfind("lockstep: error: ", 0) == 0) {
-        reason = line.substr(17);
-        in_error = true;
-      } else if (in_error && line.rfind("  | ", 0) == 0) {
-        reason += "\n" + line;
-      } else {
-        in_error = false;
-      }
+      err.feed(line);
     }
+    if (!err.reason().empty()) reason = err.reason();
   }
   std::error_code ec;
   if (std::filesystem::file_size(log, ec) == 0 && !ec) std::filesystem::remove(log, ec);

@@ -1,0 +1,73 @@
+#include "ingest/module_trace_jsonl.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ingest/ingest_test_util.h"
+
+namespace lockstep {
+namespace {
+
+std::string line(int64_t step, const char* phase, const char* module) {
+  ModuleTraceEntry e;
+  e.step = step;
+  e.phase = std::string(phase) == "forward" ? TracePhase::kForward : TracePhase::kBackward;
+  e.module = module;
+  e.input_xxh3 = std::string(32, 'a');
+  e.output.shape = {2, 3};
+  e.output.dtype = "float32";
+  e.output.xxh3_128 = std::string(32, 'b');
+  e.output.mean = 0.5;
+  ModuleTrace t;
+  t.steps = 16;
+  t.entries = {e};
+  return to_json(t)["entries"][0].dump() + "\n";
+}
+
+class ModuleTraceJsonl : public ::testing::Test {
+ protected:
+  IngestTempDir dir_{"module-trace"};
+  std::string file_ = dir_.path("module_trace.jsonl");
+  std::string error(const std::string& text, int64_t steps = 2, int64_t first = 0) {
+    write_bytes(file_, text);
+    return exit2_message([&] { read_module_trace_jsonl(file_, steps, first); });
+  }
+};
+
+TEST_F(ModuleTraceJsonl, ReadsEntriesInOrderAndAnEmptyFileIsAnEmptyTrace) {
+  write_bytes(file_, line(0, "forward", "conv1") + "\n" + line(0, "backward", "fc") + line(1, "forward", "conv1"));
+  ModuleTrace t = read_module_trace_jsonl(file_, 2);
+  EXPECT_EQ(t.steps, 2);
+  ASSERT_EQ(t.entries.size(), 3u);
+  EXPECT_EQ(t.entries[1].module, "fc");
+  EXPECT_EQ(t.entries[1].phase, TracePhase::kBackward);
+  EXPECT_EQ(t.entries[2].output.mean, 0.5);
+  write_bytes(file_, "");
+  EXPECT_TRUE(read_module_trace_jsonl(file_, 2, 5).entries.empty());  // a run resumed past the traced steps
+}
+
+TEST_F(ModuleTraceJsonl, BadLinesNameTheFileLineAndField) {
+  EXPECT_EQ(error(line(0, "forward", "a") + line(2, "forward", "a")),
+            file_ + ": line 2: step: expected a traced step in [0, 2) (trace.steps is 2; the helper reads "
+                    "LOCKSTEP_TRACE_STEPS), got 2");
+  EXPECT_EQ(error(line(1, "forward", "a") + line(0, "forward", "a")),
+            file_ + ": line 2: step: expected entries in execution order (step 1 came before), got step 0");
+  EXPECT_EQ(error(line(0, "forward", "a"), 2, 1),
+            file_ + ": line 1: step: expected a traced step in [1, 2) (trace.steps is 2; the helper reads "
+                    "LOCKSTEP_TRACE_STEPS), got 0");
+  std::string bad = line(0, "forward", "a");
+  bad.replace(bad.find("\"forward\""), 9, "\"sideways\"");
+  EXPECT_NE(error(bad).find(file_ + ": line 1: phase: expected one of"), std::string::npos) << error(bad);
+  EXPECT_NE(error("{\"step\": 0,\n").find(file_ + ": line 1: "), std::string::npos);
+}
+
+TEST_F(ModuleTraceJsonl, TheCapPerStepAndPhaseIsEnforced) {
+  std::string text;
+  for (int i = 0; i <= kMaxTraceEntriesPerPass; ++i) text += line(0, "forward", "m");
+  EXPECT_EQ(error(text), file_ + ": line 257: expected at most 256 entries per step and phase (step 0, forward; "
+                                 "ModuleTracer's modules= narrows what is traced)");
+}
+
+}  // namespace
+}  // namespace lockstep
