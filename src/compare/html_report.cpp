@@ -171,8 +171,9 @@ std::string trace_grid(const Verdict& v) {
   std::ostringstream o;
   o << "<h2>Module trace</h2>";
   if (d.first >= 0) o << "<p><b>First divergent module:</b> " << esc(d.summary) << "</p>";
-  o << "<p>= identical bytes, ≈ bytes differ within tolerance, ≠ beyond tolerance; ■ the first divergence; "
-       "· not recorded (no gradient flows out of the module)</p><table><tr><th>module</th>";
+  o << "<p>= identical bytes, " << (v.lane == Lane::kCrossStack ? "≈ bytes differ within tolerance, ≠ beyond tolerance"
+                                                                  : "≠ bytes differ (this lane is exact)")
+    << "; ■ the first divergence; · not recorded (no gradient flows out of the module)</p><table><tr><th>module</th>";
   for (const auto& [step, phase] : columns) o << "<th>step " << step << " " << trace_phase_name(phase) << "</th>";
   o << "</tr>";
   for (const auto& row : rows) {

@@ -107,6 +107,7 @@ ModuleDivergence locate_module_divergence(const ModuleTrace& run, const ModuleTr
       break;
     }
     TraceCell c{g.step, g.phase, g.module, cell_state(a.output, g.output, policy)};
+    if (exact && c.state == 1) c.state = 2;  // in an exact lane any moved bit is a difference
     d.cells.push_back(c);
     if (c.state >= 1 && d.first_bits < 0) {
       d.first_bits = static_cast<int64_t>(i);

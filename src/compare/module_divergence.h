@@ -32,8 +32,10 @@ struct TraceCell {
   int64_t step = 0;
   TracePhase phase = TracePhase::kForward;
   std::string module;
-  /// 0: identical bytes; 1: bytes differ, statistics within tolerance;
-  /// 2: a statistic is outside tolerance (or shape, dtype, NaN/Inf counts differ).
+  /// 0: identical bytes; 1: bytes differ, statistics within tolerance
+  /// (cross-stack lane only); 2: differs under the lane's rule (exact
+  /// lanes: any byte; cross-stack: a statistic outside tolerance, or the
+  /// NaN/Inf counts).
   int state = 0;
 };
 

@@ -33,6 +33,42 @@ TEST(Html, PlotPerSeriesDivergenceMarkedNoNetwork) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
 }
 
+// The module trace grid: one row per module path (escaped), one column per
+// (step, phase), the first divergent cell marked.
+TEST(Html, ModuleTraceGridMarksTheFirstDivergentCell) {
+  RunRecord g = testing::make_record({2.5, 2.25});
+  auto entry = [](int64_t step, TracePhase phase, const char* module, char hash) {
+    ModuleTraceEntry e;
+    e.step = step;
+    e.phase = phase;
+    e.module = module;
+    e.input_xxh3 = std::string(32, '0');
+    e.output.shape = {2};
+    e.output.dtype = "float32";
+    e.output.xxh3_128 = std::string(32, hash);
+    return e;
+  };
+  g.module_trace.steps = 1;
+  g.module_trace.entries = {entry(0, TracePhase::kForward, "conv", 'a'), entry(0, TracePhase::kForward, "<b>", 'b'),
+                            entry(0, TracePhase::kBackward, "<b>", 'c')};
+  RunRecord r = g;
+  r.module_trace.entries[1].output.xxh3_128 = std::string(32, 'x');
+  r.module_trace.entries[2].output.xxh3_128 = std::string(32, 'y');
+  Verdict v = compare_records(r, g, {});
+  std::string html = render_html(v, r, g);
+  EXPECT_NE(html.find("<tr><th>module</th><th>step 0 forward</th><th>step 0 backward</th></tr>"), std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<tr><td style=\"text-align:left\">conv</td><td class=ok>=</td><td>·</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<tr><td style=\"text-align:left\">&lt;b&gt;</td><td class=bad style=\"background:#fdd\">■ "
+                      "≠</td><td class=bad>≠</td></tr>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<b>First divergent module:</b> train step 0, forward, &lt;b&gt;: input identical"),
+            std::string::npos);
+  EXPECT_EQ(html.find("<b>: input"), std::string::npos);  // never raw
+}
+
 // The "first failure" label stays inside the picture: above the plot area
 // (never over a curve), left of its line at the last step, right of it at
 // step 0.
