@@ -464,20 +464,27 @@ void compare_resources(const RunRecord& run, const RunRecord& golden, const Tole
 void compare_module_traces(const RunRecord& run, const RunRecord& golden, const TolerancePolicy& policy, bool exact,
                            Verdict& v) {
   v.trace = locate_module_divergence(run.module_trace, golden.module_trace, policy, exact);
-  // A module that moved at step 0 with identical input: were its
-  // parameters already other at initialisation?
+  // A module that moved in the forward of step 0: were its parameters
+  // already other at initialisation? Said only where both records hold
+  // the init statistics of its parameters (a team trainer records none).
   auto init_moved = [&](int64_t cell, std::string& summary) {
     if (cell < 0) return;
     const TraceCell& c = v.trace.cells[static_cast<size_t>(cell)];
-    if (c.step != 0 || c.phase != TracePhase::kForward || summary.find(": input identical") == std::string::npos) return;
+    if (c.step != 0 || c.phase != TracePhase::kForward) return;
     std::string names;
+    size_t known = 0;
     for (const auto& [name, g] : golden.init) {
       auto r = run.init.find(name);
-      if (name.rfind(c.module + ".", 0) == 0 && r != run.init.end() && r->second.xxh3_128 != g.xxh3_128)
-        names += (names.empty() ? "" : ", ") + name;
+      if (name.rfind(c.module + ".", 0) != 0 || r == run.init.end()) continue;
+      ++known;
+      if (r->second.xxh3_128 != g.xxh3_128) names += (names.empty() ? "" : ", ") + name;
     }
-    summary += names.empty() ? "; its initial parameters agree, so its kernel moved"
-                             : "; its parameters already differ at initialisation (" + names + ")";
+    bool same_input = summary.find(": input identical") != std::string::npos;
+    if (!names.empty())
+      summary += std::string(same_input ? "; its" : "; its own") + " parameters already differ at initialisation (" +
+                 names + ")";
+    else if (known > 0 && same_input)
+      summary += "; its initial parameters agree, so its kernel moved";
   };
   init_moved(v.trace.first, v.trace.summary);
   init_moved(v.trace.first_bits, v.trace.bits_summary);
@@ -569,21 +576,33 @@ std::string located_divergence(const Verdict& v) {
   if (v.trace.first < 0 || moved.rfind("train step ", 0) != 0) return moved;
   if (moved.find(": module_trace — ") != std::string::npos) return v.trace.summary;  // nothing else moved
   // A module whose forward moved at step s with identical input, and one of
-  // whose own parameter gradients moved before s: its backward did it.
+  // whose own parameter gradients moved at an earlier step g while every
+  // traced gradient of step g agreed: its backward computed other weight
+  // gradients at g. That is the first divergence; say it first.
   const TraceCell& c = v.trace.cells[static_cast<size_t>(v.trace.first)];
-  std::string lead = v.trace.summary;
-  if (c.phase == TracePhase::kForward && c.step > 0 && lead.find(": input identical") != std::string::npos) {
+  if (c.phase == TracePhase::kForward && c.step > 0 && v.trace.summary.find(": input identical") != std::string::npos) {
     const Finding* grad = nullptr;
     for (const auto& f : v.findings)
       if (f.section == Section::kTrain && f.subject.rfind("grad_norm/" + c.module + ".", 0) == 0 && f.index >= 0 &&
           f.index < c.step && (!grad || f.index < grad->index))
         grad = &f;
+    bool traced_agree = grad != nullptr;
+    for (const auto& cell : v.trace.cells)
+      if (grad && cell.step == grad->index && cell.phase == TracePhase::kBackward && cell.state != 0) traced_agree = false;
+    if (grad && traced_agree) {
+      const std::string& sum = v.trace.summary;
+      size_t from = sum.find("output differs (") + 16, to = sum.find(" ulp", from);
+      std::string how = sum.substr(from, to == std::string::npos ? std::string::npos : to + 4 - from);
+      return "train step " + std::to_string(grad->index) + ", backward, " + c.module +
+             ": every traced gradient of the step agrees, but its weight gradient moved (" + grad->subject +
+             ": the backward of " + c.module + " computed it differently); at train step " + std::to_string(c.step) +
+             ", forward, its output differs with identical input (" + how + ") — the metrics first moved at " + moved;
+    }
     if (grad)
-      lead += "; its own parameter gradient moved first (" + grad->subject + " at step " +
-              std::to_string(grad->index) + "): the backward of " + c.module + " at step " +
-              std::to_string(grad->index) + " computed other weight gradients";
+      return v.trace.summary + "; its own parameter gradient moved first (" + grad->subject + " at step " +
+             std::to_string(grad->index) + ") — the metrics first moved at " + moved;
   }
-  return lead + " — the metrics first moved at " + moved;
+  return v.trace.summary + " — the metrics first moved at " + moved;
 }
 
 // A changed input first ("input changed: data file ..., xxh3 a → b", and

@@ -44,7 +44,8 @@ int cell_state(const TensorStats& run, const TensorStats& ref, const TolerancePo
   return 1;
 }
 
-// "sum rel 3.1e-09, mean rel 3.1e-09, std rel 0, min/max moved 0/1 ulp".
+// "sum |Δ| 2.4e-07 (rel 3.1e-09), mean |Δ| ..., min/max moved 0/1 ulp":
+// the absolute change too, since the mean of a normalised output is ~0.
 std::string how_far(const TensorStats& run, const TensorStats& ref) {
   if (run.nan_count != ref.nan_count || run.inf_count != ref.inf_count)
     return "NaN/Inf counts " + std::to_string(ref.nan_count) + "/" + std::to_string(ref.inf_count) + " → " +
@@ -52,7 +53,8 @@ std::string how_far(const TensorStats& run, const TensorStats& ref) {
   std::string out;
   for (const char* stat : {"sum", "mean", "std"}) {
     ValueCheck c = check_value(tensor_stat(run, stat), tensor_stat(ref, stat), Tolerance::exact(), false);
-    out += std::string(out.empty() ? "" : ", ") + stat + " rel " + format_error(c.rel_err);
+    out += std::string(out.empty() ? "" : ", ") + stat + " |Δ| " + format_error(c.abs_err) + " (rel " +
+           format_error(c.rel_err) + ")";
   }
   bool f32 = ref.dtype == "float32";
   uint64_t lo = check_value(run.min, ref.min, Tolerance::exact(), f32).ulps;
@@ -61,17 +63,26 @@ std::string how_far(const TensorStats& run, const TensorStats& ref) {
          (f32 ? "" : " (" + ref.dtype + ")");
 }
 
-std::string summarise(const ModuleTraceEntry& run, const ModuleTraceEntry& ref, bool beyond, const char* reference_word) {
+// Cell i of `ref` in words. `previous`: the entry before it in execution
+// order whose output agreed (-1: none), to say where what flowed in moved.
+std::string summarise(const ModuleTraceEntry& run, const ModuleTraceEntry& ref, bool beyond,
+                      const ModuleTraceEntry* previous) {
   bool same_input = run.input_xxh3 == ref.input_xxh3;
   std::string input = same_input ? "input identical" : beyond ? "input within tolerance" : "input differs too";
   std::string out = where(ref) + ": " + input + ", output differs (" + how_far(run.output, ref.output) + ")";
-  if (beyond) out += std::string(", beyond the probe tolerances of the ") + reference_word;
+  if (beyond) out += ", beyond the probe tolerances";
   if (same_input && ref.step > 0 && ref.phase == TracePhase::kForward)
     out += "; what flowed in agrees, so the module's parameters (updated at step " + std::to_string(ref.step - 1) +
            ") or its kernel moved";
-  if (!same_input && !beyond)
-    out += "; the first traced module already received other values: the cause is upstream (the data, or code "
-           "outside the traced modules)";
+  if (!same_input && !beyond) {
+    bool batch = ref.phase == TracePhase::kForward && (!previous || previous->step != ref.step);
+    if (batch)
+      out += "; it is the step's first traced module and what flowed in (the batch, or code before the first "
+             "module) already differs";
+    else
+      out += "; what flowed in moved after " + where(*previous) +
+             ", which agrees: in code outside the traced modules (a functional op, the loss, an in-place op)";
+  }
   return out;
 }
 
@@ -109,14 +120,15 @@ ModuleDivergence locate_module_divergence(const ModuleTrace& run, const ModuleTr
     TraceCell c{g.step, g.phase, g.module, cell_state(a.output, g.output, policy)};
     if (exact && c.state == 1) c.state = 2;  // in an exact lane any moved bit is a difference
     d.cells.push_back(c);
+    const ModuleTraceEntry* previous = i > 0 ? &ref.entries[i - 1] : nullptr;
     if (c.state >= 1 && d.first_bits < 0) {
       d.first_bits = static_cast<int64_t>(i);
-      d.bits_summary = summarise(a, g, false, "golden");
+      d.bits_summary = summarise(a, g, false, previous);
     }
     bool diverged = exact ? c.state >= 1 : c.state == 2;
     if (diverged && d.first < 0) {
       d.first = static_cast<int64_t>(i);
-      d.summary = summarise(a, g, !exact, "golden");
+      d.summary = summarise(a, g, !exact, previous);
     }
   }
   if (exact) {  // one rule: the first divergence is the first moved entry

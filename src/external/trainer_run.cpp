@@ -428,6 +428,10 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     std::error_code trace_ec;
     if (c.trace.steps > 0 && fs::exists(trace_file, trace_ec)) {
       rec.module_trace = read_module_trace_jsonl(trace_file, c.trace.steps, resuming ? resume_at : 0);
+      if (rec.module_trace.entries.empty() && (!resuming || resume_at < c.trace.steps))
+        result.notes.push_back(trace_file + " holds no entry although trace.steps is " + std::to_string(c.trace.steps) +
+                               ": call tracer.step(step) before each step's forward (python/lockstep ModuleTracer), "
+                               "or set trace.steps to 0");
       if (multi)
         for (auto& e : rec.module_trace.entries) e.rank = 0;
     }

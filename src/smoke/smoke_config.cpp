@@ -391,12 +391,12 @@ void check_tolerance_names(const JsonView& t, const SmokeConfig& c) {
   }
   if (t.has("probes")) {
     std::vector<std::string> fields = {"default"};
-    for (const char* part : {"inputs", "labels"})
+    for (const char* part : {"inputs", "labels", "module"})  // module.<stat>: module traces (docs/module-trace.md)
       for (const auto& s : stats) fields.push_back(std::string(part) + "." + s);
     for (const auto& k : t.at("probes").keys()) {
       if (std::find(fields.begin(), fields.end(), k) != fields.end()) continue;
       std::string hint = closest_spelling(k, fields);
-      t.at("probes").at(k).fail("default or inputs|labels.sum|mean|std|min|max" +
+      t.at("probes").at(k).fail("default or inputs|labels|module.sum|mean|std|min|max" +
                                 (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"));
     }
   }

@@ -96,6 +96,53 @@ class ModuleTracerTest(unittest.TestCase):
         self.assertEqual(entries[2]["input_xxh3"], entries[1]["output"]["xxh3_128"])
         self.assertNotEqual(entries[2]["input_xxh3"], entries[2]["output"]["xxh3_128"])
 
+    def test_an_in_place_op_on_a_view_keeps_the_backward_entries(self):
+        # nn.Linear on a 3-D input returns a view; ReLU(inplace=True) rewrites
+        # it (torch then drops that view's tensor hooks).
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True), torch.nn.Linear(4, 1))
+        x = torch.randn(2, 3, 4)
+        with lockstep.ModuleTracer(m, self.path, steps=1) as t:
+            t.step(0)
+            m(x).sum().backward()
+        with open(self.path) as f:
+            entries = [json.loads(line) for line in f]
+        self.assertEqual([(e["phase"], e["module"]) for e in entries],
+                         [("forward", "0"), ("forward", "1"), ("forward", "2"), ("backward", "2")])
+        # What flowed into "2" in backward is d(sum)/d(out) = ones, not an empty hash.
+        self.assertEqual(entries[3]["input_xxh3"], xxhash.xxh3_128_hexdigest(torch.ones(2, 3, 1).numpy().tobytes()))
+        h = torch.relu(m[0](x)).detach()
+        self.assertEqual(entries[3]["output"], lockstep.tensor_stats(torch.ones(2, 3, 1) @ m[2].weight.detach()))
+        self.assertEqual(entries[2]["input_xxh3"], lockstep.tensor_stats(h)["xxh3_128"])
+
+    def test_attention_with_parameters_of_its_own_is_traced_by_default(self):
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = torch.nn.MultiheadAttention(4, 2)  # its out_proj is never called as a module
+                self.head = torch.nn.Linear(4, 1)
+
+            def forward(self, a):
+                return self.head(self.attn(a, a, a, need_weights=False)[0])
+        torch.manual_seed(0)
+        m = Block()
+        with lockstep.ModuleTracer(m, self.path, steps=1) as t:
+            t.step(0)
+            m(torch.randn(3, 2, 4, requires_grad=True)).sum().backward()
+        with open(self.path) as f:
+            entries = [json.loads(line) for line in f]
+        self.assertEqual([(e["phase"], e["module"]) for e in entries],
+                         [("forward", "attn"), ("forward", "head"), ("backward", "head"), ("backward", "attn")])
+
+    def test_forgetting_step_is_warned_about(self):
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            with lockstep.ModuleTracer(model(), self.path, steps=2):
+                pass
+        self.assertIn("step() was never called, so nothing was traced", err.getvalue())
+
     def test_bad_arguments_are_refused(self):
         with self.assertRaisesRegex(ValueError, r"steps must be in \[0, 16\], got 17"):
             lockstep.ModuleTracer(model(), self.path, steps=17)
