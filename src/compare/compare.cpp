@@ -488,7 +488,12 @@ void compare_module_traces(const RunRecord& run, const RunRecord& golden, const 
   };
   init_moved(v.trace.first, v.trace.summary);
   init_moved(v.trace.first_bits, v.trace.bits_summary);
-  if (!v.trace.note.empty()) v.notes.push_back(v.trace.note);
+  // In an exact lane another module sequence, shape or entry count is a
+  // difference of its own; across stacks it is said.
+  if (exact && v.trace.structure_differs)
+    v.findings.push_back({Section::kStructure, "module_trace", -1, v.trace.note.substr(14)});
+  else if (!v.trace.note.empty())
+    v.notes.push_back(v.trace.note);
   if (!v.trace.bits_summary.empty())
     v.notes.push_back("module trace: the first module whose output moved in bits: " + v.trace.bits_summary);
   if (exact && v.trace.first >= 0) {

@@ -113,7 +113,8 @@ ModuleDivergence locate_module_divergence(const ModuleTrace& run, const ModuleTr
     if (a.step != g.step || a.phase != g.phase || a.module != g.module || a.output.shape != g.output.shape ||
         a.output.dtype != g.output.dtype) {
       d.note = "module trace: the traces part in structure at entry " + std::to_string(i) + " (golden " +
-               describe(g) + ", run " + describe(a) + "): the model changed; compared up to there";
+               describe(g) + ", run " + describe(a) + "): the model or its call order changed; compared up to there";
+      d.structure_differs = true;
       n = i;
       break;
     }
@@ -131,6 +132,20 @@ ModuleDivergence locate_module_divergence(const ModuleTrace& run, const ModuleTr
       d.summary = summarise(a, g, !exact, previous);
     }
   }
+  // Within the steps both traced, one trace may simply hold more entries.
+  auto within = [steps](const ModuleTrace& t) {
+    size_t k = 0;
+    for (const auto& e : t.entries) k += e.step < steps ? 1 : 0;
+    return k;
+  };
+  if (!d.structure_differs && within(run) != within(ref)) {
+    d.structure_differs = true;
+    d.note = "module trace: in the steps both traced the golden holds " + std::to_string(within(ref)) +
+             " entries, the run " + std::to_string(within(run)) + "; compared the first " + std::to_string(n);
+  }
+  if (run.steps != ref.steps && d.note.empty())
+    d.note = "module trace: the golden traced " + std::to_string(ref.steps) + " steps, the run " +
+             std::to_string(run.steps) + "; compared the first " + std::to_string(steps);
   if (exact) {  // one rule: the first divergence is the first moved entry
     d.first_bits = -1;
     d.bits_summary.clear();

@@ -43,6 +43,10 @@ struct TraceCell {
 struct ModuleDivergence {
   bool compared = false;        ///< both records hold comparable traces
   std::string note;             ///< why not compared, or a structural difference; "" otherwise
+  /// The traces hold other modules, shapes, dtypes or entry counts within
+  /// the steps both traced (the note says where): a difference of its own
+  /// in an exact lane.
+  bool structure_differs = false;
   std::vector<TraceCell> cells; ///< the entries compared, in execution order
   int64_t first = -1;           ///< cell of the first divergence under the lane's rule; -1 none
   std::string summary;          ///< that cell in words (see the example above); "" when none

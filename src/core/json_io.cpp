@@ -127,11 +127,35 @@ std::optional<DuplicateKey> find_duplicate_key(const std::string& text) {
 
 }  // namespace
 
+// The byte offset where `text` first nests deeper than `limit` arrays and
+// objects (strings skipped), or npos. Deeper input is refused before any
+// parser sees it: the fallback readers below would spend memory growing
+// with the square of the depth on it.
+static size_t too_deep(const std::string& text, size_t limit) {
+  size_t depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return i;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string::npos;
+}
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
   // A NUL would end the text for some readers and not for others.
   if (const void* nul = std::memchr(text.data(), '\0', text.size()))
     throw BadInput(path, "byte " + std::to_string(static_cast<const char*>(nul) - text.data()),
                    "text without NUL bytes (the file holds binary data)");
+  if (size_t at = too_deep(text, kMaxJsonDepth); at != std::string::npos)
+    throw BadInput(path, "byte " + std::to_string(at),
+                   "arrays and objects nested at most " + std::to_string(kMaxJsonDepth) +
+                       " deep (lockstep's files nest a few levels)");
   {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;

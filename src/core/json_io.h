@@ -27,6 +27,10 @@ nlohmann::json parse_json_file(const std::string& path);
 /// Parses `text` (the contents of `path`) as JSON, same errors as above.
 nlohmann::json parse_json_text(const std::string& text, const std::string& path);
 
+/// The deepest nesting of arrays and objects parse_json_text() accepts;
+/// deeper input is exit 2 naming the byte where it goes too deep.
+inline constexpr size_t kMaxJsonDepth = 256;
+
 /// Canonical serialisation: keys sorted, no whitespace. Used for content and
 /// config hashes, so it must never change for a given value.
 std::string canonical_dump(const nlohmann::json& value);

@@ -426,7 +426,9 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     // The module trace of the helper's ModuleTracer (rank 0's), when written.
     std::string trace_file = output_path(c, "trainer.module_trace", "{out}/module_trace.jsonl", values_for(rank_dir(out, 0), 0));
     std::error_code trace_ec;
-    if (c.trace.steps > 0 && fs::exists(trace_file, trace_ec)) {
+    // A link that leads nowhere is read too (and refused, naming the file).
+    bool trace_present = fs::exists(trace_file, trace_ec) || fs::is_symlink(fs::symlink_status(trace_file, trace_ec));
+    if (c.trace.steps > 0 && trace_present) {
       rec.module_trace = read_module_trace_jsonl(trace_file, c.trace.steps, resuming ? resume_at : 0);
       if (rec.module_trace.entries.empty() && (!resuming || resume_at < c.trace.steps))
         result.notes.push_back(trace_file + " holds no entry although trace.steps is " + std::to_string(c.trace.steps) +

@@ -24,8 +24,8 @@ namespace lockstep {
 /// trace's `steps` is `steps` (the config's trace.steps). Throws exit-2
 /// Error naming the file and the line for malformed JSON, an entry
 /// module_trace_entry_from_json refuses, a step outside [first_step,
-/// steps) or going back, or more entries than the cap
-/// (kMaxTraceEntriesPerPass per step and phase).
+/// steps) or going back. Entries beyond kMaxTraceEntriesPerPass in one
+/// step and phase are counted in ModuleTrace::dropped, not kept.
 ModuleTrace read_module_trace_jsonl(const std::string& path, int64_t steps, int64_t first_step = 0);
 
 }  // namespace lockstep

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/float_bits.h"
 #include "core/json_io.h"
 
 namespace lockstep {
@@ -61,6 +62,7 @@ TensorStats tensor_stats_from_json(const JsonView& n) {
                 "inf_count"});
   TensorStats s;
   JsonView shape = n.at("shape");
+  if (shape.size() > 64) shape.fail("at most 64 dimensions, got " + std::to_string(shape.size()));
   for (size_t i = 0; i < shape.size(); ++i) s.shape.push_back(shape.at(i).as_int(0));
   s.dtype = n.at("dtype").as_enum({"float32", "float64", "float16", "bfloat16", "int64", "int32", "int16",
                                    "int8", "uint8", "bool"});
@@ -73,6 +75,8 @@ TensorStats tensor_stats_from_json(const JsonView& n) {
   s.max = n.at("max").as_double();
   s.nan_count = n.at("nan_count").as_uint();
   s.inf_count = n.at("inf_count").as_uint();
+  if (s.std < 0) n.at("std").fail("a population standard deviation >= 0, got " + format_double(s.std));
+  if (s.min > s.max) n.at("min").fail("at most max (" + format_double(s.max) + "), got " + format_double(s.min));
   return s;
 }
 

@@ -1,5 +1,8 @@
 #include "record/module_trace.h"
 
+#include <map>
+#include <utility>
+
 #include "core/json_io.h"
 
 namespace lockstep {
@@ -55,6 +58,9 @@ ModuleTrace module_trace_from_json(const JsonView& n) {
   if (static_cast<int64_t>(entries.size()) > 2 * t.steps * kMaxTraceEntriesPerPass)
     entries.fail("at most " + std::to_string(2 * kMaxTraceEntriesPerPass) + " entries per traced step (" +
                  std::to_string(t.steps) + " steps), got " + std::to_string(entries.size()));
+  if (!t.not_traced.empty() && entries.size() > 0)
+    n.at("not_traced").fail("no not_traced reason beside entries (a trace is either recorded or not)");
+  std::map<std::pair<int64_t, int>, int64_t> per_pass;
   int64_t last_step = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     ModuleTraceEntry e = module_trace_entry_from_json(entries.at(i));
@@ -65,6 +71,9 @@ ModuleTrace module_trace_from_json(const JsonView& n) {
       entries.at(i).at("step").fail("entries in execution order (step " + std::to_string(last_step) +
                                     " came before), got step " + std::to_string(e.step));
     last_step = e.step;
+    if (++per_pass[{e.step, e.phase == TracePhase::kForward ? 0 : 1}] > kMaxTraceEntriesPerPass)
+      entries.at(i).fail("at most " + std::to_string(kMaxTraceEntriesPerPass) + " entries per step and phase (step " +
+                         std::to_string(e.step) + ", " + trace_phase_name(e.phase) + ")");
     t.entries.push_back(std::move(e));
   }
   return t;

@@ -161,7 +161,12 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
   }
   r.probes = probes_from_json(n.at("probes"));
   r.train_probes = probes_from_json(n.at("train_probes"));
-  if (n.has("module_trace")) r.module_trace = module_trace_from_json(n.at("module_trace"));
+  if (n.has("module_trace")) {
+    r.module_trace = module_trace_from_json(n.at("module_trace"));
+    if (r.module_trace.steps > r.steps)
+      n.at("module_trace").at("steps").fail("at most the record's steps (" + std::to_string(r.steps) + "), got " +
+                                            std::to_string(r.module_trace.steps));
+  }
   return r;
 }
 

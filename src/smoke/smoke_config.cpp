@@ -439,7 +439,9 @@ void read_trace(const JsonView& t, SmokeConfig& c) {
     JsonView st = t.at("self_test");
     st.allow_keys({"module", "step", "phase"});
     s.self_test_module = st.at("module").as_string();
-    if (s.self_test_module.empty()) st.at("module").fail("a module path (e.g. \"conv\")");
+    if (s.self_test_module.empty() || s.self_test_module.size() > 256)
+      st.at("module").fail("a module path of 1 to 256 characters (e.g. \"conv\")");
+    if (s.steps == 0) t.at("steps").fail("at least 1 with a self_test (it perturbs a traced step)");
     s.self_test_step = st.at("step").as_int(0, s.steps - 1);
     if (st.has("phase"))
       s.self_test_phase = st.at("phase").as_enum({"forward", "backward"}) == "forward" ? TracePhase::kForward

@@ -334,6 +334,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   }
 
   bool stopped = false;
+  const int64_t first_step = step;  // > 0 in a resumed run
   for (; step < spec.steps && !stopped; ++epoch, skip = 0) {
     int64_t before = step;
     loader.run_epoch(epoch, [&](int64_t k, SmokeBatch& batch) {
@@ -410,7 +411,10 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   }
   r.steps_done = step;
   model->set_tracer(nullptr);
-  if (!spec.trace.self_test_module.empty() && !tracer.self_test_fired() && step > spec.trace.self_test_step) {
+  // The self-test's step ran in this process (not in the half before a
+  // checkpoint) and nothing was perturbed: no such module.
+  if (!spec.trace.self_test_module.empty() && !tracer.self_test_fired() && first_step <= spec.trace.self_test_step &&
+      step > spec.trace.self_test_step) {
     std::string known;
     for (const auto& m : tracer.modules()) known += (known.empty() ? "" : ", ") + m;
     throw BadUsage("trace.self_test.module: '" + spec.trace.self_test_module + "' is not a traced module of model " +

@@ -78,6 +78,22 @@ TEST(TraceCli, AOneUlpSelfTestIsNamedByModuleStepAndPhase) {
       << r2.output;
 }
 
+TEST(TraceCli, ASelfTestSurvivesTheResumeCheckAndTheTraceCrossesTheCheckpoint) {
+  fs::path d = scratch("trace-resume", [](nlohmann::json& c) {
+    c["trace"] = {{"self_test", {{"module", "fc"}, {"step", 1}}}};
+  });
+  std::string config = cfg(d, "digits-cnn");
+  std::string straight = run_into(config, d, "straight");
+  Result half = lockstep("run " + config + " --stop-after 5 --checkpoint " + (d / "ck.pt").string() + " --out " +
+                         (d / "half.json").string());
+  ASSERT_EQ(half.code, 0) << half.output;
+  // The resumed process runs steps 5..9: the self-test's step 1 is behind it.
+  std::string resumed = run_into(config, d, "resumed", "--resume " + (d / "ck.pt").string());
+  Result same = lockstep("compare " + resumed + " " + straight);
+  EXPECT_EQ(same.code, 0) << same.output;
+  EXPECT_EQ(parse_json_file(resumed)["module_trace"], parse_json_file(straight)["module_trace"]);
+}
+
 TEST(TraceCli, CpuCapabilityDefaultAgainstAvx2NamesTheFirstModuleThatMoved) {
   fs::path d = scratch("trace-capability");
   // Per built-in model: the first module whose output bytes moved.

@@ -131,7 +131,24 @@ TEST(ModuleDivergence, AnotherModelIsAStructuralNoteAndComparedUpToThere) {
   EXPECT_EQ(d.cells.size(), 2u);
   EXPECT_EQ(d.note,
             "module trace: the traces part in structure at entry 2 (golden train step 0, forward, fc [4,8] float32, "
-            "run train step 0, forward, head [4,8] float32): the model changed; compared up to there");
+            "run train step 0, forward, head [4,8] float32): the model or its call order changed; compared up to "
+            "there");
+  EXPECT_TRUE(d.structure_differs);
+  // In an exact lane that is a failure of its own; a trace with fewer
+  // entries in the same steps too.
+  RunRecord g = testing::make_record({2.5});
+  g.module_trace = golden;
+  RunRecord r = g;
+  r.module_trace = run;
+  Verdict v = compare_records(r, g, {});
+  EXPECT_FALSE(v.passed());
+  ModuleTrace shorter = chain(1);
+  shorter.entries.pop_back();
+  ModuleDivergence s = locate_module_divergence(shorter, golden, {}, true);
+  EXPECT_TRUE(s.structure_differs);
+  EXPECT_EQ(s.note, "module trace: in the steps both traced the golden holds 5 entries, the run 4; compared the first 4");
+  r.module_trace = shorter;
+  EXPECT_FALSE(compare_records(r, g, {}).passed());
 }
 
 TEST(ModuleDivergence, AGoldenWithoutATraceIsANote) {

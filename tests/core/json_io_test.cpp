@@ -56,6 +56,18 @@ TEST(ParseJson, ANulByteIsRefusedWithItsOffset) {
             "n.json: byte 8: expected text without NUL bytes (the file holds binary data)");
 }
 
+TEST(ParseJson, NestingDeeperThanTheLimitIsRefusedAtItsByte) {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  ExitCode code = ExitCode::kPass;
+  EXPECT_EQ(error_of([&] { parse_json_text(deep, "deep.json"); }, &code),
+            "deep.json: byte 256: expected arrays and objects nested at most 256 deep (lockstep's files nest a few "
+            "levels)");
+  EXPECT_EQ(code, ExitCode::kBadInput);
+  // Brackets inside strings do not count; 256 levels are fine.
+  EXPECT_NO_THROW(parse_json_text("{\"a\": \"[[[[[[\\\"[[[\"}", "s.json"));
+  EXPECT_NO_THROW(parse_json_text(std::string(256, '[') + std::string(256, ']'), "ok.json"));
+}
+
 TEST(ParseJson, TrailingDataIsNotCalledTruncated) {
   EXPECT_EQ(error_of([] { parse_json_text("{\"a\": 1}x", "t.json"); }),
             "t.json: byte 9: expected nothing after the JSON value (trailing data)");

@@ -62,11 +62,15 @@ TEST_F(ModuleTraceJsonl, BadLinesNameTheFileLineAndField) {
   EXPECT_NE(error("{\"step\": 0,\n").find(file_ + ": line 1: "), std::string::npos);
 }
 
-TEST_F(ModuleTraceJsonl, TheCapPerStepAndPhaseIsEnforced) {
+TEST_F(ModuleTraceJsonl, EntriesBeyondTheCapPerStepAndPhaseAreCountedNotKept) {
   std::string text;
-  for (int i = 0; i <= kMaxTraceEntriesPerPass; ++i) text += line(0, "forward", "m");
-  EXPECT_EQ(error(text), file_ + ": line 257: expected at most 256 entries per step and phase (step 0, forward; "
-                                 "ModuleTracer's modules= narrows what is traced)");
+  for (int i = 0; i < kMaxTraceEntriesPerPass + 3; ++i) text += line(0, "forward", "m");
+  text += line(0, "backward", "m");
+  write_bytes(file_, text);
+  ModuleTrace t = read_module_trace_jsonl(file_, 2);
+  EXPECT_EQ(t.entries.size(), static_cast<size_t>(kMaxTraceEntriesPerPass) + 1);
+  EXPECT_EQ(t.dropped, 3);
+  EXPECT_EQ(t.entries.back().phase, TracePhase::kBackward);
 }
 
 }  // namespace
