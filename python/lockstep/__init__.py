@@ -432,14 +432,24 @@ def probe(inputs, labels, indices, batch=0):
     }
 
 
-def _probe_line(p):
+class _Closing:
+    """Context-manager protocol for the writers: ``with`` closes them."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _json_line(p):
     # Key order and separators as nlohmann::json::dump() writes them; the
     # doubles are Python's shortest round-trip repr (lockstep parses the
     # value, so any round-trip form gives the same bits).
     return json.dumps(p, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-class ProbeWriter:
+class ProbeWriter(_Closing):
     """Writes one BatchProbe per line (JSONL) to ``path``, flushed per line.
 
     The batch index is counted by the writer, from ``first_batch`` (a run
@@ -463,7 +473,7 @@ class ProbeWriter:
         """Probes the next batch, writes its line and returns the probe dict
         (see :func:`probe` for the arguments)."""
         p = probe(inputs, labels, indices, batch=self.batch)
-        self._file.write(_probe_line(p) + "\n")
+        self._file.write(_json_line(p) + "\n")
         self._file.flush()
         self.batch += 1
         return p
@@ -472,12 +482,6 @@ class ProbeWriter:
         """Closes the file (idempotent)."""
         if not self._file.closed:
             self._file.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 # ---- metrics ------------------------------------------------------------------
@@ -494,7 +498,7 @@ def _metric_value(name, v):
     return v
 
 
-class MetricsWriter:
+class MetricsWriter(_Closing):
     """Writes per-step metrics as JSON lines: ``{"step": N, "loss": ..., ...}``.
 
     Each :meth:`log` call writes one line and flushes it, so a crashed
@@ -532,12 +536,6 @@ class MetricsWriter:
         """Closes the file (idempotent)."""
         if not self._file.closed:
             self._file.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 # ---- module traces ------------------------------------------------------------
@@ -578,7 +576,7 @@ def _hook_takes_kwargs(torch):
     return "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_pre_hook).parameters
 
 
-class ModuleTracer:
+class ModuleTracer(_Closing):
     """Per-module forward and backward fingerprints of the first steps, one
     entry per line (JSONL) in the run record's format, for lockstep to name
     the first divergent module (docs/module-trace.md).
@@ -662,7 +660,7 @@ class ModuleTracer:
                  "step": step}
         if self._rank is not None:
             entry["rank"] = self._rank
-        self._file.write(json.dumps(entry, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n")
+        self._file.write(_json_line(entry) + "\n")
         self._file.flush()
 
     def _forward_hooks(self, name, kwargs):
@@ -716,12 +714,6 @@ class ModuleTracer:
         self._remove()
         if not self._file.closed:
             self._file.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 # ---- the determinism contract ------------------------------------------------

@@ -594,15 +594,12 @@ std::string located_divergence(const Verdict& v) {
     bool traced_agree = grad != nullptr;
     for (const auto& cell : v.trace.cells)
       if (grad && cell.step == grad->index && cell.phase == TracePhase::kBackward && cell.state != 0) traced_agree = false;
-    if (grad && traced_agree) {
-      const std::string& sum = v.trace.summary;
-      size_t from = sum.find("output differs (") + 16, to = sum.find(" ulp", from);
-      std::string how = sum.substr(from, to == std::string::npos ? std::string::npos : to + 4 - from);
+    if (grad && traced_agree)
       return "train step " + std::to_string(grad->index) + ", backward, " + c.module +
              ": every traced gradient of the step agrees, but its weight gradient moved (" + grad->subject +
              ": the backward of " + c.module + " computed it differently); at train step " + std::to_string(c.step) +
-             ", forward, its output differs with identical input (" + how + ") — the metrics first moved at " + moved;
-    }
+             ", forward, its output differs with identical input (" + v.trace.change + ") — the metrics first moved at " +
+             moved;
     if (grad)
       return v.trace.summary + "; its own parameter gradient moved first (" + grad->subject + " at step " +
              std::to_string(grad->index) + ") — the metrics first moved at " + moved;

@@ -130,6 +130,7 @@ ModuleDivergence locate_module_divergence(const ModuleTrace& run, const ModuleTr
     if (diverged && d.first < 0) {
       d.first = static_cast<int64_t>(i);
       d.summary = summarise(a, g, !exact, previous);
+      d.change = how_far(a.output, g.output);
     }
   }
   // Within the steps both traced, one trace may simply hold more entries.

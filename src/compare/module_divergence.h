@@ -50,6 +50,7 @@ struct ModuleDivergence {
   std::vector<TraceCell> cells; ///< the entries compared, in execution order
   int64_t first = -1;           ///< cell of the first divergence under the lane's rule; -1 none
   std::string summary;          ///< that cell in words (see the example above); "" when none
+  std::string change;           ///< how that cell's output moved ("sum |Δ| ... ulp"); "" when none
   int64_t first_bits = -1;      ///< cross-stack: cell of the first entry whose bytes moved; -1 none
   std::string bits_summary;     ///< that cell in words; "" when none
 };

@@ -17,7 +17,6 @@
 
 #include <torch/types.h>
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -40,10 +39,7 @@ class ModuleTracer {
   }
 
   /// The step the next forward belongs to (call before each forward).
-  void begin_step(int64_t step) {
-    step_ = step;
-    calls_.clear();
-  }
+  void begin_step(int64_t step) { step_ = step; }
   /// True while the current step is traced.
   bool active() const { return step_ >= 0 && step_ < spec_.steps; }
 
@@ -56,7 +52,7 @@ class ModuleTracer {
   void not_traced(const std::string& why) { trace_.not_traced = why; }
 
   /// Whether the self-test perturbed something (false without one).
-  bool self_test_fired() const { return !perturbed_.empty(); }
+  bool self_test_fired() const { return self_test_fired_; }
   /// Modules seen in forward so far, in first-seen order.
   const std::vector<std::string>& modules() const { return modules_; }
 
@@ -70,9 +66,8 @@ class ModuleTracer {
   TraceSpec spec_;
   ModuleTrace trace_;
   int64_t step_ = -1;
-  std::map<std::string, int> calls_;  ///< forward calls of each module in this step
   std::vector<std::string> modules_;
-  std::map<std::string, bool> perturbed_;  ///< "<step>/<phase>/<module>" done
+  bool self_test_fired_ = false;  ///< the one (step, phase, module) is perturbed once
   int64_t in_pass_[2] = {0, 0};            ///< entries of the current step per phase (cap)
   int64_t cap_step_ = -1;
 };

@@ -48,6 +48,16 @@ std::string save_fixture(bool trainable) {
   return path;
 }
 
+// 64 synthetic rows of 13 features and 3 classes, batches of 16.
+SmokeLoader tabular_loader() {
+  SyntheticOptions o{SyntheticOptions::Kind::kTabular, 64, 0};
+  auto table = std::make_shared<CsvTable>(make_synthetic(o, {13}, 3, 7));
+  LoaderSpec ls;
+  ls.sample_shape = {13};
+  ls.batch_size = 16;
+  return SmokeLoader(table, ls, 7);
+}
+
 TEST(TorchScriptModel, ModuleDefinedInCppTrainsAndIsRecorded) {
   std::string path = save_fixture(true);
   auto model = load_torchscript_model(path);
@@ -55,12 +65,7 @@ TEST(TorchScriptModel, ModuleDefinedInCppTrainsAndIsRecorded) {
   for (const auto& p : model->named_parameters()) names.push_back(p.key());
   EXPECT_EQ(names, (std::vector<std::string>{"w", "fc.weight", "fc.bias"}));
 
-  SyntheticOptions o{SyntheticOptions::Kind::kTabular, 64, 0};
-  auto table = std::make_shared<CsvTable>(make_synthetic(o, {13}, 3, 7));
-  LoaderSpec ls;
-  ls.sample_shape = {13};
-  ls.batch_size = 16;
-  SmokeLoader loader(table, ls, 7);
+  SmokeLoader loader = tabular_loader();
   TrainSpec spec;
   spec.steps = 5;
   spec.model.name = "torchscript";
@@ -102,12 +107,7 @@ std::string save_sequential() {
 }
 
 TEST(TorchScriptModel, ASequentialIsTracedByItsChildrenAndAnyOtherModuleSaysWhyNot) {
-  SyntheticOptions o{SyntheticOptions::Kind::kTabular, 64, 0};
-  auto table = std::make_shared<CsvTable>(make_synthetic(o, {13}, 3, 7));
-  LoaderSpec ls;
-  ls.sample_shape = {13};
-  ls.batch_size = 16;
-  SmokeLoader loader(table, ls, 7);
+  SmokeLoader loader = tabular_loader();
   TrainSpec spec;
   spec.steps = 3;
   spec.model.name = "torchscript";
