@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/float_bits.h"
 #include "core/install_paths.h"
+#include "distributed/rank_checkpoint.h"
 #include "distributed/rank_launch.h"
 #include "distributed/rank_records.h"
 #include "external/trainer_run.h"
@@ -94,10 +95,12 @@ int run_trainer_smoke(const RunOptions& o, const SmokeConfig& cfg, bool train) {
 // (distributed/rank_launch.h), their records merged into one
 // (distributed/rank_records.h).
 int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
-  if (o.stop_after > 0 || !o.resume.empty())
-    throw BadUsage(o.smoke + ": --stop-after and --resume do not run multi-rank smokes yet");
+  if (o.stop_after >= cfg.steps)
+    throw BadUsage("--stop-after " + std::to_string(o.stop_after) + ": must be below the " +
+                   std::to_string(cfg.steps) + " steps of " + o.smoke);
   std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
-  refuse_overwriting_inputs(out, {o.smoke, cfg.data.resolved_path});
+  refuse_overwriting_inputs(out, {o.smoke, cfg.data.resolved_path, o.resume});
+  refuse_overwriting_inputs(o.checkpoint, {o.smoke, cfg.data.resolved_path, out});
   std::string goldens = fs::weakly_canonical(goldens_root(o.smoke, "")).string() + "/";
   if (fs::weakly_canonical(fs::absolute(out)).string().rfind(goldens, 0) == 0)
     throw BadUsage(out + ": refusing to write a run record into the goldens folder " + goldens +
@@ -113,6 +116,23 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   l.world_size = cfg.distributed.world_size;
   l.timeout_s = cfg.distributed.timeout_s;
   l.smoke = cfg.name;
+  // A checkpoint is a folder of one file per rank (distributed/rank_checkpoint.h).
+  if (o.stop_after > 0) {
+    RankCheckpointWriter checkpoint(o.checkpoint, {cfg.name, l.world_size, o.stop_after});
+    for (int r = 0; r < l.world_size; ++r)
+      l.rank_args.push_back({"--stop-after", std::to_string(o.stop_after), "--checkpoint", checkpoint.rank_file(r)});
+    run_ranks(l);
+    checkpoint.commit();
+    if (!o.quiet)
+      std::cout << "run " << cfg.name << ": " << l.world_size << " ranks stopped after " << o.stop_after
+                << " steps, checkpoint " << o.checkpoint << " (continue with --resume)\n";
+    return 0;
+  }
+  if (!o.resume.empty())
+    for (const auto& file : open_rank_checkpoint(o.resume, cfg.name, l.world_size)) {
+      l.rank_args.push_back({"--resume", file});
+      if (o.skip_generator_restore) l.rank_args.back().push_back("--skip-generator-restore");
+    }
   std::vector<RunRecord> ranks;
   for (const auto& path : run_ranks(l)) ranks.push_back(read_run_record(path));
   RunRecord rec = merge_rank_records(ranks, l.rendezvous);

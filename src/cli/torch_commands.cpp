@@ -49,6 +49,11 @@ int run_in_process(const RunOptions& o, bool train) {
     throw BadUsage(o.out + ": refusing to write a run record into the goldens folder " + goldens +
                    " (goldens are written only by `lockstep bless`)");
 
+  std::error_code ec;
+  if (!o.resume.empty() && fs::is_directory(o.resume, ec))
+    throw BadInput(o.resume, "", std::string("a checkpoint file (") +
+                                     (o.rank >= 0 ? "one rank's" : "this single-process smoke's") +
+                                     "), got a folder (a multi-rank smoke's checkpoint?)");
   SmokeRunOptions options;
   options.train = train;
   options.resume = {o.stop_after, o.checkpoint, o.resume, !o.skip_generator_restore};
@@ -57,7 +62,6 @@ int run_in_process(const RunOptions& o, bool train) {
       throw BadUsage("--rank " + std::to_string(o.rank) + ": " + o.smoke + " has " +
                      (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " ranks"
                                                  : std::string("no distributed section")));
-    std::error_code ec;
     if (o.rendezvous.empty() || !fs::is_directory(o.rendezvous, ec))
       throw BadUsage("--rendezvous '" + o.rendezvous + "': not a folder (rank processes are started by `lockstep "
                      "run` on a distributed smoke, which makes it)");

@@ -111,6 +111,8 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
     ProcessSpec p;
     p.argv = {l.executable};
     p.argv.insert(p.argv.end(), l.args.begin(), l.args.end());
+    if (static_cast<size_t>(r) < l.rank_args.size())
+      p.argv.insert(p.argv.end(), l.rank_args[static_cast<size_t>(r)].begin(), l.rank_args[static_cast<size_t>(r)].end());
     records.push_back(l.rendezvous + "/rank-" + std::to_string(r) + ".json");
     p.argv.insert(p.argv.end(), {"--out", records.back(), "--quiet", "--rank", std::to_string(r), "--rendezvous",
                                  l.rendezvous});

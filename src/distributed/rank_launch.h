@@ -37,6 +37,9 @@ struct RankLaunch {
   int world_size = 1;
   int64_t timeout_s = 120;        ///< the whole run, every rank
   std::string smoke;              ///< the smoke's name, for messages
+  /// Arguments for rank r alone (rank_args[r], appended after `args`), e.g.
+  /// its own --checkpoint or --resume file; empty: none.
+  std::vector<std::vector<std::string>> rank_args;
 };
 
 /// Runs the ranks (see above). Returns the rank records' paths in rank

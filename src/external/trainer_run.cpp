@@ -290,7 +290,12 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
       throw BadUsage("--resume " + o.resume + ": no " + part + " beside it (it is written by `lockstep run --stop-after`)");
     partial = read_run_record(part);
     if (partial.smoke != c.name) throw BadInput(part, "smoke", "\"" + c.name + "\", got \"" + partial.smoke + "\"");
-    resume_at = static_cast<int64_t>(partial.train_probes.size());
+    // Its train probes are every rank's, interleaved: W per step.
+    int64_t world = c.distributed.configured ? c.distributed.world_size : 1;
+    if (partial.train_probes.size() % static_cast<size_t>(world) != 0)
+      throw BadInput(part, "train_probes", "a multiple of the " + std::to_string(world) + " ranks (one per rank and step), got " +
+                                              std::to_string(partial.train_probes.size()));
+    resume_at = static_cast<int64_t>(partial.train_probes.size()) / world;
     for (const auto& [name, s] : partial.series)
       if (!s.steps.empty()) resume_at = std::max(resume_at, s.steps.back() + 1);
   }
@@ -421,7 +426,9 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
           throw BadInput(probes, "", "one probe per step trained (" + std::to_string(trained) + "), got " +
                                          std::to_string(per_rank.back().size()));
       }
-      rec.train_probes = multi ? interleave_rank_probes(per_rank, work + " (training pass)") : std::move(per_rank.front());
+      rec.train_probes = multi ? interleave_rank_probes(per_rank, work + " (training pass)",
+                                                        resuming ? resume_at * world : 0)
+                               : std::move(per_rank.front());
     }
     // The module trace of the helper's ModuleTracer (rank 0's), when written.
     std::string trace_file = output_path(c, "trainer.module_trace", "{out}/module_trace.jsonl", values_for(rank_dir(out, 0), 0));

@@ -148,8 +148,10 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
       c.records = "records: " + dir + "/run-1.json, " + dir + "/resumed.json";
       return c;
     }
-    resume_note = "resumed at step " + std::to_string(cfg.resume_at) +
-                  " from a checkpoint in a fresh process: bit-identical to the uninterrupted run";
+    resume_note = "resumed at step " + std::to_string(cfg.resume_at) + " from a checkpoint in " +
+                  (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " fresh rank processes"
+                                              : std::string("a fresh process")) +
+                  ": bit-identical to the uninterrupted run";
   }
   // 5. No golden: exit 2 with a pending one.
   if (!found) {

@@ -82,7 +82,7 @@ TensorStats tensor_stats_from_json(const JsonView& n) {
 
 
 std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<BatchProbe>>& per_rank,
-                                               const std::string& where) {
+                                               const std::string& where, int64_t first_batch) {
   std::vector<BatchProbe> out;
   if (per_rank.empty()) return out;
   size_t n = per_rank.front().size();
@@ -96,7 +96,7 @@ std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<Bat
     for (size_t r = 0; r < per_rank.size(); ++r) {
       out.push_back(per_rank[r][k]);
       out.back().rank = static_cast<int64_t>(r);
-      out.back().batch = static_cast<int64_t>(out.size() - 1);
+      out.back().batch = first_batch + static_cast<int64_t>(out.size() - 1);
     }
   return out;
 }

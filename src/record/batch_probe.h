@@ -48,10 +48,12 @@ nlohmann::json to_json(const BatchProbe& probe);
 /// The probes of the ranks of one multi-rank run as one list: batch 0 of
 /// rank 0, batch 0 of rank 1, ..., then batch 1 of each. Entry i is batch
 /// i / W of rank i % W: its `rank` is set and its `batch` is i, as in any
-/// record. Throws exit-1 Error naming `where` when the ranks saw different
-/// numbers of batches (every rank must see the same).
+/// record; a resumed run's second half passes `first_batch` (the first
+/// half's entries, steps x W) and numbers on from it. Throws exit-1 Error
+/// naming `where` when the ranks saw different numbers of batches (every
+/// rank must see the same).
 std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<BatchProbe>>& per_rank,
-                                               const std::string& where);
+                                               const std::string& where, int64_t first_batch = 0);
 
 /// Parses a TensorStats object; throws exit-2 Error naming the JSON path
 /// (a key, a 32-digit hash, a known dtype).

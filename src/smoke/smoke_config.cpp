@@ -415,9 +415,6 @@ void read_distributed(const JsonView& d, SmokeConfig& c) {
   if (s.backend == "gloo" && c.device == "cuda")
     d.at("backend").fail("\"nccl\" with device \"cuda\" (lockstep runs Gloo on the CPU only)");
   if (d.has("timeout_s")) s.timeout_s = d.at("timeout_s").as_int(1, 86400);
-  if (c.resume_at > 0)
-    d.fail("no \"distributed\" section with resume_at yet (the resume check of a multi-rank run is planned, "
-           "docs/distributed.md)");
   if (d.has("self_test")) {
     JsonView t = d.at("self_test");
     t.allow_keys({"fault", "rank", "step"});

@@ -249,7 +249,9 @@ void broadcast_buffers(RankGroup& g, torch::nn::Module& model, int64_t step) {
 }
 
 // After the update: every rank's parameters must equal rank 0's.
-void check_parameters_agree(RankGroup& g, int64_t step, const NamedTensors& params, const char* when) {
+// Before step 0 (step -1), `when` names the moment and `why` the rule.
+void check_parameters_agree(RankGroup& g, int64_t step, const NamedTensors& params, const char* when,
+                            const char* why = "") {
   torch::Tensor all = g.allgather(per_tensor_hashes(params), "the parameter hashes of step " + std::to_string(step));
   Disagreement d = first_disagreement(all);
   if (d.rank < 0) return;
@@ -258,7 +260,7 @@ void check_parameters_agree(RankGroup& g, int64_t step, const NamedTensors& para
               where + ": rank " + std::to_string(d.rank) + "'s parameter " + params[static_cast<size_t>(d.param)].first +
                   " differs from rank " + std::to_string(d.reference) + "'s (" + std::to_string(d.count) + " of " + std::to_string(params.size()) +
                   " parameters differ" +
-                  (step < 0 ? "; every rank must initialise from the same seed)"
+                  (step < 0 ? "; " + std::string(why) + ")"
                             : "; every rank applies the gradients of one all-reduce, so a rank that skips or "
                               "reorders it, or reads other data into the update, diverges here)"));
 }
@@ -291,7 +293,8 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
 
   NamedTensors params;
   for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
-  if (group) check_parameters_agree(*group, -1, params, "initialisation differs across ranks");
+  if (group) check_parameters_agree(*group, -1, params, "initialisation differs across ranks",
+                                    "every rank must initialise from the same seed");
   auto optimizer = make_optimizer(spec.optimizer, model->parameters());
   ModuleTracer tracer(spec.trace);
   if (spec.trace.steps > 0) model->set_tracer(&tracer);
@@ -320,6 +323,13 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
                                            ": the checkpoint was written from another config");
     if (st.seed != seed)
       throw BadInput(f, "seed", std::to_string(seed) + ", got " + std::to_string(st.seed));
+    int rank = group ? group->rank() : -1, world = group ? group->world_size() : 1;
+    if (st.rank != rank || st.world_size != world)
+      throw BadInput(f, "rank", (group ? "rank " + std::to_string(rank) + " of " + std::to_string(world)
+                                       : std::string("a single process's checkpoint")) +
+                                    ", got " + (st.rank < 0 ? std::string("a single process's checkpoint")
+                                                            : "rank " + std::to_string(st.rank) + " of " +
+                                                                  std::to_string(st.world_size)));
     if (st.step >= spec.steps)
       throw BadInput(f, "step", "fewer than the " + std::to_string(spec.steps) + " steps configured, got " +
                                     std::to_string(st.step));
@@ -331,6 +341,9 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
     step = st.step;
     epoch = st.epoch;
     skip = st.batch_in_epoch;
+    // Every rank resumed from its own file: they must hold one model.
+    if (group) check_parameters_agree(*group, -1, params, "the ranks resumed from checkpoints that differ",
+                                      "every rank must resume from its own file of one multi-rank checkpoint");
   }
 
   bool stopped = false;
@@ -398,7 +411,8 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
         bool epoch_done = k + 1 == loader.batches_per_epoch();
         model->set_tracer(nullptr);
         CheckpointState st{spec.config_hash, seed, step, epoch + (epoch_done ? 1 : 0), epoch_done ? 0 : k + 1,
-                           r.series, r.init, r.train_probes, r.resources.step_time_s, tracer.take()};
+                           r.series, r.init, r.train_probes, r.resources.step_time_s, tracer.take(),
+                           group ? group->rank() : -1, group ? group->world_size() : 1};
         save_checkpoint(spec.resume.checkpoint_out, st, *model, *optimizer, cuda);
         stopped = true;
         return false;

@@ -224,6 +224,82 @@ TEST(DistributedCli, ATwoRankGoldenAgainstAFourRankRunIsAContractMismatch) {
   // The same world size passes against it.
   Result same = lockstep("check " + cfg_path(d) + " --out " + (d / "out2").string());
   EXPECT_EQ(same.code, 0) << same.output;
+  // The committed smoke's resume_at: both ranks stop at step 5 and resume.
+  EXPECT_NE(same.output.find("resumed at step 5 from a checkpoint in 2 fresh rank processes: bit-identical to the "
+                             "uninterrupted run"),
+            std::string::npos)
+      << same.output;
+}
+
+// --stop-after / --resume on two ranks: one checkpoint folder, a file per
+// rank, bound together by its manifest.
+TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
+  fs::path d = two_rank("resume");
+  std::string cfg = cfg_path(d), ck = (d / "ck").string();
+  std::string straight = (d / "straight.json").string(), resumed = (d / "resumed.json").string();
+  ASSERT_EQ(lockstep("run " + cfg + " --out " + straight).code, 0);
+  Result stop = lockstep("run " + cfg + " --stop-after 5 --checkpoint " + ck);
+  ASSERT_EQ(stop.code, 0) << stop.output;
+  EXPECT_NE(stop.output.find("2 ranks stopped after 5 steps, checkpoint " + ck), std::string::npos) << stop.output;
+  nlohmann::json manifest = read(d / "ck" / "checkpoint.json");
+  EXPECT_EQ(manifest["world_size"], 2);
+  EXPECT_EQ(manifest["step"], 5);
+  EXPECT_TRUE(fs::is_regular_file(d / "ck" / "rank-1.ckpt"));
+  Result resume = lockstep("run " + cfg + " --resume " + ck + " --out " + resumed);
+  ASSERT_EQ(resume.code, 0) << resume.output;
+  Result same = lockstep("compare " + resumed + " " + straight);
+  EXPECT_EQ(same.code, 0) << same.output;
+
+  // Another world size, swapped rank files, a changed byte, a file: exit 2.
+  auto refused = [&](const std::string& args, const std::string& expect) {
+    Result r = lockstep("run " + cfg + " " + args + " --out " + (d / "x.json").string());
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(expect), std::string::npos) << r.output;
+  };
+  refused("--resume " + ck + " --world-size 4",
+          ck + "/checkpoint.json: world_size: expected 4 (the smoke's distributed.world_size");
+  refused("--resume " + straight, "got a file (a single-process smoke's checkpoint?)");
+  fs::copy(d / "ck", d / "swapped");
+  fs::rename(d / "swapped" / "rank-0.ckpt", d / "swapped" / "tmp");
+  fs::rename(d / "swapped" / "rank-1.ckpt", d / "swapped" / "rank-0.ckpt");
+  fs::rename(d / "swapped" / "tmp", d / "swapped" / "rank-1.ckpt");
+  nlohmann::json m = manifest;
+  std::swap(m["ranks"][0]["xxh3_128"], m["ranks"][1]["xxh3_128"]);
+  write_file_atomically((d / "swapped" / "checkpoint.json").string(), m.dump());
+  refused("--resume " + (d / "swapped").string(), "rank-0.ckpt: rank: expected rank 0 of 2, got rank 1 of 2");
+  std::ofstream(d / "swapped" / "rank-1.ckpt", std::ios::app) << "!";
+  refused("--resume " + (d / "swapped").string(), "rank-1.ckpt: expected XXH3-128 ");
+  Result single = lockstep("run " + kSmoke + " --resume " + ck + " --out " + (d / "y.json").string());
+  EXPECT_EQ(single.code, 2) << single.output;
+  EXPECT_NE(single.output.find("got a folder (a multi-rank smoke's checkpoint?)"), std::string::npos) << single.output;
+
+  // A second stop replaces the checkpoint whole; a folder lockstep did not make is never replaced.
+  ASSERT_EQ(lockstep("run " + cfg + " --stop-after 3 --checkpoint " + ck).code, 0);
+  EXPECT_EQ(read(d / "ck" / "checkpoint.json")["step"], 3);
+  EXPECT_FALSE(fs::exists(ck + ".partial"));
+  EXPECT_FALSE(fs::exists(ck + ".old"));
+  fs::create_directories(d / "mine");
+  Result foreign = lockstep("run " + cfg + " --stop-after 3 --checkpoint " + (d / "mine").string());
+  EXPECT_EQ(foreign.code, 2) << foreign.output;
+  EXPECT_NE(foreign.output.find("is not a multi-rank checkpoint folder lockstep made"), std::string::npos)
+      << foreign.output;
+}
+
+// Each rank's dropout generator is its own (keyed by its rank) and is in
+// its own checkpoint file: resuming without them moves step 5.
+TEST(DistributedCli, ResumingWithoutTheRanksGeneratorStatesMovesTheFirstResumedStep) {
+  fs::path d = two_rank("resume-rng", [](nlohmann::json& c) {
+    c["model"] = {{"name", "mlp"}, {"hidden", 32}, {"dropout", 0.1}, {"classes", 10}};
+  });
+  std::string cfg = cfg_path(d), ck = (d / "ck").string(), straight = (d / "straight.json").string();
+  ASSERT_EQ(lockstep("run " + cfg + " --out " + straight).code, 0);
+  ASSERT_EQ(lockstep("run " + cfg + " --stop-after 5 --checkpoint " + ck).code, 0);
+  ASSERT_EQ(lockstep("run " + cfg + " --resume " + ck + " --out " + (d / "ok.json").string()).code, 0);
+  EXPECT_EQ(lockstep("compare " + (d / "ok.json").string() + " " + straight).code, 0);
+  ASSERT_EQ(lockstep("run " + cfg + " --resume " + ck + " --skip-generator-restore --out " + (d / "bad.json").string()).code, 0);
+  Result bad = lockstep("compare " + (d / "bad.json").string() + " " + straight);
+  EXPECT_EQ(bad.code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("first divergence: train step 5: loss"), std::string::npos) << bad.output;
 }
 
 TEST(DistributedCli, ConfigMistakesAreExitTwoNamingTheField) {
@@ -237,7 +313,7 @@ TEST(DistributedCli, ConfigMistakesAreExitTwoNamingTheField) {
       {[](nlohmann::json& c) { self_test(c, "skip_allreduce", 2, 1); }, "distributed.self_test.rank"},
       {[](nlohmann::json& c) { self_test(c, "skip_allreduce", 1, 10); }, "distributed.self_test.step"},
       {[](nlohmann::json& c) { c["distributed"]["world"] = 2; }, "distributed.world"},
-      {[](nlohmann::json& c) { c["resume_at"] = 5; }, "no \"distributed\" section with resume_at yet"},
+      {[](nlohmann::json& c) { c["resume_at"] = 10; }, "resume_at: expected a step between 1 and steps - 1"},
   };
   fs::path d = two_rank("config");
   for (const auto& c : cases) {
@@ -262,6 +338,12 @@ TEST(DistributedCli, ATeamTrainerOnTwoRanksPassesItsGoldenWithEveryRanksData) {
   fs::remove_all(d);
   Result r = lockstep("check " + kTrainer2 + " --out " + d.string());
   ASSERT_EQ(r.code, 0) << r.output;
+  // Its resume_at: each rank stops at step 5 with its own checkpoint
+  // ({checkpoint}.rank-{rank}) and a fresh set of ranks continues.
+  EXPECT_NE(r.output.find("resumed at step 5 from a checkpoint in 2 fresh rank processes: bit-identical"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(d / "pytorch-trainer-2rank" / "resume-at-5.ckpt.rank-1"));
   nlohmann::json rec = read(d / "pytorch-trainer-2rank" / "run-1.json");
   EXPECT_EQ(rec["contract"]["distributed.world_size"], "2");
   ASSERT_EQ(rec["probes"].size(), 20u);  // 10 batches of each rank, interleaved

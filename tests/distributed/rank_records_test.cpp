@@ -67,5 +67,18 @@ TEST(RankRecords, ARankThatDisagreesOnAGlobalValueIsExitOneNamingIt) {
   EXPECT_THROW(merge_rank_records({a, h}, "x.ranks"), Error);
 }
 
+// A resumed trainer's second half numbers on from the first half's entries.
+TEST(RankRecords, TheSecondHalfOfAResumedRunNumbersOnFromTheFirst) {
+  std::vector<std::vector<BatchProbe>> per_rank = {{make_probe(5, 0.5), make_probe(6, 0.5)},
+                                                   {make_probe(5, 1.5), make_probe(6, 1.5)}};
+  std::vector<BatchProbe> out = interleave_rank_probes(per_rank, "x", 10);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].batch, 10);
+  EXPECT_EQ(out[3].batch, 13);
+  EXPECT_EQ(out[1].rank, 1);
+  EXPECT_EQ(out[2].rank, 0);
+  EXPECT_EQ(interleave_rank_probes(per_rank, "x")[3].batch, 3);
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -1,0 +1,138 @@
+// The multi-rank checkpoint folder: written through a partial folder and
+// swapped in whole, and refused on read unless its manifest holds.
+#include "distributed/rank_checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_io.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path fresh(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-rank-ckpt-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Runs `f` and returns the Error it throws (code and message).
+template <typename F>
+Error thrown(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no Error thrown";
+  return Error(ExitCode::kPass, "");
+}
+
+// A committed two-rank checkpoint of `step` at d/ck whose rank files hold `text` + rank.
+std::string commit_two(const fs::path& d, int64_t step, const std::string& text) {
+  std::string dir = (d / "ck").string();
+  RankCheckpointWriter w(dir, {"s", 2, step});
+  for (int r = 0; r < 2; ++r) std::ofstream(w.rank_file(r)) << text << r;
+  w.commit();
+  return dir;
+}
+
+TEST(RankCheckpoint, ACommittedCheckpointOpensInRankOrderAndReplacesTheLastOne) {
+  fs::path d = fresh("commit");
+  std::string dir = commit_two(d, 5, "a");
+  std::vector<std::string> files = open_rank_checkpoint(dir, "s", 2);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0], dir + "/rank-0.ckpt");
+  EXPECT_EQ(read_file(files[1]), "a1");
+  nlohmann::json m = parse_json_file(dir + "/checkpoint.json");
+  EXPECT_EQ(m["world_size"], 2);
+  EXPECT_EQ(m["step"], 5);
+  EXPECT_EQ(m["ranks"][1]["file"], "rank-1.ckpt");
+
+  commit_two(d, 3, "b");
+  EXPECT_EQ(read_file(open_rank_checkpoint(dir, "s", 2)[0]), "b0");
+  EXPECT_EQ(parse_json_file(dir + "/checkpoint.json")["step"], 3);
+  EXPECT_FALSE(fs::exists(dir + ".partial"));
+  EXPECT_FALSE(fs::exists(dir + ".old"));
+  fs::remove_all(d);
+}
+
+TEST(RankCheckpoint, AnInterruptedWriteLeavesThePreviousCheckpoint) {
+  fs::path d = fresh("interrupted");
+  std::string dir = commit_two(d, 5, "a");
+  {
+    RankCheckpointWriter w(dir, {"s", 2, 7});
+    std::ofstream(w.rank_file(0)) << "new";
+    // rank 1 never wrote: the commit refuses, the old checkpoint stays.
+    Error e = thrown([&] { w.commit(); });
+    EXPECT_EQ(e.code(), ExitCode::kEnvironment);
+    EXPECT_NE(std::string(e.what()).find("rank 1 finished without writing its checkpoint"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(read_file(open_rank_checkpoint(dir, "s", 2)[0]), "a0");
+  // The next writer clears the partial folder it left.
+  commit_two(d, 2, "c");
+  EXPECT_EQ(read_file(open_rank_checkpoint(dir, "s", 2)[1]), "c1");
+  fs::remove_all(d);
+}
+
+TEST(RankCheckpoint, AFolderLockstepDidNotMakeIsNeverReplaced) {
+  fs::path d = fresh("foreign");
+  fs::create_directories(d / "ck");
+  std::ofstream(d / "ck" / "precious") << "x";
+  Error e = thrown([&] { RankCheckpointWriter((d / "ck").string(), {"s", 2, 1}); });
+  EXPECT_EQ(e.code(), ExitCode::kBadInput);
+  EXPECT_NE(std::string(e.what()).find("is not a multi-rank checkpoint folder lockstep made"), std::string::npos);
+  EXPECT_TRUE(fs::exists(d / "ck" / "precious"));
+  fs::remove_all(d);
+}
+
+TEST(RankCheckpoint, ABadManifestOrRankFileIsExitTwoNamingFileAndField) {
+  fs::path d = fresh("bad");
+  std::string dir = commit_two(d, 5, "a");
+  std::string manifest = dir + "/checkpoint.json";
+  const nlohmann::json good = parse_json_file(manifest);
+  struct Case {
+    std::function<void()> edit;
+    std::string expect;
+  } cases[] = {
+      {[&] { write_file_atomically(manifest, "{\"format\": "); }, "checkpoint.json"},
+      {[&] { nlohmann::json m = good; m["smoke"] = "t"; write_file_atomically(manifest, m.dump()); },
+       "checkpoint.json: smoke: expected \"s\" (the smoke being resumed), got \"t\""},
+      {[&] { nlohmann::json m = good; m["world_size"] = 4; write_file_atomically(manifest, m.dump()); },
+       "checkpoint.json: world_size: expected 2 (the smoke's distributed.world_size"},
+      {[&] { nlohmann::json m = good; m["ranks"][1]["file"] = "../x"; write_file_atomically(manifest, m.dump()); },
+       "checkpoint.json: ranks[1].file: expected \"rank-1.ckpt\""},
+      {[&] { nlohmann::json m = good; m["ranks"].erase(1); write_file_atomically(manifest, m.dump()); },
+       "checkpoint.json: ranks: expected one entry per rank (2), got 1"},
+      {[&] { nlohmann::json m = good; m["extra"] = 1; write_file_atomically(manifest, m.dump()); }, "extra"},
+      {[&] { std::ofstream(dir + "/rank-1.ckpt", std::ios::app) << "!"; },
+       "rank-1.ckpt: expected XXH3-128 "},
+      {[&] { fs::remove(dir + "/rank-0.ckpt"); }, "rank-0.ckpt: expected rank 0's checkpoint"},
+      {[&] { fs::remove(manifest); }, "checkpoint.json: expected the manifest of a multi-rank checkpoint"},
+  };
+  for (const auto& c : cases) {
+    commit_two(d, 5, "a");
+    c.edit();
+    Error e = thrown([&] { open_rank_checkpoint(dir, "s", 2); });
+    EXPECT_EQ(e.code(), ExitCode::kBadInput) << c.expect;
+    EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << e.what();
+  }
+  std::ofstream(d / "file.ckpt") << "x";
+  Error file = thrown([&] { open_rank_checkpoint((d / "file.ckpt").string(), "s", 2); });
+  EXPECT_EQ(file.code(), ExitCode::kBadInput);
+  EXPECT_NE(std::string(file.what()).find("got a file (a single-process smoke's checkpoint?)"), std::string::npos);
+  Error none = thrown([&] { open_rank_checkpoint((d / "none").string(), "s", 2); });
+  EXPECT_EQ(none.code(), ExitCode::kBadInput);
+  EXPECT_NE(std::string(none.what()).find("no such checkpoint"), std::string::npos);
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace lockstep
