@@ -48,6 +48,9 @@ int run_in_process(const RunOptions& o, bool train) {
   if (!o.out.empty() && fs::weakly_canonical(fs::absolute(o.out)).string().rfind(goldens, 0) == 0)
     throw BadUsage(o.out + ": refusing to write a run record into the goldens folder " + goldens +
                    " (goldens are written only by `lockstep bless`)");
+  if (!o.checkpoint.empty() && fs::weakly_canonical(fs::absolute(o.checkpoint)).string().rfind(goldens, 0) == 0)
+    throw BadUsage(o.checkpoint + ": refusing to write a checkpoint into the goldens folder " + goldens +
+                   " (goldens are written only by `lockstep bless`)");
 
   std::error_code ec;
   if (!o.resume.empty() && fs::is_directory(o.resume, ec))

@@ -2,12 +2,21 @@
 
 #include <sstream>
 
+#include "core/error.h"
+
 namespace lockstep {
 
 std::string xml_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (unsigned char c : text) {
+  std::string bidi;
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (size_t n = bidi_control_at(text, i, &bidi)) {  // shown, never obeyed
+      out += bidi;
+      i += n - 1;
+      continue;
+    }
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

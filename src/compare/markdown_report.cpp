@@ -15,7 +15,14 @@ namespace {
 // text in a merge-request comment and never as markup; one line.
 std::string cell(const std::string& s) {
   std::string out;
-  for (char c : s) {
+  std::string bidi;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (size_t n = bidi_control_at(s, i, &bidi)) {  // \u202e as text, never obeyed
+      out += "&#92;" + bidi.substr(1);
+      i += n - 1;
+      continue;
+    }
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

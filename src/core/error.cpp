@@ -1,15 +1,39 @@
 #include "core/error.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace lockstep {
 
+size_t bidi_control_at(const std::string& text, size_t i, std::string* escaped) {
+  auto byte = [&](size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u; };
+  unsigned cp = 0;
+  size_t n = 0;
+  if (byte(0) == 0xd8 && byte(1) == 0x9c) {
+    cp = 0x061c, n = 2;
+  } else if (byte(0) == 0xe2 && (byte(1) == 0x80 || byte(1) == 0x81) && byte(2) >= 0x80 && byte(2) <= 0xbf) {
+    cp = 0x2000u | ((byte(1) & 0x3fu) << 6) | (byte(2) & 0x3fu);
+    if (cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) n = 3;
+  }
+  if (n > 0 && escaped) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+    *escaped = buf;
+  }
+  return n;
+}
+
 std::string printable_message(const std::string& text, bool keep_line_breaks) {
   std::string out;
   out.reserve(text.size());
-  for (unsigned char c : text) {
-    if ((c < 0x20 && !(keep_line_breaks && (c == '\n' || c == '\t'))) || c == 0x7f) {
+  std::string bidi;
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (size_t n = bidi_control_at(text, i, &bidi)) {
+      out += bidi;
+      i += n - 1;
+    } else if ((c < 0x20 && !(keep_line_breaks && (c == '\n' || c == '\t'))) || c == 0x7f) {
       static const char* hex = "0123456789abcdef";
       out += "\\x";
       out += hex[c >> 4];

@@ -36,11 +36,20 @@ int exit_severity(ExitCode code);
 /// "ENVIRONMENT", "NONDETERMINISTIC".
 const char* exit_class_name(ExitCode code);
 
-/// `text` with control characters (below 0x20, and DEL) written as \xNN;
-/// newline and tab are kept when `keep_line_breaks`. Messages and reports
-/// quote names and values from files: a NUL would cut them short, an ANSI
-/// escape rewrite the terminal. The one escape every printer uses.
+/// `text` with control characters (below 0x20, and DEL) written as \xNN
+/// and Unicode bidirectional controls (U+061C, U+200E/F, U+202A..U+202E,
+/// U+2066..U+2069) as \uXXXX; newline and tab are kept when
+/// `keep_line_breaks`. Messages and reports quote names and values from
+/// files: a NUL would cut them short, an ANSI escape rewrite the terminal,
+/// a right-to-left override show a name reversed ("Trojan Source",
+/// CVE-2021-42574). The one escape every printer uses.
 std::string printable_message(const std::string& text, bool keep_line_breaks = true);
+
+/// The length in bytes of the UTF-8 bidirectional control at `text[i]`
+/// (see printable_message), or 0 when there is none; `escaped` gets its
+/// \uXXXX spelling. For printers that escape the rest themselves (HTML,
+/// JUnit XML, Markdown).
+size_t bidi_control_at(const std::string& text, size_t i, std::string* escaped);
 
 /// An error that ends the command with a specific exit code. Its message
 /// is made printable (printable_message).

@@ -240,6 +240,25 @@ std::string closest_spelling(std::string_view word, const std::vector<std::strin
   return best_d <= limit ? best : "";
 }
 
+namespace {
+
+// A value from the input as a message shows it: at most 64 bytes, the
+// length said when cut, so a megabyte-long key or string never floods a
+// CI log.
+std::string excerpt(const std::string& v) {
+  constexpr size_t kMax = 64;
+  if (v.size() <= kMax) return v;
+  return v.substr(0, kMax) + "... (" + std::to_string(v.size()) + " bytes)";
+}
+
+// closest_spelling() for input of any length: a name longer than any
+// sensible field or choice gets no hint (and costs no edit distance).
+std::string hint_for(const std::string& word, const std::vector<std::string>& names) {
+  return word.size() > 64 ? std::string() : closest_spelling(word, names);
+}
+
+}  // namespace
+
 JsonView::JsonView(const nlohmann::json& node, std::string file, std::string path)
     : node_(&node), file_(std::move(file)), path_(std::move(path)) {}
 
@@ -283,9 +302,9 @@ void JsonView::allow_keys(const std::vector<std::string_view>& allowed) const {
   std::vector<std::string> names(allowed.begin(), allowed.end());
   for (auto it = node_->begin(); it != node_->end(); ++it) {
     if (std::find(names.begin(), names.end(), it.key()) != names.end()) continue;
-    std::string child = path_.empty() ? it.key() : path_ + "." + it.key();
-    std::string hint = closest_spelling(it.key(), names);
-    std::string expected = "a known field, not '" + it.key() + "'";
+    std::string child = path_.empty() ? excerpt(it.key()) : path_ + "." + excerpt(it.key());
+    std::string hint = hint_for(it.key(), names);
+    std::string expected = "a known field, not '" + excerpt(it.key()) + "'";
     if (!hint.empty()) expected += " (did you mean '" + hint + "'?)";
     throw BadInput(file_, child, expected);
   }
@@ -362,8 +381,8 @@ std::string JsonView::as_enum(std::initializer_list<std::string_view> choices) c
   if (!node_->is_string()) fail("one of " + list + ", got " + type_name(*node_));
   std::string v = node_->get<std::string>();
   if (std::find(names.begin(), names.end(), v) == names.end()) {
-    std::string hint = closest_spelling(v, names);
-    fail("one of " + list + ", got \"" + v + "\"" +
+    std::string hint = hint_for(v, names);
+    fail("one of " + list + ", got \"" + excerpt(v) + "\"" +
          (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
   }
   return v;

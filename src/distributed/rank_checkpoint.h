@@ -19,13 +19,18 @@
 // The ranks write into DIR.partial; only when every rank finished is the
 // manifest written and the folder swapped in, so a kill at any moment
 // leaves the previous checkpoint (or none), never a mix of two runs'.
+// The manifest's step says what the checkpoint is of; the ranks check on
+// resume that their files agree on it (train/trainer.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace lockstep {
+
+class DirectoryLock;
 
 /// What a multi-rank checkpoint is of.
 struct RankCheckpointInfo {
@@ -35,12 +40,21 @@ struct RankCheckpointInfo {
 };
 
 /// Prepares DIR.partial for the ranks to write into, then commits it as
-/// DIR. Throws exit-2 Error when DIR (or DIR.partial) exists and is not a
-/// folder lockstep made for a multi-rank checkpoint (it is never removed),
-/// exit-3 Error when a folder cannot be made, moved or removed.
+/// DIR, holding a lock (DIR.lock) so two runs never write one checkpoint.
+/// "ck/" is "ck". Throws exit-2 Error when DIR (or DIR.partial) exists and
+/// is not a folder lockstep made holding only its checkpoint files (a
+/// link, a user's folder, a copy with notes added: never removed), and an
+/// Error from io_error() when a folder cannot be made, moved or removed;
+/// exit-3 Error when another run holds the lock.
 class RankCheckpointWriter {
  public:
   RankCheckpointWriter(std::string dir, RankCheckpointInfo info);
+  ~RankCheckpointWriter();
+  RankCheckpointWriter(const RankCheckpointWriter&) = delete;
+  RankCheckpointWriter& operator=(const RankCheckpointWriter&) = delete;
+
+  /// The checkpoint folder, normalised ("ck/" is "ck").
+  const std::string& dir() const { return dir_; }
 
   /// Where rank `rank` writes its checkpoint (inside DIR.partial).
   std::string rank_file(int rank) const;
@@ -55,6 +69,7 @@ class RankCheckpointWriter {
   std::string dir_;
   std::string partial_;
   RankCheckpointInfo info_;
+  std::unique_ptr<DirectoryLock> lock_;
 };
 
 /// The rank files of the multi-rank checkpoint DIR, in rank order, after

@@ -10,7 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/file_hash_cache.h"
 #include "core/float_bits.h"
 #include "core/install_paths.h"
 #include "env/machine_facts.h"
@@ -288,16 +290,43 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     std::error_code ec;
     if (!fs::exists(part, ec))
       throw BadUsage("--resume " + o.resume + ": no " + part + " beside it (it is written by `lockstep run --stop-after`)");
+    std::string sum = part + ".xxh3";
+    if (!fs::exists(sum, ec))
+      throw BadInput(part, "", "its XXH3-128 in " + sum + " (missing: the stopped run was interrupted, or the file "
+                                                          "was copied without it; stop the run again)");
+    if (std::string want = read_file(sum), got = file_xxh3(part); want != got + "\n")
+      throw BadInput(part, "", "XXH3-128 " + printable_message(want.substr(0, 40), false) + " as " + sum +
+                                   " records, got " + got + " (the file changed after the run stopped)");
     partial = read_run_record(part);
     if (partial.smoke != c.name) throw BadInput(part, "smoke", "\"" + c.name + "\", got \"" + partial.smoke + "\"");
-    // Its train probes are every rank's, interleaved: W per step.
+    if (partial.config_hash != c.config_hash)
+      throw BadInput(part, "config_hash", c.config_hash + " (" + c.file + "'s), got " + partial.config_hash +
+                                              ": the run was stopped under another config");
+    if (partial.seed != seed)
+      throw BadInput(part, "seed", std::to_string(seed) + ", got " + std::to_string(partial.seed));
     int64_t world = c.distributed.configured ? c.distributed.world_size : 1;
-    if (partial.train_probes.size() % static_cast<size_t>(world) != 0)
-      throw BadInput(part, "train_probes", "a multiple of the " + std::to_string(world) + " ranks (one per rank and step), got " +
-                                              std::to_string(partial.train_probes.size()));
-    resume_at = static_cast<int64_t>(partial.train_probes.size()) / world;
+    auto w = partial.contract.find("distributed.world_size");
+    std::string stopped_on = w == partial.contract.end() ? "1" : w->second;
+    if (stopped_on != std::to_string(world))
+      throw BadInput(part, "contract.distributed.world_size",
+                     std::to_string(world) + " (this run's ranks, distributed.world_size or --world-size: a run "
+                     "resumes on as many ranks as it stopped on), got " + stopped_on);
+    // The step it stopped after: the series' last step + 1; its train
+    // probes, when the trainer writes them, are every rank's, W per step.
+    resume_at = 0;
     for (const auto& [name, s] : partial.series)
       if (!s.steps.empty()) resume_at = std::max(resume_at, s.steps.back() + 1);
+    if (resume_at < 1 || resume_at >= c.steps)
+      throw BadInput(part, "series", "steps 0 to at most " + std::to_string(c.steps - 2) + " (a run stopped before "
+                                     "the last of the " + std::to_string(c.steps) + " steps), got " +
+                                     std::to_string(resume_at) + " steps");
+    size_t probes = t.probes.empty() ? 0 : static_cast<size_t>(resume_at * world);
+    if (partial.train_probes.size() != probes)
+      throw BadInput(part, "train_probes", std::to_string(probes) + " probes (" +
+                                               (t.probes.empty() ? std::string("the trainer writes none")
+                                                                 : "one per rank and step: " + std::to_string(world) +
+                                                                       " x " + std::to_string(resume_at)) +
+                                               "), got " + std::to_string(partial.train_probes.size()));
   }
   std::string checkpoint = stopping ? fs::absolute(o.checkpoint).string() : resuming ? fs::absolute(o.resume).string() : "";
 
@@ -500,6 +529,8 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
 
   if (stopping) {
     write_run_record(partial_path(checkpoint), rec);
+    // Its hash beside it: an edited or damaged partial record is refused on resume.
+    write_file_atomically(partial_path(checkpoint) + ".xxh3", file_xxh3(partial_path(checkpoint)) + "\n");
     result.stopped_at_checkpoint = true;
   }
   return result;

@@ -526,6 +526,19 @@ SmokeConfig load_smoke_config(const std::string& path) {
         v.at("inject_nondeterminism").as_enum({"index_put_accumulate", "worker_seeded_augment"});
 
   if (v.has("distributed")) read_distributed(v.at("distributed"), c);
+  // Each rank of a team trainer stops and resumes its own state (its
+  // generators, its sampler position): one shared checkpoint path would
+  // have the ranks overwrite one file, or resume from another's.
+  if (c.distributed.configured && c.has_trainer() && !c.trainer.resume_stop.empty())
+    for (const char* part : {"stop", "continue"}) {
+      JsonView args = v.at("trainer").at("resume").at(part);
+      for (size_t i = 0; i < args.size(); ++i) {
+        std::string a = args.at(i).as_string();
+        if (a.find("{checkpoint}") != std::string::npos && a.find("{rank}") == std::string::npos)
+          args.at(i).fail("{rank} beside {checkpoint} in a multi-rank smoke (each rank saves and resumes its own "
+                          "file, e.g. \"{checkpoint}.rank-{rank}\"), got \"" + a + "\"");
+      }
+    }
   if (v.has("trace")) read_trace(v.at("trace"), c);
 
   if (v.has("tolerance")) {

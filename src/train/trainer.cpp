@@ -318,11 +318,6 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
     CheckpointState st = load_checkpoint(spec.resume.resume_from, *model, *optimizer, cuda,
                                          spec.resume.restore_generators);
     const std::string& f = spec.resume.resume_from;
-    if (st.config_hash != spec.config_hash)
-      throw BadInput(f, "config_hash", spec.config_hash + " (this smoke config's), got " + st.config_hash +
-                                           ": the checkpoint was written from another config");
-    if (st.seed != seed)
-      throw BadInput(f, "seed", std::to_string(seed) + ", got " + std::to_string(st.seed));
     int rank = group ? group->rank() : -1, world = group ? group->world_size() : 1;
     if (st.rank != rank || st.world_size != world)
       throw BadInput(f, "rank", (group ? "rank " + std::to_string(rank) + " of " + std::to_string(world)
@@ -330,6 +325,11 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
                                     ", got " + (st.rank < 0 ? std::string("a single process's checkpoint")
                                                             : "rank " + std::to_string(st.rank) + " of " +
                                                                   std::to_string(st.world_size)));
+    if (st.config_hash != spec.config_hash)
+      throw BadInput(f, "config_hash", spec.config_hash + " (this smoke config's), got " + st.config_hash +
+                                           ": the checkpoint was written from another config");
+    if (st.seed != seed)
+      throw BadInput(f, "seed", std::to_string(seed) + ", got " + std::to_string(st.seed));
     if (st.step >= spec.steps)
       throw BadInput(f, "step", "fewer than the " + std::to_string(spec.steps) + " steps configured, got " +
                                     std::to_string(st.step));
@@ -341,7 +341,16 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
     step = st.step;
     epoch = st.epoch;
     skip = st.batch_in_epoch;
-    // Every rank resumed from its own file: they must hold one model.
+    // Every rank resumed from its own file: they must be of one step and
+    // hold one model.
+    if (group) {
+      torch::Tensor steps = group->allgather(torch::tensor({st.step}, torch::kInt64), "the resumed steps");
+      for (int k = 0; k < group->world_size(); ++k)
+        if (int64_t other = steps[k].item<int64_t>(); other != st.step)
+          throw BadInput(f, "step", std::to_string(other) + " as rank " + std::to_string(k) +
+                                        "'s checkpoint (the ranks of one checkpoint stopped at one step), got " +
+                                        std::to_string(st.step));
+    }
     if (group) check_parameters_agree(*group, -1, params, "the ranks resumed from checkpoints that differ",
                                       "every rank must resume from its own file of one multi-rank checkpoint");
   }

@@ -257,7 +257,7 @@ TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
     EXPECT_NE(r.output.find(expect), std::string::npos) << r.output;
   };
   refused("--resume " + ck + " --world-size 4",
-          ck + "/checkpoint.json: world_size: expected 4 (the smoke's distributed.world_size");
+          ck + "/checkpoint.json: world_size: expected 4 (this run's ranks, distributed.world_size or --world-size");
   refused("--resume " + straight, "got a file (a single-process smoke's checkpoint?)");
   fs::copy(d / "ck", d / "swapped");
   fs::rename(d / "swapped" / "rank-0.ckpt", d / "swapped" / "tmp");
@@ -273,11 +273,20 @@ TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
   EXPECT_EQ(single.code, 2) << single.output;
   EXPECT_NE(single.output.find("got a folder (a multi-rank smoke's checkpoint?)"), std::string::npos) << single.output;
 
-  // A second stop replaces the checkpoint whole; a folder lockstep did not make is never replaced.
-  ASSERT_EQ(lockstep("run " + cfg + " --stop-after 3 --checkpoint " + ck).code, 0);
+  // The record never lands among the checkpoint's files, nor a checkpoint in the goldens.
+  Result inside = lockstep("run " + cfg + " --resume " + ck + " --out " + ck + "/checkpoint.json");
+  EXPECT_EQ(inside.code, 2) << inside.output;
+  EXPECT_NE(inside.output.find("would share paths"), std::string::npos) << inside.output;
+  refused("--stop-after 3 --checkpoint " + (d / "goldens" / "ck").string(),
+          "refusing to write a checkpoint into the goldens folder");
+
+  // A second stop replaces the checkpoint whole ("ck/" is "ck"), and
+  // leaves no rank logs behind; a folder lockstep did not make is never replaced.
+  Result again = lockstep("run " + cfg + " --stop-after 3 --checkpoint " + ck + "/ --out " + (d / "s.json").string());
+  ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_EQ(read(d / "ck" / "checkpoint.json")["step"], 3);
   EXPECT_FALSE(fs::exists(ck + ".partial"));
-  EXPECT_FALSE(fs::exists(ck + ".old"));
+  EXPECT_FALSE(fs::exists(d / "s.json.ranks"));
   fs::create_directories(d / "mine");
   Result foreign = lockstep("run " + cfg + " --stop-after 3 --checkpoint " + (d / "mine").string());
   EXPECT_EQ(foreign.code, 2) << foreign.output;
@@ -354,6 +363,47 @@ TEST(DistributedCli, ATeamTrainerOnTwoRanksPassesItsGoldenWithEveryRanksData) {
   fs::path ranks = d / "pytorch-trainer-2rank" / "run-1.json.trainer" / "train";
   EXPECT_TRUE(fs::exists(ranks / "rank-0" / "metrics.jsonl"));
   EXPECT_TRUE(fs::exists(ranks / "rank-1" / "metrics.jsonl"));
+  fs::remove_all(d);
+}
+
+// A team trainer's per-rank checkpoints: {rank} in the path is required,
+// and the stopped half's record must be this run's (world size, hash).
+TEST(DistributedCli, ATeamTrainersStoppedRunResumesOnlyOnItsOwnRanks) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-cli-trainer2-resume-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  nlohmann::json cfg = parse_json_file(kTrainer2 + "/pytorch-trainer-2rank.json");
+  cfg["trainer"]["cwd"] = kSourceDir + "/examples/pytorch-trainer";
+  std::string file = (d / "t.json").string();
+  nlohmann::json shared = cfg;
+  shared["trainer"]["resume"]["stop"][3] = "{checkpoint}";
+  write_file_atomically(file, pretty_dump(shared));
+  Result r = lockstep("run " + file + " --out " + (d / "x.json").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("t.json: trainer.resume.stop[3]: expected {rank} beside {checkpoint} in a multi-rank smoke"),
+            std::string::npos)
+      << r.output;
+
+  write_file_atomically(file, pretty_dump(cfg));
+  std::string ck = (d / "ck").string();
+  Result stop = lockstep("run " + file + " --stop-after 5 --checkpoint " + ck);
+  ASSERT_EQ(stop.code, 0) << stop.output;
+  EXPECT_TRUE(fs::exists(ck + ".rank-0") && fs::exists(ck + ".rank-1"));
+  Result four = lockstep("run " + file + " --resume " + ck + " --world-size 4 --out " + (d / "y.json").string());
+  EXPECT_EQ(four.code, 2) << four.output;
+  EXPECT_NE(four.output.find("ck.lockstep-part.json: contract.distributed.world_size: expected 4 (this run's ranks"),
+            std::string::npos)
+      << four.output;
+  Result over = lockstep("run " + file + " --resume " + ck + " --out " + ck + ".rank-0");
+  EXPECT_EQ(over.code, 2) << over.output;
+  EXPECT_NE(over.output.find("would share paths"), std::string::npos) << over.output;
+  nlohmann::json part = parse_json_file(ck + ".lockstep-part.json");
+  part["series"]["loss"]["values"][0] = 9;
+  write_file_atomically(ck + ".lockstep-part.json", pretty_dump(part));
+  Result edited = lockstep("run " + file + " --resume " + ck + " --out " + (d / "z.json").string());
+  EXPECT_EQ(edited.code, 2) << edited.output;
+  EXPECT_NE(edited.output.find("ck.lockstep-part.json: expected XXH3-128 "), std::string::npos) << edited.output;
+  EXPECT_NE(edited.output.find("(the file changed after the run stopped)"), std::string::npos) << edited.output;
   fs::remove_all(d);
 }
 

@@ -53,6 +53,7 @@ TEST(JUnit, SmokesThatCouldNotRunAreErrors) {
 
 TEST(JUnit, EscapesXml) {
   EXPECT_EQ(xml_escape("a<b & \"c\" 'd'>\x01"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;");
+  EXPECT_EQ(xml_escape("x\xe2\x80\xae" "y"), "x\\u202ey");  // a right-to-left override, shown
 }
 
 TEST(Markdown, FailingVerdictSummary) {
@@ -84,6 +85,13 @@ TEST(Markdown, RecordBorneNamesAreEscaped) {
   EXPECT_EQ(md.find('\x1b'), std::string::npos);
   EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;&#124;&#96;x&#96;&#42;&#95;&#91;a&#93;(b)"), std::string::npos)
       << md;
+  RunRecord g2;
+  g2.series["loss_\xe2\x80\xae" "cod.exe"] = Series{Series::Dtype::kFloat64, {1.0}, {}, {}, {}};
+  RunRecord r2 = g2;
+  r2.series["loss_\xe2\x80\xae" "cod.exe"].values[0] = 2.0;
+  std::string bidi = render_markdown(compare_records(r2, g2, {}));
+  EXPECT_EQ(bidi.find("\xe2\x80\xae"), std::string::npos) << bidi;
+  EXPECT_NE(bidi.find("loss&#95;&#92;u202ecod.exe"), std::string::npos) << bidi;
 }
 
 TEST(JUnit, RecordBorneNamesAreEscaped) {

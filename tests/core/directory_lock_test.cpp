@@ -122,5 +122,17 @@ TEST(Error, MessagesArePrintable) {
   EXPECT_EQ(std::string(e.what()), "smoke 'a\\x00b\\x1b[2J'\n  next line");
 }
 
+// A right-to-left override would show "loss_cod.exe" as "loss_exe.doc".
+TEST(Error, BidiControlsAreShownNotObeyed) {
+  Error e = BadUsage("series 'loss_\xe2\x80\xae" "cod.exe' \xe2\x81\xa6x\xe2\x81\xa9 \xd8\x9c \xe2\x80\x8f");
+  EXPECT_EQ(std::string(e.what()), "series 'loss_\\u202ecod.exe' \\u2066x\\u2069 \\u061c \\u200f");
+  // Other characters of those blocks stay: an en dash, a right arrow.
+  EXPECT_EQ(printable_message("a \xe2\x80\x93 b \xe2\x86\x92 c"), "a \xe2\x80\x93 b \xe2\x86\x92 c");
+  std::string esc;
+  EXPECT_EQ(bidi_control_at("\xe2\x80\xae", 0, &esc), 3u);
+  EXPECT_EQ(esc, "\\u202e");
+  EXPECT_EQ(bidi_control_at("\xe2\x80", 0, &esc), 0u);  // cut short: not one
+}
+
 }  // namespace
 }  // namespace lockstep

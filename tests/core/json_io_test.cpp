@@ -82,6 +82,17 @@ TEST(JsonView, UnknownKeySuggestsSpelling) {
   EXPECT_EQ(msg, "smoke/a.json: tolerence: expected a known field, not 'tolerence' (did you mean 'tolerance'?)");
 }
 
+TEST(JsonView, AnOversizedKeyOrValueIsCutInTheMessage) {
+  nlohmann::json doc = {{std::string(100000, 'k'), 1}, {"mode", std::string(100000, 'v')}};
+  JsonView v(doc, "f.json");
+  std::string cut_key = std::string(64, 'k') + "... (100000 bytes)";
+  EXPECT_EQ(error_of([&] { v.allow_keys({"mode"}); }),
+            "f.json: " + cut_key + ": expected a known field, not '" + cut_key + "'");
+  EXPECT_EQ(error_of([&] { v.at("mode").as_enum({"strict", "default"}); }),
+            "f.json: mode: expected one of \"strict\", \"default\", got \"" + std::string(64, 'v') +
+                "... (100000 bytes)\"");
+}
+
 TEST(JsonView, TypedAccessNamesThePath) {
   auto doc = nlohmann::json::parse(R"({"data": {"batch_size": 1.5, "workers": -1, "mode": "strikt"}})");
   JsonView v(doc, "f.json");

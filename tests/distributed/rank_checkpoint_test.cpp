@@ -82,14 +82,50 @@ TEST(RankCheckpoint, AnInterruptedWriteLeavesThePreviousCheckpoint) {
   fs::remove_all(d);
 }
 
-TEST(RankCheckpoint, AFolderLockstepDidNotMakeIsNeverReplaced) {
+TEST(RankCheckpoint, AFolderLockstepDidNotMakeOrThatHoldsMoreIsNeverReplaced) {
   fs::path d = fresh("foreign");
   fs::create_directories(d / "ck");
   std::ofstream(d / "ck" / "precious") << "x";
   Error e = thrown([&] { RankCheckpointWriter((d / "ck").string(), {"s", 2, 1}); });
   EXPECT_EQ(e.code(), ExitCode::kBadInput);
-  EXPECT_NE(std::string(e.what()).find("is not a multi-rank checkpoint folder lockstep made"), std::string::npos);
+  EXPECT_NE(std::string(e.what()).find("ck: exists and is not a multi-rank checkpoint folder lockstep made and left "
+                                       "untouched"),
+            std::string::npos)
+      << e.what();
   EXPECT_TRUE(fs::exists(d / "ck" / "precious"));
+  // A checkpoint copied as a backup, with the user's notes beside its files.
+  fs::remove_all(d / "ck");
+  std::string dir = commit_two(d, 5, "a");
+  fs::copy(dir, (d / "backup").string());
+  std::ofstream(d / "backup" / "NOTES.txt") << "the good one";
+  EXPECT_EQ(thrown([&] { RankCheckpointWriter((d / "backup").string(), {"s", 2, 1}); }).code(), ExitCode::kBadInput);
+  EXPECT_TRUE(fs::exists(d / "backup" / "NOTES.txt"));
+  // A user's ck.old and ck.replaced-<other pid> are not lockstep's to clear.
+  fs::copy(dir, (d / "ck.old").string());
+  commit_two(d, 6, "b");
+  EXPECT_TRUE(fs::exists(d / "ck.old" / "rank-0.ckpt"));
+  fs::remove_all(d);
+}
+
+TEST(RankCheckpoint, ATrailingSlashNamesTheFolderItself) {
+  fs::path d = fresh("slash");
+  std::string dir = commit_two(d, 5, "a");
+  RankCheckpointWriter w(dir + "/", {"s", 2, 3});
+  EXPECT_EQ(w.dir(), dir);
+  for (int r = 0; r < 2; ++r) std::ofstream(w.rank_file(r)) << "z" << r;
+  w.commit();
+  EXPECT_EQ(read_file(open_rank_checkpoint(dir + "/", "s", 2)[0]), "z0");
+  EXPECT_FALSE(fs::exists(dir + "/.partial"));
+  EXPECT_EQ(thrown([&] { RankCheckpointWriter(".", {"s", 2, 3}); }).code(), ExitCode::kBadInput);
+  fs::remove_all(d);
+}
+
+TEST(RankCheckpoint, TwoWritersOfOneCheckpointNeverRunTogether) {
+  fs::path d = fresh("lock");
+  RankCheckpointWriter first((d / "ck").string(), {"s", 2, 3});
+  Error e = thrown([&] { RankCheckpointWriter((d / "ck").string(), {"s", 2, 4}); });
+  EXPECT_EQ(e.code(), ExitCode::kEnvironment);
+  EXPECT_TRUE(fs::exists(d / "ck.partial"));  // the first writer's, untouched
   fs::remove_all(d);
 }
 
@@ -106,12 +142,14 @@ TEST(RankCheckpoint, ABadManifestOrRankFileIsExitTwoNamingFileAndField) {
       {[&] { nlohmann::json m = good; m["smoke"] = "t"; write_file_atomically(manifest, m.dump()); },
        "checkpoint.json: smoke: expected \"s\" (the smoke being resumed), got \"t\""},
       {[&] { nlohmann::json m = good; m["world_size"] = 4; write_file_atomically(manifest, m.dump()); },
-       "checkpoint.json: world_size: expected 2 (the smoke's distributed.world_size"},
+       "checkpoint.json: world_size: expected 2 (this run's ranks, distributed.world_size or --world-size"},
       {[&] { nlohmann::json m = good; m["ranks"][1]["file"] = "../x"; write_file_atomically(manifest, m.dump()); },
        "checkpoint.json: ranks[1].file: expected \"rank-1.ckpt\""},
       {[&] { nlohmann::json m = good; m["ranks"].erase(1); write_file_atomically(manifest, m.dump()); },
        "checkpoint.json: ranks: expected one entry per rank (2), got 1"},
       {[&] { nlohmann::json m = good; m["extra"] = 1; write_file_atomically(manifest, m.dump()); }, "extra"},
+      {[&] { nlohmann::json m = good; m["ranks"][0]["xxh3_128"] = std::string(32, 'A'); write_file_atomically(manifest, m.dump()); },
+       "checkpoint.json: ranks[0].xxh3_128: expected 32 lowercase hex digits"},
       {[&] { std::ofstream(dir + "/rank-1.ckpt", std::ios::app) << "!"; },
        "rank-1.ckpt: expected XXH3-128 "},
       {[&] { fs::remove(dir + "/rank-0.ckpt"); }, "rank-0.ckpt: expected rank 0's checkpoint"},
@@ -128,6 +166,11 @@ TEST(RankCheckpoint, ABadManifestOrRankFileIsExitTwoNamingFileAndField) {
   Error file = thrown([&] { open_rank_checkpoint((d / "file.ckpt").string(), "s", 2); });
   EXPECT_EQ(file.code(), ExitCode::kBadInput);
   EXPECT_NE(std::string(file.what()).find("got a file (a single-process smoke's checkpoint?)"), std::string::npos);
+  commit_two(d, 5, "a");
+  Error one = thrown([&] { open_rank_checkpoint(dir + "/rank-0.ckpt", "s", 2); });
+  EXPECT_NE(std::string(one.what()).find("one rank's file of the multi-rank checkpoint " + dir + "; pass the folder"),
+            std::string::npos)
+      << one.what();
   Error none = thrown([&] { open_rank_checkpoint((d / "none").string(), "s", 2); });
   EXPECT_EQ(none.code(), ExitCode::kBadInput);
   EXPECT_NE(std::string(none.what()).find("no such checkpoint"), std::string::npos);
