@@ -181,6 +181,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     ts.classes = cfg.classes;
     ts.inject_nondeterminism = cfg.inject_nondeterminism;
     ts.config_hash = cfg.config_hash;
+    ts.config_file = cfg.file;
     ts.resume = o.resume;
     ts.group = group.get();
     ts.progress = progress.get();

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/json_io.h"
 #include "core/hash.h"
 #include "data/probe.h"
 #include "determinism/seed_streams.h"
@@ -439,9 +440,13 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   if (!spec.trace.self_test_module.empty() && !tracer.self_test_fired() && first_step <= spec.trace.self_test_step &&
       step > spec.trace.self_test_step) {
     std::string known;
-    for (const auto& m : tracer.modules()) known += (known.empty() ? "" : ", ") + m;
-    throw BadUsage("trace.self_test.module: '" + spec.trace.self_test_module + "' is not a traced module of model " +
-                   spec.model.name + " (traced: " + (known.empty() ? "none" : known) + ")" +
+    std::vector<std::string> names(tracer.modules().begin(), tracer.modules().end());
+    for (const auto& m : names) known += (known.empty() ? "" : ", ") + m;
+    std::string hint = closest_spelling(spec.trace.self_test_module, names);
+    throw BadUsage((spec.config_file.empty() ? std::string() : spec.config_file + ": ") +
+                   "trace.self_test.module: '" + spec.trace.self_test_module + "' is not a traced module of model " +
+                   spec.model.name + (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)") +
+                   " (traced: " + (known.empty() ? "none" : known) + ")" +
                    (spec.trace.self_test_phase == TracePhase::kBackward ? " or no gradient flows out of it" : "") +
                    "; the self-test would never fire");
   }

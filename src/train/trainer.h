@@ -59,6 +59,7 @@ struct TrainSpec {
   std::string inject_nondeterminism;
   ResumeSpec resume;
   std::string config_hash;  ///< stored in a checkpoint and checked on resume
+  std::string config_file;  ///< the smoke config, for messages that name a field of it
   /// Multi-rank (distributed/distributed_spec.h has the contract): the
   /// joined process group, or null for a single process. With a group the
   /// trainer checks identical initialisation, all-reduces the gradients in

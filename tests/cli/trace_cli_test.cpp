@@ -145,8 +145,8 @@ TEST(TraceCli, TraceConfigMistakesAreExitTwoNamingTheField) {
   expect("trace-step", {{"steps", 2}, {"self_test", {{"module", "fc"}, {"step", 2}}}}, "trace.self_test.step");
   // A self-test that would never fire is refused, naming what can be traced.
   expect("trace-module", {{"self_test", {{"module", "conv.0"}, {"step", 0}}}},
-         "trace.self_test.module: 'conv.0' is not a traced module of model cnn (traced: conv, bn, fc); the "
-         "self-test would never fire");
+         "digits-cnn.json: trace.self_test.module: 'conv.0' is not a traced module of model cnn (did you mean "
+         "'conv'?) (traced: conv, bn, fc); the self-test would never fire");
 }
 
 }  // namespace
