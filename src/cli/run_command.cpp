@@ -25,16 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Only bless writes goldens: neither a record nor a checkpoint lands in
-// the goldens folder.
-void refuse_in_goldens(const std::string& path, const std::string& smoke, const char* what) {
-  if (path.empty()) return;
-  std::string goldens = fs::weakly_canonical(goldens_root(smoke, "")).string() + "/";
-  if (fs::weakly_canonical(fs::absolute(path)).string().rfind(goldens, 0) == 0)
-    throw BadUsage(path + ": refusing to write " + what + " into the goldens folder " + goldens +
-                   " (goldens are written only by `lockstep bless`)");
-}
-
 // A checkpoint's files are CK, CK/..., CK.partial, CK.rank-<r>,
 // CK.lockstep-part.json; a record's are OUT and OUT.ranks/OUT.trainer. The
 // two never share a path, so neither may be the other or start with it
@@ -54,6 +44,15 @@ void refuse_overlap(const std::string& out, const std::string& checkpoint, const
     throw BadUsage("--out " + out + " and " + flag + " " + checkpoint + ": the record (and its " + out +
                    ".ranks or .trainer folder) and the checkpoint's files (" + checkpoint + ", " + checkpoint +
                    ".*) would share paths; give them names that do not start with each other");
+}
+
+// Where a trainer or multi-rank run writes: never into the goldens, and
+// the record never among the checkpoint's files.
+void refuse_unsafe_outputs(const std::string& out, const RunOptions& o) {
+  refuse_writing_into_goldens(out, o.smoke, "a run record");
+  refuse_writing_into_goldens(o.checkpoint, o.smoke, "a checkpoint");
+  refuse_overlap(out, o.checkpoint, "--checkpoint");
+  refuse_overlap(out, o.resume, "--resume");
 }
 
 // `run --repeat N`: N fresh processes, the first record kept as --out.
@@ -90,10 +89,7 @@ int run_trainer_smoke(const RunOptions& o, const SmokeConfig& cfg, bool train) {
                    std::to_string(cfg.steps) + " steps of " + o.smoke);
   std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
   refuse_overwriting_inputs(out, {o.smoke, o.resume});
-  refuse_in_goldens(out, o.smoke, "a run record");
-  refuse_in_goldens(o.checkpoint, o.smoke, "a checkpoint");
-  refuse_overlap(out, o.checkpoint, "--checkpoint");
-  refuse_overlap(out, o.resume, "--resume");
+  refuse_unsafe_outputs(out, o);
   TrainerRunOptions options;
   options.work_dir = out + ".trainer";
   options.train = train;
@@ -132,10 +128,7 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
   refuse_overwriting_inputs(out, {o.smoke, cfg.data.resolved_path, o.resume});
   refuse_overwriting_inputs(o.checkpoint, {o.smoke, cfg.data.resolved_path, out});
-  refuse_in_goldens(out, o.smoke, "a run record");
-  refuse_in_goldens(o.checkpoint, o.smoke, "a checkpoint");
-  refuse_overlap(out, o.checkpoint, "--checkpoint");
-  refuse_overlap(out, o.resume, "--resume");
+  refuse_unsafe_outputs(out, o);
   std::error_code ec;
   if (fs::exists(fs::symlink_status(out, ec)) && !fs::is_regular_file(fs::symlink_status(out, ec)))
     throw BadUsage(out + ": refusing to write the record over something that is not a regular file");
@@ -154,7 +147,6 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
       l.rank_args.push_back({"--stop-after", std::to_string(o.stop_after), "--checkpoint", checkpoint.rank_file(r)});
     run_ranks(l);
     checkpoint.commit();
-    std::error_code ec;
     fs::remove_all(l.rendezvous, ec);  // no record to keep beside: the logs of a stop that succeeded
     if (!o.quiet)
       std::cout << "run " << cfg.name << ": " << l.world_size << " ranks stopped after " << o.stop_after

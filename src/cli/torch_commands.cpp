@@ -43,14 +43,9 @@ int run_in_process(const RunOptions& o, bool train) {
   if (o.stop_after >= cfg.steps)
     throw BadUsage("--stop-after " + std::to_string(o.stop_after) + ": must be below the " +
                    std::to_string(cfg.steps) + " steps of " + o.smoke);
-  // Only bless writes goldens: a record must not land in the goldens folder.
-  std::string goldens = fs::weakly_canonical(goldens_root(o.smoke, "")).string() + "/";
-  if (!o.out.empty() && fs::weakly_canonical(fs::absolute(o.out)).string().rfind(goldens, 0) == 0)
-    throw BadUsage(o.out + ": refusing to write a run record into the goldens folder " + goldens +
-                   " (goldens are written only by `lockstep bless`)");
-  if (!o.checkpoint.empty() && fs::weakly_canonical(fs::absolute(o.checkpoint)).string().rfind(goldens, 0) == 0)
-    throw BadUsage(o.checkpoint + ": refusing to write a checkpoint into the goldens folder " + goldens +
-                   " (goldens are written only by `lockstep bless`)");
+  // Only bless writes goldens: neither a record nor a checkpoint lands there.
+  refuse_writing_into_goldens(o.out, o.smoke, "a run record");
+  refuse_writing_into_goldens(o.checkpoint, o.smoke, "a checkpoint");
 
   std::error_code ec;
   if (!o.resume.empty() && fs::is_directory(o.resume, ec))

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/error.h"
 #include "record/platform_key.h"
 
 namespace lockstep {
@@ -14,6 +15,14 @@ std::string goldens_root(const std::string& config_file, const std::string& over
   if (!override_dir.empty()) return override_dir;
   fs::path dir = fs::absolute(config_file).parent_path();
   return (dir.parent_path() / "goldens").lexically_normal().string();
+}
+
+void refuse_writing_into_goldens(const std::string& path, const std::string& config_file, const std::string& what) {
+  if (path.empty()) return;
+  std::string goldens = fs::weakly_canonical(goldens_root(config_file, "")).string() + "/";
+  if (fs::weakly_canonical(fs::absolute(path)).string().rfind(goldens, 0) == 0)
+    throw BadUsage(path + ": refusing to write " + what + " into the goldens folder " + goldens +
+                   " (goldens are written only by `lockstep bless`)");
 }
 
 std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform) {

@@ -19,6 +19,11 @@ namespace lockstep {
 /// The goldens folder for a smoke config, or `override_dir` when non-empty.
 std::string goldens_root(const std::string& config_file, const std::string& override_dir);
 
+/// Throws exit-2 Error when `path` (a record or checkpoint about to be
+/// written; "" is fine) lies in the goldens folder of `config_file`: only
+/// `lockstep bless` writes there. `what` names it ("a run record").
+void refuse_writing_into_goldens(const std::string& path, const std::string& config_file, const std::string& what);
+
 /// goldens/<smoke>/<platform>.json
 std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform);
 

@@ -281,6 +281,12 @@ TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
   EXPECT_NE(inside.output.find("would share paths"), std::string::npos) << inside.output;
   refused("--stop-after 3 --checkpoint " + (d / "goldens" / "ck").string(),
           "refusing to write a checkpoint into the goldens folder");
+  for (const std::string& smoke : {cfg, kSmoke}) {  // multi-rank and single-process
+    Result golden_out = lockstep("run " + smoke + " --out " + (fs::path(smoke).parent_path().parent_path() / "goldens" / "r.json").string());
+    EXPECT_EQ(golden_out.code, 2) << golden_out.output;
+    EXPECT_NE(golden_out.output.find("refusing to write a run record into the goldens folder"), std::string::npos)
+        << golden_out.output;
+  }
 
   // A second stop replaces the checkpoint whole ("ck/" is "ck"), and
   // leaves no rank logs behind; a folder lockstep did not make is never replaced.
