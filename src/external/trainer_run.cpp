@@ -294,6 +294,8 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     if (!fs::exists(sum, ec))
       throw BadInput(part, "", "its XXH3-128 in " + sum + " (missing: the stopped run was interrupted, or the file "
                                                           "was copied without it; stop the run again)");
+    if (fs::file_size(sum, ec) > 64 || ec)  // 32 hex digits and a newline
+      throw BadInput(sum, "", "the XXH3-128 of " + part + " (32 hex digits), got a file of another size or kind");
     if (std::string want = read_file(sum), got = file_xxh3(part); want != got + "\n")
       throw BadInput(part, "", "XXH3-128 " + printable_message(want.substr(0, 40), false) + " as " + sum +
                                    " records, got " + got + " (the file changed after the run stopped)");
