@@ -32,7 +32,9 @@ namespace {
 void refuse_overlap(const std::string& out, const std::string& checkpoint, const char* flag) {
   if (checkpoint.empty()) return;
   auto norm = [](const std::string& p) {
-    std::string s = fs::absolute(p).lexically_normal().string();
+    std::error_code ec;  // links resolved: "L/ck" is "ck" when L links to "."
+    fs::path resolved = fs::weakly_canonical(fs::absolute(p), ec);
+    std::string s = (ec ? fs::absolute(p).lexically_normal() : resolved).string();
     while (s.size() > 1 && s.back() == '/') s.pop_back();
     return s;
   };

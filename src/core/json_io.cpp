@@ -245,10 +245,13 @@ namespace {
 // A value from the input as a message shows it: at most 64 bytes, the
 // length said when cut, so a megabyte-long key or string never floods a
 // CI log.
+// Line breaks are escaped too: a value never forges a line of a CI log.
 std::string excerpt(const std::string& v) {
   constexpr size_t kMax = 64;
-  if (v.size() <= kMax) return v;
-  return v.substr(0, kMax) + "... (" + std::to_string(v.size()) + " bytes)";
+  if (v.size() <= kMax) return printable_message(v, false);
+  size_t cut = kMax;  // never inside a UTF-8 sequence (a report must stay valid UTF-8)
+  while (cut > 0 && (static_cast<unsigned char>(v[cut]) & 0xc0) == 0x80) --cut;
+  return printable_message(v.substr(0, cut), false) + "... (" + std::to_string(v.size()) + " bytes)";
 }
 
 // closest_spelling() for input of any length: a name longer than any

@@ -33,9 +33,13 @@ bool our_name(const std::string& name) {
            n.find_first_not_of("0123456789", 5) == 5 + digits;
   };
   if (name == kMarker || name == kRankCheckpointManifest || rank_file(name)) return true;
+  // write_file_atomically's temporary: .<name>.tmp.<pid>.<6 characters>
   size_t tmp = name.find(".tmp.");
-  return name[0] == '.' && tmp != std::string::npos &&
-         (name.substr(1, tmp - 1) == kRankCheckpointManifest || rank_file(name.substr(1, tmp - 1)));
+  if (name[0] != '.' || tmp == std::string::npos) return false;
+  std::string base = name.substr(1, tmp - 1), rest = name.substr(tmp + 5);
+  size_t dot = rest.find('.');
+  return (base == kRankCheckpointManifest || rank_file(base)) && dot != std::string::npos && dot > 0 &&
+         rest.find_first_not_of("0123456789") == dot && rest.size() == dot + 7;
 }
 
 // A folder lockstep made for a checkpoint and nobody added to: a real
@@ -48,7 +52,7 @@ bool only_ours(const std::string& dir) {
       !fs::exists(fs::path(dir) / kMarker, ec))
     return false;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (!our_name(e.path().filename().string()) || e.is_symlink(ec)) return false;
+    if (!our_name(e.path().filename().string()) || e.is_symlink(ec) || !e.is_regular_file(ec)) return false;
   return !ec;
 }
 
@@ -90,7 +94,11 @@ RankCheckpointWriter::RankCheckpointWriter(std::string dir, RankCheckpointInfo i
     : dir_(folder_path(dir)), partial_(dir_ + ".partial"), info_(std::move(info)) {
   // One writer per checkpoint at a time: a second would clear this one's
   // partial folder under its ranks.
-  lock_ = std::make_unique<DirectoryLock>(dir_ + ".lock", /*wait=*/false);
+  lock_ = std::make_unique<DirectoryLock>(dir_ + ".lock", /*wait=*/true, [&](int pid) {
+    throw EnvironmentError(dir_ + ": another `lockstep run --stop-after` is writing this checkpoint" +
+                           (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) +
+                           "; give one of them another --checkpoint");
+  });
   if (exists(dir_) && !only_ours(dir_)) refuse(dir_, "a multi-rank checkpoint folder");
   remove_ours(partial_, "a partial checkpoint folder");
   std::error_code ec;
@@ -131,9 +139,20 @@ void RankCheckpointWriter::commit() {
 
 std::vector<std::string> open_rank_checkpoint(const std::string& dir, const std::string& smoke, int world_size) {
   std::error_code ec;
-  if (!exists(dir))
+  if (!exists(dir)) {
+    // A run killed between the two renames of commit() left the previous one aside.
+    std::string aside;
+    fs::path p = fs::path(dir).lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();
+    fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    for (const auto& e : fs::directory_iterator(parent, ec))
+      if (e.path().filename().string().rfind(p.filename().string() + ".replaced-", 0) == 0) aside = e.path().string();
     throw BadUsage("--resume " + dir + ": no such checkpoint (a multi-rank smoke's is the folder `lockstep run "
-                   "--stop-after N --checkpoint DIR` wrote)");
+                   "--stop-after N --checkpoint DIR` wrote)" +
+                   (aside.empty() ? std::string()
+                                  : "; " + aside + " holds the checkpoint a killed run had set aside: move it back to " +
+                                        p.string() + " to resume from it"));
+  }
   if (!fs::is_directory(dir, ec)) {
     fs::path parent = fs::path(dir).parent_path();
     if (exists((parent / kRankCheckpointManifest).string()))

@@ -182,6 +182,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     ts.inject_nondeterminism = cfg.inject_nondeterminism;
     ts.config_hash = cfg.config_hash;
     ts.config_file = cfg.file;
+    ts.contract = contract;
     ts.resume = o.resume;
     ts.group = group.get();
     ts.progress = progress.get();

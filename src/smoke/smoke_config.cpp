@@ -532,12 +532,17 @@ SmokeConfig load_smoke_config(const std::string& path) {
   if (c.distributed.configured && c.has_trainer() && !c.trainer.resume_stop.empty())
     for (const char* part : {"stop", "continue"}) {
       JsonView args = v.at("trainer").at("resume").at(part);
+      bool has_rank = false;
       for (size_t i = 0; i < args.size(); ++i) {
         std::string a = args.at(i).as_string();
+        has_rank = has_rank || a.find("{rank}") != std::string::npos;
         if (a.find("{checkpoint}") != std::string::npos && a.find("{rank}") == std::string::npos)
           args.at(i).fail("{rank} beside {checkpoint} in a multi-rank smoke (each rank saves and resumes its own "
                           "file, e.g. \"{checkpoint}.rank-{rank}\"), got \"" + a + "\"");
       }
+      if (!has_rank)
+        args.fail("an argument with {rank} in a multi-rank smoke, the path of each rank's own checkpoint (e.g. "
+                  "\"{checkpoint}.rank-{rank}\"): one path shared by the ranks would have them overwrite one file");
     }
   if (v.has("trace")) read_trace(v.at("trace"), c);
 

@@ -326,6 +326,11 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
                                     ", got " + (st.rank < 0 ? std::string("a single process's checkpoint")
                                                             : "rank " + std::to_string(st.rank) + " of " +
                                                                   std::to_string(st.world_size)));
+    for (const auto& [key, value] : spec.contract)
+      if (auto it = st.contract.find(key); it == st.contract.end() || it->second != value)
+        throw BadInput(f, "contract." + key, "\"" + value + "\" (this run's), got " +
+                                                 (it == st.contract.end() ? std::string("none") : "\"" + it->second + "\"") +
+                                                 ": a run resumes under the determinism contract it stopped under");
     if (st.config_hash != spec.config_hash)
       throw BadInput(f, "config_hash", spec.config_hash + " (this smoke config's), got " + st.config_hash +
                                            ": the checkpoint was written from another config");
@@ -422,7 +427,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
         model->set_tracer(nullptr);
         CheckpointState st{spec.config_hash, seed, step, epoch + (epoch_done ? 1 : 0), epoch_done ? 0 : k + 1,
                            r.series, r.init, r.train_probes, r.resources.step_time_s, tracer.take(),
-                           group ? group->rank() : -1, group ? group->world_size() : 1};
+                           spec.contract, group ? group->rank() : -1, group ? group->world_size() : 1};
         save_checkpoint(spec.resume.checkpoint_out, st, *model, *optimizer, cuda);
         stopped = true;
         return false;

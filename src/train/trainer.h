@@ -60,6 +60,9 @@ struct TrainSpec {
   ResumeSpec resume;
   std::string config_hash;  ///< stored in a checkpoint and checked on resume
   std::string config_file;  ///< the smoke config, for messages that name a field of it
+  /// The determinism contract applied (determinism/contract.h): stored in a
+  /// checkpoint, and a resume under another one is refused.
+  std::map<std::string, std::string> contract;
   /// Multi-rank (distributed/distributed_spec.h has the contract): the
   /// joined process group, or null for a single process. With a group the
   /// trainer checks identical initialisation, all-reduces the gradients in

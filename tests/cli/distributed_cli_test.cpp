@@ -276,9 +276,16 @@ TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
   EXPECT_NE(single.output.find("got a folder (a multi-rank smoke's checkpoint?)"), std::string::npos) << single.output;
 
   // The record never lands among the checkpoint's files, nor a checkpoint in the goldens.
-  Result inside = lockstep("run " + cfg + " --resume " + ck + " --out " + ck + "/checkpoint.json");
-  EXPECT_EQ(inside.code, 2) << inside.output;
-  EXPECT_NE(inside.output.find("would share paths"), std::string::npos) << inside.output;
+  fs::create_directory_symlink(".", d / "L");  // the same path through a link
+  for (const std::string& o : {ck + "/checkpoint.json", (d / "L" / "ck" / "checkpoint.json").string()}) {
+    Result inside = lockstep("run " + cfg + " --resume " + ck + " --out " + o);
+    EXPECT_EQ(inside.code, 2) << inside.output;
+    EXPECT_NE(inside.output.find("would share paths"), std::string::npos) << inside.output;
+  }
+  // Both halves run under one determinism contract.
+  refused("--resume " + ck + " --intra-op-threads 2",
+          "rank-0.ckpt: contract.intra_op_threads: expected \"2\" (this run's), got \"1\": a run resumes under the "
+          "determinism contract it stopped under");
   refused("--stop-after 3 --checkpoint " + (d / "goldens" / "ck").string(),
           "refusing to write a checkpoint into the goldens folder");
   for (const std::string& smoke : {cfg, kSmoke}) {  // multi-rank and single-process
@@ -392,6 +399,15 @@ TEST(DistributedCli, ATeamTrainersStoppedRunResumesOnlyOnItsOwnRanks) {
             std::string::npos)
       << r.output;
 
+  nlohmann::json literal = cfg;  // one path for every rank, without {checkpoint}
+  literal["trainer"]["resume"]["stop"][3] = (d / "shared.ckpt").string();
+  write_file_atomically(file, pretty_dump(literal));
+  Result lit = lockstep("run " + file + " --out " + (d / "x.json").string());
+  EXPECT_EQ(lit.code, 2) << lit.output;
+  EXPECT_NE(lit.output.find("trainer.resume.stop: expected an argument with {rank} in a multi-rank smoke"),
+            std::string::npos)
+      << lit.output;
+
   write_file_atomically(file, pretty_dump(cfg));
   std::string ck = (d / "ck").string();
   Result stop = lockstep("run " + file + " --stop-after 5 --checkpoint " + ck);
@@ -402,6 +418,11 @@ TEST(DistributedCli, ATeamTrainersStoppedRunResumesOnlyOnItsOwnRanks) {
   EXPECT_NE(four.output.find("ck.lockstep-part.json: contract.distributed.world_size: expected 4 (this run's ranks"),
             std::string::npos)
       << four.output;
+  Result threads = lockstep("run " + file + " --resume " + ck + " --intra-op-threads 2 --out " + (d / "y.json").string());
+  EXPECT_EQ(threads.code, 2) << threads.output;
+  EXPECT_NE(threads.output.find("ck.lockstep-part.json: contract."), std::string::npos) << threads.output;
+  EXPECT_NE(threads.output.find("a run resumes under the contract it stopped under"), std::string::npos)
+      << threads.output;
   Result over = lockstep("run " + file + " --resume " + ck + " --out " + ck + ".rank-0");
   EXPECT_EQ(over.code, 2) << over.output;
   EXPECT_NE(over.output.find("would share paths"), std::string::npos) << over.output;

@@ -93,6 +93,19 @@ TEST(JsonView, AnOversizedKeyOrValueIsCutInTheMessage) {
                 "... (100000 bytes)\"");
 }
 
+// A cut never splits a UTF-8 sequence, and a line break never starts a new log line.
+TEST(JsonView, AValueInAMessageStaysValidUtf8OnOneLine) {
+  std::string rlo = "\xe2\x80\xae";
+  std::string v = std::string(62, 'x');
+  for (int i = 0; i < 10; ++i) v += rlo;
+  nlohmann::json doc = {{"device", v}, {"mode", "a\nb"}};
+  JsonView j(doc, "f.json");
+  EXPECT_EQ(error_of([&] { j.at("device").as_enum({"cpu"}); }),
+            "f.json: device: expected one of \"cpu\", got \"" + std::string(62, 'x') + "... (92 bytes)\"");
+  EXPECT_EQ(error_of([&] { j.at("mode").as_enum({"strict"}); }),
+            "f.json: mode: expected one of \"strict\", got \"a\\x0ab\"");
+}
+
 TEST(JsonView, TypedAccessNamesThePath) {
   auto doc = nlohmann::json::parse(R"({"data": {"batch_size": 1.5, "workers": -1, "mode": "strikt"}})");
   JsonView v(doc, "f.json");

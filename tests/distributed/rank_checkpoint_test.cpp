@@ -100,6 +100,12 @@ TEST(RankCheckpoint, AFolderLockstepDidNotMakeOrThatHoldsMoreIsNeverReplaced) {
   std::ofstream(d / "backup" / "NOTES.txt") << "the good one";
   EXPECT_EQ(thrown([&] { RankCheckpointWriter((d / "backup").string(), {"s", 2, 1}); }).code(), ExitCode::kBadInput);
   EXPECT_TRUE(fs::exists(d / "backup" / "NOTES.txt"));
+  // A folder of the user's inside, even one named like a temporary.
+  fs::create_directories(d / "ck" / ".rank-0.ckpt.tmp.notes");
+  std::ofstream(d / "ck" / ".rank-0.ckpt.tmp.notes" / "thesis.txt") << "precious";
+  EXPECT_EQ(thrown([&] { RankCheckpointWriter((d / "ck").string(), {"s", 2, 1}); }).code(), ExitCode::kBadInput);
+  EXPECT_TRUE(fs::exists(d / "ck" / ".rank-0.ckpt.tmp.notes" / "thesis.txt"));
+  fs::remove_all(d / "ck" / ".rank-0.ckpt.tmp.notes");
   // A user's ck.old and ck.replaced-<other pid> are not lockstep's to clear.
   fs::copy(dir, (d / "ck.old").string());
   commit_two(d, 6, "b");
@@ -125,6 +131,10 @@ TEST(RankCheckpoint, TwoWritersOfOneCheckpointNeverRunTogether) {
   RankCheckpointWriter first((d / "ck").string(), {"s", 2, 3});
   Error e = thrown([&] { RankCheckpointWriter((d / "ck").string(), {"s", 2, 4}); });
   EXPECT_EQ(e.code(), ExitCode::kEnvironment);
+  EXPECT_NE(std::string(e.what()).find("ck: another `lockstep run --stop-after` is writing this checkpoint (pid " +
+                                       std::to_string(::getpid()) + "); give one of them another --checkpoint"),
+            std::string::npos)
+      << e.what();
   EXPECT_TRUE(fs::exists(d / "ck.partial"));  // the first writer's, untouched
   fs::remove_all(d);
 }
@@ -174,6 +184,13 @@ TEST(RankCheckpoint, ABadManifestOrRankFileIsExitTwoNamingFileAndField) {
   Error none = thrown([&] { open_rank_checkpoint((d / "none").string(), "s", 2); });
   EXPECT_EQ(none.code(), ExitCode::kBadInput);
   EXPECT_NE(std::string(none.what()).find("no such checkpoint"), std::string::npos);
+  // A run killed between commit()'s renames left the previous one aside.
+  fs::rename(dir, dir + ".replaced-123");
+  Error aside = thrown([&] { open_rank_checkpoint(dir, "s", 2); });
+  EXPECT_NE(std::string(aside.what()).find(dir + ".replaced-123 holds the checkpoint a killed run had set aside: move "
+                                           "it back to " + dir),
+            std::string::npos)
+      << aside.what();
   fs::remove_all(d);
 }
 
