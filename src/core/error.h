@@ -36,9 +36,10 @@ int exit_severity(ExitCode code);
 /// "ENVIRONMENT", "NONDETERMINISTIC".
 const char* exit_class_name(ExitCode code);
 
-/// `text` with control characters (below 0x20, and DEL) written as \xNN
-/// and Unicode bidirectional controls (U+061C, U+200E/F, U+202A..U+202E,
-/// U+2066..U+2069) as \uXXXX; newline and tab are kept when
+/// `text` with control characters (below 0x20, and DEL) written as \x and
+/// two hex digits ("\x1b") and Unicode bidirectional controls (U+061C,
+/// U+200E/F, U+202A..U+202E, U+2066..U+2069) as \u and four hex digits
+/// ("\u202e"); newline and tab are kept when
 /// `keep_line_breaks`. Messages and reports quote names and values from
 /// files: a NUL would cut them short, an ANSI escape rewrite the terminal,
 /// a right-to-left override show a name reversed ("Trojan Source",
@@ -47,7 +48,7 @@ std::string printable_message(const std::string& text, bool keep_line_breaks = t
 
 /// The length in bytes of the UTF-8 bidirectional control at `text[i]`
 /// (see printable_message), or 0 when there is none; `escaped` gets its
-/// \uXXXX spelling. For printers that escape the rest themselves (HTML,
+/// escaped spelling ("\u202e"). For printers that escape the rest themselves (HTML,
 /// JUnit XML, Markdown).
 size_t bidi_control_at(const std::string& text, size_t i, std::string* escaped);
 

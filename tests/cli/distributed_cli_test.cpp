@@ -391,23 +391,18 @@ TEST(DistributedCli, ATeamTrainersStoppedRunResumesOnlyOnItsOwnRanks) {
   nlohmann::json cfg = parse_json_file(kTrainer2 + "/pytorch-trainer-2rank.json");
   cfg["trainer"]["cwd"] = kSourceDir + "/examples/pytorch-trainer";
   std::string file = (d / "t.json").string();
-  nlohmann::json shared = cfg;
-  shared["trainer"]["resume"]["stop"][3] = "{checkpoint}";
-  write_file_atomically(file, pretty_dump(shared));
-  Result r = lockstep("run " + file + " --out " + (d / "x.json").string());
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("t.json: trainer.resume.stop[3]: expected {rank} beside {checkpoint} in a multi-rank smoke"),
-            std::string::npos)
-      << r.output;
-
-  nlohmann::json literal = cfg;  // one path for every rank, without {checkpoint}
-  literal["trainer"]["resume"]["stop"][3] = (d / "shared.ckpt").string();
-  write_file_atomically(file, pretty_dump(literal));
-  Result lit = lockstep("run " + file + " --out " + (d / "x.json").string());
-  EXPECT_EQ(lit.code, 2) << lit.output;
-  EXPECT_NE(lit.output.find("trainer.resume.stop: expected an argument with {rank} in a multi-rank smoke"),
-            std::string::npos)
-      << lit.output;
+  // A stop argument that every rank would share: refused before any run.
+  auto refused_stop_arg = [&](const std::string& arg, const std::string& expect) {
+    nlohmann::json edited = cfg;
+    edited["trainer"]["resume"]["stop"][3] = arg;
+    write_file_atomically(file, pretty_dump(edited));
+    Result r = lockstep("run " + file + " --out " + (d / "x.json").string());
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find(expect), std::string::npos) << r.output;
+  };
+  refused_stop_arg("{checkpoint}", "t.json: trainer.resume.stop[3]: expected {rank} beside {checkpoint} in a multi-rank smoke");
+  refused_stop_arg((d / "shared.ckpt").string(),  // one literal path, without {checkpoint}
+                   "trainer.resume.stop: expected an argument with {rank} in a multi-rank smoke");
 
   write_file_atomically(file, pretty_dump(cfg));
   std::string ck = (d / "ck").string();
