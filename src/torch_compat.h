@@ -147,6 +147,7 @@ auto find_param_state(Optimizer& optimizer, const at::Tensor& param) {
 #include <gloo/config.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
 
@@ -159,16 +160,45 @@ namespace lockstep::compat {
 /// object itself and never the 2.x wrapper.
 using GlooGroup = c10d::ProcessGroupGloo;
 
-/// Rank `rank` of `world_size` joins a Gloo group whose rendezvous is the
-/// c10d FileStore at `store_path` (created by the first rank to arrive),
-/// on the loopback interface. `timeout` bounds the rendezvous and every
-/// collective. Throws c10::Error when the rendezvous times out.
-inline c10::intrusive_ptr<GlooGroup> make_gloo_group(const std::string& store_path, int rank, int world_size,
+/// The c10d FileStore at `store_path` (created by the first rank to
+/// arrive): the rendezvous of ranks on one machine.
+inline c10::intrusive_ptr<c10d::Store> make_file_store(const std::string& store_path, int world_size,
                                                       std::chrono::milliseconds timeout) {
   auto store = c10::make_intrusive<c10d::FileStore>(store_path, world_size);
   store->setTimeout(timeout);
+  return store;
+}
+
+/// The c10d TCPStore at host:port: rank 0 serves it (`serve`), every rank
+/// is a client (torchrun's env:// rendezvous). Throws c10::Error (or
+/// std::runtime_error) when the port is taken or node 0 is not reached
+/// within `timeout`. TCPStoreOptions is the same in 1.13 and 2.x.
+inline c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, int port, bool serve,
+                                                     std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(port);
+  options.isServer = serve;
+  options.waitWorkers = false;
+  options.timeout = timeout;
+  return c10::make_intrusive<c10d::TCPStore>(host, options);
+}
+
+/// Rank `rank` of `world_size` joins a Gloo group through `store`. Gloo's
+/// transport binds to `interface` when given (GLOO_SOCKET_IFNAME, as in
+/// PyTorch), to the loopback address when `loopback`, else to the address
+/// this host's name resolves to (ProcessGroupGloo::createDefaultDevice).
+/// `timeout` bounds the rendezvous and every collective. Throws c10::Error
+/// when the rendezvous times out.
+inline c10::intrusive_ptr<GlooGroup> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                      int world_size, std::chrono::milliseconds timeout,
+                                                      const std::string& interface, bool loopback) {
   auto options = GlooGroup::Options::create(timeout);
-  options->devices.push_back(GlooGroup::createDeviceForHostname("127.0.0.1"));
+  if (!interface.empty())
+    options->devices.push_back(GlooGroup::createDeviceForInterface(interface));
+  else if (loopback)
+    options->devices.push_back(GlooGroup::createDeviceForHostname("127.0.0.1"));
+  else
+    options->devices.push_back(GlooGroup::createDefaultDevice());
   return c10::make_intrusive<GlooGroup>(store, rank, world_size, options);
 }
 

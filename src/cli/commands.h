@@ -28,6 +28,10 @@ struct RunOptions {
   bool skip_generator_restore = false;  ///< test hook: resume without generator state
   int rank = -1;                ///< >= 0: one rank of a distributed smoke (with rendezvous)
   std::string rendezvous;       ///< the rank's rendezvous folder (distributed/rank_launch.h)
+  // A multi-rank smoke on several machines (docs/distributed.md), run and probe:
+  int nnodes = 1;               ///< machines; world_size / nnodes ranks on each
+  int node_rank = -1;           ///< this machine, 0..nnodes-1 (required with nnodes > 1)
+  std::string master;           ///< "HOST:PORT" of node 0's store; default MASTER_ADDR:MASTER_PORT
 };
 int run_command(const RunOptions& options);
 

@@ -38,6 +38,15 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   auto* rdv = cmd->add_option("--rendezvous", o.rendezvous, "The run's rendezvous folder")->group("");
   rank->needs(rdv);
   rdv->needs(rank);
+  // Several machines: one `lockstep run` per node, ranks split evenly.
+  cmd->add_option("--nnodes", o.nnodes,
+                  "Spread a multi-rank smoke's ranks over N machines (run the same command on each, with "
+                  "--node-rank and --master)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--node-rank", o.node_rank, "This machine's place among --nnodes, 0..N-1 (node 0 writes the record)")
+      ->check(CLI::Range(0, 63));
+  cmd->add_option("--master", o.master,
+                  "HOST:PORT where node 0 serves the ranks' c10d TCPStore (default: MASTER_ADDR:MASTER_PORT)");
   return cmd;
 }
 

@@ -3,6 +3,7 @@
 // section runs the team's own trainer (external/trainer_run.h, no
 // LibTorch needed); `run --repeat N` starts N fresh `lockstep run`
 // processes either way (launch/launcher.h).
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -120,6 +121,48 @@ int run_trainer_smoke(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   return 0;
 }
 
+// --nnodes, --node-rank and --master, checked and resolved: node 0's
+// address from --master, else MASTER_ADDR and MASTER_PORT (torchrun's).
+// Exit 2 for anything that cannot be one node of a run on several machines.
+MasterAddress several_machines(const RunOptions& o, const SmokeConfig& cfg) {
+  if (o.nnodes <= 1) {
+    if (o.node_rank >= 0 || !o.master.empty())
+      throw BadUsage(std::string(o.node_rank >= 0 ? "--node-rank" : "--master") +
+                     ": only with --nnodes N > 1 (the ranks of a run on several machines)");
+    return {};
+  }
+  std::string flag = "--nnodes " + std::to_string(o.nnodes);
+  if (cfg.has_trainer())
+    throw BadUsage(flag + ": " + o.smoke + " runs a team's trainer; spreading its ranks over machines is its own "
+                   "launcher's job (torchrun), not yet lockstep's: run it on one machine");
+  if (!cfg.distributed.configured)
+    throw BadUsage(flag + ": " + o.smoke + " has no \"distributed\" section (a single-process smoke runs on one machine)");
+  if (o.repeat > 1 || o.stop_after > 0 || !o.resume.empty())
+    throw BadUsage(flag + ": --repeat, --stop-after and --resume run on one machine only (run them there)");
+  if (o.node_rank < 0)
+    throw BadUsage(flag + ": --node-rank K is required (0 on the machine that serves the store and writes the record)");
+  if (o.node_rank >= o.nnodes)
+    throw BadUsage("--node-rank " + std::to_string(o.node_rank) + ": must be below --nnodes " + std::to_string(o.nnodes));
+  int w = cfg.distributed.world_size;
+  if (w % o.nnodes != 0)
+    throw BadUsage(flag + ": the " + std::to_string(w) + " ranks of " + o.smoke +
+                   " (distributed.world_size or --world-size) do not split evenly over " + std::to_string(o.nnodes) +
+                   " machines");
+  std::string text = o.master, source = "--master";
+  if (text.empty()) {
+    const char* addr = std::getenv("MASTER_ADDR");
+    const char* port = std::getenv("MASTER_PORT");
+    if (!addr || !port || !*addr || !*port)
+      throw BadUsage(flag + ": node 0's address is needed: --master HOST:PORT, or MASTER_ADDR and MASTER_PORT");
+    text = std::string(addr) + ":" + port;
+    source = "MASTER_ADDR:MASTER_PORT";
+  }
+  std::string error;
+  MasterAddress m = parse_master_address(text, &error);
+  if (!m.set()) throw BadUsage(source + ": " + error);
+  return m;
+}
+
 // A multi-rank built-in smoke: world_size fresh rank processes
 // (distributed/rank_launch.h), their records merged into one
 // (distributed/rank_records.h).
@@ -142,6 +185,11 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   l.world_size = cfg.distributed.world_size;
   l.timeout_s = cfg.distributed.timeout_s;
   l.smoke = cfg.name;
+  if (MasterAddress m = several_machines(o, cfg); m.set()) {
+    l.nnodes = o.nnodes;
+    l.node_rank = o.node_rank;
+    l.master = m.describe();
+  }
   // A checkpoint is a folder of one file per rank (distributed/rank_checkpoint.h).
   if (o.stop_after > 0) {
     RankCheckpointWriter checkpoint(o.checkpoint, {cfg.name, l.world_size, o.stop_after});
@@ -160,13 +208,28 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
       l.rank_args.push_back({"--resume", file});
       if (o.skip_generator_restore) l.rank_args.back().push_back("--skip-generator-restore");
     }
+  std::vector<std::string> paths = run_ranks(l);
+  if (l.node_rank > 0) {  // node 0 merges and writes the record
+    int per_node = l.world_size / l.nnodes, first = l.node_rank * per_node;
+    if (!o.quiet)
+      std::cout << (train ? "run " : "probe ") << cfg.name << ": node " << l.node_rank << " of " << l.nnodes
+                << (per_node == 1 ? ": rank " + std::to_string(first)
+                                  : ": ranks " + std::to_string(first) + ".." + std::to_string(first + per_node - 1))
+                << " finished; node 0 writes the record\n"
+                << "  logs " << l.rendezvous << "\n";
+    return 0;
+  }
   std::vector<RunRecord> ranks;
-  for (const auto& path : run_ranks(l)) ranks.push_back(read_run_record(path));
+  for (const auto& path : paths) ranks.push_back(read_run_record(path));
   RunRecord rec = merge_rank_records(ranks, l.rendezvous);
+  if (l.nnodes > 1)  // not part of the stack: the same ranks on one machine give the same bits
+    rec.fingerprint["distributed.nodes"] = {std::to_string(l.nnodes) + " machines, store at " + l.master, false, false};
   write_run_record(out, rec);
   if (!o.quiet) {
     std::cout << (train ? "run " : "probe ") << cfg.name << ": " << l.world_size << (l.world_size == 1 ? " rank (" : " ranks (")
-              << cfg.distributed.backend << "), " << rec.probes.size() << " batches probed";
+              << cfg.distributed.backend
+              << (l.nnodes > 1 ? ", on " + std::to_string(l.nnodes) + " machines through " + l.master : std::string())
+              << "), " << rec.probes.size() << " batches probed";
     auto loss = rec.series.find("loss");
     if (train && loss != rec.series.end() && !loss->second.values.empty())
       std::cout << ", " << cfg.steps << " steps, global loss " << format_double(loss->second.values.front())
@@ -181,10 +244,12 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
 
 int run_command(const RunOptions& o) {
   if (o.repeat > 1) {
+    if (o.nnodes > 1) throw BadUsage("--nnodes: --repeat runs on one machine only (run it there)");
     if (o.stop_after > 0 || !o.resume.empty()) throw BadUsage("--repeat does not combine with --stop-after or --resume");
     return run_repeated(o);
   }
   SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1, o.overrides.world_size});
+  if (o.rank < 0) several_machines(o, cfg);  // refuses what cannot run on several machines
   if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/true);
   if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/true);
   return run_builtin(o, /*train=*/true);
@@ -192,6 +257,7 @@ int run_command(const RunOptions& o) {
 
 int probe_command(const RunOptions& o) {
   SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1, o.overrides.world_size});
+  if (o.rank < 0) several_machines(o, cfg);
   if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/false);
   if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/false);
   return run_builtin(o, /*train=*/false);

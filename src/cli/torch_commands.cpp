@@ -67,7 +67,15 @@ int run_in_process(const RunOptions& o, bool train) {
     // job must not leave ranks waiting in a collective).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() == 1) throw EnvironmentError("rank " + std::to_string(o.rank) + ": its coordinator is gone");
-    options.rank = {o.rank, cfg.distributed.world_size, o.rendezvous};
+    options.rank.rank = o.rank;
+    options.rank.world_size = cfg.distributed.world_size;
+    options.rank.rendezvous = o.rendezvous;
+    if (o.nnodes > 1) {  // the coordinator checked both (cli/run_command.cpp)
+      std::string error;
+      options.rank.nnodes = o.nnodes;
+      options.rank.master = parse_master_address(o.master, &error);
+      if (!error.empty()) throw BadUsage("--master: " + error);
+    }
   }
   std::unique_ptr<ProgressBar> bar;
   options.on_probe = [&](int64_t done, int64_t total) {
@@ -83,6 +91,11 @@ int run_in_process(const RunOptions& o, bool train) {
     return 0;
   }
   const RunRecord& rec = run.record;
+  // Rank 0 of a run on several machines: the other nodes' ranks' records,
+  // beside the ones this node's ranks write (rank-<r>.json, as the
+  // coordinator expects them).
+  for (size_t r = static_cast<size_t>(options.rank.local_ranks()); r < run.rank_records.size(); ++r)
+    write_file_atomically(o.rendezvous + "/rank-" + std::to_string(r) + ".json", run.rank_records[r]);
   // A rank's notes go to its log (<rendezvous>/rank-<r>.stdout.log), --quiet or not.
   if (!o.quiet || o.rank >= 0)
     for (const auto& n : run.notes) std::cout << "note: " << n << "\n";

@@ -61,13 +61,34 @@ struct DistributedSpec {
   RankFault self_test;
 };
 
+/// Where the ranks of a run on several machines meet: the c10d TCPStore
+/// that global rank 0 serves (torchrun's MASTER_ADDR and MASTER_PORT).
+/// Empty on one machine, where the store is a FileStore in the rendezvous
+/// folder.
+struct MasterAddress {
+  std::string host;  ///< a name or address every node reaches node 0 by
+  int port = 0;      ///< 1..65535; 0: one machine
+  bool set() const { return port > 0; }
+  /// "host:port".
+  std::string describe() const { return host + ":" + std::to_string(port); }
+};
+
 /// Which rank this process is (set only in a rank process started by the
 /// coordinator with --rank/--rendezvous).
 struct RankIdentity {
-  int rank = -1;          ///< -1: not a rank process
+  int rank = -1;          ///< -1: not a rank process; else the global rank
   int world_size = 1;
-  std::string rendezvous; ///< the run's rendezvous folder (c10d FileStore "store", progress files)
+  std::string rendezvous; ///< this node's rendezvous folder (FileStore "store" on one machine, progress files, logs)
+  int nnodes = 1;         ///< machines the ranks are spread over; the first world_size / nnodes ranks are node 0's
+  MasterAddress master;   ///< set when nnodes > 1
   bool active() const { return rank >= 0; }
+  /// Ranks per node: node k runs ranks k * local_ranks() .. (k + 1) * local_ranks() - 1.
+  int local_ranks() const { return world_size / (nnodes > 0 ? nnodes : 1); }
 };
+
+/// Parses "HOST:PORT" (IPv6 as "[::1]:PORT"). Returns nullopt-like (port 0)
+/// with `error` set when it is not one: empty host, a port outside
+/// 1..65535, or no colon.
+MasterAddress parse_master_address(const std::string& text, std::string* error);
 
 }  // namespace lockstep

@@ -49,20 +49,61 @@ namespace {
 #if defined(LOCKSTEP_HAVE_GLOO)
 
 struct RankGroup::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<compat::GlooGroup> group;
 };
 
+namespace {
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
 RankGroup::RankGroup(const RankIdentity& me, std::chrono::milliseconds timeout)
     : me_(me), impl_(std::make_unique<Impl>()) {
+  std::string where = me.master.set() ? "the TCPStore at " + me.master.describe() + (me.rank == 0 ? " (served by this rank)" : "")
+                                      : "the c10d FileStore in " + me.rendezvous;
+  const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
+  std::string interface = iface ? std::string(iface).substr(0, std::string(iface).find(',')) : "";
   try {
-    impl_->group = compat::make_gloo_group(me.rendezvous + "/store", me.rank, me.world_size, timeout);
+    impl_->store = me.master.set()
+                       ? compat::make_tcp_store(me.master.host, me.master.port, me.rank == 0, timeout)
+                       : compat::make_file_store(me.rendezvous + "/store", me.world_size, timeout);
+    impl_->group = compat::make_gloo_group(impl_->store, me.rank, me.world_size, timeout, interface,
+                                           !me.master.set() || is_loopback(me.master.host));
   } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me.rank) + " of " + std::to_string(me.world_size) +
-                           ": the c10d rendezvous in " + me.rendezvous + " failed: " + first_line(e));
+                           ": the c10d rendezvous through " + where + " failed: " + first_line(e) +
+                           (me.master.set() ? " (every node must run the same smoke with the same --master; node 0 "
+                                              "serves the store, and its port must be free there and reachable)"
+                                            : ""));
   }
 }
 
 RankGroup::~RankGroup() = default;
+
+std::string RankGroup::peer_hint() const {
+  return me_.nnodes > 1 ? " (a rank on another node may have stopped first: see that node's job log)" : "";
+}
+
+std::vector<std::string> RankGroup::exchange(const std::string& key, const std::string& mine, bool rank0_only) {
+  std::string prefix = "lockstep/" + key + "/";
+  std::vector<std::string> all(static_cast<size_t>(me_.world_size));
+  try {
+    impl_->store->set(prefix + std::to_string(me_.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+    if (rank0_only && me_.rank != 0) return {};
+    for (int r = 0; r < me_.world_size; ++r) {
+      std::vector<uint8_t> v = impl_->store->get(prefix + std::to_string(r));
+      all[static_cast<size_t>(r)].assign(v.begin(), v.end());
+    }
+  } catch (const std::exception& e) {
+    throw EnvironmentError("rank " + std::to_string(me_.rank) + ": exchanging " + key +
+                           " through the store failed: " + first_line(e) + peer_hint());
+  }
+  return all;
+}
 
 void RankGroup::allreduce_sum(torch::Tensor& t, const std::string& what) {
   std::vector<torch::Tensor> ts{t};
@@ -70,7 +111,7 @@ void RankGroup::allreduce_sum(torch::Tensor& t, const std::string& what) {
     impl_->group->allreduce(ts)->wait();
   } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me_.rank) + ": all-reduce of " + what +
-                           " failed: " + first_line(e));
+                           " failed: " + first_line(e) + peer_hint());
   }
 }
 
@@ -82,7 +123,7 @@ torch::Tensor RankGroup::allgather(const torch::Tensor& t, const std::string& wh
     impl_->group->allgather(out, in)->wait();
   } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me_.rank) + ": all-gather of " + what +
-                           " failed: " + first_line(e));
+                           " failed: " + first_line(e) + peer_hint());
   }
   return torch::stack(out[0]);
 }
@@ -95,7 +136,7 @@ void RankGroup::broadcast_from_rank0(torch::Tensor& t, const std::string& what) 
     impl_->group->broadcast(ts, options)->wait();
   } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me_.rank) + ": broadcast of " + what +
-                           " failed: " + first_line(e));
+                           " failed: " + first_line(e) + peer_hint());
   }
 }
 
@@ -113,6 +154,8 @@ RankGroup::RankGroup(const RankIdentity& me, std::chrono::milliseconds) : me_(me
                          "headers (Debian: apt-get install libgloo-dev, then rebuild)");
 }
 RankGroup::~RankGroup() = default;
+std::string RankGroup::peer_hint() const { return ""; }
+std::vector<std::string> RankGroup::exchange(const std::string&, const std::string&, bool) { return {}; }
 void RankGroup::allreduce_sum(torch::Tensor&, const std::string&) {}
 torch::Tensor RankGroup::allgather(const torch::Tensor& t, const std::string&) { return t; }
 void RankGroup::broadcast_from_rank0(torch::Tensor&, const std::string&) {}

@@ -8,7 +8,8 @@
 //
 // The process group itself is c10d::ProcessGroupGloo (torch_compat.h has
 // the 1.13 / 2.x difference); its rendezvous is a c10d FileStore in the
-// run's rendezvous folder, fresh for every run.
+// run's rendezvous folder, fresh for every run, or, for ranks on several
+// machines, a TCPStore that rank 0 serves at the --master address.
 #pragma once
 
 #include <torch/types.h>
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "distributed/distributed_spec.h"
 
@@ -47,10 +49,19 @@ class RankGroup {
   /// Overwrites `t` (contiguous CPU) on every rank with rank 0's. Same errors.
   void broadcast_from_rank0(torch::Tensor& t, const std::string& what);
 
+  /// Every rank publishes `mine` under `key` in the group's store and
+  /// reads every rank's: returns world_size strings in rank order. With
+  /// `rank0_only`, ranks other than 0 only publish and get {} back (rank 0
+  /// gathers, e.g. the rank records of a run on several nodes). Blocks
+  /// until every rank has published, within the group's timeout. Throws
+  /// exit-3 Error when the store is gone or the wait times out.
+  std::vector<std::string> exchange(const std::string& key, const std::string& mine, bool rank0_only = false);
+
   /// "gloo <header version>, <loaded library path>" for the fingerprint.
   static std::string gloo_version();
 
  private:
+  std::string peer_hint() const;  // where to look when a peer vanished on another node
   struct Impl;
   RankIdentity me_;
   std::unique_ptr<Impl> impl_;

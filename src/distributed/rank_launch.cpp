@@ -65,25 +65,45 @@ int blame_order(const ProcessOutcome& o) {
   return 4;
 }
 
+int local_ranks(const RankLaunch& l) { return l.world_size / std::max(1, l.nnodes); }
+int first_rank(const RankLaunch& l) { return l.node_rank * local_ranks(l); }
+
+// " (node 1 of 2)" on several machines, "" on one.
+std::string node_label(const RankLaunch& l) {
+  return l.nnodes > 1 ? " (node " + std::to_string(l.node_rank) + " of " + std::to_string(l.nnodes) + ")" : "";
+}
+
 [[noreturn]] void throw_timeout(const RankLaunch& l) {
+  // Only this node's ranks have progress files here.
   std::vector<ProgressMark> marks;
-  for (int r = 0; r < l.world_size; ++r) marks.push_back(read_rank_progress(l.rendezvous, r));
+  for (int i = 0; i < local_ranks(l); ++i) marks.push_back(read_rank_progress(l.rendezvous, first_rank(l) + i));
   ProgressMark lowest = *std::min_element(marks.begin(), marks.end());
   std::vector<int> behind, others;
-  for (int r = 0; r < l.world_size; ++r)
-    (marks[r] < lowest || lowest < marks[r] ? others : behind).push_back(r);
+  for (int i = 0; i < local_ranks(l); ++i)
+    (marks[static_cast<size_t>(i)] < lowest || lowest < marks[static_cast<size_t>(i)] ? others : behind)
+        .push_back(first_rank(l) + i);
   std::string limit = "distributed.timeout_s = " + std::to_string(l.timeout_s) + " s";
+  if (others.empty() && l.nnodes > 1 && lowest.known && lowest.phase == RankPhase::kRendezvous)
+    throw Error(ExitCode::kRegression,
+                "the ranks of " + l.smoke + " on this node" + node_label(l) + " waited at the rendezvous (" +
+                    l.master + ") for " + std::to_string(l.world_size - local_ranks(l)) +
+                    " rank(s) of the other nodes, and they did not all come within " + limit +
+                    "; start the same `lockstep run` with --nnodes " + std::to_string(l.nnodes) +
+                    ", this --master and each --node-rank on every node (logs: " + l.rendezvous + ")");
   if (others.empty())
     throw Error(ExitCode::kRegression,
-                "no rank of " + l.smoke + " finished within " + limit + " (every rank at " + lowest.describe() +
+                std::string(l.nnodes > 1 ? "no rank of " + l.smoke + " on this node" + node_label(l)
+                                         : "no rank of " + l.smoke) +
+                    " finished within " + limit + " (every rank at " + lowest.describe() +
                     "); all ranks were killed (the timeout counts from process start: LibTorch, the rendezvous and the "
-                "data-only pass too; logs: " + l.rendezvous + ")");
+                "data-only pass too; logs: " + l.rendezvous + ")" +
+                    (l.nnodes > 1 ? "; if they waited for another node, see that node's job log" : ""));
   std::string who;
   for (size_t i = 0; i < behind.size(); ++i) who += (i ? ", " : "") + std::to_string(behind[i]);
   std::string waited;
   for (size_t i = 0; i < others.size(); ++i)
     waited += (i ? "; " : "") + std::string("rank ") + std::to_string(others[i]) + " at " +
-              marks[static_cast<size_t>(others[i])].describe();
+              marks[static_cast<size_t>(others[i] - first_rank(l))].describe();
   throw Error(ExitCode::kRegression,
               std::string(behind.size() == 1 ? "rank " : "ranks ") + who + " of " + std::to_string(l.world_size) +
                   " stopped (last seen: " + lowest.describe() + ") and did not finish within " + limit +
@@ -107,15 +127,17 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
   std::string cwd = fs::current_path().string();
   std::vector<ProcessSpec> specs;
   std::vector<std::string> records;
-  for (int r = 0; r < l.world_size; ++r) {
+  for (int r = 0; r < l.world_size; ++r) records.push_back(l.rendezvous + "/rank-" + std::to_string(r) + ".json");
+  for (int i = 0; i < local_ranks(l); ++i) {
+    int r = first_rank(l) + i;
     ProcessSpec p;
     p.argv = {l.executable};
     p.argv.insert(p.argv.end(), l.args.begin(), l.args.end());
     if (static_cast<size_t>(r) < l.rank_args.size())
       p.argv.insert(p.argv.end(), l.rank_args[static_cast<size_t>(r)].begin(), l.rank_args[static_cast<size_t>(r)].end());
-    records.push_back(l.rendezvous + "/rank-" + std::to_string(r) + ".json");
-    p.argv.insert(p.argv.end(), {"--out", records.back(), "--quiet", "--rank", std::to_string(r), "--rendezvous",
-                                 l.rendezvous});
+    p.argv.insert(p.argv.end(), {"--out", records[static_cast<size_t>(r)], "--quiet", "--rank", std::to_string(r),
+                                 "--rendezvous", l.rendezvous});
+    if (l.nnodes > 1) p.argv.insert(p.argv.end(), {"--nnodes", std::to_string(l.nnodes), "--master", l.master});
     p.env = env;
     p.cwd = cwd;
     p.stdout_path = l.rendezvous + "/rank-" + std::to_string(r) + ".stdout.log";
@@ -125,23 +147,24 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
   }
   std::vector<ProcessOutcome> out = run_processes(specs, /*stop_all_on_failure=*/true);
 
-  int culprit = -1;
+  int culprit = -1;  // index into out (local)
   bool timed_out = false;
-  for (int r = 0; r < l.world_size; ++r) {
-    const ProcessOutcome& o = out[static_cast<size_t>(r)];
+  for (int i = 0; i < local_ranks(l); ++i) {
+    const ProcessOutcome& o = out[static_cast<size_t>(i)];
     if (o.ok() || o.stopped_for_peer) continue;
     if (o.timed_out) {
       timed_out = true;
       continue;
     }
-    if (culprit < 0 || blame_order(o) < blame_order(out[static_cast<size_t>(culprit)])) culprit = r;
+    if (culprit < 0 || blame_order(o) < blame_order(out[static_cast<size_t>(culprit)])) culprit = i;
   }
   // A signal or a rank's own error explains a run better than the deadline.
   if (culprit < 0 && timed_out) throw_timeout(l);
-  if (culprit < 0) return records;
+  if (culprit < 0) return l.node_rank == 0 ? records : std::vector<std::string>{};
 
   const ProcessOutcome& o = out[static_cast<size_t>(culprit)];
-  std::string who = "rank " + std::to_string(culprit) + " of " + std::to_string(l.world_size);
+  culprit += first_rank(l);
+  std::string who = "rank " + std::to_string(culprit) + " of " + std::to_string(l.world_size) + node_label(l);
   if (o.signal != 0)
     throw Error(ExitCode::kRegression, who + " " + o.describe(l.timeout_s) + " at " +
                                            read_rank_progress(l.rendezvous, culprit).describe() +

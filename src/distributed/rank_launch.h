@@ -21,6 +21,8 @@
 //      first, with its message;
 // ranks killed because another failed first are never blamed. Every rank's
 // process group is killed before run_ranks returns or throws: no orphans.
+// On several machines each node's coordinator judges its own ranks; a rank
+// that fails on one node shows on the others as a peer that went away.
 #pragma once
 
 #include <cstdint>
@@ -40,10 +42,18 @@ struct RankLaunch {
   /// Arguments for rank r alone (rank_args[r], appended after `args`), e.g.
   /// its own --checkpoint or --resume file; empty: none.
   std::vector<std::vector<std::string>> rank_args;
+  /// Several machines: this coordinator starts node_rank's share of the
+  /// ranks (world_size / nnodes of them, global ranks from node_rank *
+  /// world_size / nnodes), which meet the other nodes' at `master`
+  /// ("HOST:PORT", node 0's TCPStore). nnodes 1: every rank, FileStore.
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master;
 };
 
 /// Runs the ranks (see above). Returns the rank records' paths in rank
-/// order. Throws Error: exit 1 for a dead, hung or failed-check rank; a
+/// order: every rank's on node 0 (rank 0 writes the other nodes' ones into
+/// this node's rendezvous folder), none on another node. Throws Error: exit 1 for a dead, hung or failed-check rank; a
 /// rank's own exit 2 or 3 with its message ("rank R: ..."); exit 2 when the
 /// rendezvous folder exists and is not one lockstep made; exit 3 when a
 /// process cannot be started.

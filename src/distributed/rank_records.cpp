@@ -44,6 +44,19 @@ RunRecord merge_rank_records(const std::vector<RunRecord>& ranks, const std::str
     }
   }
   RunRecord out = zero;
+  // Ranks on several machines may run on different stacks: a mixed run is
+  // not the single-stack run a golden holds, so the difference joins the
+  // fingerprint as a determinism-relevant field (a cross-stack verdict).
+  std::string mixed;
+  for (size_t r = 1; r < ranks.size(); ++r)
+    for (const auto& [key, field] : ranks[r].fingerprint) {
+      auto it = zero.fingerprint.find(key);
+      if (!field.relevant || (it != zero.fingerprint.end() && it->second.value == field.value)) continue;
+      if (mixed.size() < 1024)
+        mixed += (mixed.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " " + key + " = " +
+                 field.value + " (rank 0: " + (it == zero.fingerprint.end() ? "(missing)" : it->second.value) + ")";
+    }
+  if (!mixed.empty()) out.fingerprint["distributed.mixed_stack"] = {mixed, true, false};
   out.probes = interleave(ranks, &RunRecord::probes, "probed batches", where);
   out.train_probes = interleave(ranks, &RunRecord::train_probes, "trained batches", where);
   for (const auto& rec : ranks)

@@ -9,7 +9,11 @@
 //   - probes and train_probes of every rank, interleaved: batch 0 of rank 0,
 //     batch 0 of rank 1, ..., then batch 1 of each: entry i is batch i / W of
 //     rank i % W (it carries its rank; `batch` is i, as in any record);
-//   - peak RSS the largest of any rank; step times rank 0's.
+//   - peak RSS the largest of any rank; step times rank 0's;
+//   - when a rank's determinism-relevant fingerprint differs from rank 0's
+//     (ranks on several machines), a relevant field
+//     "distributed.mixed_stack" naming each difference, so the run compares
+//     as another stack than a single-stack golden.
 // The ranks must agree on everything global (the trainer checks the
 // parameters every step; this is the last line): every series, hash and
 // init entry bit for bit, and the same number of batches.

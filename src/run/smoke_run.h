@@ -51,6 +51,10 @@ struct SmokeRun {
   /// Facts worth a line on the console, e.g. the files an image folder
   /// holds that are not images and were skipped (also in the record).
   std::vector<std::string> notes;
+  /// Rank 0 of a run on several machines (rank.nnodes > 1): every rank's
+  /// record as JSON, in rank order, gathered through the store; empty
+  /// otherwise. The rank writes the other nodes' ones beside its own.
+  std::vector<std::string> rank_records;
 };
 
 /// Runs `config` (overrides already applied, see with_overrides()) in this

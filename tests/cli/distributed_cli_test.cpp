@@ -1,8 +1,11 @@
 // Multi-rank smokes end to end: the committed 2-rank digits CNN and edits of
 // it, each run through the lockstep executable with real rank processes on
 // c10d Gloo (distributed/rank_launch.h, train/trainer.h).
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <csignal>
@@ -352,6 +355,170 @@ TEST(DistributedCli, ConfigMistakesAreExitTwoNamingTheField) {
   Result single = lockstep("run " + kSmoke + " --world-size 2 --out " + (d / "single.json").string());
   EXPECT_EQ(single.code, 2) << single.output;
   EXPECT_NE(single.output.find("has no \"distributed\" section"), std::string::npos) << single.output;
+}
+
+// ---- Ranks on several machines (two coordinators on this host) -----------
+
+// A port the kernel picks on 127.0.0.1, closed again so node 0 can serve it.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct TwoNodes {
+  Result node0, node1;
+  std::string master;  // "127.0.0.1:PORT"
+};
+
+// `lockstep ARGS0` as node 0 and `lockstep ARGS1` as node 1 of 2, started
+// together on this host, as two CI jobs on two machines would be.
+TwoNodes on_two_nodes(const fs::path& d, const std::string& args0, const std::string& args1) {
+  TwoNodes t;
+  t.master = "127.0.0.1:" + std::to_string(free_port());
+  std::string common = " --nnodes 2 --master " + t.master + " --node-rank ";
+  std::string bin = std::string("env -u CI ") + LOCKSTEP_BINARY + " ";
+  std::string log1 = (d / "node1.log").string(), rc1 = (d / "node1.rc").string();
+  t.node0 = shell("(" + bin + args1 + common + "1 > " + log1 + " 2>&1; echo $? > " + rc1 + ") & " + bin + args0 +
+                  common + "0 2>&1; rc=$?; wait; exit $rc");
+  t.node1.output = read_file(log1);
+  t.node1.code = std::stoi(read_file(rc1));
+  return t;
+}
+
+TEST(DistributedCli, RanksOnTwoMachinesGiveTheOneMachineRecord) {
+  fs::path d = two_rank("nodes");
+  for (int world : {2, 4}) {
+    std::string w = " --world-size " + std::to_string(world);
+    std::string one = (d / ("one" + std::to_string(world) + ".json")).string();
+    std::string n0 = (d / ("n0-" + std::to_string(world) + ".json")).string();
+    std::string n1 = (d / ("n1-" + std::to_string(world) + ".json")).string();
+    ASSERT_EQ(lockstep("run " + cfg_path(d) + w + " --out " + one).code, 0);
+    TwoNodes t = on_two_nodes(d, "run " + cfg_path(d) + w + " --out " + n0, "run " + cfg_path(d) + w + " --out " + n1);
+    ASSERT_EQ(t.node0.code, 0) << t.node0.output << t.node1.output;
+    ASSERT_EQ(t.node1.code, 0) << t.node1.output;
+    EXPECT_NE(t.node0.output.find("run digits-cnn-2rank: " + std::to_string(world) + " ranks (gloo, on 2 machines "
+                                  "through " + t.master + "), "),
+              std::string::npos)
+        << t.node0.output;
+    EXPECT_NE(t.node1.output.find(world == 2 ? "node 1 of 2: rank 1 finished; node 0 writes the record"
+                                             : "node 1 of 2: ranks 2..3 finished; node 0 writes the record"),
+              std::string::npos)
+        << t.node1.output;
+    EXPECT_FALSE(fs::exists(n1)) << "only node 0 writes the record";
+    nlohmann::json a = read(one), b = read(n0);
+    for (const char* key : {"series", "hashes", "init", "probes", "train_probes", "contract", "config_hash", "platform"})
+      EXPECT_EQ(a[key], b[key]) << key << " differs between one machine and two, world size " << world;
+    EXPECT_EQ(b["fingerprint"]["distributed.nodes"]["value"], "2 machines, store at " + t.master);
+    EXPECT_FALSE(b["fingerprint"].contains("distributed.mixed_stack"));
+  }
+  EXPECT_EQ(processes_mentioning(d.string()), 0);
+}
+
+TEST(DistributedCli, NodesThatDisagreeOrFailAreNamedOnEveryNode) {
+  fs::path d = two_rank("nodes-fail");
+  std::string other = (d / "smoke" / "other.json").string(), desync = (d / "smoke" / "desync.json").string(),
+              kill = (d / "smoke" / "kill.json").string();
+  nlohmann::json cfg = parse_json_file(cfg_path(d));
+  nlohmann::json c = cfg;
+  c["optimizer"]["lr"] = 0.02;
+  write_file_atomically(other, pretty_dump(c));
+  c = cfg;
+  self_test(c, "skip_allreduce", 1, 3);
+  write_file_atomically(desync, pretty_dump(c));
+  c = cfg;
+  self_test(c, "kill", 1, 3);
+  write_file_atomically(kill, pretty_dump(c));
+  std::string out0 = " --out " + (d / "n0.json").string(), out1 = " --out " + (d / "n1.json").string();
+
+  // Another config on node 1: both nodes refuse before the first step.
+  TwoNodes t = on_two_nodes(d, "run " + cfg_path(d) + out0, "run " + other + out1);
+  EXPECT_EQ(t.node0.code, 2) << t.node0.output;
+  EXPECT_EQ(t.node1.code, 2) << t.node1.output;
+  for (const Result* r : {&t.node0, &t.node1})
+    EXPECT_NE(r->output.find(": config_hash: expected the same on every node; rank 1 (node 1) has \""),
+              std::string::npos)
+        << r->output;
+
+  // A desync on node 1's rank: every node names it.
+  t = on_two_nodes(d, "run " + desync + out0, "run " + desync + out1);
+  for (const Result* r : {&t.node0, &t.node1}) {
+    EXPECT_EQ(r->code, 1) << r->output;
+    EXPECT_NE(r->output.find("ranks desynchronised at step 3: rank 1's parameter conv.weight differs from rank 0's"),
+              std::string::npos)
+        << r->output;
+  }
+
+  // A rank killed on node 1: node 1 names it; node 0 sees its peer go.
+  t = on_two_nodes(d, "run " + kill + out0, "run " + kill + out1);
+  EXPECT_EQ(t.node1.code, 1) << t.node1.output;
+  EXPECT_NE(t.node1.output.find("rank 1 of 2 (node 1 of 2) was killed by signal 9 (Killed) at step 3"),
+            std::string::npos)
+      << t.node1.output;
+  EXPECT_EQ(t.node0.code, 3) << t.node0.output;
+  EXPECT_NE(t.node0.output.find("rank 0 of 2 (node 0 of 2): "), std::string::npos) << t.node0.output;
+  EXPECT_NE(t.node0.output.find("(a rank on another node may have stopped first: see that node's job log)"),
+            std::string::npos)
+      << t.node0.output;
+  EXPECT_EQ(processes_mentioning(d.string()), 0);
+}
+
+TEST(DistributedCli, ANodeThatNeverComesIsNamedAtTheTimeout) {
+  fs::path d = two_rank("nodes-alone", [](nlohmann::json& c) { c["distributed"]["timeout_s"] = 10; });
+  std::string master = "127.0.0.1:" + std::to_string(free_port());
+  Result r = lockstep("run " + cfg_path(d) + " --nnodes 2 --node-rank 0 --master " + master + " --out " +
+                      (d / "run.json").string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("the ranks of digits-cnn-2rank on this node (node 0 of 2) waited at the rendezvous (" +
+                          master + ") for 1 rank(s) of the other nodes, and they did not all come within "
+                          "distributed.timeout_s = 10 s"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(processes_mentioning(d.string()), 0);
+}
+
+TEST(DistributedCli, WhatCannotRunOnSeveralMachinesIsExitTwo) {
+  fs::path d = two_rank("nodes-usage");
+  std::string run = "run " + cfg_path(d) + " --out " + (d / "run.json").string();
+  struct Case {
+    std::string args, env, expect;
+  } cases[] = {
+      {" --nnodes 2 --node-rank 0", "-u MASTER_ADDR -u MASTER_PORT",
+       "--nnodes 2: node 0's address is needed: --master HOST:PORT, or MASTER_ADDR and MASTER_PORT"},
+      {" --nnodes 2 --master h:1", "", "--nnodes 2: --node-rank K is required"},
+      {" --nnodes 2 --node-rank 2 --master h:1", "", "--node-rank 2: must be below --nnodes 2"},
+      {" --nnodes 3 --node-rank 0 --master h:1", "",
+       "--nnodes 3: the 2 ranks of " + cfg_path(d) + " (distributed.world_size or --world-size) do not split evenly "
+       "over 3 machines"},
+      {" --nnodes 2 --node-rank 0 --master h:65536", "", "--master: expected a port 1..65535 after the ':' in 'h:65536'"},
+      {" --nnodes 2 --node-rank 0", "MASTER_ADDR=h MASTER_PORT=x",
+       "MASTER_ADDR:MASTER_PORT: expected a port 1..65535 after the ':' in 'h:x'"},
+      {" --node-rank 0", "", "--node-rank: only with --nnodes N > 1"},
+      {" --nnodes 2 --node-rank 0 --master h:1 --repeat 2", "", "--nnodes: --repeat runs on one machine only"},
+      {" --nnodes 2 --node-rank 0 --master h:1 --resume ck", "",
+       "--nnodes 2: --repeat, --stop-after and --resume run on one machine only"},
+  };
+  for (const auto& c : cases) {
+    Result r = lockstep(run + c.args, c.env);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
+  }
+  Result single = lockstep("run " + kSmoke + " --nnodes 2 --node-rank 0 --master h:1 --out " + (d / "s.json").string());
+  EXPECT_EQ(single.code, 2) << single.output;
+  EXPECT_NE(single.output.find("--nnodes 2: " + kSmoke + " has no \"distributed\" section"), std::string::npos)
+      << single.output;
+  Result trainer = lockstep("run " + kSourceDir + "/examples/pytorch-trainer-2rank/smoke/pytorch-trainer-2rank.json "
+                            "--nnodes 2 --node-rank 0 --master h:1 --out " + (d / "t.json").string());
+  EXPECT_EQ(trainer.code, 2) << trainer.output;
+  EXPECT_NE(trainer.output.find("runs a team's trainer; spreading its ranks over machines is its own launcher's job"),
+            std::string::npos)
+      << trainer.output;
 }
 
 // A team's own trainer on two ranks: examples/pytorch-trainer/train.py with

@@ -80,5 +80,21 @@ TEST(RankRecords, TheSecondHalfOfAResumedRunNumbersOnFromTheFirst) {
   EXPECT_EQ(interleave_rank_probes(per_rank, "x")[3].batch, 3);
 }
 
+// Ranks on machines with another stack: the run is not a single-stack run.
+TEST(RankRecords, RanksOnAnotherStackJoinTheFingerprint) {
+  RunRecord a = rank_record(0, {"0000000000000a00"}), b = rank_record(1, {"0000000000000b00"});
+  a.fingerprint["cpu.capability"] = {"AVX2", true, false};
+  a.fingerprint["cpu.model"] = {"one", false, false};
+  b.fingerprint = a.fingerprint;
+  b.fingerprint["cpu.model"] = {"another", false, false};  // informational: not a stack difference
+  EXPECT_EQ(merge_rank_records({a, b}, "x.ranks").fingerprint.count("distributed.mixed_stack"), 0u);
+  b.fingerprint["cpu.capability"] = {"AVX512", true, false};
+  RunRecord merged = merge_rank_records({a, b}, "x.ranks");
+  ASSERT_EQ(merged.fingerprint.count("distributed.mixed_stack"), 1u);
+  EXPECT_EQ(merged.fingerprint.at("distributed.mixed_stack").value, "rank 1 cpu.capability = AVX512 (rank 0: AVX2)");
+  EXPECT_TRUE(merged.fingerprint.at("distributed.mixed_stack").relevant);
+  EXPECT_EQ(merged.fingerprint.at("cpu.capability").value, "AVX2");
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -1,0 +1,42 @@
+// The --master address of a run on several machines.
+#include "distributed/distributed_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep {
+namespace {
+
+MasterAddress parse(const std::string& text, std::string* error) {
+  error->clear();
+  return parse_master_address(text, error);
+}
+
+TEST(MasterAddress, ParsesHostAndPort) {
+  std::string error;
+  MasterAddress m = parse("node0.example:29500", &error);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(m.host, "node0.example");
+  EXPECT_EQ(m.port, 29500);
+  EXPECT_EQ(m.describe(), "node0.example:29500");
+  m = parse("[::1]:1", &error);
+  EXPECT_EQ(m.host, "::1");
+  EXPECT_EQ(m.port, 1);
+  EXPECT_EQ(parse("10.0.0.1:65535", &error).port, 65535);
+}
+
+TEST(MasterAddress, RefusesWhatIsNotHostColonPort) {
+  std::string error;
+  EXPECT_FALSE(parse("node0", &error).set());
+  EXPECT_EQ(error, "expected HOST:PORT (node 0's address and a free port), got 'node0'");
+  EXPECT_FALSE(parse(":29500", &error).set());
+  EXPECT_EQ(error, "expected a host before the ':' in ':29500'");
+  for (const char* bad : {"h:0", "h:65536", "h:", "h:29x", "h:-1", "h:123456"}) {
+    EXPECT_FALSE(parse(bad, &error).set()) << bad;
+    EXPECT_EQ(error, std::string("expected a port 1..65535 after the ':' in '") + bad + "'");
+  }
+  EXPECT_FALSE(parse("a b:1", &error).set());
+  EXPECT_EQ(error, "'a b' is not a host name or address");
+}
+
+}  // namespace
+}  // namespace lockstep
