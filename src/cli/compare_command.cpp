@@ -1,7 +1,10 @@
 // `lockstep compare RUN GOLDEN`: the comparator on two files, without
-// LibTorch.
+// LibTorch. GOLDEN may be a goldens folder: the run's smoke and platform
+// pick the golden in it, as `check` does (how a run made elsewhere, e.g.
+// by the nodes of a multi-machine job, is gated).
 #include <unistd.h>
 
+#include <filesystem>
 #include <future>
 #include <iostream>
 
@@ -14,6 +17,8 @@
 #include "compare/text_report.h"
 #include "core/atomic_file.h"
 #include "core/json_io.h"
+#include "core/error.h"
+#include "smoke/golden_store.h"
 #include "record/golden.h"
 
 namespace lockstep {
@@ -23,12 +28,39 @@ int compare_command(const CompareOptions& o) {
     refuse_overwriting_inputs(out, {o.run, o.golden, o.config});
   TolerancePolicy policy;
   if (!o.config.empty()) policy = load_smoke_config(o.config).tolerance;
-  // The two files are read in parallel: for long records, reading is most
-  // of the time. Errors come out as in a sequential read: the run's first.
-  auto golden_read = std::async(std::launch::async, [&] { return read_golden_or_record(o.golden); });
-  RunRecord run = read_golden_or_record(o.run).record;  // a golden may stand on either side
-  Golden golden = golden_read.get();
-  Verdict v = compare_records(run, golden.record, policy, {o.run, o.golden});
+  std::error_code ec;
+  RunRecord run;
+  Golden golden;
+  std::string golden_path = o.golden;
+  std::string stand_in;  // a same-family golden compared in place of the platform's own
+  if (std::filesystem::is_directory(o.golden, ec)) {
+    // A goldens folder: the run's smoke and platform pick the golden, as in
+    // `check` (smoke/golden_store.h).
+    run = read_golden_or_record(o.run).record;
+    // The two name a path under the folder: plain names only.
+    for (auto [field, value] : {std::pair<const char*, const std::string*>{"smoke", &run.smoke}, {"platform", &run.platform}})
+      if (value->empty() || value->front() == '.' || value->size() > 100 ||
+          value->find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos)
+        throw BadInput(o.run, field, "a name of letters, digits, '.', '_' and '-' (it picks the golden in " + o.golden +
+                                         "), got \"" + *value + "\"");
+    auto found = find_golden(o.golden, run.smoke, run.platform);
+    if (!found)
+      throw BadInput(o.golden, "",
+                     "a golden for smoke '" + run.smoke + "' on platform " + run.platform + " (or its family) in " +
+                         o.golden + "/" + run.smoke + "/, found none; create one with `lockstep bless`");
+    golden_path = found->path;
+    if (!found->exact_platform)
+      stand_in = "no golden for platform " + run.platform + "; compared against " + found->path + " of the same family";
+    golden = read_golden_or_record(golden_path);
+  } else {
+    // The two files are read in parallel: for long records, reading is most
+    // of the time. Errors come out as in a sequential read: the run's first.
+    auto golden_read = std::async(std::launch::async, [&] { return read_golden_or_record(o.golden); });
+    run = read_golden_or_record(o.run).record;  // a golden may stand on either side
+    golden = golden_read.get();
+  }
+  Verdict v = compare_records(run, golden.record, policy, {o.run, golden_path});
+  if (!stand_in.empty()) v.notes.insert(v.notes.begin(), stand_in);
   std::cout << render_text(v, isatty(STDOUT_FILENO));
   if (!o.json_out.empty()) write_file_atomically(o.json_out, pretty_dump(to_json(v)));
   if (!o.junit_out.empty()) write_file_atomically(o.junit_out, render_junit({v}));

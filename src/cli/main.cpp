@@ -94,7 +94,10 @@ int main(int argc, char** argv) {
   CompareOptions cmp_opts;
   auto* cmp = app.add_subcommand("compare", "Compare a run record against a golden (no LibTorch needed)");
   cmp->add_option("RUN", cmp_opts.run, "Run record")->required();
-  cmp->add_option("GOLDEN", cmp_opts.golden, "Golden or run record used as the reference")->required();
+  cmp->add_option("GOLDEN", cmp_opts.golden,
+                  "Golden or run record used as the reference, or a goldens folder (the run's smoke and platform "
+                  "pick the golden)")
+      ->required();
   cmp->add_option("--config", cmp_opts.config, "Smoke config whose tolerances apply");
   cmp->add_option("--json", cmp_opts.json_out, "Also write the JSON report to this file");
   cmp->add_option("--junit", cmp_opts.junit_out, "Also write a JUnit XML report to this file");

@@ -123,6 +123,30 @@ TEST_F(Cli, OneUlpInTheGoldenLossFailsExactAndPassesWithRtol) {
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
+// A goldens folder in place of a golden: the run's smoke and platform pick it.
+TEST_F(Cli, CompareFindsTheRunsGoldenInAGoldensFolder) {
+  std::string run = out("folder-run.json");
+  ASSERT_EQ(lockstep("run " + smoke() + " --out " + run).code, 0);
+  std::string goldens = (project_ / "goldens").string();
+  Result r = lockstep("compare " + run + " " + goldens);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(golden_), std::string::npos) << "the verdict names the golden it used\n" << r.output;
+  fs::path empty = project_ / "no-goldens";
+  fs::create_directories(empty);
+  Result none = lockstep("compare " + run + " " + empty.string());
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find(empty.string() + ": expected a golden for smoke 'digits-cnn' on platform "),
+            std::string::npos)
+      << none.output;
+  nlohmann::json rec = parse_json_file(run);
+  rec["smoke"] = "../digits-cnn";
+  write_file_atomically(out("folder-escape.json"), pretty_dump(rec));
+  Result escape = lockstep("compare " + out("folder-escape.json") + " " + goldens);
+  EXPECT_EQ(escape.code, 2) << escape.output;
+  EXPECT_NE(escape.output.find("folder-escape.json: smoke: expected a name of letters, digits"), std::string::npos)
+      << escape.output;
+}
+
 // Issue 2, test 5.
 TEST_F(Cli, TruncatedGoldenIsExit2NamingTheFile) {
   fs::path p = scratch("truncated");
