@@ -5,7 +5,8 @@
 #   1. a merge-request pipeline: lockstep-check's two shards pass, each with
 #      its own JUnit, and between them every smoke is checked once;
 #   2. a commit that changes a smoke's learning rate: the shard holding it fails;
-#   3. the manual lockstep-bless job: the new golden is its artifact.
+#   3. the manual lockstep-bless job: the new golden is its artifact;
+#   4. a 2-rank smoke on two nodes (.lockstep-nodes, parallel: 2) passes.
 #   tests/ci/template_test.sh [BUILD_DIR]   (default build/; needs ci/gitlab-ci-local.sh's install)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -65,6 +66,27 @@ blessed=$(find .gitlab-ci-local/artifacts -path "*lockstep-bless*" -path "*golde
 [ "$(git rev-parse HEAD)" = "$before" ] || fail "lockstep-bless must not commit"
 t_bless=$(now)
 
-awk -v a="$t0" -v b="$t_setup" -v c="$t_check" -v d="$t_fail" -v e="$t_bless" 'BEGIN {
-  printf "template_test: init + bless %.1f s; lockstep-check (2 shards) pass %.1f s; fail %.1f s; lockstep-bless %.1f s\n", b-a, c-b, d-c, e-d }'
-echo "template_test: the CI template passes, blocks a changed smoke, and blesses into an artifact"
+# 4. A 2-rank smoke spread over two "machines": .lockstep-nodes with
+#    parallel: 2, both jobs started together on this host (127.0.0.1);
+#    node 0's merged record passes against the golden blessed on one machine.
+sed -e 's/"example-mlp"/"example-mlp-2rank"/' -e 's/"resume_at": 5,/"distributed": {"world_size": 2, "timeout_s": 120},/' \
+  smoke/example-mlp.json >smoke/example-mlp-2rank.json
+echo ".gitlab-ci-local/" >>.git/info/exclude   # the earlier pipelines' state
+git add smoke && git commit -qm "a 2-rank smoke"
+lockstep bless smoke/example-mlp-2rank.json --reason "2-rank smoke" --out "$work/bless-2rank" >/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf '\nlockstep-2-nodes:\n  extends: .lockstep-nodes\n  parallel: 2\n  variables:\n    LOCKSTEP_NODE_SMOKE: smoke/example-mlp-2rank.json\n    MASTER_ADDR: "127.0.0.1"\n    MASTER_PORT: "%s"\n' "$port" >>.gitlab-ci.yml
+git add -A && git commit -qm "its golden, and the 2-node job"
+run_jobs lockstep-2-nodes || { tail -n 40 "$work/glci.log" >&2; fail "lockstep-2-nodes should pass"; }
+{ grep -q "PASS  lockstep-2-nodes: \[1/2\]" "$work/glci.log" && grep -q "PASS  lockstep-2-nodes: \[2/2\]" "$work/glci.log"; } ||
+  { tail -n 40 "$work/glci.log" >&2; fail "both node jobs should pass"; }
+grep -q "2 ranks (gloo, on 2 machines through 127.0.0.1:$port)" "$work/glci.log" ||
+  { tail -n 40 "$work/glci.log" >&2; fail "node 0 should merge both ranks' records"; }
+grep -q "node 1 of 2: rank 1 finished; node 0 writes the record" "$work/glci.log" || fail "node 1 should hand its record to node 0"
+grep -q "example-mlp-2rank: PASS (exit 0)" "$work/glci.log" ||
+  { grep -i "example-mlp-2rank" "$work/glci.log" | tail -n 5 >&2; fail "node 0 should compare the record with the golden and pass"; }
+t_nodes=$(now)
+
+awk -v a="$t0" -v b="$t_setup" -v c="$t_check" -v d="$t_fail" -v e="$t_bless" -v f="$t_nodes" 'BEGIN {
+  printf "template_test: init + bless %.1f s; lockstep-check (2 shards) pass %.1f s; fail %.1f s; lockstep-bless %.1f s; lockstep-2-nodes %.1f s\n", b-a, c-b, d-c, e-d, f-e }'
+echo "template_test: the CI template passes, blocks a changed smoke, blesses into an artifact, and gates a smoke on two nodes"
