@@ -12,6 +12,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "determinism/resume_contract.h"
 #include "core/file_hash_cache.h"
 #include "core/float_bits.h"
 #include "core/install_paths.h"
@@ -309,12 +310,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     if (partial.seed != seed)
       throw BadInput(part, "seed", std::to_string(seed) + ", got " + std::to_string(partial.seed));
     // The determinism contract (intra-op threads, mode, ...) of both halves is one.
-    for (const auto& [key, value] : expected_contract(c))
-      if (auto it = partial.contract.find(key); it == partial.contract.end() || it->second != value)
-        throw BadInput(part, "contract." + key, "\"" + value + "\" (this run's: " + c.file + " and the overrides), got " +
-                                                    (it == partial.contract.end() ? std::string("none")
-                                                                                  : "\"" + it->second + "\"") +
-                                                    ": a run resumes under the contract it stopped under");
+    require_resume_contract(part, expected_contract(c), partial.contract, "this run's: " + c.file + " and the overrides");
     int64_t world = c.distributed.configured ? c.distributed.world_size : 1;
     auto w = partial.contract.find("distributed.world_size");
     std::string stopped_on = w == partial.contract.end() ? "1" : w->second;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "determinism/resume_contract.h"
 #include "core/json_io.h"
 #include "core/hash.h"
 #include "data/probe.h"
@@ -326,11 +327,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
                                     ", got " + (st.rank < 0 ? std::string("a single process's checkpoint")
                                                             : "rank " + std::to_string(st.rank) + " of " +
                                                                   std::to_string(st.world_size)));
-    for (const auto& [key, value] : spec.contract)
-      if (auto it = st.contract.find(key); it == st.contract.end() || it->second != value)
-        throw BadInput(f, "contract." + key, "\"" + value + "\" (this run's), got " +
-                                                 (it == st.contract.end() ? std::string("none") : "\"" + it->second + "\"") +
-                                                 ": a run resumes under the determinism contract it stopped under");
+    require_resume_contract(f, spec.contract, st.contract, "this run's");
     if (st.config_hash != spec.config_hash)
       throw BadInput(f, "config_hash", spec.config_hash + " (this smoke config's), got " + st.config_hash +
                                            ": the checkpoint was written from another config");

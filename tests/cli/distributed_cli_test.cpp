@@ -584,7 +584,7 @@ TEST(DistributedCli, ATeamTrainersStoppedRunResumesOnlyOnItsOwnRanks) {
   Result threads = lockstep("run " + file + " --resume " + ck + " --intra-op-threads 2 --out " + (d / "y.json").string());
   EXPECT_EQ(threads.code, 2) << threads.output;
   EXPECT_NE(threads.output.find("ck.lockstep-part.json: contract."), std::string::npos) << threads.output;
-  EXPECT_NE(threads.output.find("a run resumes under the contract it stopped under"), std::string::npos)
+  EXPECT_NE(threads.output.find("a run resumes under the determinism contract it stopped under"), std::string::npos)
       << threads.output;
   Result over = lockstep("run " + file + " --resume " + ck + " --out " + ck + ".rank-0");
   EXPECT_EQ(over.code, 2) << over.output;
