@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -115,6 +116,13 @@ std::string node_label(const RankLaunch& l) {
 }  // namespace
 
 std::vector<std::string> run_ranks(const RankLaunch& l) {
+  // Said once, as what it is, rather than as W ranks that could not start.
+  if (::access(l.executable.c_str(), X_OK) != 0) {
+    int err = errno;
+    throw EnvironmentError("the ranks of " + l.smoke + " run in " + l.executable + ", which cannot be started: " +
+                           std::strerror(err) + " (install lockstep-torch beside lockstep; a build configured with "
+                           "LOCKSTEP_WITH_TORCH=OFF has none)");
+  }
   // Two runs with one record path would share (and remove) one rendezvous.
   DirectoryLock lock(l.rendezvous + ".lock", /*wait=*/true, [&](int pid) {
     throw EnvironmentError(l.rendezvous + ": another `lockstep run` with this record path is running" +

@@ -56,7 +56,8 @@ struct RankLaunch {
 /// this node's rendezvous folder), none on another node. Throws Error: exit 1 for a dead, hung or failed-check rank; a
 /// rank's own exit 2 or 3 with its message ("rank R: ..."); exit 2 when the
 /// rendezvous folder exists and is not one lockstep made; exit 3 when a
-/// process cannot be started.
+/// process cannot be started (`executable` missing or not executable: said
+/// before any rank starts).
 std::vector<std::string> run_ranks(const RankLaunch& launch);
 
 }  // namespace lockstep

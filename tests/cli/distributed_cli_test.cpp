@@ -357,6 +357,21 @@ TEST(DistributedCli, ConfigMistakesAreExitTwoNamingTheField) {
   EXPECT_NE(single.output.find("has no \"distributed\" section"), std::string::npos) << single.output;
 }
 
+// A `lockstep` with no lockstep-torch beside it: one exit 3 saying so.
+TEST(DistributedCli, AMissingLockstepTorchIsExitThreeNamingIt) {
+  fs::path d = two_rank("no-torch");
+  fs::path alone = d / "bin" / "lockstep";
+  fs::create_directories(alone.parent_path());
+  fs::copy_file(LOCKSTEP_BINARY, alone);
+  Result r = shell(alone.string() + " run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("the ranks of digits-cnn-2rank run in " + (d / "bin" / "lockstep-torch").string() +
+                          ", which cannot be started: No such file or directory (install lockstep-torch beside "
+                          "lockstep"),
+            std::string::npos)
+      << r.output;
+}
+
 // ---- Ranks on several machines (two coordinators on this host) -----------
 
 // A port the kernel picks on 127.0.0.1, closed again so node 0 can serve it.
