@@ -140,6 +140,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   add_overrides(check, check_opts.overrides);
 
+  // check and bless run on one machine; these only say what to do instead
+  // (docs/distributed.md, "Gating a multi-node run in CI"). Hidden from --help.
+  std::string several_machines;
+  for (auto* flag : {"--nnodes", "--node-rank", "--master"})
+    check->add_option(flag, several_machines, "")->group("");
+
   BlessOptions bless_opts;
   auto* bless = app.add_subcommand("bless", "Regenerate goldens, with provenance");
   bless->add_option("SMOKE", bless_opts.smokes, "Smoke configs or folders")->required();
@@ -210,6 +216,10 @@ int main(int argc, char** argv) {
       return import_command(import_opts);
     }
     if (*check) {
+      if (!several_machines.empty())
+        throw BadUsage("check runs on one machine (its repeat and resume runs follow each result, which only node 0 "
+                       "sees); on several machines run `lockstep run SMOKE --nnodes N --node-rank K --master "
+                       "HOST:PORT` on each and `lockstep compare RECORD goldens/` on node 0 (docs/distributed.md)");
       check_opts.shard_given = shard->count() > 0;
       return check_command(check_opts);
     }

@@ -6,8 +6,10 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "core/error.h"
+#include "distributed/rank_progress.h"
 #include "torch_compat.h"
 
 namespace lockstep {
@@ -59,9 +61,81 @@ bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
+std::vector<uint8_t> bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+std::string text(const std::vector<uint8_t>& b) { return std::string(b.begin(), b.end()); }
+
+// The value of `key` in "key=value\n..." text; "(absent)" when none.
+std::string fact_value(const std::string& all, const std::string& key) {
+  size_t at = ("\n" + all).find("\n" + key + "=");
+  if (at == std::string::npos) return "(absent)";
+  size_t start = at + key.size() + 1, end = all.find('\n', start);
+  return all.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+constexpr const char* kAbortKey = "lockstep/facts/abort";
+
+// Every rank of a run on several machines publishes its node's facts and
+// compares them with rank 0's (docs/distributed.md). The first rank to see
+// a difference publishes it under kAbortKey, so every rank, on every node,
+// stops with the same message at once, even when the ranks disagree on
+// how many they are (another world size never completes a Gloo rendezvous).
+void agree_before_joining(c10d::Store& store, const RankIdentity& me, const NodeFacts& f,
+                          std::chrono::milliseconds timeout) {
+  std::string mine;
+  for (const auto& [k, v] : f.facts) mine += k + "=" + v + "\n";
+  auto key_of = [](int r) { return "lockstep/facts/" + std::to_string(r); };
+  store.set(key_of(me.rank), bytes(mine));
+  // The difference of `theirs` (rank r's) from `zero` (rank 0's), as the
+  // abort record "fact\nexpected-text"; "" when they agree.
+  auto difference = [&](int r, const std::string& theirs, const std::string& zero) -> std::string {
+    for (const auto& [k, _] : f.facts) {
+      std::string v0 = fact_value(zero, k), vr = fact_value(theirs, k);
+      if (v0 == vr) continue;
+      // Named by node: every rank of a node has its facts, so whichever
+      // notices first, the message is the same.
+      return k + "\n" + "the same on every node; node " + std::to_string(r / me.local_ranks()) + " has \"" + vr +
+             "\", node 0 \"" + v0 +
+             "\" (every node must run the same smoke file, data, overrides, LOCKSTEP_SEED and lockstep, with the "
+             "same --nnodes)";
+    }
+    return "";
+  };
+  auto stop = [&](const std::string& record) {
+    size_t nl = record.find('\n');
+    throw BadInput(f.file, record.substr(0, nl), record.substr(nl + 1));
+  };
+  std::vector<std::string> all_keys;
+  for (int r = 0; r < me.world_size; ++r) all_keys.push_back(key_of(r));
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool compared_with_zero = me.rank == 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (store.check({kAbortKey})) stop(text(store.get(kAbortKey)));
+    if (!compared_with_zero && store.check({key_of(0)})) {
+      compared_with_zero = true;
+      if (std::string d = difference(me.rank, mine, text(store.get(key_of(0)))); !d.empty()) {
+        store.set(kAbortKey, bytes(d));
+        stop(d);
+      }
+    }
+    if (store.check(all_keys)) {
+      std::string zero = text(store.get(key_of(0)));
+      for (int r = 1; r < me.world_size; ++r)
+        if (std::string d = difference(r, text(store.get(key_of(r))), zero); !d.empty()) {
+          store.set(kAbortKey, bytes(d));
+          stop(d);
+        }
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw EnvironmentError("rank " + std::to_string(me.rank) + " of " + std::to_string(me.world_size) +
+                         ": not every rank reached the store within the rendezvous timeout");
+}
+
 }  // namespace
 
-RankGroup::RankGroup(const RankIdentity& me, std::chrono::milliseconds timeout)
+RankGroup::RankGroup(const RankIdentity& me, std::chrono::milliseconds timeout, RankProgress* progress,
+                     const NodeFacts& facts)
     : me_(me), impl_(std::make_unique<Impl>()) {
   std::string where = me.master.set() ? "the TCPStore at " + me.master.describe() + (me.rank == 0 ? " (served by this rank)" : "")
                                       : "the c10d FileStore in " + me.rendezvous;
@@ -71,8 +145,12 @@ RankGroup::RankGroup(const RankIdentity& me, std::chrono::milliseconds timeout)
     impl_->store = me.master.set()
                        ? compat::make_tcp_store(me.master.host, me.master.port, me.rank == 0, timeout)
                        : compat::make_file_store(me.rendezvous + "/store", me.world_size, timeout);
+    if (progress) progress->mark(-1, RankPhase::kRendezvous);
+    if (me.nnodes > 1 && !facts.facts.empty()) agree_before_joining(*impl_->store, me, facts, timeout);
     impl_->group = compat::make_gloo_group(impl_->store, me.rank, me.world_size, timeout, interface,
                                            !me.master.set() || is_loopback(me.master.host));
+  } catch (const Error&) {
+    throw;  // the agreement's own verdict
   } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me.rank) + " of " + std::to_string(me.world_size) +
                            ": the c10d rendezvous through " + where + " failed: " + first_line(e) +
@@ -149,7 +227,7 @@ std::string RankGroup::gloo_version() {
 
 struct RankGroup::Impl {};
 
-RankGroup::RankGroup(const RankIdentity& me, std::chrono::milliseconds) : me_(me) {
+RankGroup::RankGroup(const RankIdentity& me, std::chrono::milliseconds, RankProgress*, const NodeFacts&) : me_(me) {
   throw EnvironmentError("a distributed smoke needs c10d's Gloo, and this lockstep was built without the gloo "
                          "headers (Debian: apt-get install libgloo-dev, then rebuild)");
 }

@@ -17,19 +17,37 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "distributed/distributed_spec.h"
 
 namespace lockstep {
 
+class RankProgress;
+
+/// What every node of a run on several machines must agree on before its
+/// ranks join (run/smoke_run.cpp fills it): each node read its own copy of
+/// the config and data, with its own overrides, LOCKSTEP_SEED and lockstep.
+struct NodeFacts {
+  std::string file;  ///< this node's smoke config, named in the error
+  std::vector<std::pair<std::string, std::string>> facts;  ///< {"config_hash", "..."}, ...; compared in this order
+};
+
 /// A joined process group. Not copyable; destroying it leaves the group.
 class RankGroup {
  public:
   /// Joins the group of `me` (rendezvous folder, rank, world size) within
-  /// `timeout`. Throws exit-3 Error when this build has no Gloo (built
-  /// without gloo headers) or the rendezvous fails or times out.
-  RankGroup(const RankIdentity& me, std::chrono::milliseconds timeout);
+  /// `timeout`. On several machines (me.nnodes > 1) the store is node 0's
+  /// TCPStore, `progress` (optional) is marked when it is reached, and every
+  /// rank first publishes `facts` and compares them with rank 0's: the
+  /// first difference is exit-2 BadInput on every rank ("<file>: <fact>:
+  /// expected the same on every node; rank R (node K) has ..."), before
+  /// any rank waits in Gloo for ranks that will never come. Throws exit-3
+  /// Error when this build has no Gloo (built without gloo headers) or the
+  /// rendezvous fails or times out.
+  RankGroup(const RankIdentity& me, std::chrono::milliseconds timeout, RankProgress* progress = nullptr,
+            const NodeFacts& facts = {});
   ~RankGroup();
   RankGroup(const RankGroup&) = delete;
   RankGroup& operator=(const RankGroup&) = delete;

@@ -74,6 +74,37 @@ std::string node_label(const RankLaunch& l) {
   return l.nnodes > 1 ? " (node " + std::to_string(l.node_rank) + " of " + std::to_string(l.nnodes) + ")" : "";
 }
 
+// The timeout on one node of several: it sees only its own ranks, so it
+// says where each was and what that means, rather than guessing a culprit.
+[[noreturn]] void throw_node_timeout(const RankLaunch& l, const std::vector<ProgressMark>& marks,
+                                     const ProgressMark& lowest, bool all_alike) {
+  std::string limit = "distributed.timeout_s = " + std::to_string(l.timeout_s) + " s";
+  std::string here = "the ranks of " + l.smoke + " on this node" + node_label(l);
+  std::string logs = " (logs: " + l.rendezvous + ")";
+  if (all_alike && lowest.known && lowest.phase == RankPhase::kConnecting)
+    throw Error(ExitCode::kRegression,
+                here + " could not reach node 0's store at " + l.master + " within " + limit +
+                    ": nothing answered there. Rank 0, on node 0, serves it: start the same `lockstep run` with "
+                    "--node-rank 0 and this --master there, and check that this host reaches that address and port" +
+                    logs);
+  if (all_alike && lowest.known && lowest.phase == RankPhase::kRendezvous)
+    throw Error(ExitCode::kRegression,
+                here + " waited at the rendezvous (" + l.master + ") for " +
+                    std::to_string(l.world_size - local_ranks(l)) +
+                    " rank(s) of the other nodes, and they did not all come within " + limit +
+                    "; start the same `lockstep run` with --nnodes " + std::to_string(l.nnodes) +
+                    ", this --master and each --node-rank on every node" + logs);
+  std::string where;
+  for (size_t i = 0; i < marks.size(); ++i)
+    where += (i ? "; " : "") + std::string("rank ") + std::to_string(first_rank(l) + static_cast<int>(i)) + " at " +
+             marks[i].describe();
+  throw Error(ExitCode::kRegression,
+              here + " did not finish within " + limit + " and were killed; they were at: " + where +
+                  ". A rank in the buffer broadcast or the step's collectives waits for the others; a rank "
+                  "anywhere else was working or stopped. If every rank here was waiting, the one that stopped is on another node: see the other "
+                  "nodes' job logs" + logs);
+}
+
 [[noreturn]] void throw_timeout(const RankLaunch& l) {
   // Only this node's ranks have progress files here.
   std::vector<ProgressMark> marks;
@@ -83,22 +114,13 @@ std::string node_label(const RankLaunch& l) {
   for (int i = 0; i < local_ranks(l); ++i)
     (marks[static_cast<size_t>(i)] < lowest || lowest < marks[static_cast<size_t>(i)] ? others : behind)
         .push_back(first_rank(l) + i);
+  if (l.nnodes > 1) throw_node_timeout(l, marks, lowest, others.empty());
   std::string limit = "distributed.timeout_s = " + std::to_string(l.timeout_s) + " s";
-  if (others.empty() && l.nnodes > 1 && lowest.known && lowest.phase == RankPhase::kRendezvous)
-    throw Error(ExitCode::kRegression,
-                "the ranks of " + l.smoke + " on this node" + node_label(l) + " waited at the rendezvous (" +
-                    l.master + ") for " + std::to_string(l.world_size - local_ranks(l)) +
-                    " rank(s) of the other nodes, and they did not all come within " + limit +
-                    "; start the same `lockstep run` with --nnodes " + std::to_string(l.nnodes) +
-                    ", this --master and each --node-rank on every node (logs: " + l.rendezvous + ")");
   if (others.empty())
     throw Error(ExitCode::kRegression,
-                std::string(l.nnodes > 1 ? "no rank of " + l.smoke + " on this node" + node_label(l)
-                                         : "no rank of " + l.smoke) +
-                    " finished within " + limit + " (every rank at " + lowest.describe() +
+                "no rank of " + l.smoke + " finished within " + limit + " (every rank at " + lowest.describe() +
                     "); all ranks were killed (the timeout counts from process start: LibTorch, the rendezvous and the "
-                "data-only pass too; logs: " + l.rendezvous + ")" +
-                    (l.nnodes > 1 ? "; if they waited for another node, see that node's job log" : ""));
+                "data-only pass too; logs: " + l.rendezvous + ")");
   std::string who;
   for (size_t i = 0; i < behind.size(); ++i) who += (i ? ", " : "") + std::to_string(behind[i]);
   std::string waited;

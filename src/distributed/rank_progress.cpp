@@ -11,8 +11,10 @@ namespace lockstep {
 const char* rank_phase_name(RankPhase phase) {
   switch (phase) {
     case RankPhase::kStarting: return "starting";
+    case RankPhase::kConnecting: return "reaching node 0's store";
     case RankPhase::kRendezvous: return "the rendezvous";
     case RankPhase::kDataPass: return "the data-only pass";
+    case RankPhase::kBroadcast: return "the buffer broadcast";
     case RankPhase::kCompute: return "forward/backward";
     case RankPhase::kCollectives: return "the step's collectives";
     case RankPhase::kUpdated: return "after the update";

@@ -17,12 +17,14 @@ namespace lockstep {
 /// What a rank is doing; later phases of the same step compare greater.
 enum class RankPhase : int {
   kStarting = 0,     ///< process started, before the rendezvous
-  kRendezvous = 1,   ///< joining the process group
-  kDataPass = 2,     ///< the data-only pass
-  kCompute = 3,      ///< forward and backward of the step
-  kCollectives = 4,  ///< in the step's all-gathers and all-reduce
-  kUpdated = 5,      ///< optimiser step done, parameter check passed
-  kDone = 6,         ///< writing its record
+  kConnecting = 1,   ///< several machines: reaching the TCPStore node 0 serves
+  kRendezvous = 2,   ///< joining the process group (the store reached)
+  kDataPass = 3,     ///< the data-only pass
+  kBroadcast = 4,    ///< receiving rank 0's buffers before the step's forward
+  kCompute = 5,      ///< forward and backward of the step
+  kCollectives = 6,  ///< in the step's all-gathers and all-reduce
+  kUpdated = 7,      ///< optimiser step done, parameter check passed
+  kDone = 8,         ///< writing its record
 };
 
 /// "forward/backward", "the step's collectives", ...

@@ -96,36 +96,6 @@ std::string data_label(const SmokeConfig& cfg) {
   return cfg.data.source == "synthetic" ? "synthetic " + cfg.data.synthetic_kind : cfg.data.path;
 }
 
-// Ranks on several machines run one smoke only if every node's `lockstep
-// run` read the same config, data and seed (each node has its own copy,
-// overrides and LOCKSTEP_SEED) with the same lockstep. Every rank compares
-// every rank's facts with rank 0's, so every rank (and every node) names the
-// same first difference: exit 2.
-void check_nodes_agree(RankGroup& group, const RankIdentity& me, const std::string& file,
-                       const std::vector<std::pair<std::string, std::string>>& facts) {
-  std::string mine;
-  for (const auto& [k, v] : facts) mine += k + "=" + v + "\n";
-  std::vector<std::string> all = group.exchange("facts", mine);
-  auto value = [](const std::string& text, const std::string& key) {
-    size_t at = ("\n" + text).find("\n" + key + "=");
-    if (at == std::string::npos) return std::string("(absent)");
-    size_t start = at + key.size() + 1, end = text.find('\n', start);
-    return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  };
-  for (int r = 1; r < me.world_size; ++r) {
-    const std::string& theirs = all[static_cast<size_t>(r)];
-    if (theirs == all[0]) continue;
-    for (const auto& [k, _] : facts) {
-      std::string v0 = value(all[0], k), vr = value(theirs, k);
-      if (v0 == vr) continue;
-      throw BadInput(file, k,
-                     "the same on every node; rank " + std::to_string(r) + " (node " +
-                         std::to_string(r / me.local_ranks()) + ") has \"" + vr + "\", rank 0 (node 0) \"" + v0 +
-                         "\" (every node must run the same smoke file, data, overrides, LOCKSTEP_SEED and lockstep)");
-    }
-  }
-}
-
 }  // namespace
 
 SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
@@ -145,6 +115,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   // cannot start shows as a failed rendezvous, not a hang.
   std::unique_ptr<RankProgress> progress;
   std::unique_ptr<RankGroup> group;
+  decltype(load_table(cfg, seed)) table;
   const DistributedSpec& dist = cfg.distributed;
   if (o.rank.active()) {
     if (dist.backend == "nccl") {
@@ -157,22 +128,30 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
                              "Gloo (CPU) only; NCCL is not built in");
     }
     progress = std::make_unique<RankProgress>(o.rank.rendezvous, o.rank.rank);
-    progress->mark(-1, RankPhase::kRendezvous);
+    progress->mark(-1, RankPhase::kConnecting);
+    NodeFacts facts;
+    if (o.rank.nnodes > 1) {
+      // Several machines: each node has its own copy of the config and the
+      // data, so the data is read first and its hash is one of the facts
+      // every node must agree on before the ranks join (rank_group.h).
+      table = load_table(cfg, seed);
+      facts.file = cfg.file;
+      facts.facts = {{"smoke", cfg.name},
+                     {"world_size", std::to_string(o.rank.world_size)},
+                     {"nnodes", std::to_string(o.rank.nnodes)},
+                     {"config_hash", cfg.config_hash},
+                     {"seed", std::to_string(seed)},
+                     {"data.file_xxh3", table->file_xxh3},
+                     {"intra_op_threads", contract.count("intra_op_threads") ? contract.at("intra_op_threads") : ""},
+                     {"lockstep.version", LOCKSTEP_VERSION}};
+    }
     // The coordinator's timeout (distributed.timeout_s) comes first; this
     // one only keeps a rank from waiting forever if the coordinator is gone.
-    group = std::make_unique<RankGroup>(o.rank, std::chrono::seconds(dist.timeout_s + 30));
+    group = std::make_unique<RankGroup>(o.rank, std::chrono::seconds(dist.timeout_s + 30), progress.get(), facts);
     progress->mark(-1, RankPhase::kDataPass);
   }
 
-  auto table = load_table(cfg, seed);
-  if (group && o.rank.nnodes > 1)
-    check_nodes_agree(*group, o.rank, cfg.file,
-                      {{"smoke", cfg.name},
-                       {"config_hash", cfg.config_hash},
-                       {"seed", std::to_string(seed)},
-                       {"data.file_xxh3", table->file_xxh3},
-                       {"intra_op_threads", contract.count("intra_op_threads") ? contract.at("intra_op_threads") : ""},
-                       {"lockstep.version", LOCKSTEP_VERSION}});
+  if (!table) table = load_table(cfg, seed);
   LoaderSpec spec = cfg.data.loader;
   if (o.rank.active()) {
     spec.rank = o.rank.rank;

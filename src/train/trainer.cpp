@@ -370,12 +370,15 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
       set_lr(*optimizer, lr);
       if (group) {
         act_out(spec.fault, "hang", group->rank(), step);  // last seen at the previous step
-        if (spec.progress) spec.progress->mark(step, RankPhase::kCompute);
-        act_out(spec.fault, "kill", group->rank(), step);
+        if (spec.progress) spec.progress->mark(step, RankPhase::kBroadcast);
       }
       auto c0 = std::chrono::steady_clock::now();
       if (group) broadcast_buffers(*group, *model, step);
       r.collective_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+      if (group) {
+        if (spec.progress) spec.progress->mark(step, RankPhase::kCompute);
+        act_out(spec.fault, "kill", group->rank(), step);
+      }
       torch::Tensor x = batch.inputs.to(device), y = batch.labels.to(device);
       compat::zero_grad(*optimizer);
       tracer.begin_step(step);

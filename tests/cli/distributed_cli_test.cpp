@@ -195,7 +195,7 @@ TEST(DistributedCli, AHungRankIsNamedAtTheTimeout) {
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("rank 1 of 2 stopped (last seen: step 1, after the update) and did not finish within "
                           "distributed.timeout_s = 15 s; the other ranks waited for it (rank 0 at step 2, "
-                          "forward/backward)"),
+                          "the buffer broadcast)"),
             std::string::npos)
       << r.output;
   EXPECT_EQ(processes_mentioning(d.string()), 0);
@@ -457,9 +457,22 @@ TEST(DistributedCli, NodesThatDisagreeOrFailAreNamedOnEveryNode) {
   EXPECT_EQ(t.node0.code, 2) << t.node0.output;
   EXPECT_EQ(t.node1.code, 2) << t.node1.output;
   for (const Result* r : {&t.node0, &t.node1})
-    EXPECT_NE(r->output.find(": config_hash: expected the same on every node; rank 1 (node 1) has \""),
+    EXPECT_NE(r->output.find(": config_hash: expected the same on every node; node 1 has \""),
               std::string::npos)
         << r->output;
+
+  // Node 1 with another world size: both nodes refuse at once, naming it
+  // (a Gloo rendezvous of ranks that disagree on their number never ends).
+  auto t0 = std::chrono::steady_clock::now();
+  t = on_two_nodes(d, "run " + cfg_path(d) + out0, "run " + cfg_path(d) + " --world-size 4" + out1);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(t.node0.code, 2) << t.node0.output;
+  EXPECT_EQ(t.node1.code, 2) << t.node1.output;
+  for (const Result* r : {&t.node0, &t.node1})
+    EXPECT_NE(r->output.find(": world_size: expected the same on every node; node 1 has \"4\", node 0 \"2\""),
+              std::string::npos)
+        << r->output;
+  EXPECT_LT(s, 60) << "not at the timeout";
 
   // A desync on node 1's rank: every node names it.
   t = on_two_nodes(d, "run " + desync + out0, "run " + desync + out1);
@@ -484,17 +497,28 @@ TEST(DistributedCli, NodesThatDisagreeOrFailAreNamedOnEveryNode) {
   EXPECT_EQ(processes_mentioning(d.string()), 0);
 }
 
+// Node 0 alone waits for the others at the rendezvous; node 1 alone (or at
+// a port nothing serves) cannot reach the store. Both run at once, apart.
 TEST(DistributedCli, ANodeThatNeverComesIsNamedAtTheTimeout) {
   fs::path d = two_rank("nodes-alone", [](nlohmann::json& c) { c["distributed"]["timeout_s"] = 10; });
-  std::string master = "127.0.0.1:" + std::to_string(free_port());
-  Result r = lockstep("run " + cfg_path(d) + " --nnodes 2 --node-rank 0 --master " + master + " --out " +
-                      (d / "run.json").string());
+  std::string master0 = "127.0.0.1:" + std::to_string(free_port());
+  std::string master1 = "127.0.0.1:" + std::to_string(free_port());
+  std::string bin = std::string("env -u CI ") + LOCKSTEP_BINARY + " run " + cfg_path(d) + " --nnodes 2 --master ";
+  std::string log1 = (d / "node1.log").string();
+  Result r = shell("(" + bin + master1 + " --node-rank 1 --out " + (d / "n1.json").string() + " > " + log1 +
+                   " 2>&1) & " + bin + master0 + " --node-rank 0 --out " + (d / "n0.json").string() +
+                   " 2>&1; rc=$?; wait; exit $rc");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("the ranks of digits-cnn-2rank on this node (node 0 of 2) waited at the rendezvous (" +
-                          master + ") for 1 rank(s) of the other nodes, and they did not all come within "
+                          master0 + ") for 1 rank(s) of the other nodes, and they did not all come within "
                           "distributed.timeout_s = 10 s"),
             std::string::npos)
       << r.output;
+  std::string alone = read_file(log1);
+  EXPECT_NE(alone.find("the ranks of digits-cnn-2rank on this node (node 1 of 2) could not reach node 0's store at " +
+                       master1 + " within distributed.timeout_s = 10 s: nothing answered there"),
+            std::string::npos)
+      << alone;
   EXPECT_EQ(processes_mentioning(d.string()), 0);
 }
 
@@ -524,6 +548,12 @@ TEST(DistributedCli, WhatCannotRunOnSeveralMachinesIsExitTwo) {
     EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
   }
+  Result check = lockstep("check " + cfg_path(d) + " --nnodes 2 --out " + (d / "check").string());
+  EXPECT_EQ(check.code, 2) << check.output;
+  EXPECT_NE(check.output.find("check runs on one machine (its repeat and resume runs follow each result, which only "
+                              "node 0 sees); on several machines run `lockstep run SMOKE --nnodes N"),
+            std::string::npos)
+      << check.output;
   Result single = lockstep("run " + kSmoke + " --nnodes 2 --node-rank 0 --master h:1 --out " + (d / "s.json").string());
   EXPECT_EQ(single.code, 2) << single.output;
   EXPECT_NE(single.output.find("--nnodes 2: " + kSmoke + " has no \"distributed\" section"), std::string::npos)
