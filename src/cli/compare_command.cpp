@@ -51,7 +51,7 @@ int compare_command(const CompareOptions& o) {
     golden_path = found->path;
     if (!found->exact_platform)
       stand_in = "no golden for platform " + run.platform + "; compared against " + found->path + " of the same family";
-    golden = read_golden_or_record(golden_path);
+    golden = read_filed_golden(*found, run.smoke);
   } else {
     // The two files are read in parallel: for long records, reading is most
     // of the time. Errors come out as in a sequential read: the run's first.

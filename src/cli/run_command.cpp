@@ -3,6 +3,10 @@
 // section runs the team's own trainer (external/trainer_run.h, no
 // LibTorch needed); `run --repeat N` starts N fresh `lockstep run`
 // processes either way (launch/launcher.h).
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -160,6 +164,17 @@ MasterAddress several_machines(const RunOptions& o, const SmokeConfig& cfg) {
   std::string error;
   MasterAddress m = parse_master_address(text, &error);
   if (!m.set()) throw BadUsage(source + ": " + error);
+  // A name no node can resolve would only show as a timeout.
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = ::getaddrinfo(m.host.c_str(), nullptr, &hints, &found);
+  if (found) ::freeaddrinfo(found);
+  if (rc == EAI_NONAME || rc == EAI_FAIL)
+    throw BadUsage(source + ": '" + m.host + "' does not resolve on this machine (" + ::gai_strerror(rc) + ")");
+  if (rc != 0)
+    throw EnvironmentError(source + ": cannot resolve '" + m.host + "' now (" + ::gai_strerror(rc) + ")");
   return m;
 }
 

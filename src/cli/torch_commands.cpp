@@ -66,7 +66,9 @@ int run_in_process(const RunOptions& o, bool train) {
     // A rank never outlives its coordinator (a killed `lockstep run` or CI
     // job must not leave ranks waiting in a collective).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() == 1) throw EnvironmentError("rank " + std::to_string(o.rank) + ": its coordinator is gone");
+    const char* coordinator = std::getenv("LOCKSTEP_COORDINATOR_PID");
+    if (::getppid() == 1 || (coordinator && std::to_string(::getppid()) != coordinator))
+      throw EnvironmentError("rank " + std::to_string(o.rank) + ": its coordinator is gone");
     options.rank.rank = o.rank;
     options.rank.world_size = cfg.distributed.world_size;
     options.rank.rendezvous = o.rendezvous;

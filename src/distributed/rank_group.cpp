@@ -102,6 +102,10 @@ void agree_before_joining(c10d::Store& store, const RankIdentity& me, const Node
   };
   auto stop = [&](const std::string& record) {
     size_t nl = record.find('\n');
+    if (nl == std::string::npos || nl == 0 || nl + 1 >= record.size())  // not a lockstep rank's
+      throw EnvironmentError("rank " + std::to_string(me.rank) + ": the store at " + me.master.describe() +
+                             " holds a malformed " + kAbortKey + " (is something other than node 0's lockstep "
+                             "serving that port?)");
     throw BadInput(f.file, record.substr(0, nl), record.substr(nl + 1));
   };
   std::vector<std::string> all_keys;

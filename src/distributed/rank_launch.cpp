@@ -81,6 +81,10 @@ std::string node_label(const RankLaunch& l) {
   std::string limit = "distributed.timeout_s = " + std::to_string(l.timeout_s) + " s";
   std::string here = "the ranks of " + l.smoke + " on this node" + node_label(l);
   std::string logs = " (logs: " + l.rendezvous + ")";
+  if (all_alike && lowest.known && lowest.phase == RankPhase::kConnecting && l.node_rank == 0)
+    throw Error(ExitCode::kRegression,
+                here + " could not reach the store rank 0 serves at " + l.master + " within " + limit +
+                    ": does --master name this machine (node 0), at an address its ranks reach?" + logs);
   if (all_alike && lowest.known && lowest.phase == RankPhase::kConnecting)
     throw Error(ExitCode::kRegression,
                 here + " could not reach node 0's store at " + l.master + " within " + limit +
@@ -169,6 +173,10 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
                                  "--rendezvous", l.rendezvous});
     if (l.nnodes > 1) p.argv.insert(p.argv.end(), {"--nnodes", std::to_string(l.nnodes), "--master", l.master});
     p.env = env;
+    // The rank exits at once if its parent is not this process any more
+    // (cli/torch_commands.cpp): a coordinator killed before the rank could
+    // set PR_SET_PDEATHSIG leaves it to init or a subreaper.
+    p.env.push_back("LOCKSTEP_COORDINATOR_PID=" + std::to_string(::getpid()));
     p.cwd = cwd;
     p.stdout_path = l.rendezvous + "/rank-" + std::to_string(r) + ".stdout.log";
     p.stderr_path = log_path(l.rendezvous, r);
@@ -195,10 +203,23 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
   const ProcessOutcome& o = out[static_cast<size_t>(culprit)];
   culprit += first_rank(l);
   std::string who = "rank " + std::to_string(culprit) + " of " + std::to_string(l.world_size) + node_label(l);
-  if (o.signal != 0)
-    throw Error(ExitCode::kRegression, who + " " + o.describe(l.timeout_s) + " at " +
-                                           read_rank_progress(l.rendezvous, culprit).describe() +
+  if (o.signal != 0) {
+    ProgressMark mark = read_rank_progress(l.rendezvous, culprit);
+    // Before the data-only pass a rank has only loaded LibTorch and talked
+    // to the store: a crash there is the environment's (something else at
+    // the --master port, a broken install), not the training's.
+    if (mark.step < 0 && mark.phase < RankPhase::kDataPass) {
+      std::string tail = tail_lines(log_path(l.rendezvous, culprit), 3);
+      throw EnvironmentError(who + " " + o.describe(l.timeout_s) + " at " + mark.describe() +
+                             ", before any training" +
+                             (l.nnodes > 1 ? " (is something other than node 0's lockstep serving " + l.master + "?)"
+                                           : std::string()) +
+                             "; the other ranks were stopped (logs: " + l.rendezvous + ")" +
+                             (tail.empty() ? std::string() : "; its log ends:\n  | " + tail));
+    }
+    throw Error(ExitCode::kRegression, who + " " + o.describe(l.timeout_s) + " at " + mark.describe() +
                                            "; the other ranks were stopped (logs: " + l.rendezvous + ")");
+  }
   std::string reason = rank_error(l.rendezvous, culprit);
   if (o.exit_status == 1) throw Error(ExitCode::kRegression, reason);  // names the rank itself
   if (o.exit_status == 2 || o.exit_status == 3)

@@ -117,18 +117,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   auto found = find_golden(root, cfg.name, run.platform);
   Golden golden;
   if (found) {
-    golden = read_golden(found->path);
-    if (golden.provenance.action == "check")
-      throw BadInput(found->path, "provenance.action",
-                     "a golden written by bless or accept, got a pending golden a failing check left (copied into "
-                     "the goldens folder by hand?); promote it with `lockstep accept DIR --reason ...`");
-    if (golden.record.smoke != cfg.name)
-      throw BadInput(found->path, "smoke", "\"" + cfg.name + "\" (the smoke this golden is filed under), got \"" +
-                                               golden.record.smoke + "\"");
-    std::string filed_as = fs::path(found->path).stem().string();
-    if (golden.record.platform != filed_as)
-      throw BadInput(found->path, "platform", "\"" + filed_as + "\" (the platform it is filed under), got \"" +
-                                                  golden.record.platform + "\"");
+    golden = read_filed_golden(*found, cfg.name);
     c.verdict = compare_records(run, golden.record, cfg.tolerance, {dir + "/run-1.json", found->path});
     c.compared = true;
     if (!found->exact_platform)

@@ -75,4 +75,20 @@ std::optional<GoldenLookup> find_golden(const std::string& root, const std::stri
   return GoldenLookup{candidates.front(), false};
 }
 
+Golden read_filed_golden(const GoldenLookup& found, const std::string& smoke) {
+  Golden golden = read_golden(found.path);
+  if (golden.provenance.action == "check")
+    throw BadInput(found.path, "provenance.action",
+                   "a golden written by bless or accept, got a pending golden a failing check left (copied into "
+                   "the goldens folder by hand?); promote it with `lockstep accept DIR --reason ...`");
+  if (golden.record.smoke != smoke)
+    throw BadInput(found.path, "smoke", "\"" + smoke + "\" (the smoke this golden is filed under), got \"" +
+                                            golden.record.smoke + "\"");
+  std::string filed_as = std::filesystem::path(found.path).stem().string();
+  if (golden.record.platform != filed_as)
+    throw BadInput(found.path, "platform", "\"" + filed_as + "\" (the platform it is filed under), got \"" +
+                                               golden.record.platform + "\"");
+  return golden;
+}
+
 }  // namespace lockstep

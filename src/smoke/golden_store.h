@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "record/golden.h"
+
 namespace lockstep {
 
 /// The goldens folder for a smoke config, or `override_dir` when non-empty.
@@ -46,5 +48,14 @@ struct GoldenLookup {
 /// platform family; nullopt when the smoke has none usable.
 std::optional<GoldenLookup> find_golden(const std::string& root, const std::string& smoke,
                                         const std::string& platform);
+
+/// Reads the golden find_golden() found for `smoke` and holds it to where
+/// it is filed: a golden (provenance and content hash, read_golden()), made
+/// by bless or accept (not a pending one a failing check left), of `smoke`,
+/// for the platform its file name says. Throws exit-2 BadInput naming the
+/// file and the field otherwise. `check` and `compare RUN GOLDENS_DIR`
+/// read goldens through it, so a record copied into the folder never
+/// passes as one.
+Golden read_filed_golden(const GoldenLookup& found, const std::string& smoke);
 
 }  // namespace lockstep

@@ -138,6 +138,33 @@ TEST_F(Cli, CompareFindsTheRunsGoldenInAGoldensFolder) {
   EXPECT_NE(none.output.find(empty.string() + ": expected a golden for smoke 'digits-cnn' on platform "),
             std::string::npos)
       << none.output;
+  // What check refuses as a golden, compare refuses too: a plain record,
+  // a pending golden a failing check left, a golden filed under another
+  // platform.
+  std::string platform = fs::path(golden_).stem().string();
+  fs::path odd = project_ / "odd-goldens";
+  fs::create_directories(odd / "digits-cnn");
+  std::string filed = (odd / "digits-cnn" / (platform + ".json")).string();
+  fs::copy_file(run, filed, fs::copy_options::overwrite_existing);
+  Result plain = lockstep("compare " + run + " " + odd.string());
+  EXPECT_EQ(plain.code, 2) << plain.output;
+  EXPECT_NE(plain.output.find(filed + ": (top level): expected a golden (with \"provenance\" and \"content_hash\"), got a plain run record"), std::string::npos) << plain.output;
+  nlohmann::json pending = parse_json_file(golden_);
+  pending["provenance"]["action"] = "check";
+  write_file_atomically(filed, pretty_dump(pending));
+  Result stale = lockstep("compare " + run + " " + odd.string());
+  EXPECT_EQ(stale.code, 2) << stale.output;
+  EXPECT_NE(stale.output.find(filed + ": "), std::string::npos) << stale.output;
+  fs::remove(filed);
+  std::string misfiled = (odd / "digits-cnn" / "cpu-x86_64-zzz.json").string();
+  fs::copy_file(golden_, misfiled);
+  Result wrong = lockstep("compare " + run + " " + odd.string());
+  EXPECT_EQ(wrong.code, 2) << wrong.output;
+  EXPECT_NE(wrong.output.find(misfiled + ": platform: expected \"cpu-x86_64-zzz\" (the platform it is filed under), got \"" +
+                              platform + "\""),
+            std::string::npos)
+      << wrong.output;
+
   nlohmann::json rec = parse_json_file(run);
   rec["smoke"] = "../digits-cnn";
   write_file_atomically(out("folder-escape.json"), pretty_dump(rec));

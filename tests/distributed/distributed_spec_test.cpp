@@ -34,8 +34,16 @@ TEST(MasterAddress, RefusesWhatIsNotHostColonPort) {
     EXPECT_FALSE(parse(bad, &error).set()) << bad;
     EXPECT_EQ(error, std::string("expected a port 1..65535 after the ':' in '") + bad + "'");
   }
-  EXPECT_FALSE(parse("a b:1", &error).set());
-  EXPECT_EQ(error, "'a b' is not a host name or address");
+  for (const char* bad : {"a b:1", "127.0.0.1:41131:41132", "h\xc3\xa9llo:1", ";id:1", "@:1", "%:1", "a:b:1", "[node0]:1", "-x:1"}) {
+    EXPECT_FALSE(parse(bad, &error).set()) << bad;
+    std::string host = std::string(bad).substr(0, std::string(bad).rfind(':'));
+    if (host.front() == '[') host = host.substr(1, host.size() - 2);
+    EXPECT_EQ(error, "'" + host + "' is not a host name, an IPv4 address or an IPv6 address (write IPv6 as [ADDR]:PORT)")
+        << bad;
+  }
+  EXPECT_EQ(parse("::1:29500", &error).host, "::1");
+  EXPECT_EQ(parse("fe80::1:2:29500", &error).port, 29500);
+  EXPECT_EQ(parse("node_0.rack-1:2", &error).host, "node_0.rack-1");
 }
 
 }  // namespace
