@@ -67,13 +67,13 @@ class RankGroup {
   /// Overwrites `t` (contiguous CPU) on every rank with rank 0's. Same errors.
   void broadcast_from_rank0(torch::Tensor& t, const std::string& what);
 
-  /// Every rank publishes `mine` under `key` in the group's store and
-  /// reads every rank's: returns world_size strings in rank order. With
-  /// `rank0_only`, ranks other than 0 only publish and get {} back (rank 0
-  /// gathers, e.g. the rank records of a run on several nodes). Blocks
-  /// until every rank has published, within the group's timeout. Throws
-  /// exit-3 Error when the store is gone or the wait times out.
-  std::vector<std::string> exchange(const std::string& key, const std::string& mine, bool rank0_only = false);
+  /// Rank 0 gathers every rank's `mine` through the group's store (each
+  /// rank publishes it under `key`): world_size strings in rank order on
+  /// rank 0, {} on the others. E.g. the rank records of a run on several
+  /// nodes, which node 0 merges. Rank 0 blocks until every rank has
+  /// published, within the group's timeout. Throws exit-3 Error when the
+  /// store is gone or the wait times out.
+  std::vector<std::string> gather_to_rank0(const std::string& key, const std::string& mine);
 
   /// "gloo <header version>, <loaded library path>" for the fingerprint.
   static std::string gloo_version();

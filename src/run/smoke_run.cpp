@@ -291,7 +291,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   }
   // On several machines the coordinator of node 0 reads every rank's record
   // from its own folder: rank 0 gathers them through the store.
-  if (group && o.rank.nnodes > 1) out.rank_records = group->exchange("record", to_json(rec).dump(), /*rank0_only=*/true);
+  if (group && o.rank.nnodes > 1) out.rank_records = group->gather_to_rank0("record", to_json(rec).dump());
   return out;
 }
 
