@@ -69,8 +69,10 @@ struct MasterAddress {
   std::string host;  ///< a name or address every node reaches node 0 by
   int port = 0;      ///< 1..65535; 0: one machine
   bool set() const { return port > 0; }
-  /// "host:port".
-  std::string describe() const { return host + ":" + std::to_string(port); }
+  /// "host:port", "[::1]:port" for an IPv6 address (parse_master_address reads it back).
+  std::string describe() const {
+    return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  }
 };
 
 /// Which rank this process is (set only in a rank process started by the

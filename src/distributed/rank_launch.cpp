@@ -97,7 +97,11 @@ std::string node_label(const RankLaunch& l) {
                     std::to_string(l.world_size - local_ranks(l)) +
                     " rank(s) of the other nodes, and they did not all come within " + limit +
                     "; start the same `lockstep run` with --nnodes " + std::to_string(l.nnodes) +
-                    ", this --master and each --node-rank on every node" + logs);
+                    ", this --master and each --node-rank on every node" +
+                    (l.node_rank > 0 ? " (if node 0 was running, something other than its store may be answering at "
+                                       "that address)"
+                                     : std::string()) +
+                    logs);
   std::string where;
   for (size_t i = 0; i < marks.size(); ++i)
     where += (i ? "; " : "") + std::string("rank ") + std::to_string(first_rank(l) + static_cast<int>(i)) + " at " +

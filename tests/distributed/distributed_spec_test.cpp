@@ -21,6 +21,8 @@ TEST(MasterAddress, ParsesHostAndPort) {
   m = parse("[::1]:1", &error);
   EXPECT_EQ(m.host, "::1");
   EXPECT_EQ(m.port, 1);
+  EXPECT_EQ(m.describe(), "[::1]:1");
+  EXPECT_EQ(parse(m.describe(), &error).host, "::1");
   EXPECT_EQ(parse("10.0.0.1:65535", &error).port, 65535);
 }
 
