@@ -39,8 +39,7 @@ int compare_command(const CompareOptions& o) {
     run = read_golden_or_record(o.run).record;
     // The two name a path under the folder: plain names only.
     for (auto [field, value] : {std::pair<const char*, const std::string*>{"smoke", &run.smoke}, {"platform", &run.platform}})
-      if (value->empty() || value->front() == '.' || value->size() > 100 ||
-          value->find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos)
+      if (!is_golden_name(*value))
         throw BadInput(o.run, field, "a name of letters, digits, '.', '_' and '-' (it picks the golden in " + o.golden +
                                          "), got \"" + *value + "\"");
     auto found = find_golden(o.golden, run.smoke, run.platform);

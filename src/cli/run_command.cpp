@@ -181,7 +181,7 @@ MasterAddress several_machines(const RunOptions& o, const SmokeConfig& cfg) {
 // A multi-rank built-in smoke: world_size fresh rank processes
 // (distributed/rank_launch.h), their records merged into one
 // (distributed/rank_records.h).
-int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
+int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train, const MasterAddress& master) {
   if (o.stop_after >= cfg.steps)
     throw BadUsage("--stop-after " + std::to_string(o.stop_after) + ": must be below the " +
                    std::to_string(cfg.steps) + " steps of " + o.smoke);
@@ -200,10 +200,10 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   l.world_size = cfg.distributed.world_size;
   l.timeout_s = cfg.distributed.timeout_s;
   l.smoke = cfg.name;
-  if (MasterAddress m = several_machines(o, cfg); m.set()) {
+  if (master.set()) {
     l.nnodes = o.nnodes;
     l.node_rank = o.node_rank;
-    l.master = m.describe();
+    l.master = master.describe();
   }
   // A checkpoint is a folder of one file per rank (distributed/rank_checkpoint.h).
   if (o.stop_after > 0) {
@@ -264,17 +264,18 @@ int run_command(const RunOptions& o) {
     return run_repeated(o);
   }
   SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1, o.overrides.world_size});
-  if (o.rank < 0) several_machines(o, cfg);  // refuses what cannot run on several machines
+  // Refuses what cannot run on several machines, before anything starts.
+  MasterAddress master = o.rank < 0 ? several_machines(o, cfg) : MasterAddress{};
   if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/true);
-  if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/true);
+  if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/true, master);
   return run_builtin(o, /*train=*/true);
 }
 
 int probe_command(const RunOptions& o) {
   SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), {o.overrides.intra_op_threads, -1, o.overrides.world_size});
-  if (o.rank < 0) several_machines(o, cfg);
+  MasterAddress master = o.rank < 0 ? several_machines(o, cfg) : MasterAddress{};
   if (cfg.has_trainer()) return run_trainer_smoke(o, cfg, /*train=*/false);
-  if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/false);
+  if (cfg.distributed.configured && o.rank < 0) return run_distributed(o, cfg, /*train=*/false, master);
   return run_builtin(o, /*train=*/false);
 }
 

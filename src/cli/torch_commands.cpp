@@ -96,8 +96,8 @@ int run_in_process(const RunOptions& o, bool train) {
   // Rank 0 of a run on several machines: the other nodes' ranks' records,
   // beside the ones this node's ranks write (rank-<r>.json, as the
   // coordinator expects them).
-  for (size_t r = static_cast<size_t>(options.rank.local_ranks()); r < run.rank_records.size(); ++r)
-    write_file_atomically(o.rendezvous + "/rank-" + std::to_string(r) + ".json", run.rank_records[r]);
+  for (const auto& [r, json] : run.rank_records)
+    write_file_atomically(o.rendezvous + "/rank-" + std::to_string(r) + ".json", json);
   // A rank's notes go to its log (<rendezvous>/rank-<r>.stdout.log), --quiet or not.
   if (!o.quiet || o.rank >= 0)
     for (const auto& n : run.notes) std::cout << "note: " << n << "\n";

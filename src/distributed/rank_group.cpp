@@ -170,18 +170,18 @@ std::string RankGroup::peer_hint() const {
   return me_.nnodes > 1 ? " (a rank on another node may have stopped first: see that node's job log)" : "";
 }
 
-std::vector<std::string> RankGroup::gather_to_rank0(const std::string& key, const std::string& mine) {
+std::map<int, std::string> RankGroup::gather_to_rank0(const std::string& key, const std::string& mine, int first) {
   std::string prefix = "lockstep/" + key + "/";
-  std::vector<std::string> all(static_cast<size_t>(me_.world_size));
+  std::map<int, std::string> gathered;
   try {
-    impl_->store->set(prefix + std::to_string(me_.rank), bytes(mine));
+    if (me_.rank >= first) impl_->store->set(prefix + std::to_string(me_.rank), bytes(mine));
     if (me_.rank != 0) return {};
-    for (int r = 0; r < me_.world_size; ++r) all[static_cast<size_t>(r)] = text(impl_->store->get(prefix + std::to_string(r)));
+    for (int r = first; r < me_.world_size; ++r) gathered[r] = text(impl_->store->get(prefix + std::to_string(r)));
   } catch (const std::exception& e) {
     throw EnvironmentError("rank " + std::to_string(me_.rank) + ": gathering " + key +
                            " through the store failed: " + first_line(e) + peer_hint());
   }
-  return all;
+  return gathered;
 }
 
 void RankGroup::allreduce_sum(torch::Tensor& t, const std::string& what) {
@@ -234,7 +234,7 @@ RankGroup::RankGroup(const RankIdentity& me, std::chrono::milliseconds, RankProg
 }
 RankGroup::~RankGroup() = default;
 std::string RankGroup::peer_hint() const { return ""; }
-std::vector<std::string> RankGroup::gather_to_rank0(const std::string&, const std::string&) { return {}; }
+std::map<int, std::string> RankGroup::gather_to_rank0(const std::string&, const std::string&, int) { return {}; }
 void RankGroup::allreduce_sum(torch::Tensor&, const std::string&) {}
 torch::Tensor RankGroup::allgather(const torch::Tensor& t, const std::string&) { return t; }
 void RankGroup::broadcast_from_rank0(torch::Tensor&, const std::string&) {}

@@ -15,6 +15,7 @@
 #include <torch/types.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -67,13 +68,14 @@ class RankGroup {
   /// Overwrites `t` (contiguous CPU) on every rank with rank 0's. Same errors.
   void broadcast_from_rank0(torch::Tensor& t, const std::string& what);
 
-  /// Rank 0 gathers every rank's `mine` through the group's store (each
-  /// rank publishes it under `key`): world_size strings in rank order on
-  /// rank 0, {} on the others. E.g. the rank records of a run on several
-  /// nodes, which node 0 merges. Rank 0 blocks until every rank has
+  /// Rank 0 gathers `mine` of ranks `first`..world_size-1 through the
+  /// group's store (each publishes it under `key`; ranks below `first`
+  /// publish nothing): {rank, value} on rank 0, {} on the others. E.g. the
+  /// rank records of the other nodes of a run on several machines, which
+  /// node 0 merges with its own. Rank 0 blocks until they have all
   /// published, within the group's timeout. Throws exit-3 Error when the
   /// store is gone or the wait times out.
-  std::vector<std::string> gather_to_rank0(const std::string& key, const std::string& mine);
+  std::map<int, std::string> gather_to_rank0(const std::string& key, const std::string& mine, int first);
 
   /// "gloo <header version>, <loaded library path>" for the fingerprint.
   static std::string gloo_version();

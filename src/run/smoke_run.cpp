@@ -290,8 +290,9 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     rec.resources.runner_class = runner_class(fact("cpu.model"), fact("cpu.logical_cores"));
   }
   // On several machines the coordinator of node 0 reads every rank's record
-  // from its own folder: rank 0 gathers them through the store.
-  if (group && o.rank.nnodes > 1) out.rank_records = group->gather_to_rank0("record", to_json(rec).dump());
+  // from its own folder: rank 0 gathers the other nodes' through the store.
+  if (group && o.rank.nnodes > 1)
+    out.rank_records = group->gather_to_rank0("record", to_json(rec).dump(), o.rank.local_ranks());
   return out;
 }
 

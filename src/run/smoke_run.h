@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,10 +52,10 @@ struct SmokeRun {
   /// Facts worth a line on the console, e.g. the files an image folder
   /// holds that are not images and were skipped (also in the record).
   std::vector<std::string> notes;
-  /// Rank 0 of a run on several machines (rank.nnodes > 1): every rank's
-  /// record as JSON, in rank order, gathered through the store; empty
-  /// otherwise. The rank writes the other nodes' ones beside its own.
-  std::vector<std::string> rank_records;
+  /// Rank 0 of a run on several machines (rank.nnodes > 1): the other
+  /// nodes' ranks' records as JSON, by rank, gathered through the store;
+  /// empty otherwise. The rank writes them beside its own.
+  std::map<int, std::string> rank_records;
 };
 
 /// Runs `config` (overrides already applied, see with_overrides()) in this

@@ -75,6 +75,12 @@ std::optional<GoldenLookup> find_golden(const std::string& root, const std::stri
   return GoldenLookup{candidates.front(), false};
 }
 
+bool is_golden_name(const std::string& name) {
+  return !name.empty() && name.front() != '.' && name.size() <= 100 &&
+         name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+             std::string::npos;
+}
+
 Golden read_filed_golden(const GoldenLookup& found, const std::string& smoke) {
   Golden golden = read_golden(found.path);
   if (golden.provenance.action == "check")

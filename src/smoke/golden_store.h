@@ -18,6 +18,12 @@
 
 namespace lockstep {
 
+/// Whether `name` may name a golden's folder or file under the goldens
+/// folder: 1..100 letters, digits, '.', '_' and '-', not starting with '.'
+/// (no path parts, nothing hidden). A smoke's "name" must be one; `compare
+/// RUN GOLDENS_DIR` holds a record's smoke and platform to it.
+bool is_golden_name(const std::string& name);
+
 /// The goldens folder for a smoke config, or `override_dir` when non-empty.
 std::string goldens_root(const std::string& config_file, const std::string& override_dir);
 

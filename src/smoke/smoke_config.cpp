@@ -10,6 +10,7 @@
 #include "core/hash.h"
 #include "core/json_io.h"
 #include "env/driver_version.h"
+#include "smoke/golden_store.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;
@@ -461,9 +462,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
   SmokeConfig c;
   c.file = path;
   c.name = v.at("name").as_string();
-  if (c.name.empty() || c.name.front() == '.' || c.name.size() > 100 ||
-      c.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
-          std::string::npos)
+  if (!is_golden_name(c.name))
     v.at("name").fail("a name of letters, digits, '.', '_' and '-' not starting with '.' "
                       "(it names the golden folder), got \"" + c.name + "\"");
   if (v.has("device")) {

@@ -407,6 +407,14 @@ TwoNodes on_two_nodes(const fs::path& d, const std::string& args0, const std::st
   return t;
 }
 
+// Both nodes end with `code` and a message containing `text`.
+void expect_on_both_nodes(const TwoNodes& t, int code, const std::string& text) {
+  for (const Result* r : {&t.node0, &t.node1}) {
+    EXPECT_EQ(r->code, code) << r->output;
+    EXPECT_NE(r->output.find(text), std::string::npos) << r->output;
+  }
+}
+
 TEST(DistributedCli, RanksOnTwoMachinesGiveTheOneMachineRecord) {
   fs::path d = two_rank("nodes");
   for (int world : {2, 4}) {
@@ -440,48 +448,32 @@ TEST(DistributedCli, NodesThatDisagreeOrFailAreNamedOnEveryNode) {
   fs::path d = two_rank("nodes-fail");
   std::string other = (d / "smoke" / "other.json").string(), desync = (d / "smoke" / "desync.json").string(),
               kill = (d / "smoke" / "kill.json").string();
-  nlohmann::json cfg = parse_json_file(cfg_path(d));
-  nlohmann::json c = cfg;
-  c["optimizer"]["lr"] = 0.02;
-  write_file_atomically(other, pretty_dump(c));
-  c = cfg;
-  self_test(c, "skip_allreduce", 1, 3);
-  write_file_atomically(desync, pretty_dump(c));
-  c = cfg;
-  self_test(c, "kill", 1, 3);
-  write_file_atomically(kill, pretty_dump(c));
+  const nlohmann::json cfg = parse_json_file(cfg_path(d));
+  auto write_edited = [&](const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json c = cfg;
+    edit(c);
+    write_file_atomically(path, pretty_dump(c));
+  };
+  write_edited(other, [](nlohmann::json& c) { c["optimizer"]["lr"] = 0.02; });
+  write_edited(desync, [](nlohmann::json& c) { self_test(c, "skip_allreduce", 1, 3); });
+  write_edited(kill, [](nlohmann::json& c) { self_test(c, "kill", 1, 3); });
   std::string out0 = " --out " + (d / "n0.json").string(), out1 = " --out " + (d / "n1.json").string();
 
   // Another config on node 1: both nodes refuse before the first step.
   TwoNodes t = on_two_nodes(d, "run " + cfg_path(d) + out0, "run " + other + out1);
-  EXPECT_EQ(t.node0.code, 2) << t.node0.output;
-  EXPECT_EQ(t.node1.code, 2) << t.node1.output;
-  for (const Result* r : {&t.node0, &t.node1})
-    EXPECT_NE(r->output.find(": config_hash: expected the same on every node; node 1 has \""),
-              std::string::npos)
-        << r->output;
+  expect_on_both_nodes(t, 2, ": config_hash: expected the same on every node; node 1 has \"");
 
   // Node 1 with another world size: both nodes refuse at once, naming it
   // (a Gloo rendezvous of ranks that disagree on their number never ends).
   auto t0 = std::chrono::steady_clock::now();
   t = on_two_nodes(d, "run " + cfg_path(d) + out0, "run " + cfg_path(d) + " --world-size 4" + out1);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(t.node0.code, 2) << t.node0.output;
-  EXPECT_EQ(t.node1.code, 2) << t.node1.output;
-  for (const Result* r : {&t.node0, &t.node1})
-    EXPECT_NE(r->output.find(": world_size: expected the same on every node; node 1 has \"4\", node 0 \"2\""),
-              std::string::npos)
-        << r->output;
+  expect_on_both_nodes(t, 2, ": world_size: expected the same on every node; node 1 has \"4\", node 0 \"2\"");
   EXPECT_LT(s, 60) << "not at the timeout";
 
   // A desync on node 1's rank: every node names it.
   t = on_two_nodes(d, "run " + desync + out0, "run " + desync + out1);
-  for (const Result* r : {&t.node0, &t.node1}) {
-    EXPECT_EQ(r->code, 1) << r->output;
-    EXPECT_NE(r->output.find("ranks desynchronised at step 3: rank 1's parameter conv.weight differs from rank 0's"),
-              std::string::npos)
-        << r->output;
-  }
+  expect_on_both_nodes(t, 1, "ranks desynchronised at step 3: rank 1's parameter conv.weight differs from rank 0's");
 
   // A rank killed on node 1: node 1 names it; node 0 sees its peer go.
   t = on_two_nodes(d, "run " + kill + out0, "run " + kill + out1);

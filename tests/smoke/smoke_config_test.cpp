@@ -230,5 +230,14 @@ TEST_F(TrainerConfig, TheTimeoutIsNotAValue) {
   EXPECT_NE(load_smoke_config(write(t)).values_hash, a.values_hash);
 }
 
+// The one rule for names that become folders and files under goldens/:
+// a smoke's name, and the smoke and platform `compare RUN DIR` looks up.
+TEST(GoldenName, PlainNamesOnly) {
+  for (const char* ok : {"digits-cnn", "cpu-x86_64-avx2", "a.b_c-1", "X"}) EXPECT_TRUE(is_golden_name(ok)) << ok;
+  for (const std::string& bad : std::vector<std::string>{"", ".", "..", ".hidden", "../x", "a/b", "a b", "caf\xc3\xa9", std::string(101, 'a')})
+    EXPECT_FALSE(is_golden_name(bad)) << bad;
+  EXPECT_TRUE(is_golden_name(std::string(100, 'a')));
+}
+
 }  // namespace
 }  // namespace lockstep
