@@ -36,7 +36,7 @@ std::vector<uint64_t> parse_seed_list(const std::string& text) {
     uint64_t v = 0;
     auto res = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || res.ec != std::errc() || res.ptr != item.data() + item.size())
-      throw BadUsage("--seeds " + text + ": expected comma-separated unsigned 64-bit integers, got \"" + item + "\"");
+      throw BadUsage("--seeds " + text + ": expected comma-separated unsigned 64-bit integers, got \"" + input_excerpt(item) + "\"");
     if (std::find(out.begin(), out.end(), v) != out.end())
       throw BadUsage("--seeds " + text + ": seed " + item + " is listed twice");
     out.push_back(v);

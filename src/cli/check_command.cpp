@@ -79,11 +79,11 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
 
 // One line for a suite, after every smoke's own report: how many smokes
 // ended in each exit class, the ones that did not pass, and the exit code.
-// "check: 4 smokes: 3 PASS, 1 REGRESSION (wine-mlp); exit 1 (junit lockstep-out/junit.xml)"
+// "check: 4 smokes: 3 PASS, 1 FAIL (wine-mlp); exit 1 (junit lockstep-out/junit.xml)"
 void print_summary(const std::vector<Verdict>& verdicts, ExitCode worst, const std::string& junit) {
   std::map<int, std::vector<std::string>> by_code;
   for (const Verdict& v : verdicts) by_code[to_int(v.exit_code())].push_back(v.smoke);
-  std::cout << "check: " << verdicts.size() << " smokes:";
+  std::cout << "check: " << verdicts.size() << (verdicts.size() == 1 ? " smoke:" : " smokes:");
   const char* sep = " ";
   for (const auto& [code, smokes] : by_code) {
     std::cout << sep << smokes.size() << " " << exit_class_name(static_cast<ExitCode>(code));

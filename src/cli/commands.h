@@ -47,6 +47,14 @@ int run_builtin(const RunOptions& options, bool train);
 /// line to `lockstep-torch`. Called once, first thing in main().
 void remember_command_line(int argc, char** argv);
 
+/// In a `lockstep run` that `check` or `bless` started (LOCKSTEP_PARENT_PID
+/// in its environment, set by launch/launcher.cpp): the process dies with
+/// that parent (PR_SET_PDEATHSIG, SIGKILL, kept across the exec into
+/// `lockstep-torch`), and ends at once with exit 3 when the parent is
+/// already gone. The variable is removed, so ranks and trainers this run
+/// starts never see it. Called first thing in main().
+void die_with_parent_lockstep();
+
 /// The command line given to remember_command_line(), argv[0] included.
 const std::vector<std::string>& remembered_command_line();
 

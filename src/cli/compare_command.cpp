@@ -24,8 +24,16 @@
 namespace lockstep {
 
 int compare_command(const CompareOptions& o) {
-  for (const auto& out : {o.json_out, o.junit_out, o.markdown_out, o.html_out})
-    refuse_overwriting_inputs(out, {o.run, o.golden, o.config});
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"the --json report", &o.json_out}, {"the --junit report", &o.junit_out},
+      {"the --markdown report", &o.markdown_out}, {"the --html report", &o.html_out}};
+  std::error_code dir_ec;
+  const bool goldens_folder = std::filesystem::is_directory(o.golden, dir_ec);
+  for (const auto& [what, out] : outputs) {
+    refuse_overwriting_inputs(*out, {o.run, o.golden, o.config});
+    if (goldens_folder) refuse_writing_into_folder_of_goldens(*out, o.golden, what);
+    else refuse_overwriting_a_golden(*out, what);
+  }
   TolerancePolicy policy;
   if (!o.config.empty()) policy = load_smoke_config(o.config).tolerance;
   std::error_code ec;
@@ -41,12 +49,13 @@ int compare_command(const CompareOptions& o) {
     for (auto [field, value] : {std::pair<const char*, const std::string*>{"smoke", &run.smoke}, {"platform", &run.platform}})
       if (!is_golden_name(*value))
         throw BadInput(o.run, field, "a name of letters, digits, '.', '_' and '-' (it picks the golden in " + o.golden +
-                                         "), got \"" + *value + "\"");
+                                         "), got \"" + input_excerpt(*value) + "\"");
     auto found = find_golden(o.golden, run.smoke, run.platform);
     if (!found)
       throw BadInput(o.golden, "",
                      "a golden for smoke '" + run.smoke + "' on platform " + run.platform + " (or its family) in " +
-                         o.golden + "/" + run.smoke + "/, found none; create one with `lockstep bless`");
+                         (std::filesystem::path(o.golden) / run.smoke).lexically_normal().string() +
+                         "/, found none; create one with `lockstep bless`");
     golden_path = found->path;
     if (!found->exact_platform)
       stand_in = "no golden for platform " + run.platform + "; compared against " + found->path + " of the same family";

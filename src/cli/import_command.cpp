@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "smoke/golden_store.h"
 #include "env/machine_facts.h"
 #include "external/trainer_report.h"
 #include "ingest/metrics.h"
@@ -39,6 +40,7 @@ int import_command(const ImportOptions& o) {
     if (!spec.series.emplace(name, tag).second) throw BadUsage("--series " + s + ": series " + name + " given twice");
   }
   refuse_overwriting_inputs(o.out, {o.path, o.probes});
+  refuse_overwriting_a_golden(o.out, "the imported record");
 
   RunRecord rec;
   rec.series = read_metrics(spec);

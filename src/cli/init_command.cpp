@@ -54,7 +54,9 @@ const char* kExampleSmoke = R"({
 
 // What lockstep writes that is not to be committed: its output folder, the
 // goldens folder's lock file, and the temporaries of atomic writes.
-const char* kIgnored[] = {"/lockstep-out/", ".lockstep.lock", ".*.tmp.*"};
+// lockstep-out/ at any depth: the Python helper run by hand writes one
+// beside the trainer.
+const char* kIgnored[] = {"lockstep-out/", ".lockstep.lock", ".*.tmp.*"};
 
 const char* kGitlabCi = R"(# lockstep: blocks a merge request whose smoke training or batch checksums
 # move away from goldens/ (ci/templates/lockstep.gitlab-ci.yml says more).
@@ -166,9 +168,11 @@ int init_command(const InitOptions& o) {
   }
   // The pre-push hook, when DIR is a repository's work tree.
   GitState git = read_git_state(root.string());
+  bool hooked = false;
   if (git.in_repo && fs::equivalent(fs::path(git.workdir), root, ec)) {
     try {
       hook_install_command(root.string());
+      hooked = true;
     } catch (const Error& e) {
       say(std::string("pre-push hook not installed: ") + e.what());
     }
@@ -176,9 +180,9 @@ int init_command(const InitOptions& o) {
     say("no pre-push hook: " + root.string() + " is not the root of a git work tree (after `git init`, "
         "`lockstep hook install` adds it)");
   }
-  say("next: commit these files (bless refuses a dirty work tree), then `lockstep bless smoke/ --reason "
-      "\"first goldens\"`, `lockstep check smoke/`, commit goldens/; `lockstep hook install` adds the pre-push "
-      "check");
+  say(std::string("next: commit these files (bless refuses a dirty work tree), then `lockstep bless smoke/ --reason "
+                  "\"first goldens\"`, `lockstep check smoke/`, commit goldens/") +
+      (hooked ? "" : "; `lockstep hook install` adds the pre-push check"));
   return 0;
 }
 

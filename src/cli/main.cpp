@@ -3,6 +3,8 @@
 // 0 pass, 1 regression, 2 bad input, 3 environment, 4 nondeterministic.
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <cstdint>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -10,16 +12,37 @@
 
 namespace {
 
+// An integer flag's value in [lo, hi], written in decimal. CLI11 reads
+// integers with strtoll base 0, so "010" would be 8 and "0x2" 2 (a world
+// size is part of the contract); leading zeros are dropped instead
+// ("010" is 10) and anything but digits is refused.
+CLI::Validator decimal_range(uint64_t lo, uint64_t hi) {
+  std::string range = "[" + std::to_string(lo) + " - " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+          return "expected a decimal integer in " + range + ", got '" + text + "'";
+        size_t first = text.find_first_not_of('0');
+        text = first == std::string::npos ? "0" : text.substr(first);
+        uint64_t value = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || value < lo || value > hi)
+          return "expected a decimal integer in " + range + ", got " + text;
+        return "";
+      },
+      "INT in " + range);
+}
+
 void add_overrides(CLI::App* cmd, lockstep::RunOverrides& o) {
   cmd->add_option("--intra-op-threads", o.intra_op_threads,
                   "Override the config's intra-op thread count (recorded; a golden made with "
                   "another count fails the contract)")
-      ->check(CLI::Range(1, 1024));
+      ->check(decimal_range(1, 1024));
   cmd->add_option("--workers", o.workers, "Override data.workers (batches must not change)")
-      ->check(CLI::Range(0, 64));
+      ->check(decimal_range(0, 64));
   cmd->add_option("--world-size", o.world_size,
                   "Override distributed.world_size of the multi-rank smokes (recorded in the contract; check leaves single-process smokes as they are)")
-      ->check(CLI::Range(1, 64));
+      ->check(decimal_range(1, 64));
 }
 
 // `run` and `probe` take the same arguments.
@@ -33,7 +56,7 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   // One rank of a multi-rank smoke, started by the coordinator
   // (distributed/rank_launch.h); hidden from --help.
   auto* rank = cmd->add_option("--rank", o.rank, "This process is rank R of a distributed smoke")
-                   ->check(CLI::Range(0, 63))
+                   ->check(decimal_range(0, 63))
                    ->group("");
   auto* rdv = cmd->add_option("--rendezvous", o.rendezvous, "The run's rendezvous folder")->group("");
   rank->needs(rdv);
@@ -42,9 +65,9 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   cmd->add_option("--nnodes", o.nnodes,
                   "Spread a multi-rank smoke's ranks over N machines (run the same command on each, with "
                   "--node-rank and --master)")
-      ->check(CLI::Range(1, 64));
+      ->check(decimal_range(1, 64));
   cmd->add_option("--node-rank", o.node_rank, "This machine's place among --nnodes, 0..N-1 (node 0 writes the record)")
-      ->check(CLI::Range(0, 63));
+      ->check(decimal_range(0, 63));
   cmd->add_option("--master", o.master,
                   "HOST:PORT where node 0 serves the ranks' c10d TCPStore (default: MASTER_ADDR:MASTER_PORT)");
   return cmd;
@@ -63,6 +86,7 @@ CLI::App* add_pending_command(CLI::App& app, const char* name, const char* help,
 
 int main(int argc, char** argv) {
   using namespace lockstep;
+  die_with_parent_lockstep();
   remember_command_line(argc, argv);
   CLI::App app{"lockstep: determinism regression checker for LibTorch training stacks"};
   app.set_version_flag("--version", std::string("lockstep ") + LOCKSTEP_VERSION);
@@ -74,10 +98,10 @@ int main(int argc, char** argv) {
   run->add_option("--repeat", run_opts.repeat,
                   "Run N fresh processes and require bit-identical records (exit 4 naming the first "
                   "step, metric and parameter that differ)")
-      ->check(CLI::Range(1, 100));
+      ->check(decimal_range(1, 100));
   auto* stop_after = run->add_option("--stop-after", run_opts.stop_after,
                                      "Checkpoint after K steps and stop (no record); see --resume")
-                         ->check(CLI::Range(1, 1000000));
+                         ->check(decimal_range(1, 1000000));
   auto* checkpoint = run->add_option("--checkpoint", run_opts.checkpoint, "Checkpoint file for --stop-after");
   stop_after->needs(checkpoint);
   checkpoint->needs(stop_after);
@@ -126,7 +150,8 @@ int main(int argc, char** argv) {
   import->add_option("--device", import_opts.device, "Device the trainer ran on")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  import->add_option("--seed", import_opts.seed, "Seed the trainer ran with (recorded)");
+  import->add_option("--seed", import_opts.seed, "Seed the trainer ran with (recorded)")
+      ->check(decimal_range(0, UINT64_MAX));
 
   CheckOptions check_opts;
   auto* check = app.add_subcommand("check", "Probe + train + compare against goldens (the CI stage)");
@@ -137,7 +162,7 @@ int main(int argc, char** argv) {
                     "I/N: check only shard I of N of the suite (smokes dealt by a stable hash of their names; "
                     "GitLab: $CI_NODE_INDEX/$CI_NODE_TOTAL)");
   check->add_option("--repeat", check_opts.repeat, "Fresh runs compared bit for bit (default: config, 2)")
-      ->check(CLI::Range(1, 100));
+      ->check(decimal_range(1, 100));
   add_overrides(check, check_opts.overrides);
 
   // check and bless run on one machine; these only say what to do instead
@@ -152,7 +177,7 @@ int main(int argc, char** argv) {
   bless->add_option("--reason", bless_opts.reason, "Why the goldens change (recorded)")->required();
   bless->add_option("--goldens", bless_opts.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
   bless->add_option("--out", bless_opts.out_dir, "Folder for the run records")->capture_default_str();
-  bless->add_option("--runs", bless_opts.runs, "Bit-identical runs required")->check(CLI::Range(2, 100))->capture_default_str();
+  bless->add_option("--runs", bless_opts.runs, "Bit-identical runs required")->check(decimal_range(2, 100))->capture_default_str();
   bless->add_option("--seeds", bless_opts.seeds,
                     "Also bless these seeds (comma-separated) into a multi-seed golden: per-step mean and "
                     "std for the sigma rule; the config's seed stays the exact reference");
@@ -180,7 +205,8 @@ int main(int argc, char** argv) {
 
   auto* hook = app.add_subcommand("hook", "Git hooks");
   InitOptions init_opts;
-  auto* init = app.add_subcommand("init", "Scaffold lockstep in a repository: smoke/, goldens/, .gitignore, CI template");
+  auto* init = app.add_subcommand("init", "Scaffold lockstep in a repository: smoke/, goldens/, .gitignore, the GitLab CI template and .gitlab-ci.yml, "
+      "and the pre-push hook (in a git work tree); never overwrites a file");
   init->add_option("DIR", init_opts.dir, "Repository folder")->capture_default_str();
   auto* hook_install = hook->add_subcommand("install", "Install the pre-push hook (never overwrites one)");
   HookPlanOptions hook_plan_opts;

@@ -66,6 +66,8 @@ void refuse_unsafe_outputs(const std::string& out, const RunOptions& o) {
 int run_repeated(const RunOptions& o) {
   SmokeConfig cfg = load_smoke_config(o.smoke);
   fs::path out = o.out.empty() ? fs::path("lockstep-out") / (cfg.name + ".run.json") : fs::path(o.out);
+  refuse_overwriting_inputs(out.string(), {o.smoke});
+  refuse_writing_into_goldens(out.string(), o.smoke, "a run record");
   std::string prefix = out.stem().string() + ".repeat";
   std::string dir = out.parent_path().empty() ? "." : out.parent_path().string();
   ChildRun base;
@@ -185,7 +187,12 @@ int run_distributed(const RunOptions& o, const SmokeConfig& cfg, bool train, con
   if (o.stop_after >= cfg.steps)
     throw BadUsage("--stop-after " + std::to_string(o.stop_after) + ": must be below the " +
                    std::to_string(cfg.steps) + " steps of " + o.smoke);
-  std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
+  // Node K > 0 writes no record, only its ranks' logs: by default they go
+  // beside node 0's, so both nodes can share one folder (two shells on one
+  // machine, or a shared file system).
+  std::string node = master.set() && o.node_rank > 0 ? ".node-" + std::to_string(o.node_rank) : "";
+  std::string out =
+      o.out.empty() ? "lockstep-out/" + cfg.name + node + (train ? ".run.json" : ".probe.json") : o.out;
   refuse_overwriting_inputs(out, {o.smoke, cfg.data.resolved_path, o.resume});
   refuse_overwriting_inputs(o.checkpoint, {o.smoke, cfg.data.resolved_path, out});
   refuse_unsafe_outputs(out, o);

@@ -24,6 +24,14 @@ size_t bidi_control_at(const std::string& text, size_t i, std::string* escaped) 
   return n;
 }
 
+std::string input_excerpt(const std::string& v) {
+  constexpr size_t kMax = 64;
+  if (v.size() <= kMax) return printable_message(v, false);
+  size_t cut = kMax;  // never inside a UTF-8 sequence (a report must stay valid UTF-8)
+  while (cut > 0 && (static_cast<unsigned char>(v[cut]) & 0xc0) == 0x80) --cut;
+  return printable_message(v.substr(0, cut), false) + "... (" + std::to_string(v.size()) + " bytes)";
+}
+
 std::string printable_message(const std::string& text, bool keep_line_breaks) {
   std::string out;
   out.reserve(text.size());
@@ -86,7 +94,7 @@ int exit_severity(ExitCode code) {
 const char* exit_class_name(ExitCode code) {
   switch (code) {
     case ExitCode::kPass: return "PASS";
-    case ExitCode::kRegression: return "REGRESSION";
+    case ExitCode::kRegression: return "FAIL";
     case ExitCode::kBadInput: return "BAD INPUT";
     case ExitCode::kEnvironment: return "ENVIRONMENT";
     case ExitCode::kNondeterministic: return "NONDETERMINISTIC";

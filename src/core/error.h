@@ -32,7 +32,7 @@ inline int to_int(ExitCode code) { return static_cast<int>(code); }
 /// outranks every verdict about the runs.
 int exit_severity(ExitCode code);
 
-/// The word reports print for `code`: "PASS", "REGRESSION", "BAD INPUT",
+/// The word reports print for `code`: "PASS", "FAIL" (a regression), "BAD INPUT",
 /// "ENVIRONMENT", "NONDETERMINISTIC".
 const char* exit_class_name(ExitCode code);
 
@@ -45,6 +45,13 @@ const char* exit_class_name(ExitCode code);
 /// a right-to-left override show a name reversed ("Trojan Source",
 /// CVE-2021-42574). The one escape every printer uses.
 std::string printable_message(const std::string& text, bool keep_line_breaks = true);
+
+/// A value from the input as a message quotes it: printable_message()
+/// without line breaks (a value never forges a line of a CI log), cut at
+/// 64 bytes (never inside a UTF-8 sequence) with the length said, e.g.
+/// "aaaa... (1048576 bytes)", so a megabyte-long key or string never
+/// floods a log.
+std::string input_excerpt(const std::string& value);
 
 /// The length in bytes of the UTF-8 bidirectional control at `text[i]`
 /// (see printable_message), or 0 when there is none; `escaped` gets its

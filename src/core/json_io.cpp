@@ -242,22 +242,19 @@ std::string closest_spelling(std::string_view word, const std::vector<std::strin
 
 namespace {
 
-// A value from the input as a message shows it: at most 64 bytes, the
-// length said when cut, so a megabyte-long key or string never floods a
-// CI log.
-// Line breaks are escaped too: a value never forges a line of a CI log.
-std::string excerpt(const std::string& v) {
-  constexpr size_t kMax = 64;
-  if (v.size() <= kMax) return printable_message(v, false);
-  size_t cut = kMax;  // never inside a UTF-8 sequence (a report must stay valid UTF-8)
-  while (cut > 0 && (static_cast<unsigned char>(v[cut]) & 0xc0) == 0x80) --cut;
-  return printable_message(v.substr(0, cut), false) + "... (" + std::to_string(v.size()) + " bytes)";
-}
-
 // closest_spelling() for input of any length: a name longer than any
 // sensible field or choice gets no hint (and costs no edit distance).
 std::string hint_for(const std::string& word, const std::vector<std::string>& names) {
-  return word.size() > 64 ? std::string() : closest_spelling(word, names);
+  if (word.size() > 64) return "";
+  // The spellings of other tools (PyTorch, Hugging Face, torchrun) that no
+  // edit distance reaches: suggested when the real name is allowed here.
+  static const std::pair<const char*, const char*> kSynonyms[] = {
+      {"learning_rate", "lr"},    {"learningrate", "lr"},        {"max_steps", "steps"}, {"num_steps", "steps"},
+      {"num_workers", "workers"}, {"nproc_per_node", "world_size"}, {"nprocs", "world_size"},
+      {"random_seed", "seed"},    {"manual_seed", "seed"}};
+  for (const auto& [other, ours] : kSynonyms)
+    if (word == other && std::find(names.begin(), names.end(), ours) != names.end()) return ours;
+  return closest_spelling(word, names);
 }
 
 }  // namespace
@@ -305,9 +302,9 @@ void JsonView::allow_keys(const std::vector<std::string_view>& allowed) const {
   std::vector<std::string> names(allowed.begin(), allowed.end());
   for (auto it = node_->begin(); it != node_->end(); ++it) {
     if (std::find(names.begin(), names.end(), it.key()) != names.end()) continue;
-    std::string child = path_.empty() ? excerpt(it.key()) : path_ + "." + excerpt(it.key());
+    std::string child = path_.empty() ? input_excerpt(it.key()) : path_ + "." + input_excerpt(it.key());
     std::string hint = hint_for(it.key(), names);
-    std::string expected = "a known field, not '" + excerpt(it.key()) + "'";
+    std::string expected = "a known field, not '" + input_excerpt(it.key()) + "'";
     if (!hint.empty()) expected += " (did you mean '" + hint + "'?)";
     throw BadInput(file_, child, expected);
   }
@@ -385,7 +382,7 @@ std::string JsonView::as_enum(std::initializer_list<std::string_view> choices) c
   std::string v = node_->get<std::string>();
   if (std::find(names.begin(), names.end(), v) == names.end()) {
     std::string hint = hint_for(v, names);
-    fail("one of " + list + ", got \"" + excerpt(v) + "\"" +
+    fail("one of " + list + ", got \"" + input_excerpt(v) + "\"" +
          (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
   }
   return v;

@@ -174,7 +174,7 @@ std::vector<std::string> open_rank_checkpoint(const std::string& dir, const std:
   if (m.at("format").as_string() != kFormat) m.at("format").fail(std::string("\"") + kFormat + "\"");
   m.at("schema").as_int(1, 1);
   if (std::string s = m.at("smoke").as_string(); s != smoke)
-    m.at("smoke").fail("\"" + smoke + "\" (the smoke being resumed), got \"" + s + "\"");
+    m.at("smoke").fail("\"" + smoke + "\" (the smoke being resumed), got \"" + input_excerpt(s) + "\"");
   if (int64_t w = m.at("world_size").as_int(1, 64); w != world_size)
     m.at("world_size").fail(std::to_string(world_size) + " (this run's ranks, distributed.world_size or --world-size: "
                             "a run resumes on as many ranks as it stopped on), got " + std::to_string(w));
@@ -190,7 +190,7 @@ std::vector<std::string> open_rank_checkpoint(const std::string& dir, const std:
     if (e.at("file").as_string() != rank_name(r)) e.at("file").fail("\"" + rank_name(r) + "\"");
     std::string want = e.at("xxh3_128").as_string();
     if (want.size() != 32 || want.find_first_not_of("0123456789abcdef") != std::string::npos)
-      e.at("xxh3_128").fail("32 lowercase hex digits, got \"" + want.substr(0, 40) + "\"");
+      e.at("xxh3_128").fail("32 lowercase hex digits, got \"" + input_excerpt(want) + "\"");
     std::string file = dir + "/" + rank_name(r);
     if (!fs::is_regular_file(file, ec))
       throw BadInput(file, "", "rank " + std::to_string(r) + "'s checkpoint, as " + path + " lists it (missing)");

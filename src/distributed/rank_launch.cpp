@@ -226,6 +226,10 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
   }
   std::string reason = rank_error(l.rendezvous, culprit);
   if (o.exit_status == 1) throw Error(ExitCode::kRegression, reason);  // names the rank itself
+  // A rank's own message may already begin with its name: said once.
+  if (std::string own = "rank " + std::to_string(culprit) + " of " + std::to_string(l.world_size) + ": ";
+      reason.rfind(own, 0) == 0)
+    reason = reason.substr(own.size());
   if (o.exit_status == 2 || o.exit_status == 3)
     throw Error(static_cast<ExitCode>(o.exit_status), who + ": " + reason);
   throw Error(ExitCode::kEnvironment, who + " " + o.describe(l.timeout_s) + ": " + reason);

@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,29 +119,70 @@ pid_t spawn(const ProcessSpec& spec) {
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, spec.stdout_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, spec.stderr_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
-  posix_spawn_file_actions_addchdir_np(&actions, spec.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Its own process group, so a timeout kills the DataLoader workers too;
-  // default signal dispositions and mask, whatever ours are.
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  // fork and exec rather than posix_spawn: the child must die with us
+  // (PR_SET_PDEATHSIG), so a `check` killed with SIGKILL leaves no trainer
+  // running. From fork to exec the child makes only async-signal-safe
+  // calls (this process may have threads); an errno before the exec comes
+  // back through a close-on-exec pipe.
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0)
+    throw EnvironmentError(std::string("cannot start the trainer: pipe: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    throw EnvironmentError("cannot start the trainer " + program + ": fork: " + std::strerror(e));
+  }
+  if (pid == 0) {
+    // {step, errno}: step 0 the exec, 1..3 stdin/stdout/stderr, 4 the chdir.
+    auto fail = [&](int step) {
+      int e[2] = {step, errno};
+      ssize_t ignored = ::write(report[1], e, sizeof e);
+      (void)ignored;
+      ::_exit(127);
+    };
+    // Its own process group, so a timeout kills the DataLoader workers too;
+    // default signal dispositions and mask, whatever ours are.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // we died before the line above
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW;
+    int in = ::open("/dev/null", O_RDONLY);
+    if (in < 0 || ::dup2(in, STDIN_FILENO) < 0) fail(1);
+    int out = ::open(spec.stdout_path.c_str(), flags, 0644);
+    if (out < 0 || ::dup2(out, STDOUT_FILENO) < 0) fail(2);
+    int err = ::open(spec.stderr_path.c_str(), flags, 0644);
+    if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(3);
+    if (::chdir(spec.cwd.c_str()) != 0) fail(4);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    fail(0);
+  }
+  ::setpgid(pid, pid);  // also here: the signal handler may kill the group before the child ran
+  ::close(report[1]);
+  int failed[2] = {0, 0};
+  ssize_t n;
+  while ((n = ::read(report[0], failed, sizeof failed)) < 0 && errno == EINTR) {
+  }
+  ::close(report[0]);
+  if (n != static_cast<ssize_t>(sizeof failed)) return pid;  // the exec succeeded
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int rc = failed[1];
+  if (failed[0] != 0) {
+    const char* const what[] = {"", "/dev/null", spec.stdout_path.c_str(), spec.stderr_path.c_str(),
+                                        spec.cwd.c_str()};
+    throw io_error(what[failed[0] >= 1 && failed[0] <= 4 ? failed[0] : 1],
+                   failed[0] == 4 ? "enter the trainer's folder" : "open for the trainer", rc);
+  }
   if (rc == ENOENT)  // the program exists (resolved above): its #! interpreter does not
     throw BadUsage("trainer.command[0]: " + program + ": cannot be executed: the interpreter on its #! line "
                    "was not found");
@@ -152,6 +193,10 @@ pid_t spawn(const ProcessSpec& spec) {
 }
 
 }  // namespace
+
+// How long the others of a run that lost a process may take to end on
+// their own before they are killed (run_processes, stop_all_on_failure).
+constexpr std::chrono::milliseconds kPeerExitGrace{1500};
 
 std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure) {
   using Clock = std::chrono::steady_clock;
@@ -182,7 +227,8 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs,
     running[i].deadline = running[i].start + std::chrono::seconds(specs[i].timeout_s);
   }
   size_t left = specs.size();
-  bool stopping = false;
+  bool stopping = false, stopped = false;
+  Clock::time_point stop_at;
   while (left > 0) {
     bool failed = false;
     for (size_t i = 0; i < specs.size(); ++i) {
@@ -216,8 +262,16 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs,
       }
     }
     if (stop_all_on_failure && failed && !stopping) {
-      // Everything still running only waits for the one that failed.
+      // Everything still running only waits for the one that failed; a
+      // grace first, for a process that is already on its way out with an
+      // error of its own (a rank that closed its store connection on a
+      // bad data file is still exiting when its peer reports the closed
+      // connection): that exit, not the peer's, is the finding.
       stopping = true;
+      stop_at = Clock::now() + kPeerExitGrace;
+    }
+    if (stopping && !stopped && Clock::now() >= stop_at) {
+      stopped = true;
       for (size_t i = 0; i < specs.size(); ++i)
         if (!running[i].done && !out[i].timed_out) {
           out[i].stopped_for_peer = true;

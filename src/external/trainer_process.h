@@ -57,9 +57,10 @@ ProcessOutcome run_process(const ProcessSpec& spec);
 /// same errors as run_process(); when one cannot be started, those already
 /// started are killed. With `stop_all_on_failure` (the ranks of one
 /// multi-rank run), the first process that fails (non-zero exit, signal,
-/// timeout) gets the others killed at once (stopped_for_peer): they would
-/// only wait for it. Processes that end in the same poll are all judged on
-/// their own.
+/// timeout) gets the others killed 1.5 s later (stopped_for_peer): they
+/// would only wait for it. Processes that end before then are judged on
+/// their own, so a rank's own error is not lost behind the peer that saw
+/// its connection close first.
 std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure = false);
 
 /// The last `n` lines of the text file at `path` (at most the last 64 KiB

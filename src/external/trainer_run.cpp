@@ -173,7 +173,7 @@ std::string output_path(const SmokeConfig& c, const std::string& field, const st
   std::string full = (p.is_absolute() ? p : fs::absolute(c.file).parent_path() / p).lexically_normal().string();
   const std::string& out = values.at("out");
   if (full.rfind(out + "/", 0) != 0)
-    throw BadInput(c.file, field, "a path inside {out} (" + out + "), got \"" + text + "\" = " + full);
+    throw BadInput(c.file, field, "a path inside {out} (" + out + "), got \"" + input_excerpt(text) + "\" = " + full);
   return full;
 }
 
@@ -303,7 +303,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
       throw BadInput(part, "", "XXH3-128 " + printable_message(want.substr(0, 40), false) + " as " + sum +
                                    " records, got " + got + " (the file changed after the run stopped)");
     partial = read_run_record(part);
-    if (partial.smoke != c.name) throw BadInput(part, "smoke", "\"" + c.name + "\", got \"" + partial.smoke + "\"");
+    if (partial.smoke != c.name) throw BadInput(part, "smoke", "\"" + c.name + "\", got \"" + input_excerpt(partial.smoke) + "\"");
     if (partial.config_hash != c.config_hash)
       throw BadInput(part, "config_hash", c.config_hash + " (" + c.file + "'s), got " + partial.config_hash +
                                               ": the run was stopped under another config");
@@ -526,6 +526,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     rec.contract["distributed.backend"] = c.distributed.backend;
   }
   rec.fingerprint["config.values_xxh3"] = {c.values_hash, false, true};
+  rec.config = c.values_fields;
   rec.smoke = c.name;
   rec.config_hash = c.config_hash;
   rec.seed = seed;

@@ -13,6 +13,7 @@
 #include "env/git_state.h"
 #include "gate/check.h"
 #include "gate/provenance.h"
+#include "gate/smoke_outputs.h"
 #include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"
 
@@ -112,6 +113,7 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
   refuse_dirty_tree(git, {root, o.out_dir}, o.allow_dirty, "bless");
 
   std::string dir = (fs::path(o.out_dir) / cfg.name).string();
+  clear_smoke_outputs(dir);
   // The config's seed first (its run is the golden's record), then the extra seeds.
   std::vector<uint64_t> seeds = {cfg.seed};
   for (uint64_t s : o.seeds)

@@ -5,6 +5,7 @@
 #include "compare/compare.h"
 #include "core/error.h"
 #include "gate/provenance.h"
+#include "gate/smoke_outputs.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {
@@ -80,6 +81,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   int repeat = o.repeat > 0 ? o.repeat : cfg.repeat;
   c.report_dir = (fs::path(o.out_dir) / cfg.name).string();
   const std::string dir = c.report_dir;
+  clear_smoke_outputs(dir);  // an earlier check's pending golden must not outlive this one
 
   // 1. Fresh runs, bit for bit.
   ChildRun base;

@@ -1,6 +1,7 @@
 #include "gate/pending.h"
 
 #include <filesystem>
+#include <map>
 
 #include "compare/compare.h"
 #include "core/error.h"
@@ -17,6 +18,10 @@ PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, 
   s.goldens_dir = goldens_dir;
   s.smoke_dir = !smoke_dir.empty() ? smoke_dir
                                    : (fs::absolute(goldens_dir).lexically_normal().parent_path() / "smoke").string();
+  std::error_code dir_ec;
+  if (!fs::is_directory(dir, dir_ec))
+    throw BadUsage(dir + ": no such folder (give the --out folder of a `lockstep check`, or the artifacts "
+                   "downloaded from its CI job)");
   s.files = find_pending(dir);
   if (s.files.empty()) throw BadUsage(dir + ": no pending goldens (*.golden.new) to review");
   std::error_code ec;
@@ -24,12 +29,34 @@ PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, 
   return s;
 }
 
+namespace {
+
+// A pending golden, held to where check filed it:
+// <smoke>/<platform>.golden.new. One moved into another smoke's folder
+// (or renamed) would otherwise replace a golden it was not made for.
+Golden read_pending(const std::string& path) {
+  Golden g = read_golden(path);
+  fs::path p(path);
+  std::string file = p.filename().string();
+  std::string platform = file.substr(0, file.size() - std::string(".golden.new").size());
+  std::string smoke = p.parent_path().filename().string();
+  if (g.record.smoke != smoke)
+    throw BadInput(path, "smoke", "\"" + smoke + "\" (the folder it is filed in), got \"" +
+                                      input_excerpt(g.record.smoke) + "\"");
+  if (g.record.platform != platform)
+    throw BadInput(path, "platform", "\"" + platform + "\" (its file name), got \"" +
+                                         input_excerpt(g.record.platform) + "\"");
+  return g;
+}
+
+}  // namespace
+
 std::vector<PendingReview> review_pending(const PendingSet& set) {
   std::vector<PendingReview> out;
   for (const auto& path : set.files) {
     PendingReview r;
     r.path = path;
-    Golden pending = read_golden(path);
+    Golden pending = read_pending(path);
     r.reason = pending.provenance.reason;
     r.provenance = pending.provenance;
     r.current = golden_path(set.goldens_dir, pending.record.smoke, pending.record.platform);
@@ -54,8 +81,9 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
   GitState git = read_git_state(fs::absolute(set.goldens_dir).parent_path().string());
   refuse_dirty_tree(git, {set.goldens_dir, set.dir}, allow_dirty, "accept");
   std::vector<AcceptedGolden> out;
+  std::map<std::string, std::string> source_of;  // target golden -> pending file
   for (const auto& path : set.files) {
-    Golden g = read_golden(path);  // content hash: the artifact was not edited
+    Golden g = read_pending(path);  // content hash: the artifact was not edited
     auto cfg = set.smokes.find(g.record.smoke);
     if (cfg == set.smokes.end())
       throw BadInput(path, "smoke", "a smoke config named \"" + g.record.smoke + "\" in " + set.smoke_dir);
@@ -69,6 +97,9 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
     g.provenance = stamp_provenance("accept", reason, git, g.provenance.runs);
     g.provenance.allow_dirty = allow_dirty;
     std::string target = golden_path(set.goldens_dir, g.record.smoke, g.record.platform);
+    if (auto [it, fresh] = source_of.emplace(target, path); !fresh)
+      throw BadInput(path, "", "one pending golden per smoke and platform; " + it->second +
+                                   " is another for " + target + " (two downloaded artifacts?): remove one");
     std::error_code ec;
     if (fs::exists(target, ec)) g.provenance.replaces = read_golden(target).content_hash;
     out.push_back({path, target, std::move(g)});

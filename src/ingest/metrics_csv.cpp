@@ -171,14 +171,14 @@ std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
     int64_t step;
     if (!parse_csv_step(cells[step_column], step))
       throw BadInput(spec.path, line_field(n) + ": column '" + spec.step_key + "'",
-                     "a non-negative integer step, got \"" + cells[step_column] + "\"");
+                     "a non-negative integer step, got \"" + input_excerpt(cells[step_column]) + "\"");
     for (size_t i = 0; i < value_columns.size(); ++i) {
       const std::string& cell = cells[value_columns[i]];
       if (cell.empty()) continue;  // not logged at this step
       double v;
       if (!parse_csv_number(cell, v))
         throw BadInput(spec.path, line_field(n) + ": column '" + set.key(i) + "'",
-                       "a number (or nan, inf, -inf, Infinity, or an empty cell), got \"" + cell + "\"");
+                       "a number (or nan, inf, -inf, Infinity, or an empty cell), got \"" + input_excerpt(cell) + "\"");
       set.at(i).add(step, v, Series::Dtype::kFloat64, n);
     }
   }

@@ -215,8 +215,18 @@ std::vector<std::string> tensorboard_event_files(const std::string& path) {
   if (ec) throw io_error(path, "list the folder", ec.value());
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     std::string name = it->path().filename().string();
+    if (name.compare(0, kEventPrefix.size(), kEventPrefix) != 0) continue;
+    // An event file's name on something else (a folder, a FIFO, a link to
+    // a device) is refused, not skipped: its events would be silently lost.
     std::error_code type_ec;
-    if (name.compare(0, kEventPrefix.size(), kEventPrefix) == 0 && it->is_regular_file(type_ec)) names.push_back(name);
+    if (!it->is_regular_file(type_ec))
+      throw BadInput(it->path().string(), "",
+                     "a regular TensorBoard event file (named events.out.tfevents.*), got " +
+                         std::string(!it->exists(type_ec)      ? "a link to nothing"
+                                     : it->is_directory(type_ec) ? "a folder"
+                                     : it->is_fifo(type_ec)      ? "a FIFO"
+                                                                 : "a device or a socket, or a link to one"));
+    names.push_back(name);
   }
   if (ec) throw io_error(path, "list the folder", ec.value());
   if (names.empty())

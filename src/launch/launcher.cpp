@@ -48,9 +48,14 @@ void ProcessLauncher::spawn(const ChildRun& run) {
 
   // The child's environment: ours, with LOCKSTEP_SEED replaced when asked.
   std::vector<std::string> env_strings;
+  const std::string parent_var = std::string(kParentPidVariable) + "=";
   for (char** e = environ; *e; ++e)
-    if (run.seed.empty() || std::strncmp(*e, "LOCKSTEP_SEED=", 14) != 0) env_strings.emplace_back(*e);
+    if ((run.seed.empty() || std::strncmp(*e, "LOCKSTEP_SEED=", 14) != 0) &&
+        std::strncmp(*e, parent_var.c_str(), parent_var.size()) != 0)
+      env_strings.emplace_back(*e);
   if (!run.seed.empty()) env_strings.push_back("LOCKSTEP_SEED=" + run.seed);
+  // The child dies with this process (cli/command_line.cpp, die_with_parent_lockstep).
+  env_strings.push_back(parent_var + std::to_string(::getpid()));
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);

@@ -40,6 +40,11 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   nlohmann::json doc = parse_json_text(text, path);
   JsonView view(doc, path);
   view.expect_object();
+  // A smoke config given where a record belongs: say so, not "unknown field".
+  if (!view.has("schema") && view.has("name") && (view.has("steps") || view.has("trainer") || view.has("model")))
+    view.fail(std::string(allow_plain_record ? "a run record" : "a golden") +
+              " (schema lockstep.run/1), got a smoke config; make a record with `lockstep run " + path +
+              " --out RUN.json`");
   bool is_golden = view.has("provenance") || view.has("content_hash");
   if (!is_golden && !allow_plain_record)
     view.fail("a golden (with \"provenance\" and \"content_hash\"), got a plain run record");

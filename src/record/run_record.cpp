@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/float_bits.h"
+#include "core/error.h"
 #include "core/json_io.h"
 #include "record/series_file.h"
 
@@ -22,7 +23,7 @@ InitStats init_stats_from_json(const JsonView& p) {
   InitStats st{p.at("mean").as_finite(-INFINITY, INFINITY), p.at("std").as_finite(0, INFINITY),
                p.at("xxh3_128").as_string()};
   if (st.xxh3_128.size() != 32 || st.xxh3_128.find_first_not_of("0123456789abcdef") != std::string::npos)
-    p.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128), got \"" + st.xxh3_128 + "\"");
+    p.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128), got \"" + input_excerpt(st.xxh3_128) + "\"");
   return st;
 }
 
@@ -46,6 +47,7 @@ nlohmann::json to_json(const RunRecord& r, SeriesPacker* packer) {
           {"hashes", r.hashes},
           {"probes", probes},
           {"train_probes", train_probes}};
+  if (!r.config.empty()) out["config"] = r.config;
   if (!r.module_trace.empty()) out["module_trace"] = to_json(r.module_trace);
   if (!r.init.empty()) {
     nlohmann::json init = nlohmann::json::object();
@@ -74,7 +76,7 @@ void check_schema(const JsonView& node) {
   std::string schema = node.at("schema").as_string();
   if (schema != kRunSchema)
     node.at("schema").fail(std::string("\"") + kRunSchema + "\" (this lockstep reads only that), got \"" +
-                           schema + "\"");
+                           input_excerpt(schema) + "\"");
 }
 
 std::vector<BatchProbe> probes_from_json(const JsonView& arr) {
@@ -114,6 +116,10 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
   r.steps = n.at("steps").as_int(0);
   JsonView contract = n.at("contract");
   for (const auto& k : contract.keys()) r.contract[k] = contract.at(k).as_string();
+  if (n.has("config")) {
+    JsonView config = n.at("config");
+    for (const auto& k : config.keys()) r.config[k] = config.at(k).as_string();
+  }
   r.fingerprint = fingerprint_from_json(n.at("fingerprint"));
   JsonView series = n.at("series");
   for (const auto& k : series.keys()) {
@@ -173,7 +179,7 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
 const std::vector<std::string_view>& run_record_keys() {
   static const std::vector<std::string_view> keys = {
       "schema", "smoke",  "config_hash", "seed",   "device", "platform",    "steps",
-      "contract", "fingerprint", "series", "series_data", "hashes", "init", "resources", "probes",
+      "contract", "config", "fingerprint", "series", "series_data", "hashes", "init", "resources", "probes",
       "train_probes", "module_trace"};
   return keys;
 }
@@ -203,9 +209,15 @@ void write_run_record(const std::string& path, const RunRecord& record) {
   const std::string sidecar = doc["series_data"]["file"];
   write_file_atomically((json_path.parent_path() / sidecar).string(), packer.bytes());
   write_file_atomically(path, pretty_dump(doc));
-  // The sidecars of earlier versions of this record are unreferenced now.
+  // The sidecars of earlier versions of this record are unreferenced now,
+  // unless a record "X" and "X.json" sit side by side: their sidecars share
+  // one name pattern, and one record's must never go with the other's.
   std::error_code ec;
   const std::filesystem::path dir = json_path.parent_path().empty() ? "." : json_path.parent_path();
+  const std::string ext = ".json";
+  const bool has_ext = json_name.size() > ext.size() && json_name.compare(json_name.size() - ext.size(), ext.size(), ext) == 0;
+  const std::string twin = has_ext ? json_name.substr(0, json_name.size() - ext.size()) : json_name + ext;
+  if (std::filesystem::exists(std::filesystem::symlink_status(dir / twin, ec))) return;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     if (name != sidecar && is_sidecar_of(name, json_name)) std::filesystem::remove(entry.path(), ec);

@@ -70,6 +70,11 @@ struct RunRecord {
   /// "deterministic_algorithms", ...). A run is never accepted against a
   /// golden whose contract differs.
   std::map<std::string, std::string> contract;
+  /// The smoke config's value-determining fields, flattened to JSON paths
+  /// with their values as JSON text ({"optimizer.lr": "0.01", "seed":
+  /// "7"}): what config.values_xxh3 hashes, kept so a changed input names
+  /// its field. Optional ("config" absent when empty: records made before it).
+  std::map<std::string, std::string> config;
   Fingerprint fingerprint;
   /// "loss" (float32), "grad_norm", "grad_norm/<parameter>", "param_norm", "lr".
   std::map<std::string, Series> series;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -78,6 +79,9 @@ struct SeriesBlob::State {
     std::vector<double> values;
   };
   std::map<std::pair<int64_t, int64_t>, Range> ranges;  ///< (offset, count) -> numbers
+  /// Byte spans referenced so far, offset -> (end, the reference's path):
+  /// no two may overlap, so the numbers decoded never exceed the file.
+  std::map<int64_t, std::pair<int64_t, std::string>> spans;
   bool read = false;
 
   ~State() {
@@ -103,7 +107,7 @@ SeriesBlob SeriesBlob::open(const JsonView& d, const std::string& dir) {
   if (bytes % 8 != 0) d.at("bytes").fail("a multiple of 8 (binary64 values), got " + std::to_string(bytes));
   std::string hash = d.at("xxh3_128").as_string();
   if (hash.size() != 32 || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
-    d.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128), got \"" + hash + "\"");
+    d.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128), got \"" + input_excerpt(hash) + "\"");
 
   SeriesBlob blob;
   State& st = *blob.state_;
@@ -130,6 +134,19 @@ void SeriesBlob::want(const JsonView& ref) {
   int64_t offset = ref.at("offset").as_int(0, size);
   if (offset % 8 != 0) ref.at("offset").fail("a multiple of 8, got " + std::to_string(offset));
   int64_t count = ref.at("count").as_int(0, (size - offset) / 8);
+  if (count > 0) {
+    // Spans never overlap, so only the neighbours on either side can.
+    const int64_t end = offset + count * 8;
+    auto next = state_->spans.lower_bound(offset);
+    auto clash = next != state_->spans.end() && next->first < end ? next : state_->spans.end();
+    if (clash == state_->spans.end() && next != state_->spans.begin() && std::prev(next)->second.first > offset)
+      clash = std::prev(next);
+    if (clash != state_->spans.end())
+      ref.fail("a range of the sidecar no other reference shares (lockstep writes each array once), got bytes [" +
+               std::to_string(offset) + ", " + std::to_string(end) + "), which overlap " + clash->second.second +
+               "'s [" + std::to_string(clash->first) + ", " + std::to_string(clash->second.first) + ")");
+    state_->spans.emplace(offset, std::make_pair(end, ref.path()));
+  }
   State::Range& r = state_->ranges[{offset, count}];
   if (r.uses++ == 0) r.values.resize(static_cast<size_t>(count));
 }

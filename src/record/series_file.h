@@ -78,7 +78,9 @@ class SeriesBlob {
 
   /// Registers a reference node for read(). Throws exit-2 Error naming the
   /// node when it is not {"offset", "count"}, the offset is not a multiple
-  /// of 8 or the range runs past the end of the file.
+  /// of 8, the range runs past the end of the file or overlaps the range of
+  /// a reference registered before (lockstep writes each array once; shared
+  /// ranges would let a small record decode far more than its file holds).
   void want(const JsonView& reference);
 
   /// Reads and verifies the file. Throws exit-2 Error naming the sidecar

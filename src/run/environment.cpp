@@ -26,18 +26,18 @@ EnvReport describe_environment(const EnvQuery& o) {
     // count of 100000 would take minutes to refuse).
     std::string mode = get("mode", "strict");
     if (mode != "strict" && mode != "default")
-      throw BadInput(o.diff_record, "contract.mode", "\"strict\" or \"default\", got \"" + mode + "\"");
+      throw BadInput(o.diff_record, "contract.mode", "\"strict\" or \"default\", got \"" + input_excerpt(mode) + "\"");
     auto threads = [&](const char* key) {
       std::string text = get(key, "1");
       int n = 0;
       auto res = std::from_chars(text.data(), text.data() + text.size(), n);
       if (res.ec != std::errc() || res.ptr != text.data() + text.size() || n < 1 || n > 1024)
-        throw BadInput(o.diff_record, std::string("contract.") + key, "an integer in [1, 1024], got \"" + text + "\"");
+        throw BadInput(o.diff_record, std::string("contract.") + key, "an integer in [1, 1024], got \"" + input_excerpt(text) + "\"");
       return n;
     };
     int intra = threads("intra_op_threads"), inter = threads("inter_op_threads");
     if (other.record.device != "cpu" && other.record.device != "cuda")
-      throw BadInput(o.diff_record, "device", "\"cpu\" or \"cuda\", got \"" + other.record.device + "\"");
+      throw BadInput(o.diff_record, "device", "\"cpu\" or \"cuda\", got \"" + input_excerpt(other.record.device) + "\"");
     if (o.device_given && o.device != other.record.device)
       throw BadUsage("env --device " + o.device + " --diff " + o.diff_record + ": the record is a " +
                      other.record.device + " run, and the diff uses the record's device; drop --device");
@@ -62,6 +62,28 @@ EnvReport describe_environment(const EnvQuery& o) {
     else
       ++it;
   r.record_platform = other.record.platform;
+  // A team trainer's record holds its Python's view of the stack (torch,
+  // packages, its environment), this process LibTorch's: only the fields
+  // both read (the machine, the driver, CUDA) compare.
+  if (other.record.fingerprint.count("trainer.command")) {
+    for (auto it = other.record.fingerprint.begin(); it != other.record.fingerprint.end();)
+      if (!r.fingerprint.count(it->first)) {
+        ++r.trainer_only;
+        it = other.record.fingerprint.erase(it);
+      } else {
+        ++it;
+      }
+    Fingerprint here = r.fingerprint;
+    for (auto it = here.begin(); it != here.end();)
+      if (!other.record.fingerprint.count(it->first)) {
+        ++r.here_only;
+        it = here.erase(it);
+      } else {
+        ++it;
+      }
+    r.differences = diff_fingerprints(other.record.fingerprint, here);
+    return r;
+  }
   r.differences = diff_fingerprints(other.record.fingerprint, r.fingerprint);
   return r;
 }

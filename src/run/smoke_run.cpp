@@ -276,6 +276,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     out.notes.push_back(cfg.data.path + ": skipped " + line);
   }
   rec.fingerprint["config.values_xxh3"] = {cfg.values_hash, false, true};
+  rec.config = cfg.values_fields;
   if (dist.configured) rec.fingerprint["distributed.gloo"] = {RankGroup::gloo_version(), true, false};
   if (cfg.model.name == "torchscript") {
     rec.fingerprint["model.torchscript_xxh3"] = {torchscript_content_xxh3(cfg.model.path), false, true};

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_io.h"
 #include "record/platform_key.h"
 
 namespace lockstep {
@@ -17,12 +20,39 @@ std::string goldens_root(const std::string& config_file, const std::string& over
   return (dir.parent_path() / "goldens").lexically_normal().string();
 }
 
-void refuse_writing_into_goldens(const std::string& path, const std::string& config_file, const std::string& what) {
+void refuse_writing_into_folder_of_goldens(const std::string& path, const std::string& goldens_dir,
+                                           const std::string& what) {
   if (path.empty()) return;
-  std::string goldens = fs::weakly_canonical(goldens_root(config_file, "")).string() + "/";
-  if (fs::weakly_canonical(fs::absolute(path)).string().rfind(goldens, 0) == 0)
+  std::error_code ec;
+  std::string goldens = fs::weakly_canonical(fs::absolute(goldens_dir), ec).string() + "/";
+  if (fs::weakly_canonical(fs::absolute(path), ec).string().rfind(goldens, 0) == 0)
     throw BadUsage(path + ": refusing to write " + what + " into the goldens folder " + goldens +
-                   " (goldens are written only by `lockstep bless`)");
+                   " (goldens are written only by `lockstep bless` and `lockstep accept`)");
+  refuse_overwriting_a_golden(path, what);
+}
+
+void refuse_writing_into_goldens(const std::string& path, const std::string& config_file, const std::string& what) {
+  refuse_writing_into_folder_of_goldens(path, goldens_root(config_file, ""), what);
+}
+
+void refuse_overwriting_a_golden(const std::string& path, const std::string& what) {
+  if (path.empty()) return;
+  std::error_code ec;
+  fs::path target = fs::weakly_canonical(fs::absolute(path), ec);  // through links: what the write replaces
+  if (ec || !fs::is_regular_file(target, ec)) return;
+  uintmax_t size = fs::file_size(target, ec);
+  if (ec || size > (uintmax_t{64} << 20)) return;  // a golden is a few megabytes at most
+  std::ifstream in(target, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  nlohmann::json j;
+  try {
+    j = parse_json_text(text, path);  // bounded depth
+  } catch (const Error&) {
+    return;  // not JSON: not a golden
+  }
+  if (j.is_object() && j.contains("provenance") && j.contains("content_hash"))
+    throw BadUsage(path + ": refusing to write " + what + " over a golden (goldens are replaced only by "
+                   "`lockstep bless` and `lockstep accept`)");
 }
 
 std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform) {
@@ -89,11 +119,11 @@ Golden read_filed_golden(const GoldenLookup& found, const std::string& smoke) {
                    "the goldens folder by hand?); promote it with `lockstep accept DIR --reason ...`");
   if (golden.record.smoke != smoke)
     throw BadInput(found.path, "smoke", "\"" + smoke + "\" (the smoke this golden is filed under), got \"" +
-                                            golden.record.smoke + "\"");
+                                            input_excerpt(golden.record.smoke) + "\"");
   std::string filed_as = std::filesystem::path(found.path).stem().string();
   if (golden.record.platform != filed_as)
     throw BadInput(found.path, "platform", "\"" + filed_as + "\" (the platform it is filed under), got \"" +
-                                               golden.record.platform + "\"");
+                                               input_excerpt(golden.record.platform) + "\"");
   return golden;
 }
 

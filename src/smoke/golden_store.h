@@ -32,6 +32,17 @@ std::string goldens_root(const std::string& config_file, const std::string& over
 /// `lockstep bless` writes there. `what` names it ("a run record").
 void refuse_writing_into_goldens(const std::string& path, const std::string& config_file, const std::string& what);
 
+/// Throws exit-2 Error when `path` is an existing golden or pending golden
+/// (a JSON object with "provenance" and "content_hash", wherever it lies):
+/// only `bless` and `accept` replace one, never a report, a run record or
+/// an import. `what` names the output ("the --json report").
+void refuse_overwriting_a_golden(const std::string& path, const std::string& what);
+
+/// Throws exit-2 Error when `path` (an output; "" is fine) lies inside the
+/// folder `goldens_dir`. `what` names the output.
+void refuse_writing_into_folder_of_goldens(const std::string& path, const std::string& goldens_dir,
+                                           const std::string& what);
+
 /// goldens/<smoke>/<platform>.json
 std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform);
 

@@ -46,12 +46,12 @@ std::string resolve_data_path(const JsonView& node, const std::string& path, con
     // A name inside the data folder: "{data}//etc/x" or "{data}/../x" would leave it.
     fs::path rest = fs::path(path.substr(std::min(path.size(), kData.size() + 1))).lexically_normal();
     if (rest.empty() || rest.is_absolute() || rest.native().rfind("..", 0) == 0 || rest == ".")
-      node.fail("\"{data}/<name>\" with a name inside lockstep's data folder, got \"" + path + "\"");
+      node.fail("\"{data}/<name>\" with a name inside lockstep's data folder, got \"" + input_excerpt(path) + "\"");
     return (fs::path(data_dir()) / rest).lexically_normal().string();
   }
   if (path.find('{') != std::string::npos || path.find('}') != std::string::npos)
     node.fail("a path relative to the config's folder, an absolute path, or \"{data}/<name>\" for a dataset "
-              "lockstep fetches; got \"" + path + "\"");
+              "lockstep fetches; got \"" + input_excerpt(path) + "\"");
   fs::path p(path);
   return (p.is_absolute() ? p : config_dir / p).lexically_normal().string();
 }
@@ -277,7 +277,7 @@ void check_placeholders(const JsonView& node, const std::string& text, bool resu
   static const std::vector<std::string> names = {"steps", "seed", "out", "data", "config_dir", "rank"};
   for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
     size_t close = text.find('}', open);
-    if (close == std::string::npos) node.fail("a closed placeholder such as {out}, got \"" + text + "\"");
+    if (close == std::string::npos) node.fail("a closed placeholder such as {out}, got \"" + input_excerpt(text) + "\"");
     std::string name = text.substr(open + 1, close - open - 1);
     bool known = std::find(names.begin(), names.end(), name) != names.end() ||
                  (resume && (name == "resume_at" || name == "checkpoint"));
@@ -449,6 +449,15 @@ void read_trace(const JsonView& t, SmokeConfig& c) {
   }
 }
 
+// values_json() leaves by JSON path, for SmokeConfig::values_fields.
+void flatten_into(const nlohmann::json& node, const std::string& path, std::map<std::string, std::string>& out) {
+  if (!node.is_object()) {
+    out[path] = canonical_dump(node);
+    return;
+  }
+  for (const auto& [key, value] : node.items()) flatten_into(value, path.empty() ? key : path + "." + key, out);
+}
+
 }  // namespace
 
 SmokeConfig load_smoke_config(const std::string& path) {
@@ -464,7 +473,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
   c.name = v.at("name").as_string();
   if (!is_golden_name(c.name))
     v.at("name").fail("a name of letters, digits, '.', '_' and '-' not starting with '.' "
-                      "(it names the golden folder), got \"" + c.name + "\"");
+                      "(it names the golden folder), got \"" + input_excerpt(c.name) + "\"");
   if (v.has("device")) {
     // "gpu", "CUDA", "cuda:0" mean CUDA: the nearest spelling ("cpu" for
     // "gpu") would point at the one value that drops GPU coverage.
@@ -472,13 +481,13 @@ SmokeConfig load_smoke_config(const std::string& path) {
     std::string lower = d;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
     if (d != "cuda" && (lower == "gpu" || lower == "cuda" || lower.rfind("cuda:", 0) == 0))
-      v.at("device").fail("one of \"cpu\", \"cuda\", got \"" + d + "\" (did you mean \"cuda\"?)");
+      v.at("device").fail("one of \"cpu\", \"cuda\", got \"" + input_excerpt(d) + "\" (did you mean \"cuda\"?)");
     c.device = v.at("device").as_enum({"cpu", "cuda"});
   }
   if (v.has("min_driver")) {
     c.min_driver = v.at("min_driver").as_string();
     if (!is_dotted_version(c.min_driver) || std::count(c.min_driver.begin(), c.min_driver.end(), '.') > 2)
-      v.at("min_driver").fail("a dotted driver version such as \"535.104\", got \"" + c.min_driver + "\"");
+      v.at("min_driver").fail("a dotted driver version such as \"535.104\", got \"" + input_excerpt(c.min_driver) + "\"");
   }
   c.seed = v.at("seed").as_uint();
   c.steps = v.at("steps").as_int(1, 1000000);
@@ -537,7 +546,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
         has_rank = has_rank || a.find("{rank}") != std::string::npos;
         if (a.find("{checkpoint}") != std::string::npos && a.find("{rank}") == std::string::npos)
           args.at(i).fail("{rank} beside {checkpoint} in a multi-rank smoke (each rank saves and resumes its own "
-                          "file, e.g. \"{checkpoint}.rank-{rank}\"), got \"" + a + "\"");
+                          "file, e.g. \"{checkpoint}.rank-{rank}\"), got \"" + input_excerpt(a) + "\"");
       }
       if (!has_rank)
         args.fail("an argument with {rank} in a multi-rank smoke, the path of each rank's own checkpoint (e.g. "
@@ -551,7 +560,9 @@ SmokeConfig load_smoke_config(const std::string& path) {
   }
   c.data.loader.augment.worker_seeded = c.inject_nondeterminism == "worker_seeded_augment";
   c.config_hash = hex64(xxh3_64(canonical_dump(doc)));
-  c.values_hash = hex64(xxh3_64(canonical_dump(values_json(c))));
+  nlohmann::json values = values_json(c);
+  c.values_hash = hex64(xxh3_64(canonical_dump(values)));
+  flatten_into(values, "", c.values_fields);
   return c;
 }
 

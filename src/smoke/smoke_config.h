@@ -134,6 +134,12 @@ struct SmokeConfig {
   /// (fingerprint field config.values_xxh3). Loosening a tolerance, or
   /// writing a default out, changes config_hash but not this.
   std::string values_hash;
+  /// values_json() as values_hash hashed it, flattened for a run record's
+  /// "config": each leaf by its JSON path ("optimizer.lr",
+  /// "data.sample_shape") with its canonical JSON text ("0.01", "[1,8,8]");
+  /// an array is one leaf. A changed input then names its field:
+  /// "optimizer.lr 0.01 → 0.011".
+  std::map<std::string, std::string> values_fields;
 };
 
 /// The fields of `config` that determine a run's values, as parsed (defaults

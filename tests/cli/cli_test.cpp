@@ -174,6 +174,36 @@ TEST_F(Cli, CompareFindsTheRunsGoldenInAGoldensFolder) {
       << escape.output;
 }
 
+// A report or an import never replaces a golden, and nothing but bless
+// and accept writes into the goldens folder compare was given.
+TEST_F(Cli, ReportsAndImportsNeverReplaceAGolden) {
+  std::string run = out("guard-run.json");
+  ASSERT_EQ(lockstep("run " + smoke() + " --out " + run).code, 0);
+  const std::string before = read_file(golden_);
+  std::string goldens = (project_ / "goldens").string();
+  Result into = lockstep("compare " + run + " " + goldens + " --json " + golden_);
+  EXPECT_EQ(into.code, 2) << into.output;
+  EXPECT_NE(into.output.find(golden_ + ": refusing to write the --json report into the goldens folder "),
+            std::string::npos)
+      << into.output;
+  std::string copy = out("golden-copy.json");
+  fs::copy_file(golden_, copy, fs::copy_options::overwrite_existing);
+  Result over = lockstep("compare " + run + " " + golden_ + " --junit " + copy);
+  EXPECT_EQ(over.code, 2) << over.output;
+  EXPECT_NE(over.output.find(copy + ": refusing to write the --junit report over a golden"), std::string::npos)
+      << over.output;
+  std::string log = out("guard.jsonl");
+  write_file_atomically(log, "{\"step\": 0, \"loss\": 1.5}\n");
+  Result import = lockstep("import jsonl " + log + " --series loss=loss --out " + copy);
+  EXPECT_EQ(import.code, 2) << import.output;
+  EXPECT_NE(import.output.find(copy + ": refusing to write the imported record over a golden"), std::string::npos)
+      << import.output;
+  EXPECT_EQ(read_file(golden_), before);
+  EXPECT_EQ(read_file(copy), before);
+  Result report = lockstep("compare " + run + " " + goldens + " --json " + out("guard-report.json"));
+  EXPECT_EQ(report.code, 0) << report.output;  // anywhere else is fine
+}
+
 // Issue 2, test 5.
 TEST_F(Cli, TruncatedGoldenIsExit2NamingTheFile) {
   fs::path p = scratch("truncated");
@@ -635,6 +665,21 @@ TEST(CliCuda, GpuMeansCuda) {
   EXPECT_NE(r.output.find("device: expected one of \"cpu\", \"cuda\", got \"gpu\" (did you mean \"cuda\"?)"),
             std::string::npos)
       << r.output;
+}
+
+// A team trainer's golden holds its Python's view of the stack: env --diff
+// compares only what both read, and says what it left out, rather than
+// calling every package a determinism-relevant difference.
+TEST(CliCuda, EnvDiffOfATrainerGoldenComparesWhatBothRead) {
+  std::string golden = kSourceDir + "/examples/pytorch-trainer/goldens/pytorch-trainer/cpu-x86_64-avx2.json";
+  Result r = lockstep("env --diff " + golden);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("a team trainer's record: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" field(s) only the trainer records (its Python, torch, packages, environment)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("python.packages."), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("cross-stack lane"), std::string::npos) << r.output;
 }
 
 // env --diff applies the record's contract: its fields are checked first,

@@ -393,14 +393,15 @@ struct TwoNodes {
 };
 
 // `lockstep ARGS0` as node 0 and `lockstep ARGS1` as node 1 of 2, started
-// together on this host, as two CI jobs on two machines would be.
+// together on this host in the folder `d`, as two CI jobs on two machines
+// would be.
 TwoNodes on_two_nodes(const fs::path& d, const std::string& args0, const std::string& args1) {
   TwoNodes t;
   t.master = "127.0.0.1:" + std::to_string(free_port());
   std::string common = " --nnodes 2 --master " + t.master + " --node-rank ";
   std::string bin = std::string("env -u CI ") + LOCKSTEP_BINARY + " ";
   std::string log1 = (d / "node1.log").string(), rc1 = (d / "node1.rc").string();
-  t.node0 = shell("(" + bin + args1 + common + "1 > " + log1 + " 2>&1; echo $? > " + rc1 + ") & " + bin + args0 +
+  t.node0 = shell("cd " + d.string() + " || exit 9; (" + bin + args1 + common + "1 > " + log1 + " 2>&1; echo $? > " + rc1 + ") & " + bin + args0 +
                   common + "0 2>&1; rc=$?; wait; exit $rc");
   t.node1.output = read_file(log1);
   t.node1.code = std::stoi(read_file(rc1));
@@ -423,7 +424,14 @@ TEST(DistributedCli, RanksOnTwoMachinesGiveTheOneMachineRecord) {
     std::string n0 = (d / ("n0-" + std::to_string(world) + ".json")).string();
     std::string n1 = (d / ("n1-" + std::to_string(world) + ".json")).string();
     ASSERT_EQ(lockstep("run " + cfg_path(d) + w + " --out " + one).code, 0);
-    TwoNodes t = on_two_nodes(d, "run " + cfg_path(d) + w + " --out " + n0, "run " + cfg_path(d) + w + " --out " + n1);
+    // At world size 2 both nodes run in one folder with the default --out:
+    // node 1 keeps its logs beside node 0's record, not in its way.
+    if (world == 2) {
+      n0 = (d / "lockstep-out" / "digits-cnn-2rank.run.json").string();
+      n1 = (d / "lockstep-out" / "digits-cnn-2rank.node-1.run.json").string();
+    }
+    std::string out0 = world == 2 ? "" : " --out " + n0, out1 = world == 2 ? "" : " --out " + n1;
+    TwoNodes t = on_two_nodes(d, "run " + cfg_path(d) + w + out0, "run " + cfg_path(d) + w + out1);
     ASSERT_EQ(t.node0.code, 0) << t.node0.output << t.node1.output;
     ASSERT_EQ(t.node1.code, 0) << t.node1.output;
     EXPECT_NE(t.node0.output.find("run digits-cnn-2rank: " + std::to_string(world) + " ranks (gloo, on 2 machines "
@@ -435,6 +443,7 @@ TEST(DistributedCli, RanksOnTwoMachinesGiveTheOneMachineRecord) {
               std::string::npos)
         << t.node1.output;
     EXPECT_FALSE(fs::exists(n1)) << "only node 0 writes the record";
+    EXPECT_TRUE(fs::is_directory(n1 + ".ranks")) << "node 1's ranks' logs";
     nlohmann::json a = read(one), b = read(n0);
     for (const char* key : {"series", "hashes", "init", "probes", "train_probes", "contract", "config_hash", "platform"})
       EXPECT_EQ(a[key], b[key]) << key << " differs between one machine and two, world size " << world;
@@ -531,6 +540,10 @@ TEST(DistributedCli, WhatCannotRunOnSeveralMachinesIsExitTwo) {
       {" --nnodes 2 --node-rank 0", "MASTER_ADDR=h MASTER_PORT=x",
        "MASTER_ADDR:MASTER_PORT: expected a port 1..65535 after the ':' in 'h:x'"},
       {" --node-rank 0", "", "--node-rank: only with --nnodes N > 1"},
+      // Decimal only: CLI11 alone would read 0x2 as 2 and 010 as 8.
+      {" --nnodes 0x2 --node-rank 0 --master h:1", "", "expected a decimal integer in [1 - 64], got '0x2'"},
+      {" --nnodes 2 --node-rank 0 --master ::1:29500", "",
+       "--master: '::1:29500' is ambiguous: write an IPv6 address in brackets, [ADDR]:PORT"},
       {" --nnodes 2 --node-rank 0 --master h:1 --repeat 2", "", "--nnodes: --repeat runs on one machine only"},
       {" --nnodes 2 --node-rank 0 --master h:1 --resume ck", "",
        "--nnodes 2: --repeat, --stop-after and --resume run on one machine only"},

@@ -18,6 +18,27 @@ std::string smoke_in(const fs::path& project, const std::string& file) {
   return (project / "smoke" / file).string();
 }
 
+// A check killed with SIGKILL (a cancelled CI job) takes its training
+// child with it: the child dies with its parent (PR_SET_PDEATHSIG).
+TEST(TrainCli, AKilledCheckLeavesNoTrainingChild) {
+  fs::path d = scratch("sigkill-check", [](nlohmann::json& c) {
+    c["steps"] = 200000;
+    c.erase("resume_at");
+  }, kWine);
+  std::string cfg = smoke_in(d, "wine-mlp.json");
+  // "[l]ockstep": the pattern must not match this shell's own command line.
+  std::string child = "'[l]ockstep-torch run .*" + d.string() + "'";
+  Result r = shell("cd '" + d.string() + "' && " + LOCKSTEP_BINARY + " check " + cfg + " --out out & lp=$!; " +
+                   "i=0; while ! pgrep -f " + child + " >/dev/null && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; " +
+                   "kill -KILL $lp; wait $lp; echo \"lockstep status $?\"; " +
+                   "i=0; while pgrep -f " + child + " >/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; " +
+                   "if pgrep -f " + child + " >/dev/null; then echo \"child alive\"; pkill -9 -f " + child +
+                   "; else echo \"child gone\"; fi");
+  EXPECT_NE(r.output.find("lockstep status " + std::to_string(128 + 9)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("child gone"), std::string::npos) << r.output;
+  fs::remove_all(d);
+}
+
 // Each built-in model: two fresh processes give bit-identical records.
 TEST(TrainCli, EachBuiltInModelIsBitIdenticalAcrossProcesses) {
   fs::path p = scratch("models");

@@ -187,5 +187,28 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
   }
 }
 
+// SIGKILL cannot be caught: the trainer dies with lockstep all the same
+// (PR_SET_PDEATHSIG), so a killed CI job leaves no trainer holding a CPU
+// or a GPU.
+TEST(TrainerCli, AKilledCheckTakesItsTrainerWithIt) {
+  fs::path d = out_dir("sigkill");
+  fs::create_directories(d);
+  std::string pidfile = (d / "trainer.pid").string();
+  nlohmann::json cfg = {
+      {"name", "killed"}, {"seed", 1}, {"steps", 2},
+      {"trainer", {{"command", {"sh", "-c", "echo $$ > '" + pidfile + "'; exec sleep 300"}},
+                   {"timeout_s", 600},
+                   {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+  write_file_atomically((d / "killed.json").string(), pretty_dump(cfg));
+  Result r = shell("cd '" + d.string() + "' && " + LOCKSTEP_BINARY + " check killed.json --out out & lp=$!; " +
+                   "i=0; while [ ! -s trainer.pid ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; " +
+                   "kill -KILL $lp; wait $lp; echo \"lockstep status $?\"; tp=$(cat trainer.pid); " +
+                   "i=0; while kill -0 $tp 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; " +
+                   "if kill -0 $tp 2>/dev/null; then echo \"trainer alive\"; kill -9 $tp; else echo \"trainer gone\"; fi");
+  EXPECT_NE(r.output.find("lockstep status " + std::to_string(128 + SIGKILL)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("trainer gone"), std::string::npos) << r.output;
+  fs::remove_all(d);
+}
+
 }  // namespace
 }  // namespace lockstep::cli_test

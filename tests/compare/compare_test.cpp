@@ -245,6 +245,21 @@ TEST(Compare, ResourcesFailOnlyOnGrowthBeyondTheRatioOnTheSamePlatform) {
   EXPECT_EQ(first_bit_difference(r, g), "");
 }
 
+// Sub-millisecond steps: a ratio past the limit that grew by less than
+// 2 ms is a note (one page fault does that), more than 2 ms still fails.
+TEST(Compare, StepTimeGrowthBelowTwoMillisecondsIsANote) {
+  RunRecord g = make_record({1.0, 1.0, 1.0, 1.0});
+  g.resources.step_time_s = {0.1, 0.0005, 0.0005, 0.0005};
+  RunRecord r = g;
+  r.resources.step_time_s = {0.1, 0.0024, 0.0024, 0.0024};  // 4.8x, +1.9 ms
+  Verdict v = compare_records(r, g, {});
+  EXPECT_TRUE(v.passed()) << v.first_divergence;
+  EXPECT_EQ(v.notes.back(), "median step time 0.0024 s vs golden 5e-04 s (ratio 4.8) not gated: it grew by less than "
+                            "2 ms, below what one step's timing resolves");
+  r.resources.step_time_s = {0.1, 0.003, 0.003, 0.003};  // 6x, +2.5 ms
+  EXPECT_NE(find(compare_records(r, g, {}), "median step time"), nullptr);
+}
+
 // On a shared runner the step-time gate is honest: a busy machine (load
 // above one per core, or more than 5% CPU steal) on either side makes it a
 // note, and another runner class is not compared at all.
@@ -470,6 +485,30 @@ TEST(Compare, ASeedChangedInTheConfigIsAChangedInput) {
   Verdict v = compare_records(run, golden, {});
   EXPECT_EQ(v.exit_code(), ExitCode::kRegression);
   EXPECT_EQ(v.first_divergence.rfind("input changed: smoke config unit", 0), 0u) << v.first_divergence;
+}
+
+// Records that keep the config's fields name the ones that changed.
+TEST(Compare, AChangedConfigNamesItsFields) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["config.values_xxh3"] = {std::string(16, 'a'), false, true};
+  golden.config = {{"optimizer.lr", "0.01"}, {"seed", "1"}, {"steps", "2"}, {"model.name", "\"mlp\""}};
+  RunRecord run = golden;
+  run.fingerprint["config.values_xxh3"].value = std::string(16, 'b');
+  run.config["optimizer.lr"] = "0.011";
+  run.config["seed"] = "7";
+  run.config.erase("model.name");
+  Verdict v = compare_records(run, golden, {});
+  EXPECT_EQ(v.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(v.first_divergence, "input changed: smoke config unit: model.name \"mlp\" → (missing), optimizer.lr 0.01 "
+                                "→ 0.011, seed 1 → 7 (xxh3 " + std::string(16, 'a') + " → " + std::string(16, 'b') + ")");
+  for (int i = 0; i < 6; ++i) run.config["x" + std::to_string(i)] = "1";
+  v = compare_records(run, golden, {});
+  EXPECT_NE(v.first_divergence.find(", and 5 more (xxh3 "), std::string::npos) << v.first_divergence;
+  // A golden made before records kept the fields: the hash only.
+  golden.config.clear();
+  v = compare_records(run, golden, {});
+  EXPECT_EQ(v.first_divergence.rfind("input changed: smoke config unit (a field that determines the values", 0), 0u)
+      << v.first_divergence;
 }
 
 }  // namespace

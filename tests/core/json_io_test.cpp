@@ -82,6 +82,16 @@ TEST(JsonView, UnknownKeySuggestsSpelling) {
   EXPECT_EQ(msg, "smoke/a.json: tolerence: expected a known field, not 'tolerence' (did you mean 'tolerance'?)");
 }
 
+// Other tools' names for a field are pointed at ours, when ours is allowed.
+TEST(JsonView, UnknownKeySuggestsOurNameForAnotherToolsSpelling) {
+  auto doc = nlohmann::json::parse(R"({"learning_rate": 0.1})");
+  JsonView v(doc, "smoke/a.json");
+  EXPECT_EQ(error_of([&] { v.allow_keys({"name", "lr"}); }),
+            "smoke/a.json: learning_rate: expected a known field, not 'learning_rate' (did you mean 'lr'?)");
+  EXPECT_EQ(error_of([&] { v.allow_keys({"name", "steps"}); }),
+            "smoke/a.json: learning_rate: expected a known field, not 'learning_rate'");
+}
+
 TEST(JsonView, AnOversizedKeyOrValueIsCutInTheMessage) {
   nlohmann::json doc = {{std::string(100000, 'k'), 1}, {"mode", std::string(100000, 'v')}};
   JsonView v(doc, "f.json");

@@ -36,15 +36,27 @@ TEST(MasterAddress, RefusesWhatIsNotHostColonPort) {
     EXPECT_FALSE(parse(bad, &error).set()) << bad;
     EXPECT_EQ(error, std::string("expected a port 1..65535 after the ':' in '") + bad + "'");
   }
-  for (const char* bad : {"a b:1", "127.0.0.1:41131:41132", "h\xc3\xa9llo:1", ";id:1", "@:1", "%:1", "a:b:1", "[node0]:1", "-x:1"}) {
+  for (const char* bad : {"a b:1", "h\xc3\xa9llo:1", ";id:1", "@:1", "%:1", "[node0]:1", "-x:1"}) {
     EXPECT_FALSE(parse(bad, &error).set()) << bad;
     std::string host = std::string(bad).substr(0, std::string(bad).rfind(':'));
     if (host.front() == '[') host = host.substr(1, host.size() - 2);
     EXPECT_EQ(error, "'" + host + "' is not a host name, an IPv4 address or an IPv6 address (write IPv6 as [ADDR]:PORT)")
         << bad;
   }
-  EXPECT_EQ(parse("::1:29500", &error).host, "::1");
-  EXPECT_EQ(parse("fe80::1:2:29500", &error).port, 29500);
+  // Unbracketed colons: "::1:29500" is host ::1 port 29500, or the address
+  // ::1:29500 itself; refused, not guessed.
+  for (const char* bad : {"::1:29500", "fe80::1:2:29500", "127.0.0.1:41131:41132", "a:b:1"}) {
+    EXPECT_FALSE(parse(bad, &error).set()) << bad;
+    EXPECT_EQ(error, "'" + std::string(bad) + "' is ambiguous: write an IPv6 address in brackets, [ADDR]:PORT");
+  }
+  // inet_aton's shorthands (127.1 is 127.0.0.1, 1.2.3 is 1.2.0.3).
+  for (const char* bad : {"127.1:1", "2130706433:1", "0x7f.1:1", "1.2.3:1", "010.0.0.1:1", "1.2.3.4.5:1"}) {
+    EXPECT_FALSE(parse(bad, &error).set()) << bad;
+    std::string host = std::string(bad).substr(0, std::string(bad).rfind(':'));
+    EXPECT_EQ(error, "'" + host + "' is not a dotted-quad IPv4 address such as 10.0.0.1") << bad;
+  }
+  EXPECT_EQ(parse("[fe80::1:2]:29500", &error).port, 29500);
+  EXPECT_EQ(parse("[::ffff:127.0.0.1]:7", &error).host, "::ffff:127.0.0.1");
   EXPECT_EQ(parse("node_0.rack-1:2", &error).host, "node_0.rack-1");
 }
 

@@ -7,6 +7,7 @@
 #include "compare/markdown_report.h"
 #include "compare/text_report.h"
 #include "core/error.h"
+#include "core/atomic_file.h"
 #include "gate/gate_fixture.h"
 #include "gate/verify_goldens.h"
 
@@ -190,6 +191,23 @@ TEST(CheckSmoke, ARegressionLeavesAPendingGolden) {
   EXPECT_EQ(c.pending->provenance.reason, "(pending review: check failed: " + c.verdict.first_divergence + ")");
   EXPECT_EQ(c.verdict.first_divergence.rfind("train step 0: loss", 0), 0u) << c.verdict.first_divergence;
   EXPECT_EQ(c.golden.series.at("loss").values[0], golden.series.at("loss").values[0]);
+}
+
+// A pending golden an earlier, failing check left is gone once a later
+// check passes: `accept` must never promote what the latest check did not
+// write.
+TEST(CheckSmoke, AnEarlierChecksPendingGoldenDoesNotOutliveTheNextCheck) {
+  GateProject p("stale");
+  p.write_golden(make_gate_record());
+  std::string stale = p.out_dir() + "/unit/cpu-x86_64-avx2.golden.new";
+  std::filesystem::create_directories(p.out_dir() + "/unit");
+  write_file_atomically(stale, "{}");
+  write_file_atomically(p.out_dir() + "/unit/keep.txt", "mine");
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(p.out_dir() + "/unit/keep.txt"));
 }
 
 TEST(CheckSmoke, ALauncherErrorEndsTheSmokeWithItsCode) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "core/error.h"
 #include "gate/gate_fixture.h"
@@ -94,6 +95,7 @@ TEST(Pending, AcceptRefusesAPendingGoldenOfAnotherConfigVersion) {
 
 TEST(Pending, NoPendingGoldensIsBadInput) {
   GateProject p("pending-none");
+  std::filesystem::create_directories(p.out_dir());
   try {
     load_pending(p.out_dir(), p.goldens_dir(), "");
     FAIL();
@@ -101,6 +103,48 @@ TEST(Pending, NoPendingGoldensIsBadInput) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
     EXPECT_EQ(std::string(e.what()), p.out_dir() + ": no pending goldens (*.golden.new) to review");
   }
+}
+
+TEST(Pending, AFolderThatIsNotThereIsSaidSo) {
+  GateProject p("pending-absent");
+  try {
+    load_pending(p.out_dir() + "/nope", p.goldens_dir(), "");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()).rfind(p.out_dir() + "/nope: no such folder", 0), 0u) << e.what();
+  }
+}
+
+// A pending golden is held to where check filed it, and two for one golden
+// (two downloaded artifacts) are refused rather than the last one winning.
+TEST(Pending, MisfiledOrDuplicatePendingGoldensAreRefused) {
+  GateProject p("pending-filing");
+  std::string path = write_pending(p, make_gate_record());
+  std::string moved = p.out_dir() + "/other/cpu-x86_64-avx2.golden.new";
+  std::filesystem::create_directories(p.out_dir() + "/other");
+  std::filesystem::rename(path, moved);
+  PendingSet set = load_pending(p.out_dir(), p.goldens_dir(), "");
+  EXPECT_EQ(expect_refusal(set), moved + ": smoke: expected \"other\" (the folder it is filed in), got \"unit\"");
+  std::filesystem::remove_all(p.out_dir() + "/other");
+
+  path = write_pending(p, make_gate_record());
+  std::string renamed = p.out_dir() + "/unit/cpu-x86_64-zzz.golden.new";
+  std::filesystem::rename(path, renamed);
+  EXPECT_EQ(expect_refusal(load_pending(p.out_dir(), p.goldens_dir(), "")),
+            renamed + ": platform: expected \"cpu-x86_64-zzz\" (its file name), got \"cpu-x86_64-avx2\"");
+  std::filesystem::remove(renamed);
+
+  path = write_pending(p, make_gate_record());
+  std::string second = p.out_dir() + "/shard-2/unit/cpu-x86_64-avx2.golden.new";
+  std::filesystem::create_directories(p.out_dir() + "/shard-2/unit");
+  std::filesystem::copy_file(path, second);
+  set = load_pending(p.out_dir(), p.goldens_dir(), "");
+  ASSERT_EQ(set.files.size(), 2u);
+  std::string what = expect_refusal(set);
+  EXPECT_NE(what.find(": expected one pending golden per smoke and platform; " + set.files[0] + " is another for "),
+            std::string::npos)
+      << what;
 }
 
 TEST(Pending, AcceptRefusesAGoldenMadeUnderAnotherContract) {

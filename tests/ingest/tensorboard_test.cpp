@@ -1,6 +1,7 @@
 #include "ingest/tensorboard.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <string>
@@ -118,11 +119,32 @@ TEST(TensorBoard, FolderReadsOnlyEventFilesSortedByName) {
   later.write(dir.path("events.out.tfevents.1700000200.host"));
   earlier.write(dir.path("events.out.tfevents.1700000100.host"));
   write_bytes(dir.path("notes.txt"), "not an event file");
-  std::filesystem::create_directories(dir.path("events.out.tfevents.subfolder"));
   EXPECT_EQ(read_metrics(tb_spec(dir.path())).at("loss").values, (std::vector<double>{1, 2, 3, 4}));
   EXPECT_EQ(tensorboard_event_files(dir.path()),
             (std::vector<std::string>{dir.path("events.out.tfevents.1700000100.host"),
                                       dir.path("events.out.tfevents.1700000200.host")}));
+}
+
+// An event file's name on something that is not a file is refused, not
+// skipped: its events would be lost without a word.
+TEST(TensorBoard, AnEventNameOnSomethingElseIsRefused) {
+  IngestTempDir dir("tb");
+  TbFile f;
+  f.version().scalar(0, "train/loss", 1.0f);
+  f.write(dir.path("events.out.tfevents.1"));
+  std::filesystem::create_directories(dir.path("events.out.tfevents.2"));
+  EXPECT_EQ(exit2_message([&] { read_metrics(tb_spec(dir.path())); }),
+            dir.path("events.out.tfevents.2") +
+                ": expected a regular TensorBoard event file (named events.out.tfevents.*), got a folder");
+  std::filesystem::remove(dir.path("events.out.tfevents.2"));
+  ASSERT_EQ(::mkfifo(dir.path("events.out.tfevents.3").c_str(), 0600), 0);
+  EXPECT_HAS(exit2_message([&] { read_metrics(tb_spec(dir.path())); }), "got a FIFO");
+  std::filesystem::remove(dir.path("events.out.tfevents.3"));
+  std::filesystem::create_symlink("/dev/zero", dir.path("events.out.tfevents.4"));
+  EXPECT_HAS(exit2_message([&] { read_metrics(tb_spec(dir.path())); }), "got a device or a socket, or a link to one");
+  std::filesystem::remove(dir.path("events.out.tfevents.4"));
+  std::filesystem::create_symlink(dir.path("events.out.tfevents.1"), dir.path("events.out.tfevents.5"));
+  EXPECT_EQ(tensorboard_event_files(dir.path()).size(), 2u);  // a link to an event file is one
 }
 
 TEST(TensorBoard, RestartReLoggingIdenticalValuesIsAccepted) {

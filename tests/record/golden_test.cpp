@@ -8,6 +8,7 @@
 #include "../record_builder.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_io.h"
 
 namespace lockstep {
 namespace {
@@ -35,6 +36,29 @@ TEST(Golden, RoundTripsWithContentHash) {
   EXPECT_EQ(back.record.series.at("loss").values, sample().record.series.at("loss").values);
   EXPECT_EQ(back.provenance.reason, "initial");
   EXPECT_EQ(back.record.probes.size(), 1u);
+}
+
+// The config's fields round-trip; a record without them writes no
+// "config" (goldens made before it keep their content hash).
+TEST(Golden, ConfigFieldsRoundTripAndAreOptional) {
+  Golden g = sample();
+  std::string plain = temp_path("no-config.json");
+  write_golden(plain, g);
+  EXPECT_FALSE(parse_json_file(plain).contains("config"));
+  g.record.config = {{"optimizer.lr", "0.01"}, {"data.sample_shape", "[1,8,8]"}};
+  std::string path = temp_path("config.json");
+  write_golden(path, g);
+  EXPECT_EQ(read_golden(path).record.config, g.record.config);
+  nlohmann::json doc = parse_json_file(path);
+  doc["config"]["seed"] = 7;
+  write_file_atomically(path, pretty_dump(doc));
+  try {
+    read_golden_or_record(path);
+    FAIL() << "a number where a JSON text is expected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("config.seed: expected a string"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Golden, SeedsInitAndResourcesRoundTrip) {

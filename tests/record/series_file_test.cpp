@@ -203,8 +203,10 @@ TEST_F(BadSidecar, RangePastTheEnd) {
 }
 
 TEST_F(BadSidecar, Float32ValueThatIsNotBinary32) {
-  // loss is float32; point it at grad_norm's values, whose [5] is a float64 denormal.
+  // loss is float32; point it at grad_norm's values, whose [5] is a float64
+  // denormal (grad_norm itself dropped: two references may not share bytes).
   doc["series"]["loss"]["values"]["offset"] = 0;
+  doc["series"].erase("grad_norm");
   rewrite_json();
   expect_exit2("series.loss.values: expected a float32 value exactly representable in binary32, got 5e-324 at index 5");
 }
@@ -225,6 +227,30 @@ TEST_F(BadSidecar, Float32NaNWithAPayloadBinary32CannotHold) {
   r.series["loss"].values[7] = static_cast<double>(f32_nan);
   write_run_record(path, r);
   expect_identical(read_golden_or_record(path).record, r);
+}
+
+// References that share bytes would let a small record decode its file
+// many times over (300 series on one array: 300 copies in memory).
+TEST_F(BadSidecar, OverlappingReferences) {
+  doc["series"]["loss"]["values"] = doc["series"]["grad_norm"]["values"];
+  rewrite_json();
+  expect_exit2("series.loss.values: expected a range of the sidecar no other reference shares (lockstep writes each "
+               "array once), got bytes [0, 80008), which overlap series.grad_norm.values's [0, 80008)");
+  doc["series"]["loss"]["values"]["offset"] = 8;
+  doc["series"]["loss"]["values"]["count"] = 1;
+  rewrite_json();
+  expect_exit2("series.loss.values: expected a range of the sidecar no other reference shares");
+}
+
+// Records "run" and "run.json" side by side: writing one never removes
+// the other's sidecar (their sidecar names share one pattern).
+TEST(SeriesFile, RecordsNamedXAndXJsonKeepTheirSidecars) {
+  std::string dir = fresh_dir("twins");
+  write_run_record(dir + "/run.json", long_record(1.0));
+  write_run_record(dir + "/run", long_record(2.0));
+  write_run_record(dir + "/run", long_record(4.0));
+  expect_identical(long_record(1.0), read_run_record(dir + "/run.json"));
+  expect_identical(long_record(4.0), read_run_record(dir + "/run"));
 }
 
 TEST_F(BadSidecar, ReferenceWithoutSeriesData) {

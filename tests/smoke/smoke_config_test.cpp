@@ -191,6 +191,15 @@ TEST_F(TrainerConfig, ParsesTheSectionAndResolvesCwd) {
   EXPECT_EQ(values_json(c).at("trainer").at("command").size(), 4u);
 }
 
+// A value quoted back from the config is cut at 64 bytes with its length
+// said: a megabyte-long name never floods a CI log.
+TEST_F(TrainerConfig, ALongBadNameIsQuotedCut) {
+  std::string path = write(trainer(), {{"name", std::string(100000, '/')}});
+  EXPECT_EQ(error_of(path), path +
+                                ": name: expected a name of letters, digits, '.', '_' and '-' not starting with '.' "
+                                "(it names the golden folder), got \"" + std::string(64, '/') + "... (100000 bytes)\"");
+}
+
 TEST_F(TrainerConfig, RefusesWhatCannotWork) {
   nlohmann::json t = trainer();
   EXPECT_NE(error_of(write(t, {{"model", {{"name", "cnn"}}}})).find("model: expected no model beside \"trainer\""),

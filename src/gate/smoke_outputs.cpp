@@ -1,0 +1,37 @@
+#include "gate/smoke_outputs.h"
+
+#include <filesystem>
+#include <regex>
+#include <vector>
+
+#include "core/error.h"
+#include "smoke/golden_store.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+bool is_smoke_output_name(const std::string& name) {
+  // The names gate/check.cpp, gate/bless.cpp and launch/launcher.cpp give.
+  static const std::regex kOutput(
+      R"(((run|bless|bless-seed-[0-9]+)-[0-9]+\.json|resume-part\.json|resume-at-[0-9]+\.ckpt|resumed\.json)(\..+)?)"
+      R"(|report\.(json|md|html))");
+  static const std::string kPending = ".golden.new";
+  if (name.size() > kPending.size() && name.compare(name.size() - kPending.size(), kPending.size(), kPending) == 0)
+    return is_golden_name(name.substr(0, name.size() - kPending.size()));
+  return std::regex_match(name, kOutput);
+}
+
+void clear_smoke_outputs(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return;
+  std::vector<fs::path> doomed;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (is_smoke_output_name(it->path().filename().string())) doomed.push_back(it->path());
+  if (ec) throw io_error(dir, "list the smoke's output folder", ec.value());
+  for (const auto& p : doomed) {
+    fs::remove_all(p, ec);
+    if (ec) throw io_error(p.string(), "remove an earlier command's output", ec.value());
+  }
+}
+
+}  // namespace lockstep
