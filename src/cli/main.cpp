@@ -37,12 +37,12 @@ void add_overrides(CLI::App* cmd, lockstep::RunOverrides& o) {
   cmd->add_option("--intra-op-threads", o.intra_op_threads,
                   "Override the config's intra-op thread count (recorded; a golden made with "
                   "another count fails the contract)")
-      ->check(decimal_range(1, 1024));
+      ->transform(decimal_range(1, 1024));
   cmd->add_option("--workers", o.workers, "Override data.workers (batches must not change)")
-      ->check(decimal_range(0, 64));
+      ->transform(decimal_range(0, 64));
   cmd->add_option("--world-size", o.world_size,
                   "Override distributed.world_size of the multi-rank smokes (recorded in the contract; check leaves single-process smokes as they are)")
-      ->check(decimal_range(1, 64));
+      ->transform(decimal_range(1, 64));
 }
 
 // `run` and `probe` take the same arguments.
@@ -56,7 +56,7 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   // One rank of a multi-rank smoke, started by the coordinator
   // (distributed/rank_launch.h); hidden from --help.
   auto* rank = cmd->add_option("--rank", o.rank, "This process is rank R of a distributed smoke")
-                   ->check(decimal_range(0, 63))
+                   ->transform(decimal_range(0, 63))
                    ->group("");
   auto* rdv = cmd->add_option("--rendezvous", o.rendezvous, "The run's rendezvous folder")->group("");
   rank->needs(rdv);
@@ -65,9 +65,9 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   cmd->add_option("--nnodes", o.nnodes,
                   "Spread a multi-rank smoke's ranks over N machines (run the same command on each, with "
                   "--node-rank and --master)")
-      ->check(decimal_range(1, 64));
+      ->transform(decimal_range(1, 64));
   cmd->add_option("--node-rank", o.node_rank, "This machine's place among --nnodes, 0..N-1 (node 0 writes the record)")
-      ->check(decimal_range(0, 63));
+      ->transform(decimal_range(0, 63));
   cmd->add_option("--master", o.master,
                   "HOST:PORT where node 0 serves the ranks' c10d TCPStore (default: MASTER_ADDR:MASTER_PORT)");
   return cmd;
@@ -98,10 +98,10 @@ int main(int argc, char** argv) {
   run->add_option("--repeat", run_opts.repeat,
                   "Run N fresh processes and require bit-identical records (exit 4 naming the first "
                   "step, metric and parameter that differ)")
-      ->check(decimal_range(1, 100));
+      ->transform(decimal_range(1, 100));
   auto* stop_after = run->add_option("--stop-after", run_opts.stop_after,
                                      "Checkpoint after K steps and stop (no record); see --resume")
-                         ->check(decimal_range(1, 1000000));
+                         ->transform(decimal_range(1, 1000000));
   auto* checkpoint = run->add_option("--checkpoint", run_opts.checkpoint, "Checkpoint file for --stop-after");
   stop_after->needs(checkpoint);
   checkpoint->needs(stop_after);
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   import->add_option("--seed", import_opts.seed, "Seed the trainer ran with (recorded)")
-      ->check(decimal_range(0, UINT64_MAX));
+      ->transform(decimal_range(0, UINT64_MAX));
 
   CheckOptions check_opts;
   auto* check = app.add_subcommand("check", "Probe + train + compare against goldens (the CI stage)");
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
                     "I/N: check only shard I of N of the suite (smokes dealt by a stable hash of their names; "
                     "GitLab: $CI_NODE_INDEX/$CI_NODE_TOTAL)");
   check->add_option("--repeat", check_opts.repeat, "Fresh runs compared bit for bit (default: config, 2)")
-      ->check(decimal_range(1, 100));
+      ->transform(decimal_range(1, 100));
   add_overrides(check, check_opts.overrides);
 
   // check and bless run on one machine; these only say what to do instead
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
   bless->add_option("--reason", bless_opts.reason, "Why the goldens change (recorded)")->required();
   bless->add_option("--goldens", bless_opts.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
   bless->add_option("--out", bless_opts.out_dir, "Folder for the run records")->capture_default_str();
-  bless->add_option("--runs", bless_opts.runs, "Bit-identical runs required")->check(decimal_range(2, 100))->capture_default_str();
+  bless->add_option("--runs", bless_opts.runs, "Bit-identical runs required")->transform(decimal_range(2, 100))->capture_default_str();
   bless->add_option("--seeds", bless_opts.seeds,
                     "Also bless these seeds (comma-separated) into a multi-seed golden: per-step mean and "
                     "std for the sigma rule; the config's seed stays the exact reference");

@@ -542,6 +542,9 @@ TEST(DistributedCli, WhatCannotRunOnSeveralMachinesIsExitTwo) {
       {" --node-rank 0", "", "--node-rank: only with --nnodes N > 1"},
       // Decimal only: CLI11 alone would read 0x2 as 2 and 010 as 8.
       {" --nnodes 0x2 --node-rank 0 --master h:1", "", "expected a decimal integer in [1 - 64], got '0x2'"},
+      {" --nnodes 010 --node-rank 0 --master h:1", "",
+       "--nnodes 10: the 2 ranks of " + cfg_path(d) + " (distributed.world_size or --world-size) do not split "
+       "evenly over 10 machines"},
       {" --nnodes 2 --node-rank 0 --master ::1:29500", "",
        "--master: '::1:29500' is ambiguous: write an IPv6 address in brackets, [ADDR]:PORT"},
       {" --nnodes 2 --node-rank 0 --master h:1 --repeat 2", "", "--nnodes: --repeat runs on one machine only"},
