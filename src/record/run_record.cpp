@@ -214,10 +214,7 @@ void write_run_record(const std::string& path, const RunRecord& record) {
   // one name pattern, and one record's must never go with the other's.
   std::error_code ec;
   const std::filesystem::path dir = json_path.parent_path().empty() ? "." : json_path.parent_path();
-  const std::string ext = ".json";
-  const bool has_ext = json_name.size() > ext.size() && json_name.compare(json_name.size() - ext.size(), ext.size(), ext) == 0;
-  const std::string twin = has_ext ? json_name.substr(0, json_name.size() - ext.size()) : json_name + ext;
-  if (std::filesystem::exists(std::filesystem::symlink_status(dir / twin, ec))) return;
+  if (std::filesystem::exists(std::filesystem::symlink_status(dir / sidecar_twin_of(json_name), ec))) return;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     if (name != sidecar && is_sidecar_of(name, json_name)) std::filesystem::remove(entry.path(), ec);

@@ -46,6 +46,11 @@ std::string sidecar_name(const std::string& json_name, const std::string& hash_h
   return stem_of(json_name) + "." + hash_hex.substr(0, kHashDigits) + kSuffix;
 }
 
+std::string sidecar_twin_of(const std::string& json_name) {
+  std::string stem = stem_of(json_name);
+  return stem == json_name ? json_name + ".json" : stem;
+}
+
 bool is_sidecar_of(const std::string& file_name, const std::string& json_name) {
   const std::string stem = stem_of(json_name) + ".";
   const std::string suffix = kSuffix;

@@ -119,4 +119,9 @@ std::string sidecar_name(const std::string& json_name, const std::string& hash_h
 /// writer can remove the stale ones.
 bool is_sidecar_of(const std::string& file_name, const std::string& json_name);
 
+/// The other record name whose sidecars share `json_name`'s name pattern:
+/// "run" for "run.json", "run.json" for "run". A writer leaves the stale
+/// sidecars alone while that record exists beside it.
+std::string sidecar_twin_of(const std::string& json_name);
+
 }  // namespace lockstep

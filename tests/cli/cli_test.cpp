@@ -200,6 +200,10 @@ TEST_F(Cli, ReportsAndImportsNeverReplaceAGolden) {
       << import.output;
   EXPECT_EQ(read_file(golden_), before);
   EXPECT_EQ(read_file(copy), before);
+  Result named = lockstep("compare " + run + " " + goldens + " --junit " + out("x.golden.new"));
+  EXPECT_EQ(named.code, 2) << named.output;
+  EXPECT_NE(named.output.find("x.golden.new: the --junit report must not be named *.golden.new"), std::string::npos)
+      << named.output;
   Result report = lockstep("compare " + run + " " + goldens + " --json " + out("guard-report.json"));
   EXPECT_EQ(report.code, 0) << report.output;  // anywhere else is fine
 }

@@ -119,6 +119,8 @@ TEST(SeriesFile, SidecarNamesAreRecognisedStrictly) {
   EXPECT_FALSE(is_sidecar_of("run.0123456789abcde.series", "run.json"));
   EXPECT_FALSE(is_sidecar_of("runs.0123456789abcdef.series", "run.json"));
   EXPECT_FALSE(is_sidecar_of("run.0123456789abcdef.json", "run.json"));
+  EXPECT_EQ(sidecar_twin_of("run.json"), "run");
+  EXPECT_EQ(sidecar_twin_of("run"), "run.json");
 }
 
 // Each bad sidecar or reference is exit 2 with a message that names the
