@@ -1,6 +1,7 @@
 // The command line main() was given, kept for the front `lockstep` that
 // hands a built-in smoke's `run`/`probe` and `env` to `lockstep-torch`
-// (cli/torch_commands_exec.cpp).
+// (cli/torch_commands_exec.cpp), and how a `lockstep run` that check or
+// bless started ties its life to theirs (die_with_parent_lockstep).
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>

@@ -30,8 +30,7 @@ int compare_command(const CompareOptions& o) {
   std::error_code dir_ec;
   const bool goldens_folder = std::filesystem::is_directory(o.golden, dir_ec);
   for (const auto& [what, out] : outputs) {
-    const std::string pending = ".golden.new";
-    if (out->size() >= pending.size() && out->compare(out->size() - pending.size(), pending.size(), pending) == 0)
+    if (!pending_platform_of(std::filesystem::path(*out).filename().string()).empty())
       throw BadUsage(*out + ": " + what + " must not be named *.golden.new: review and accept would take it for a "
                      "pending golden");
     refuse_overwriting_inputs(*out, {o.run, o.golden, o.config});

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "gate/pending.h"
 #include "gate/provenance.h"
+#include "smoke/golden_store.h"
 
 namespace lockstep {
 
@@ -31,7 +32,7 @@ int review_command(const PendingOptions& o) {
     std::cout << "   current: " << r.current << " (content " << r.current_hash
               << "), " << printable_message(describe_provenance(r.current_provenance), false) << "\n";
     std::cout << render_text(*r.verdict, isatty(STDOUT_FILENO));
-    std::string html = r.path.substr(0, r.path.size() - 11) + ".review.html";
+    std::string html = r.path.substr(0, r.path.size() - kPendingGoldenSuffix.size()) + ".review.html";
     write_file_atomically(html, render_html(*r.verdict, r.pending, r.golden));
     std::cout << "   HTML: " << html << "\n\n";
   }

@@ -38,7 +38,7 @@ Golden read_pending(const std::string& path) {
   Golden g = read_golden(path);
   fs::path p(path);
   std::string file = p.filename().string();
-  std::string platform = file.substr(0, file.size() - std::string(".golden.new").size());
+  std::string platform = pending_platform_of(file);
   std::string smoke = p.parent_path().filename().string();
   if (g.record.smoke != smoke)
     throw BadInput(path, "smoke", "\"" + smoke + "\" (the folder it is filed in), got \"" +

@@ -15,9 +15,7 @@ bool is_smoke_output_name(const std::string& name) {
   static const std::regex kOutput(
       R"(((run|bless|bless-seed-[0-9]+)-[0-9]+\.json|resume-part\.json|resume-at-[0-9]+\.ckpt|resumed\.json)(\..+)?)"
       R"(|report\.(json|md|html))");
-  static const std::string kPending = ".golden.new";
-  if (name.size() > kPending.size() && name.compare(name.size() - kPending.size(), kPending.size(), kPending) == 0)
-    return is_golden_name(name.substr(0, name.size() - kPending.size()));
+  if (std::string platform = pending_platform_of(name); !platform.empty()) return is_golden_name(platform);
   return std::regex_match(name, kOutput);
 }
 

@@ -66,21 +66,22 @@ EnvReport describe_environment(const EnvQuery& o) {
   // packages, its environment), this process LibTorch's: only the fields
   // both read (the machine, the driver, CUDA) compare.
   if (other.record.fingerprint.count("trainer.command")) {
-    for (auto it = other.record.fingerprint.begin(); it != other.record.fingerprint.end();)
-      if (!r.fingerprint.count(it->first)) {
-        ++r.trainer_only;
-        it = other.record.fingerprint.erase(it);
-      } else {
-        ++it;
+    // Removes from `f` the fields `other` lacks; returns how many.
+    auto keep_shared = [](Fingerprint& f, const Fingerprint& other) {
+      size_t dropped = 0;
+      for (auto it = f.begin(); it != f.end();) {
+        if (other.count(it->first)) {
+          ++it;
+        } else {
+          it = f.erase(it);
+          ++dropped;
+        }
       }
+      return dropped;
+    };
     Fingerprint here = r.fingerprint;
-    for (auto it = here.begin(); it != here.end();)
-      if (!other.record.fingerprint.count(it->first)) {
-        ++r.here_only;
-        it = here.erase(it);
-      } else {
-        ++it;
-      }
+    r.trainer_only = keep_shared(other.record.fingerprint, here);
+    r.here_only = keep_shared(here, other.record.fingerprint);
     r.differences = diff_fingerprints(other.record.fingerprint, here);
     return r;
   }

@@ -44,6 +44,9 @@ void refuse_overwriting_a_golden(const std::string& path, const std::string& wha
   if (ec || size > (uintmax_t{64} << 20)) return;  // a golden is a few megabytes at most
   std::ifstream in(target, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A record or report rewritten in place is the common case: no parse
+  // unless the golden's key is there at all.
+  if (text.find("\"content_hash\"") == std::string::npos) return;
   nlohmann::json j;
   try {
     j = parse_json_text(text, path);  // bounded depth
@@ -59,8 +62,14 @@ std::string golden_path(const std::string& root, const std::string& smoke, const
   return (fs::path(root) / smoke / (platform + ".json")).string();
 }
 
+std::string pending_platform_of(const std::string& file_name) {
+  const size_t n = kPendingGoldenSuffix.size();
+  if (file_name.size() <= n || file_name.compare(file_name.size() - n, n, kPendingGoldenSuffix) != 0) return "";
+  return file_name.substr(0, file_name.size() - n);
+}
+
 std::string pending_path(const std::string& out_dir, const std::string& smoke, const std::string& platform) {
-  return (fs::path(out_dir) / smoke / (platform + ".golden.new")).string();
+  return (fs::path(out_dir) / smoke / (platform + std::string(kPendingGoldenSuffix))).string();
 }
 
 std::vector<std::string> find_pending(const std::string& dir) {
@@ -70,7 +79,7 @@ std::vector<std::string> find_pending(const std::string& dir) {
   for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     const std::string name = it->path().filename().string();
-    if (it->is_regular_file(ec) && name.size() > 11 && name.compare(name.size() - 11, 11, ".golden.new") == 0)
+    if (it->is_regular_file(ec) && !pending_platform_of(name).empty())
       out.push_back(it->path().string());
   }
   std::sort(out.begin(), out.end());

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "record/golden.h"
@@ -45,6 +46,13 @@ void refuse_writing_into_folder_of_goldens(const std::string& path, const std::s
 
 /// goldens/<smoke>/<platform>.json
 std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform);
+
+/// The ending of a pending golden's file name: <platform>.golden.new.
+inline constexpr std::string_view kPendingGoldenSuffix = ".golden.new";
+
+/// The platform a pending golden's file name gives, "cpu-x86_64-avx2" for
+/// "cpu-x86_64-avx2.golden.new"; "" when `file_name` is not one.
+std::string pending_platform_of(const std::string& file_name);
 
 /// Pending golden written by a failing `check`: <out>/<smoke>/<platform>.golden.new
 std::string pending_path(const std::string& out_dir, const std::string& smoke, const std::string& platform);

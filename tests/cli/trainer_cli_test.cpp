@@ -161,9 +161,18 @@ TEST(TrainerCli, ImportReadsAJsonlLogIntoARecordThatCompares) {
 
 // A cancelled CI job (SIGTERM to lockstep) must not leave the trainer
 // running: lockstep kills the trainers' process groups, then dies of the
-// same signal.
+// same signal. SIGKILL cannot be caught: the trainer dies with lockstep all
+// the same (PR_SET_PDEATHSIG), here under `check`.
 TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
-  for (const char* sig : {"TERM", "INT"}) {
+  struct Case {
+    const char* sig;
+    int status;
+    const char* command;
+  };
+  for (const Case& c : {Case{"TERM", 128 + SIGTERM, " run cancelled.json --out r.json"},
+                        Case{"INT", 128 + SIGINT, " run cancelled.json --out r.json"},
+                        Case{"KILL", 128 + SIGKILL, " check cancelled.json --out out"}}) {
+    const std::string sig = c.sig;
     fs::path d = out_dir(std::string("signal-") + sig);
     fs::create_directories(d);
     std::string pidfile = (d / "trainer.pid").string();
@@ -174,40 +183,16 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
     write_file_atomically((d / "cancelled.json").string(), pretty_dump(cfg));
     // In the background, so the shell can signal it once the trainer is up.
-    Result r = shell("cd '" + d.string() + "' && " + LOCKSTEP_BINARY + " run cancelled.json --out r.json & lp=$!; " +
+    Result r = shell("cd '" + d.string() + "' && " + LOCKSTEP_BINARY + c.command + " & lp=$!; " +
                      "i=0; while [ ! -s trainer.pid ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; " +
                      "kill -" + sig + " $lp; wait $lp; echo \"lockstep status $?\"; tp=$(cat trainer.pid); " +
                      "i=0; while kill -0 $tp 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; " +
                      "if kill -0 $tp 2>/dev/null; then echo \"trainer alive\"; kill -9 $tp; else echo \"trainer gone\"; fi");
-    int status = std::string(sig) == "TERM" ? 128 + SIGTERM : 128 + SIGINT;
-    EXPECT_NE(r.output.find("lockstep status " + std::to_string(status)), std::string::npos) << sig << r.output;
+    EXPECT_NE(r.output.find("lockstep status " + std::to_string(c.status)), std::string::npos) << sig << r.output;
     EXPECT_NE(r.output.find("trainer gone"), std::string::npos) << sig << r.output;
     EXPECT_FALSE(fs::exists(d / "r.json")) << sig;
     fs::remove_all(d);
   }
-}
-
-// SIGKILL cannot be caught: the trainer dies with lockstep all the same
-// (PR_SET_PDEATHSIG), so a killed CI job leaves no trainer holding a CPU
-// or a GPU.
-TEST(TrainerCli, AKilledCheckTakesItsTrainerWithIt) {
-  fs::path d = out_dir("sigkill");
-  fs::create_directories(d);
-  std::string pidfile = (d / "trainer.pid").string();
-  nlohmann::json cfg = {
-      {"name", "killed"}, {"seed", 1}, {"steps", 2},
-      {"trainer", {{"command", {"sh", "-c", "echo $$ > '" + pidfile + "'; exec sleep 300"}},
-                   {"timeout_s", 600},
-                   {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
-  write_file_atomically((d / "killed.json").string(), pretty_dump(cfg));
-  Result r = shell("cd '" + d.string() + "' && " + LOCKSTEP_BINARY + " check killed.json --out out & lp=$!; " +
-                   "i=0; while [ ! -s trainer.pid ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; " +
-                   "kill -KILL $lp; wait $lp; echo \"lockstep status $?\"; tp=$(cat trainer.pid); " +
-                   "i=0; while kill -0 $tp 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; " +
-                   "if kill -0 $tp 2>/dev/null; then echo \"trainer alive\"; kill -9 $tp; else echo \"trainer gone\"; fi");
-  EXPECT_NE(r.output.find("lockstep status " + std::to_string(128 + SIGKILL)), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("trainer gone"), std::string::npos) << r.output;
-  fs::remove_all(d);
 }
 
 }  // namespace
