@@ -18,8 +18,9 @@ Multi-rank (run by lockstep with RANK/WORLD_SIZE set, a smoke with a
 "distributed" section; examples/pytorch-trainer-2rank/smoke): a
 DistributedSampler seeded with ctx.stream_seed("sampler") shards one global
 permutation per epoch (drop_last), the global batch of 32 split over the
-ranks; the training pass joins a Gloo process group (env://) and wraps the
-model in DistributedDataParallel; the augmentation key adds the rank; the
+ranks; every pass joins a Gloo process group (env://: lockstep gives each
+pass its own MASTER_PORT) as DDP scripts do at start-up, and the training
+pass wraps the model in DistributedDataParallel; the augmentation key adds the rank; the
 logged loss is the all-reduced mean (every rank logs the same value).
 Each rank checkpoints and resumes its own state (its generators differ), so
 the smoke passes a per-rank path: "--checkpoint", "{checkpoint}.rank-{rank}".
@@ -50,6 +51,12 @@ TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
                         gradients differ in their last bits run to run.
   rank_local_loss       (multi-rank) each rank logs its own loss instead of
                         the all-reduced one: the ranks disagree on "loss".
+  fixed_master_port     the trainer sets MASTER_ADDR=127.0.0.1 and
+                        MASTER_PORT=$PYTORCH_TRAINER_PORT itself and joins a
+                        process group in every pass (also a single process):
+                        the data-only and training passes, which run at the
+                        same time, bind one port; one fails with "Address
+                        already in use".
 """
 import argparse
 import os
@@ -62,7 +69,8 @@ import torch.nn.functional as F
 
 import lockstep
 
-BUGS = ("no_worker_init_fn", "no_sampler_generator", "global_random", "nondeterministic_op", "rank_local_loss")
+BUGS = ("no_worker_init_fn", "no_sampler_generator", "global_random", "nondeterministic_op", "rank_local_loss",
+        "fixed_master_port")
 
 
 class Digits(torch.utils.data.Dataset):
@@ -169,6 +177,11 @@ def main():
     if data_only and (args.stop_after or args.resume):
         ap.error("the data-only pass (LOCKSTEP_PASS=data) neither checkpoints nor resumes")
     multi = ctx.world_size > 1
+    group = multi or bug == "fixed_master_port"
+    if bug == "fixed_master_port":
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", os.environ["PYTORCH_TRAINER_PORT"]
+    if group:  # at start-up, in every pass, as DDP scripts do
+        torch.distributed.init_process_group("gloo", rank=ctx.rank, world_size=ctx.world_size)  # env://
     dataset = Digits(args.data, ctx.seed, bug, ctx.rank if multi else None)
     sampler = None
     if multi:
@@ -187,7 +200,6 @@ def main():
     # generators in both passes, and only the training is left out.
     model = Net(bug).to(ctx.device)
     if multi and not data_only:
-        torch.distributed.init_process_group("gloo", rank=ctx.rank, world_size=ctx.world_size)  # env://
         model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     if args.resume:
@@ -239,7 +251,7 @@ def main():
     if metrics:
         metrics.close()
         tracer.close()
-    if multi and not data_only:
+    if group:
         torch.distributed.destroy_process_group()
 
 

@@ -75,9 +75,16 @@ python.torch.config_xxh3        yes   XXH3-64 (16 hex digits) of torch.__config_
 python.torch.cpu_capability     yes   the ATen CPU capability torch runs ("AVX2",
                                       "AVX512", "DEFAULT"): names the golden's
                                       platform (cpu-x86_64-avx2)
-python.packages.<name>          yes   version of every installed distribution
+python.packages.<name>          (*)   version of every installed distribution
                                       (importlib.metadata; name lowercased,
-                                      runs of -_. as "-"; first on sys.path wins)
+                                      runs of -_. as "-"; first on sys.path wins).
+                                      (*) relevant when the trainer imported it
+                                      (a top-level module of it in sys.modules
+                                      when the file is written, the last time
+                                      at exit), informational otherwise: an
+                                      unrelated package installed in the image
+                                      does not move the lane. Python < 3.10
+                                      (no packages_distributions): all relevant
 python.module.<name>            yes   __version__ of numpy, torch, torchvision,
                                       PIL, cv2, albumentations, scipy, sklearn:
                                       only those imported by the time the file
@@ -117,6 +124,7 @@ __all__ = [
     "probe",
     "ProbeWriter",
     "MetricsWriter",
+    "stack_fingerprint",
     "TRAINER_FILE",
     "TRAINER_SCHEMA",
 ]
@@ -910,6 +918,27 @@ def _cpu_capability(torch, config):
     return "(absent: not in torch.__config__.show())"
 
 
+_MODULE_DISTRIBUTIONS = None
+
+
+def _imported_distributions():
+    """Normalised names of the distributions that provide a top-level module
+    now in sys.modules (the trainer, its libraries and this helper imported
+    them), or None when this Python cannot map modules to distributions
+    (importlib.metadata.packages_distributions is 3.10+)."""
+    global _MODULE_DISTRIBUTIONS
+    if _MODULE_DISTRIBUTIONS is None:
+        get = getattr(importlib.metadata, "packages_distributions", None)
+        if get is None:
+            return None
+        _MODULE_DISTRIBUTIONS = get()
+    out = set()
+    for name in list(sys.modules):
+        for dist in _MODULE_DISTRIBUTIONS.get(name.partition(".")[0], ()):
+            out.add(_normalized(dist))
+    return out
+
+
 def _fingerprint(torch, num_workers, pass_name):
     fp = {
         "python.version": _field(platform.python_version(), True),
@@ -931,7 +960,8 @@ def _fingerprint(torch, num_workers, pass_name):
         fp["python.torch.cpu_capability"] = _field(_cpu_capability(torch, config), True)
     # Every installed distribution with metadata (pip's dist-info and
     # egg-info; Debian's python3-* packages mostly have one too), the first
-    # found on sys.path winning, as import does.
+    # found on sys.path winning, as import does; relevant when imported.
+    imported = _imported_distributions()
     seen = set()
     for dist in importlib.metadata.distributions():
         name = dist.metadata["Name"] if dist.metadata else None
@@ -941,7 +971,7 @@ def _fingerprint(torch, num_workers, pass_name):
         if key in seen:
             continue
         seen.add(key)
-        fp["python.packages." + key] = _field(dist.version, True)
+        fp["python.packages." + key] = _field(dist.version, imported is None or key in imported)
     # __version__ of a fixed list of modules, only those the trainer has
     # imported (importing one here could be slow or have side effects, and a
     # module the trainer never imports cannot change its numbers). Refreshed
@@ -953,6 +983,22 @@ def _fingerprint(torch, num_workers, pass_name):
     fp["loader.num_workers"] = _field("(not registered)" if num_workers is None else num_workers, False)
     fp["trainer.pass"] = _field(pass_name, False)
     return dict(sorted(fp.items()))
+
+
+def stack_fingerprint():
+    """The python.* fingerprint fields of this interpreter, as a run's
+    ``lockstep-trainer.json`` holds them (see the table above), without
+    applying the contract or writing anything: what ``lockstep env --diff``
+    compares with a team trainer's golden. Imports torch when installed
+    (its version, CUDA, cuDNN, config and CPU capability are facts of the
+    stack). A distribution is relevant here only if imported by now; the
+    diff takes a package's relevance from the record too.
+
+    Returns:
+        dict of name -> {"value": str, "relevant": bool}, sorted by name.
+    """
+    fp = _fingerprint(_torch(), None, "env")
+    return {k: v for k, v in fp.items() if k.startswith("python.")}
 
 
 def _write_atomic(path, text):

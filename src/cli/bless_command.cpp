@@ -59,6 +59,7 @@ int bless_command(const BlessOptions& o) {
     throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "
                    "files instead); pass --in-ci to bless here anyway");
   std::vector<std::string> files = expand_smoke_args(o.smokes);
+  suite_smoke_names(files);  // two configs of one name would bless one golden twice
   require_out_folder(o.out_dir, files, o.goldens_dir);
   BlessSmokeOptions options;
   options.reason = o.reason;
@@ -86,6 +87,7 @@ int bless_command(const BlessOptions& o) {
     std::cout << "blessed " << b.path << " (" << o.runs << " bit-identical runs";
     if (b.seeds > 1) std::cout << " per seed, " << b.seeds << " seeds";
     std::cout << ", content " << hash << ")\n";
+    if (std::string note = b.data_pass_note; !note.empty()) std::cout << "  note: " << note << "\n";
     if (!b.replaces)
       std::cout << "  new golden (none existed for platform " << b.golden.record.platform << ")\n";
     else if (b.changes.empty())

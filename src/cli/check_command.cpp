@@ -27,29 +27,6 @@ namespace lockstep {
 
 namespace {
 
-// Two configs with one name would share goldens and output folders.
-// The smoke names of the suite, in file order; two files with one name are
-// exit 2 (their goldens and reports would collide). A config that does not
-// load is named after its file, and reported when it is checked.
-std::vector<std::string> unique_names(const std::vector<std::string>& files) {
-  std::map<std::string, std::string> seen;
-  std::vector<std::string> names;
-  for (const auto& file : files) {
-    std::string name;
-    try {
-      name = load_smoke_config(file).name;
-    } catch (const Error&) {
-      names.push_back(std::filesystem::path(file).stem().string());
-      continue;
-    }
-    auto [it, fresh] = seen.emplace(name, file);
-    if (!fresh)
-      throw BadInput(file, "name", "a smoke name unique in the suite; \"" + name + "\" is also the name in " + it->second);
-    names.push_back(name);
-  }
-  return names;
-}
-
 void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
   const Verdict& v = c.verdict;
   if (c.compared) {
@@ -68,6 +45,8 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
               << to_int(v.exit_code()) << "): " << v.first_divergence << "\n";
     for (const auto& line : v.quote) std::cout << "  | " << printable_message(line, false) << "\n";
     if (!c.records.empty()) std::cout << "  " << c.records << "\n";
+    if (!c.compared)
+      for (const auto& n : v.notes) std::cout << "note: " << printable_message(n, false) << "\n";
   }
   // A smoke that ended without a comparison still has its reports (what
   // stopped it, and a failed trainer's stderr), beside its records.
@@ -107,7 +86,7 @@ int check_command(const CheckOptions& o) {
   DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
     std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
   });
-  std::vector<std::string> names = unique_names(files);
+  std::vector<std::string> names = suite_smoke_names(files);
   if (o.shard_given) {
     Shard shard = parse_shard(o.shard);
     std::vector<std::string> mine;

@@ -188,4 +188,13 @@ struct EnvOptions {
 };
 int env_command(const EnvOptions& options);
 
+/// Whether `path` is a readable run record or golden of a team trainer.
+bool is_trainer_record_file(const std::string& path);
+
+/// `lockstep env --diff RECORD` for a team trainer's RECORD, torch-free
+/// (external/trainer_environment.h): this machine and the trainer's
+/// interpreter against the record. Exit 2 for --device (the record's is
+/// used) or a bad record; 3 when the interpreter cannot be asked.
+int env_trainer_diff_command(const EnvOptions& options);
+
 }  // namespace lockstep

@@ -252,6 +252,9 @@ int main(int argc, char** argv) {
     if (*bless) return bless_command(bless_opts);
     if (*env) {
       env_opts.device_given = env_device->count() > 0;
+      // A team trainer's record is diffed without LibTorch, against its own interpreter.
+      if (!env_opts.diff_record.empty() && is_trainer_record_file(env_opts.diff_record))
+        return env_trainer_diff_command(env_opts);
       return env_command(env_opts);
     }
     if (*review) return review_command(review_opts);

@@ -115,6 +115,7 @@ int run_trainer_smoke(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   const RunRecord& rec = run.record;
   write_run_record(out, rec);
   if (!o.quiet) {
+    for (const auto& n : run.notes) std::cout << "note: " << n << "\n";
     std::cout << (train ? "run " : "probe ") << cfg.name << " (trainer `" << cfg.trainer.command.front() << "`"
               << (cfg.distributed.configured ? ", " + std::to_string(cfg.distributed.world_size) + " ranks" : "")
               << "): " << rec.probes.size() << " batches probed";

@@ -150,8 +150,6 @@ int env_command(const EnvOptions& o) {
     for (const auto& d : r.differences)
       arr.push_back({{"field", d.name}, {"record", d.golden}, {"here", d.run}, {"relevant", d.relevant}});
     nlohmann::json out = {{"platform", r.platform}, {"record_platform", r.record_platform}, {"differences", arr}};
-    if (r.trainer_only + r.here_only > 0)
-      out["left_out"] = {{"trainer_only", r.trainer_only}, {"here_only", r.here_only}};
     if (!unusable.empty()) out["cuda_unusable"] = unusable;
     std::cout << pretty_dump(out);
     if (!unusable.empty())
@@ -162,15 +160,8 @@ int env_command(const EnvOptions& o) {
             << printable_message(r.record_platform, false) << "\n";
   size_t relevant = 0;
   for (const auto& d : r.differences) relevant += d.relevant ? 1 : 0;
-  if (r.trainer_only + r.here_only > 0) {
-    std::cout << "a team trainer's record: " << r.differences.size() << " difference(s) in the fields both read (the machine, driver, "
-              << "CUDA), " << relevant << " determinism-relevant (*); " << r.trainer_only
-              << " field(s) only the trainer records (its Python, torch, packages, environment) and " << r.here_only
-              << " only lockstep's LibTorch reads are left out: `lockstep check` compares the trainer's own\n";
-  } else {
-    std::cout << r.differences.size() << " difference(s), " << relevant
-              << " determinism-relevant (*: a check against this record would use the cross-stack lane)\n";
-  }
+  std::cout << r.differences.size() << " difference(s), " << relevant
+            << " determinism-relevant (*: a check against this record would use the cross-stack lane)\n";
   for (const auto& d : r.differences)
     // A record's strings are data: control characters are escaped, never
     // sent to the terminal.

@@ -57,12 +57,8 @@ std::string helper_python_dir() {
   return dir;
 }
 
-namespace {
-
-// The environment of a trainer process: ours without LOCKSTEP_* (a parent
-// job's variables must not leak into the contract), and the contract.
-std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t seed, const std::string& out,
-                                               const std::string& pass) {
+std::map<std::string, std::string> trainer_base_environment(const std::map<std::string, std::string>& extra,
+                                                            const std::string& mode, int intra_op_threads) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string entry = *e;
@@ -70,13 +66,34 @@ std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t se
     if (eq == std::string::npos) continue;
     std::string name = entry.substr(0, eq);
     if (name.rfind("LOCKSTEP_", 0) == 0 && name != "LOCKSTEP_DATA_DIR") continue;
-    // A torchrun job around lockstep must not make its trainer a rank of it.
     if (name == "RANK" || name == "WORLD_SIZE" || name == "LOCAL_RANK" || name == "LOCAL_WORLD_SIZE" ||
         name == "MASTER_ADDR" || name == "MASTER_PORT")
       continue;
     env[name] = entry.substr(eq + 1);
   }
-  for (const auto& [k, v] : c.trainer.env) env[k] = v;
+  for (const auto& [k, v] : extra) env[k] = v;
+  if (mode == "strict") {
+    auto ws = env.find("CUBLAS_WORKSPACE_CONFIG");
+    if (ws == env.end() || (ws->second != ":4096:8" && ws->second != ":16:8")) env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";
+  }
+  env["OMP_NUM_THREADS"] = std::to_string(intra_op_threads);
+  env["MKL_NUM_THREADS"] = std::to_string(intra_op_threads);
+  env["PYTHONHASHSEED"] = "0";
+  env["TZ"] = "UTC";
+  env["LC_ALL"] = "C.UTF-8";
+  std::string helper = helper_python_dir();
+  auto pp = env.find("PYTHONPATH");
+  env["PYTHONPATH"] = helper + (pp == env.end() || pp->second.empty() ? "" : ":" + pp->second);
+  return env;
+}
+
+namespace {
+
+// The environment of a trainer process: the base one (the contract) and
+// the protocol's LOCKSTEP_* variables.
+std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t seed, const std::string& out,
+                                               const std::string& pass) {
+  std::map<std::string, std::string> env = trainer_base_environment(c.trainer.env, c.mode, c.intra_op_threads);
   env["LOCKSTEP_SEED"] = std::to_string(seed);
   env["LOCKSTEP_OUT"] = out;
   env["LOCKSTEP_DETERMINISM"] = c.mode;
@@ -86,18 +103,6 @@ std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t se
   env["LOCKSTEP_STEPS"] = std::to_string(c.steps);
   env["LOCKSTEP_PASS"] = pass;
   env["LOCKSTEP_TRACE_STEPS"] = std::to_string(c.trace.steps);
-  if (c.mode == "strict") {
-    auto ws = env.find("CUBLAS_WORKSPACE_CONFIG");
-    if (ws == env.end() || (ws->second != ":4096:8" && ws->second != ":16:8")) env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";
-  }
-  env["OMP_NUM_THREADS"] = std::to_string(c.intra_op_threads);
-  env["MKL_NUM_THREADS"] = std::to_string(c.intra_op_threads);
-  env["PYTHONHASHSEED"] = "0";
-  env["TZ"] = "UTC";
-  env["LC_ALL"] = "C.UTF-8";
-  std::string helper = helper_python_dir();
-  auto pp = env.find("PYTHONPATH");
-  env["PYTHONPATH"] = helper + (pp == env.end() || pp->second.empty() ? "" : ":" + pp->second);
   return env;
 }
 
@@ -114,7 +119,39 @@ struct Pass {
   std::map<std::string, std::string> env;
   std::string out;
   std::string what;
+  std::string port;  ///< MASTER_PORT of a multi-rank pass, else ""
 };
+
+// Whether a trainer's stderr says a socket could not be bound: c10d's
+// TCPStore ("errno: 98 - Address already in use"), Python's OSError
+// ("[Errno 98] Address already in use"), Gloo's and NCCL's own wording.
+bool shows_bind_failure(const std::string& stderr_tail) {
+  for (const char* s : {"Address already in use", "EADDRINUSE", "errno: 98", "[Errno 98]"})
+    if (stderr_tail.find(s) != std::string::npos) return true;
+  return false;
+}
+
+// The cause of a bind failure, for the message: which ports lockstep
+// handed out, and the usual reason (a trainer that fixes its own port).
+std::string bind_failure_cause(const std::vector<Pass>& passes, size_t failed) {
+  std::string msg = "its rendezvous could not bind a port that is in use (\"Address already in use\"). ";
+  if (!passes[failed].port.empty()) {
+    std::vector<std::string> others;
+    for (const Pass& p : passes)
+      if (p.port != passes[failed].port && std::find(others.begin(), others.end(), p.port) == others.end())
+        others.push_back(p.port);
+    std::string list;
+    for (const auto& o : others) list += (list.empty() ? "" : ", ") + o;
+    msg += "lockstep gives every pass that runs at the same time its own MASTER_PORT (this one " + passes[failed].port +
+           (list.empty() ? std::string() : "; the others " + list) + ", all on 127.0.0.1). ";
+  } else {
+    msg += "The data-only pass runs beside the training pass. ";
+  }
+  return msg + "A trainer that picks its port itself (os.environ[\"MASTER_PORT\"] = \"12355\", "
+               "init_method=\"tcp://...:12355\") binds the same port in both passes: use init_process_group's "
+               "env:// rendezvous (MASTER_ADDR and MASTER_PORT from the environment). Otherwise another program "
+               "took the port";
+}
 
 // Runs `passes` side by side (the data-only pass beside the training pass:
 // two processes on two cores cost the time of one), each in its own fresh
@@ -156,11 +193,14 @@ void run_passes(const SmokeConfig& c, const std::vector<Pass>& passes, bool rank
       if (nl == std::string::npos) break;
       start = nl + 1;
     }
-    throw Error(ExitCode::kRegression,
-                "the trainer " + o.describe(c.trainer.timeout_s) + " in the " + passes[i].what + ": `" +
-                    join_args(passes[i].argv) + "` in " + specs[i].cwd +
-                    (quoted.empty() ? "; it wrote nothing to stderr"
-                                    : "; the last lines of its stderr (" + specs[i].stderr_path + "):" + quoted));
+    std::string what = "the trainer " + o.describe(c.trainer.timeout_s) + " in the " + passes[i].what + ": `" +
+                       join_args(passes[i].argv) + "` in " + specs[i].cwd;
+    std::string stderr_part = quoted.empty() ? "; it wrote nothing to stderr"
+                                             : "; the last lines of its stderr (" + specs[i].stderr_path + "):" + quoted;
+    // A port in use is the machine's state, not the trainer's numbers.
+    if (!o.timed_out && shows_bind_failure(tail))
+      throw EnvironmentError(what + ": " + bind_failure_cause(passes, i) + stderr_part);
+    throw Error(ExitCode::kRegression, what + stderr_part);
   }
 }
 
@@ -220,23 +260,63 @@ void compact_steps(Series& s) {
 
 std::string partial_path(const std::string& checkpoint) { return checkpoint + ".lockstep-part.json"; }
 
-// A TCP port on 127.0.0.1 that is free now, for MASTER_PORT (torchrun's
-// env:// rendezvous; the kernel picks it, as torchrun does). Exit 3 when
+// `n` distinct TCP ports on 127.0.0.1 that are free now, one per pass
+// that runs at the same time, for MASTER_PORT (torchrun's env://
+// rendezvous; the kernel picks them, as torchrun does). All are bound
+// before any is released, so no two passes get the same one. Exit 3 when
 // no socket can be bound.
-int free_loopback_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw EnvironmentError(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) throw EnvironmentError(std::string("no free TCP port on 127.0.0.1 for MASTER_PORT: ") + std::strerror(err));
-  return ntohs(a.sin_port);
+std::vector<std::string> free_loopback_ports(size_t n) {
+  std::vector<int> fds;
+  std::vector<std::string> ports;
+  auto release = [&] {
+    for (int fd : fds) ::close(fd);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      release();
+      throw EnvironmentError(std::string("socket: ") + std::strerror(errno));
+    }
+    fds.push_back(fd);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    if (rc == 0) rc = ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    if (rc != 0) {
+      int err = errno;
+      release();
+      throw EnvironmentError(std::string("no free TCP port on 127.0.0.1 for MASTER_PORT: ") + std::strerror(err));
+    }
+    ports.push_back(std::to_string(ntohs(a.sin_port)));
+  }
+  release();
+  return ports;
+}
+
+// The data-only passes at other DataLoader worker counts must give the
+// batches of the first, bit for bit: a difference is exit 4 naming the
+// batch (the trainer's batches depend on how many workers load them).
+void require_same_batches(const std::vector<BatchProbe>& first, int first_workers, const std::vector<BatchProbe>& other,
+                          int workers, const std::string& first_path, const std::string& path) {
+  auto count = [](int w) { return std::to_string(w) + (w == 1 ? " DataLoader worker" : " DataLoader workers"); };
+  const std::string why =
+      ": the trainer's batches depend on its worker count (augmentation or noise drawn from a stream each worker "
+      "has its own copy of: Python's global random, numpy's global RNG, a generator the dataset owns; draw from a "
+      "generator seeded per sample instead, docs/trainers.md). Probes: " + first_path + ", " + path;
+  for (size_t i = 0; i < std::min(first.size(), other.size()); ++i)
+    if (std::string d = batch_content_difference(first[i], other[i]); !d.empty())
+      throw Error(ExitCode::kNondeterministic,
+                  "the data-only pass with " + count(workers) + " differs from the one with " + count(first_workers) +
+                      " at batch " + std::to_string(i) +
+                      (first[i].rank >= 0 ? " (rank " + std::to_string(first[i].rank) + ")" : std::string()) + ": " +
+                      d + why);
+  if (first.size() != other.size())
+    throw Error(ExitCode::kNondeterministic, "the data-only pass with " + count(workers) + " probed " +
+                                                 std::to_string(other.size()) + " batches, the one with " +
+                                                 count(first_workers) + " " + std::to_string(first.size()) + why);
 }
 
 // A multi-rank trainer's ranks must log the same value of every series
@@ -277,8 +357,9 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   bool resuming = !o.resume.empty();
   if ((stopping || resuming) && t.resume_stop.empty())
     throw BadInput(c.file, "trainer.resume", "a resume section (how the command stops at a checkpoint and continues)");
-  if (!o.train && t.data_only.empty())
-    throw BadUsage(c.file + ": `lockstep probe` runs the data-only pass, and this trainer has none (trainer.data_only)");
+  if (!o.train && !t.has_data_pass())
+    throw BadUsage(c.file + ": `lockstep probe` runs the data-only pass, and this trainer has none (it writes no "
+                   "batch probes: trainer.probes)");
   std::string work = fs::absolute(o.work_dir).lexically_normal().string();
   std::string data_dir_path = data_dir();
   std::string config_dir = fs::absolute(c.file).parent_path().lexically_normal().string();
@@ -339,13 +420,13 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
 
   // A multi-rank trainer: `world` processes per pass, each with torchrun's
   // variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
-  // MASTER_PORT: env:// rendezvous on 127.0.0.1) and its own output folder
-  // <pass>/rank-<r> ({out}); {rank} in the command and paths.
+  // MASTER_PORT: env:// rendezvous on 127.0.0.1, a port of its own per
+  // pass) and its own output folder <pass>/rank-<r> ({out}); {rank} in
+  // the command and paths.
   const bool multi = c.distributed.configured;
   const int world = multi ? c.distributed.world_size : 1;
-  const std::string port = multi ? std::to_string(free_loopback_port()) : "";
   auto rank_dir = [&](const std::string& base, int r) { return multi ? base + "/rank-" + std::to_string(r) : base; };
-  auto rank_env = [&](std::map<std::string, std::string> env, int r) {
+  auto rank_env = [&](std::map<std::string, std::string> env, int r, const std::string& port) {
     if (!multi) return env;
     env["RANK"] = env["LOCAL_RANK"] = std::to_string(r);
     env["WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(world);
@@ -356,8 +437,10 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   };
   auto rank_word = [&](int r) { return multi ? " of rank " + std::to_string(r) : std::string(); };
 
-  auto values_for = [&](const std::string& out, int r) {
-    return std::map<std::string, std::string>{{"steps", std::to_string(c.steps)},
+  // {workers}: the training pass runs the first count, a data-only pass runs each.
+  const std::vector<int> worker_counts = t.workers.empty() ? std::vector<int>{-1} : t.workers;
+  auto values_for = [&](const std::string& out, int r, int workers) {
+    std::map<std::string, std::string> values{{"steps", std::to_string(c.steps)},
                                               {"seed", std::to_string(seed)},
                                               {"out", out},
                                               {"data", data_dir_path},
@@ -365,49 +448,56 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
                                               {"resume_at", std::to_string(resume_at)},
                                               {"checkpoint", checkpoint},
                                               {"rank", std::to_string(r)}};
+    if (workers >= 0) values["workers"] = std::to_string(workers);
+    return values;
   };
-  auto argv_for = [&](const std::string& out, int r, const std::vector<std::string>& extra) {
-    auto values = values_for(out, r);
+  auto argv_for = [&](const std::string& out, int r, int workers, const std::vector<std::string>& extra) {
+    auto values = values_for(out, r, workers);
     std::vector<std::string> argv;
     for (const auto& a : t.command) argv.push_back(expand_placeholders(a, values));
     for (const auto& a : extra) argv.push_back(expand_placeholders(a, values));
     return argv;
   };
 
-  // 1. The processes: the data-only pass (the batches the trainer's
-  //    DataLoader yields, probed) beside the training pass (whole,
-  //    stopping at a checkpoint, or resuming). A run that stops at a
-  //    checkpoint needs no data-only pass: the resumed run makes it.
+  // The processes: the data-only pass (the batches the trainer's
+  //    DataLoader yields, probed; one per worker count) beside the
+  //    training pass (whole, stopping at a checkpoint, or resuming). A run
+  //    that stops at a checkpoint needs no data-only pass: the resumed run
+  //    makes it.
   std::vector<Pass> passes;
-  std::string data_out = work + "/data";
-  bool data_pass = !t.data_only.empty() && !stopping;
+  const bool data_pass = t.has_data_pass() && !stopping;
+  std::vector<std::string> data_outs;  // one per worker count
+  for (size_t k = 0; data_pass && k < worker_counts.size(); ++k)
+    data_outs.push_back(work + (k == 0 ? std::string("/data") : "/data-workers-" + std::to_string(worker_counts[k])));
+  const std::string data_out = data_pass ? data_outs.front() : work + "/data";
+  const std::string out = work + "/train";
+  const std::vector<std::string> ports =
+      multi ? free_loopback_ports(data_outs.size() + (o.train ? 1 : 0)) : std::vector<std::string>{};
+  auto port_of = [&](size_t pass) { return multi ? ports[pass] : std::string(); };
   if (multi) {  // rank folders live inside the pass folders, made fresh here
     std::error_code ec;
-    fs::remove_all(data_out, ec);
-    fs::remove_all(work + "/train", ec);
+    for (const auto& d : data_outs) fs::remove_all(d, ec);
+    fs::remove_all(out, ec);
   }
-  for (int r = 0; data_pass && r < world; ++r)
-    passes.push_back({argv_for(rank_dir(data_out, r), r, t.data_only),
-                      rank_env(trainer_env(c, seed, rank_dir(data_out, r), "data"), r), rank_dir(data_out, r),
-                      "data-only pass" + rank_word(r)});
-  std::string out = work + "/train";
-  auto env = rank_env(trainer_env(c, seed, rank_dir(out, 0), "train"), 0);
+  for (size_t k = 0; k < data_outs.size(); ++k) {
+    std::string with = t.workers.empty() ? "" : " with " + std::to_string(worker_counts[k]) + " workers";
+    for (int r = 0; r < world; ++r)
+      passes.push_back({argv_for(rank_dir(data_outs[k], r), r, worker_counts[k], t.data_only),
+                        rank_env(trainer_env(c, seed, rank_dir(data_outs[k], r), "data"), r, port_of(k)),
+                        rank_dir(data_outs[k], r), "data-only pass" + with + rank_word(r), port_of(k)});
+  }
+  const std::string train_port = port_of(data_outs.size());
+  auto env = rank_env(trainer_env(c, seed, rank_dir(out, 0), "train"), 0, train_port);
   std::vector<std::string> extra = stopping ? t.resume_stop : resuming ? t.resume_continue : std::vector<std::string>{};
   for (int r = 0; o.train && r < world; ++r)
-    passes.push_back({argv_for(rank_dir(out, r), r, extra), rank_env(trainer_env(c, seed, rank_dir(out, r), "train"), r),
-                      rank_dir(out, r),
+    passes.push_back({argv_for(rank_dir(out, r), r, worker_counts.front(), extra),
+                      rank_env(trainer_env(c, seed, rank_dir(out, r), "train"), r, train_port), rank_dir(out, r),
                       (stopping   ? "run stopping at step " + std::to_string(resume_at)
                        : resuming ? "run resumed at step " + std::to_string(resume_at)
-                                  : std::string("training pass")) + rank_word(r)});
+                                  : std::string("training pass")) + rank_word(r),
+                      train_port});
   run_passes(c, passes, multi);
-  if (data_pass) {
-    std::vector<std::vector<BatchProbe>> per_rank;
-    for (int r = 0; r < world; ++r)
-      per_rank.push_back(read_probes_jsonl(output_path(c, "trainer.probes", t.probes, values_for(rank_dir(data_out, r), r))));
-    rec.probes = multi ? interleave_rank_probes(per_rank, work + " (data-only pass)") : std::move(per_rank.front());
-  }
-
-  // 3. What the trainer says about itself, in every process: its contract
+  // What the trainer says about itself, in every process: its contract
   //    must be the config's. The record keeps the training pass's report.
   auto checked_report = [&](const std::string& dir) {
     TrainerReport r = read_trainer_report(dir + "/" + kTrainerReportFile);
@@ -418,16 +508,43 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   };
   std::string report_dir = rank_dir(o.train ? out : data_out, 0);
   for (int r = 0; r < world; ++r) {
-    if (data_pass && (o.train || r > 0)) checked_report(rank_dir(data_out, r));
+    for (size_t k = 0; k < data_outs.size(); ++k)
+      if (o.train || r > 0 || k > 0) checked_report(rank_dir(data_outs[k], r));
     if (o.train && r > 0) checked_report(rank_dir(out, r));
   }
   TrainerReport report = checked_report(report_dir);
 
-  // 4. Metrics and the probes of the batches it trained on.
+  // The data-only passes' probes: one list, the same at every worker count.
+  if (data_pass) {
+    std::vector<BatchProbe> first;
+    std::string first_path;
+    for (size_t k = 0; k < data_outs.size(); ++k) {
+      std::vector<std::vector<BatchProbe>> per_rank;
+      std::string path;
+      for (int r = 0; r < world; ++r) {
+        std::string p = output_path(c, "trainer.probes", t.probes, values_for(rank_dir(data_outs[k], r), r, worker_counts[k]));
+        if (path.empty()) path = p;
+        per_rank.push_back(read_probes_jsonl(p));
+      }
+      std::vector<BatchProbe> probes =
+          multi ? interleave_rank_probes(per_rank, data_outs[k] + " (data-only pass)") : std::move(per_rank.front());
+      if (k == 0) {
+        first = std::move(probes);
+        first_path = path;
+      } else {
+        require_same_batches(first, worker_counts.front(), probes, worker_counts[k], first_path, path);
+      }
+    }
+    rec.probes = std::move(first);
+  } else if (!t.has_data_pass() && o.train) {
+    result.notes.push_back(missing_data_pass_note(c));
+  }
+
+  // Metrics and the probes of the batches it trained on.
   if (o.train) {
     MetricsSpec spec;
     spec.format = parse_metrics_format(t.metrics_format);
-    spec.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(rank_dir(out, 0), 0));
+    spec.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(rank_dir(out, 0), 0, worker_counts.front()));
     spec.series = t.series;
     spec.step_key = t.step_key;
     spec.mllog_step = t.mllog_step;
@@ -439,7 +556,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     // trainers log on rank 0 only: a rank without the file is not read).
     for (int r = 1; r < world; ++r) {
       MetricsSpec other = spec;
-      other.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(rank_dir(out, r), r));
+      other.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(rank_dir(out, r), r, worker_counts.front()));
       std::error_code ec;
       if (other.path == spec.path || !fs::exists(other.path, ec)) {
         result.notes.push_back("rank " + std::to_string(r) + " logged no metrics (" + other.path +
@@ -454,7 +571,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
       std::vector<std::vector<BatchProbe>> per_rank;
       int64_t trained = end - (resuming ? resume_at : 0);
       for (int r = 0; r < world; ++r) {
-        std::string probes = output_path(c, "trainer.probes", t.probes, values_for(rank_dir(out, r), r));
+        std::string probes = output_path(c, "trainer.probes", t.probes, values_for(rank_dir(out, r), r, worker_counts.front()));
         per_rank.push_back(read_probes_jsonl(probes, resuming ? resume_at : 0));
         // One probe per step trained: a trainer that probes some batches only
         // would leave the others unchecked.
@@ -467,7 +584,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
                                : std::move(per_rank.front());
     }
     // The module trace of the helper's ModuleTracer (rank 0's), when written.
-    std::string trace_file = output_path(c, "trainer.module_trace", "{out}/module_trace.jsonl", values_for(rank_dir(out, 0), 0));
+    std::string trace_file = output_path(c, "trainer.module_trace", "{out}/module_trace.jsonl", values_for(rank_dir(out, 0), 0, worker_counts.front()));
     std::error_code trace_ec;
     // A link that leads nowhere is read too (and refused, naming the file).
     bool trace_present = fs::exists(trace_file, trace_ec) || fs::is_symlink(fs::symlink_status(trace_file, trace_ec));
@@ -508,7 +625,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     rec.series = std::move(series);
   }
 
-  // 5. The record: the machine's facts, the trainer's, the contract.
+  // The record: the machine's facts, the trainer's, the contract.
   MachineOptions m;
   m.device = c.device;
   m.repo_path = config_dir;
@@ -521,6 +638,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   rec.fingerprint["trainer.env.PYTHONHASHSEED"] = {env.at("PYTHONHASHSEED"), true};
   rec.fingerprint["trainer.env.PYTHONPATH"] = {env.at("PYTHONPATH"), false};
   add_trainer_facts(report, report_dir + "/" + kTrainerReportFile, rec);
+  apply_package_relevance(t, rec.fingerprint);
   if (multi) {
     rec.contract["distributed.world_size"] = std::to_string(world);
     rec.contract["distributed.backend"] = c.distributed.backend;

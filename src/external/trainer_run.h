@@ -67,6 +67,19 @@ TrainerRun run_trainer(const SmokeConfig& config, const TrainerRunOptions& optio
 /// and {checkpoint} replaced from `values` (placeholder name -> value).
 std::string expand_placeholders(const std::string& text, const std::map<std::string, std::string>& values);
 
+/// The environment lockstep hands every trainer process, but for its
+/// LOCKSTEP_* protocol variables: this process's environment without
+/// LOCKSTEP_* (LOCKSTEP_DATA_DIR kept) and without torchrun's RANK,
+/// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT
+/// (a torchrun job around lockstep must not make its trainer a rank of
+/// it); then `extra` (the config's trainer.env); then the contract:
+/// CUBLAS_WORKSPACE_CONFIG=:4096:8 in strict `mode` (a valid :16:8 kept),
+/// OMP_NUM_THREADS and MKL_NUM_THREADS = `intra_op_threads`,
+/// PYTHONHASHSEED=0, TZ=UTC, LC_ALL=C.UTF-8; and the helper's folder first
+/// on PYTHONPATH. Throws exit 3 when the helper cannot be found.
+std::map<std::string, std::string> trainer_base_environment(const std::map<std::string, std::string>& extra,
+                                                            const std::string& mode, int intra_op_threads);
+
 /// The folder holding the Python helper package `lockstep`:
 /// $LOCKSTEP_PYTHONPATH, else <exe>/../share/lockstep/python when installed,
 /// else the source tree's python/ (core/install_paths.h). Throws exit 3

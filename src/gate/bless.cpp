@@ -143,6 +143,7 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
   BlessedGolden b;
   b.smoke = cfg.name;
   b.seeds = per_seed.size();
+  b.data_pass_note = missing_data_pass_note(cfg);
   b.golden.record = per_seed[0];
   if (per_seed.size() > 1) add_seed_statistics(per_seed, b.golden.record);
   b.golden.provenance = stamp_provenance("bless", o.reason, git, o.runs);

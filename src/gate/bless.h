@@ -44,6 +44,9 @@ struct BlessedGolden {
   bool replaces = false;   ///< a golden already exists at path
   std::string changes;     ///< describe_changes() against it ("" when none changed)
   size_t seeds = 1;        ///< seeds blessed
+  /// missing_data_pass_note() of the smoke: "" unless a trainer smoke
+  /// writes no batch probes (its golden then pins no batches).
+  std::string data_pass_note;
 };
 
 /// Runs and checks `file` for a golden (see above). Throws Error.

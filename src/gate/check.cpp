@@ -120,7 +120,11 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   Golden golden;
   if (found) {
     golden = read_filed_golden(*found, cfg.name);
-    c.verdict = compare_records(run, golden.record, cfg.tolerance, {dir + "/run-1.json", found->path});
+    // trainer.packages as the config says now, on both sides (no re-bless needed).
+    RunRecord judged = run;
+    apply_package_relevance(cfg.trainer, judged.fingerprint);
+    apply_package_relevance(cfg.trainer, golden.record.fingerprint);
+    c.verdict = compare_records(judged, golden.record, cfg.tolerance, {dir + "/run-1.json", found->path});
     c.compared = true;
     if (!found->exact_platform)
       c.verdict.notes.insert(c.verdict.notes.begin(), "no golden for platform " + run.platform +
@@ -172,7 +176,10 @@ SmokeCheck check_smoke(const std::string& file, const CheckSmokeOptions& o, Laun
     SmokeConfig cfg = load_smoke_config(file);
     name = cfg.name;
     report_dir = (fs::path(o.out_dir) / cfg.name).string();
-    return check_loaded(cfg, file, o, launcher);
+    SmokeCheck c = check_loaded(cfg, file, o, launcher);
+    // Said in every verdict and report: a gate without it checks no batch.
+    if (std::string note = missing_data_pass_note(cfg); !note.empty()) c.verdict.notes.push_back(note);
+    return c;
   } catch (const Error& e) {
     SmokeCheck c;
     c.smoke = name;

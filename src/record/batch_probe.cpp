@@ -46,6 +46,16 @@ nlohmann::json to_json(const BatchProbe& p) {
   return out;
 }
 
+std::string batch_content_difference(const BatchProbe& a, const BatchProbe& b) {
+  if (a.sample_index_hash != b.sample_index_hash)
+    return "sample_index_hash " + a.sample_index_hash + " → " + b.sample_index_hash + " (other samples)";
+  if (a.inputs.xxh3_128 != b.inputs.xxh3_128)
+    return "inputs (xxh3 " + a.inputs.xxh3_128.substr(0, 12) + "… → " + b.inputs.xxh3_128.substr(0, 12) + "…)";
+  if (a.labels.xxh3_128 != b.labels.xxh3_128)
+    return "labels (xxh3 " + a.labels.xxh3_128.substr(0, 12) + "… → " + b.labels.xxh3_128.substr(0, 12) + "…)";
+  return "";
+}
+
 namespace {
 
 bool is_hex(const std::string& s, size_t digits) {

@@ -55,6 +55,13 @@ nlohmann::json to_json(const BatchProbe& probe);
 std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<BatchProbe>>& per_rank,
                                                const std::string& where, int64_t first_batch = 0);
 
+/// What differs in content between two probes of the same batch, by hash:
+/// "sample_index_hash 1f.. → 2a..", "inputs (xxh3 ..→..)" or "labels
+/// (...)", the first that differs in that order; "" when the samples,
+/// inputs and labels are bit-identical. The batch is identical exactly
+/// when this is "" (the statistics follow from the bytes).
+std::string batch_content_difference(const BatchProbe& reference, const BatchProbe& other);
+
 /// Parses a TensorStats object; throws exit-2 Error naming the JSON path
 /// (a key, a 32-digit hash, a known dtype).
 TensorStats tensor_stats_from_json(const JsonView& node);

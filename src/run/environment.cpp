@@ -62,29 +62,6 @@ EnvReport describe_environment(const EnvQuery& o) {
     else
       ++it;
   r.record_platform = other.record.platform;
-  // A team trainer's record holds its Python's view of the stack (torch,
-  // packages, its environment), this process LibTorch's: only the fields
-  // both read (the machine, the driver, CUDA) compare.
-  if (other.record.fingerprint.count("trainer.command")) {
-    // Removes from `f` the fields `other` lacks; returns how many.
-    auto keep_shared = [](Fingerprint& f, const Fingerprint& other) {
-      size_t dropped = 0;
-      for (auto it = f.begin(); it != f.end();) {
-        if (other.count(it->first)) {
-          ++it;
-        } else {
-          it = f.erase(it);
-          ++dropped;
-        }
-      }
-      return dropped;
-    };
-    Fingerprint here = r.fingerprint;
-    r.trainer_only = keep_shared(other.record.fingerprint, here);
-    r.here_only = keep_shared(here, other.record.fingerprint);
-    r.differences = diff_fingerprints(other.record.fingerprint, here);
-    return r;
-  }
   r.differences = diff_fingerprints(other.record.fingerprint, r.fingerprint);
   return r;
 }

@@ -32,19 +32,14 @@ struct EnvReport {
   std::string record_platform;   ///< with diff_record: the record's platform key
   std::vector<FieldDiff> differences;  ///< with diff_record: record vs here, relevant first
   std::string cuda_unusable;     ///< device cuda: why CUDA cannot run here; "" when it can
-  /// With diff_record of a team trainer's run: the fields only the trainer
-  /// records (its Python, packages and environment, which this process
-  /// cannot see) and only lockstep's LibTorch records, left out of the
-  /// diff; `lockstep check` compares the trainer's own.
-  size_t trainer_only = 0, here_only = 0;
 };
 
 /// Captures the fingerprint. Without diff_record no contract is applied
 /// (the stack's defaults are read back); with one, the record's contract
 /// (mode, thread counts) is checked and applied first, and the smoke-run
-/// fields (the inputs: data.*, model.*, config.*) are left out of the diff;
-/// against a team trainer's record only the fields both sides read are
-/// compared (EnvReport::trainer_only). Throws exit-2
+/// fields (the inputs: data.*, model.*, config.*) are left out of the diff
+/// (a team trainer's record is diffed by external/trainer_environment.h,
+/// without LibTorch). Throws exit-2
 /// Error for an unreadable record or a contract field out of range, and for
 /// a device that contradicts the record's.
 EnvReport describe_environment(const EnvQuery& query);

@@ -273,26 +273,85 @@ std::vector<std::string> read_args(const JsonView& list, bool nonempty) {
 }
 
 // Placeholders an argument may hold; anything else in braces is a typo.
-void check_placeholders(const JsonView& node, const std::string& text, bool resume) {
+// {resume_at} and {checkpoint} belong to trainer.resume, {workers} to a
+// trainer with a `workers` list.
+void check_placeholders(const JsonView& node, const std::string& text, bool resume, bool workers) {
   static const std::vector<std::string> names = {"steps", "seed", "out", "data", "config_dir", "rank"};
   for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
     size_t close = text.find('}', open);
     if (close == std::string::npos) node.fail("a closed placeholder such as {out}, got \"" + input_excerpt(text) + "\"");
     std::string name = text.substr(open + 1, close - open - 1);
-    bool known = std::find(names.begin(), names.end(), name) != names.end() ||
+    if (name == "workers" && !workers)
+      node.fail("{workers} only with a trainer.workers list (the DataLoader worker counts to run the data-only "
+                "pass at), got \"" + input_excerpt(text) + "\"");
+    bool known = std::find(names.begin(), names.end(), name) != names.end() || (workers && name == "workers") ||
                  (resume && (name == "resume_at" || name == "checkpoint"));
     if (!known)
       node.fail("placeholders {steps}, {seed}, {out}, {data}, {config_dir}, {rank}" +
+                std::string(workers ? ", {workers}" : "") +
                 std::string(resume ? ", {resume_at}, {checkpoint}" : "") + ", got {" + name + "}");
   }
 }
 
+// A distribution name as PEP 503 normalises it: lower case, runs of -_. as "-".
+std::string normalized_distribution(const std::string& name) {
+  std::string out;
+  for (char ch : name) {
+    if (ch == '-' || ch == '_' || ch == '.') {
+      if (out.empty() || out.back() != '-') out += '-';
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+  }
+  return out;
+}
+
+// trainer.workers: 1 to 8 distinct DataLoader worker counts, 0 to 64 each.
+std::vector<int> read_worker_counts(const JsonView& list) {
+  list.expect_array();
+  if (list.size() == 0 || list.size() > 8) list.fail("1 to 8 DataLoader worker counts, e.g. [2, 0]");
+  std::vector<int> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    int w = static_cast<int>(list.at(i).as_int(0, 64));
+    if (std::find(out.begin(), out.end(), w) != out.end())
+      list.at(i).fail("a worker count not already in the list (" + std::to_string(w) + " is)");
+    out.push_back(w);
+  }
+  return out;
+}
+
+// trainer.packages: {"relevant": [names], "informational": [names]}.
+void read_packages(const JsonView& p, TrainerConfig& tc) {
+  p.allow_keys({"relevant", "informational"});
+  for (const char* kind : {"relevant", "informational"}) {
+    if (!p.has(kind)) continue;
+    JsonView list = p.at(kind);
+    list.expect_array();
+    if (list.size() > 4096) list.fail("at most 4096 distribution names");
+    auto& into = std::string(kind) == "relevant" ? tc.packages_relevant : tc.packages_informational;
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string name = list.at(i).as_string();
+      bool ok = !name.empty() && name.size() <= 200 && std::isalnum(static_cast<unsigned char>(name.front()));
+      for (char ch : name) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.');
+      if (!ok) list.at(i).fail("a Python distribution name such as \"scikit-learn\", got \"" + input_excerpt(name) + "\"");
+      into.push_back(normalized_distribution(name));
+    }
+  }
+  for (const auto& n : tc.packages_relevant)
+    if (std::find(tc.packages_informational.begin(), tc.packages_informational.end(), n) !=
+        tc.packages_informational.end())
+      p.fail("a distribution in one list only; \"" + n + "\" is both relevant and informational");
+}
+
 void read_trainer(const JsonView& t, SmokeConfig& c) {
   TrainerConfig& tc = c.trainer;
-  t.allow_keys({"command", "cwd", "timeout_s", "metrics", "probes", "data_only", "resume", "env"});
+  t.allow_keys({"command", "cwd", "timeout_s", "metrics", "probes", "data_only", "workers", "resume", "env",
+                "packages"});
+  if (t.has("workers")) tc.workers = read_worker_counts(t.at("workers"));
+  const bool workers = !tc.workers.empty();
   JsonView cmd = t.at("command");
   tc.command = read_args(cmd, true);
-  for (size_t i = 0; i < tc.command.size(); ++i) check_placeholders(cmd.at(i), tc.command[i], false);
+  for (size_t i = 0; i < tc.command.size(); ++i) check_placeholders(cmd.at(i), tc.command[i], false, workers);
   if (tc.command.front().empty()) cmd.at(0).fail("a program name or path");
   fs::path config_dir = fs::absolute(c.file).parent_path();
   if (t.has("cwd")) tc.cwd = t.at("cwd").as_string();
@@ -304,7 +363,7 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
   tc.metrics_format = m.at("format").as_enum({"tensorboard", "jsonl", "mllog", "csv"});
   tc.metrics_path = m.at("path").as_string();
   if (tc.metrics_path.empty()) m.at("path").fail("a file or folder");
-  check_placeholders(m.at("path"), tc.metrics_path, false);
+  check_placeholders(m.at("path"), tc.metrics_path, false, workers);
   // Each process writes into its own folder: a fixed path would be shared
   // by the data-only and training passes, and by the runs of one check.
   if (tc.metrics_path.find("{out}") == std::string::npos)
@@ -329,24 +388,40 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
   }
   if (t.has("probes")) {
     tc.probes = t.at("probes").as_string();
-    check_placeholders(t.at("probes"), tc.probes, false);
+    check_placeholders(t.at("probes"), tc.probes, false, workers);
     if (tc.probes.find("{out}") == std::string::npos)
       t.at("probes").fail("a path under {out} (each trainer process's own output folder), e.g. \"{out}/probes.jsonl\"");
   }
+  // The data-only pass runs whenever the trainer writes probes; its own
+  // arguments may be none ([]: the trainer reads LOCKSTEP_PASS=data).
   if (t.has("data_only")) {
-    tc.data_only = read_args(t.at("data_only"), true);
+    tc.data_only = read_args(t.at("data_only"), false);
     if (tc.probes.empty()) t.at("data_only").fail("a \"probes\" file beside it (the data-only pass writes probes)");
-    for (size_t i = 0; i < tc.data_only.size(); ++i) check_placeholders(t.at("data_only").at(i), tc.data_only[i], false);
+    for (size_t i = 0; i < tc.data_only.size(); ++i)
+      check_placeholders(t.at("data_only").at(i), tc.data_only[i], false, workers);
+  }
+  if (workers) {
+    if (tc.probes.empty())
+      t.at("workers").fail("a \"probes\" file beside it (the data-only passes at each worker count compare "
+                           "their batches)");
+    bool used = false;
+    for (const auto* args : {&tc.command, &tc.data_only})
+      for (const auto& a : *args) used = used || a.find("{workers}") != std::string::npos;
+    if (!used)
+      t.at("workers").fail("{workers} in command or data_only (how the trainer is told its DataLoader's "
+                           "num_workers; without it every pass would run the same count)");
   }
   if (t.has("resume")) {
     JsonView r = t.at("resume");
     r.allow_keys({"stop", "continue"});
     tc.resume_stop = read_args(r.at("stop"), true);
     tc.resume_continue = read_args(r.at("continue"), true);
-    for (size_t i = 0; i < tc.resume_stop.size(); ++i) check_placeholders(r.at("stop").at(i), tc.resume_stop[i], true);
+    for (size_t i = 0; i < tc.resume_stop.size(); ++i)
+      check_placeholders(r.at("stop").at(i), tc.resume_stop[i], true, workers);
     for (size_t i = 0; i < tc.resume_continue.size(); ++i)
-      check_placeholders(r.at("continue").at(i), tc.resume_continue[i], true);
+      check_placeholders(r.at("continue").at(i), tc.resume_continue[i], true, workers);
   }
+  if (t.has("packages")) read_packages(t.at("packages"), tc);
   if (t.has("env")) {
     JsonView e = t.at("env");
     e.expect_object();
@@ -644,6 +719,24 @@ nlohmann::json values_json(const SmokeConfig& c) {
   return out;
 }
 
+std::string missing_data_pass_note(const SmokeConfig& c) {
+  if (!c.has_trainer() || c.trainer.has_data_pass()) return "";
+  return "no data-only pass: " + c.file + " sets no trainer.probes, so the batches the trainer consumed are not "
+         "checked (worker seeding, sampler order, augmentation); write them with the helper's ProbeWriter "
+         "(docs/trainers.md)";
+}
+
+void apply_package_relevance(const TrainerConfig& t, Fingerprint& fp) {
+  for (const auto& name : t.packages_relevant) {
+    auto [it, fresh] = fp.try_emplace("python.packages." + name, FingerprintField{"(absent: not installed)", true, false});
+    it->second.relevant = true;
+  }
+  for (const auto& name : t.packages_informational) {
+    auto it = fp.find("python.packages." + name);
+    if (it != fp.end()) it->second.relevant = false;
+  }
+}
+
 SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {
   if (overrides.intra_op_threads > 0) config.intra_op_threads = overrides.intra_op_threads;
   if (overrides.workers >= 0) config.data.loader.workers = overrides.workers;
@@ -670,6 +763,25 @@ std::map<std::string, SmokeConfig> load_smoke_folder(const std::string& dir) {
       throw BadInput(file, "name", "a smoke name unique in " + dir + "; \"" + name + "\" is also in " + it->second.file);
   }
   return out;
+}
+
+std::vector<std::string> suite_smoke_names(const std::vector<std::string>& files) {
+  std::map<std::string, std::string> seen;
+  std::vector<std::string> names;
+  for (const auto& file : files) {
+    std::string name;
+    try {
+      name = load_smoke_config(file).name;
+    } catch (const Error&) {
+      names.push_back(fs::path(file).stem().string());
+      continue;
+    }
+    auto [it, fresh] = seen.emplace(name, file);
+    if (!fresh)
+      throw BadInput(file, "name", "a smoke name unique in the suite; \"" + name + "\" is also the name in " + it->second);
+    names.push_back(name);
+  }
+  return names;
 }
 
 std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args) {

@@ -24,6 +24,7 @@
 #include "compare/tolerance_policy.h"
 #include "data/loader_spec.h"
 #include "distributed/distributed_spec.h"
+#include "record/fingerprint.h"
 #include "train/train_specs.h"
 
 namespace lockstep {
@@ -59,8 +60,8 @@ struct DataConfig {
 /// "trainer" section: the team's own trainer, run as a command instead of
 /// lockstep's built-in one (docs/trainers.md). Arguments may hold the
 /// placeholders {steps}, {seed}, {out} (the run's output folder), {data}
-/// (the data cache folder), {config_dir}, and in `resume` {resume_at} and
-/// {checkpoint}.
+/// (the data cache folder), {config_dir}, {rank}, {workers} (with
+/// `workers`), and in `resume` {resume_at} and {checkpoint}.
 struct TrainerConfig {
   std::vector<std::string> command;  ///< argv; argv[0] found on PATH or relative to `cwd`
   std::string cwd;                   ///< as written (relative to the config's folder); "" = that folder
@@ -74,13 +75,29 @@ struct TrainerConfig {
   std::string mllog_step = "step";   ///< mllog: metadata field giving the step
   std::string probes;                ///< batch probes JSONL ({out}/probes.jsonl); "" = none
   /// Arguments added for the data-only pass (iterate the data, write
-  /// probes, no training); empty: no data-only pass is run.
+  /// probes, no training); may be empty: the trainer reads LOCKSTEP_PASS.
+  /// The pass runs whenever `probes` is set (has_data_pass()).
   std::vector<std::string> data_only;
+  /// DataLoader worker counts ({workers}): the training pass runs with the
+  /// first, the data-only pass with each, and every data-only pass must
+  /// give the same batches bit for bit (exit 4 naming the batch). Empty:
+  /// no {workers} placeholder, one data-only pass.
+  std::vector<int> workers;
+  /// Python distributions whose version is determinism-relevant
+  /// whether or not the trainer imported them (trainer.packages.relevant),
+  /// and ones that are informational although imported (.informational);
+  /// names normalised as PEP 503 ("scikit-learn"). The helper marks the
+  /// distributions the trainer imported as relevant, the rest informational.
+  std::vector<std::string> packages_relevant;
+  std::vector<std::string> packages_informational;
   std::vector<std::string> resume_stop;      ///< added to stop after {resume_at} steps at {checkpoint}
   std::vector<std::string> resume_continue;  ///< added to continue from {checkpoint}
   /// Extra environment variables for the trainer, recorded in the
   /// fingerprint (trainer.env.<NAME>, determinism-relevant).
   std::map<std::string, std::string> env;
+
+  /// Whether the data-only pass runs: whenever the trainer writes probes.
+  bool has_data_pass() const { return !probes.empty(); }
 };
 
 /// Command-line overrides of a smoke's config (`--intra-op-threads`,
@@ -155,6 +172,20 @@ nlohmann::json values_json(const SmokeConfig& config);
 /// The config hash is unchanged: it names the file, not the run.
 SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides);
 
+/// "no data-only pass: ..." for a trainer smoke that writes no batch probes
+/// (so its batches are never checked), for the verdict, the reports and
+/// the console; "" when the smoke has a data-only pass (every built-in
+/// smoke has one).
+std::string missing_data_pass_note(const SmokeConfig& config);
+
+/// Applies the smoke's trainer.packages to python.packages.<name> fields:
+/// a name in packages_relevant becomes determinism-relevant (a field
+/// "(absent: not installed)" is added when the interpreter has none, so
+/// installing it later moves the lane), one in packages_informational
+/// informational. check applies it to the run and the golden alike, so an
+/// edit of the lists takes effect without a re-bless.
+void apply_package_relevance(const TrainerConfig& trainer, Fingerprint& fingerprint);
+
 /// Reads and validates a smoke config. Throws exit-2 Error naming the file
 /// and field.
 SmokeConfig load_smoke_config(const std::string& path);
@@ -162,6 +193,13 @@ SmokeConfig load_smoke_config(const std::string& path);
 /// Expands SMOKE arguments: files as given, folders to their *.json files
 /// sorted by name. Throws exit-2 Error for a missing path or an empty folder.
 std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args);
+
+/// The smoke names of a suite (expand_smoke_args' files), in file order.
+/// Two files with one name are exit 2 naming both: their goldens and
+/// output folders would collide (check and bless refuse the suite). A
+/// config that does not load is named after its file stem; loading it is
+/// reported where it is checked or blessed.
+std::vector<std::string> suite_smoke_names(const std::vector<std::string>& files);
 
 /// Every smoke config in folder `dir` by name. Throws exit-2 Error for a
 /// malformed config or two configs with one name.

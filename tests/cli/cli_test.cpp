@@ -678,12 +678,19 @@ TEST(CliCuda, EnvDiffOfATrainerGoldenComparesWhatBothRead) {
   std::string golden = kSourceDir + "/examples/pytorch-trainer/goldens/pytorch-trainer/cpu-x86_64-avx2.json";
   Result r = lockstep("env --diff " + golden);
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("a team trainer's record: "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(" field(s) only the trainer records (its Python, torch, packages, environment)"),
+  EXPECT_NE(r.output.find("a team trainer's record, compared with this machine and its interpreter /usr/bin/python3: "),
             std::string::npos)
       << r.output;
-  EXPECT_EQ(r.output.find("python.packages."), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("cross-stack lane"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" field(s) a run sets itself (its determinism contract, loader, modules imported) are left out"),
+            std::string::npos)
+      << r.output;
+  // What lockstep sets for a trainer run is the same here: never a difference.
+  for (const char* set : {"determinism.", "env.OMP_NUM_THREADS", "env.MKL_NUM_THREADS", "env.TZ", "python.module."})
+    EXPECT_EQ(r.output.find(set), std::string::npos) << set << "\n" << r.output;
+  Result device = lockstep("env --device cpu --diff " + golden);
+  EXPECT_EQ(device.code, 2) << device.output;
+  EXPECT_NE(device.output.find("a team trainer's record; the diff uses the record's device; drop --device"),
+            std::string::npos) << device.output;
 }
 
 // env --diff applies the record's contract: its fields are checked first,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <functional>
 
 #include "cli/cli_helpers.h"
 #include "core/json_io.h"
@@ -27,6 +28,26 @@ fs::path out_dir(const std::string& name) {
 // ends the check before the resume check.
 Result check_with_bug(const std::string& bug, const fs::path& out) {
   return lockstep("check " + kExampleSmoke + " --out " + out.string(), "PYTORCH_TRAINER_BUG=" + bug);
+}
+
+// A scratch copy of the example's smoke config in <dir>/smoke/ (the
+// trainer still runs from the example's folder), edited by `edit`.
+fs::path example_smoke_in(const fs::path& dir, const std::function<void(nlohmann::json&)>& edit) {
+  fs::create_directories(dir / "smoke");
+  nlohmann::json cfg = parse_json_file(kExampleSmoke + "/pytorch-trainer.json");
+  cfg.erase("platforms");
+  cfg["trainer"]["cwd"] = kExample;
+  edit(cfg);
+  fs::path file = dir / "smoke" / "pytorch-trainer.json";
+  write_file_atomically(file.string(), pretty_dump(cfg));
+  return file;
+}
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+std::string free_port() {
+  Result r = shell("python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+                   "print(s.getsockname()[1])'");
+  return r.output.substr(0, r.output.find('\n'));
 }
 
 TEST(TrainerCli, ExampleTrainerPassesAgainstItsCommittedGolden) {
@@ -106,36 +127,166 @@ TEST(TrainerCli, AFailingTrainerIsARegressionQuotingItsStderr) {
   fs::remove_all(out);
 }
 
-// A package upgrade in the trainer's interpreter: a distribution whose
-// version changes between the golden and the run (a fake dist-info on
-// PYTHONPATH) is the first line of the environment diff.
-TEST(TrainerCli, APackageVersionChangeLeadsTheEnvironmentDiff) {
+// Fake distributions on the trainer's PYTHONPATH: `fakeaug` (module
+// fakeaug, imported at start-up by a sitecustomize, as a trainer imports
+// its augmentation library) and `unrelated` (installed, never imported).
+struct FakeSite {
+  fs::path dir;
+  void install(const std::string& fakeaug, const std::string& unrelated) const {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    auto dist = [&](const std::string& name, const std::string& version) {
+      fs::path info = dir / (name + "-" + version + ".dist-info");
+      fs::create_directories(info);
+      write_file_atomically((info / "METADATA").string(),
+                            "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n");
+      write_file_atomically((info / "top_level.txt").string(), name + "\n");
+      write_file_atomically((dir / (name + ".py")).string(), "VERSION = '" + version + "'\n");
+    };
+    dist("fakeaug", fakeaug);
+    if (!unrelated.empty()) dist("unrelated", unrelated);
+    write_file_atomically((dir / "sitecustomize.py").string(), "import fakeaug\n");
+  }
+  std::string env() const { return "PYTHONPATH=" + dir.string(); }
+};
+
+// A package upgrade in the trainer's interpreter: a distribution the
+// trainer imported changes version between the golden and the run; it is
+// determinism-relevant and the first line of the environment diff, in
+// check and in `env --diff`. A package the trainer never imports is
+// informational: installing or upgrading it keeps the bit-exact lane.
+TEST(TrainerCli, AnImportedPackageChangeLeadsTheDiffAndAnUnrelatedOneIsInformational) {
   fs::path d = out_dir("package");
-  fs::create_directories(d / "site");
+  fs::create_directories(d);
+  FakeSite site{d / "site"};
   fs::copy(kExample, d / "example", fs::copy_options::recursive);
   fs::remove_all(d / "example" / "goldens");
-  auto dist = [&](const std::string& version) {
-    fs::remove_all(d / "site");
-    fs::create_directories(d / "site" / ("fakeaug-" + version + ".dist-info"));
-    write_file_atomically((d / "site" / ("fakeaug-" + version + ".dist-info") / "METADATA").string(),
-                          "Metadata-Version: 2.1\nName: fakeaug\nVersion: " + version + "\n");
-  };
-  std::string env = "PYTHONPATH=" + (d / "site").string();
-  dist("1.0.0");
-  Result b = lockstep("bless " + (d / "example" / "smoke").string() + " --reason test --out " + (d / "out").string(),
-                      env);
+  std::string smoke = (d / "example" / "smoke").string(), out = (d / "out").string();
+  site.install("1.0.0", "");
+  Result b = lockstep("bless " + smoke + " --reason test --out " + out, site.env());
   ASSERT_EQ(b.code, 0) << b.output;
-  dist("1.1.0");
-  Result r = lockstep("check " + (d / "example" / "smoke").string() + " --out " + (d / "out").string(), env);
+  std::string golden = (d / "example" / "goldens" / "pytorch-trainer").string() + "/" +
+                       fs::directory_iterator(d / "example" / "goldens" / "pytorch-trainer")->path().filename().string();
+  nlohmann::json fp = parse_json_file(golden)["fingerprint"];
+  EXPECT_EQ(fp["python.packages.fakeaug"]["relevant"], true);
+  EXPECT_EQ(fp["python.packages.torch"]["relevant"], true);
+
+  // Installed but never imported: informational, the same bits, same stack.
+  site.install("1.0.0", "2.0");
+  Result same = lockstep("check " + smoke + " --out " + out, site.env());
+  EXPECT_EQ(same.code, 0) << same.output;
+  EXPECT_NE(same.output.find("lane: same-stack"), std::string::npos) << same.output;
+  EXPECT_NE(same.output.find("  python.packages.unrelated golden: (missing)"), std::string::npos) << same.output;
+
+  site.install("1.1.0", "2.0");
+  Result r = lockstep("check " + smoke + " --out " + out, site.env());
   EXPECT_EQ(r.code, 0) << r.output;  // the same bits: the cross-stack lane passes, naming the change
   // The first line under the heading names the package, both versions below it.
   size_t heading = r.output.find("environment differences (");
   ASSERT_NE(heading, std::string::npos) << r.output;
   size_t first = r.output.find('\n', heading) + 1;
-  EXPECT_EQ(r.output.substr(first, r.output.find('\n', first) - first), "  * python.packages.fakeaug golden: 1.0.0")
-      << r.output;
+  std::string line = r.output.substr(first, r.output.find('\n', first) - first);
+  EXPECT_EQ(line.rfind("  * python.packages.fakeaug ", 0), 0u) << r.output;
+  EXPECT_EQ(line.substr(line.size() - 13), "golden: 1.0.0") << r.output;
   EXPECT_NE(r.output.find("run:    1.1.0", first), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("lane: cross-stack"), std::string::npos) << r.output;
+
+  // env --diff (from the smoke's folder: git state is read where the golden was made) lists exactly the fields that differ, the package first:
+  // nothing lockstep sets for the run (threads, the contract) is starred.
+  Result e = lockstep("env --json --diff " + golden, site.env(), smoke);
+  ASSERT_EQ(e.code, 0) << e.output;
+  nlohmann::json diff = nlohmann::json::parse(e.output);
+  std::vector<std::string> fields;
+  for (const auto& f : diff["differences"]) fields.push_back(f["field"].get<std::string>() + (f["relevant"] ? " *" : ""));
+  EXPECT_EQ(fields, (std::vector<std::string>{"python.packages.fakeaug *", "python.packages.unrelated"})) << e.output;
+  Result text = lockstep("env --diff " + golden, site.env(), smoke);
+  EXPECT_NE(text.output.find("2 difference(s) in "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("\n* python.packages.fakeaug\n      record: 1.0.0\n      here:   1.1.0\n"), std::string::npos)
+      << text.output;
+
+  // trainer.packages.relevant pins a package the trainer does not import,
+  // .informational unpins one it does; check applies them to the golden too.
+  nlohmann::json cfg = parse_json_file(smoke + "/pytorch-trainer.json");
+  cfg["trainer"]["packages"] = {{"relevant", {"Unrelated"}}, {"informational", {"fakeaug"}}};
+  write_file_atomically(smoke + "/pytorch-trainer.json", pretty_dump(cfg));
+  site.install("1.2.0", "2.1");
+  Result pinned = lockstep("check " + smoke + " --out " + out, site.env());
+  EXPECT_EQ(pinned.code, 0) << pinned.output;
+  EXPECT_NE(pinned.output.find("  * python.packages.unrelated golden: (absent: not installed)"), std::string::npos)
+      << pinned.output;
+  EXPECT_NE(pinned.output.find("    python.packages.fakeaug   golden: 1.0.0"), std::string::npos) << pinned.output;
+  EXPECT_NE(pinned.output.find("lane: cross-stack"), std::string::npos) << pinned.output;
+  fs::remove_all(d);
+}
+
+// The data-only pass runs beside the training pass: a trainer that binds
+// one fixed port in both (here a single process joining a Gloo group at
+// MASTER_PORT=<fixed>) fails in one of them, and lockstep names the cause.
+TEST(TrainerCli, APortBoundByBothPassesIsNamedAsTheCause) {
+  fs::path d = out_dir("port-clash");
+  fs::create_directories(d);
+  Result r = lockstep("run " + kExampleSmoke + "/pytorch-trainer.json --out " + (d / "run.json").string(),
+                      "PYTORCH_TRAINER_BUG=fixed_master_port PYTORCH_TRAINER_PORT=" + free_port());
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("its rendezvous could not bind a port that is in use (\"Address already in use\")"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("The data-only pass runs beside the training pass. A trainer that picks its port itself"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("use init_process_group's env:// rendezvous"), std::string::npos) << r.output;
+  fs::remove_all(d);
+}
+
+// Without trainer.probes there is no data-only pass: every verdict and
+// report says so. "data_only": [] runs the pass with no extra argument
+// (the trainer reads LOCKSTEP_PASS).
+TEST(TrainerCli, AMissingDataOnlyPassIsSaidAndAnEmptyArgumentListRunsIt) {
+  fs::path d = out_dir("no-data-pass");
+  fs::path none = example_smoke_in(d / "none", [](nlohmann::json& c) {
+    c["trainer"].erase("probes");
+    c["trainer"].erase("data_only");
+    c.erase("resume_at");
+  });
+  Result b = lockstep("bless " + none.string() + " --reason test --allow-dirty --out " + (d / "out").string());
+  ASSERT_EQ(b.code, 0) << b.output;
+  const std::string note = "no data-only pass: " + none.string() + " sets no trainer.probes, so the batches the "
+                           "trainer consumed are not checked";
+  EXPECT_NE(b.output.find("  note: " + note), std::string::npos) << b.output;
+  Result c = lockstep("check " + none.string() + " --out " + (d / "out").string());
+  EXPECT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find("note: " + note), std::string::npos) << c.output;
+  nlohmann::json report = parse_json_file((d / "out" / "pytorch-trainer" / "report.json").string());
+  bool said = false;
+  for (const auto& n : report["notes"]) said = said || n.get<std::string>().rfind("no data-only pass: ", 0) == 0;
+  EXPECT_TRUE(said) << report.dump(2);
+
+  fs::path empty = example_smoke_in(d / "empty", [](nlohmann::json& c) { c["trainer"]["data_only"] = nlohmann::json::array(); });
+  Result r = lockstep("run " + empty.string() + " --out " + (d / "run.json").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(": 10 batches probed, 10 steps"), std::string::npos) << r.output;
+  EXPECT_EQ(parse_json_file((d / "run.json").string())["probes"].size(), 10u);
+  fs::remove_all(d);
+}
+
+// trainer.workers runs the data-only pass at each worker count: a bug
+// that depends on the count (augmentation from the global `random`, which
+// the DataLoader seeds per worker) is exit 4 naming the batch, even when
+// it was present at bless time.
+TEST(TrainerCli, BatchesThatDependOnTheWorkerCountAreExitFourNamingTheBatch) {
+  fs::path d = out_dir("workers");
+  fs::path smoke = example_smoke_in(d, [](nlohmann::json& c) {
+    c["trainer"]["workers"] = {2, 0};
+    c["trainer"]["command"].push_back("--num-workers");
+    c["trainer"]["command"].push_back("{workers}");
+  });
+  Result good = lockstep("probe " + smoke.string() + " --out " + (d / "probe.json").string());
+  EXPECT_EQ(good.code, 0) << good.output;
+  Result bad = lockstep("run " + smoke.string() + " --out " + (d / "run.json").string(),
+                        "PYTORCH_TRAINER_BUG=global_random");
+  EXPECT_EQ(bad.code, 4) << bad.output;
+  EXPECT_NE(bad.output.find("the data-only pass with 0 DataLoader workers differs from the one with 2 DataLoader "
+                            "workers at batch 0: inputs (xxh3 "),
+            std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("Python's global random"), std::string::npos) << bad.output;
   fs::remove_all(d);
 }
 

@@ -246,7 +246,7 @@ TEST_F(TrainerRunTest, OutputsMustStayInsideTheProcesssFolder) {
 TEST_F(TrainerRunTest, OneProbePerStepTrained) {
   SmokeConfig c = config();
   // Three of the six batches probed: the others would go unchecked.
-  c.trainer.command = {"sh", "-c", "./trainer.sh \"$@\"; head -n 3 \"$LOCKSTEP_OUT/probes.jsonl\" > p && mv p \"$LOCKSTEP_OUT/probes.jsonl\"", "sh"};
+  c.trainer.command = {"sh", "-c", "./trainer.sh \"$@\"; head -n 3 \"$LOCKSTEP_OUT/probes.jsonl\" > \"$LOCKSTEP_OUT/p\" && mv \"$LOCKSTEP_OUT/p\" \"$LOCKSTEP_OUT/probes.jsonl\"", "sh"};
   c.trainer.data_only.clear();
   expect_error(c, ExitCode::kBadInput, "expected one probe per step trained (6), got 3");
 }

@@ -229,6 +229,89 @@ TEST_F(TrainerConfig, RefusesWhatCannotWork) {
             std::string::npos);
 }
 
+// The data-only pass runs whenever the trainer writes probes; "data_only"
+// adds arguments to it and may be empty.
+TEST_F(TrainerConfig, TheDataOnlyPassFollowsTheProbes) {
+  nlohmann::json t = trainer();
+  t["data_only"] = nlohmann::json::array();
+  SmokeConfig empty = load_smoke_config(write(t));
+  EXPECT_TRUE(empty.trainer.has_data_pass());
+  EXPECT_TRUE(empty.trainer.data_only.empty());
+  EXPECT_EQ(missing_data_pass_note(empty), "");
+  t.erase("data_only");
+  SmokeConfig absent = load_smoke_config(write(t));
+  EXPECT_TRUE(absent.trainer.has_data_pass());
+  EXPECT_EQ(absent.values_hash, empty.values_hash);  // [] and no key are one value
+  t.erase("probes");
+  SmokeConfig none = load_smoke_config(write(t));
+  EXPECT_FALSE(none.trainer.has_data_pass());
+  EXPECT_EQ(missing_data_pass_note(none),
+            "no data-only pass: " + (dir_ / "mine.json").string() + " sets no trainer.probes, so the batches the "
+            "trainer consumed are not checked (worker seeding, sampler order, augmentation); write them with the "
+            "helper's ProbeWriter (docs/trainers.md)");
+}
+
+// trainer.workers: the DataLoader worker counts of the data-only passes,
+// passed through {workers}; not a value of the run (every count must give
+// the same batches).
+TEST_F(TrainerConfig, WorkerCountsArePassedThroughTheirPlaceholder) {
+  nlohmann::json t = trainer();
+  t["workers"] = {2, 0};
+  t["command"].push_back("--num-workers");
+  t["command"].push_back("{workers}");
+  SmokeConfig c = load_smoke_config(write(t));
+  EXPECT_EQ(c.trainer.workers, (std::vector<int>{2, 0}));
+  t["workers"] = {2, 1};
+  EXPECT_EQ(load_smoke_config(write(t)).values_hash, c.values_hash);
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {[](nlohmann::json& x) { x["workers"] = nlohmann::json::array(); },
+       "trainer.workers: expected 1 to 8 DataLoader worker counts, e.g. [2, 0]"},
+      {[](nlohmann::json& x) { x["workers"] = {2, 2}; },
+       "trainer.workers[1]: expected a worker count not already in the list (2 is)"},
+      {[](nlohmann::json& x) { x["workers"] = {65}; }, "trainer.workers[0]: expected an integer in [0, 64]"},
+      {[](nlohmann::json& x) { x["command"] = {"python3", "train.py"}; },
+       "trainer.workers: expected {workers} in command or data_only"},
+      {[](nlohmann::json& x) { x.erase("probes"); x.erase("data_only"); },
+       "trainer.workers: expected a \"probes\" file beside it"},
+      {[](nlohmann::json& x) { x.erase("workers"); },
+       "trainer.command[5]: expected {workers} only with a trainer.workers list"},
+  };
+  for (const auto& k : cases) {
+    nlohmann::json x = t;
+    x["workers"] = {2, 0};
+    k.edit(x);
+    std::string error = error_of(write(x));
+    EXPECT_NE(error.find(k.message), std::string::npos) << error;
+  }
+}
+
+// trainer.packages: names normalised as PEP 503, in one list only; it
+// moves no value (it decides the lane).
+TEST_F(TrainerConfig, PackagesAreNormalisedAndApplied) {
+  nlohmann::json t = trainer();
+  t["packages"] = {{"relevant", {"Scikit_Learn", "my.pkg"}}, {"informational", {"tqdm"}}};
+  SmokeConfig c = load_smoke_config(write(t));
+  EXPECT_EQ(c.trainer.packages_relevant, (std::vector<std::string>{"scikit-learn", "my-pkg"}));
+  EXPECT_EQ(c.trainer.packages_informational, (std::vector<std::string>{"tqdm"}));
+  EXPECT_EQ(c.values_hash, load_smoke_config(write(trainer())).values_hash);
+  Fingerprint fp = {{"python.packages.tqdm", {"4.0", true, false}}, {"python.packages.my-pkg", {"1.0", false, false}}};
+  apply_package_relevance(c.trainer, fp);
+  EXPECT_FALSE(fp.at("python.packages.tqdm").relevant);
+  EXPECT_TRUE(fp.at("python.packages.my-pkg").relevant);
+  EXPECT_EQ(fp.at("python.packages.scikit-learn").value, "(absent: not installed)");
+  EXPECT_TRUE(fp.at("python.packages.scikit-learn").relevant);
+  t["packages"] = {{"relevant", {"tqdm"}}, {"informational", {"TQDM"}}};
+  EXPECT_NE(error_of(write(t)).find("trainer.packages: expected a distribution in one list only; \"tqdm\" is both"),
+            std::string::npos);
+  t["packages"] = {{"relevant", {"../x"}}};
+  EXPECT_NE(error_of(write(t)).find("trainer.packages.relevant[0]: expected a Python distribution name"),
+            std::string::npos);
+}
+
 TEST_F(TrainerConfig, TheTimeoutIsNotAValue) {
   SmokeConfig a = load_smoke_config(write(trainer()));
   nlohmann::json t = trainer();
