@@ -141,6 +141,7 @@ int accept_command(const PendingOptions& options);
 struct VerifyOptions {
   std::string goldens_dir = "goldens";
   std::string smoke_dir;  ///< default: smoke/ beside the goldens folder
+  std::string shard;      ///< "I/N": only the goldens of check --shard I/N's smokes; "" all
 };
 int verify_goldens_command(const VerifyOptions& options);
 
@@ -149,6 +150,10 @@ int verify_goldens_command(const VerifyOptions& options);
 /// `dir` (cli/hook_command.cpp). Throws exit 2 outside a work tree or over
 /// a hook that is not lockstep's, exit 3 for a broken install.
 int hook_install_command(const std::string& dir = ".");
+
+/// `lockstep hook uninstall`: removes the pre-push shim `hook install`
+/// wrote (exit 2 for a hook lockstep did not write; 0 when there is none).
+int hook_uninstall_command(const std::string& dir = ".");
 
 /// `lockstep hook plan [ROOT]`: prints what the pre-push hook checks and
 /// what triggers it (gate/hook_settings.h), "smokes\t<path>" and

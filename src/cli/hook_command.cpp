@@ -1,10 +1,13 @@
-// `lockstep hook install` and `lockstep hook plan`.
+// `lockstep hook install`, `lockstep hook uninstall` and `lockstep hook plan`.
 //
 // install: writes .git/hooks/pre-push of the repository holding the current
-// folder — a two-line shim that runs the pre-push script lockstep ships
+// folder — a short shim that runs the pre-push script lockstep ships
 // (<prefix>/share/lockstep/hooks/pre-push, or ci/pre-push of lockstep's
-// source tree) with this lockstep. Never overwrites a hook that is not
-// lockstep's; re-running it is a no-op.
+// source tree) with this lockstep, honours LOCKSTEP_SKIP=1 itself, and says
+// how to push or remove it once lockstep is uninstalled. Never overwrites
+// a hook that is not lockstep's; re-running it is a no-op.
+//
+// uninstall: removes that shim (only lockstep's own).
 //
 // plan: what the hook checks and what triggers it, from the committed
 // lockstep.json (gate/hook_settings.h), one "<kind>\t<path>" line each:
@@ -53,7 +56,49 @@ fs::path hooks_folder(const GitState& git, const std::string& dir) {
   return fs::path(git.git_dir) / "hooks";
 }
 
+// The hook git runs: LOCKSTEP_SKIP=1 honoured by the shim itself, and when
+// lockstep has been removed (the script or the binary gone) it says so
+// and how to push or remove the hook, failing closed as git-lfs's and
+// pre-commit's hooks do: a gate that vanished is never a silent pass.
+std::string shim_body(const std::string& script, const std::string& self) {
+  return "#!/bin/sh\n" + std::string(kMarker) +
+         ": lockstep's pre-push check; settings in lockstep.json.\n"
+         "# Remove it with `lockstep hook uninstall`, or delete this file.\n"
+         "if [ \"${LOCKSTEP_SKIP:-0}\" = \"1\" ]; then\n"
+         "  echo \"lockstep pre-push: skipped (LOCKSTEP_SKIP=1)\" >&2\n"
+         "  exit 0\n"
+         "fi\n"
+         "LOCKSTEP_BIN=\"${LOCKSTEP_BIN:-" + self + "}\"; export LOCKSTEP_BIN\n"
+         "script=" + shell_quote(script) + "\n"
+         "if [ ! -x \"$script\" ] || [ ! -x \"$LOCKSTEP_BIN\" ]; then\n"
+         "  echo \"lockstep pre-push: this hook runs $script with $LOCKSTEP_BIN, and lockstep is no longer installed "
+         "there (removed?); push blocked.\" >&2\n"
+         "  echo \"  push without the check: LOCKSTEP_SKIP=1 git push   (or git push --no-verify)\" >&2\n"
+         "  echo \"  remove the hook: rm '$0'   (or lockstep hook uninstall, where lockstep is installed)\" >&2\n"
+         "  echo \"  or install lockstep again and run lockstep hook install\" >&2\n"
+         "  exit 1\n"
+         "fi\n"
+         "exec \"$script\" \"$@\"\n";
+}
+
 }  // namespace
+
+int hook_uninstall_command(const std::string& dir) {
+  GitState git = read_git_state(fs::absolute(dir).string());
+  if (!git.in_repo) throw BadUsage("hook uninstall: " + (git.error.empty() ? "not in a git repository" : git.error));
+  fs::path hook = hooks_folder(git, dir) / "pre-push";
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(hook, ec))) {
+    std::cout << "no pre-push hook in " << hook.parent_path().string() << ": nothing to remove\n";
+    return 0;
+  }
+  if (!fs::is_regular_file(fs::symlink_status(hook, ec)) || read_file(hook.string()).find(kMarker) == std::string::npos)
+    throw BadUsage(hook.string() + ": a pre-push hook that `lockstep hook install` did not write; not removing it "
+                   "(remove lockstep's line from it by hand)");
+  if (!fs::remove(hook, ec) || ec) throw io_error(hook.string(), "remove the hook", ec.value());
+  std::cout << "removed " << hook.string() << " (lockstep's pre-push check)\n";
+  return 0;
+}
 
 int hook_install_command(const std::string& dir) {
   GitState git = read_git_state(fs::absolute(dir).string());
@@ -65,10 +110,7 @@ int hook_install_command(const std::string& dir) {
   std::error_code ec;
   fs::path self = self_executable();
   fs::path hook = hooks_folder(git, dir) / "pre-push";
-  std::string body = "#!/bin/sh\n" + std::string(kMarker) +
-                     ": lockstep's pre-push check; settings in lockstep.json.\n"
-                     "LOCKSTEP_BIN=\"${LOCKSTEP_BIN:-" + self.string() + "}\"; export LOCKSTEP_BIN\n"
-                     "exec " + shell_quote(script) + " \"$@\"\n";
+  std::string body = shim_body(script, self.string());
   bool replacing = false;
   if (fs::exists(hook, ec)) {
     std::string existing = read_file(hook.string());

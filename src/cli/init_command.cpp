@@ -56,7 +56,9 @@ const char* kExampleSmoke = R"({
 // goldens folder's lock file, and the temporaries of atomic writes.
 // lockstep-out/ at any depth: the Python helper run by hand writes one
 // beside the trainer.
-const char* kIgnored[] = {"lockstep-out/", ".lockstep.lock", ".*.tmp.*"};
+// .gitlab-ci-local/: gitlab-ci-local's own folder after a local pipeline
+// run (bless refuses a work tree holding untracked files).
+const char* kIgnored[] = {"lockstep-out/", ".lockstep.lock", ".*.tmp.*", ".gitlab-ci-local/"};
 
 const char* kGitlabCi = R"(# lockstep: blocks a merge request whose smoke training or batch checksums
 # move away from goldens/ (ci/templates/lockstep.gitlab-ci.yml says more).
@@ -143,7 +145,7 @@ int init_command(const InitOptions& o) {
   if (!added.empty()) {
     if (!text.empty() && text.back() != '\n') text += "\n";
     write_file_atomically(ignore.string(), text + added);
-    say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, the lock file, temporaries)");
+    say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, the lock file, temporaries, .gitlab-ci-local/)");
   } else {
     say("kept .gitignore (it has lockstep's entries)");
   }

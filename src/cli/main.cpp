@@ -202,6 +202,8 @@ int main(int argc, char** argv) {
   auto* verify = app.add_subcommand("verify-goldens", "Integrity, provenance and completeness of the golden set");
   verify->add_option("DIR", verify_opts.goldens_dir, "Goldens folder")->capture_default_str();
   verify->add_option("--smoke", verify_opts.smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
+  verify->add_option("--shard", verify_opts.shard,
+                     "I/N: only the goldens of the smokes `check --shard I/N` checks (each CI shard verifies its own)");
 
   auto* hook = app.add_subcommand("hook", "Git hooks");
   InitOptions init_opts;
@@ -209,6 +211,7 @@ int main(int argc, char** argv) {
       "and the pre-push hook (in a git work tree); never overwrites a file");
   init->add_option("DIR", init_opts.dir, "Repository folder")->capture_default_str();
   auto* hook_install = hook->add_subcommand("install", "Install the pre-push hook (never overwrites one)");
+  auto* hook_uninstall = hook->add_subcommand("uninstall", "Remove the pre-push hook `hook install` wrote");
   HookPlanOptions hook_plan_opts;
   auto* hook_plan = hook->add_subcommand("plan", "What the pre-push hook checks and which changed paths trigger it "
                                                  "(from lockstep.json and the smokes)");
@@ -261,6 +264,7 @@ int main(int argc, char** argv) {
     if (*accept) return accept_command(accept_opts);
     if (*verify) return verify_goldens_command(verify_opts);
     if (*hook_install) return hook_install_command();
+    if (*hook_uninstall) return hook_uninstall_command();
     if (*hook_plan) return hook_plan_command(hook_plan_opts);
     if (*init) return init_command(init_opts);
   } catch (const Error& e) {

@@ -4,15 +4,19 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "gate/shard.h"
 #include "gate/verify_goldens.h"
 
 namespace lockstep {
 
 int verify_goldens_command(const VerifyOptions& o) {
-  GoldensAudit a = audit_goldens(o.goldens_dir, o.smoke_dir);
+  Shard shard;
+  if (!o.shard.empty()) shard = parse_shard(o.shard);
+  GoldensAudit a = audit_goldens(o.goldens_dir, o.smoke_dir, shard);
+  for (const auto& n : a.notes) std::cout << "verify-goldens: note: " << n << "\n";
   if (a.problems.empty()) {
     std::cout << "verify-goldens: " << a.goldens << " golden(s) for " << a.smokes << " smoke(s) in "
-              << o.goldens_dir << ": OK\n";
+              << o.goldens_dir << (o.shard.empty() ? std::string() : " (shard " + o.shard + ")") << ": OK\n";
     return 0;
   }
   for (const auto& p : a.problems) std::cerr << "verify-goldens: " << p << "\n";

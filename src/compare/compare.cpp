@@ -48,7 +48,9 @@ void require_comparable(const RunRecord& run, const RunRecord& golden,
   if (!policy.allow_nonfinite_golden)
     if (auto bad = first_nonfinite(golden))
       throw BadInput(labels.golden, bad->field,
-                     "a finite value, got " + fmt(bad->value) + " (set tolerance.allow_nonfinite_golden to allow it)");
+                     "a finite value, got " + fmt(bad->value) +
+                         " (set tolerance.allow_nonfinite_golden in the smoke config to allow it; `lockstep "
+                         "compare` reads the config with --config SMOKE)");
   for (const auto& [name, s] : golden.series) {
     if (policy.for_series(name).rule == Tolerance::Rule::kSigma && s.std.empty())
       throw BadInput(labels.golden, "series." + name + ".std",
@@ -114,11 +116,29 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
                               "determinism contract"});
   }
   // Inputs never choose the lane: a changed input is the change under
-  // test, and fails whatever the values say.
+  // test, and fails whatever the values say. A config whose only changed
+  // field says where an input lives (data.path), that input's content
+  // unchanged, is the same input moved (is_location_field).
+  bool content_changed = false;
+  for (const auto& d : v.env_diffs) content_changed = content_changed || (d.input && d.name != "config.values_xxh3");
   size_t relevant = 0;
   for (const auto& d : v.env_diffs) {
     relevant += d.relevant ? 1 : 0;
     if (!d.input) continue;
+    if (d.name == "config.values_xxh3" && !content_changed && !run.config.empty() && !golden.config.empty()) {
+      std::vector<std::string> fields = differing_config_fields(golden.config, run.config);
+      bool moved = !fields.empty() && std::all_of(fields.begin(), fields.end(), is_location_field);
+      if (moved) {
+        auto value = [](const std::map<std::string, std::string>& m, const std::string& f) {
+          auto it = m.find(f);
+          return it == m.end() ? std::string("(missing)") : input_excerpt(it->second);
+        };
+        for (const auto& f : fields)
+          v.notes.push_back(f + " moved: " + value(golden.config, f) + " → " + value(run.config, f) +
+                            "; its content is unchanged, so the input is the same");
+        continue;
+      }
+    }
     if (d.golden == "(missing)")
       v.notes.push_back("the golden predates the input field " + d.name + " (run: " + d.run +
                         "); re-bless to pin it");

@@ -9,6 +9,7 @@ const char* lane_name(Lane lane) {
     case Lane::kSameStack: return "same-stack";
     case Lane::kCrossStack: return "cross-stack";
     case Lane::kContractMismatch: return "contract-mismatch";
+    case Lane::kNone: return "none";
   }
   return "?";
 }

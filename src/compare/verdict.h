@@ -24,9 +24,10 @@ enum class Lane {
   kCrossStack,        ///< the stack differs: configured tolerances
   kContractMismatch,  ///< the determinism contract differs: fails; values compared
                       ///< exactly only to locate the first divergence
+  kNone,              ///< nothing was compared (a run stopped before: stopped_verdict)
 };
 
-/// "same-stack", "cross-stack", "contract-mismatch".
+/// "same-stack", "cross-stack", "contract-mismatch", "none".
 const char* lane_name(Lane lane);
 
 /// Where a failure was found. Findings are reported in causal order

@@ -32,6 +32,58 @@ std::string input_excerpt(const std::string& v) {
   return printable_message(v.substr(0, cut), false) + "... (" + std::to_string(v.size()) + " bytes)";
 }
 
+size_t utf8_sequence_at(const std::string& text, size_t i) {
+  auto byte = [&](size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
+  unsigned c = byte(i);
+  if (i >= text.size()) return 0;
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned lo = 0x80, hi = 0xbf;  // the range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;  // no overlong form
+    if (c == 0xed) hi = 0x9f;  // no surrogate
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;  // at most U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > text.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
+  return n;
+}
+
+namespace {
+
+void append_hex_escape(std::string& out, unsigned char c) {
+  static const char* hex = "0123456789abcdef";
+  out += "\\x";
+  out += hex[c >> 4];
+  out += hex[c & 15];
+}
+
+}  // namespace
+
+std::string valid_utf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    size_t n = utf8_sequence_at(text, i);
+    if (n == 0) {
+      append_hex_escape(out, static_cast<unsigned char>(text[i]));
+      ++i;
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::string printable_message(const std::string& text, bool keep_line_breaks) {
   std::string out;
   out.reserve(text.size());
@@ -42,10 +94,15 @@ std::string printable_message(const std::string& text, bool keep_line_breaks) {
       out += bidi;
       i += n - 1;
     } else if ((c < 0x20 && !(keep_line_breaks && (c == '\n' || c == '\t'))) || c == 0x7f) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+      append_hex_escape(out, c);
+    } else if (c >= 0x80) {
+      size_t n = utf8_sequence_at(text, i);
+      if (n == 0) {
+        append_hex_escape(out, c);  // not UTF-8 (a path's byte 0xff)
+      } else {
+        out.append(text, i, n);
+        i += n - 1;
+      }
     } else {
       out += static_cast<char>(c);
     }

@@ -42,9 +42,20 @@ const char* exit_class_name(ExitCode code);
 /// ("\u202e"); newline and tab are kept when
 /// `keep_line_breaks`. Messages and reports quote names and values from
 /// files: a NUL would cut them short, an ANSI escape rewrite the terminal,
+/// a byte that is not UTF-8 (a path's) break a JSON report,
 /// a right-to-left override show a name reversed ("Trojan Source",
 /// CVE-2021-42574). The one escape every printer uses.
 std::string printable_message(const std::string& text, bool keep_line_breaks = true);
+
+/// The length of the well-formed UTF-8 sequence at `text[i]` (1 for an
+/// ASCII byte), or 0 when the bytes there are none (RFC 3629: no overlong
+/// forms, no surrogates, nothing above U+10FFFF, not cut short).
+size_t utf8_sequence_at(const std::string& text, size_t i);
+
+/// `text` with every byte that is not part of well-formed UTF-8 written as
+/// "\xNN" (a path from the file system may hold any bytes, a JSON string
+/// only UTF-8); valid text is returned unchanged.
+std::string valid_utf8(const std::string& text);
 
 /// A value from the input as a message quotes it: printable_message()
 /// without line breaks (a value never forges a line of a CI log), cut at

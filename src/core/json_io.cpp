@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -147,7 +149,45 @@ static size_t too_deep(const std::string& text, size_t limit) {
   return std::string::npos;
 }
 
+// "UTF-16 little-endian" or "UTF-16 big-endian" when `text` is UTF-16 (a
+// byte-order mark, or JSON's ASCII with every other byte NUL, as Windows
+// editors and PowerShell's Out-File write), else "".
+static std::string utf16_kind(const std::string& text) {
+  if (text.size() >= 2) {
+    unsigned char a = static_cast<unsigned char>(text[0]), b = static_cast<unsigned char>(text[1]);
+    if (a == 0xff && b == 0xfe) return "UTF-16 little-endian";
+    if (a == 0xfe && b == 0xff) return "UTF-16 big-endian";
+    if (a != 0 && b == 0 && text.size() % 2 == 0) return "UTF-16 little-endian";
+    if (a == 0 && b != 0 && text.size() % 2 == 0) return "UTF-16 big-endian";
+  }
+  return "";
+}
+
+// The byte offset of the first number outside strings whose value is
+// beyond a float64 (1e400), or npos.
+static size_t first_out_of_range_number(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      continue;
+    }
+    if (c != '-' && (c < '0' || c > '9')) continue;
+    size_t start = i;
+    while (i < text.size() && std::strchr("+-.0123456789eE", text[i])) ++i;
+    std::string token = text.substr(start, i - start);
+    errno = 0;
+    double v = std::strtod(token.c_str(), nullptr);
+    if (std::isinf(v) || (errno == ERANGE && v != 0)) return start;
+    --i;
+  }
+  return std::string::npos;
+}
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
+  if (std::string kind = utf16_kind(text); !kind.empty())
+    throw BadInput(path, "", "UTF-8 text; the file is " + kind + " (save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8)");
   // A NUL would end the text for some readers and not for others.
   if (const void* nul = std::memchr(text.data(), '\0', text.size()))
     throw BadInput(path, "byte " + std::to_string(static_cast<const char*>(nul) - text.data()),
@@ -194,6 +234,14 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path)
     throw BadInput(path, where, what);
   } catch (const nlohmann::json::exception& e) {
     // out_of_range 406: a number beyond the range of a double (1e400).
+    size_t at = first_out_of_range_number(text);
+    if (at != std::string::npos) {
+      size_t end = at;
+      while (end < text.size() && std::strchr("+-.0123456789eE", text[end])) ++end;
+      throw BadInput(path, "byte " + std::to_string(at),
+                     "a number within the range of a float64 (at most about 1.8e308), got " +
+                         input_excerpt(text.substr(at, end - at)));
+    }
     throw BadInput(path, "", std::string("numbers within the range of a float64 (") + e.what() + ")");
   }
 }
@@ -202,9 +250,41 @@ nlohmann::json parse_json_file(const std::string& path) {
   return parse_json_text(read_file(path), path);
 }
 
-std::string canonical_dump(const nlohmann::json& value) { return value.dump(); }
+namespace {
 
-std::string pretty_dump(const nlohmann::json& value) { return value.dump(2) + "\n"; }
+// `value` with every string and key made well-formed UTF-8 (valid_utf8).
+nlohmann::json with_valid_utf8(const nlohmann::json& value) {
+  if (value.is_string()) return valid_utf8(value.get_ref<const std::string&>());
+  if (value.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : value) out.push_back(with_valid_utf8(v));
+    return out;
+  }
+  if (value.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : value.items()) out[valid_utf8(k)] = with_valid_utf8(v);
+    return out;
+  }
+  return value;
+}
+
+// JSON text of `value`; a string holding bytes that are not UTF-8 (a path
+// from the file system) is written with those bytes as "\xNN" text
+// (nlohmann refuses them: type_error 316), never an internal error.
+std::string dump_utf8(const nlohmann::json& value, int indent) {
+  try {
+    return value.dump(indent);
+  } catch (const nlohmann::json::type_error& e) {
+    if (e.id != 316) throw;
+    return with_valid_utf8(value).dump(indent);
+  }
+}
+
+}  // namespace
+
+std::string canonical_dump(const nlohmann::json& value) { return dump_utf8(value, -1); }
+
+std::string pretty_dump(const nlohmann::json& value) { return dump_utf8(value, 2) + "\n"; }
 
 namespace {
 

@@ -55,6 +55,12 @@ struct CsvTable {
   /// Files of the source that were not read (an image folder's non-image
   /// files), "class/file", sorted; empty for CSV and synthetic data.
   std::vector<std::string> skipped;
+  /// What an image decoder wrote to stderr while the source was read and
+  /// lockstep kept off the terminal (libpng's "libpng warning: iCCP: known
+  /// incorrect sRGB profile" for some of the sample photos): the number of
+  /// lines, and each distinct line once (at most 10).
+  size_t decoder_lines = 0;
+  std::vector<std::string> decoder_messages;
 };
 
 /// Reads and validates a CSV file. Throws exit-2 Error as described above.

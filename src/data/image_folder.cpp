@@ -4,7 +4,10 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -98,6 +101,73 @@ void decode_into(const std::string& path, const std::string& bytes, const ImageF
 
 ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o);
 
+// While alive, what the process writes to its stderr (fd 2) goes to a
+// temporary file instead: libpng, under OpenCV's decoder, prints its
+// warnings there itself ("libpng warning: iCCP: known incorrect sRGB
+// profile"), a dozen lines per check of the sample photos. finish() puts
+// stderr back and returns what was written. When no temporary file can be
+// made, nothing is captured.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    std::fflush(stderr);
+    file_ = std::tmpfile();
+    if (!file_) return;
+    saved_ = ::dup(STDERR_FILENO);
+    if (saved_ < 0 || ::dup2(::fileno(file_), STDERR_FILENO) < 0) restore();
+  }
+  ~StderrCapture() { restore(); }
+  std::string finish() {
+    std::string out;
+    if (!file_ || saved_ < 0) return out;
+    std::fflush(stderr);
+    restore_fd();
+    std::rewind(file_);
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0 && out.size() < (1u << 20)) out.append(buf, n);
+    restore();
+    return out;
+  }
+
+ private:
+  void restore_fd() {
+    if (saved_ >= 0) {
+      ::dup2(saved_, STDERR_FILENO);
+      ::close(saved_);
+      saved_ = -1;
+    }
+  }
+  void restore() {
+    restore_fd();
+    if (file_) std::fclose(file_);
+    file_ = nullptr;
+  }
+  std::FILE* file_ = nullptr;
+  int saved_ = -1;
+};
+
+// Counts the decoder's lines into `t` (each distinct one kept once); any
+// line that is not a libpng or libjpeg warning goes back to stderr.
+void account_decoder_output(const std::string& text, CsvTable& t) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.empty()) continue;
+    bool chatter = line.rfind("libpng warning:", 0) == 0 || line.rfind("Corrupt JPEG data:", 0) == 0;
+    if (!chatter) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+      continue;
+    }
+    ++t.decoder_lines;
+    if (t.decoder_messages.size() < 10 &&
+        std::find(t.decoder_messages.begin(), t.decoder_messages.end(), line) == t.decoder_messages.end())
+      t.decoder_messages.push_back(line);
+  }
+}
+
 }  // namespace
 
 ImageFolder read_image_folder(const ImageFolderOptions& o) {
@@ -152,11 +222,17 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
   Xxh3Stream manifest;
   const int64_t n = t.rows;
   const int64_t every = o.manifest_sample > 0 && o.manifest_sample < n ? n / o.manifest_sample : 1;
+  StderrCapture decoder;  // the decoder's own warnings stay off the terminal, counted
   for (int64_t i = 0; i < n; ++i) {
     const auto& [rel, label] = files[static_cast<size_t>(i)];
     std::string path = (fs::path(o.root) / rel).string();
     std::string bytes = read_file(path);
-    decode_into(path, bytes, o, t.values.data() + i * t.features);
+    try {
+      decode_into(path, bytes, o, t.values.data() + i * t.features);
+    } catch (...) {
+      account_decoder_output(decoder.finish(), t);  // what it said before failing is shown
+      throw;
+    }
     t.labels.push_back(label);
     f.files.push_back(rel);
     uint64_t size = bytes.size();
@@ -168,6 +244,7 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
     }
     f.manifest.bytes += size;
   }
+  account_decoder_output(decoder.finish(), t);
   f.manifest.files = n;
   f.manifest.xxh3_128 = manifest.hex();
   t.bytes = f.manifest.bytes;

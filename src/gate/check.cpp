@@ -27,6 +27,7 @@ Verdict stopped_verdict(const std::string& smoke, ExitCode code, const std::stri
   Verdict v;
   v.smoke = smoke;
   v.code = code;
+  v.lane = Lane::kNone;  // no golden was read
   // "  | " lines after the first are a quote (a failed trainer's stderr).
   std::string head = message;
   for (size_t nl = message.find("\n  | "); nl != std::string::npos && head.size() == message.size();) {
@@ -134,12 +135,14 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   std::string resume_note;
   if (cfg.resume_at > 0 && (!found || c.verdict.passed())) {
     if (std::string diff = resume_difference(launcher, base, cfg.resume_at, dir, run); !diff.empty()) {
+      Lane compared = found ? c.verdict.lane : Lane::kNone;  // the golden's lane, when one was read
       c = SmokeCheck{};
       c.smoke = cfg.name;
       c.report_dir = dir;
       c.verdict = stopped_verdict(cfg.name, ExitCode::kRegression,
                                   "the run resumed from a checkpoint at step " + std::to_string(cfg.resume_at) +
                                       " differs from the uninterrupted run; first difference: " + diff);
+      c.verdict.lane = compared;
       c.records = "records: " + dir + "/run-1.json, " + dir + "/resumed.json";
       return c;
     }

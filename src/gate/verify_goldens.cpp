@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <map>
+#include <set>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -25,7 +27,8 @@ std::string field(const RunRecord& r, const std::string& name) {
   return it == r.fingerprint.end() ? "(missing)" : it->second.value;
 }
 
-// Why a file that is not a golden lies in the goldens folder, and what to do.
+// Why a file that is not a golden lies in the goldens folder, and what to
+// do; "" for a goldens lock nobody holds (a killed bless left it: a note).
 std::string not_a_golden(const std::string& path) {
   fs::path p(path);
   if (p.filename() == ".lockstep.lock") {
@@ -34,8 +37,7 @@ std::string not_a_golden(const std::string& path) {
     bool held = fd >= 0 && ::flock(fd, LOCK_SH | LOCK_NB) != 0;
     if (fd >= 0) ::close(fd);
     if (held) return path + ": a bless or accept holds the goldens folder now; run verify-goldens again when it has finished";
-    return path + ": the lock file of a bless or accept that was killed (nobody holds it); remove it: rm -- '" +
-           path + "'";
+    return "";
   }
   for (const auto& t : find_temporaries(p.parent_path().string())) {
     if (t.path != path) continue;
@@ -54,20 +56,69 @@ std::string not_a_golden(const std::string& path) {
 
 }  // namespace
 
-GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& smoke_dir_option) {
+// The smoke a path under the goldens folder belongs to: its first folder
+// (goldens/<smoke>/<platform>.json); "" for a file at the top.
+std::string owning_smoke(const std::string& goldens_dir, const std::string& path) {
+  fs::path rel = fs::path(path).lexically_relative(goldens_dir);
+  auto it = rel.begin();
+  if (it == rel.end() || std::next(it) == rel.end()) return "";
+  return it->string();
+}
+
+// The config's value-determining fields against the golden's: "" when the
+// golden still matches (the same config.values_xxh3, or only where an
+// input lives moved: `note` says so), else the problem.
+std::string value_change(const std::string& path, const RunRecord& r, const SmokeConfig& cfg, std::string& note) {
+  auto it = r.fingerprint.find("config.values_xxh3");
+  if (it == r.fingerprint.end()) {  // made before lockstep kept the value hash: the file's hash decides
+    if (r.config_hash == cfg.config_hash) return "";
+    return path + ": blessed from another version of " + cfg.file + " (config hash " + r.config_hash + ", now " +
+           cfg.config_hash + "); re-bless";
+  }
+  if (it->second.value == cfg.values_hash) return "";
+  if (!r.config.empty()) {
+    std::vector<std::string> fields = differing_config_fields(r.config, cfg.values_fields);
+    if (!fields.empty() && std::all_of(fields.begin(), fields.end(), is_location_field)) {
+      note = path + ": " + fields.front() + " moved (" + input_excerpt(r.config.count(fields.front()) ? r.config.at(fields.front()) : "") +
+             " → " + input_excerpt(cfg.values_fields.count(fields.front()) ? cfg.values_fields.at(fields.front()) : "") +
+             "); check compares the file's content (data.file_xxh3)";
+      return "";
+    }
+    std::string named;
+    for (size_t i = 0; i < fields.size() && i < 4; ++i) named += (i ? ", " : "") + fields[i];
+    if (fields.size() > 4) named += ", and " + std::to_string(fields.size() - 4) + " more";
+    return path + ": " + cfg.file + " changed a field that determines the values since it was blessed (" + named +
+           "); re-bless";
+  }
+  return path + ": " + cfg.file + " changed a field that determines the values since it was blessed "
+                "(config.values_xxh3 " + it->second.value + ", now " + cfg.values_hash + "); re-bless";
+}
+
+GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& smoke_dir_option, Shard shard) {
   std::error_code ec;
   if (!fs::is_directory(goldens_dir, ec)) throw BadUsage(goldens_dir + ": no such goldens folder");
   std::string smoke_dir = smoke_dir_option.empty()
                               ? (fs::absolute(goldens_dir).lexically_normal().parent_path() / "smoke").string()
                               : smoke_dir_option;
   std::map<std::string, SmokeConfig> smokes = load_smoke_folder(smoke_dir);
+  // This shard's smokes (every smoke without --shard); files of no known
+  // smoke are shard 1's.
+  std::vector<std::string> names;
+  for (const auto& [name, _] : smokes) names.push_back(name);
+  std::set<std::string> mine;
+  for (size_t i : shard_members(names, shard)) mine.insert(names[i]);
+  auto in_shard = [&](const std::string& smoke) {
+    return shard.count == 0 || (smokes.count(smoke) ? mine.count(smoke) > 0 : shard.index == 1);
+  };
+  for (auto it = smokes.begin(); it != smokes.end();) it = mine.count(it->first) ? std::next(it) : smokes.erase(it);
 
-  std::vector<std::string> problems;
+  std::vector<std::string> problems, notes;
   std::map<std::string, std::vector<std::pair<std::string, Golden>>> by_smoke;  // smoke -> (path, golden)
   std::vector<std::string> files;
   for (auto it = fs::recursive_directory_iterator(goldens_dir, ec); it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     if (ec) break;
+    if (!in_shard(owning_smoke(goldens_dir, it->path().string()))) continue;
     if (it->is_regular_file(ec)) {
       files.push_back(it->path().string());
     } else if (!it->is_directory(ec)) {  // a FIFO, device, socket or dangling link named like a golden
@@ -81,7 +132,12 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
   for (const auto& path : files) {
     fs::path p(path);
     if (p.extension() != ".json") {
-      problems.push_back(not_a_golden(path));
+      std::string why = not_a_golden(path);
+      if (why.empty())
+        notes.push_back(path + ": a goldens lock nobody holds (a bless or accept was killed); it is stale and "
+                        "harmless: the next bless or accept takes it over (or rm -- '" + path + "')");
+      else
+        problems.push_back(why);
       continue;
     }
     Golden g;
@@ -101,15 +157,17 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
                          " on platform " + r.platform);
     auto cfg = smokes.find(r.smoke);
     if (cfg == smokes.end()) {
-      problems.push_back(path + ": no smoke config named \"" + r.smoke + "\" in " + smoke_dir);
-      continue;
+      if (shard.count == 0 || !std::binary_search(names.begin(), names.end(), r.smoke))
+        problems.push_back(path + ": no smoke config named \"" + r.smoke + "\" in " + smoke_dir);
+      continue;  // (or filed under this shard's smoke but holding another shard's: named above)
     }
+    std::string note;
     if (r.steps != cfg->second.steps)
       problems.push_back(path + ": " + std::to_string(r.steps) + " steps, but " + cfg->second.file + " now has " +
                          std::to_string(cfg->second.steps) + "; re-bless");
-    else if (r.config_hash != cfg->second.config_hash)
-      problems.push_back(path + ": blessed from another version of " + cfg->second.file + " (config hash " +
-                         r.config_hash + ", now " + cfg->second.config_hash + "); re-bless");
+    else if (std::string change = value_change(path, r, cfg->second, note); !change.empty())
+      problems.push_back(change);
+    if (!note.empty()) notes.push_back(note);
     try {  // what bless and accept refuse, a golden may not hold either
       validate_contract(r, cfg->second, "keep " + path + " as a golden");
       validate_golden_candidate(r, g.provenance.runs, cfg->second.tolerance.allow_nonfinite_golden,
@@ -156,6 +214,7 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
   for (const auto& [_, g] : by_smoke) audit.goldens += g.size();
   audit.smokes = smokes.size();
   audit.problems = std::move(problems);
+  audit.notes = std::move(notes);
   return audit;
 }
 

@@ -1,5 +1,7 @@
 #include "ingest/metrics_csv.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -137,7 +139,8 @@ std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
     throw BadInput(spec.path, line_field(lines.line_number()) + " (the header)", bad);
   size_t columns = cells.size();
   std::vector<std::string> header = cells;
-  size_t first = header[0].empty() ? 1 : 0;  // pandas' unnamed index column
+  const bool unnamed_index = header[0].empty();  // pandas' unnamed index column
+  size_t first = unnamed_index ? 1 : 0;
   auto column_of = [&](const std::string& name, const std::string& role) -> size_t {
     size_t found = columns;
     for (size_t c = first; c < columns; ++c) {
@@ -153,11 +156,28 @@ std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
       std::string hint = closest_spelling(name, names);
       throw BadInput(spec.path, "column '" + name + "'",
                      "a " + role + " column '" + name + "' in the header" +
-                         (hint.empty() ? std::string(" (it has none)") : " (did you mean '" + hint + "'?)"));
+                         (hint.empty() ? std::string(" (it has none)") : " (did you mean '" + hint + "'?)") +
+                         (role == "step" && unnamed_index ? "; the first column is unnamed (pandas' index): "
+                                                            "step key \"\" names it" : ""));
     }
     return found;
   };
-  size_t step_column = column_of(spec.step_key, "step");
+  // The step: the named column; "" names pandas' unnamed index column
+  // (the first header cell empty, as pytest-regressions writes it), which
+  // is also the step when the file has no column of the default name.
+  size_t step_column = 0;
+  if (spec.step_key.empty()) {
+    if (!unnamed_index)
+      throw BadInput(spec.path, "column ''", "an unnamed first column (the header's first cell empty, pandas' "
+                                             "index) for the step key \"\"; the first cell is '" +
+                                             input_excerpt(header[0]) + "'");
+  } else if (unnamed_index && spec.step_key == "step" &&
+             std::find(header.begin(), header.end(), std::string("step")) == header.end()) {
+    step_column = 0;  // pandas' index column: the row's step
+  } else {
+    step_column = column_of(spec.step_key, "step");
+  }
+  const std::string step_name = step_column == 0 && unnamed_index ? std::string("(unnamed index)") : spec.step_key;
   std::vector<size_t> value_columns;
   for (size_t i = 0; i < set.size(); ++i) value_columns.push_back(column_of(set.key(i), "metric"));
 
@@ -170,7 +190,7 @@ std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
                      std::to_string(columns) + " cells, as in the header; got " + std::to_string(cells.size()));
     int64_t step;
     if (!parse_csv_step(cells[step_column], step))
-      throw BadInput(spec.path, line_field(n) + ": column '" + spec.step_key + "'",
+      throw BadInput(spec.path, line_field(n) + ": column '" + step_name + "'",
                      "a non-negative integer step, got \"" + input_excerpt(cells[step_column]) + "\"");
     for (size_t i = 0; i < value_columns.size(); ++i) {
       const std::string& cell = cells[value_columns[i]];

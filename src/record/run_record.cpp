@@ -238,4 +238,19 @@ std::optional<NonFinite> first_nonfinite(const RunRecord& r) {
   return std::nullopt;
 }
 
+std::vector<std::string> differing_config_fields(const std::map<std::string, std::string>& a,
+                                                 const std::map<std::string, std::string>& b) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end() || it->second != v) out.push_back(k);
+  }
+  for (const auto& [k, v] : b)
+    if (!a.count(k)) out.push_back(k);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool is_location_field(const std::string& path) { return path == "data.path"; }
+
 }  // namespace lockstep

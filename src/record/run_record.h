@@ -126,4 +126,14 @@ struct NonFinite {
 /// definition bless, accept, verify-goldens and compare's golden check use.
 std::optional<NonFinite> first_nonfinite(const RunRecord& record);
 
+/// The JSON paths whose values differ between two records' `config` maps
+/// (RunRecord::config), sorted; a path present on one side only counts.
+std::vector<std::string> differing_config_fields(const std::map<std::string, std::string>& reference,
+                                                 const std::map<std::string, std::string>& other);
+
+/// Whether config field `path` only says where an input lives, its content
+/// being an input field of its own: "data.path" (the file's content is
+/// data.file_xxh3). Moving a byte-identical data file is no changed input.
+bool is_location_field(const std::string& path);
+
 }  // namespace lockstep

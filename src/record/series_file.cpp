@@ -107,7 +107,7 @@ SeriesBlob SeriesBlob::open(const JsonView& d, const std::string& dir) {
   std::string name = d.at("file").as_string();
   bool control = std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos || control)
-    d.at("file").fail("a plain file name in the record's folder, got " + nlohmann::json(name).dump());
+    d.at("file").fail("a plain file name in the record's folder, got " + canonical_dump(nlohmann::json(name)));
   int64_t bytes = d.at("bytes").as_int(0, static_cast<int64_t>(kMaxReadBytes));
   if (bytes % 8 != 0) d.at("bytes").fail("a multiple of 8 (binary64 values), got " + std::to_string(bytes));
   std::string hash = d.at("xxh3_128").as_string();

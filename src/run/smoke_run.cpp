@@ -275,6 +275,12 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     rec.fingerprint["data.skipped_files"] = {line, false, false};
     out.notes.push_back(cfg.data.path + ": skipped " + line);
   }
+  if (table->decoder_lines > 0) {
+    std::string distinct;
+    for (const auto& m : table->decoder_messages) distinct += (distinct.empty() ? "" : "; ") + m;
+    out.notes.push_back(cfg.data.path + ": the image decoder wrote " + std::to_string(table->decoder_lines) +
+                        " warning line(s), not shown: " + distinct);
+  }
   rec.fingerprint["config.values_xxh3"] = {cfg.values_hash, false, true};
   rec.config = cfg.values_fields;
   if (dist.configured) rec.fingerprint["distributed.gloo"] = {RankGroup::gloo_version(), true, false};
@@ -293,7 +299,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   // On several machines the coordinator of node 0 reads every rank's record
   // from its own folder: rank 0 gathers the other nodes' through the store.
   if (group && o.rank.nnodes > 1)
-    out.rank_records = group->gather_to_rank0("record", to_json(rec).dump(), o.rank.local_ranks());
+    out.rank_records = group->gather_to_rank0("record", canonical_dump(to_json(rec)), o.rank.local_ranks());
   return out;
 }
 

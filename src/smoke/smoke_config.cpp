@@ -712,10 +712,9 @@ nlohmann::json values_json(const SmokeConfig& c) {
                           {"self_test", {{"fault", d.self_test.fault}, {"rank", d.self_test.rank},
                                          {"step", d.self_test.step}}}};
   }
-  // trace.steps never changes a value; its self-test does.
-  if (!c.trace.self_test_module.empty())
-    out["trace_self_test"] = {{"module", c.trace.self_test_module}, {"step", c.trace.self_test_step},
-                              {"phase", trace_phase_name(c.trace.self_test_phase)}};
+  // Neither trace.steps nor its self-test is an input: the self-test's
+  // one-ULP perturbation is the change the gate must find in the values
+  // (named by module), not a changed config.
   return out;
 }
 

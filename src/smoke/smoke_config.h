@@ -163,9 +163,14 @@ struct SmokeConfig {
 /// filled in, so writing a default out changes nothing): device, seed,
 /// steps, the determinism mode and thread counts, data (source, path, CSV
 /// and image options, shape, batching, augmentation, probe epochs), model,
-/// optimiser, inject_nondeterminism. Not: tolerance, platforms, repeat,
-/// min_driver, resume_at, data.workers (batches never depend on it) and the
-/// reader caps max_bytes / max_line_bytes.
+/// optimiser, inject_nondeterminism, a multi-rank smoke's distributed
+/// section; a trainer's section but its timeout, workers and packages. Not:
+/// tolerance, platforms, repeat, min_driver, resume_at, data.workers
+/// (batches never depend on it), the reader caps max_bytes /
+/// max_line_bytes, and trace (its self-test is the change the gate must
+/// find in the values, by module). data.path is a value, but a comparison
+/// whose only changed field is data.path, with the file's content hash
+/// (data.file_xxh3) unchanged, is no changed input (compare.h).
 nlohmann::json values_json(const SmokeConfig& config);
 
 /// `config` with `overrides` applied (determinism threads, data workers).

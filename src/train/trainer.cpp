@@ -447,13 +447,17 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
     std::string known;
     std::vector<std::string> names(tracer.modules().begin(), tracer.modules().end());
     for (const auto& m : names) known += (known.empty() ? "" : ", ") + m;
+    std::string where = (spec.config_file.empty() ? std::string() : spec.config_file + ": ") +
+                        "trace.self_test.module: '" + spec.trace.self_test_module + "' ";
+    // Traced, but its backward entry never comes: nothing flows out of it.
+    if (std::find(names.begin(), names.end(), spec.trace.self_test_module) != names.end())
+      throw BadUsage(where + "has no backward entry to perturb: no gradient flows out of it to its input (the "
+                     "first module of the model reads the data, which needs none); perturb it in phase \"forward\", "
+                     "or a later module in phase \"backward\" (traced: " + known + ")");
     std::string hint = closest_spelling(spec.trace.self_test_module, names);
-    throw BadUsage((spec.config_file.empty() ? std::string() : spec.config_file + ": ") +
-                   "trace.self_test.module: '" + spec.trace.self_test_module + "' is not a traced module of model " +
-                   spec.model.name + (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)") +
-                   " (traced: " + (known.empty() ? "none" : known) + ")" +
-                   (spec.trace.self_test_phase == TracePhase::kBackward ? " or no gradient flows out of it" : "") +
-                   "; the self-test would never fire");
+    throw BadUsage(where + "is not a traced module of model " + spec.model.name +
+                   (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)") + " (traced: " +
+                   (known.empty() ? "none" : known) + "); the self-test would never fire");
   }
   if (spec.trace.steps > 0) r.module_trace = tracer.take();
   if (group) broadcast_buffers(*group, *model, -1);

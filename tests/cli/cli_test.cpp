@@ -375,6 +375,72 @@ TEST_F(Cli, VerifyGoldensCatchesEditsPendingFilesAndChangedConfigs) {
   EXPECT_NE(steps.output.find("now has 12; re-bless"), std::string::npos) << steps.output;
 }
 
+// verify-goldens judges a config edit as check does, by the fields that
+// determine the values: a looser tolerance, a default written out or
+// `repeat` need no re-bless; the learning rate does, named; a data file
+// moved with its content unchanged is a note.
+TEST_F(Cli, VerifyGoldensJudgesAConfigEditByItsValues) {
+  fs::path p = scratch("verify-values", [](nlohmann::json& c) { c.erase("resume_at"); });
+  std::string s = (p / "smoke").string(), goldens = (p / "goldens").string(), out = (p / "out").string();
+  ASSERT_EQ(lockstep("bless " + s + " --reason v --out " + out).code, 0);
+  nlohmann::json cfg = parse_json_file(s + "/digits-cnn.json");
+  auto write = [&](const nlohmann::json& c) { write_file_atomically(s + "/digits-cnn.json", pretty_dump(c)); };
+  nlohmann::json loose = cfg;
+  loose["tolerance"]["series"]["default"] = {{"atol", 1e-3}, {"rtol", 1e-2}};
+  loose["repeat"] = 3;
+  loose["determinism"]["mode"] = "strict";  // the default, written out
+  write(loose);
+  Result ok = lockstep("verify-goldens " + goldens);
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_EQ(lockstep("check " + s + " --out " + out).code, 0);
+
+  nlohmann::json lr = cfg;
+  lr["optimizer"]["lr"] = lr["optimizer"]["lr"].get<double>() * 1.001;
+  write(lr);
+  Result moved_lr = lockstep("verify-goldens " + goldens);
+  EXPECT_EQ(moved_lr.code, 2) << moved_lr.output;
+  EXPECT_NE(moved_lr.output.find("digits-cnn.json changed a field that determines the values since it was blessed "
+                                 "(optimizer.lr); re-bless"),
+            std::string::npos)
+      << moved_lr.output;
+
+  // The data file copied beside the config, byte for byte: only data.path changes.
+  fs::copy_file(data_dir() + "/digits.csv.gz", p / "smoke" / "digits.csv.gz");
+  nlohmann::json moved = cfg;
+  moved["data"]["path"] = "digits.csv.gz";
+  write(moved);
+  Result v = lockstep("verify-goldens " + goldens);
+  EXPECT_EQ(v.code, 0) << v.output;
+  EXPECT_NE(v.output.find("verify-goldens: note: "), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find(": data.path moved (\"{data}/digits.csv.gz\" → \"digits.csv.gz\"); check compares the "
+                          "file's content (data.file_xxh3)"),
+            std::string::npos)
+      << v.output;
+  Result c = lockstep("check " + s + " --out " + out);
+  EXPECT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find("note: data.path moved: \"{data}/digits.csv.gz\" → \"digits.csv.gz\"; its content is "
+                          "unchanged, so the input is the same"),
+            std::string::npos)
+      << c.output;
+  EXPECT_EQ(c.output.find("input changed"), std::string::npos) << c.output;
+}
+
+// Two configs with one smoke name: bless refuses the suite before any run,
+// as check does (the second golden would replace the first).
+TEST_F(Cli, BlessRefusesTwoConfigsOfOneName) {
+  fs::path p = scratch("bless-twins");
+  fs::copy_file(p / "smoke" / "digits-cnn.json", p / "smoke" / "digits-cnn-copy.json");
+  for (const char* command : {"bless --reason twins", "check"}) {
+    Result r = lockstep(std::string(command) + " " + (p / "smoke").string() + " --out " + (p / "out").string());
+    EXPECT_EQ(r.code, 2) << command << r.output;
+    EXPECT_NE(r.output.find("digits-cnn.json: name: expected a smoke name unique in the suite; \"digits-cnn\" is "
+                            "also the name in "),
+              std::string::npos)
+        << command << r.output;
+  }
+  EXPECT_FALSE(fs::exists(p / "goldens"));
+}
+
 // Issue 7: the pre-push hook, in a throwaway repository with a bare remote.
 // The pre-push hook in a repository that is not lockstep's: installed by
 // `lockstep hook install` (the script lockstep ships, no copy in the repo),
@@ -458,6 +524,46 @@ TEST(CliHook, PrePushBlocksABrokenSmokeAndLetsACleanPushThrough) {
   EXPECT_NE(foreign.output.find("not overwriting it"), std::string::npos) << foreign.output;
   fs::remove_all(p);
   fs::remove_all(tmp);
+}
+
+// After lockstep is removed the hook says so and blocks, with the way out;
+// LOCKSTEP_SKIP=1 is honoured by the hook itself; `hook uninstall`
+// removes lockstep's hook and only lockstep's.
+TEST(CliHook, AHookWhoseLockstepIsGoneSaysSoAndCanBeSkippedOrRemoved) {
+  fs::path p = fs::temp_directory_path() / ("lockstep-cli-hook-gone-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  std::string git = "git -c user.name=t -c user.email=t@t ";
+  auto run = [&](const std::string& cmd) { return shell("cd '" + p.string() + "' && unset CI LOCKSTEP_BIN && " + cmd); };
+  ASSERT_EQ(run("git init -q -b main . && " + git + "commit -q --allow-empty -m x && git init -q --bare remote.git && "
+                "git remote add origin remote.git").code, 0);
+  ASSERT_EQ(lockstep("hook install", "", p.string()).code, 0);
+  // The binary the hook names is gone (as after `apt remove lockstep`).
+  Result gone = run("LOCKSTEP_BIN=/nonexistent/lockstep git push -q origin main");
+  EXPECT_NE(gone.code, 0) << gone.output;
+  EXPECT_NE(gone.output.find("with /nonexistent/lockstep, and lockstep is no longer installed there (removed?); push "
+                             "blocked."),
+            std::string::npos) << gone.output;
+  EXPECT_NE(gone.output.find("push without the check: LOCKSTEP_SKIP=1 git push"), std::string::npos) << gone.output;
+  EXPECT_NE(gone.output.find("remove the hook: rm '.git/hooks/pre-push'"), std::string::npos) << gone.output;
+  Result skipped = run("LOCKSTEP_SKIP=1 LOCKSTEP_BIN=/nonexistent/lockstep git push -q origin main");
+  EXPECT_EQ(skipped.code, 0) << skipped.output;
+  EXPECT_NE(skipped.output.find("lockstep pre-push: skipped (LOCKSTEP_SKIP=1)"), std::string::npos) << skipped.output;
+
+  Result removed = lockstep("hook uninstall", "", p.string());
+  EXPECT_EQ(removed.code, 0) << removed.output;
+  EXPECT_NE(removed.output.find("removed " + (p / ".git/hooks/pre-push").string()), std::string::npos) << removed.output;
+  EXPECT_FALSE(fs::exists(p / ".git/hooks/pre-push"));
+  Result none = lockstep("hook uninstall", "", p.string());
+  EXPECT_EQ(none.code, 0) << none.output;
+  EXPECT_NE(none.output.find("no pre-push hook in "), std::string::npos) << none.output;
+  write_file_atomically((p / ".git/hooks/pre-push").string(), "#!/bin/sh\nexit 0\n");
+  Result foreign = lockstep("hook uninstall", "", p.string());
+  EXPECT_EQ(foreign.code, 2) << foreign.output;
+  EXPECT_NE(foreign.output.find("a pre-push hook that `lockstep hook install` did not write; not removing it"),
+            std::string::npos) << foreign.output;
+  EXPECT_TRUE(fs::exists(p / ".git/hooks/pre-push"));
+  fs::remove_all(p);
 }
 
 // The hook goes where git runs hooks from: core.hooksPath, and a linked
@@ -975,9 +1081,13 @@ TEST(CliGoldenWriters, ConcurrentBlessesTakeTurnsAndStaleTemporariesAreCleared) 
   ASSERT_EQ(shell("mkfifo " + (dir / "cpu-x86_64-fifo.json").string()).code, 0);
   Result leftovers = lockstep("verify-goldens " + (p / "goldens").string());
   EXPECT_EQ(leftovers.code, 2) << leftovers.output;
-  EXPECT_NE(leftovers.output.find("the lock file of a bless or accept that was killed (nobody holds it); remove it"),
+  // The lock is stale and harmless: a note, not a problem (the FIFO is one).
+  EXPECT_NE(leftovers.output.find("verify-goldens: note: " + (p / "goldens" / ".lockstep.lock").string() +
+                                  ": a goldens lock nobody holds (a bless or accept was killed); it is stale and "
+                                  "harmless"),
             std::string::npos)
       << leftovers.output;
+  EXPECT_NE(leftovers.output.find("verify-goldens: 1 problem(s)"), std::string::npos) << leftovers.output;
   EXPECT_NE(leftovers.output.find((dir / "cpu-x86_64-fifo.json").string() + ": not a regular file"), std::string::npos)
       << leftovers.output;
   fs::remove(dir / "cpu-x86_64-fifo.json");

@@ -139,6 +139,57 @@ TEST(DataCli, ImageBatchesAreIdenticalForAnyWorkerCount) {
   EXPECT_EQ(rec["fingerprint"]["data.rows"]["value"], "12");
 }
 
+// Some sample photos carry an sRGB profile libpng warns about on stderr:
+// the decoder's lines stay off the terminal (of run and check), counted
+// in one note of the run.
+TEST(DataCli, TheDecodersWarningsStayOffTheTerminal) {
+  fs::path p = scratch("photo-chatter", [](nlohmann::json& c) { c.erase("resume_at"); }, kPhotos);
+  Result run = lockstep("run " + smoke_of(p) + " --out " + (p / "r.json").string());
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("note: {data}/photos: the image decoder wrote "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find(" warning line(s), not shown: libpng warning: iCCP: known incorrect sRGB profile"),
+            std::string::npos) << run.output;
+  // No line of the decoder's own: only the note quotes it.
+  EXPECT_EQ(run.output.find("\nlibpng warning"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.rfind("libpng warning", 0), 0u) << run.output;
+  Result check = lockstep("bless " + (p / "smoke").string() + " --reason chatter --out " + (p / "out").string());
+  ASSERT_EQ(check.code, 0) << check.output;
+  EXPECT_EQ(check.output.find("libpng"), std::string::npos) << check.output;
+}
+
+// Bytes that are not UTF-8 in a path never end in an internal error: a
+// skipped file so named in an image class folder, a config under a folder
+// named with byte 0xff, and `check --out` such a folder all work, the
+// bytes written as "\xNN" in records and reports.
+TEST(DataCli, PathsThatAreNotUtf8AreWrittenEscaped) {
+  fs::path p = scratch("non-utf8", [](nlohmann::json& c) { c.erase("resume_at"); }, kPhotos);
+  fs::path photos = p / "photos";
+  fs::copy(fs::path(data_dir()) / "photos", photos, fs::copy_options::recursive);
+  std::string cls = fs::directory_iterator(photos)->path().filename().string();
+  write_file_atomically((photos / cls / "notes\xe9.txt").string(), "not an image");
+  nlohmann::json cfg = parse_json_file(smoke_of(p));
+  cfg["data"]["path"] = "../photos";
+  write_file_atomically(smoke_of(p), pretty_dump(cfg));
+  Result r = lockstep("run " + smoke_of(p) + " --out " + (p / "r.json").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(parse_json_file((p / "r.json").string())["fingerprint"]["data.skipped_files"]["value"],
+            "1 file(s) that are not images: " + cls + "/notes\\xe9.txt");
+
+  fs::path odd = p / "team\xff";
+  fs::create_directories(odd);
+  fs::copy(p / "smoke", odd / "smoke", fs::copy_options::recursive);
+  fs::copy(photos, odd / "photos", fs::copy_options::recursive);
+  Result b = lockstep("bless smoke --reason odd --out out", "", odd.string());
+  EXPECT_EQ(b.code, 0) << b.output;
+  std::string out = (p / "out\xff").string();
+  Result c = lockstep("check " + (odd / "smoke").string() + " --out '" + out + "'");
+  EXPECT_EQ(c.code, 0) << c.output;
+  EXPECT_EQ(c.output.find("internal error"), std::string::npos) << c.output;
+  nlohmann::json report = parse_json_file(out + "/photos-cnn/report.json");
+  EXPECT_NE(report["golden"].get<std::string>().find("team\\xff"), std::string::npos) << report.dump();
+  EXPECT_EQ(lockstep("verify-goldens " + (odd / "goldens").string()).code, 0);
+}
+
 TEST(DataCli, BadImageDataIsExit2NamingTheFile) {
   fs::path bad = fs::path(data_dir()) / "photos-bad";
   fs::path t = scratch("truncated", [&](nlohmann::json& c) { c["data"]["path"] = bad.string(); }, kPhotos);

@@ -54,9 +54,11 @@ TEST(TraceCli, AOneUlpSelfTestIsNamedByModuleStepAndPhase) {
   std::string html = (d / "report.html").string();
   Result r = lockstep("compare " + run + " " + golden + " --html " + html);
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("the values first moved at train step 1, forward, fc: input identical, output differs ("),
+  EXPECT_NE(r.output.find("first divergence: train step 1, forward, fc: input identical, output differs ("),
             std::string::npos)
       << r.output;
+  // The self-test is no changed input: the verdict opens with the module.
+  EXPECT_EQ(r.output.find("input changed"), std::string::npos) << r.output;
   // One element of fc's output moved by one ULP; the loss of step 1 keeps
   // its float32 bits, the gradients do not.
   EXPECT_NE(r.output.find("the metrics first moved at train step 1: grad_norm/bn.bias"), std::string::npos)
@@ -73,7 +75,7 @@ TEST(TraceCli, AOneUlpSelfTestIsNamedByModuleStepAndPhase) {
   std::string run2 = run_into(cfg(d2, "digits-cnn"), d2, "run");
   Result r2 = lockstep("compare " + run2 + " " + golden);
   EXPECT_EQ(r2.code, 1) << r2.output;
-  EXPECT_NE(r2.output.find("the values first moved at train step 0, backward, bn: input identical, output differs ("),
+  EXPECT_NE(r2.output.find("first divergence: train step 0, backward, bn: input identical, output differs ("),
             std::string::npos)
       << r2.output;
 }
@@ -147,6 +149,11 @@ TEST(TraceCli, TraceConfigMistakesAreExitTwoNamingTheField) {
   expect("trace-module", {{"self_test", {{"module", "conv.0"}, {"step", 0}}}},
          "digits-cnn.json: trace.self_test.module: 'conv.0' is not a traced module of model cnn (did you mean "
          "'conv'?) (traced: conv, bn, fc); the self-test would never fire");
+  // The first module is traced, but no gradient flows out of it.
+  expect("trace-first-backward", {{"self_test", {{"module", "conv"}, {"step", 0}, {"phase", "backward"}}}},
+         "digits-cnn.json: trace.self_test.module: 'conv' has no backward entry to perturb: no gradient flows out "
+         "of it to its input (the first module of the model reads the data, which needs none); perturb it in phase "
+         "\"forward\", or a later module in phase \"backward\" (traced: conv, bn, fc)");
 }
 
 }  // namespace

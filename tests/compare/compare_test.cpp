@@ -149,7 +149,8 @@ TEST(Compare, NonFiniteGoldenIsExit2UnlessAllowed) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
     EXPECT_EQ(std::string(e.what()),
               "golden: series.loss.values[1]: expected a finite value, got inf (set "
-              "tolerance.allow_nonfinite_golden to allow it)");
+              "tolerance.allow_nonfinite_golden in the smoke config to allow it; `lockstep compare` reads the config "
+              "with --config SMOKE)");
   }
   TolerancePolicy allow;
   allow.allow_nonfinite_golden = true;
@@ -166,7 +167,8 @@ TEST(Compare, NonFiniteGoldenProbeIsExit2) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               "golden: probes[0].inputs.std: expected a finite value, got nan (set "
-              "tolerance.allow_nonfinite_golden to allow it)");
+              "tolerance.allow_nonfinite_golden in the smoke config to allow it; `lockstep compare` reads the config "
+              "with --config SMOKE)");
   }
 }
 

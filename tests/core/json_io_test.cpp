@@ -141,7 +141,36 @@ TEST(ParseJson, NumberBeyondDoubleIsExit2) {
   ExitCode code{};
   std::string msg = error_of([] { parse_json_text("{\"seed\": 1e400}", "c.json"); }, &code);
   EXPECT_EQ(code, ExitCode::kBadInput);
-  EXPECT_EQ(msg.rfind("c.json: expected numbers within the range of a float64", 0), 0u) << msg;
+  EXPECT_EQ(msg, "c.json: byte 9: expected a number within the range of a float64 (at most about 1.8e308), got 1e400");
+  // A string holding "1e400" is no number; the number after it is.
+  EXPECT_EQ(error_of([] { parse_json_text("{\"s\": \"1e400\", \"v\": [1, -2e999]}", "c.json"); }),
+            "c.json: byte 24: expected a number within the range of a float64 (at most about 1.8e308), got -2e999");
+}
+
+// A config saved as UTF-16 (a Windows editor, PowerShell's Out-File) is
+// named as such, not as binary data.
+TEST(ParseJson, Utf16IsNamed) {
+  std::string le = std::string("\xff\xfe{\0}\0", 6), bare = std::string("{\0}\0", 4), be = std::string("\0{\0}", 4);
+  EXPECT_EQ(error_of([&] { parse_json_text(le, "c.json"); }),
+            "c.json: expected UTF-8 text; the file is UTF-16 little-endian (save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8)");
+  EXPECT_NE(error_of([&] { parse_json_text(bare, "c.json"); }).find("the file is UTF-16 little-endian"), std::string::npos);
+  EXPECT_NE(error_of([&] { parse_json_text(be, "c.json"); }).find("the file is UTF-16 big-endian"), std::string::npos);
+}
+
+// Bytes that are not UTF-8 (a path from the file system) are written as
+// "\xNN" text, never an exception; valid text is left as it is.
+TEST(DumpJson, BytesThatAreNotUtf8AreEscaped) {
+  nlohmann::json j = {{"path", "notes\xe9.txt"}, {"dir\xff", {"caf\xc3\xa9"}}};
+  EXPECT_EQ(canonical_dump(j), "{\"dir\\\\xff\":[\"caf\xc3\xa9\"],\"path\":\"notes\\\\xe9.txt\"}");
+  EXPECT_EQ(parse_json_text(pretty_dump(j), "x")["path"], "notes\\xe9.txt");
+}
+
+TEST(Utf8, WellFormedSequencesOnly) {
+  EXPECT_EQ(valid_utf8("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80");
+  // Lone bytes, an overlong slash, a surrogate, beyond U+10FFFF, cut short.
+  EXPECT_EQ(valid_utf8("\xff\xe9x\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80\xe2\x86"),
+            "\\xff\\xe9x\\xc0\\xaf\\xed\\xa0\\x80\\xf4\\x90\\x80\\x80\\xe2\\x86");
+  EXPECT_EQ(printable_message("dir\xff/a\x1b[31m"), "dir\\xff/a\\x1b[31m");
 }
 
 TEST(JsonView, NonFiniteStrings) {

@@ -141,6 +141,9 @@ TEST(CheckSmoke, MissingGoldenIsBadInputWithAPendingGolden) {
   EXPECT_EQ(c.verdict.first_divergence,
             p.goldens_dir() + "/unit/cpu-x86_64-avx2.json: no golden for smoke 'unit' on platform cpu-x86_64-avx2 "
             "(nor any of its family); create one with `lockstep bless " + p.smoke_file() + " --reason \"...\"`");
+  // No golden was read: the reports say so, not "same-stack".
+  EXPECT_EQ(c.verdict.lane, Lane::kNone);
+  EXPECT_EQ(to_json(c.verdict).at("lane"), "none");
 }
 
 // The pending golden a failing check leaves, copied into goldens/ by hand

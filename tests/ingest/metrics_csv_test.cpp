@@ -44,6 +44,33 @@ TEST_F(Csv, DataframeRegressionLayoutWithIndexColumn) {
   EXPECT_EQ(out.at("learning_rate").values, (std::vector<double>{0.1, 0.05, 0.025}));
 }
 
+// pytest-regressions' num_regression writes pandas' index as the first,
+// unnamed column and no step column: that index is the step, by default
+// and when named with the step key "".
+TEST_F(Csv, PandasUnnamedIndexIsTheStep) {
+  const std::string text = ",loss\n0,1.5\n1,1.25\n2,1\n";
+  auto by_default = read(text);
+  EXPECT_EQ(by_default.at("loss").values, (std::vector<double>{1.5, 1.25, 1.0}));
+  write_bytes(file_, text);
+  MetricsSpec spec;
+  spec.format = MetricsFormat::kCsv;
+  spec.path = file_;
+  spec.series = {{"loss", "loss"}};
+  spec.step_key = "";
+  EXPECT_EQ(read_metrics(spec).at("loss").values, (std::vector<double>{1.5, 1.25, 1.0}));
+  write_bytes(file_, "step,loss\n0,1\n");
+  EXPECT_EQ(exit2_message([&] { read_metrics(spec); }),
+            file_ + ": column '': expected an unnamed first column (the header's first cell empty, pandas' index) "
+                    "for the step key \"\"; the first cell is 'step'");
+  EXPECT_EQ(error(",loss\nx,1\n"),
+            file_ + ": line 2: column '(unnamed index)': expected a non-negative integer step, got \"x\"");
+  spec.step_key = "iteration";
+  write_bytes(file_, text);
+  EXPECT_EQ(exit2_message([&] { read_metrics(spec); }),
+            file_ + ": column 'iteration': expected a step column 'iteration' in the header (it has none); the first "
+                    "column is unnamed (pandas' index): step key \"\" names it");
+}
+
 TEST_F(Csv, NonFiniteSpellingsAndEmptyCells) {
   auto out = read(
       "step,loss,eval\r\n0,nan,\r\n1,NaN,0.5\r\n2,inf,\r\n3,-inf,0.25\r\n4,Infinity,\r\n5,-Infinity,0.125\r\n",
