@@ -35,39 +35,84 @@ double band(const SeriesResult& r, const Series& golden, size_t i) {
   return 0;
 }
 
-// One SVG line chart: golden (blue), run (orange, dashed), band (grey).
-std::string plot(const SeriesResult& r, const Series& golden, const Series& run) {
+// Plot geometry: the width of the drawing area in pixel columns. A series
+// longer than twice that is thinned per column (thin()), so a report's size
+// and time do not grow with the series' length.
+constexpr double kPlotWidth = 560, kPlotLeft = 60, kPlotRight = 10;
+constexpr size_t kColumns = static_cast<size_t>(kPlotWidth - kPlotLeft - kPlotRight);
+
+// The points of `value(i)` over [begin, end) to draw: every finite one when
+// they fit in twice the plot's columns, else per pixel column its smallest
+// and largest (in the order they occur): a spike of one step survives.
+// `keep` picks which of the two a column keeps (0 both, -1 the smallest,
+// +1 the largest: the edges of a band).
+template <typename Value>
+std::vector<size_t> thin(size_t begin, size_t end, const Value& value, int keep = 0) {
+  std::vector<size_t> out;
+  size_t n = end - begin;
+  if (n <= 2 * kColumns) {
+    for (size_t i = begin; i < end; ++i)
+      if (std::isfinite(value(i))) out.push_back(i);
+    return out;
+  }
+  for (size_t c = 0; c < kColumns; ++c) {
+    size_t from = begin + n * c / kColumns, to = begin + n * (c + 1) / kColumns;
+    size_t lo = end, hi = end;
+    for (size_t i = from; i < to; ++i) {
+      double v = value(i);
+      if (!std::isfinite(v)) continue;
+      if (lo == end || v < value(lo)) lo = i;
+      if (hi == end || v > value(hi)) hi = i;
+    }
+    if (lo == end) continue;
+    if (keep < 0) out.push_back(lo);
+    else if (keep > 0) out.push_back(hi);
+    else if (lo == hi) out.push_back(lo);
+    else out.push_back(std::min(lo, hi)), out.push_back(std::max(lo, hi));
+  }
+  return out;
+}
+
+// One SVG line chart of steps [begin, end): golden (blue), run (orange,
+// dashed), band (grey); `first_fail` marked when inside. `title` names a
+// zoomed chart.
+std::string plot(const SeriesResult& r, const Series& golden, const Series& run, size_t begin, size_t end,
+                 const std::string& title = "") {
   // T leaves a strip above the plot area for the first-failure label, so it
   // never covers a curve.
-  const double W = 560, H = 192, L = 60, B = 20, T = 22;
-  size_t n = golden.values.size();
+  const double W = kPlotWidth, H = 192, L = kPlotLeft, B = 20, T = 22;
+  auto g = [&](size_t i) { return golden.values[i]; };
+  auto a = [&](size_t i) { return i < run.values.size() ? run.values[i] : NAN; };
+  auto up = [&](size_t i) { return golden.values[i] + band(r, golden, i); };
+  auto down = [&](size_t i) { return golden.values[i] - band(r, golden, i); };
   double lo = INFINITY, hi = -INFINITY;
-  for (size_t i = 0; i < n; ++i) {
-    double b = band(r, golden, i);
-    for (double v : {golden.values[i] - b, golden.values[i] + b, i < run.values.size() ? run.values[i] : NAN})
+  for (size_t i = begin; i < end; ++i)
+    for (double v : {down(i), up(i), a(i)})
       if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  }
   if (!std::isfinite(lo)) lo = 0, hi = 1;
   if (hi == lo) hi = lo + (lo == 0 ? 1 : std::fabs(lo) * 1e-6);
-  auto x = [&](size_t i) { return L + (n > 1 ? (W - L - 10) * static_cast<double>(i) / static_cast<double>(n - 1) : 0); };
+  size_t n = end - begin;
+  auto x = [&](size_t i) {
+    return L + (n > 1 ? (W - L - kPlotRight) * static_cast<double>(i - begin) / static_cast<double>(n - 1) : 0);
+  };
   auto y = [&](double v) { return T + (H - T - B) * (1 - (v - lo) / (hi - lo)); };
   std::ostringstream o;
-  o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"" << esc(r.name) << "\">";
+  o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"" << esc(r.name + title) << "\">";
   // Band polygon: upper edge left to right, lower edge right to left.
   std::ostringstream poly;
-  for (size_t i = 0; i < n; ++i) poly << x(i) << "," << y(golden.values[i] + band(r, golden, i)) << " ";
-  for (size_t i = n; i-- > 0;) poly << x(i) << "," << y(golden.values[i] - band(r, golden, i)) << " ";
+  for (size_t i : thin(begin, end, up, +1)) poly << x(i) << "," << y(up(i)) << " ";
+  std::vector<size_t> lower = thin(begin, end, down, -1);
+  for (size_t k = lower.size(); k-- > 0;) poly << x(lower[k]) << "," << y(down(lower[k])) << " ";
   o << "<polygon points=\"" << poly.str() << "\" fill=\"#ddd\"/>";
-  auto line = [&](const Series& s, const char* colour, const char* dash) {
+  auto line = [&](const auto& value, const char* colour, const char* dash) {
     std::ostringstream pts;
-    for (size_t i = 0; i < n && i < s.values.size(); ++i)
-      if (std::isfinite(s.values[i])) pts << x(i) << "," << y(s.values[i]) << " ";
+    for (size_t i : thin(begin, end, value)) pts << x(i) << "," << y(value(i)) << " ";
     o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"" << colour
       << "\" stroke-width=\"1.5\" stroke-dasharray=\"" << dash << "\"/>";
   };
-  line(golden, "#1f77b4", "");
-  line(run, "#ff7f0e", "4 2");
-  if (r.first_fail >= 0) {
+  line(g, "#1f77b4", "");
+  line(a, "#ff7f0e", "4 2");
+  if (r.first_fail >= static_cast<int64_t>(begin) && r.first_fail < static_cast<int64_t>(end)) {
     double fx = x(static_cast<size_t>(r.first_fail));
     // Right of the line in the left half, left of it in the right half:
     // the label stays inside the picture at step 0 and at the last step.
@@ -79,28 +124,30 @@ std::string plot(const SeriesResult& r, const Series& golden, const Series& run)
   }
   o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">" << num(hi) << "</text>"
     << "<text x=\"2\" y=\"" << H - B << "\" font-size=\"10\">" << num(lo) << "</text>"
-    << "<text x=\"" << L << "\" y=\"" << H - 4 << "\" font-size=\"10\">step 0</text>"
-    << "<text x=\"" << W - 60 << "\" y=\"" << H - 4 << "\" font-size=\"10\">step " << (n ? n - 1 : 0) << "</text>"
+    << "<text x=\"" << L << "\" y=\"" << H - 4 << "\" font-size=\"10\">step " << begin << "</text>"
+    << "<text x=\"" << W - 60 << "\" y=\"" << H - 4 << "\" font-size=\"10\">step " << (n ? end - 1 : 0) << "</text>"
     << "</svg>";
   return o.str();
 }
 
 // |run - golden| per step on a log10 scale (red), with the allowed band
 // (grey) when the rule has one: tiny bit-level drift is visible here even
-// when the two curves above overlap.
+// when the two curves above overlap. Long series are thinned as plot() does.
 std::string error_plot(const SeriesResult& r, const Series& golden, const Series& run, const std::string& diff) {
-  const double W = 560, H = 70, L = 60, T = 6, B = 6;
+  const double W = kPlotWidth, H = 70, L = kPlotLeft, T = 6, B = 6;
   size_t n = std::min(golden.values.size(), run.values.size());
-  std::vector<double> err(n), allowed(n);
-  double lo = INFINITY, hi = -INFINITY;
-  for (size_t i = 0; i < n; ++i) {
+  auto err = [&](size_t i) {
     double e = std::fabs(run.values[i] - golden.values[i]);
-    err[i] = e > 0 && std::isfinite(e) ? std::log10(e) : NAN;
+    return e > 0 && std::isfinite(e) ? std::log10(e) : NAN;
+  };
+  auto allowed = [&](size_t i) {
     double b = band(r, golden, i);
-    allowed[i] = b > 0 ? std::log10(b) : NAN;
-    for (double v : {err[i], allowed[i]})
+    return b > 0 ? std::log10(b) : NAN;
+  };
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < n; ++i)
+    for (double v : {err(i), allowed(i)})
       if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  }
   std::ostringstream o;
   o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"error of " << esc(r.name) << "\">";
   if (!std::isfinite(lo)) {
@@ -108,21 +155,42 @@ std::string error_plot(const SeriesResult& r, const Series& golden, const Series
     return o.str();
   }
   if (hi - lo < 1) lo -= 0.5, hi += 0.5;
-  auto x = [&](size_t i) { return L + (n > 1 ? (W - L - 10) * static_cast<double>(i) / static_cast<double>(n - 1) : 0); };
+  auto x = [&](size_t i) { return L + (n > 1 ? (W - L - kPlotRight) * static_cast<double>(i) / static_cast<double>(n - 1) : 0); };
   auto y = [&](double v) { return T + (H - T - B) * (1 - (v - lo) / (hi - lo)); };
-  auto line = [&](const std::vector<double>& v, const char* colour) {
+  auto line = [&](const auto& value, const char* colour, int keep) {
     std::ostringstream pts;
-    for (size_t i = 0; i < n; ++i)
-      if (std::isfinite(v[i])) pts << x(i) << "," << y(v[i]) << " ";
+    for (size_t i : thin(0, n, value, keep)) pts << x(i) << "," << y(value(i)) << " ";
     o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\"/>";
   };
-  line(allowed, "#999");
-  line(err, "#d62728");
+  line(allowed, "#999", -1);  // the tightest allowance of a column
+  line(err, "#d62728", 0);
   o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">" << num(std::pow(10, hi)) << "</text><text x=\"2\" y=\"" << H - B
     << "\" font-size=\"10\">" << num(std::pow(10, lo)) << "</text><text x=\"" << L + 4 << "\" y=\"" << T + 8
     << "\" font-size=\"10\" fill=\"#d62728\">" << esc(diff) << " (log)</text></svg>";
   return o.str();
 }
+
+// The charts of one series: the whole run, and when it is thinned and
+// fails, the first failure's neighbourhood at full resolution.
+std::string series_plots(const SeriesResult& r, const Series& golden, const Series& run, const std::string& diff) {
+  size_t n = golden.values.size();
+  std::string out = plot(r, golden, run, 0, n) + "<br>" + error_plot(r, golden, run, diff);
+  if (n > 2 * kColumns && r.first_fail >= 0) {
+    size_t ff = static_cast<size_t>(r.first_fail);
+    size_t begin = ff > kColumns / 2 ? ff - kColumns / 2 : 0;
+    size_t end = std::min(n, begin + kColumns);
+    out += "<br><small>steps " + std::to_string(begin) + " to " + std::to_string(end - 1) +
+           ", every step (around the first failure):</small><br>" +
+           plot(r, golden, run, begin, end, " (steps " + std::to_string(begin) + " to " + std::to_string(end - 1) + ")");
+  }
+  if (n > 2 * kColumns)
+    out += "<br><small>" + std::to_string(n) + " steps: each pixel column shows the smallest and largest value of its "
+           "steps</small>";
+  return out;
+}
+
+// Rows a table shows before it says how many it left out.
+constexpr size_t kTableRows = 100;
 
 std::string probe_table(const std::vector<BatchProbe>& run, const std::vector<BatchProbe>& golden, const Verdict& v) {
   std::ostringstream o;
@@ -130,7 +198,28 @@ std::string probe_table(const std::vector<BatchProbe>& run, const std::vector<Ba
   o << "<table><tr><th>batch</th><th>samples</th><th>inputs hash</th><th>mean " << ref << "</th><th>mean " << sub
     << "</th><th>std " << ref << "</th><th>std " << sub << "</th><th>labels hash</th></tr>";
   size_t n = std::min(run.size(), golden.size());
+  // The first rows, and the first differing batch with its neighbours;
+  // one row says how many are left out and how many of those differ.
+  size_t first_bad = n;
+  for (size_t i = 0; i < n && first_bad == n; ++i)
+    if (!batch_content_difference(golden[i], run[i]).empty() || !same_bits(golden[i].inputs.mean, run[i].inputs.mean) ||
+        !same_bits(golden[i].inputs.std, run[i].inputs.std))
+      first_bad = i;
+  auto shown = [&](size_t i) {
+    return i < kTableRows || (first_bad < n && i + 5 >= first_bad && i < first_bad + 5);
+  };
+  size_t skipped = 0, skipped_bad = 0;
   for (size_t i = 0; i < n; ++i) {
+    if (!shown(i)) {
+      ++skipped;
+      skipped_bad += batch_content_difference(golden[i], run[i]).empty() ? 0 : 1;
+      if (i + 1 < n && !shown(i + 1)) continue;
+      o << "<tr><td colspan=8 style=\"text-align:left\"><i>" << skipped << " more batch(es) not shown"
+        << (skipped_bad ? ", " + std::to_string(skipped_bad) + " of them with other bytes" : std::string(", bytes identical"))
+        << "</i></td></tr>";
+      skipped = skipped_bad = 0;
+      continue;
+    }
     const BatchProbe& g = golden[i];
     const BatchProbe& r = run[i];
     auto mark = [](bool same) { return same ? "<td class=ok>=</td>" : "<td class=bad>differs</td>"; };
@@ -239,8 +328,8 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
     auto a = run.series.find(r.name);
     if (g == golden.series.end() || a == run.series.end()) continue;
     o << "<div class=plot><h3>" << esc(r.name) << " <span class=" << (r.failed ? "bad" : "ok") << ">" << r.failed
-      << "/" << r.checked << " fail</span> <small>" << esc(r.rule) << "</small></h3>" << plot(r, g->second, a->second)
-      << "<br>" << error_plot(r, g->second, a->second, "|" + v.subject_word + " - " + v.reference_word + "|") << "</div>";
+      << "/" << r.checked << " fail</span> <small>" << esc(r.rule) << "</small></h3>"
+      << series_plots(r, g->second, a->second, "|" + v.subject_word + " - " + v.reference_word + "|") << "</div>";
   }
   o << "</div>" << trace_grid(v);
   o << "<h2>Batch probes (data-only pass)</h2>" << probe_table(run.probes, golden.probes, v);

@@ -86,6 +86,32 @@ TEST(Html, FirstFailureLabelStaysInsideThePlot) {
       << at3.substr(at3.find("first failure") - 200, 300);
 }
 
+// A long series is drawn thinned (each pixel column its smallest and
+// largest value), a one-step spike included, with the first failure's
+// neighbourhood at full resolution; a long probe table shows its first
+// rows and the first differing batch, and says what it left out. The page
+// stays small whatever the length.
+TEST(Html, LongSeriesAndTablesStaySmall) {
+  std::vector<double> loss(200000);
+  for (size_t i = 0; i < loss.size(); ++i) loss[i] = 2.0 - 1e-6 * static_cast<double>(i);
+  loss[1234] = 50.0;  // a spike of one step
+  RunRecord g = testing::make_record(loss);
+  for (int64_t b = 0; b < 5000; ++b) g.probes.push_back(testing::make_probe(b, 0.5));
+  RunRecord r = g;
+  r.series["loss"].values[150000] = 1.0;
+  r.probes[4000] = testing::make_probe(4000, 0.75, std::string(32, 'e'));
+  std::string html = render_html(compare_records(r, g, {}), r, g);
+  EXPECT_LT(html.size(), 400000u);
+  EXPECT_NE(html.find("200000 steps: each pixel column shows the smallest and largest value of its steps"),
+            std::string::npos);
+  EXPECT_NE(html.find("steps 149755 to 150244, every step (around the first failure):"), std::string::npos);
+  EXPECT_NE(html.find("first failure: step 150000"), std::string::npos);
+  EXPECT_NE(html.find(">50</text>"), std::string::npos);  // the spike sets the y axis: it was kept
+  EXPECT_EQ(count(html, "<tr><td>"), 100u + 10u);          // the first 100 rows, batches 3995..4004
+  EXPECT_NE(html.find("3895 more batch(es) not shown, bytes identical"), std::string::npos);
+  EXPECT_NE(html.find("995 more batch(es) not shown, bytes identical"), std::string::npos);
+}
+
 TEST(Html, RecordBorneNamesAreEscaped) {
   RunRecord g = testing::make_record({2.5, 2.25});
   g.series["<script>alert(1)</script>"] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}};
