@@ -425,6 +425,38 @@ TEST_F(Cli, VerifyGoldensJudgesAConfigEditByItsValues) {
   EXPECT_EQ(c.output.find("input changed"), std::string::npos) << c.output;
 }
 
+// Each CI shard verifies the goldens of its own smokes: a smoke whose
+// config moved fails its shard only, not the other (check --shard's split).
+TEST(CliVerify, EachShardVerifiesItsOwnSmokes) {
+  fs::path p = fs::temp_directory_path() / ("lockstep-cli-verify-shard-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  for (const char* smoke : {"digits-cnn", "wine-mlp"}) {
+    fs::create_directories(p / "smoke");
+    fs::create_directories(p / "goldens");
+    fs::copy_file(kSourceDir + "/smoke/" + smoke + ".json", p / "smoke" / (std::string(smoke) + ".json"));
+    fs::copy(kSourceDir + "/goldens/" + smoke, p / "goldens" / smoke, fs::copy_options::recursive);
+  }
+  nlohmann::json wine = parse_json_file((p / "smoke" / "wine-mlp.json").string());
+  wine["optimizer"]["lr"] = wine["optimizer"]["lr"].get<double>() * 2;
+  write_file_atomically((p / "smoke" / "wine-mlp.json").string(), pretty_dump(wine));
+  std::string goldens = (p / "goldens").string();
+  Result all = lockstep("verify-goldens " + goldens);
+  EXPECT_EQ(all.code, 2) << all.output;
+  Result one = lockstep("verify-goldens " + goldens + " --shard 1/2");
+  Result two = lockstep("verify-goldens " + goldens + " --shard 2/2");
+  EXPECT_EQ(one.code + two.code, 2) << one.output << two.output;  // exactly one shard fails
+  const Result& failing = one.code ? one : two;
+  const Result& passing = one.code ? two : one;
+  // (The committed goldens predate the config fields: the hash is named.)
+  EXPECT_NE(failing.output.find("wine-mlp.json changed a field that determines the values since it was blessed "
+                                "(config.values_xxh3 "),
+            std::string::npos) << failing.output;
+  EXPECT_EQ(failing.output.find("digits-cnn"), std::string::npos) << failing.output;
+  EXPECT_NE(passing.output.find("1 golden(s) for 1 smoke(s) in " + goldens + " (shard "), std::string::npos)
+      << passing.output;
+  fs::remove_all(p);
+}
+
 // Two configs with one smoke name: bless refuses the suite before any run,
 // as check does (the second golden would replace the first).
 TEST_F(Cli, BlessRefusesTwoConfigsOfOneName) {

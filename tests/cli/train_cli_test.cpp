@@ -68,13 +68,12 @@ TEST(TrainCli, NondeterministicKernelIsExit4OnlyWithoutDeterministicAlgorithms) 
       EXPECT_EQ(r.code, 4) << r.output;
       EXPECT_NE(r.output.find("NONDETERMINISTIC (exit 4)"), std::string::npos) << r.output;
       // The injected factor scales the loss outside every module: the first
-      // traced module to see other values is the head, in backward.
-      EXPECT_NE(r.output.find("first difference: train step 0, backward, head: input differs too, output differs ("),
-                std::string::npos)
-          << r.output;
-      EXPECT_NE(r.output.find("the metrics first moved at train step 0: loss (first parameter gradient to diverge: "),
-                std::string::npos)
-          << r.output;
+      // traced module to see other values is the head, in backward. Which
+      // traced step first differs is up to the scheduler (two threads race
+      // in the kernel; at step 0 they may happen to add in the same order).
+      EXPECT_NE(r.output.find("first difference: train step "), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find(", backward, head: input differs too, output differs ("), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find(": loss (first parameter gradient to diverge: "), std::string::npos) << r.output;
     } else {
       EXPECT_EQ(r.code, 0) << r.output;
     }

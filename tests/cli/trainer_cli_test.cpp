@@ -43,13 +43,6 @@ fs::path example_smoke_in(const fs::path& dir, const std::function<void(nlohmann
   return file;
 }
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
-std::string free_port() {
-  Result r = shell("python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
-                   "print(s.getsockname()[1])'");
-  return r.output.substr(0, r.output.find('\n'));
-}
-
 TEST(TrainerCli, ExampleTrainerPassesAgainstItsCommittedGolden) {
   fs::path out = out_dir("pass");
   Result r = lockstep("check " + kExampleSmoke + " --out " + out.string());
@@ -219,20 +212,29 @@ TEST(TrainerCli, AnImportedPackageChangeLeadsTheDiffAndAnUnrelatedOneIsInformati
   fs::remove_all(d);
 }
 
-// The data-only pass runs beside the training pass: a trainer that binds
-// one fixed port in both (here a single process joining a Gloo group at
-// MASTER_PORT=<fixed>) fails in one of them, and lockstep names the cause.
-TEST(TrainerCli, APortBoundByBothPassesIsNamedAsTheCause) {
+// A trainer whose rendezvous cannot bind its port (here a single process
+// joining a Gloo group at a MASTER_PORT of its own choosing, which another
+// program holds) fails with the cause named: exit 3, never a regression.
+TEST(TrainerCli, APortInUseIsNamedAsTheCause) {
   fs::path d = out_dir("port-clash");
   fs::create_directories(d);
-  Result r = lockstep("run " + kExampleSmoke + "/pytorch-trainer.json --out " + (d / "run.json").string(),
-                      "PYTORCH_TRAINER_BUG=fixed_master_port PYTORCH_TRAINER_PORT=" + free_port());
+  std::string port_file = (d / "port").string();
+  // The holder binds a free port, says which, and keeps it while lockstep runs.
+  Result r = shell("(/usr/bin/python3 -c 'import socket, time; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
+                   "s.listen(); open(\"" + port_file + ".tmp\", \"w\").write(str(s.getsockname()[1])); "
+                   "__import__(\"os\").rename(\"" + port_file + ".tmp\", \"" + port_file + "\"); time.sleep(120)' & "
+                   "holder=$!; i=0; while [ ! -s " + port_file + " ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; "
+                   "env -u CI PYTORCH_TRAINER_BUG=fixed_master_port PYTORCH_TRAINER_PORT=$(cat " + port_file + ") " +
+                   LOCKSTEP_BINARY + " run " + kExampleSmoke + "/pytorch-trainer.json --out " + (d / "run.json").string() +
+                   " 2>&1; code=$?; kill $holder; exit $code)");
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("its rendezvous could not bind a port that is in use (\"Address already in use\")"),
             std::string::npos) << r.output;
   EXPECT_NE(r.output.find("The data-only pass runs beside the training pass. A trainer that picks its port itself"),
             std::string::npos) << r.output;
   EXPECT_NE(r.output.find("use init_process_group's env:// rendezvous"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Otherwise another program took the port"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("errno: 98 - Address already in use"), std::string::npos) << r.output;
   fs::remove_all(d);
 }
 
