@@ -4,27 +4,19 @@
 #include <ATen/Version.h>
 #include <dlfcn.h>
 #include <git2.h>
-#include <gnu/libc-version.h>
 #include <link.h>
-#include <sys/utsname.h>
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <thread>
-#include <sstream>
 #include <vector>
 
 #include "core/error.h"
 #include "core/file_hash_cache.h"
 #include "core/hash.h"
-#include "env/cuda_driver.h"
 #include "env/cuda_libraries.h"
 #include "env/cuda_usability.h"
-#include "env/driver_version.h"
 #include "env/machine_facts.h"
 #include "env/opencv_version.h"
 #include "env/torch_config_text.h"
@@ -82,15 +74,27 @@ std::string numerics_libraries() {
 
 }  // namespace
 
+bool is_capture_only_field(const std::string& field) {
+  for (const char* prefix : {"torch.", "threads.", "libs.", "build.", "determinism."})
+    if (field.rfind(prefix, 0) == 0) return true;
+  return field == "cpu.capability" || field == "cuda.torch_devices" || field == "cuda.runtime" ||
+         field == "cuda.cudnn" || field == "cuda.nccl";
+}
+
 Fingerprint capture_fingerprint(const CaptureOptions& opt) {
-  Fingerprint fp;
+  // The machine's fields come from their one writer; this adds LibTorch's.
+  MachineOptions machine;
+  machine.device = opt.device;
+  machine.repo_path = opt.repo_path;
+  auto mode = opt.contract.find("mode");
+  machine.threads_pinned = mode != opt.contract.end() && (mode->second == "strict" || mode->second == "default");
+  machine.cuda_library = opt.cuda_library;
+  machine.nvml_library = opt.nvml_library;
+  Fingerprint fp = machine_fingerprint(machine);
   auto put = [&fp](const std::string& k, const std::string& v, bool relevant) {
     fp[k] = FingerprintField{v.empty() ? absent("empty") : v, relevant};
   };
   bool on_cuda = opt.device == "cuda";
-
-  put("device", opt.device, true);
-  put("lockstep.version", LOCKSTEP_VERSION, false);
 
   // LibTorch.
   put("torch.version", TORCH_VERSION, true);
@@ -113,16 +117,8 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   put("torch.mkldnn", at::get_mkldnn_version().empty() ? absent("no oneDNN") : at::get_mkldnn_version(), true);
   put("torch.openmp", at::get_openmp_version().empty() ? absent("no OpenMP") : at::get_openmp_version(), true);
   put("torch.has_mkl", at::hasMKL() ? "true" : "false", true);
-
-  // CPU.
   put("cpu.capability", config.cpu_capability.empty() ? absent("not in show_config()") : config.cpu_capability,
       true);
-  utsname u{};
-  uname(&u);
-  put("cpu.arch", u.machine, true);
-  put("cpu.model", cpuinfo_field("model name"), false);
-  put("cpu.isa", cpu_isa_flags(), true);
-  put("cpu.logical_cores", std::to_string(std::thread::hardware_concurrency()), false);
 
   // Threads.
   put("threads.intra_op", std::to_string(at::get_num_threads()), true);
@@ -138,10 +134,7 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   // The image source decodes and resizes with it: a new OpenCV may change pixels.
   put("libs.opencv", opencv_version(), true);
 
-  // OS, C library, compiler.
-  put("os.name", os_pretty_name(), false);
-  put("os.kernel", u.release, false);
-  put("os.glibc", gnu_get_libc_version(), true);
+  // The compiler this LibTorch side was built with.
   put("build.compiler", __VERSION__, false);
   put("build.cplusplus", std::to_string(__cplusplus), false);
   put("build.cxx11_abi", std::to_string(_GLIBCXX_USE_CXX11_ABI), false);
@@ -149,40 +142,10 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   // Determinism contract as read back.
   for (const auto& [k, v] : opt.contract) put("determinism." + k, v, true);
 
-  // Environment variables that change numerics.
-  // OMP_NUM_THREADS and MKL_NUM_THREADS only set a thread count: when the
-  // contract pins it (and it is read back above as threads.intra_op), they
-  // cannot change the bits and are informational.
-  auto mode = opt.contract.find("mode");
-  bool threads_pinned = mode != opt.contract.end() && (mode->second == "strict" || mode->second == "default");
-  for (const auto& [name, relevant] : numerics_env_vars()) {
-    const char* v = std::getenv(name.c_str());
-    bool thread_count = name == "OMP_NUM_THREADS" || name == "MKL_NUM_THREADS";
-    put("env." + name, !v ? "(unset)" : *v ? v : "(set, empty)", relevant && !(thread_count && threads_pinned));
-  }
-
-  // CUDA (relevant only for CUDA runs): the driver through its own API, the
-  // runtime libraries as loaded (the versions that run, not those compiled against).
-  // How many GPUs are visible does not change a run on device 0: informational.
+  // CUDA as LibTorch sees it: the runtime libraries as loaded (the versions
+  // that run, not those compiled against). How many GPUs are visible does
+  // not change a run on device 0: informational.
   put("cuda.torch_devices", std::to_string(compat::cuda_device_count()), false);
-  CudaDriverInfo drv = query_cuda_driver();
-  std::string nvml_why;
-  std::string driver = nvidia_driver_version(&nvml_why);
-  put("nvidia.driver_version", driver.empty() ? absent(nvml_why) : driver, on_cuda);
-  if (!drv.error.empty()) {
-    for (const char* k : {"cuda.driver_api_version", "cuda.gpu_name", "cuda.compute_capability", "cuda.sm_count"})
-      put(k, absent(drv.error), on_cuda);
-    for (const char* k : {"cuda.memory_bytes", "cuda.gpu_uuid"}) put(k, absent(drv.error), false);
-    if (drv.driver_api_version > 0)  // cuDriverGetVersion answers even when cuInit fails
-      put("cuda.driver_api_version", cuda_version_string(drv.driver_api_version), on_cuda);
-  } else {
-    put("cuda.driver_api_version", cuda_version_string(drv.driver_api_version), on_cuda);
-    put("cuda.gpu_name", drv.name, on_cuda);
-    put("cuda.compute_capability", drv.compute_capability, on_cuda);
-    put("cuda.sm_count", std::to_string(drv.sm_count), on_cuda);
-    put("cuda.memory_bytes", std::to_string(drv.memory_bytes), false);
-    put("cuda.gpu_uuid", drv.uuid.empty() ? absent("cuDeviceGetUuid failed") : drv.uuid, false);
-  }
   bool torch_cuda = build_setting_is_on(settings.count("USE_CUDA") ? settings.at("USE_CUDA") : "");
   std::string no_cuda_why = torch_cuda ? "not in show_config()" : "CPU-only LibTorch";
   put("cuda.runtime", config.cuda_runtime.empty() ? absent(no_cuda_why) : config.cuda_runtime, on_cuda);
@@ -193,8 +156,6 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   std::string nccl_why;
   std::string nccl = loaded_nccl_version(&nccl_why);
   put("cuda.nccl", nccl.empty() ? absent(nccl_why) : nccl, on_cuda);
-
-  add_git_fields(fp, opt.repo_path);
   return fp;
 }
 

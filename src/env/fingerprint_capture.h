@@ -26,10 +26,22 @@ struct CaptureOptions {
   std::map<std::string, std::string> contract;   ///< applied determinism contract
   std::string repo_path = ".";                   ///< where to look for the git repository
   bool hash_libraries = true;                    ///< XXH3 of the LibTorch library files
+  std::string cuda_library = "libcuda.so.1";     ///< as MachineOptions (tests: a fake)
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
-/// The fingerprint of this process. Fields that cannot be read have the
-/// value "(absent: <why>)". Never throws for a missing fact.
+/// The fingerprint of this process: machine_fingerprint() (the machine's
+/// fields, written there only) plus what LibTorch knows: torch.*,
+/// torch.build.*, cpu.capability, threads.*, libs.*, build.*,
+/// determinism.* (the contract as read back), cuda.torch_devices,
+/// cuda.runtime, cuda.cudnn, cuda.nccl (capture_only_fields()). Fields that
+/// cannot be read have the value "(absent: <why>)". Never throws for a
+/// missing fact.
 Fingerprint capture_fingerprint(const CaptureOptions& options);
+
+/// Whether `field` is one capture_fingerprint() adds to the machine's
+/// (the LibTorch facts above), for tests and for diffs that compare a
+/// LibTorch view with a torch-free one.
+bool is_capture_only_field(const std::string& field);
 
 }  // namespace lockstep

@@ -109,20 +109,30 @@ Fingerprint machine_fingerprint(const MachineOptions& opt) {
     } else if (const char* v = std::getenv(name.c_str())) {
       value = *v ? v : "(set, empty)";
     }
-    put("env." + name, value, relevant);
+    bool thread_count = name == "OMP_NUM_THREADS" || name == "MKL_NUM_THREADS";
+    put("env." + name, value, relevant && !(thread_count && opt.threads_pinned));
   }
 
+  // CUDA (relevant only for CUDA runs): the driver through its own API.
+  // How many GPUs there are, their memory and UUID do not change a run on
+  // device 0: informational.
   std::string nvml_why;
-  std::string driver = nvidia_driver_version(&nvml_why);
+  std::string driver = nvidia_driver_version(&nvml_why, opt.nvml_library);
   put("nvidia.driver_version", driver.empty() ? absent_fact(nvml_why) : driver, on_cuda);
-  CudaDriverInfo drv = query_cuda_driver();
+  CudaDriverInfo drv = query_cuda_driver(opt.cuda_library);
   if (!drv.error.empty()) {
-    for (const char* k : {"cuda.gpu_name", "cuda.compute_capability"}) put(k, absent_fact(drv.error), on_cuda);
+    for (const char* k : {"cuda.driver_api_version", "cuda.gpu_name", "cuda.compute_capability", "cuda.sm_count"})
+      put(k, absent_fact(drv.error), on_cuda);
+    for (const char* k : {"cuda.memory_bytes", "cuda.gpu_uuid"}) put(k, absent_fact(drv.error), false);
+    if (drv.driver_api_version > 0)  // cuDriverGetVersion answers even when cuInit fails
+      put("cuda.driver_api_version", cuda_version_string(drv.driver_api_version), on_cuda);
   } else {
     put("cuda.driver_api_version", cuda_version_string(drv.driver_api_version), on_cuda);
     put("cuda.gpu_name", drv.name, on_cuda);
     put("cuda.compute_capability", drv.compute_capability, on_cuda);
     put("cuda.sm_count", std::to_string(drv.sm_count), on_cuda);
+    put("cuda.memory_bytes", std::to_string(drv.memory_bytes), false);
+    put("cuda.gpu_uuid", drv.uuid.empty() ? absent_fact("cuDeviceGetUuid failed") : drv.uuid, false);
   }
 
   add_git_fields(fp, opt.repo_path);

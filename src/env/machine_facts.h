@@ -51,12 +51,26 @@ struct MachineOptions {
   /// for the numerics variables; empty: this process's environment.
   std::map<std::string, std::string> env;
   bool use_env = false;          ///< read `env` instead of this process's environment
+  /// A determinism contract pins the run's thread counts (and they are read
+  /// back): OMP_NUM_THREADS and MKL_NUM_THREADS then cannot change a bit
+  /// and are informational; relevant when nothing is applied (`env`).
+  bool threads_pinned = false;
+  /// The NVIDIA libraries asked (a soname searched the usual way, or a
+  /// path: tests pass tests/env/fake_nvidia's).
+  std::string cuda_library = "libcuda.so.1";
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
-/// The machine's part of a fingerprint: device, lockstep.version, cpu.arch,
-/// cpu.model, cpu.isa, cpu.logical_cores, os.name, os.kernel, os.glibc,
-/// env.<numerics variable>, nvidia.driver_version, cuda.* (driver API),
-/// git.commit/branch/dirty. Never throws for a missing fact.
+/// The machine's part of every fingerprint — the one writer of these
+/// fields, for a built-in run (env/fingerprint_capture.h adds LibTorch's
+/// facts to it) and a team trainer's (which adds its Python's): device,
+/// lockstep.version, cpu.arch, cpu.model, cpu.isa, cpu.logical_cores,
+/// os.name, os.kernel, os.glibc, env.<numerics variable>,
+/// nvidia.driver_version, cuda.driver_api_version, cuda.gpu_name,
+/// cuda.compute_capability, cuda.sm_count (relevant on cuda),
+/// cuda.memory_bytes, cuda.gpu_uuid (informational), git.commit/branch/dirty.
+/// Every field is present whatever the machine: one that cannot be read is
+/// "(absent: <why>)" (a CUDA error names the CUresult). Never throws.
 Fingerprint machine_fingerprint(const MachineOptions& options);
 
 }  // namespace lockstep

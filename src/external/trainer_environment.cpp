@@ -108,6 +108,7 @@ TrainerEnvironmentDiff diff_trainer_environment(const std::string& path, const s
   m.repo_path = repo_path;
   m.env = env;
   m.use_env = true;
+  m.threads_pinned = true;  // as in a trainer run
   RunRecord here;
   here.fingerprint = machine_fingerprint(m);
   TrainerReport facts;

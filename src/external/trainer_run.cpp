@@ -631,6 +631,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   m.repo_path = config_dir;
   m.env = env;
   m.use_env = true;
+  m.threads_pinned = true;  // the trainer's contract pins them (expected_contract), read back in its report
   rec.fingerprint = machine_fingerprint(m);
   for (const auto& [k, v] : t.env) rec.fingerprint["trainer.env." + k] = {v, true};
   rec.fingerprint["trainer.command"] = {join_args(t.command), false};

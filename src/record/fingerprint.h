@@ -45,7 +45,10 @@ struct FieldDiff {
 
 /// Differences: inputs first, then determinism-relevant fields, then the
 /// rest, each by name. A field is an input (or relevant) when either side
-/// tags it so; an input is never also counted relevant.
+/// tags it so; an input is never also counted relevant. A field absent on
+/// one side and "(absent: <why>)" on the other is no difference: neither
+/// holds a value (a CUDA field a CPU machine could not read, recorded by a
+/// newer lockstep than the golden's).
 std::vector<FieldDiff> diff_fingerprints(const Fingerprint& golden, const Fingerprint& run);
 
 /// {"name": {"value": "...", "relevant": true}, ...}; an input field also

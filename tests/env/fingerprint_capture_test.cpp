@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "determinism/contract.h"
+#include "env/machine_facts.h"
 #include "record/platform_key.h"
 
 namespace lockstep {
@@ -65,6 +66,56 @@ TEST(PlatformKey, FromFingerprint) {
   EXPECT_EQ(platform_key(gpu), "cuda-smunknown");
   EXPECT_EQ(platform_family("cpu-x86_64-avx512"), "cpu-x86_64");
   EXPECT_EQ(platform_family("cuda-sm90"), "cuda-sm90");
+}
+
+// One writer of the machine's fields: the torch-free machine_fingerprint()
+// (a team trainer's runs) and the LibTorch capture (built-in runs) give the
+// same machine fields, values and relevance, and the capture adds only
+// LibTorch's — on a GPU machine (the fake H200) and when the CUDA driver
+// fails (cuInit returns the toolkit's stub-library error 34), for a CPU
+// and a CUDA run, under a contract and without one.
+TEST(Fingerprint, OneWriterOfTheMachinesFields) {
+  const std::string fake = LOCKSTEP_FAKE_NVIDIA_DIR;
+  for (const char* init : {"0", "34"}) {
+    setenv("FAKE_CUDA_INIT_RESULT", init, 1);
+    for (const char* device : {"cpu", "cuda"}) {
+      for (bool contract : {false, true}) {
+        SCOPED_TRACE(std::string("cuInit ") + init + ", " + device + (contract ? ", contract" : ""));
+        std::map<std::string, std::string> applied;
+        if (contract) applied = {{"mode", "strict"}, {"intra_op_threads", "1"}};
+        CaptureOptions c{device, applied, ".", false, fake + "/libcuda.so.1", fake + "/libnvidia-ml.so.1"};
+        MachineOptions m;
+        m.device = device;
+        m.threads_pinned = contract;
+        m.cuda_library = c.cuda_library;
+        m.nvml_library = c.nvml_library;
+        Fingerprint captured = capture_fingerprint(c), machine = machine_fingerprint(m);
+        for (const auto& [name, field] : machine) {
+          ASSERT_TRUE(captured.count(name)) << name;
+          EXPECT_EQ(captured.at(name).value, field.value) << name;
+          EXPECT_EQ(captured.at(name).relevant, field.relevant) << name;
+          EXPECT_FALSE(is_capture_only_field(name)) << name;
+        }
+        for (const auto& [name, field] : captured) {
+          if (!machine.count(name)) {
+            EXPECT_TRUE(is_capture_only_field(name)) << name << " is written twice";
+          }
+        }
+        for (const char* f : {"cuda.driver_api_version", "cuda.gpu_name", "cuda.compute_capability", "cuda.sm_count",
+                              "cuda.memory_bytes", "cuda.gpu_uuid", "nvidia.driver_version"})
+          ASSERT_TRUE(machine.count(f)) << f;
+        EXPECT_EQ(machine.at("cuda.driver_api_version").value, "13.0");  // cuDriverGetVersion answers either way
+        EXPECT_EQ(machine.at("cuda.sm_count").relevant, std::string(device) == "cuda");
+        if (std::string(init) == "0") {
+          EXPECT_EQ(machine.at("cuda.compute_capability").value, "9.0");
+        } else {
+          EXPECT_NE(machine.at("cuda.sm_count").value.find("CUDA_ERROR_STUB_LIBRARY (34)"), std::string::npos)
+              << machine.at("cuda.sm_count").value;
+        }
+      }
+    }
+  }
+  unsetenv("FAKE_CUDA_INIT_RESULT");
 }
 
 // OMP_NUM_THREADS only sets a thread count: informational when a contract

@@ -1,0 +1,48 @@
+// diff_fingerprints: what counts as a difference between two stacks.
+#include "record/fingerprint.h"
+
+#include <gtest/gtest.h>
+
+namespace lockstep {
+namespace {
+
+std::vector<std::string> names(const std::vector<FieldDiff>& diffs) {
+  std::vector<std::string> out;
+  for (const auto& d : diffs) out.push_back(d.name + (d.input ? " !" : d.relevant ? " *" : ""));
+  return out;
+}
+
+TEST(DiffFingerprints, InputsThenRelevantThenTheRestEachByName) {
+  Fingerprint golden = {{"torch.version", {"1.13.0", true}},  {"os.kernel", {"6.1", false}},
+                        {"cpu.isa", {"avx2", true}},          {"data.file_xxh3", {"aa", false, true}},
+                        {"git.commit", {"abc", false}}};
+  Fingerprint run = golden;
+  run["torch.version"].value = "2.4.0";
+  run["os.kernel"].value = "6.2";
+  run["data.file_xxh3"].value = "bb";
+  run["cpu.isa"].relevant = false;  // relevant on either side counts
+  run["cpu.isa"].value = "avx512f";
+  EXPECT_EQ(names(diff_fingerprints(golden, run)),
+            (std::vector<std::string>{"data.file_xxh3 !", "cpu.isa *", "torch.version *", "os.kernel"}));
+}
+
+// A field one side lacks and the other could not read holds no value on
+// either: no difference (a newer lockstep records CUDA fields a CPU
+// machine reads as absent). A value against a missing field still is one.
+TEST(DiffFingerprints, MissingAgainstAbsentIsNoDifference) {
+  Fingerprint golden = {{"device", {"cpu", true}}};
+  Fingerprint run = {{"device", {"cpu", true}},
+                     {"cuda.sm_count", {"(absent: libcuda.so.1 not found (no NVIDIA driver))", false}},
+                     {"cuda.gpu_name", {"NVIDIA H200", false}}};
+  std::vector<FieldDiff> d = diff_fingerprints(golden, run);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].name, "cuda.gpu_name");
+  EXPECT_EQ(d[0].golden, "(missing)");
+  // Two different reasons for an absent value are shown: both were read.
+  Fingerprint other = run;
+  other["cuda.sm_count"].value = "(absent: cuInit failed: CUDA_ERROR_NO_DEVICE (100))";
+  EXPECT_EQ(names(diff_fingerprints(run, other)), (std::vector<std::string>{"cuda.sm_count"}));
+}
+
+}  // namespace
+}  // namespace lockstep
