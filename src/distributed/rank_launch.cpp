@@ -12,7 +12,7 @@
 #include "core/child_error.h"
 #include "core/error.h"
 #include "distributed/rank_progress.h"
-#include "external/trainer_process.h"
+#include "core/process.h"
 
 extern char** environ;
 

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/json_io.h"
 #include "env/machine_facts.h"
-#include "external/trainer_process.h"
+#include "core/process.h"
 #include "external/trainer_report.h"
 #include "external/trainer_run.h"
 #include "record/golden.h"

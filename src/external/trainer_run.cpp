@@ -17,7 +17,7 @@
 #include "core/float_bits.h"
 #include "core/install_paths.h"
 #include "env/machine_facts.h"
-#include "external/trainer_process.h"
+#include "core/process.h"
 #include "external/trainer_report.h"
 #include "ingest/metrics.h"
 #include "ingest/module_trace_jsonl.h"

@@ -1,8 +1,5 @@
 #include "launch/launcher.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +12,7 @@
 #include "core/child_error.h"
 #include "core/error.h"
 #include "core/install_paths.h"
+#include "core/process.h"
 
 extern char** environ;
 
@@ -37,50 +35,40 @@ std::vector<std::string> child_args(const ChildRun& run) {
   return args;
 }
 
-ProcessLauncher::ProcessLauncher(std::string executable) : executable_(std::move(executable)) {}
+ProcessLauncher::ProcessLauncher(std::string executable, int64_t timeout_s)
+    : executable_(std::move(executable)), timeout_s_(timeout_s) {}
 
 void ProcessLauncher::spawn(const ChildRun& run) {
-  std::vector<std::string> args = child_args(run);
-  args.insert(args.begin(), executable_.empty() ? self_executable() : executable_);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
+  ProcessSpec p;
+  p.what = "lockstep run";
+  p.argv = child_args(run);
+  p.argv.insert(p.argv.begin(), executable_.empty() ? self_executable() : executable_);
   // The child's environment: ours, with LOCKSTEP_SEED replaced when asked.
-  std::vector<std::string> env_strings;
   const std::string parent_var = std::string(kParentPidVariable) + "=";
   for (char** e = environ; *e; ++e)
     if ((run.seed.empty() || std::strncmp(*e, "LOCKSTEP_SEED=", 14) != 0) &&
         std::strncmp(*e, parent_var.c_str(), parent_var.size()) != 0)
-      env_strings.emplace_back(*e);
-  if (!run.seed.empty()) env_strings.push_back("LOCKSTEP_SEED=" + run.seed);
-  // The child dies with this process (cli/command_line.cpp, die_with_parent_lockstep).
-  env_strings.push_back(parent_var + std::to_string(::getpid()));
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+      p.env.emplace_back(*e);
+  if (!run.seed.empty()) p.env.push_back("LOCKSTEP_SEED=" + run.seed);
+  // The child dies with this process (core/process.h, and the child's own
+  // check: cli/command_line.cpp, die_with_parent_lockstep).
+  p.env.push_back(parent_var + std::to_string(::getpid()));
+  std::error_code cwd_ec;
+  p.cwd = std::filesystem::current_path(cwd_ec).string();
+  if (cwd_ec) throw EnvironmentError("the current folder cannot be read: " + cwd_ec.message());
+  p.timeout_s = timeout_s_;
 
   // The child's stderr goes to <out>.log, is echoed to ours, and its error
   // line becomes this error's message: a report (JUnit in GitLab) must say
-  // why a run failed, not "see above".
+  // why a run failed, not "see above". Its stdout is ours.
   std::string log = run.out + ".log";
   std::error_code dir_ec;
   std::filesystem::create_directories(std::filesystem::absolute(log).parent_path(), dir_ec);
   if (dir_ec) throw io_error(log, "create its folder", dir_ec.value());
   if (std::filesystem::is_symlink(log, dir_ec))
     throw BadUsage(log + ": refusing to write the child's log through a symbolic link");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
-                                   0644);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw EnvironmentError("cannot start " + args[0] + ": " + std::strerror(rc));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw EnvironmentError(std::string("waitpid: ") + std::strerror(errno));
-  }
+  p.stderr_path = std::filesystem::absolute(log).string();
+  ProcessOutcome outcome = run_process(p);
   // The reason: the child's last error, with the lines after it (a
   // trainer's stderr quoted under it).
   std::string reason = "(no error message)";
@@ -96,10 +84,11 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   }
   std::error_code ec;
   if (std::filesystem::file_size(log, ec) == 0 && !ec) std::filesystem::remove(log, ec);
-  if (WIFSIGNALED(status))
-    throw EnvironmentError("`lockstep run " + run.config + "` was killed by signal " +
-                           std::to_string(WTERMSIG(status)));
-  int code = WEXITSTATUS(status);
+  if (outcome.timed_out)
+    throw EnvironmentError("`lockstep run " + run.config + "` " + outcome.describe(p.timeout_s) + ": a hang");
+  if (outcome.signal != 0)
+    throw EnvironmentError("`lockstep run " + run.config + "` was killed by signal " + std::to_string(outcome.signal));
+  int code = outcome.exit_status;
   if (code == to_int(ExitCode::kBadInput))
     throw Error(ExitCode::kBadInput, "`lockstep run " + run.config + "` failed: " + reason);
   // A team trainer that failed (non-zero exit, signal, timeout): the change

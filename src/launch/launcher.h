@@ -53,17 +53,23 @@ class Launcher {
 };
 
 /// The real launcher: `lockstep run CONFIG --out OUT --quiet ...` in a fresh
-/// process of this executable (/proc/self/exe, or `executable`), stderr to
-/// <out>.log (kept when non-empty) and echoed to ours.
+/// process of this executable (/proc/self/exe, or `executable`) through the
+/// one process runner (core/process.h: its own process group, killed with
+/// this process), stderr to <out>.log (kept when non-empty) and echoed to
+/// ours. A child that runs past `timeout_s` is killed with its group: exit
+/// 3 naming it, as a child killed by a signal.
 class ProcessLauncher : public Launcher {
  public:
-  explicit ProcessLauncher(std::string executable = "");
+  /// A smoke's child runs seconds to minutes; an hour is a hang.
+  static constexpr int64_t kDefaultTimeoutS = 3600;
+  explicit ProcessLauncher(std::string executable = "", int64_t timeout_s = kDefaultTimeoutS);
   RunRecord run(const ChildRun& run) override;
   void run_to_checkpoint(const ChildRun& run) override;
 
  private:
   void spawn(const ChildRun& run);
   std::string executable_;
+  int64_t timeout_s_;
 };
 
 /// The command-line flags that pass `overrides` on to a child run.

@@ -87,6 +87,16 @@ TEST_F(FakeExecutable, AnyOtherFailureIsEnvironment) {
     EXPECT_EQ(e.code(), ExitCode::kEnvironment);
     EXPECT_EQ(std::string(e.what()), "`lockstep run smoke/a.json` was killed by signal 9");
   }
+  // A child that hangs is killed at the launcher's timeout, with its group.
+  ProcessLauncher hung(script("sleep 30"), 1);
+  try {
+    hung.run(child());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kEnvironment);
+    EXPECT_EQ(std::string(e.what()),
+              "`lockstep run smoke/a.json` timed out after 1 s (killed with its process group): a hang");
+  }
 }
 
 TEST_F(FakeExecutable, ASuccessfulChildsRecordIsReadAndItsArgumentsAndSeedPassed) {

@@ -1,4 +1,4 @@
-#include "external/trainer_process.h"
+#include "core/process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -38,15 +38,16 @@ bool executable_file(const std::string& p) {
 
 }  // namespace
 
-std::string resolve_program(const std::string& argv0, const std::string& cwd, const std::string& path_var) {
+std::string resolve_program(const std::string& argv0, const std::string& cwd, const std::string& path_var,
+                            const std::string& what) {
   if (argv0.find('/') != std::string::npos) {
     fs::path p(argv0);
     std::string full = (p.is_absolute() ? p : fs::path(cwd) / p).lexically_normal().string();
     std::error_code ec;
     if (!fs::exists(full, ec))
-      throw BadUsage("trainer.command[0]: " + argv0 + ": no such file (looked at " + full + ")");
+      throw BadUsage(what + ": " + argv0 + ": no such file (looked at " + full + ")");
     if (!executable_file(full))
-      throw BadUsage("trainer.command[0]: " + argv0 + ": not an executable file (" + full +
+      throw BadUsage(what + ": " + argv0 + ": not an executable file (" + full +
                      "; chmod +x it, or run it through its interpreter, e.g. [\"python3\", \"" + argv0 + "\"])");
     return full;
   }
@@ -56,7 +57,7 @@ std::string resolve_program(const std::string& argv0, const std::string& cwd, co
     std::string candidate = (fs::path(dir.empty() ? "." : dir) / argv0).string();
     if (executable_file(candidate)) return candidate;
   }
-  throw BadUsage("trainer.command[0]: " + argv0 + ": command not found on PATH (" + path_var + ")");
+  throw BadUsage(what + ": " + argv0 + ": command not found on PATH (" + path_var + ")");
 }
 
 namespace {
@@ -102,13 +103,16 @@ class TrainerSignals {
 
 // Starts `spec` in its own process group; returns its pid.
 pid_t spawn(const ProcessSpec& spec) {
-  if (spec.argv.empty()) throw BadUsage("trainer.command: empty");
+  if (spec.argv.empty()) throw BadUsage(spec.what + ": empty");
   std::string path_var = "/usr/local/bin:/usr/bin:/bin";
   for (const auto& e : spec.env)
     if (e.rfind("PATH=", 0) == 0) path_var = e.substr(5);
   std::error_code ec;
-  if (!fs::is_directory(spec.cwd, ec)) throw BadUsage("trainer.cwd: " + spec.cwd + ": no such folder");
-  std::string program = resolve_program(spec.argv[0], spec.cwd, path_var);
+  if (!fs::is_directory(spec.cwd, ec))
+    throw BadUsage((spec.what.rfind("trainer.", 0) == 0 ? std::string("trainer.cwd") : spec.what + ": folder") +
+                   ": " + spec.cwd + ": no such folder");
+  std::string program = resolve_program(spec.argv[0], spec.cwd, path_var, spec.what);
+  const std::string starting = spec.what.rfind("trainer.", 0) == 0 ? "the trainer" : spec.what;
 
   std::vector<std::string> args = spec.argv;
   std::vector<char*> argv;
@@ -126,14 +130,14 @@ pid_t spawn(const ProcessSpec& spec) {
   // back through a close-on-exec pipe.
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0)
-    throw EnvironmentError(std::string("cannot start the trainer: pipe: ") + std::strerror(errno));
+    throw EnvironmentError("cannot start " + starting + ": pipe: " + std::strerror(errno));
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
     ::close(report[0]);
     ::close(report[1]);
-    throw EnvironmentError("cannot start the trainer " + program + ": fork: " + std::strerror(e));
+    throw EnvironmentError("cannot start " + starting + " " + program + ": fork: " + std::strerror(e));
   }
   if (pid == 0) {
     // {step, errno}: step 0 the exec, 1..3 stdin/stdout/stderr, 4 the chdir.
@@ -157,8 +161,10 @@ pid_t spawn(const ProcessSpec& spec) {
     const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW;
     int in = ::open("/dev/null", O_RDONLY);
     if (in < 0 || ::dup2(in, STDIN_FILENO) < 0) fail(1);
-    int out = ::open(spec.stdout_path.c_str(), flags, 0644);
-    if (out < 0 || ::dup2(out, STDOUT_FILENO) < 0) fail(2);
+    if (!spec.stdout_path.empty()) {  // "": ours, inherited
+      int out = ::open(spec.stdout_path.c_str(), flags, 0644);
+      if (out < 0 || ::dup2(out, STDOUT_FILENO) < 0) fail(2);
+    }
     int err = ::open(spec.stderr_path.c_str(), flags, 0644);
     if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(3);
     if (::chdir(spec.cwd.c_str()) != 0) fail(4);
@@ -181,14 +187,14 @@ pid_t spawn(const ProcessSpec& spec) {
     const char* const what[] = {"", "/dev/null", spec.stdout_path.c_str(), spec.stderr_path.c_str(),
                                         spec.cwd.c_str()};
     throw io_error(what[failed[0] >= 1 && failed[0] <= 4 ? failed[0] : 1],
-                   failed[0] == 4 ? "enter the trainer's folder" : "open for the trainer", rc);
+                   failed[0] == 4 ? "enter the folder of " + starting : "open for " + starting, rc);
   }
   if (rc == ENOENT)  // the program exists (resolved above): its #! interpreter does not
-    throw BadUsage("trainer.command[0]: " + program + ": cannot be executed: the interpreter on its #! line "
+    throw BadUsage(spec.what + ": " + program + ": cannot be executed: the interpreter on its #! line "
                    "was not found");
   if (rc == ENOEXEC || rc == EACCES)
-    throw BadUsage("trainer.command[0]: " + program + ": cannot be executed (" + std::strerror(rc) + ")");
-  if (rc != 0) throw EnvironmentError("cannot start the trainer " + program + ": " + std::strerror(rc));
+    throw BadUsage(spec.what + ": " + program + ": cannot be executed (" + std::strerror(rc) + ")");
+  if (rc != 0) throw EnvironmentError("cannot start " + starting + " " + program + ": " + std::strerror(rc));
   return pid;
 }
 

@@ -1,6 +1,10 @@
-// Runs one process of a team's own trainer: argv, environment and working
-// folder given, stdout and stderr to files, a wall-clock timeout, and the
-// process group killed when it is exceeded (DataLoader workers included).
+// The one process runner every feature uses (a team's trainer, the ranks
+// of a multi-rank run, the child `lockstep run` of check and bless): argv,
+// environment and working folder given, stdout and stderr to files, a
+// wall-clock timeout, its own process group killed when it is exceeded
+// (DataLoader workers included), the child killed with this process
+// (PR_SET_PDEATHSIG, and SIGINT/SIGTERM/SIGHUP forwarded to the groups
+// while they run), and how it ended.
 //
 //   ProcessSpec p;
 //   p.argv = {"python3", "train.py", "--steps", "10"};
@@ -23,9 +27,12 @@ struct ProcessSpec {
   std::vector<std::string> argv;  ///< argv[0]: a path (relative to cwd) or a name found on the env's PATH
   std::vector<std::string> env;   ///< "NAME=value" entries, the whole environment
   std::string cwd;                ///< working folder (must exist)
-  std::string stdout_path;        ///< created/truncated; the child's stdout
+  std::string stdout_path;        ///< created/truncated; the child's stdout ("": ours, inherited)
   std::string stderr_path;        ///< created/truncated; the child's stderr
   int64_t timeout_s = 600;        ///< wall-clock seconds before SIGTERM, then SIGKILL 5 s later
+  /// What argv[0] is, for messages: the config field it came from
+  /// ("trainer.command[0]") or what it is ("lockstep run").
+  std::string what = "trainer.command[0]";
 };
 
 /// How the process ended.
@@ -44,8 +51,9 @@ struct ProcessOutcome {
 
 /// The absolute path argv0 runs as: with a '/', relative to `cwd`; else the
 /// first executable match on `path_var` (a PATH value). Throws exit-2
-/// BadUsage naming it when it does not exist or is not executable.
-std::string resolve_program(const std::string& argv0, const std::string& cwd, const std::string& path_var);
+/// BadUsage naming it (as `what`) when it does not exist or is not executable.
+std::string resolve_program(const std::string& argv0, const std::string& cwd, const std::string& path_var,
+                            const std::string& what = "trainer.command[0]");
 
 /// Runs `spec` to completion (or its timeout). Throws exit-2 for a program
 /// that cannot be found or executed, exit-3 when the process cannot be

@@ -1,6 +1,6 @@
-// Running a trainer process: program resolution (exit 2), exit status,
+// Running a process (core/process.h): program resolution (exit 2), exit status,
 // signals, the timeout that kills the process group, the stderr tail.
-#include "external/trainer_process.h"
+#include "core/process.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@ namespace lockstep {
 namespace {
 namespace fs = std::filesystem;
 
-class TrainerProcess : public ::testing::Test {
+class Process : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("lockstep-process-" + std::to_string(::getpid()));
@@ -42,7 +42,7 @@ class TrainerProcess : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(TrainerProcess, RunsInItsFolderWithExactlyTheGivenEnvironment) {
+TEST_F(Process, RunsInItsFolderWithExactlyTheGivenEnvironment) {
   ProcessOutcome o = run_process(sh("pwd; echo $GREETING; echo ${HOME:-nohome}; echo oops >&2"));
   EXPECT_TRUE(o.ok());
   EXPECT_EQ(o.exit_status, 0);
@@ -50,7 +50,7 @@ TEST_F(TrainerProcess, RunsInItsFolderWithExactlyTheGivenEnvironment) {
   EXPECT_EQ(read("err.log"), "oops\n");
 }
 
-TEST_F(TrainerProcess, ExitStatusAndSignalAreReported) {
+TEST_F(Process, ExitStatusAndSignalAreReported) {
   ProcessOutcome o = run_process(sh("exit 3"));
   EXPECT_FALSE(o.ok());
   EXPECT_EQ(o.exit_status, 3);
@@ -61,7 +61,7 @@ TEST_F(TrainerProcess, ExitStatusAndSignalAreReported) {
   EXPECT_NE(o.describe(60).find("killed by signal 9"), std::string::npos);
 }
 
-TEST_F(TrainerProcess, TimeoutKillsTheWholeProcessGroup) {
+TEST_F(Process, TimeoutKillsTheWholeProcessGroup) {
   // A child that ignores SIGTERM and a grandchild (a DataLoader worker) that
   // would outlive it: both must be gone.
   ProcessOutcome o = run_process(sh("sleep 30 & echo $! > grandchild.pid; trap '' TERM; sleep 30", 1));
@@ -74,7 +74,7 @@ TEST_F(TrainerProcess, TimeoutKillsTheWholeProcessGroup) {
   EXPECT_NE(::kill(grandchild, 0), 0) << "the grandchild survived";
 }
 
-TEST_F(TrainerProcess, ProgramNotFoundOrNotExecutableIsBadInput) {
+TEST_F(Process, ProgramNotFoundOrNotExecutableIsBadInput) {
   ProcessSpec p = sh("true");
   p.argv = {"no-such-trainer-xyz"};
   try {
@@ -99,7 +99,7 @@ TEST_F(TrainerProcess, ProgramNotFoundOrNotExecutableIsBadInput) {
   EXPECT_THROW(run_process(p), Error);
 }
 
-TEST_F(TrainerProcess, TailLinesKeepsTheLastN) {
+TEST_F(Process, TailLinesKeepsTheLastN) {
   std::string path = (dir_ / "t.log").string();
   write_file_atomically(path, "a\nb\nc\nd\n");
   EXPECT_EQ(tail_lines(path, 2), "c\nd");
@@ -110,7 +110,7 @@ TEST_F(TrainerProcess, TailLinesKeepsTheLastN) {
   EXPECT_EQ(tail_lines(path, 3), "");
 }
 
-TEST_F(TrainerProcess, StopAllOnFailureKillsThePeersOfTheFirstFailure) {
+TEST_F(Process, StopAllOnFailureKillsThePeersOfTheFirstFailure) {
   // The ranks of a multi-rank run: one dies, the other would wait forever.
   ProcessSpec dies = sh("sleep 0.2; kill -9 $$");
   ProcessSpec waits = sh("sleep 30");
