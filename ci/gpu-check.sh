@@ -49,9 +49,9 @@ done
 echo "LibTorch: $torch_dir (cxx11 abi $abi), CUDA headers: ${cuda_inc:-none found}"
 
 echo "== cuda_probe"
-sources=(tests/gpu/cuda_probe.cpp src/env/cuda_preflight.cpp src/env/cuda_driver.cpp
-         src/env/cuda_libraries.cpp src/env/cuda_usability.cpp src/env/driver_version.cpp
-         src/env/torch_config_text.cpp src/determinism/contract.cpp src/core/error.cpp)
+sources=(tests/gpu/cuda_probe.cpp src/env/cuda_preflight.cpp src/machine/cuda_driver.cpp
+         src/machine/cuda_libraries.cpp src/machine/cuda_usability.cpp src/machine/driver_version.cpp
+         src/machine/torch_config_text.cpp src/determinism/contract.cpp src/core/error.cpp)
 objects=()
 for s in "${sources[@]}"; do
   o="$out/obj/$(basename "$s" .cpp).o"

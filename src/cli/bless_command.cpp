@@ -15,7 +15,7 @@
 #include "core/directory_lock.h"
 #include "core/error.h"
 #include "gate/bless.h"
-#include "external/smoke_launcher.h"
+#include "cli/smoke_launcher.h"
 #include "launch/launcher.h"
 #include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"

@@ -19,7 +19,7 @@
 #include "core/json_io.h"
 #include "gate/check.h"
 #include "gate/shard.h"
-#include "external/smoke_launcher.h"
+#include "cli/smoke_launcher.h"
 #include "launch/launcher.h"
 #include "smoke/smoke_config.h"
 

@@ -23,7 +23,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/install_paths.h"
-#include "env/git_state.h"
+#include "machine/git_state.h"
 #include "gate/hook_settings.h"
 
 namespace lockstep {

@@ -9,7 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "smoke/golden_store.h"
-#include "env/machine_facts.h"
+#include "machine/machine_facts.h"
 #include "external/trainer_report.h"
 #include "ingest/metrics.h"
 #include "ingest/probes_jsonl.h"

@@ -15,7 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/install_paths.h"
-#include "env/git_state.h"
+#include "machine/git_state.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;

@@ -20,7 +20,7 @@
 #include "distributed/rank_launch.h"
 #include "distributed/rank_records.h"
 #include "external/trainer_run.h"
-#include "external/smoke_launcher.h"
+#include "cli/smoke_launcher.h"
 #include "launch/launcher.h"
 #include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"

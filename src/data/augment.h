@@ -22,7 +22,7 @@
 
 #include <vector>
 
-#include "data/loader_spec.h"
+#include "spec/loader_spec.h"
 
 namespace lockstep {
 

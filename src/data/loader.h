@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "data/augment.h"
-#include "data/loader_spec.h"
+#include "spec/loader_spec.h"
 #include "data/csv_source.h"
 #include "data/table_dataset.h"
 

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "distributed/distributed_spec.h"
+#include "spec/distributed_spec.h"
 
 namespace lockstep {
 

@@ -4,9 +4,9 @@
 
 #include <cstdlib>
 
-#include "env/cuda_driver.h"
-#include "env/cuda_libraries.h"
-#include "env/torch_config_text.h"
+#include "machine/cuda_driver.h"
+#include "machine/cuda_libraries.h"
+#include "machine/torch_config_text.h"
 #include "torch_compat.h"
 
 namespace lockstep {

@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "env/cuda_usability.h"
+#include "machine/cuda_usability.h"
 
 namespace lockstep {
 

@@ -15,11 +15,11 @@
 #include "core/error.h"
 #include "core/file_hash_cache.h"
 #include "core/hash.h"
-#include "env/cuda_libraries.h"
-#include "env/cuda_usability.h"
-#include "env/machine_facts.h"
+#include "machine/cuda_libraries.h"
+#include "machine/cuda_usability.h"
+#include "machine/machine_facts.h"
 #include "env/opencv_version.h"
-#include "env/torch_config_text.h"
+#include "machine/torch_config_text.h"
 #include "torch_compat.h"
 
 namespace lockstep {

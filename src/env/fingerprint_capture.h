@@ -15,7 +15,7 @@
 #include <map>
 #include <string>
 
-#include "env/machine_facts.h"  // numerics_env_vars()
+#include "machine/machine_facts.h"  // numerics_env_vars()
 #include "record/fingerprint.h"
 
 namespace lockstep {

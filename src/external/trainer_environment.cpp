@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
-#include "env/machine_facts.h"
+#include "machine/machine_facts.h"
 #include "core/process.h"
 #include "external/trainer_report.h"
 #include "external/trainer_run.h"

@@ -1,7 +1,7 @@
 // `lockstep env --diff RECORD` for a team trainer's record: what differs
 // between the stack the record was made on and the stack a trainer run
 // would get here, field for field, without LibTorch. The machine's facts
-// come from env/machine_facts (as a trainer run records them, under the
+// come from machine/machine_facts (as a trainer run records them, under the
 // environment lockstep would hand the trainer), the Python facts from the
 // trainer's own interpreter (the record's python.executable) running the
 // helper's stack_fingerprint().

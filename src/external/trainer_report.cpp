@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
-#include "env/machine_facts.h"
+#include "machine/machine_facts.h"
 
 namespace lockstep {
 

@@ -12,11 +12,11 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "determinism/resume_contract.h"
+#include "spec/resume_contract.h"
 #include "core/file_hash_cache.h"
 #include "core/float_bits.h"
 #include "core/install_paths.h"
-#include "env/machine_facts.h"
+#include "machine/machine_facts.h"
 #include "core/process.h"
 #include "external/trainer_report.h"
 #include "ingest/metrics.h"

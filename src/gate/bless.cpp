@@ -10,7 +10,7 @@
 #include "compare/change_summary.h"
 #include "core/error.h"
 #include "core/float_bits.h"
-#include "env/git_state.h"
+#include "machine/git_state.h"
 #include "gate/check.h"
 #include "gate/provenance.h"
 #include "gate/smoke_outputs.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "env/git_state.h"
+#include "machine/git_state.h"
 #include "launch/launcher.h"
 #include "record/golden.h"
 #include "smoke/smoke_config.h"

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "env/git_state.h"
+#include "machine/git_state.h"
 #include "record/golden.h"
 
 namespace lockstep {

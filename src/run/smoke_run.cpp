@@ -22,9 +22,9 @@
 #include "distributed/rank_group.h"
 #include "distributed/rank_progress.h"
 #include "env/cuda_preflight.h"
-#include "env/driver_version.h"
+#include "machine/driver_version.h"
 #include "env/fingerprint_capture.h"
-#include "env/machine_load.h"
+#include "machine/machine_load.h"
 #include "record/platform_key.h"
 #include "train/torchscript_model.h"
 
@@ -252,7 +252,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   rec.steps = o.train ? cfg.steps : 0;
   rec.contract = contract;
   if (dist.configured) {
-    // The multi-rank contract (distributed/distributed_spec.h): a golden of
+    // The multi-rank contract (spec/distributed_spec.h): a golden of
     // another world size, backend or bucketing is a contract mismatch.
     rec.contract["distributed.world_size"] = std::to_string(dist.world_size);
     rec.contract["distributed.backend"] = dist.backend;

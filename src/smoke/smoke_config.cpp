@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_io.h"
-#include "env/driver_version.h"
+#include "machine/driver_version.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {
@@ -478,7 +478,7 @@ void check_tolerance_names(const JsonView& t, const SmokeConfig& c) {
   }
 }
 
-// The "distributed" section (distributed/distributed_spec.h).
+// The "distributed" section (spec/distributed_spec.h).
 void read_distributed(const JsonView& d, SmokeConfig& c) {
   d.allow_keys({"world_size", "backend", "timeout_s", "self_test"});
   DistributedSpec& s = c.distributed;
@@ -503,7 +503,7 @@ void read_distributed(const JsonView& d, SmokeConfig& c) {
   }
 }
 
-// The "trace" section (train/train_specs.h TraceSpec, docs/module-trace.md).
+// The "trace" section (spec/train_specs.h TraceSpec, docs/module-trace.md).
 void read_trace(const JsonView& t, SmokeConfig& c) {
   t.allow_keys({"steps", "self_test"});
   TraceSpec& s = c.trace;

@@ -1,7 +1,7 @@
 // Smoke configs: one JSON file per smoke, in smoke/ (docs/smoke-config.md).
 // Torch-free: `compare`, `verify-goldens` and the LibTorch-free build read
 // them too, and the run layer (src/run/) consumes the plain specs they hold
-// (data/loader_spec.h, train/train_specs.h) without copying fields.
+// (spec/loader_spec.h, spec/train_specs.h) without copying fields.
 //
 //   SmokeConfig c = load_smoke_config("smoke/digits-cnn.json");  // exit 2 on any bad field
 //   c = with_overrides(c, {/*intra_op_threads=*/2, /*workers=*/-1});
@@ -22,10 +22,10 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/tolerance_policy.h"
-#include "data/loader_spec.h"
-#include "distributed/distributed_spec.h"
+#include "spec/loader_spec.h"
+#include "spec/distributed_spec.h"
 #include "record/fingerprint.h"
-#include "train/train_specs.h"
+#include "spec/train_specs.h"
 
 namespace lockstep {
 
@@ -139,7 +139,7 @@ struct SmokeConfig {
   /// or "worker_seeded_augment" (augmentation seeded per worker with a
   /// constant, data/augment.h).
   std::string inject_nondeterminism;
-  /// Multi-rank runs over c10d (distributed/distributed_spec.h); built-in
+  /// Multi-rank runs over c10d (spec/distributed_spec.h); built-in
   /// smokes only for now.
   DistributedSpec distributed;
   /// Per-module fingerprints of the first steps (built-in trainer; a team

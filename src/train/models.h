@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "train/module_tracer.h"
-#include "train/train_specs.h"
+#include "spec/train_specs.h"
 
 namespace lockstep {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "record/module_trace.h"
-#include "train/train_specs.h"
+#include "spec/train_specs.h"
 
 namespace lockstep {
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "determinism/resume_contract.h"
+#include "spec/resume_contract.h"
 #include "core/json_io.h"
 #include "core/hash.h"
 #include "data/probe.h"
@@ -127,7 +127,7 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-// ---- multi-rank (distributed/distributed_spec.h) ----------------------------------
+// ---- multi-rank (spec/distributed_spec.h) ----------------------------------
 
 // XXH3-64 of each tensor's bytes, as int64 [P] for an all-gather.
 torch::Tensor per_tensor_hashes(const NamedTensors& named) {

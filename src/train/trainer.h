@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "data/loader.h"
-#include "distributed/distributed_spec.h"
+#include "spec/distributed_spec.h"
 #include "record/batch_probe.h"
 #include "record/run_record.h"
 #include "record/series.h"
 #include "train/models.h"
-#include "train/train_specs.h"
+#include "spec/train_specs.h"
 
 namespace lockstep {
 
@@ -63,7 +63,7 @@ struct TrainSpec {
   /// The determinism contract applied (determinism/contract.h): stored in a
   /// checkpoint, and a resume under another one is refused.
   std::map<std::string, std::string> contract;
-  /// Multi-rank (distributed/distributed_spec.h has the contract): the
+  /// Multi-rank (spec/distributed_spec.h has the contract): the
   /// joined process group, or null for a single process. With a group the
   /// trainer checks identical initialisation, all-reduces the gradients in
   /// one bucket, all-gathers losses and non-finite flags, and checks the

@@ -679,7 +679,7 @@ TEST(CliErrors, CudaOnACpuBuildIsExit3) {
       << r.output;
 }
 
-// The fake NVIDIA libraries (tests/env/fake_nvidia): one H200, driver
+// The fake NVIDIA libraries (tests/machine/fake_nvidia): one H200, driver
 // 580.95.05, cuDNN 9.8.0 and NCCL 2.27.3 loaded as LibTorch would load them.
 const std::string kFakeNvidia = LOCKSTEP_FAKE_NVIDIA_DIR;
 const std::string kWithFakeDriver = "LD_LIBRARY_PATH=" + kFakeNvidia;

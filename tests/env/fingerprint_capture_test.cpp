@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "determinism/contract.h"
-#include "env/machine_facts.h"
+#include "machine/machine_facts.h"
 #include "record/platform_key.h"
 
 namespace lockstep {

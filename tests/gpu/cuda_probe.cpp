@@ -21,11 +21,11 @@
 
 #include "core/error.h"
 #include "determinism/contract.h"
-#include "env/cuda_driver.h"
-#include "env/cuda_libraries.h"
+#include "machine/cuda_driver.h"
+#include "machine/cuda_libraries.h"
 #include "env/cuda_preflight.h"
-#include "env/driver_version.h"
-#include "env/torch_config_text.h"
+#include "machine/driver_version.h"
+#include "machine/torch_config_text.h"
 #include "torch_compat.h"
 
 namespace lockstep {

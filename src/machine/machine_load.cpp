@@ -1,4 +1,4 @@
-#include "env/machine_load.h"
+#include "machine/machine_load.h"
 
 #include <cstdlib>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "env/driver_version.h"
+#include "machine/driver_version.h"
 
 #include <dlfcn.h>
 
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "env/cuda_driver.h"
+#include "machine/cuda_driver.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "env/cuda_libraries.h"
+#include "machine/cuda_libraries.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

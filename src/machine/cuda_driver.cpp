@@ -1,4 +1,4 @@
-#include "env/cuda_driver.h"
+#include "machine/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <link.h>

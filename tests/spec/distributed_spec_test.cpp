@@ -1,5 +1,5 @@
 // The --master address of a run on several machines.
-#include "distributed/distributed_spec.h"
+#include "spec/distributed_spec.h"
 
 #include <gtest/gtest.h>
 

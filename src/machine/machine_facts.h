@@ -56,7 +56,7 @@ struct MachineOptions {
   /// and are informational; relevant when nothing is applied (`env`).
   bool threads_pinned = false;
   /// The NVIDIA libraries asked (a soname searched the usual way, or a
-  /// path: tests pass tests/env/fake_nvidia's).
+  /// path: tests pass tests/machine/fake_nvidia's).
   std::string cuda_library = "libcuda.so.1";
   std::string nvml_library = "libnvidia-ml.so.1";
 };

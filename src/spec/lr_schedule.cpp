@@ -1,4 +1,4 @@
-#include "train/lr_schedule.h"
+#include "spec/lr_schedule.h"
 
 #include <algorithm>
 

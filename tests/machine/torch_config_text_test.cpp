@@ -1,4 +1,4 @@
-#include "env/torch_config_text.h"
+#include "machine/torch_config_text.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "record/module_trace.h"
-#include "train/lr_schedule.h"
+#include "spec/lr_schedule.h"
 
 namespace lockstep {
 

@@ -25,7 +25,7 @@ struct AugmentOptions {
   /// worker thread seeded with a constant instead of one per sample.
   bool worker_seeded = false;
   /// >= 0 in a multi-rank run: the rank joins the augment key, {epoch,
-  /// sample, rank} (distributed/distributed_spec.h); -1: {epoch, sample}.
+  /// sample, rank} (spec/distributed_spec.h); -1: {epoch, sample}.
   int rank = -1;
   /// True when any augmentation step (shift, flip, noise, normalise) is on.
   bool enabled() const { return max_shift > 0 || flip || noise_std > 0 || !mean.empty(); }

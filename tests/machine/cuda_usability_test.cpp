@@ -1,4 +1,4 @@
-#include "env/cuda_usability.h"
+#include "machine/cuda_usability.h"
 
 #include <gtest/gtest.h>
 

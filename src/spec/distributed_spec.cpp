@@ -1,4 +1,4 @@
-#include "distributed/distributed_spec.h"
+#include "spec/distributed_spec.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

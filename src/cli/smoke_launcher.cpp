@@ -1,4 +1,4 @@
-#include "external/smoke_launcher.h"
+#include "cli/smoke_launcher.h"
 
 #include "core/error.h"
 #include "external/trainer_run.h"

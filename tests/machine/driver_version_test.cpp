@@ -1,4 +1,4 @@
-#include "env/driver_version.h"
+#include "machine/driver_version.h"
 
 #include <gtest/gtest.h>
 

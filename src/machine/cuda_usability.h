@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "env/cuda_driver.h"
+#include "machine/cuda_driver.h"
 
 namespace lockstep {
 

@@ -1,4 +1,4 @@
-#include "env/git_state.h"
+#include "machine/git_state.h"
 
 #include <git2.h>
 #include <sys/stat.h>

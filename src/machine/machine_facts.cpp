@@ -1,4 +1,4 @@
-#include "env/machine_facts.h"
+#include "machine/machine_facts.h"
 
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>
@@ -10,9 +10,9 @@
 #include <sstream>
 #include <thread>
 
-#include "env/cuda_driver.h"
-#include "env/driver_version.h"
-#include "env/git_state.h"
+#include "machine/cuda_driver.h"
+#include "machine/driver_version.h"
+#include "machine/git_state.h"
 
 namespace lockstep {
 

@@ -1,7 +1,7 @@
-// Git state through libgit2 (env/git_state.h): a repository owned by
+// Git state through libgit2 (machine/git_state.h): a repository owned by
 // another user — a CI container's user on a runner's checkout — keeps its
 // git.commit, and the record says it was read without git's safe.directory.
-#include "env/git_state.h"
+#include "machine/git_state.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,9 +1,9 @@
-#include "env/cuda_usability.h"
+#include "machine/cuda_usability.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "env/driver_version.h"
+#include "machine/driver_version.h"
 
 namespace lockstep {
 

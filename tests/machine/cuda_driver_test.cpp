@@ -1,4 +1,4 @@
-#include "env/cuda_driver.h"
+#include "machine/cuda_driver.h"
 
 #include <gtest/gtest.h>
 
