@@ -200,11 +200,8 @@ pid_t spawn(const ProcessSpec& spec) {
 
 }  // namespace
 
-// How long the others of a run that lost a process may take to end on
-// their own before they are killed (run_processes, stop_all_on_failure).
-constexpr std::chrono::milliseconds kPeerExitGrace{1500};
-
-std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure) {
+std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure,
+                                          std::chrono::milliseconds peer_grace) {
   using Clock = std::chrono::steady_clock;
   struct Running {
     pid_t pid = 0;
@@ -274,7 +271,7 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs,
       // bad data file is still exiting when its peer reports the closed
       // connection): that exit, not the peer's, is the finding.
       stopping = true;
-      stop_at = Clock::now() + kPeerExitGrace;
+      stop_at = Clock::now() + peer_grace;
     }
     if (stopping && !stopped && Clock::now() >= stop_at) {
       stopped = true;

@@ -16,6 +16,7 @@
 //   if (!o.ok()) std::cerr << o.describe() << "\n" << tail_lines(p.stderr_path, 40);
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,16 +61,21 @@ std::string resolve_program(const std::string& argv0, const std::string& cwd, co
 /// started (fork/spawn failure) or a log file cannot be created.
 ProcessOutcome run_process(const ProcessSpec& spec);
 
+/// How long the others of a set that lost a process get to end on their
+/// own before they are killed (run_processes, stop_all_on_failure).
+inline constexpr std::chrono::milliseconds kPeerExitGrace{1500};
+
 /// Runs every spec at the same time (each with its own timeout) and waits
 /// for all: a trainer's data-only pass runs beside its training pass. The
 /// same errors as run_process(); when one cannot be started, those already
 /// started are killed. With `stop_all_on_failure` (the ranks of one
 /// multi-rank run), the first process that fails (non-zero exit, signal,
-/// timeout) gets the others killed 1.5 s later (stopped_for_peer): they
+/// timeout) gets the others killed `peer_grace` later (stopped_for_peer): they
 /// would only wait for it. Processes that end before then are judged on
 /// their own, so a rank's own error is not lost behind the peer that saw
 /// its connection close first.
-std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure = false);
+std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure = false,
+                                          std::chrono::milliseconds peer_grace = kPeerExitGrace);
 
 /// The last `n` lines of the text file at `path` (at most the last 64 KiB
 /// read); "" when it is missing or empty.

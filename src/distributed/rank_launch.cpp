@@ -187,7 +187,8 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
     p.timeout_s = l.timeout_s;
     specs.push_back(std::move(p));
   }
-  std::vector<ProcessOutcome> out = run_processes(specs, /*stop_all_on_failure=*/true);
+  std::vector<ProcessOutcome> out =
+      run_processes(specs, /*stop_all_on_failure=*/true, std::chrono::milliseconds(l.peer_grace_ms));
 
   int culprit = -1;  // index into out (local)
   bool timed_out = false;

@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "core/process.h"
+
 namespace lockstep {
 
 /// One multi-rank run to start.
@@ -49,6 +51,10 @@ struct RankLaunch {
   int nnodes = 1;
   int node_rank = 0;
   std::string master;
+  /// How long the other ranks get to end on their own once one failed
+  /// (core/process.h kPeerExitGrace; tests use less): a rank's own error
+  /// that is still on its way out outranks the peer that saw it go.
+  int64_t peer_grace_ms = kPeerExitGrace.count();
 };
 
 /// Runs the ranks (see above). Returns the rank records' paths in rank

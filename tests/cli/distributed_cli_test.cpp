@@ -498,31 +498,6 @@ TEST(DistributedCli, NodesThatDisagreeOrFailAreNamedOnEveryNode) {
   EXPECT_EQ(processes_mentioning(d.string()), 0);
 }
 
-// Node 0 alone waits for the others at the rendezvous; node 1 alone (or at
-// a port nothing serves) cannot reach the store. Both run at once, apart.
-TEST(DistributedCli, ANodeThatNeverComesIsNamedAtTheTimeout) {
-  fs::path d = two_rank("nodes-alone", [](nlohmann::json& c) { c["distributed"]["timeout_s"] = 10; });
-  std::string master0 = "127.0.0.1:" + std::to_string(free_port());
-  std::string master1 = "127.0.0.1:" + std::to_string(free_port());
-  std::string bin = std::string("env -u CI ") + LOCKSTEP_BINARY + " run " + cfg_path(d) + " --nnodes 2 --master ";
-  std::string log1 = (d / "node1.log").string();
-  Result r = shell("(" + bin + master1 + " --node-rank 1 --out " + (d / "n1.json").string() + " > " + log1 +
-                   " 2>&1) & " + bin + master0 + " --node-rank 0 --out " + (d / "n0.json").string() +
-                   " 2>&1; rc=$?; wait; exit $rc");
-  EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("the ranks of digits-cnn-2rank on this node (node 0 of 2) waited at the rendezvous (" +
-                          master0 + ") for 1 rank(s) of the other nodes, and they did not all come within "
-                          "distributed.timeout_s = 10 s"),
-            std::string::npos)
-      << r.output;
-  std::string alone = read_file(log1);
-  EXPECT_NE(alone.find("the ranks of digits-cnn-2rank on this node (node 1 of 2) could not reach node 0's store at " +
-                       master1 + " within distributed.timeout_s = 10 s: nothing answered there"),
-            std::string::npos)
-      << alone;
-  EXPECT_EQ(processes_mentioning(d.string()), 0);
-}
-
 TEST(DistributedCli, WhatCannotRunOnSeveralMachinesIsExitTwo) {
   fs::path d = two_rank("nodes-usage");
   std::string run = "run " + cfg_path(d) + " --out " + (d / "run.json").string();
