@@ -1,6 +1,6 @@
 // Comparator throughput: two records of N steps x 8 float64 metrics that
 // agree within tolerance (cross-stack lane, the expensive one), compared
-// in memory. Goal (issue #3): 1,000,000 steps under 1 s on one core.
+// in memory. Goal: 1,000,000 steps under 1 s on one core.
 //
 //   build-bench/bench/compare_bench --benchmark_filter=Compare
 #include <benchmark/benchmark.h>

@@ -1,4 +1,4 @@
-// Data-pass throughput (issue 5's performance goals), Google Benchmark:
+// Data-pass throughput, Google Benchmark:
 //   BM_Memcpy           memcpy of a 64 MiB float32 buffer (the yardstick)
 //   BM_ProbeFloats      the batch probe (XXH3-128 + fixed-order float64
 //                       statistics) over the same buffer; goal >= 0.5x memcpy

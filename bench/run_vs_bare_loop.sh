@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Trainer overhead and suite wall time (issue 6's performance goals):
+# Trainer overhead and suite wall time:
 #   1. `lockstep run smoke/digits-cnn.json` against bench/bare_train_loop
 #      (the same 10 steps on the same batches, no probes, metrics,
 #      fingerprint or record), whole processes, median of N each; prints

@@ -2,7 +2,7 @@
 # Configures and builds lockstep into build/ (or $1), with ccache and two
 # jobs: a 2-core machine cannot afford more LibTorch translation units at once.
 #   ci/build.sh                  # LibTorch build, tests included
-#   ci/build.sh build-notorch -DLOCKSTEP_WITH_TORCH=OFF
+#   ci/build.sh build-san -DLOCKSTEP_WITH_TORCH=OFF ...   (ci/sanitize.sh: the torch-free sanitizer build)
 #   LOCKSTEP_USE_BUILD=1 ci/build.sh   # keep an existing build/ (a CI artifact)
 set -euo pipefail
 cd "$(dirname "$0")/.."

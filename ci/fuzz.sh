@@ -3,23 +3,21 @@
 # bounded time (default 60 s; FUZZ_SECONDS overrides), then the series
 # sidecar reader for half that, then each metric-log reader (TensorBoard,
 # JSONL with batch probes, MLLOG, CSV) for 15 s. Zero crashes, leaks
-# or sanitizer reports, or this fails. Builds without LibTorch, with clang,
-# AddressSanitizer and UndefinedBehaviorSanitizer, into build-fuzz/.
+# or sanitizer reports, or this fails. The fuzzers are those of the one
+# sanitizer build (ci/sanitize.sh: clang, ASan, UBSan, no LibTorch,
+# build-san/), built there if they are not yet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CCACHE_BASEDIR="$PWD"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DLOCKSTEP_WITH_TORCH=OFF -DLOCKSTEP_BUILD_TESTS=OFF -DLOCKSTEP_BUILD_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j 2 --target record_fuzz sidecar_fuzz tensorboard_fuzz jsonl_fuzz mllog_fuzz metrics_csv_fuzz
-corpus=build-fuzz/corpus
+bash ci/sanitize.sh --build-only >/dev/null
+corpus=build-san/corpus
 mkdir -p "$corpus"
-./build-fuzz/tests/fuzz/record_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -max_len=16384 \
+./build-san/tests/fuzz/record_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -max_len=16384 \
   -print_final_stats=1 "$corpus" tests/fuzz/corpus 2>&1 | grep -E "^(Done|stat::|==|SUMMARY|ERROR)" | head -n 20
 # The series sidecar reader (tests/fuzz/sidecar_fuzz.cpp): file I/O per
 # input, so fewer runs; half the time.
-sidecar_corpus=build-fuzz/sidecar-corpus
+sidecar_corpus=build-san/sidecar-corpus
 mkdir -p "$sidecar_corpus"
-./build-fuzz/tests/fuzz/sidecar_fuzz -max_total_time="$(( (${FUZZ_SECONDS:-60} + 1) / 2 ))" -max_len=4096 \
+./build-san/tests/fuzz/sidecar_fuzz -max_total_time="$(( (${FUZZ_SECONDS:-60} + 1) / 2 ))" -max_len=4096 \
   -print_final_stats=1 "$sidecar_corpus" 2>&1 | grep -E "^(Done|stat::|==|SUMMARY|ERROR)" | head -n 20
 # The metric-log readers (src/ingest/), one after another: 15 s each by
 # default so the whole script stays bounded; a FUZZ_SECONDS above 60 (a
@@ -27,9 +25,9 @@ mkdir -p "$sidecar_corpus"
 fuzz_total="${FUZZ_SECONDS:-60}"
 ingest_seconds=$(( fuzz_total > 60 ? fuzz_total : (fuzz_total < 15 ? fuzz_total : 15) ))
 for reader in tensorboard jsonl mllog metrics_csv; do
-  reader_corpus="build-fuzz/corpus-$reader"
+  reader_corpus="build-san/corpus-$reader"
   mkdir -p "$reader_corpus"
-  ./build-fuzz/tests/fuzz/${reader}_fuzz -max_total_time="$ingest_seconds" -max_len=8192 -print_final_stats=1 \
+  ./build-san/tests/fuzz/${reader}_fuzz -max_total_time="$ingest_seconds" -max_len=8192 -print_final_stats=1 \
     "$reader_corpus" "tests/fuzz/corpus-$reader" 2>&1 | grep -E "^(Done|stat::|==|SUMMARY|ERROR)" | head -n 20
 done
 echo "fuzz: no crash in ${FUZZ_SECONDS:-60} s (records) + $(( (${FUZZ_SECONDS:-60} + 1) / 2 )) s (sidecars)" \

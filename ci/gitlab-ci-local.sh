@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Runs the pipeline's CPU jobs for real — build, sanitizers, smoke-cpu as a
-# merge-request pipeline — with gitlab-ci-local (npm, pinned) and its shell
-# executor, so .gitlab-ci.yml is tested, not only linted. unit-tests is left
-# out: it is ci/test.sh, which calls this script. Each job runs in this
-# checkout (no Docker here), reusing build/ and the ccache.
+# Runs what nothing else in the test command covers of the pipeline — its
+# wiring and the blocking jobs build and smoke-cpu, as a merge-request
+# pipeline — for real, with gitlab-ci-local (npm, pinned) and its shell
+# executor, so .gitlab-ci.yml is tested, not only linted. unit-tests is
+# ci/test.sh, which calls this script, and the sanitizers job's
+# ci/sanitize.sh is one of its stages: both are left out here. The jobs
+# share this machine's ccache (the pipeline's own CCACHE_DIR lies inside
+# the job's copy of the checkout, cold every time).
 #   ci/gitlab-ci-local.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,13 +29,15 @@ fi
 git rev-parse --verify -q HEAD >/dev/null || { echo "gitlab-ci-local: not a git checkout with a commit" >&2; exit 3; }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+ccache_dir="${CCACHE_DIR:-$(ccache -k cache_dir 2>/dev/null || echo "$HOME/.cache/ccache")}"
 if ! "$tool/node_modules/.bin/gitlab-ci-local" --force-shell-executor \
     --variable CI_PIPELINE_SOURCE=merge_request_event --ignore-predefined-vars CI_PIPELINE_SOURCE \
+    --variable "CCACHE_DIR=$ccache_dir" \
     --state-dir .cache/gitlab-ci-local/state \
-    build sanitizers smoke-cpu >"$log" 2>&1; then
+    build smoke-cpu >"$log" 2>&1; then
   tail -n 60 "$log" >&2
   echo "gitlab-ci-local: the CPU jobs failed (full log above)" >&2
   exit 1
 fi
 grep -E "PASS|FAIL|finished|passed|failed" "$log" | tail -n 12 || true
-echo "gitlab-ci-local: build, sanitizers and smoke-cpu passed"
+echo "gitlab-ci-local: build and smoke-cpu passed"

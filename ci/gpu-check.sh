@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #4's GPU verification as one command, for a machine with an NVIDIA
+# The GPU verification of the CUDA path as one command, for a machine with an NVIDIA
 # GPU whose python3 has a CUDA torch (the `device` machine: torch 2.11 +
 # CUDA 13). Results are printed and saved under ${OUT:-gpu-check-out}/.
 #

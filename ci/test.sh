@@ -1,53 +1,79 @@
 #!/usr/bin/env bash
 # The test suite, on a fresh Debian 12 machine: dependencies, data, the
-# LibTorch build with every test (unit, torch, end-to-end CLI), then the
-# build without LibTorch, whose `lockstep compare` and torch-free tests must
-# work and whose binary must not link LibTorch; the fuzzer; the image
-# recipes; the GitLab pipeline's CPU jobs through gitlab-ci-local; and the
-# Debian package in a scratch team repository with the CI template.
+# LibTorch build with every test (unit, torch, end-to-end CLI); the one
+# sanitizer build of the torch-free layers (clang, ASan, UBSan, no
+# LibTorch: ci/sanitize.sh), whose tests run sanitized, whose `lockstep`
+# must compare without LibTorch and exit 3 for `run`, and whose fuzzers
+# run (ci/fuzz.sh); the image recipes; the GitLab pipeline's wiring and
+# smoke job through gitlab-ci-local; and the Debian package in a scratch
+# team repository with the CI template. Every stage prints its wall time,
+# and the total at the end, so a slow stage shows in the run that made it so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash ci/deps.sh
-bash ci/fetch-data.sh
+started=$(date +%s)
+timings=()
+# stage NAME COMMAND...: runs it, prints and keeps its wall time.
+stage() {
+  local name="$1" t0 t1
+  shift
+  t0=$(date +%s)
+  echo "== test: $name"
+  "$@"
+  t1=$(date +%s)
+  timings+=("$(printf '%-26s %5d s' "$name" $((t1 - t0)))")
+  echo "== test: $name: $((t1 - t0)) s"
+}
 
-bash ci/build.sh build -DLOCKSTEP_BUILD_TESTS=ON
-(cd build && ctest -j 2 --output-on-failure)
-# The front `lockstep` never loads LibTorch; `lockstep-torch` beside it does.
-if ldd build/lockstep | grep -q torch; then
-  echo "test: build/lockstep links LibTorch (only lockstep-torch may)" >&2
-  exit 1
-fi
+libtorch_free_check() {
+  # The front `lockstep` never loads LibTorch; `lockstep-torch` beside it does.
+  if ldd build/lockstep | grep -q torch; then
+    echo "test: build/lockstep links LibTorch (only lockstep-torch may)" >&2
+    return 1
+  fi
+  if ldd build-san/lockstep | grep -q torch; then
+    echo "test: build-san/lockstep links LibTorch" >&2
+    return 1
+  fi
+  # The compare-only binary compares two records written by the full build.
+  ./build/lockstep run smoke/digits-cnn.json --out build-san/a.json --quiet
+  for g in goldens/digits-cnn/*.json; do
+    ./build-san/lockstep compare build-san/a.json "$g" --config smoke/digits-cnn.json >/dev/null
+  done
+  local code=0
+  ./build-san/lockstep run smoke/digits-cnn.json >/dev/null 2>&1 || code=$?
+  [ "$code" -eq 3 ] || { echo "test: LibTorch-free run should exit 3, got $code" >&2; return 1; }
+  echo "test: LibTorch-free build: compare works, run exits 3, no LibTorch linked"
+}
 
-bash ci/build.sh build-notorch -DLOCKSTEP_WITH_TORCH=OFF
-(cd build-notorch && ctest -j 2 --output-on-failure)
-if ldd build-notorch/lockstep | grep -q torch; then
-  echo "test: build-notorch/lockstep links LibTorch" >&2
-  exit 1
-fi
-# The compare-only binary compares two records written by the full build.
-./build/lockstep run smoke/digits-cnn.json --out build-notorch/a.json --quiet
-for g in goldens/digits-cnn/*.json; do
-  ./build-notorch/lockstep compare build-notorch/a.json "$g" --config smoke/digits-cnn.json >/dev/null
-done
-code=0; ./build-notorch/lockstep run smoke/digits-cnn.json >/dev/null 2>&1 || code=$?
-[ "$code" -eq 3 ] || { echo "test: LibTorch-free run should exit 3, got $code" >&2; exit 1; }
-echo "test: LibTorch-free build: compare works, run exits 3, no LibTorch linked"
+image_recipes() {
+  # No Docker engine here: the LibTorch fetch script the images call, the
+  # package profile they use, and their pins.
+  bash tests/ci/fetch_libtorch_test.sh
+  LOCKSTEP_DEPS=image bash ci/deps.sh
+  bash tests/ci/dockerfile_test.sh
+}
 
-# libFuzzer on the record/golden parser and the comparator, bounded in time.
-FUZZ_SECONDS="${FUZZ_SECONDS:-60}" bash ci/fuzz.sh
-
-# The image recipes (no Docker engine here): the LibTorch fetch script they
-# call, the package profile they use, and their pins.
-bash tests/ci/fetch_libtorch_test.sh
-LOCKSTEP_DEPS=image bash ci/deps.sh
-bash tests/ci/dockerfile_test.sh
-
-# The pipeline itself: build, sanitizers (ASan + UBSan) and smoke-cpu from
-# .gitlab-ci.yml, run by gitlab-ci-local with the shell executor.
-bash ci/gitlab-ci-local.sh
+stage "dependencies" bash ci/deps.sh
+stage "datasets" bash ci/fetch-data.sh
+stage "build" bash ci/build.sh build -DLOCKSTEP_BUILD_TESTS=ON
+stage "ctest" bash -c 'cd build && ctest -j 2 --output-on-failure'
+stage "sanitizer build + tests" bash ci/sanitize.sh
+stage "LibTorch-free check" libtorch_free_check
+# libFuzzer on the record/golden parser, the sidecar and the metric-log
+# readers, bounded in time.
+stage "fuzzers" env FUZZ_SECONDS="${FUZZ_SECONDS:-60}" bash ci/fuzz.sh
+stage "image recipes" image_recipes
+# The pipeline itself: its build and smoke-cpu jobs from .gitlab-ci.yml, run
+# by gitlab-ci-local with the shell executor (its sanitizers job is the
+# stage above).
+stage "gitlab-ci-local" bash ci/gitlab-ci-local.sh
 # The Debian package (cpack -G DEB) unpacked into an empty root, gating a
 # scratch team repository: init, bless, check, the installed pre-push hook
 # blocking a data edit, the example trainer with the installed Python
 # helper, and the installed CI template run by gitlab-ci-local (two shards,
 # a blocked change, the bless job).
-bash tests/ci/package_test.sh build
+stage "package and CI template" bash tests/ci/package_test.sh build
+
+echo "== test: stage times"
+printf '   %s\n' "${timings[@]}"
+echo "== test: all stages passed in $(( $(date +%s) - started )) s"

@@ -350,7 +350,11 @@ void check_ranks_agree(const std::map<std::string, Series>& zero, const std::map
 TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   const TrainerConfig& t = c.trainer;
   if (!c.has_trainer()) throw BadUsage(c.file + ": no trainer section");
-  auto [seed, overridden] = base_seed(c, o.seed.empty() ? nullptr : o.seed.c_str());
+  // Plain variables, not a structured binding: the lambdas below capture
+  // the seed (C++17 lets no lambda capture a structured binding; clang says so).
+  const std::pair<uint64_t, bool> base = base_seed(c, o.seed.empty() ? nullptr : o.seed.c_str());
+  const uint64_t seed = base.first;
+  const bool overridden = base.second;
   TrainerRun result;
   RunRecord& rec = result.record;
   bool stopping = o.stop_after > 0;

@@ -727,7 +727,7 @@ std::string missing_data_pass_note(const SmokeConfig& c) {
 
 void apply_package_relevance(const TrainerConfig& t, Fingerprint& fp) {
   for (const auto& name : t.packages_relevant) {
-    auto [it, fresh] = fp.try_emplace("python.packages." + name, FingerprintField{"(absent: not installed)", true, false});
+    auto it = fp.try_emplace("python.packages." + name, FingerprintField{"(absent: not installed)", true, false}).first;
     it->second.relevant = true;
   }
   for (const auto& name : t.packages_informational) {

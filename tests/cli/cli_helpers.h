@@ -37,10 +37,31 @@ inline Result shell(const std::string& cmd) {
   return r;
 }
 
+// This test process's own working folder for lockstep (a run without
+// --out writes lockstep-out/ there): CTest runs the CLI tests two at a
+// time, each in its own process, and none may see another's outputs.
+// Removed when the process ends.
+inline const std::string& own_working_dir() {
+  struct Dir {
+    std::string path;
+    Dir() : path((fs::temp_directory_path() / ("lockstep-cli-cwd-" + std::to_string(::getpid()))).string()) {
+      fs::create_directories(path);
+    }
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static Dir dir;
+  return dir.path;
+}
+
 // Runs `lockstep ARGS` with CI unset (bless refuses in CI), with extra
-// environment `env`, in folder `dir` when given.
+// environment `env`, in folder `dir` when given, else in the test's own
+// working folder.
 inline Result lockstep(const std::string& args, const std::string& env = "", const std::string& dir = "") {
-  return shell((dir.empty() ? "" : "cd '" + dir + "' && ") + "env -u CI " + env + " " + LOCKSTEP_BINARY + " " + args);
+  return shell("cd '" + (dir.empty() ? own_working_dir() : dir) + "' && env -u CI " + env + " " + LOCKSTEP_BINARY +
+               " " + args);
 }
 
 inline const std::string kSourceDir = LOCKSTEP_SOURCE_DIR;

@@ -60,7 +60,6 @@ class Cli : public ::testing::Test {
   static inline std::string golden_;  // path of the blessed golden
 };
 
-// Issue 2, test 1.
 TEST_F(Cli, TwoRunProcessesWriteBitIdenticalRecords) {
   Result a = lockstep("run " + kSmoke + " --out " + out("a.json"));
   Result b = lockstep("run " + kSmoke + " --out " + out("b.json"));
@@ -75,7 +74,7 @@ TEST_F(Cli, TwoRunProcessesWriteBitIdenticalRecords) {
   EXPECT_NE(c.output.find("lane: same-stack"), std::string::npos) << c.output;
 }
 
-// Issue 2, test 2 (and issue 5: 0/1/2/4 workers).
+// The data-only pass gives the same batches with 0, 1, 2 and 4 workers.
 TEST_F(Cli, DataPassIsIdenticalForAnyWorkerCount) {
   nlohmann::json reference;
   for (int workers : {0, 1, 2, 4}) {
@@ -89,7 +88,6 @@ TEST_F(Cli, DataPassIsIdenticalForAnyWorkerCount) {
   }
 }
 
-// Issue 2, test 3.
 TEST_F(Cli, OtherIntraOpThreadCountFailsNamingStepAndThreads) {
   Result r = lockstep("check " + smoke() + " --intra-op-threads 2 --out " + (project_ / "out-t2").string());
   EXPECT_EQ(r.code, 1) << r.output;
@@ -98,7 +96,6 @@ TEST_F(Cli, OtherIntraOpThreadCountFailsNamingStepAndThreads) {
   EXPECT_NE(r.output.find("contract.intra_op_threads: golden 1, run 2"), std::string::npos) << r.output;
 }
 
-// Issue 2, test 4.
 TEST_F(Cli, OneUlpInTheGoldenLossFailsExactAndPassesWithRtol) {
   std::string run = out("ulp-run.json");
   ASSERT_EQ(lockstep("run " + smoke() + " --out " + run).code, 0);
@@ -208,7 +205,6 @@ TEST_F(Cli, ReportsAndImportsNeverReplaceAGolden) {
   EXPECT_EQ(report.code, 0) << report.output;  // anywhere else is fine
 }
 
-// Issue 2, test 5.
 TEST_F(Cli, TruncatedGoldenIsExit2NamingTheFile) {
   fs::path p = scratch("truncated");
   fs::create_directories(p / "goldens" / "digits-cnn");
@@ -220,7 +216,7 @@ TEST_F(Cli, TruncatedGoldenIsExit2NamingTheFile) {
   EXPECT_NE(r.output.find(target + ": byte "), std::string::npos) << r.output;
 }
 
-// Issue 2, test 6: the committed golden, from the repository's smoke/.
+// The committed golden, from the repository's smoke/.
 TEST_F(Cli, CheckOnTheCommittedGoldenPasses) {
   Result r = lockstep("check " + kSourceDir + "/smoke --out " + (project_ / "out-committed").string());
   EXPECT_EQ(r.code, 0) << r.output;
@@ -275,7 +271,7 @@ TEST_F(Cli, OverriddenSeedIsNeverComparedAgainstAnotherSeed) {
   EXPECT_NE(r.output.find("seed 7 (overridden by LOCKSTEP_SEED)"), std::string::npos) << r.output;
 }
 
-// Issue 7: CI never writes goldens; a failing check leaves a pending
+// CI never writes goldens; a failing check leaves a pending
 // golden that review shows and accept promotes.
 TEST_F(Cli, FailingCheckInCiLeavesPendingGoldenThatAcceptPromotes) {
   // Its last check compares step times with a golden blessed seconds before;
@@ -473,7 +469,6 @@ TEST_F(Cli, BlessRefusesTwoConfigsOfOneName) {
   EXPECT_FALSE(fs::exists(p / "goldens"));
 }
 
-// Issue 7: the pre-push hook, in a throwaway repository with a bare remote.
 // The pre-push hook in a repository that is not lockstep's: installed by
 // `lockstep hook install` (the script lockstep ships, no copy in the repo),
 // triggered by what the smokes read (their configs, goldens, data beside
@@ -715,7 +710,7 @@ TEST(CliCuda, MinDriverAgainstTheInstalledDriver) {
   EXPECT_NE(new_driver.output.find("CPU-only LibTorch"), std::string::npos) << new_driver.output;
 }
 
-// Issue 4's CUDA fields, read through the driver API, NVML and the loaded
+// The CUDA fields, read through the driver API, NVML and the loaded
 // cuDNN/NCCL, with the platform key they give.
 TEST(CliCuda, EnvDeviceCudaShowsEveryCudaField) {
   fs::path err = fs::temp_directory_path() / ("lockstep-env-cuda-" + std::to_string(::getpid()) + ".err");
@@ -944,7 +939,7 @@ TEST(CliPaths, ARelativeDataPathIsReadBesideTheConfig) {
   fs::remove_all(q);
 }
 
-// Issue 4: the ATen CPU capability changes the platform key, leads the
+// The ATen CPU capability changes the platform key, leads the
 // environment diff, and changes the training results on the same binary.
 TEST(CliEnv, CpuCapabilityChangesKeyDiffAndResults) {
   fs::path p = scratch("capability");

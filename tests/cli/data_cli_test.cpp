@@ -1,4 +1,4 @@
-// End-to-end tests of the data pipeline and the data-only pass (issue 5):
+// End-to-end tests of the data pipeline and the data-only pass:
 // the classic worker-seeding bug, resize interpolation, uint8 -> float
 // written two ways, directory order, worker counts and bad image data, on
 // scikit-image's photos (ci/fetch-data.sh) and the digits CSV.

@@ -1,5 +1,5 @@
-// End-to-end tests of the smoke trainer through the CLI (issue 6) and of
-// the bless refusals that need a trainer (issue 7): every built-in model
+// End-to-end tests of the smoke trainer through the CLI and of
+// the bless refusals that need a trainer: every built-in model
 // reproduces across processes, a nondeterministic kernel is caught by
 // --repeat only when deterministic algorithms are off, a resumed run
 // replays the straight run, multi-seed goldens.

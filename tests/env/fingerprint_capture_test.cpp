@@ -9,7 +9,7 @@
 namespace lockstep {
 namespace {
 
-// Every field issue #4 lists; fields that cannot be read on this machine
+// Every field the fingerprint lists (docs/platforms.md); fields that cannot be read on this machine
 // (CUDA on a CPU runner, OpenCV in a build without images) must say why.
 TEST(Fingerprint, RecordsEveryListedField) {
   Fingerprint fp = capture_fingerprint({"cpu", read_determinism_state(), "."});

@@ -1,4 +1,4 @@
-// The GPU half of issue #4's verification as one program that needs only
+// The GPU half of the CUDA fingerprint's verification as one program that needs only
 // LibTorch: no libgit2, OpenCV or test framework, so ci/gpu-check.sh builds
 // it with g++ against the LibTorch of a GPU machine's Python torch, and
 // every CMake build compiles it (it cannot rot on CPU-only CI).

@@ -255,7 +255,7 @@ print(json.dumps({"seed": a.seed, "out": str(a.out), "mode": a.mode, "threads": 
                 self.assertIn(name, printed)
         # The largest seed is valid.
         env = protocol_env(self.out, LOCKSTEP_SEED=str(2**64 - 1))
-        self.assertEqual(lockstep._parse_env(env)["seed"], 2**64 - 1)
+        self.assertEqual(lockstep.contract._parse_env(env)["seed"], 2**64 - 1)
 
     def test_bad_seed_in_a_trainer_process_exits_2(self):
         env = protocol_env(self.out, LOCKSTEP_SEED="abc")
@@ -394,7 +394,7 @@ print(json.dumps({"gen": a.generator is None, "same": ra == rb, "contract": a.co
 class SeedStreamTest(unittest.TestCase):
     def test_pinned_values_of_the_cpp_tests(self):
         # tests/determinism/seed_streams_test.cpp
-        self.assertEqual(lockstep._splitmix64_mix(0x9E3779B97F4A7C15), 0xE220A8397B1DCDAF)
+        self.assertEqual(lockstep.seeds._splitmix64_mix(0x9E3779B97F4A7C15), 0xE220A8397B1DCDAF)
         self.assertEqual("%016x" % lockstep.derive_seed(0, "init"), "b2e285533d16ac3e")
         self.assertEqual("%016x" % lockstep.derive_seed(20261129, "augment", 0, 17), "a0ab66a0cb59d24f")
         self.assertEqual("%016x" % lockstep.derive_seed(4294967295, "sampler", 3), "c91057f196de2dcf")

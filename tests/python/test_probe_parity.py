@@ -155,7 +155,7 @@ def encode(cases, bfloat16_bits=None):
             if isinstance(a, tuple):  # ("bfloat16", shape, raw uint16 array)
                 chunks.append(_tensor_bytes(a[0], list(a[1]), a[2].tobytes()))
             else:
-                chunks.append(_tensor_bytes(lockstep._NUMPY_DTYPES[a.dtype], list(a.shape),
+                chunks.append(_tensor_bytes(lockstep.probes._NUMPY_DTYPES[a.dtype], list(a.shape),
                                             np.ascontiguousarray(a).tobytes()))
     return b"".join(chunks)
 
@@ -216,7 +216,7 @@ class ProbeParity(unittest.TestCase):
             py = lockstep.probe(inputs, labels, indices, batch=batch)
             d = diff(json.loads(line), json.loads(json.dumps(py)))
             self.assertIsNone(d, "case %s (batch %d): C++ vs Python differ at %s" % (name, batch, d))
-            text_equal += lockstep._json_line(py) == line
+            text_equal += lockstep.writers._json_line(py) == line
         # nlohmann writes doubles with Grisu2 and exponents from 1e16 on;
         # Python with the shortest repr: the text may differ, never the value.
         print("\n%d/%d probe lines also identical as text" % (text_equal, len(self.cases)), file=sys.stderr)

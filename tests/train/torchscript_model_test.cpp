@@ -1,5 +1,5 @@
 // A TorchScript module built in C++ with Module::define trains in the smoke
-// trainer and is recorded (issue 6); bad modules are exit-2 errors.
+// trainer and is recorded; bad modules are exit-2 errors.
 #include "train/torchscript_model.h"
 
 #include <gtest/gtest.h>
