@@ -6,7 +6,7 @@
 //   accumulate_stats(data, n, s, &hash);   // statistics, and the hash of the bytes
 //   s.xxh3_128 = hash.hex();
 //
-// The definition (docs/design-notes.md item 8), which every path below
+// The definition (docs/decisions.md, "Batch statistics have one fixed float64 order"), which every path below
 // reproduces bit for bit:
 //   - finite element i is added to lane i % 8 in index order (float64);
 //   - sum = ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7));

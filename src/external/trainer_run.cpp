@@ -345,323 +345,398 @@ void check_ranks_agree(const std::map<std::string, Series>& zero, const std::map
 }
 
 
-}  // namespace
+// Where one trainer run's processes write and what they are handed: the
+// placeholders of the config's arguments and paths, per pass, rank and
+// worker count. A multi-rank trainer runs `world` processes per pass, each
+// with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT: env:// rendezvous on
+// 127.0.0.1, a port of its own per pass) and its own output folder
+// <pass>/rank-<r> ({out}); {rank} in the command and paths.
+struct TrainerLayout {
+  const SmokeConfig& c;
+  uint64_t seed = 0;
+  std::string work, data_dir, config_dir, checkpoint;
+  int64_t resume_at = 0;
+  bool multi = false;
+  int world = 1;
+  /// {workers}: the training pass runs the first count, a data-only pass
+  /// runs each; {-1}: no {workers} placeholder.
+  std::vector<int> worker_counts;
 
-TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
-  const TrainerConfig& t = c.trainer;
-  if (!c.has_trainer()) throw BadUsage(c.file + ": no trainer section");
-  // Plain variables, not a structured binding: the lambdas below capture
-  // the seed (C++17 lets no lambda capture a structured binding; clang says so).
-  const std::pair<uint64_t, bool> base = base_seed(c, o.seed.empty() ? nullptr : o.seed.c_str());
-  const uint64_t seed = base.first;
-  const bool overridden = base.second;
-  TrainerRun result;
-  RunRecord& rec = result.record;
-  bool stopping = o.stop_after > 0;
-  bool resuming = !o.resume.empty();
-  if ((stopping || resuming) && t.resume_stop.empty())
-    throw BadInput(c.file, "trainer.resume", "a resume section (how the command stops at a checkpoint and continues)");
-  if (!o.train && !t.has_data_pass())
-    throw BadUsage(c.file + ": `lockstep probe` runs the data-only pass, and this trainer has none (it writes no "
-                   "batch probes: trainer.probes)");
-  std::string work = fs::absolute(o.work_dir).lexically_normal().string();
-  std::string data_dir_path = data_dir();
-  std::string config_dir = fs::absolute(c.file).parent_path().lexically_normal().string();
+  std::string rank_dir(const std::string& base, int r) const {
+    return multi ? base + "/rank-" + std::to_string(r) : base;
+  }
+  std::string rank_word(int r) const { return multi ? " of rank " + std::to_string(r) : std::string(); }
+  std::map<std::string, std::string> values(const std::string& out, int r, int workers) const {
+    std::map<std::string, std::string> v{{"steps", std::to_string(c.steps)}, {"seed", std::to_string(seed)},
+                                         {"out", out},                       {"data", data_dir},
+                                         {"config_dir", config_dir},         {"resume_at", std::to_string(resume_at)},
+                                         {"checkpoint", checkpoint},         {"rank", std::to_string(r)}};
+    if (workers >= 0) v["workers"] = std::to_string(workers);
+    return v;
+  }
+  std::vector<std::string> argv(const std::string& out, int r, int workers, const std::vector<std::string>& extra) const {
+    auto v = values(out, r, workers);
+    std::vector<std::string> args;
+    for (const auto& a : c.trainer.command) args.push_back(expand_placeholders(a, v));
+    for (const auto& a : extra) args.push_back(expand_placeholders(a, v));
+    return args;
+  }
+  std::map<std::string, std::string> env(const std::string& out, const std::string& pass, int r,
+                                         const std::string& port) const {
+    std::map<std::string, std::string> e = trainer_env(c, seed, out, pass);
+    if (!multi) return e;
+    e["RANK"] = e["LOCAL_RANK"] = std::to_string(r);
+    e["WORLD_SIZE"] = e["LOCAL_WORLD_SIZE"] = std::to_string(world);
+    e["MASTER_ADDR"] = "127.0.0.1";
+    e["MASTER_PORT"] = port;
+    e["LOCKSTEP_DISTRIBUTED_BACKEND"] = c.distributed.backend;
+    return e;
+  }
+  // The config path `text` of field `field` for the process writing to `out`.
+  std::string path(const std::string& field, const std::string& text, const std::string& out, int r, int workers) const {
+    return output_path(c, field, text, values(out, r, workers));
+  }
+};
 
-  // The resumed run starts from what the stopped run recorded.
+// Where a resumed run starts: the stopped run's partial record, verified.
+struct ResumePoint {
   RunRecord partial;
-  int64_t resume_at = o.stop_after;
-  if (resuming) {
-    std::string part = partial_path(o.resume);
-    std::error_code ec;
-    if (!fs::exists(part, ec))
-      throw BadUsage("--resume " + o.resume + ": no " + part + " beside it (it is written by `lockstep run --stop-after`)");
-    std::string sum = part + ".xxh3";
-    if (!fs::exists(sum, ec))
-      throw BadInput(part, "", "its XXH3-128 in " + sum + " (missing: the stopped run was interrupted, or the file "
-                                                          "was copied without it; stop the run again)");
-    if (fs::file_size(sum, ec) > 64 || ec)  // 32 hex digits and a newline
-      throw BadInput(sum, "", "the XXH3-128 of " + part + " (32 hex digits), got a file of another size or kind");
-    std::string want = read_file(sum), got = file_xxh3(part);
-    if (!want.empty() && want.back() == '\n') want.pop_back();
-    if (want != got)
-      throw BadInput(part, "", "XXH3-128 " + printable_message(want.substr(0, 40), false) + " as " + sum +
-                                   " records, got " + got + " (the file changed after the run stopped)");
-    partial = read_run_record(part);
-    if (partial.smoke != c.name) throw BadInput(part, "smoke", "\"" + c.name + "\", got \"" + input_excerpt(partial.smoke) + "\"");
-    if (partial.config_hash != c.config_hash)
-      throw BadInput(part, "config_hash", c.config_hash + " (" + c.file + "'s), got " + partial.config_hash +
-                                              ": the run was stopped under another config");
-    if (partial.seed != seed)
-      throw BadInput(part, "seed", std::to_string(seed) + ", got " + std::to_string(partial.seed));
-    // The determinism contract (intra-op threads, mode, ...) of both halves is one.
-    require_resume_contract(part, expected_contract(c), partial.contract, "this run's: " + c.file + " and the overrides");
-    int64_t world = c.distributed.configured ? c.distributed.world_size : 1;
-    auto w = partial.contract.find("distributed.world_size");
-    std::string stopped_on = w == partial.contract.end() ? "1" : w->second;
-    if (stopped_on != std::to_string(world))
-      throw BadInput(part, "contract.distributed.world_size",
-                     std::to_string(world) + " (this run's ranks, distributed.world_size or --world-size: a run "
-                     "resumes on as many ranks as it stopped on), got " + stopped_on);
-    // The step it stopped after: the series' last step + 1; its train
-    // probes, when the trainer writes them, are every rank's, W per step.
-    resume_at = 0;
-    for (const auto& [name, s] : partial.series)
-      if (!s.steps.empty()) resume_at = std::max(resume_at, s.steps.back() + 1);
-    if (resume_at < 1 || resume_at >= c.steps)
-      throw BadInput(part, "series", "steps 0 to at most " + std::to_string(c.steps - 2) + " (a run stopped before "
-                                     "the last of the " + std::to_string(c.steps) + " steps), got " +
-                                     std::to_string(resume_at) + " steps");
-    size_t probes = t.probes.empty() ? 0 : static_cast<size_t>(resume_at * world);
-    if (partial.train_probes.size() != probes)
-      throw BadInput(part, "train_probes", std::to_string(probes) + " probes (" +
-                                               (t.probes.empty() ? std::string("the trainer writes none")
-                                                                 : "one per rank and step: " + std::to_string(world) +
-                                                                       " x " + std::to_string(resume_at)) +
-                                               "), got " + std::to_string(partial.train_probes.size()));
-  }
-  std::string checkpoint = stopping ? fs::absolute(o.checkpoint).string() : resuming ? fs::absolute(o.resume).string() : "";
+  int64_t at = 0;  ///< the step it stopped after (its series' last step + 1)
+};
 
-  // A multi-rank trainer: `world` processes per pass, each with torchrun's
-  // variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
-  // MASTER_PORT: env:// rendezvous on 127.0.0.1, a port of its own per
-  // pass) and its own output folder <pass>/rank-<r> ({out}); {rank} in
-  // the command and paths.
-  const bool multi = c.distributed.configured;
-  const int world = multi ? c.distributed.world_size : 1;
-  auto rank_dir = [&](const std::string& base, int r) { return multi ? base + "/rank-" + std::to_string(r) : base; };
-  auto rank_env = [&](std::map<std::string, std::string> env, int r, const std::string& port) {
-    if (!multi) return env;
-    env["RANK"] = env["LOCAL_RANK"] = std::to_string(r);
-    env["WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(world);
-    env["MASTER_ADDR"] = "127.0.0.1";
-    env["MASTER_PORT"] = port;
-    env["LOCKSTEP_DISTRIBUTED_BACKEND"] = c.distributed.backend;
-    return env;
-  };
-  auto rank_word = [&](int r) { return multi ? " of rank " + std::to_string(r) : std::string(); };
+// The partial record beside checkpoint `resume` (written by `lockstep run
+// --stop-after`): its XXH3-128, smoke, config, seed, determinism contract,
+// rank count, steps and probes must be this run's. Exit 2 naming it.
+ResumePoint read_resume_point(const SmokeConfig& c, const std::string& resume, uint64_t seed) {
+  const TrainerConfig& t = c.trainer;
+  std::string part = partial_path(resume);
+  std::error_code ec;
+  if (!fs::exists(part, ec))
+    throw BadUsage("--resume " + resume + ": no " + part + " beside it (it is written by `lockstep run --stop-after`)");
+  std::string sum = part + ".xxh3";
+  if (!fs::exists(sum, ec))
+    throw BadInput(part, "", "its XXH3-128 in " + sum + " (missing: the stopped run was interrupted, or the file "
+                                                        "was copied without it; stop the run again)");
+  if (fs::file_size(sum, ec) > 64 || ec)  // 32 hex digits and a newline
+    throw BadInput(sum, "", "the XXH3-128 of " + part + " (32 hex digits), got a file of another size or kind");
+  std::string want = read_file(sum), got = file_xxh3(part);
+  if (!want.empty() && want.back() == '\n') want.pop_back();
+  if (want != got)
+    throw BadInput(part, "", "XXH3-128 " + printable_message(want.substr(0, 40), false) + " as " + sum +
+                                 " records, got " + got + " (the file changed after the run stopped)");
+  ResumePoint rp;
+  RunRecord& partial = rp.partial;
+  partial = read_run_record(part);
+  if (partial.smoke != c.name) throw BadInput(part, "smoke", "\"" + c.name + "\", got \"" + input_excerpt(partial.smoke) + "\"");
+  if (partial.config_hash != c.config_hash)
+    throw BadInput(part, "config_hash", c.config_hash + " (" + c.file + "'s), got " + partial.config_hash +
+                                            ": the run was stopped under another config");
+  if (partial.seed != seed) throw BadInput(part, "seed", std::to_string(seed) + ", got " + std::to_string(partial.seed));
+  // The determinism contract (intra-op threads, mode, ...) of both halves is one.
+  require_resume_contract(part, expected_contract(c), partial.contract, "this run's: " + c.file + " and the overrides");
+  int64_t world = c.distributed.configured ? c.distributed.world_size : 1;
+  auto w = partial.contract.find("distributed.world_size");
+  std::string stopped_on = w == partial.contract.end() ? "1" : w->second;
+  if (stopped_on != std::to_string(world))
+    throw BadInput(part, "contract.distributed.world_size",
+                   std::to_string(world) + " (this run's ranks, distributed.world_size or --world-size: a run "
+                   "resumes on as many ranks as it stopped on), got " + stopped_on);
+  // The step it stopped after: the series' last step + 1; its train
+  // probes, when the trainer writes them, are every rank's, W per step.
+  for (const auto& [name, s] : partial.series)
+    if (!s.steps.empty()) rp.at = std::max(rp.at, s.steps.back() + 1);
+  if (rp.at < 1 || rp.at >= c.steps)
+    throw BadInput(part, "series", "steps 0 to at most " + std::to_string(c.steps - 2) + " (a run stopped before "
+                                   "the last of the " + std::to_string(c.steps) + " steps), got " +
+                                   std::to_string(rp.at) + " steps");
+  size_t probes = t.probes.empty() ? 0 : static_cast<size_t>(rp.at * world);
+  if (partial.train_probes.size() != probes)
+    throw BadInput(part, "train_probes", std::to_string(probes) + " probes (" +
+                                             (t.probes.empty() ? std::string("the trainer writes none")
+                                                               : "one per rank and step: " + std::to_string(world) +
+                                                                     " x " + std::to_string(rp.at)) +
+                                             "), got " + std::to_string(partial.train_probes.size()));
+  return rp;
+}
 
-  // {workers}: the training pass runs the first count, a data-only pass runs each.
-  const std::vector<int> worker_counts = t.workers.empty() ? std::vector<int>{-1} : t.workers;
-  auto values_for = [&](const std::string& out, int r, int workers) {
-    std::map<std::string, std::string> values{{"steps", std::to_string(c.steps)},
-                                              {"seed", std::to_string(seed)},
-                                              {"out", out},
-                                              {"data", data_dir_path},
-                                              {"config_dir", config_dir},
-                                              {"resume_at", std::to_string(resume_at)},
-                                              {"checkpoint", checkpoint},
-                                              {"rank", std::to_string(r)}};
-    if (workers >= 0) values["workers"] = std::to_string(workers);
-    return values;
-  };
-  auto argv_for = [&](const std::string& out, int r, int workers, const std::vector<std::string>& extra) {
-    auto values = values_for(out, r, workers);
-    std::vector<std::string> argv;
-    for (const auto& a : t.command) argv.push_back(expand_placeholders(a, values));
-    for (const auto& a : extra) argv.push_back(expand_placeholders(a, values));
-    return argv;
-  };
-
-  // The processes: the data-only pass (the batches the trainer's
-  //    DataLoader yields, probed; one per worker count) beside the
-  //    training pass (whole, stopping at a checkpoint, or resuming). A run
-  //    that stops at a checkpoint needs no data-only pass: the resumed run
-  //    makes it.
+// The processes of one run and where they write.
+struct PassPlan {
   std::vector<Pass> passes;
-  const bool data_pass = t.has_data_pass() && !stopping;
-  std::vector<std::string> data_outs;  // one per worker count
-  for (size_t k = 0; data_pass && k < worker_counts.size(); ++k)
-    data_outs.push_back(work + (k == 0 ? std::string("/data") : "/data-workers-" + std::to_string(worker_counts[k])));
-  const std::string data_out = data_pass ? data_outs.front() : work + "/data";
-  const std::string out = work + "/train";
+  std::vector<std::string> data_outs;  ///< a data-only pass per worker count; empty: none
+  std::string train_out;               ///< the training pass's folder (rank 0's inside it when multi)
+  std::map<std::string, std::string> train_env;  ///< rank 0's training environment, recorded
+};
+
+// The data-only pass (the batches the trainer's DataLoader yields, probed;
+// one per worker count) beside the training pass (whole, stopping at a
+// checkpoint, or resuming). A run that stops at a checkpoint needs no
+// data-only pass: the resumed run makes it.
+PassPlan plan_passes(const TrainerLayout& l, const TrainerRunOptions& o, bool stopping, bool resuming) {
+  const TrainerConfig& t = l.c.trainer;
+  PassPlan p;
+  if (t.has_data_pass() && !stopping)
+    for (size_t k = 0; k < l.worker_counts.size(); ++k)
+      p.data_outs.push_back(l.work + (k == 0 ? std::string("/data") : "/data-workers-" + std::to_string(l.worker_counts[k])));
+  p.train_out = l.work + "/train";
   const std::vector<std::string> ports =
-      multi ? free_loopback_ports(data_outs.size() + (o.train ? 1 : 0)) : std::vector<std::string>{};
-  auto port_of = [&](size_t pass) { return multi ? ports[pass] : std::string(); };
-  if (multi) {  // rank folders live inside the pass folders, made fresh here
+      l.multi ? free_loopback_ports(p.data_outs.size() + (o.train ? 1 : 0)) : std::vector<std::string>{};
+  auto port_of = [&](size_t pass) { return l.multi ? ports[pass] : std::string(); };
+  if (l.multi) {  // rank folders live inside the pass folders, made fresh here
     std::error_code ec;
-    for (const auto& d : data_outs) fs::remove_all(d, ec);
-    fs::remove_all(out, ec);
+    for (const auto& d : p.data_outs) fs::remove_all(d, ec);
+    fs::remove_all(p.train_out, ec);
   }
-  for (size_t k = 0; k < data_outs.size(); ++k) {
-    std::string with = t.workers.empty() ? "" : " with " + std::to_string(worker_counts[k]) + " workers";
-    for (int r = 0; r < world; ++r)
-      passes.push_back({argv_for(rank_dir(data_outs[k], r), r, worker_counts[k], t.data_only),
-                        rank_env(trainer_env(c, seed, rank_dir(data_outs[k], r), "data"), r, port_of(k)),
-                        rank_dir(data_outs[k], r), "data-only pass" + with + rank_word(r), port_of(k)});
+  for (size_t k = 0; k < p.data_outs.size(); ++k) {
+    std::string with = t.workers.empty() ? "" : " with " + std::to_string(l.worker_counts[k]) + " workers";
+    for (int r = 0; r < l.world; ++r) {
+      std::string dir = l.rank_dir(p.data_outs[k], r);
+      p.passes.push_back({l.argv(dir, r, l.worker_counts[k], t.data_only), l.env(dir, "data", r, port_of(k)), dir,
+                          "data-only pass" + with + l.rank_word(r), port_of(k)});
+    }
   }
-  const std::string train_port = port_of(data_outs.size());
-  auto env = rank_env(trainer_env(c, seed, rank_dir(out, 0), "train"), 0, train_port);
+  const std::string train_port = port_of(p.data_outs.size());
+  p.train_env = l.env(l.rank_dir(p.train_out, 0), "train", 0, train_port);
   std::vector<std::string> extra = stopping ? t.resume_stop : resuming ? t.resume_continue : std::vector<std::string>{};
-  for (int r = 0; o.train && r < world; ++r)
-    passes.push_back({argv_for(rank_dir(out, r), r, worker_counts.front(), extra),
-                      rank_env(trainer_env(c, seed, rank_dir(out, r), "train"), r, train_port), rank_dir(out, r),
-                      (stopping   ? "run stopping at step " + std::to_string(resume_at)
-                       : resuming ? "run resumed at step " + std::to_string(resume_at)
-                                  : std::string("training pass")) + rank_word(r),
-                      train_port});
-  run_passes(c, passes, multi);
-  // What the trainer says about itself, in every process: its contract
-  //    must be the config's. The record keeps the training pass's report.
-  auto checked_report = [&](const std::string& dir) {
+  std::string what = stopping   ? "run stopping at step " + std::to_string(l.resume_at)
+                     : resuming ? "run resumed at step " + std::to_string(l.resume_at)
+                                : std::string("training pass");
+  for (int r = 0; o.train && r < l.world; ++r) {
+    std::string dir = l.rank_dir(p.train_out, r);
+    p.passes.push_back({l.argv(dir, r, l.worker_counts.front(), extra), l.env(dir, "train", r, train_port), dir,
+                        what + l.rank_word(r), train_port});
+  }
+  return p;
+}
+
+// What the trainer says about itself, in every process: its contract must
+// be the config's (exit 3). Returns the report the record keeps (the
+// training pass's, or the data-only pass's for `lockstep probe`) and its path.
+std::pair<TrainerReport, std::string> check_reports(const TrainerLayout& l, const PassPlan& p, bool train) {
+  auto checked = [&](const std::string& dir) {
     TrainerReport r = read_trainer_report(dir + "/" + kTrainerReportFile);
-    if (std::string why = contract_mismatch(expected_contract(c), r.contract); !why.empty())
+    if (std::string why = contract_mismatch(expected_contract(l.c), r.contract); !why.empty())
       throw EnvironmentError(dir + "/" + kTrainerReportFile + ": the trainer ran under another determinism "
-                             "contract than " + c.file + " asks for (" + c.mode + "): " + why);
+                             "contract than " + l.c.file + " asks for (" + l.c.mode + "): " + why);
     return r;
   };
-  std::string report_dir = rank_dir(o.train ? out : data_out, 0);
-  for (int r = 0; r < world; ++r) {
-    for (size_t k = 0; k < data_outs.size(); ++k)
-      if (o.train || r > 0 || k > 0) checked_report(rank_dir(data_outs[k], r));
-    if (o.train && r > 0) checked_report(rank_dir(out, r));
+  std::string report_dir = l.rank_dir(train || p.data_outs.empty() ? p.train_out : p.data_outs.front(), 0);
+  for (int r = 0; r < l.world; ++r) {
+    for (size_t k = 0; k < p.data_outs.size(); ++k)
+      if (train || r > 0 || k > 0) checked(l.rank_dir(p.data_outs[k], r));
+    if (train && r > 0) checked(l.rank_dir(p.train_out, r));
   }
-  TrainerReport report = checked_report(report_dir);
+  return {checked(report_dir), report_dir + "/" + kTrainerReportFile};
+}
 
-  // The data-only passes' probes: one list, the same at every worker count.
-  if (data_pass) {
-    std::vector<BatchProbe> first;
-    std::string first_path;
-    for (size_t k = 0; k < data_outs.size(); ++k) {
-      std::vector<std::vector<BatchProbe>> per_rank;
-      std::string path;
-      for (int r = 0; r < world; ++r) {
-        std::string p = output_path(c, "trainer.probes", t.probes, values_for(rank_dir(data_outs[k], r), r, worker_counts[k]));
-        if (path.empty()) path = p;
-        per_rank.push_back(read_probes_jsonl(p));
-      }
-      std::vector<BatchProbe> probes =
-          multi ? interleave_rank_probes(per_rank, data_outs[k] + " (data-only pass)") : std::move(per_rank.front());
-      if (k == 0) {
-        first = std::move(probes);
-        first_path = path;
-      } else {
-        require_same_batches(first, worker_counts.front(), probes, worker_counts[k], first_path, path);
-      }
+// The data-only passes' probes: one list (every rank's, interleaved), the
+// same at every worker count bit for bit (exit 4 naming the batch).
+std::vector<BatchProbe> read_data_probes(const TrainerLayout& l, const PassPlan& p) {
+  std::vector<BatchProbe> first;
+  std::string first_path;
+  for (size_t k = 0; k < p.data_outs.size(); ++k) {
+    std::vector<std::vector<BatchProbe>> per_rank;
+    std::string path;
+    for (int r = 0; r < l.world; ++r) {
+      std::string file = l.path("trainer.probes", l.c.trainer.probes, l.rank_dir(p.data_outs[k], r), r, l.worker_counts[k]);
+      if (path.empty()) path = file;
+      per_rank.push_back(read_probes_jsonl(file));
     }
-    rec.probes = std::move(first);
-  } else if (!t.has_data_pass() && o.train) {
-    result.notes.push_back(missing_data_pass_note(c));
+    std::vector<BatchProbe> probes =
+        l.multi ? interleave_rank_probes(per_rank, p.data_outs[k] + " (data-only pass)") : std::move(per_rank.front());
+    if (k == 0) {
+      first = std::move(probes);
+      first_path = path;
+    } else {
+      require_same_batches(first, l.worker_counts.front(), probes, l.worker_counts[k], first_path, path);
+    }
   }
+  return first;
+}
 
-  // Metrics and the probes of the batches it trained on.
-  if (o.train) {
-    MetricsSpec spec;
-    spec.format = parse_metrics_format(t.metrics_format);
-    spec.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(rank_dir(out, 0), 0, worker_counts.front()));
-    spec.series = t.series;
-    spec.step_key = t.step_key;
-    spec.mllog_step = t.mllog_step;
-    std::map<std::string, Series> series = read_metrics(spec);
-    int64_t first = resuming ? resume_at : 0;
-    int64_t end = stopping ? resume_at : c.steps;
-    check_coverage(series, first, end, spec.path);
-    // Other ranks: what they log must be the same global series (many
-    // trainers log on rank 0 only: a rank without the file is not read).
-    for (int r = 1; r < world; ++r) {
-      MetricsSpec other = spec;
-      other.path = output_path(c, "trainer.metrics.path", t.metrics_path, values_for(rank_dir(out, r), r, worker_counts.front()));
-      std::error_code ec;
-      if (other.path == spec.path || !fs::exists(other.path, ec)) {
-        result.notes.push_back("rank " + std::to_string(r) + " logged no metrics (" + other.path +
-                               "); rank 0's are the run's");
-        continue;
-      }
-      std::map<std::string, Series> theirs = read_metrics(other);
-      check_coverage(theirs, first, end, other.path);
-      check_ranks_agree(series, theirs, r, spec.path, other.path);
+// What the training pass wrote, for steps [first, end).
+struct TrainedOutputs {
+  std::map<std::string, Series> series;  ///< rank 0's metrics, every other rank's agreeing
+  std::string metrics_path;              ///< rank 0's
+  std::vector<BatchProbe> train_probes;  ///< one per rank and step trained
+  ModuleTrace trace;                     ///< rank 0's, when written
+};
+
+// Rank 0's metrics, covering [first, end); every other rank that logs them
+// must log the same global series (many trainers log on rank 0 only: a
+// rank without the file is not read, and a note says so).
+void read_metrics_of_ranks(const TrainerLayout& l, const PassPlan& p, int64_t first, int64_t end, TrainedOutputs& out,
+                           std::vector<std::string>& notes) {
+  const TrainerConfig& t = l.c.trainer;
+  const int workers = l.worker_counts.front();
+  MetricsSpec spec;
+  spec.format = parse_metrics_format(t.metrics_format);
+  spec.path = l.path("trainer.metrics.path", t.metrics_path, l.rank_dir(p.train_out, 0), 0, workers);
+  spec.series = t.series;
+  spec.step_key = t.step_key;
+  spec.mllog_step = t.mllog_step;
+  out.series = read_metrics(spec);
+  out.metrics_path = spec.path;
+  check_coverage(out.series, first, end, spec.path);
+  for (int r = 1; r < l.world; ++r) {
+    MetricsSpec other = spec;
+    other.path = l.path("trainer.metrics.path", t.metrics_path, l.rank_dir(p.train_out, r), r, workers);
+    std::error_code ec;
+    if (other.path == spec.path || !fs::exists(other.path, ec)) {
+      notes.push_back("rank " + std::to_string(r) + " logged no metrics (" + other.path + "); rank 0's are the run's");
+      continue;
     }
-    if (!t.probes.empty()) {
-      std::vector<std::vector<BatchProbe>> per_rank;
-      int64_t trained = end - (resuming ? resume_at : 0);
-      for (int r = 0; r < world; ++r) {
-        std::string probes = output_path(c, "trainer.probes", t.probes, values_for(rank_dir(out, r), r, worker_counts.front()));
-        per_rank.push_back(read_probes_jsonl(probes, resuming ? resume_at : 0));
-        // One probe per step trained: a trainer that probes some batches only
-        // would leave the others unchecked.
-        if (static_cast<int64_t>(per_rank.back().size()) != trained)
-          throw BadInput(probes, "", "one probe per step trained (" + std::to_string(trained) + "), got " +
-                                         std::to_string(per_rank.back().size()));
-      }
-      rec.train_probes = multi ? interleave_rank_probes(per_rank, work + " (training pass)",
-                                                        resuming ? resume_at * world : 0)
+    std::map<std::string, Series> theirs = read_metrics(other);
+    check_coverage(theirs, first, end, other.path);
+    check_ranks_agree(out.series, theirs, r, spec.path, other.path);
+  }
+}
+
+// The probes of the batches trained on, one per rank and step (a trainer
+// that probes some batches only would leave the others unchecked), and the
+// module trace of the helper's ModuleTracer (rank 0's), when written.
+void read_trained_batches_and_trace(const TrainerLayout& l, const PassPlan& p, int64_t first, int64_t end,
+                                    TrainedOutputs& out, std::vector<std::string>& notes) {
+  const TrainerConfig& t = l.c.trainer;
+  const int workers = l.worker_counts.front();
+  if (!t.probes.empty()) {
+    std::vector<std::vector<BatchProbe>> per_rank;
+    for (int r = 0; r < l.world; ++r) {
+      std::string probes = l.path("trainer.probes", t.probes, l.rank_dir(p.train_out, r), r, workers);
+      per_rank.push_back(read_probes_jsonl(probes, first));
+      if (static_cast<int64_t>(per_rank.back().size()) != end - first)
+        throw BadInput(probes, "", "one probe per step trained (" + std::to_string(end - first) + "), got " +
+                                       std::to_string(per_rank.back().size()));
+    }
+    out.train_probes = l.multi ? interleave_rank_probes(per_rank, l.work + " (training pass)", first * l.world)
                                : std::move(per_rank.front());
-    }
-    // The module trace of the helper's ModuleTracer (rank 0's), when written.
-    std::string trace_file = output_path(c, "trainer.module_trace", "{out}/module_trace.jsonl", values_for(rank_dir(out, 0), 0, worker_counts.front()));
-    std::error_code trace_ec;
-    // A link that leads nowhere is read too (and refused, naming the file).
-    bool trace_present = fs::exists(trace_file, trace_ec) || fs::is_symlink(fs::symlink_status(trace_file, trace_ec));
-    if (c.trace.steps > 0 && trace_present) {
-      rec.module_trace = read_module_trace_jsonl(trace_file, c.trace.steps, resuming ? resume_at : 0);
-      if (rec.module_trace.entries.empty() && (!resuming || resume_at < c.trace.steps))
-        result.notes.push_back(trace_file + " holds no entry although trace.steps is " + std::to_string(c.trace.steps) +
-                               ": call tracer.step(step) before each step's forward (python/lockstep ModuleTracer), "
-                               "or set trace.steps to 0");
-      if (multi)
-        for (auto& e : rec.module_trace.entries) e.rank = 0;
-    }
-    if (resuming) {
-      for (auto& [name, s] : series) {
-        auto p = partial.series.find(name);
-        if (p == partial.series.end()) throw BadInput(partial_path(o.resume), "series." + name, "the series the resumed run logs");
-        Series merged = p->second;
-        merged.steps = step_numbers(merged);
-        if (merged.dtype != s.dtype)
-          throw BadInput(spec.path, name, std::string(dtype_name(merged.dtype)) + " as before the checkpoint, got " + dtype_name(s.dtype));
-        merged.values.insert(merged.values.end(), s.values.begin(), s.values.end());
-        merged.steps.insert(merged.steps.end(), s.steps.begin(), s.steps.end());
-        s = std::move(merged);
-      }
-      if (!partial.module_trace.entries.empty()) {
-        ModuleTrace merged = partial.module_trace;
-        merged.steps = c.trace.steps;
-        for (auto& e : rec.module_trace.entries) merged.entries.push_back(std::move(e));
-        rec.module_trace = std::move(merged);
-      }
-      std::vector<BatchProbe> probes = partial.train_probes;
-      probes.insert(probes.end(), rec.train_probes.begin(), rec.train_probes.end());
-      rec.train_probes = std::move(probes);
-    }
-    if (resuming) check_grid(series, partial_path(o.resume), spec.path);
-    if (!stopping)
-      for (auto& [name, s] : series) compact_steps(s);
-    rec.series = std::move(series);
   }
+  std::string trace_file =
+      l.path("trainer.module_trace", "{out}/module_trace.jsonl", l.rank_dir(p.train_out, 0), 0, workers);
+  std::error_code ec;
+  // A link that leads nowhere is read too (and refused, naming the file).
+  bool present = fs::exists(trace_file, ec) || fs::is_symlink(fs::symlink_status(trace_file, ec));
+  if (l.c.trace.steps <= 0 || !present) return;
+  out.trace = read_module_trace_jsonl(trace_file, l.c.trace.steps, first);
+  if (out.trace.entries.empty() && first < l.c.trace.steps)
+    notes.push_back(trace_file + " holds no entry although trace.steps is " + std::to_string(l.c.trace.steps) +
+                    ": call tracer.step(step) before each step's forward (python/lockstep ModuleTracer), "
+                    "or set trace.steps to 0");
+  if (l.multi)
+    for (auto& e : out.trace.entries) e.rank = 0;
+}
 
-  // The record: the machine's facts, the trainer's, the contract.
+// A resumed run's outputs joined after the stopped run's: the series (the
+// same dtype, on one grid), the module trace and the trained batches.
+void merge_with_stopped_run(const ResumePoint& rp, const std::string& part, int trace_steps, TrainedOutputs& out) {
+  for (auto& [name, s] : out.series) {
+    auto p = rp.partial.series.find(name);
+    if (p == rp.partial.series.end()) throw BadInput(part, "series." + name, "the series the resumed run logs");
+    Series merged = p->second;
+    merged.steps = step_numbers(merged);
+    if (merged.dtype != s.dtype)
+      throw BadInput(out.metrics_path, name, std::string(dtype_name(merged.dtype)) + " as before the checkpoint, got " +
+                                                 dtype_name(s.dtype));
+    merged.values.insert(merged.values.end(), s.values.begin(), s.values.end());
+    merged.steps.insert(merged.steps.end(), s.steps.begin(), s.steps.end());
+    s = std::move(merged);
+  }
+  if (!rp.partial.module_trace.entries.empty()) {
+    ModuleTrace merged = rp.partial.module_trace;
+    merged.steps = trace_steps;
+    for (auto& e : out.trace.entries) merged.entries.push_back(std::move(e));
+    out.trace = std::move(merged);
+  }
+  std::vector<BatchProbe> probes = rp.partial.train_probes;
+  probes.insert(probes.end(), out.train_probes.begin(), out.train_probes.end());
+  out.train_probes = std::move(probes);
+  check_grid(out.series, part, out.metrics_path);
+}
+
+// The record's identity and stack: the machine's facts (under the
+// environment the trainer was handed), the trainer's own (its report), the
+// contract, the config's value hash and fields, the platform key.
+void stamp_trainer_record(const TrainerLayout& l, const PassPlan& p, const TrainerReport& report,
+                          const std::string& report_path, bool seed_overridden, RunRecord& rec) {
+  const SmokeConfig& c = l.c;
   MachineOptions m;
   m.device = c.device;
-  m.repo_path = config_dir;
-  m.env = env;
+  m.repo_path = l.config_dir;
+  m.env = p.train_env;
   m.use_env = true;
   m.threads_pinned = true;  // the trainer's contract pins them (expected_contract), read back in its report
   rec.fingerprint = machine_fingerprint(m);
-  for (const auto& [k, v] : t.env) rec.fingerprint["trainer.env." + k] = {v, true};
-  rec.fingerprint["trainer.command"] = {join_args(t.command), false};
+  for (const auto& [k, v] : c.trainer.env) rec.fingerprint["trainer.env." + k] = {v, true};
+  rec.fingerprint["trainer.command"] = {join_args(c.trainer.command), false};
   // The rest of what the trainer was handed (the numerics variables are env.*).
-  rec.fingerprint["trainer.env.PYTHONHASHSEED"] = {env.at("PYTHONHASHSEED"), true};
-  rec.fingerprint["trainer.env.PYTHONPATH"] = {env.at("PYTHONPATH"), false};
-  add_trainer_facts(report, report_dir + "/" + kTrainerReportFile, rec);
-  apply_package_relevance(t, rec.fingerprint);
-  if (multi) {
-    rec.contract["distributed.world_size"] = std::to_string(world);
+  rec.fingerprint["trainer.env.PYTHONHASHSEED"] = {p.train_env.at("PYTHONHASHSEED"), true};
+  rec.fingerprint["trainer.env.PYTHONPATH"] = {p.train_env.at("PYTHONPATH"), false};
+  add_trainer_facts(report, report_path, rec);
+  apply_package_relevance(c.trainer, rec.fingerprint);
+  if (l.multi) {
+    rec.contract["distributed.world_size"] = std::to_string(l.world);
     rec.contract["distributed.backend"] = c.distributed.backend;
   }
   rec.fingerprint["config.values_xxh3"] = {c.values_hash, false, true};
   rec.config = c.values_fields;
   rec.smoke = c.name;
   rec.config_hash = c.config_hash;
-  rec.seed = seed;
-  rec.seed_overridden = overridden;
+  rec.seed = l.seed;
+  rec.seed_overridden = seed_overridden;
   rec.device = c.device;
   rec.platform = platform_key(rec.fingerprint);
   rec.steps = c.steps;
+}
 
+}  // namespace
+
+TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
+  const TrainerConfig& t = c.trainer;
+  if (!c.has_trainer()) throw BadUsage(c.file + ": no trainer section");
+  const std::pair<uint64_t, bool> seed = base_seed(c, o.seed.empty() ? nullptr : o.seed.c_str());
+  const bool stopping = o.stop_after > 0, resuming = !o.resume.empty();
+  if ((stopping || resuming) && t.resume_stop.empty())
+    throw BadInput(c.file, "trainer.resume", "a resume section (how the command stops at a checkpoint and continues)");
+  if (!o.train && !t.has_data_pass())
+    throw BadUsage(c.file + ": `lockstep probe` runs the data-only pass, and this trainer has none (it writes no "
+                   "batch probes: trainer.probes)");
+  // The resumed run starts from what the stopped run recorded.
+  ResumePoint resume = resuming ? read_resume_point(c, o.resume, seed.first) : ResumePoint{{}, o.stop_after};
+  TrainerLayout l{c};
+  l.seed = seed.first;
+  l.work = fs::absolute(o.work_dir).lexically_normal().string();
+  l.data_dir = data_dir();
+  l.config_dir = fs::absolute(c.file).parent_path().lexically_normal().string();
+  l.checkpoint = stopping ? fs::absolute(o.checkpoint).string() : resuming ? fs::absolute(o.resume).string() : "";
+  l.resume_at = resume.at;
+  l.multi = c.distributed.configured;
+  l.world = l.multi ? c.distributed.world_size : 1;
+  l.worker_counts = t.workers.empty() ? std::vector<int>{-1} : t.workers;
+
+  TrainerRun result;
+  RunRecord& rec = result.record;
+  PassPlan plan = plan_passes(l, o, stopping, resuming);
+  run_passes(c, plan.passes, l.multi);
+  auto [report, report_path] = check_reports(l, plan, o.train);
+  if (!plan.data_outs.empty()) rec.probes = read_data_probes(l, plan);
+  else if (!t.has_data_pass() && o.train) result.notes.push_back(missing_data_pass_note(c));
+  if (o.train) {
+    const int64_t first = resuming ? resume.at : 0, end = stopping ? resume.at : c.steps;
+    TrainedOutputs out;
+    read_metrics_of_ranks(l, plan, first, end, out, result.notes);
+    read_trained_batches_and_trace(l, plan, first, end, out, result.notes);
+    if (resuming) merge_with_stopped_run(resume, partial_path(o.resume), c.trace.steps, out);
+    if (!stopping)
+      for (auto& [name, s] : out.series) compact_steps(s);
+    rec.series = std::move(out.series);
+    rec.train_probes = std::move(out.train_probes);
+    rec.module_trace = std::move(out.trace);
+  }
+  stamp_trainer_record(l, plan, report, report_path, seed.second, rec);
   if (stopping) {
-    write_run_record(partial_path(checkpoint), rec);
+    write_run_record(partial_path(l.checkpoint), rec);
     // Its hash beside it: an edited or damaged partial record is refused on resume.
-    write_file_atomically(partial_path(checkpoint) + ".xxh3", file_xxh3(partial_path(checkpoint)) + "\n");
+    write_file_atomically(partial_path(l.checkpoint) + ".xxh3", file_xxh3(partial_path(l.checkpoint)) + "\n");
     result.stopped_at_checkpoint = true;
   }
   return result;
