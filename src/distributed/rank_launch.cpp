@@ -143,32 +143,18 @@ std::string node_label(const RankLaunch& l) {
                   ")");
 }
 
-}  // namespace
-
-std::vector<std::string> run_ranks(const RankLaunch& l) {
-  // Said once, as what it is, rather than as W ranks that could not start.
-  if (::access(l.executable.c_str(), X_OK) != 0) {
-    int err = errno;
-    throw EnvironmentError("the ranks of " + l.smoke + " run in " + l.executable + ", which cannot be started: " +
-                           std::strerror(err) + " (install lockstep-torch beside lockstep; a build configured with "
-                           "LOCKSTEP_WITH_TORCH=OFF has none)");
-  }
-  // Two runs with one record path would share (and remove) one rendezvous.
-  DirectoryLock lock(l.rendezvous + ".lock", /*wait=*/true, [&](int pid) {
-    throw EnvironmentError(l.rendezvous + ": another `lockstep run` with this record path is running" +
-                           (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) +
-                           "; give one of them another --out");
-  });
-  fresh_rendezvous(l.rendezvous);
+// One process per rank of this node: `executable args rank_args[r] --out
+// <rendezvous>/rank-<r>.json --quiet --rank r --rendezvous DIR` (with
+// --nnodes and --master on several machines), logs in the rendezvous folder.
+std::vector<ProcessSpec> rank_specs(const RankLaunch& l, const std::vector<std::string>& records) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
   std::string cwd = fs::current_path().string();
   std::vector<ProcessSpec> specs;
-  std::vector<std::string> records;
-  for (int r = 0; r < l.world_size; ++r) records.push_back(l.rendezvous + "/rank-" + std::to_string(r) + ".json");
   for (int i = 0; i < local_ranks(l); ++i) {
     int r = first_rank(l) + i;
     ProcessSpec p;
+    p.what = "lockstep-torch (rank " + std::to_string(r) + ")";
     p.argv = {l.executable};
     p.argv.insert(p.argv.end(), l.args.begin(), l.args.end());
     if (static_cast<size_t>(r) < l.rank_args.size())
@@ -187,26 +173,12 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
     p.timeout_s = l.timeout_s;
     specs.push_back(std::move(p));
   }
-  std::vector<ProcessOutcome> out =
-      run_processes(specs, /*stop_all_on_failure=*/true, std::chrono::milliseconds(l.peer_grace_ms));
+  return specs;
+}
 
-  int culprit = -1;  // index into out (local)
-  bool timed_out = false;
-  for (int i = 0; i < local_ranks(l); ++i) {
-    const ProcessOutcome& o = out[static_cast<size_t>(i)];
-    if (o.ok() || o.stopped_for_peer) continue;
-    if (o.timed_out) {
-      timed_out = true;
-      continue;
-    }
-    if (culprit < 0 || blame_order(o) < blame_order(out[static_cast<size_t>(culprit)])) culprit = i;
-  }
-  // A signal or a rank's own error explains a run better than the deadline.
-  if (culprit < 0 && timed_out) throw_timeout(l);
-  if (culprit < 0) return l.node_rank == 0 ? records : std::vector<std::string>{};
-
-  const ProcessOutcome& o = out[static_cast<size_t>(culprit)];
-  culprit += first_rank(l);
+// The one verdict for a run whose rank `culprit` (global) failed on its
+// own (see the header's order): a signal, its error by class, or another exit.
+[[noreturn]] void throw_rank_failure(const RankLaunch& l, int culprit, const ProcessOutcome& o) {
   std::string who = "rank " + std::to_string(culprit) + " of " + std::to_string(l.world_size) + node_label(l);
   if (o.signal != 0) {
     ProgressMark mark = read_rank_progress(l.rendezvous, culprit);
@@ -234,6 +206,45 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
   if (o.exit_status == 2 || o.exit_status == 3)
     throw Error(static_cast<ExitCode>(o.exit_status), who + ": " + reason);
   throw Error(ExitCode::kEnvironment, who + " " + o.describe(l.timeout_s) + ": " + reason);
+}
+
+}  // namespace
+
+std::vector<std::string> run_ranks(const RankLaunch& l) {
+  // Said once, as what it is, rather than as W ranks that could not start.
+  if (::access(l.executable.c_str(), X_OK) != 0) {
+    int err = errno;
+    throw EnvironmentError("the ranks of " + l.smoke + " run in " + l.executable + ", which cannot be started: " +
+                           std::strerror(err) + " (install lockstep-torch beside lockstep; a build configured with "
+                           "LOCKSTEP_WITH_TORCH=OFF has none)");
+  }
+  // Two runs with one record path would share (and remove) one rendezvous.
+  DirectoryLock lock(l.rendezvous + ".lock", /*wait=*/true, [&](int pid) {
+    throw EnvironmentError(l.rendezvous + ": another `lockstep run` with this record path is running" +
+                           (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) +
+                           "; give one of them another --out");
+  });
+  fresh_rendezvous(l.rendezvous);
+  std::vector<std::string> records;
+  for (int r = 0; r < l.world_size; ++r) records.push_back(l.rendezvous + "/rank-" + std::to_string(r) + ".json");
+  std::vector<ProcessOutcome> out =
+      run_processes(rank_specs(l, records), /*stop_all_on_failure=*/true, std::chrono::milliseconds(l.peer_grace_ms));
+
+  int culprit = -1;  // index into out (local)
+  bool timed_out = false;
+  for (int i = 0; i < local_ranks(l); ++i) {
+    const ProcessOutcome& o = out[static_cast<size_t>(i)];
+    if (o.ok() || o.stopped_for_peer) continue;
+    if (o.timed_out) {
+      timed_out = true;
+      continue;
+    }
+    if (culprit < 0 || blame_order(o) < blame_order(out[static_cast<size_t>(culprit)])) culprit = i;
+  }
+  // A signal or a rank's own error explains a run better than the deadline.
+  if (culprit < 0 && timed_out) throw_timeout(l);
+  if (culprit < 0) return l.node_rank == 0 ? records : std::vector<std::string>{};
+  throw_rank_failure(l, first_rank(l) + culprit, out[static_cast<size_t>(culprit)]);
 }
 
 }  // namespace lockstep
