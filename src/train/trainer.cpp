@@ -21,12 +21,11 @@
 #include "env/cuda_preflight.h"
 #include "torch_compat.h"
 #include "train/checkpoint.h"
+#include "train/step_sync.h"
 
 namespace lockstep {
 
 namespace {
-
-using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
 double l2(const torch::Tensor& t) { return t.detach().to(torch::kFloat64).norm().item<double>(); }
 
@@ -127,340 +126,202 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-// ---- multi-rank (spec/distributed_spec.h) ----------------------------------
-
-// XXH3-64 of each tensor's bytes, as int64 [P] for an all-gather.
-torch::Tensor per_tensor_hashes(const NamedTensors& named) {
-  torch::Tensor out = torch::empty({static_cast<int64_t>(named.size())}, torch::kInt64);
-  int64_t* h = out.data_ptr<int64_t>();
-  for (size_t i = 0; i < named.size(); ++i) {
-    torch::Tensor c = named[i].second.detach().to(torch::kCPU).contiguous();
-    h[i] = static_cast<int64_t>(xxh3_64(c.data_ptr(), c.nbytes()));
-  }
-  return out;
-}
-
-// In the all-gathered [W, P] hashes: the reference rank (the one the most
-// ranks agree with, the lowest on a tie: rank 0 of two), the first other
-// rank that differs from it, its first differing parameter and how many
-// differ; rank -1 when every rank agrees. Every rank computes the same.
-struct Disagreement {
-  int rank = -1;
-  int reference = 0;
-  int64_t param = -1;
-  int64_t count = 0;
+// Where a run is: the next step to train, its epoch, and the batches of
+// that epoch already trained before a checkpoint.
+struct TrainPosition {
+  int64_t step = 0;
+  uint64_t epoch = 0;
+  int64_t skip = 0;
 };
-Disagreement first_disagreement(const torch::Tensor& all) {
-  const int64_t world = all.size(0), n = all.size(1);
-  const int64_t* h = all.data_ptr<int64_t>();
-  auto same = [&](int64_t a, int64_t b) { return std::equal(h + a * n, h + a * n + n, h + b * n); };
-  int64_t ref = 0, best = -1;
-  for (int64_t a = 0; a < world; ++a) {
-    int64_t agree = 0;
-    for (int64_t b = 0; b < world; ++b) agree += same(a, b) ? 1 : 0;
-    if (agree > best) best = agree, ref = a;
-  }
-  for (int64_t r = 0; r < world; ++r) {
-    if (r == ref || same(r, ref)) continue;
-    Disagreement d{static_cast<int>(r), static_cast<int>(ref), -1, 0};
-    for (int64_t p = 0; p < n; ++p)
-      if (h[r * n + p] != h[ref * n + p]) {
-        if (d.param < 0) d.param = p;
-        ++d.count;
-      }
-    return d;
-  }
-  return {};
+
+torch::Device train_device(const TrainSpec& spec) {
+  if (spec.device != "cuda") return torch::Device(torch::kCPU);
+  // `run` has already explained an unusable CUDA; gather the reason only
+  // when this safety net actually fires (it queries the driver again).
+  if (!torch::cuda::is_available())
+    throw EnvironmentError("device: cuda was asked for, but CUDA is not usable: " + cuda_unusable_reason() +
+                           " (lockstep never falls back to the CPU)");
+  return torch::Device(torch::kCUDA, 0);
 }
 
-// The self-test faults that act on the rank itself.
-void act_out(const RankFault& f, const char* fault, int rank, int64_t step) {
-  if (f.rank != rank || f.step != step || f.fault != fault) return;
-  if (f.fault == "kill") std::raise(SIGKILL);
-  if (f.fault == "hang")
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // the coordinator's timeout ends it
+// Continues from spec.resume.resume_from: the checkpoint must be this
+// rank's (of one world size), of this contract, config and seed, and
+// before the last step; every rank of one checkpoint resumed at one step
+// into one model. Its series, init statistics, trained batches, step times
+// and module trace become the run's so far.
+TrainPosition resume_from_checkpoint(const TrainSpec& spec, uint64_t seed, torch::nn::Module& model,
+                                     torch::optim::Optimizer& optimizer, StepSync& sync, const NamedTensors& params,
+                                     ModuleTracer& tracer, TrainResult& r) {
+  const std::string& f = spec.resume.resume_from;
+  CheckpointState st = load_checkpoint(f, model, optimizer, spec.device == "cuda", spec.resume.restore_generators);
+  int rank = sync.rank(), world = sync.world_size();
+  if (st.rank != rank || st.world_size != world)
+    throw BadInput(f, "rank", (rank >= 0 ? "rank " + std::to_string(rank) + " of " + std::to_string(world)
+                                         : std::string("a single process's checkpoint")) +
+                                  ", got " + (st.rank < 0 ? std::string("a single process's checkpoint")
+                                                          : "rank " + std::to_string(st.rank) + " of " +
+                                                                std::to_string(st.world_size)));
+  require_resume_contract(f, spec.contract, st.contract, "this run's");
+  if (st.config_hash != spec.config_hash)
+    throw BadInput(f, "config_hash", spec.config_hash + " (this smoke config's), got " + st.config_hash +
+                                         ": the checkpoint was written from another config");
+  if (st.seed != seed) throw BadInput(f, "seed", std::to_string(seed) + ", got " + std::to_string(st.seed));
+  if (st.step >= spec.steps)
+    throw BadInput(f, "step", "fewer than the " + std::to_string(spec.steps) + " steps configured, got " +
+                                  std::to_string(st.step));
+  for (auto& [name, s] : st.series) r.series[name] = std::move(s);
+  r.init = std::move(st.init);
+  r.train_probes = std::move(st.train_probes);
+  r.resources.step_time_s = std::move(st.step_time_s);
+  tracer.resume(std::move(st.module_trace));
+  sync.check_resumed_step(st.step, f);
+  sync.check_start(params, "the ranks resumed from checkpoints that differ",
+                   "every rank must resume from its own file of one multi-rank checkpoint");
+  return {st.step, st.epoch, st.batch_in_epoch};
 }
 
-// 0: finite; 1: the loss is not; 2 + i: parameter i's gradient is not.
-double nonfinite_code(double loss, const NamedTensors& params) {
-  if (!std::isfinite(loss)) return 1;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const torch::Tensor& g = params[i].second.grad();
-    if (g.defined() && !torch::isfinite(g).all().item<bool>()) return 2 + static_cast<double>(i);
+// The parts of a run one step uses.
+struct StepParts {
+  const TrainSpec& spec;
+  torch::Device device;
+  SmokeModel& model;
+  torch::optim::Optimizer& optimizer;
+  const NamedTensors& params;
+  ModuleTracer& tracer;
+  StepSync& sync;
+  NondeterminismInjector* inject;
+};
+
+// Records what a step leaves after backward (the loss, each gradient's
+// norm, the learning rate) and after the update (the parameter norm).
+void record_gradients(const NamedTensors& params, double lr, TrainResult& r) {
+  double total = 0;
+  for (const auto& [name, p] : params) {
+    double n = p.grad().defined() ? l2(p.grad()) : 0.0;
+    r.series["grad_norm/" + name].values.push_back(n);
+    total += n * n;
   }
-  return 0;
+  r.series["grad_norm"].values.push_back(std::sqrt(total));
+  r.series["lr"].values.push_back(lr);
+}
+void record_parameters(const NamedTensors& params, TrainResult& r) {
+  double pn = 0;
+  for (const auto& [name, p] : params) {
+    double n = l2(p);
+    pn += n * n;
+  }
+  r.series["param_norm"].values.push_back(std::sqrt(pn));
 }
 
-// Each step, before the update: every rank's loss and non-finite code,
-// all-gathered; the global loss; a non-finite value anywhere stops the run.
-// Then the gradients, one float32 bucket in registration order, summed
-// and divided by the world size (the skip_allreduce self-test keeps its own).
-double reduce_step(RankGroup& g, const RankFault& fault, int64_t step, float local_loss, const NamedTensors& params,
-                   std::map<std::string, Series>& series) {
-  const int world = g.world_size();
-  torch::Tensor mine = torch::tensor({static_cast<double>(local_loss), nonfinite_code(local_loss, params)},
-                                     torch::kFloat64);
-  torch::Tensor all = g.allgather(mine, "the losses of step " + std::to_string(step));
-  const double* a = all.data_ptr<double>();
-  double sum = 0;
-  for (int r = 0; r < world; ++r) {
-    double code = a[2 * r + 1];
-    if (code != 0) {
-      std::string what = code == 1 ? "its loss is " + std::to_string(a[2 * r])
-                                   : "the gradient of " + params[static_cast<size_t>(code - 2)].first +
-                                         " holds NaN or Inf";
-      throw Error(ExitCode::kRegression,
-                  "step " + std::to_string(step) + ": rank " + std::to_string(r) + " of " + std::to_string(world) +
-                      ": " + what + "; every rank stopped before the update (a non-finite value on one rank "
-                      "usually comes from its data shard or its seed)");
-    }
-    series["rank" + std::to_string(r) + "/loss"].values.push_back(a[2 * r]);
-    sum += a[2 * r];
-  }
-  std::vector<torch::Tensor> flat;
-  for (const auto& [name, p] : params)
-    flat.push_back(p.grad().defined() ? p.grad().detach().reshape({-1}).to(torch::kFloat32)
-                                      : torch::zeros({p.numel()}, torch::kFloat32));
-  torch::Tensor bucket = torch::cat(flat);
-  g.allreduce_sum(bucket, "the gradients of step " + std::to_string(step));
-  bool skip = fault.fault == "skip_allreduce" && fault.rank == g.rank() && fault.step == step;
-  if (!skip) {
-    bucket.div_(static_cast<double>(world));
-    int64_t at = 0;
-    for (const auto& [name, p] : params) {
-      int64_t n = p.numel();
-      if (p.grad().defined()) p.grad().copy_(bucket.narrow(0, at, n).view_as(p.grad()));
-      at += n;
-    }
-  }
-  return static_cast<double>(static_cast<float>(sum / world));
+// One optimiser step on `batch`, recorded into `r`.
+void train_step(StepParts& s, int64_t step, SmokeBatch& batch, TrainResult& r) {
+  auto t0 = std::chrono::steady_clock::now();
+  r.train_probes.push_back(probe_batch(step, batch.inputs, batch.labels, batch.indices));
+  double lr = s.spec.optimizer.schedule.at(step);
+  set_lr(s.optimizer, lr);
+  s.sync.before_forward(step, s.model);
+  torch::Tensor x = batch.inputs.to(s.device), y = batch.labels.to(s.device);
+  compat::zero_grad(s.optimizer);
+  s.tracer.begin_step(step);
+  torch::Tensor loss = torch::nn::functional::cross_entropy(s.model.forward(x), y);
+  if (s.inject) loss = loss * s.inject->factor();
+  loss = s.sync.shape_loss(step, loss);
+  loss.backward();
+  r.series["loss"].values.push_back(s.sync.after_backward(step, loss.item<float>(), s.params, r.series));
+  record_gradients(s.params, lr, r);
+  s.optimizer.step();
+  record_parameters(s.params, r);
+  s.sync.after_update(step, s.params);
+  r.resources.step_time_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
-// Buffers (BatchNorm running statistics) are updated by each rank's own
-// forward: rank 0's are broadcast to every rank before each forward and
-// once after the last step, as DistributedDataParallel does with
-// broadcast_buffers=True (its default).
-void broadcast_buffers(RankGroup& g, torch::nn::Module& model, int64_t step) {
-  torch::NoGradGuard no_grad;
-  for (auto& b : model.named_buffers()) {
-    torch::Tensor t = b.value();
-    if (!t.is_contiguous()) continue;  // never for the built-in models' buffers
-    g.broadcast_from_rank0(t, "buffer " + b.key() + (step < 0 ? std::string(" after training")
-                                                             : " before step " + std::to_string(step)));
-  }
-}
-
-// After the update: every rank's parameters must equal rank 0's.
-// Before step 0 (step -1), `when` names the moment and `why` the rule.
-void check_parameters_agree(RankGroup& g, int64_t step, const NamedTensors& params, const char* when,
-                            const char* why = "") {
-  torch::Tensor all = g.allgather(per_tensor_hashes(params), "the parameter hashes of step " + std::to_string(step));
-  Disagreement d = first_disagreement(all);
-  if (d.rank < 0) return;
-  std::string where = step < 0 ? std::string(when) : "ranks desynchronised at step " + std::to_string(step);
-  throw Error(ExitCode::kRegression,
-              where + ": rank " + std::to_string(d.rank) + "'s parameter " + params[static_cast<size_t>(d.param)].first +
-                  " differs from rank " + std::to_string(d.reference) + "'s (" + std::to_string(d.count) + " of " + std::to_string(params.size()) +
-                  " parameters differ" +
-                  (step < 0 ? "; " + std::string(why) + ")"
-                            : "; every rank applies the gradients of one all-reduce, so a rank that skips or "
-                              "reorders it, or reads other data into the update, diverges here)"));
+// The module self-test's step ran in this process (not in the half before
+// a checkpoint) and nothing was perturbed: no such module, or no gradient
+// flows out of it (exit 2 saying which).
+void require_self_test_fired(const TrainSpec& spec, const ModuleTracer& tracer, int64_t first_step, int64_t step) {
+  if (spec.trace.self_test_module.empty() || tracer.self_test_fired() || first_step > spec.trace.self_test_step ||
+      step <= spec.trace.self_test_step)
+    return;
+  std::string known;
+  std::vector<std::string> names(tracer.modules().begin(), tracer.modules().end());
+  for (const auto& m : names) known += (known.empty() ? "" : ", ") + m;
+  std::string where = (spec.config_file.empty() ? std::string() : spec.config_file + ": ") +
+                      "trace.self_test.module: '" + spec.trace.self_test_module + "' ";
+  // Traced, but its backward entry never comes: nothing flows out of it.
+  if (std::find(names.begin(), names.end(), spec.trace.self_test_module) != names.end())
+    throw BadUsage(where + "has no backward entry to perturb: no gradient flows out of it to its input (the "
+                   "first module of the model reads the data, which needs none); perturb it in phase \"forward\", "
+                   "or a later module in phase \"backward\" (traced: " + known + ")");
+  std::string hint = closest_spelling(spec.trace.self_test_module, names);
+  throw BadUsage(where + "is not a traced module of model " + spec.model.name +
+                 (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)") + " (traced: " +
+                 (known.empty() ? "none" : known) + "); the self-test would never fire");
 }
 
 }  // namespace
 
 TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t seed) {
-  torch::Device device(torch::kCPU);
-  bool cuda = spec.device == "cuda";
-  if (cuda) {
-    // `run` has already explained an unusable CUDA; gather the reason only
-    // when this safety net actually fires (it queries the driver again).
-    if (!torch::cuda::is_available())
-      throw EnvironmentError("device: cuda was asked for, but CUDA is not usable: " + cuda_unusable_reason() +
-                             " (lockstep never falls back to the CPU)");
-    device = torch::Device(torch::kCUDA, 0);
-  }
-
+  const torch::Device device = train_device(spec);
+  const bool cuda = spec.device == "cuda";
+  std::unique_ptr<StepSync> sync = make_step_sync(spec);
   TrainResult r;
   auto model = make_model(spec.model, spec.sample_shape, spec.classes);
   if (spec.model.name != "torchscript") init_parameters(*model, seed);  // a user module keeps its weights
   for (const auto& p : model->named_parameters()) r.init[p.key()] = init_stats(p.value());
   model->to(device);
   model->train();
-  RankGroup* group = spec.group;
   // Dropout draws from the default generator: seed it from its own stream
   // (per rank in a multi-rank run, like augmentation).
-  torch::manual_seed(group ? derive_seed(seed, "dropout", {static_cast<uint64_t>(group->rank())})
-                           : derive_seed(seed, "dropout"));
-
+  torch::manual_seed(sync->dropout_seed(seed));
   NamedTensors params;
   for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
-  if (group) check_parameters_agree(*group, -1, params, "initialisation differs across ranks",
-                                    "every rank must initialise from the same seed");
+  sync->check_start(params, "initialisation differs across ranks", "every rank must initialise from the same seed");
   auto optimizer = make_optimizer(spec.optimizer, model->parameters());
   ModuleTracer tracer(spec.trace);
   if (spec.trace.steps > 0) model->set_tracer(&tracer);
   std::unique_ptr<NondeterminismInjector> inject;
   if (spec.inject_nondeterminism == "index_put_accumulate")
     inject = std::make_unique<NondeterminismInjector>(seed, device);
-
-  auto& loss_s = r.series["loss"];
-  loss_s.dtype = Series::Dtype::kFloat32;
-  r.series["grad_norm"];
-  r.series["param_norm"];
-  r.series["lr"];
+  r.series["loss"].dtype = Series::Dtype::kFloat32;
+  for (const char* name : {"grad_norm", "param_norm", "lr"}) r.series[name];
   for (const auto& p : params) r.series["grad_norm/" + p.first];
-  for (int k = 0; group && k < group->world_size(); ++k)
-    r.series["rank" + std::to_string(k) + "/loss"].dtype = Series::Dtype::kFloat32;
+  sync->add_series(r.series);
 
-  int64_t step = 0;
-  uint64_t epoch = 0;
-  int64_t skip = 0;  // batches of the first epoch already trained before a resume
-  if (!spec.resume.resume_from.empty()) {
-    CheckpointState st = load_checkpoint(spec.resume.resume_from, *model, *optimizer, cuda,
-                                         spec.resume.restore_generators);
-    const std::string& f = spec.resume.resume_from;
-    int rank = group ? group->rank() : -1, world = group ? group->world_size() : 1;
-    if (st.rank != rank || st.world_size != world)
-      throw BadInput(f, "rank", (group ? "rank " + std::to_string(rank) + " of " + std::to_string(world)
-                                       : std::string("a single process's checkpoint")) +
-                                    ", got " + (st.rank < 0 ? std::string("a single process's checkpoint")
-                                                            : "rank " + std::to_string(st.rank) + " of " +
-                                                                  std::to_string(st.world_size)));
-    require_resume_contract(f, spec.contract, st.contract, "this run's");
-    if (st.config_hash != spec.config_hash)
-      throw BadInput(f, "config_hash", spec.config_hash + " (this smoke config's), got " + st.config_hash +
-                                           ": the checkpoint was written from another config");
-    if (st.seed != seed)
-      throw BadInput(f, "seed", std::to_string(seed) + ", got " + std::to_string(st.seed));
-    if (st.step >= spec.steps)
-      throw BadInput(f, "step", "fewer than the " + std::to_string(spec.steps) + " steps configured, got " +
-                                    std::to_string(st.step));
-    for (auto& [name, s] : st.series) r.series[name] = std::move(s);
-    r.init = std::move(st.init);
-    r.train_probes = std::move(st.train_probes);
-    r.resources.step_time_s = std::move(st.step_time_s);
-    tracer.resume(std::move(st.module_trace));
-    step = st.step;
-    epoch = st.epoch;
-    skip = st.batch_in_epoch;
-    // Every rank resumed from its own file: they must be of one step and
-    // hold one model.
-    if (group) {
-      torch::Tensor steps = group->allgather(torch::tensor({st.step}, torch::kInt64), "the resumed steps");
-      for (int k = 0; k < group->world_size(); ++k)
-        if (int64_t other = steps[k].item<int64_t>(); other != st.step)
-          throw BadInput(f, "step", std::to_string(other) + " as rank " + std::to_string(k) +
-                                        "'s checkpoint (the ranks of one checkpoint stopped at one step), got " +
-                                        std::to_string(st.step));
-    }
-    if (group) check_parameters_agree(*group, -1, params, "the ranks resumed from checkpoints that differ",
-                                      "every rank must resume from its own file of one multi-rank checkpoint");
-  }
-
+  TrainPosition at;
+  if (!spec.resume.resume_from.empty())
+    at = resume_from_checkpoint(spec, seed, *model, *optimizer, *sync, params, tracer, r);
+  StepParts parts{spec, device, *model, *optimizer, params, tracer, *sync, inject.get()};
   bool stopped = false;
-  const int64_t first_step = step;  // > 0 in a resumed run
-  for (; step < spec.steps && !stopped; ++epoch, skip = 0) {
-    int64_t before = step;
-    loader.run_epoch(epoch, [&](int64_t k, SmokeBatch& batch) {
-      if (k < skip) return true;  // consumed before the checkpoint
-      auto t0 = std::chrono::steady_clock::now();
-      r.train_probes.push_back(probe_batch(step, batch.inputs, batch.labels, batch.indices));
-      double lr = spec.optimizer.schedule.at(step);
-      set_lr(*optimizer, lr);
-      if (group) {
-        act_out(spec.fault, "hang", group->rank(), step);  // last seen at the previous step
-        if (spec.progress) spec.progress->mark(step, RankPhase::kBroadcast);
-      }
-      auto c0 = std::chrono::steady_clock::now();
-      if (group) broadcast_buffers(*group, *model, step);
-      r.collective_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-      if (group) {
-        if (spec.progress) spec.progress->mark(step, RankPhase::kCompute);
-        act_out(spec.fault, "kill", group->rank(), step);
-      }
-      torch::Tensor x = batch.inputs.to(device), y = batch.labels.to(device);
-      compat::zero_grad(*optimizer);
-      tracer.begin_step(step);
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
-      if (inject) loss = loss * inject->factor();
-      if (group && spec.fault.fault == "nan_loss" && spec.fault.rank == group->rank() && spec.fault.step == step)
-        loss = loss * std::numeric_limits<float>::quiet_NaN();
-      loss.backward();
-
-      if (group) {
-        if (spec.progress) spec.progress->mark(step, RankPhase::kCollectives);
-        auto c1 = std::chrono::steady_clock::now();
-        loss_s.values.push_back(reduce_step(*group, spec.fault, step, loss.item<float>(), params, r.series));
-        r.collective_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c1).count();
-      } else {
-        loss_s.values.push_back(static_cast<double>(loss.item<float>()));
-      }
-      double total = 0;
-      for (const auto& [name, p] : params) {
-        double n = p.grad().defined() ? l2(p.grad()) : 0.0;
-        r.series["grad_norm/" + name].values.push_back(n);
-        total += n * n;
-      }
-      r.series["grad_norm"].values.push_back(std::sqrt(total));
-      r.series["lr"].values.push_back(lr);
-
-      optimizer->step();
-      double pn = 0;
-      for (const auto& [name, p] : params) {
-        double n = l2(p);
-        pn += n * n;
-      }
-      r.series["param_norm"].values.push_back(std::sqrt(pn));
-      if (group) {
-        auto c2 = std::chrono::steady_clock::now();
-        check_parameters_agree(*group, step, params, "");
-        r.collective_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - c2).count();
-        if (spec.progress) spec.progress->mark(step, RankPhase::kUpdated);
-      }
-      r.resources.step_time_s.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      ++step;
-      if (step == spec.resume.stop_after && step < spec.steps) {
+  const int64_t first_step = at.step;  // > 0 in a resumed run
+  for (; at.step < spec.steps && !stopped; ++at.epoch, at.skip = 0) {
+    int64_t before = at.step;
+    loader.run_epoch(at.epoch, [&](int64_t k, SmokeBatch& batch) {
+      if (k < at.skip) return true;  // consumed before the checkpoint
+      train_step(parts, at.step, batch, r);
+      ++at.step;
+      if (at.step == spec.resume.stop_after && at.step < spec.steps) {
         // The next batch: k + 1 of this epoch, or batch 0 of the next one.
         bool epoch_done = k + 1 == loader.batches_per_epoch();
         model->set_tracer(nullptr);
-        CheckpointState st{spec.config_hash, seed, step, epoch + (epoch_done ? 1 : 0), epoch_done ? 0 : k + 1,
+        CheckpointState st{spec.config_hash, seed, at.step, at.epoch + (epoch_done ? 1 : 0), epoch_done ? 0 : k + 1,
                            r.series, r.init, r.train_probes, r.resources.step_time_s, tracer.take(),
-                           spec.contract, group ? group->rank() : -1, group ? group->world_size() : 1};
+                           spec.contract, sync->rank(), sync->world_size()};
         save_checkpoint(spec.resume.checkpoint_out, st, *model, *optimizer, cuda);
         stopped = true;
         return false;
       }
-      return step < spec.steps;
+      return at.step < spec.steps;
     });
-    if (step == before && skip == 0)
-      throw BadUsage("the data yields no batch in epoch " + std::to_string(epoch) +
+    if (at.step == before && at.skip == 0)
+      throw BadUsage("the data yields no batch in epoch " + std::to_string(at.epoch) +
                      " (fewer samples than data.batch_size with drop_last?)");
   }
-  r.steps_done = step;
+  r.steps_done = at.step;
   model->set_tracer(nullptr);
-  // The self-test's step ran in this process (not in the half before a
-  // checkpoint) and nothing was perturbed: no such module.
-  if (!spec.trace.self_test_module.empty() && !tracer.self_test_fired() && first_step <= spec.trace.self_test_step &&
-      step > spec.trace.self_test_step) {
-    std::string known;
-    std::vector<std::string> names(tracer.modules().begin(), tracer.modules().end());
-    for (const auto& m : names) known += (known.empty() ? "" : ", ") + m;
-    std::string where = (spec.config_file.empty() ? std::string() : spec.config_file + ": ") +
-                        "trace.self_test.module: '" + spec.trace.self_test_module + "' ";
-    // Traced, but its backward entry never comes: nothing flows out of it.
-    if (std::find(names.begin(), names.end(), spec.trace.self_test_module) != names.end())
-      throw BadUsage(where + "has no backward entry to perturb: no gradient flows out of it to its input (the "
-                     "first module of the model reads the data, which needs none); perturb it in phase \"forward\", "
-                     "or a later module in phase \"backward\" (traced: " + known + ")");
-    std::string hint = closest_spelling(spec.trace.self_test_module, names);
-    throw BadUsage(where + "is not a traced module of model " + spec.model.name +
-                   (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)") + " (traced: " +
-                   (known.empty() ? "none" : known) + "); the self-test would never fire");
-  }
+  require_self_test_fired(spec, tracer, first_step, at.step);
   if (spec.trace.steps > 0) r.module_trace = tracer.take();
-  if (group) broadcast_buffers(*group, *model, -1);
+  sync->finish(*model);
+  r.collective_s = sync->collective_s();
 
   NamedTensors state = params;
   for (const auto& b : model->named_buffers()) state.emplace_back("buffer:" + b.key(), b.value());
