@@ -96,71 +96,66 @@ std::string data_label(const SmokeConfig& cfg) {
   return cfg.data.source == "synthetic" ? "synthetic " + cfg.data.synthetic_kind : cfg.data.path;
 }
 
-}  // namespace
-
-SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
-  auto [seed, overridden] = base_seed(cfg);
+// Before any work: a cuda run's driver (min_driver) and CUDA itself.
+void preflight(const SmokeConfig& cfg) {
   preflight_driver(cfg);
   if (cfg.device == "cuda")
     if (std::string why = cuda_unusable_reason(); !why.empty())
       throw EnvironmentError(cfg.file + ": device is \"cuda\" but CUDA is not usable: " + why +
                              " (lockstep never falls back to the CPU)");
+}
 
-  auto contract = apply_determinism_contract({cfg.mode, cfg.intra_op_threads, cfg.inter_op_threads});
-  // Safety net: anything that still draws from the global generator gets a
-  // seeded one. lockstep's own code never does.
-  torch::manual_seed(derive_seed(seed, "global"));
-
-  // A rank process joins its group before any data work: a rank that
-  // cannot start shows as a failed rendezvous, not a hang.
+// A rank process's place in its run: its progress file and its group.
+struct RankSetup {
   std::unique_ptr<RankProgress> progress;
   std::unique_ptr<RankGroup> group;
-  decltype(load_table(cfg, seed)) table;
+};
+
+// A rank joins its group before any data work, so a rank that cannot
+// start shows as a failed rendezvous, not a hang. On several machines the
+// data is read first (`table`): its hash is one of the facts every node
+// must agree on before the ranks join (rank_group.h).
+RankSetup join_rank_group(const SmokeConfig& cfg, const SmokeRunOptions& o, uint64_t seed,
+                          const std::map<std::string, std::string>& contract,
+                          std::shared_ptr<const CsvTable>& table) {
   const DistributedSpec& dist = cfg.distributed;
-  if (o.rank.active()) {
-    if (dist.backend == "nccl") {
-      // The contract first (a refused NCCL_ALGO is the finding on any build).
-      std::map<std::string, std::string> env;
-      for (const char* k : {"NCCL_ALGO", "NCCL_PROTO"})
-        if (const char* v = std::getenv(k)) env[k] = v;
-      nccl_contract(cfg.mode, env);
-      throw EnvironmentError(cfg.file + ": distributed.backend \"nccl\": this lockstep runs multi-rank smokes on "
-                             "Gloo (CPU) only; NCCL is not built in");
-    }
-    progress = std::make_unique<RankProgress>(o.rank.rendezvous, o.rank.rank);
-    progress->mark(-1, RankPhase::kConnecting);
-    NodeFacts facts;
-    if (o.rank.nnodes > 1) {
-      // Several machines: each node has its own copy of the config and the
-      // data, so the data is read first and its hash is one of the facts
-      // every node must agree on before the ranks join (rank_group.h).
-      table = load_table(cfg, seed);
-      facts.file = cfg.file;
-      facts.facts = {{"smoke", cfg.name},
-                     {"world_size", std::to_string(o.rank.world_size)},
-                     {"nnodes", std::to_string(o.rank.nnodes)},
-                     {"config_hash", cfg.config_hash},
-                     {"seed", std::to_string(seed)},
-                     {"data.file_xxh3", table->file_xxh3},
-                     {"intra_op_threads", contract.count("intra_op_threads") ? contract.at("intra_op_threads") : ""},
-                     {"lockstep.version", LOCKSTEP_VERSION}};
-    }
-    // The coordinator's timeout (distributed.timeout_s) comes first; this
-    // one only keeps a rank from waiting forever if the coordinator is gone.
-    group = std::make_unique<RankGroup>(o.rank, std::chrono::seconds(dist.timeout_s + 30), progress.get(), facts);
-    progress->mark(-1, RankPhase::kDataPass);
+  if (dist.backend == "nccl") {
+    // The contract first (a refused NCCL_ALGO is the finding on any build).
+    std::map<std::string, std::string> env;
+    for (const char* k : {"NCCL_ALGO", "NCCL_PROTO"})
+      if (const char* v = std::getenv(k)) env[k] = v;
+    nccl_contract(cfg.mode, env);
+    throw EnvironmentError(cfg.file + ": distributed.backend \"nccl\": this lockstep runs multi-rank smokes on "
+                           "Gloo (CPU) only; NCCL is not built in");
   }
-
-  if (!table) table = load_table(cfg, seed);
-  LoaderSpec spec = cfg.data.loader;
-  if (o.rank.active()) {
-    spec.rank = o.rank.rank;
-    spec.world_size = o.rank.world_size;
-    spec.augment.rank = o.rank.rank;
+  RankSetup r;
+  r.progress = std::make_unique<RankProgress>(o.rank.rendezvous, o.rank.rank);
+  r.progress->mark(-1, RankPhase::kConnecting);
+  NodeFacts facts;
+  if (o.rank.nnodes > 1) {
+    table = load_table(cfg, seed);
+    facts.file = cfg.file;
+    facts.facts = {{"smoke", cfg.name},
+                   {"world_size", std::to_string(o.rank.world_size)},
+                   {"nnodes", std::to_string(o.rank.nnodes)},
+                   {"config_hash", cfg.config_hash},
+                   {"seed", std::to_string(seed)},
+                   {"data.file_xxh3", table->file_xxh3},
+                   {"intra_op_threads", contract.count("intra_op_threads") ? contract.at("intra_op_threads") : ""},
+                   {"lockstep.version", LOCKSTEP_VERSION}};
   }
+  // The coordinator's timeout (distributed.timeout_s) comes first; this
+  // one only keeps a rank from waiting forever if the coordinator is gone.
+  r.group = std::make_unique<RankGroup>(o.rank, std::chrono::seconds(dist.timeout_s + 30), r.progress.get(), facts);
+  r.progress->mark(-1, RankPhase::kDataPass);
+  return r;
+}
 
-  SmokeRun out;
-  RunRecord& rec = out.record;
+// The data-only pass: every batch of data.probe_epochs epochs, probed.
+// Exit 2 when no batch would remain, or more than data.max_batches would
+// be probed (each probe costs a few KB in memory and in the record).
+std::vector<BatchProbe> data_only_pass(const SmokeConfig& cfg, const SmokeRunOptions& o,
+                                       std::shared_ptr<const CsvTable> table, const LoaderSpec& spec, uint64_t seed) {
   SmokeLoader probe_loader(table, spec, seed);
   if (probe_loader.batches_per_epoch() == 0)
     throw BadInput(cfg.file, "data.batch_size",
@@ -171,83 +166,81 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
                        " (data.drop_last drops a partial batch, so no batch would remain), got " +
                        std::to_string(spec.batch_size));
   int64_t total = cfg.data.probe_epochs * probe_loader.batches_per_epoch();
-  // Each probe costs a few KB in memory and in the record: a table of
-  // millions of rows in batches of one must not run the machine out.
   if (total > cfg.data.max_batches)
     throw BadInput(cfg.file, "data.max_batches",
                    "at most " + std::to_string(cfg.data.max_batches) + " batches in the data-only pass; " +
                        std::to_string(table->rows) + " samples in batches of " + std::to_string(spec.batch_size) +
                        " x " + std::to_string(cfg.data.probe_epochs) + " epoch(s) make " + std::to_string(total) +
                        " (raise data.max_batches or data.batch_size, or use a smaller dataset)");
+  std::vector<BatchProbe> probes;
   for (int64_t e = 0; e < cfg.data.probe_epochs; ++e)
     probe_loader.run_epoch(static_cast<uint64_t>(e), [&](int64_t, SmokeBatch& b) {
-      rec.probes.push_back(probe_batch(static_cast<int64_t>(rec.probes.size()), b.inputs, b.labels, b.indices));
-      if (o.rank.active()) rec.probes.back().rank = o.rank.rank;
-      if (o.on_probe) o.on_probe(static_cast<int64_t>(rec.probes.size()), total);
+      probes.push_back(probe_batch(static_cast<int64_t>(probes.size()), b.inputs, b.labels, b.indices));
+      if (o.rank.active()) probes.back().rank = o.rank.rank;
+      if (o.on_probe) o.on_probe(static_cast<int64_t>(probes.size()), total);
       return true;
     });
+  return probes;
+}
 
-  if (o.train) {
-    SmokeLoader train_loader(table, spec, seed);
-    TrainSpec ts;
-    ts.steps = cfg.steps;
-    ts.device = cfg.device;
-    ts.model = cfg.model;
-    ts.optimizer = cfg.optimizer;
-    ts.sample_shape = spec.sample_shape;
-    ts.classes = cfg.classes;
-    ts.inject_nondeterminism = cfg.inject_nondeterminism;
-    ts.config_hash = cfg.config_hash;
-    ts.config_file = cfg.file;
-    ts.contract = contract;
-    ts.resume = o.resume;
-    ts.group = group.get();
-    ts.progress = progress.get();
-    ts.fault = dist.self_test;
-    ts.trace = cfg.trace;
-    CpuTimes before = read_cpu_times();
-    TrainResult tr;
-    try {
-      tr = train_smoke(ts, train_loader, seed);
-    } catch (const Error& e) {
-      // Say in a CI log that the failure was asked for.
-      const RankFault& f = dist.self_test;
-      if (e.code() != ExitCode::kRegression || f.fault.empty()) throw;
-      throw Error(e.code(), std::string(e.what()) + " [self-test: distributed.self_test injects " + f.fault +
-                                " on rank " + std::to_string(f.rank) + " at step " + std::to_string(f.step) + "]");
-    }
-    tr.resources.steal_fraction = steal_fraction(before, read_cpu_times());
-    tr.resources.load_per_core = load_per_core();
-    out.steps_done = tr.steps_done;
-    if (group) {
-      double total = 0;
-      for (double t : tr.resources.step_time_s) total += t;
-      char line[160];
-      std::snprintf(line, sizeof line, "rank %d: %.6f s of %.6f s of training steps in collectives (%.1f%%)",
-                    o.rank.rank, tr.collective_s, total, total > 0 ? 100.0 * tr.collective_s / total : 0.0);
-      out.notes.push_back(line);
-    }
-    if (o.resume.stop_after > 0) {
-      out.stopped_at_checkpoint = true;
-      return out;
-    }
-    rec.series = std::move(tr.series);
-    rec.hashes = std::move(tr.hashes);
-    rec.init = std::move(tr.init);
-    rec.resources = std::move(tr.resources);
-    rec.train_probes = std::move(tr.train_probes);
-    rec.module_trace = std::move(tr.module_trace);
-    if (o.rank.active()) {
-      for (auto& p : rec.train_probes) p.rank = o.rank.rank;
-      for (auto& e : rec.module_trace.entries) e.rank = o.rank.rank;  // the merge keeps rank 0's
-    }
+// The training pass (train/trainer.h) with the machine's load beside it; a
+// failure a distributed self-test asked for says so in a CI log.
+TrainResult training_pass(const SmokeConfig& cfg, const SmokeRunOptions& o, std::shared_ptr<const CsvTable> table,
+                          const LoaderSpec& spec, uint64_t seed, const std::map<std::string, std::string>& contract,
+                          RankSetup& ranks) {
+  SmokeLoader train_loader(table, spec, seed);
+  TrainSpec ts;
+  ts.steps = cfg.steps;
+  ts.device = cfg.device;
+  ts.model = cfg.model;
+  ts.optimizer = cfg.optimizer;
+  ts.sample_shape = spec.sample_shape;
+  ts.classes = cfg.classes;
+  ts.inject_nondeterminism = cfg.inject_nondeterminism;
+  ts.config_hash = cfg.config_hash;
+  ts.config_file = cfg.file;
+  ts.contract = contract;
+  ts.resume = o.resume;
+  ts.group = ranks.group.get();
+  ts.progress = ranks.progress.get();
+  ts.fault = cfg.distributed.self_test;
+  ts.trace = cfg.trace;
+  CpuTimes before = read_cpu_times();
+  TrainResult tr;
+  try {
+    tr = train_smoke(ts, train_loader, seed);
+  } catch (const Error& e) {
+    const RankFault& f = cfg.distributed.self_test;
+    if (e.code() != ExitCode::kRegression || f.fault.empty()) throw;
+    throw Error(e.code(), std::string(e.what()) + " [self-test: distributed.self_test injects " + f.fault +
+                              " on rank " + std::to_string(f.rank) + " at step " + std::to_string(f.step) + "]");
   }
-  if (progress) progress->mark(cfg.steps, RankPhase::kDone);
+  tr.resources.steal_fraction = steal_fraction(before, read_cpu_times());
+  tr.resources.load_per_core = load_per_core();
+  return tr;
+}
 
+// "rank 1: 0.01 s of 0.2 s of training steps in collectives (5.0%)".
+std::string collective_note(int rank, const TrainResult& tr) {
+  double total = 0;
+  for (double t : tr.resources.step_time_s) total += t;
+  char line[160];
+  std::snprintf(line, sizeof line, "rank %d: %.6f s of %.6f s of training steps in collectives (%.1f%%)", rank,
+                tr.collective_s, total, total > 0 ? 100.0 * tr.collective_s / total : 0.0);
+  return line;
+}
+
+// The record's identity, contract and stack: the fingerprint of this
+// process, the smoke's inputs (data, TorchScript module, config values;
+// never part of the stack, a change always fails), the platform key.
+void stamp_smoke_record(const SmokeConfig& cfg, const SmokeRunOptions& o, std::pair<uint64_t, bool> seed,
+                        const std::map<std::string, std::string>& contract, const CsvTable& table, SmokeRun& out) {
+  RunRecord& rec = out.record;
+  const DistributedSpec& dist = cfg.distributed;
   rec.smoke = cfg.name;
   rec.config_hash = cfg.config_hash;
-  rec.seed = seed;
-  rec.seed_overridden = overridden;
+  rec.seed = seed.first;
+  rec.seed_overridden = seed.second;
   rec.device = cfg.device;
   rec.steps = o.train ? cfg.steps : 0;
   rec.contract = contract;
@@ -262,23 +255,22 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
                                           "entry from r, drop_last";
   }
   rec.fingerprint = capture_fingerprint({cfg.device, contract, fs::absolute(cfg.file).parent_path().string()});
-  // The smoke's inputs: never part of the stack, a change always fails.
-  rec.fingerprint["data.file_xxh3"] = {table->file_xxh3, false, true};  // images: the manifest hash
+  rec.fingerprint["data.file_xxh3"] = {table.file_xxh3, false, true};  // images: the manifest hash
   rec.fingerprint["data.path"] = {data_label(cfg), false, false};
-  rec.fingerprint["data.bytes"] = {std::to_string(table->bytes), false, false};
-  rec.fingerprint["data.rows"] = {std::to_string(table->rows), false, false};
-  if (!table->skipped.empty()) {
+  rec.fingerprint["data.bytes"] = {std::to_string(table.bytes), false, false};
+  rec.fingerprint["data.rows"] = {std::to_string(table.rows), false, false};
+  if (!table.skipped.empty()) {
     std::string list;
-    for (size_t i = 0; i < table->skipped.size() && i < 10; ++i) list += (i ? ", " : "") + table->skipped[i];
-    if (table->skipped.size() > 10) list += ", ... (" + std::to_string(table->skipped.size() - 10) + " more)";
-    std::string line = std::to_string(table->skipped.size()) + " file(s) that are not images: " + list;
+    for (size_t i = 0; i < table.skipped.size() && i < 10; ++i) list += (i ? ", " : "") + table.skipped[i];
+    if (table.skipped.size() > 10) list += ", ... (" + std::to_string(table.skipped.size() - 10) + " more)";
+    std::string line = std::to_string(table.skipped.size()) + " file(s) that are not images: " + list;
     rec.fingerprint["data.skipped_files"] = {line, false, false};
     out.notes.push_back(cfg.data.path + ": skipped " + line);
   }
-  if (table->decoder_lines > 0) {
+  if (table.decoder_lines > 0) {
     std::string distinct;
-    for (const auto& m : table->decoder_messages) distinct += (distinct.empty() ? "" : "; ") + m;
-    out.notes.push_back(cfg.data.path + ": the image decoder wrote " + std::to_string(table->decoder_lines) +
+    for (const auto& m : table.decoder_messages) distinct += (distinct.empty() ? "" : "; ") + m;
+    out.notes.push_back(cfg.data.path + ": the image decoder wrote " + std::to_string(table.decoder_lines) +
                         " warning line(s), not shown: " + distinct);
   }
   rec.fingerprint["config.values_xxh3"] = {cfg.values_hash, false, true};
@@ -296,10 +288,56 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     };
     rec.resources.runner_class = runner_class(fact("cpu.model"), fact("cpu.logical_cores"));
   }
+}
+
+}  // namespace
+
+SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
+  const std::pair<uint64_t, bool> seed = base_seed(cfg);
+  preflight(cfg);
+  auto contract = apply_determinism_contract({cfg.mode, cfg.intra_op_threads, cfg.inter_op_threads});
+  // Safety net: anything that still draws from the global generator gets a
+  // seeded one. lockstep's own code never does.
+  torch::manual_seed(derive_seed(seed.first, "global"));
+  std::shared_ptr<const CsvTable> table;
+  RankSetup ranks;
+  if (o.rank.active()) ranks = join_rank_group(cfg, o, seed.first, contract, table);
+  if (!table) table = load_table(cfg, seed.first);
+  LoaderSpec spec = cfg.data.loader;
+  if (o.rank.active()) {
+    spec.rank = o.rank.rank;
+    spec.world_size = o.rank.world_size;
+    spec.augment.rank = o.rank.rank;
+  }
+
+  SmokeRun out;
+  RunRecord& rec = out.record;
+  rec.probes = data_only_pass(cfg, o, table, spec, seed.first);
+  if (o.train) {
+    TrainResult tr = training_pass(cfg, o, table, spec, seed.first, contract, ranks);
+    out.steps_done = tr.steps_done;
+    if (ranks.group) out.notes.push_back(collective_note(o.rank.rank, tr));
+    if (o.resume.stop_after > 0) {
+      out.stopped_at_checkpoint = true;
+      return out;
+    }
+    rec.series = std::move(tr.series);
+    rec.hashes = std::move(tr.hashes);
+    rec.init = std::move(tr.init);
+    rec.resources = std::move(tr.resources);
+    rec.train_probes = std::move(tr.train_probes);
+    rec.module_trace = std::move(tr.module_trace);
+    if (o.rank.active()) {
+      for (auto& p : rec.train_probes) p.rank = o.rank.rank;
+      for (auto& e : rec.module_trace.entries) e.rank = o.rank.rank;  // the merge keeps rank 0's
+    }
+  }
+  if (ranks.progress) ranks.progress->mark(cfg.steps, RankPhase::kDone);
+  stamp_smoke_record(cfg, o, seed, contract, *table, out);
   // On several machines the coordinator of node 0 reads every rank's record
   // from its own folder: rank 0 gathers the other nodes' through the store.
-  if (group && o.rank.nnodes > 1)
-    out.rank_records = group->gather_to_rank0("record", canonical_dump(to_json(rec)), o.rank.local_ranks());
+  if (ranks.group && o.rank.nnodes > 1)
+    out.rank_records = ranks.group->gather_to_rank0("record", canonical_dump(to_json(rec)), o.rank.local_ranks());
   return out;
 }
 

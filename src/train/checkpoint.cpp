@@ -84,6 +84,83 @@ void save_checkpoint(const std::string& path, const CheckpointState& st, torch::
   write_file_atomically(path, bytes + kTrailer + digest);
 }
 
+namespace {
+
+// The checkpoint's JSON metadata: step, epoch, the run's records so far,
+// its contract and rank. Exit 2 naming the field.
+CheckpointState read_checkpoint_meta(const JsonView& m) {
+  if (m.at("format").as_string() != kFormat) m.at("format").fail(std::string("\"") + kFormat + "\"");
+  CheckpointState st;
+  st.config_hash = m.at("config_hash").as_string();
+  st.seed = m.at("seed").as_uint();
+  st.step = m.at("step").as_int(1);
+  st.epoch = m.at("epoch").as_uint();
+  st.batch_in_epoch = m.at("batch_in_epoch").as_int(0);
+  if (m.has("series"))
+    for (const auto& k : m.at("series").keys()) st.series[k] = series_from_json(m.at("series").at(k));
+  if (m.has("init"))
+    for (const auto& k : m.at("init").keys()) st.init[k] = init_stats_from_json(m.at("init").at(k));
+  JsonView probes = m.at("train_probes");
+  for (size_t i = 0; i < probes.size(); ++i) st.train_probes.push_back(batch_probe_from_json(probes.at(i)));
+  if (m.has("module_trace")) st.module_trace = module_trace_from_json(m.at("module_trace"));
+  if (m.has("contract"))
+    for (const auto& k : m.at("contract").keys()) st.contract[k] = m.at("contract").at(k).as_string();
+  if (m.has("rank")) {
+    st.world_size = static_cast<int>(m.at("world_size").as_int(1, 64));
+    st.rank = static_cast<int>(m.at("rank").as_int(0, st.world_size - 1));
+  }
+  JsonView times = m.at("step_time_s");
+  for (size_t i = 0; i < times.size(); ++i) st.step_time_s.push_back(times.at(i).as_finite(0, 1e9));
+  return st;
+}
+
+// Copies the stored tensors of `kind` ("param", "buffer") into `live`,
+// whose names, shapes and dtypes must be the stored ones (list `list` of
+// the metadata), in order. Exit 2 naming the first that is not.
+void restore_tensors(const std::string& path, torch::serialize::InputArchive& archive, const JsonView& m,
+                     const char* kind, const char* list, const std::vector<std::pair<std::string, torch::Tensor>>& live) {
+  torch::NoGradGuard no_grad;
+  JsonView names = m.at(list);
+  if (names.size() != live.size())
+    names.fail(std::to_string(live.size()) + " " + list + " (the model's), got " + std::to_string(names.size()));
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (names.at(i).as_string() != live[i].first) names.at(i).fail("\"" + live[i].first + "\" (the model's " + list + " in order)");
+    torch::Tensor saved;
+    try {
+      archive.read(key(kind, i), saved, /*is_buffer=*/std::string(kind) == "buffer");
+    } catch (const c10::Error&) {
+      throw BadInput(path, key(kind, i), "a stored tensor for " + live[i].first);
+    }
+    if (!saved.defined() || saved.sizes() != live[i].second.sizes() || saved.dtype() != live[i].second.dtype())
+      throw BadInput(path, key(kind, i), "a tensor of the shape and dtype of " + live[i].first);
+    live[i].second.copy_(saved);
+  }
+}
+
+// The optimiser's state and, unless told not to, the default generators'.
+void restore_optimizer_and_generators(const std::string& path, torch::serialize::InputArchive& archive,
+                                      torch::optim::Optimizer& optimizer, bool cuda, bool restore_generators) {
+  try {
+    torch::serialize::InputArchive opt;
+    archive.read("optimizer", opt);
+    optimizer.load(opt);
+    for (bool on_cuda : {false, true}) {
+      if (!restore_generators || (on_cuda && !cuda)) continue;
+      torch::Tensor state;
+      archive.read(on_cuda ? "rng_cuda" : "rng_cpu", state);
+      at::Generator gen = default_generator(on_cuda);
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state);
+    }
+  } catch (const c10::Error& e) {
+    throw BadInput(path, "optimizer/generators",
+                   "optimiser and generator state this model and device can load (" +
+                       std::string(e.what_without_backtrace()) + ")");
+  }
+}
+
+}  // namespace
+
 CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& model,
                                 torch::optim::Optimizer& optimizer, bool cuda, bool restore_generators) {
   std::string bytes = read_file(path);
@@ -106,77 +183,13 @@ CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& mode
   std::string meta_label = path + " (meta)";
   nlohmann::json doc = parse_json_text(meta_value.toStringRef(), meta_label);
   JsonView m(doc, meta_label);
-  if (m.at("format").as_string() != kFormat) m.at("format").fail(std::string("\"") + kFormat + "\"");
-
-  CheckpointState st;
-  st.config_hash = m.at("config_hash").as_string();
-  st.seed = m.at("seed").as_uint();
-  st.step = m.at("step").as_int(1);
-  st.epoch = m.at("epoch").as_uint();
-  st.batch_in_epoch = m.at("batch_in_epoch").as_int(0);
-  if (m.has("series"))
-    for (const auto& k : m.at("series").keys()) st.series[k] = series_from_json(m.at("series").at(k));
-  if (m.has("init"))
-    for (const auto& k : m.at("init").keys()) st.init[k] = init_stats_from_json(m.at("init").at(k));
-  JsonView probes = m.at("train_probes");
-  for (size_t i = 0; i < probes.size(); ++i) st.train_probes.push_back(batch_probe_from_json(probes.at(i)));
-  if (m.has("module_trace")) st.module_trace = module_trace_from_json(m.at("module_trace"));
-  if (m.has("contract"))
-    for (const auto& k : m.at("contract").keys()) st.contract[k] = m.at("contract").at(k).as_string();
-  if (m.has("rank")) {
-    st.world_size = static_cast<int>(m.at("world_size").as_int(1, 64));
-    st.rank = static_cast<int>(m.at("rank").as_int(0, st.world_size - 1));
-  }
-  JsonView times = m.at("step_time_s");
-  for (size_t i = 0; i < times.size(); ++i) st.step_time_s.push_back(times.at(i).as_finite(0, 1e9));
-
-  torch::NoGradGuard no_grad;
-  auto restore = [&](const char* kind, const char* list, const std::vector<std::pair<std::string, torch::Tensor>>& live) {
-    JsonView names = m.at(list);
-    if (names.size() != live.size())
-      names.fail(std::to_string(live.size()) + " " + list + " (the model's), got " + std::to_string(names.size()));
-    for (size_t i = 0; i < live.size(); ++i) {
-      if (names.at(i).as_string() != live[i].first)
-        names.at(i).fail("\"" + live[i].first + "\" (the model's " + list + " in order)");
-      torch::Tensor saved;
-      try {
-        archive.read(key(kind, i), saved, /*is_buffer=*/std::string(kind) == "buffer");
-      } catch (const c10::Error&) {
-        throw BadInput(path, key(kind, i), "a stored tensor for " + live[i].first);
-      }
-      if (!saved.defined() || saved.sizes() != live[i].second.sizes() || saved.dtype() != live[i].second.dtype())
-        throw BadInput(path, key(kind, i), "a tensor of the shape and dtype of " + live[i].first);
-      live[i].second.copy_(saved);
-    }
-  };
+  CheckpointState st = read_checkpoint_meta(m);
   std::vector<std::pair<std::string, torch::Tensor>> params, buffers;
   for (const auto& p : model.named_parameters()) params.emplace_back(p.key(), p.value());
   for (const auto& b : model.named_buffers()) buffers.emplace_back(b.key(), b.value());
-  restore("param", "parameters", params);
-  restore("buffer", "buffers", buffers);
-  try {
-    torch::serialize::InputArchive opt;
-    archive.read("optimizer", opt);
-    optimizer.load(opt);
-    if (restore_generators) {
-      torch::Tensor state;
-      archive.read("rng_cpu", state);
-      at::Generator gen = default_generator(false);
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(state);
-    }
-    if (restore_generators && cuda) {
-      torch::Tensor state;
-      archive.read("rng_cuda", state);
-      at::Generator gen = default_generator(true);
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(state);
-    }
-  } catch (const c10::Error& e) {
-    throw BadInput(path, "optimizer/generators",
-                   "optimiser and generator state this model and device can load (" +
-                       std::string(e.what_without_backtrace()) + ")");
-  }
+  restore_tensors(path, archive, m, "param", "parameters", params);
+  restore_tensors(path, archive, m, "buffer", "buffers", buffers);
+  restore_optimizer_and_generators(path, archive, optimizer, cuda, restore_generators);
   return st;
 }
 
