@@ -18,8 +18,11 @@ if [ "${LOCKSTEP_USE_BUILD:-0}" = 1 ] && [ -x "$build_dir/lockstep" ]; then
 fi
 
 # ccache: relative paths so a fresh clone in another folder still hits the
-# cache; sloppiness needed for precompiled headers.
+# cache (CCACHE_BASEDIR, and no build-folder path in the hash: with -g ccache
+# would otherwise hash the folder, and every clone would miss);
+# sloppiness needed for precompiled headers.
 export CCACHE_BASEDIR="$PWD"
+export CCACHE_NOHASHDIR=1
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
 

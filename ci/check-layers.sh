@@ -9,16 +9,20 @@
 # file:line and exits 1; 0 when the tree follows the table.
 #   ci/check-layers.sh [--src DIR] [--table FILE]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-src=src
-table=docs/architecture.md
+root="$(cd "$(dirname "$0")/.." && pwd)"
+src="$root/src"
+table="$root/docs/architecture.md"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --src) src="$2"; shift 2 ;;
-    --table) table="$2"; shift 2 ;;
+    --src|--table)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "check-layers: $1 needs a value (--src DIR, --table FILE)" >&2; exit 2; }
+      # Relative to where it was called from.
+      if [ "$1" = --src ]; then src="$(realpath -m -- "$2")"; else table="$(realpath -m -- "$2")"; fi
+      shift 2 ;;
     *) echo "check-layers: unknown argument $1 (--src DIR, --table FILE)" >&2; exit 2 ;;
   esac
 done
+cd "$root"
 [ -d "$src" ] || { echo "check-layers: $src: no such folder" >&2; exit 2; }
 [ -f "$table" ] || { echo "check-layers: $table: no such file" >&2; exit 2; }
 
@@ -59,29 +63,41 @@ for f in folders:
         problems.append(f"{src}/{f}/: a folder of {src}/ without a row in the layer table of {table}")
 include = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 torch_header = re.compile(r'^(torch/|ATen/|c10/|caffe2/)|^(torch_compat\.h|torch_pch\.h)$')
+src_abs = os.path.realpath(src)
+sources = (".h", ".hh", ".hpp", ".cpp", ".cc", ".cxx")
 for folder in folders:
     if folder not in deps:
         continue
     allowed = set(deps[folder]) | {folder}
-    for name in sorted(os.listdir(os.path.join(src, folder))):
-        path = os.path.join(src, folder, name)
-        if not name.endswith((".h", ".cpp")):
-            continue
-        stem = os.path.splitext(name)[0]
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for n, text in enumerate(fh, 1):
-                m = include.match(text)
-                if not m:
-                    continue
-                target = m.group(2)
-                if torch_header.search(target):
-                    lib = torch[folder]
-                    if lib == "no" or (lib.startswith("only:") and stem not in lib[5:].split(",")):
-                        problems.append(f"{path}:{n}: includes {target} (LibTorch), but {folder}/ is torch-free"
-                                        + (f" but for {lib[5:]}" if lib.startswith("only:") else ""))
-                    continue
-                if m.group(1) == '"' and "/" in target:
-                    layer = target.split("/", 1)[0]
+    for dirpath, dirnames, filenames in os.walk(os.path.join(src, folder)):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            if not name.endswith(sources):
+                continue
+            stem = os.path.splitext(name)[0]
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for n, text in enumerate(fh, 1):
+                    m = include.match(text)
+                    if not m:
+                        continue
+                    target = m.group(2)
+                    if torch_header.search(target):
+                        lib = torch[folder]
+                        if lib == "no" or (lib.startswith("only:") and stem not in lib[5:].split(",")):
+                            problems.append(f"{path}:{n}: includes {target} (LibTorch), but {folder}/ is torch-free"
+                                            + (f" but for {lib[5:]}" if lib.startswith("only:") else ""))
+                        continue
+                    # The layer it names: "layer/x.h" or <layer/x.h> from the
+                    # include root, or a path relative to this file ("../x/y.h").
+                    layer = None
+                    if target.startswith("."):
+                        full = os.path.realpath(os.path.join(os.path.dirname(path), target))
+                        rel = os.path.relpath(full, src_abs)
+                        if not rel.startswith(".."):
+                            layer = rel.split(os.sep, 1)[0]
+                    elif "/" in target:
+                        layer = target.split("/", 1)[0]
                     if layer in deps and layer not in allowed:
                         problems.append(f"{path}:{n}: includes {target}, but {folder}/ may include only "
                                         + (", ".join(d + "/" for d in deps[folder]) or "nothing")

@@ -53,6 +53,7 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
   if (!c.compared && !c.report_dir.empty()) {
     write_file_atomically(c.report_dir + "/report.json", pretty_dump(to_json(v)));
     write_file_atomically(c.report_dir + "/report.md", render_markdown(v));
+    write_file_atomically(c.report_dir + "/report.html", render_html(v, RunRecord{}, RunRecord{}));
   }
 }
 

@@ -47,13 +47,6 @@ int run_builtin(const RunOptions& options, bool train);
 /// line to `lockstep-torch`. Called once, first thing in main().
 void remember_command_line(int argc, char** argv);
 
-/// In a `lockstep run` that `check` or `bless` started (LOCKSTEP_PARENT_PID
-/// in its environment, set by launch/launcher.cpp): the process dies with
-/// that parent (PR_SET_PDEATHSIG, SIGKILL, kept across the exec into
-/// `lockstep-torch`), and ends at once with exit 3 when the parent is
-/// already gone. The variable is removed, so ranks and trainers this run
-/// starts never see it. Called first thing in main().
-void die_with_parent_lockstep();
 
 /// The command line given to remember_command_line(), argv[0] included.
 const std::vector<std::string>& remembered_command_line();
@@ -141,7 +134,8 @@ int accept_command(const PendingOptions& options);
 struct VerifyOptions {
   std::string goldens_dir = "goldens";
   std::string smoke_dir;  ///< default: smoke/ beside the goldens folder
-  std::string shard;      ///< "I/N": only the goldens of check --shard I/N's smokes; "" all
+  std::string shard;      ///< "I/N": only the goldens of check --shard I/N's smokes
+  bool shard_given = false;  ///< --shard was on the command line (an empty value is refused)
 };
 int verify_goldens_command(const VerifyOptions& options);
 
@@ -190,11 +184,19 @@ struct EnvOptions {
   std::string device = "cpu";  ///< whose platform key and relevance: "cpu" or "cuda"
   bool device_given = false;   ///< --device was on the command line
   std::string diff_record;
+  /// With a team trainer's record: the smoke config (its interpreter,
+  /// trainer.env and trainer.packages); "": the config of the record's
+  /// smoke in the smoke/ folder beside its goldens folder.
+  std::string config;
+  std::string python;  ///< the interpreter to ask instead of trainer.command[0]
 };
 int env_command(const EnvOptions& options);
 
 /// Whether `path` is a readable run record or golden of a team trainer.
 bool is_trainer_record_file(const std::string& path);
+
+/// Whether `path` is a valid smoke config (given where a record belongs).
+bool is_smoke_config_file(const std::string& path);
 
 /// `lockstep env --diff RECORD` for a team trainer's RECORD, torch-free
 /// (external/trainer_environment.h): this machine and the trainer's

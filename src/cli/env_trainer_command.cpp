@@ -4,12 +4,14 @@
 // it itself; every other `env` goes to lockstep-torch (env_command).
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/json_io.h"
 #include "external/trainer_environment.h"
 #include "record/golden.h"
+#include "smoke/smoke_config.h"
 
 namespace lockstep {
 
@@ -21,11 +23,51 @@ bool is_trainer_record_file(const std::string& path) {
   }
 }
 
+namespace {
+
+// The smoke config of the trainer record at `record` (a golden filed as
+// <goldens>/<smoke>/<platform>.json): `given` when set, else the one of
+// that name in the smoke/ folder beside the goldens folder. Exit 2 when
+// there is none: the config names the interpreter to ask (a record's own
+// python.executable is never run).
+SmokeConfig trainer_config_of(const std::string& record, const std::string& given) {
+  if (!given.empty()) return load_smoke_config(given);
+  std::string smoke = read_golden_or_record(record).record.smoke;
+  namespace fs = std::filesystem;
+  fs::path goldens = fs::absolute(record).lexically_normal().parent_path().parent_path();
+  fs::path smoke_dir = goldens.parent_path() / "smoke";
+  std::error_code ec;
+  if (fs::is_directory(smoke_dir, ec)) {
+    try {
+      auto all = load_smoke_folder(smoke_dir.string());
+      auto it = all.find(smoke);
+      if (it != all.end()) return it->second;
+    } catch (const Error&) {  // a folder that does not load is no answer; said below
+    }
+  }
+  throw BadUsage("env --diff " + record + ": a team trainer's record of smoke '" + input_excerpt(smoke) +
+                 "', and no config of that smoke in " + smoke_dir.string() + ": pass --config SMOKE (its "
+                 "trainer.command names the interpreter to ask; lockstep never runs a program a record names)");
+}
+
+}  // namespace
+
+bool is_smoke_config_file(const std::string& path) {
+  try {
+    load_smoke_config(path);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 int env_trainer_diff_command(const EnvOptions& o) {
   if (o.device_given)
     throw BadUsage("env --device " + o.device + " --diff " + o.diff_record + ": a team trainer's record; the diff "
                    "uses the record's device; drop --device");
-  TrainerEnvironmentDiff d = diff_trainer_environment(o.diff_record, std::filesystem::current_path().string());
+  SmokeConfig cfg = trainer_config_of(o.diff_record, o.config);
+  TrainerEnvironmentDiff d =
+      diff_trainer_environment(o.diff_record, std::filesystem::current_path().string(), cfg, o.python);
   size_t relevant = 0;
   for (const auto& f : d.differences) relevant += f.relevant ? 1 : 0;
   if (o.json) {
@@ -37,6 +79,7 @@ int env_trainer_diff_command(const EnvOptions& o) {
                               {"interpreter", d.interpreter},
                               {"differences", arr},
                               {"compared", d.compared},
+                              {"config", d.config},
                               {"left_out", d.left_out}});
     return 0;
   }
@@ -46,7 +89,8 @@ int env_trainer_diff_command(const EnvOptions& o) {
             << printable_message(d.interpreter, false) << ": " << d.differences.size() << " difference(s) in "
             << d.compared << " field(s), " << relevant
             << " determinism-relevant (*: a check against this record would use the cross-stack lane); " << d.left_out
-            << " field(s) a run sets itself (its determinism contract, loader, modules imported) are left out\n";
+            << " field(s) a run sets itself (its determinism contract, loader, modules imported) are left out"
+            << "; the interpreter and trainer.packages are " + d.config + "'s\n";
   for (const auto& f : d.differences)
     std::cout << (f.relevant ? "* " : "  ") << printable_message(f.name, false)
               << "\n      record: " << printable_message(f.golden, false)

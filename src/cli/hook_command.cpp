@@ -68,7 +68,8 @@ std::string shim_body(const std::string& script, const std::string& self) {
          "  echo \"lockstep pre-push: skipped (LOCKSTEP_SKIP=1)\" >&2\n"
          "  exit 0\n"
          "fi\n"
-         "LOCKSTEP_BIN=\"${LOCKSTEP_BIN:-" + self + "}\"; export LOCKSTEP_BIN\n"
+         "installed_by=" + shell_quote(self) + "\n"
+         "LOCKSTEP_BIN=\"${LOCKSTEP_BIN:-$installed_by}\"; export LOCKSTEP_BIN\n"
          "script=" + shell_quote(script) + "\n"
          "if [ ! -x \"$script\" ] || [ ! -x \"$LOCKSTEP_BIN\" ]; then\n"
          "  echo \"lockstep pre-push: this hook runs $script with $LOCKSTEP_BIN, and lockstep is no longer installed "
@@ -92,7 +93,10 @@ int hook_uninstall_command(const std::string& dir) {
     std::cout << "no pre-push hook in " << hook.parent_path().string() << ": nothing to remove\n";
     return 0;
   }
-  if (!fs::is_regular_file(fs::symlink_status(hook, ec)) || read_file(hook.string()).find(kMarker) == std::string::npos)
+  // lockstep's shim, or a link to one (install takes a link to it as
+  // installed, so uninstall removes the link, never its target).
+  bool ours = fs::is_regular_file(hook, ec) && read_file(hook.string()).find(kMarker) != std::string::npos;
+  if (!ours)
     throw BadUsage(hook.string() + ": a pre-push hook that `lockstep hook install` did not write; not removing it "
                    "(remove lockstep's line from it by hand)");
   if (!fs::remove(hook, ec) || ec) throw io_error(hook.string(), "remove the hook", ec.value());

@@ -86,7 +86,6 @@ CLI::App* add_pending_command(CLI::App& app, const char* name, const char* help,
 
 int main(int argc, char** argv) {
   using namespace lockstep;
-  die_with_parent_lockstep();
   remember_command_line(argc, argv);
   CLI::App app{"lockstep: determinism regression checker for LibTorch training stacks"};
   app.set_version_flag("--version", std::string("lockstep ") + LOCKSTEP_VERSION);
@@ -202,7 +201,7 @@ int main(int argc, char** argv) {
   auto* verify = app.add_subcommand("verify-goldens", "Integrity, provenance and completeness of the golden set");
   verify->add_option("DIR", verify_opts.goldens_dir, "Goldens folder")->capture_default_str();
   verify->add_option("--smoke", verify_opts.smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
-  verify->add_option("--shard", verify_opts.shard,
+  auto* verify_shard = verify->add_option("--shard", verify_opts.shard,
                      "I/N: only the goldens of the smokes `check --shard I/N` checks (each CI shard verifies its own)");
 
   auto* hook = app.add_subcommand("hook", "Git hooks");
@@ -226,6 +225,12 @@ int main(int argc, char** argv) {
                   "tagged relevant; with cuda, exit 3 and the reason when CUDA is not usable")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   env->add_option("--diff", env_opts.diff_record, "Run record or golden to diff against (its device is used)");
+  env->add_option("--config", env_opts.config,
+                  "With a team trainer's record: its smoke config, whose trainer.command[0] is the interpreter "
+                  "asked and whose trainer.packages apply (default: the record's smoke in smoke/ beside its "
+                  "goldens folder)");
+  env->add_option("--python", env_opts.python,
+                  "With a team trainer's record: the Python to ask, when trainer.command[0] is a wrapper");
 
   try {
     app.parse(argc, argv);
@@ -258,11 +263,20 @@ int main(int argc, char** argv) {
       // A team trainer's record is diffed without LibTorch, against its own interpreter.
       if (!env_opts.diff_record.empty() && is_trainer_record_file(env_opts.diff_record))
         return env_trainer_diff_command(env_opts);
+      if (!env_opts.config.empty() || !env_opts.python.empty())
+        throw BadUsage(std::string(env_opts.config.empty() ? "env --python" : "env --config") +
+                       ": only with --diff of a team trainer's record");
+      if (!env_opts.diff_record.empty() && is_smoke_config_file(env_opts.diff_record))
+        throw BadUsage("env --diff " + env_opts.diff_record + ": a smoke config, not a record; pass the smoke's "
+                       "golden (goldens/<smoke>/<platform>.json) or a run record");
       return env_command(env_opts);
     }
     if (*review) return review_command(review_opts);
     if (*accept) return accept_command(accept_opts);
-    if (*verify) return verify_goldens_command(verify_opts);
+    if (*verify) {
+      verify_opts.shard_given = verify_shard->count() > 0;
+      return verify_goldens_command(verify_opts);
+    }
     if (*hook_install) return hook_install_command();
     if (*hook_uninstall) return hook_uninstall_command();
     if (*hook_plan) return hook_plan_command(hook_plan_opts);

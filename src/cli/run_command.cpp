@@ -92,7 +92,8 @@ int run_repeated(const RunOptions& o) {
 // A trainer smoke: the command in fresh processes, its outputs read into a record.
 int run_trainer_smoke(const RunOptions& o, const SmokeConfig& cfg, bool train) {
   if (o.overrides.workers >= 0)
-    throw BadUsage("--workers: a trainer smoke's DataLoader workers are the trainer's own (set them in its command)");
+    throw BadUsage("--workers: a trainer smoke's DataLoader workers are the trainer's own (its command; "
+                   "trainer.workers with a {workers} placeholder runs the data-only pass at several counts)");
   if (o.stop_after >= cfg.steps)
     throw BadUsage("--stop-after " + std::to_string(o.stop_after) + ": must be below the " +
                    std::to_string(cfg.steps) + " steps of " + o.smoke);

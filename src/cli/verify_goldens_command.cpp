@@ -11,7 +11,7 @@ namespace lockstep {
 
 int verify_goldens_command(const VerifyOptions& o) {
   Shard shard;
-  if (!o.shard.empty()) shard = parse_shard(o.shard);
+  if (o.shard_given) shard = parse_shard(o.shard);
   GoldensAudit a = audit_goldens(o.goldens_dir, o.smoke_dir, shard);
   for (const auto& n : a.notes) std::cout << "verify-goldens: note: " << n << "\n";
   if (a.problems.empty()) {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/float_bits.h"
+#include "core/json_io.h"
 
 namespace lockstep {
 
@@ -79,12 +80,32 @@ std::string input_label(const std::string& field, const RunRecord& run) {
 // seed 1 → 7" (at most four named, then how many more); "" when either
 // record lacks its fields (a golden made before records kept them) or
 // none differs.
+// An array field's changed elements, "trainer.command[5] "{data}/x" →
+// "{config_dir}/x"", when both sides are arrays of one length; "" else.
+std::vector<std::string> changed_elements(const std::string& key, const std::string& golden, const std::string& run) {
+  nlohmann::json g = nlohmann::json::parse(golden, nullptr, false), r = nlohmann::json::parse(run, nullptr, false);
+  if (!g.is_array() || !r.is_array() || g.size() != r.size()) return {};
+  std::vector<std::string> out;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g[i] != r[i])
+      out.push_back(key + "[" + std::to_string(i) + "] " + input_excerpt(canonical_dump(g[i])) + " → " +
+                    input_excerpt(canonical_dump(r[i])));
+  return out;
+}
+
 std::string changed_config_fields(const RunRecord& run, const RunRecord& golden) {
   if (run.config.empty() || golden.config.empty()) return "";
   std::vector<std::string> changes;
   for (const auto& key : key_union(golden.config, run.config)) {
     auto g = golden.config.find(key);
     auto r = run.config.find(key);
+    if (g != golden.config.end() && r != run.config.end() && g->second != r->second) {
+      std::vector<std::string> elements = changed_elements(key, g->second, r->second);
+      if (!elements.empty()) {
+        changes.insert(changes.end(), elements.begin(), elements.end());
+        continue;
+      }
+    }
     std::string gv = g == golden.config.end() ? "(missing)" : input_excerpt(g->second);
     std::string rv = r == run.config.end() ? "(missing)" : input_excerpt(r->second);
     if (gv != rv) changes.push_back(key + " " + gv + " → " + rv);
@@ -119,7 +140,7 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
   // test, and fails whatever the values say. A config whose only changed
   // field says where an input lives (data.path), that input's content
   // unchanged, is the same input moved (is_location_field).
-  bool content_changed = false;
+  bool content_changed = false, moved_only = false;
   for (const auto& d : v.env_diffs) content_changed = content_changed || (d.input && d.name != "config.values_xxh3");
   size_t relevant = 0;
   for (const auto& d : v.env_diffs) {
@@ -129,6 +150,7 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
       std::vector<std::string> fields = differing_config_fields(golden.config, run.config);
       bool moved = !fields.empty() && std::all_of(fields.begin(), fields.end(), is_location_field);
       if (moved) {
+        moved_only = true;
         auto value = [](const std::map<std::string, std::string>& m, const std::string& f) {
           auto it = m.find(f);
           return it == m.end() ? std::string("(missing)") : input_excerpt(it->second);
@@ -153,6 +175,11 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
                                 d.golden + " → " + d.run});
   }
 
+  // The same input, moved: not listed as a changed input (the note says it).
+  if (moved_only)
+    v.env_diffs.erase(std::remove_if(v.env_diffs.begin(), v.env_diffs.end(),
+                                     [](const FieldDiff& d) { return d.name == "config.values_xxh3"; }),
+                      v.env_diffs.end());
   if (!contract_diffs.empty()) {
     v.lane = Lane::kContractMismatch;
     std::string named;

@@ -153,6 +153,9 @@ static size_t too_deep(const std::string& text, size_t limit) {
 // byte-order mark, or JSON's ASCII with every other byte NUL, as Windows
 // editors and PowerShell's Out-File write), else "".
 static std::string utf16_kind(const std::string& text) {
+  if (text.size() >= 4 && text.compare(0, 4, std::string("\xff\xfe\0\0", 4)) == 0) return "UTF-32 little-endian";
+  if (text.size() >= 4 && text.compare(0, 4, std::string("\0\0\xfe\xff", 4)) == 0) return "UTF-32 big-endian";
+  if (text.size() >= 4 && text[0] != 0 && text[1] == 0 && text[2] == 0 && text[3] == 0) return "UTF-32 little-endian";
   if (text.size() >= 2) {
     unsigned char a = static_cast<unsigned char>(text[0]), b = static_cast<unsigned char>(text[1]);
     if (a == 0xff && b == 0xfe) return "UTF-16 little-endian";
@@ -187,7 +190,8 @@ static size_t first_out_of_range_number(const std::string& text) {
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
   if (std::string kind = utf16_kind(text); !kind.empty())
-    throw BadInput(path, "", "UTF-8 text; the file is " + kind + " (save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8)");
+    throw BadInput(path, "", "UTF-8 text; the file is " + kind + " (save it as UTF-8, e.g. iconv -f " +
+                                 kind.substr(0, 6) + " -t UTF-8)");
   // A NUL would end the text for some readers and not for others.
   if (const void* nul = std::memchr(text.data(), '\0', text.size()))
     throw BadInput(path, "byte " + std::to_string(static_cast<const char*>(nul) - text.data()),

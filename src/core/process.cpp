@@ -101,7 +101,54 @@ class TrainerSignals {
   struct sigaction old_[3];
 };
 
-// Starts `spec` in its own process group; returns its pid.
+// The signal the watcher gets when this process dies (PR_SET_PDEATHSIG):
+// one nobody else sends to a program's group.
+constexpr int kParentDeathSignal = SIGUSR2;
+
+// The watcher's handler: every process of its group, itself included, dies.
+extern "C" void kill_own_group(int) {
+  ::kill(0, SIGKILL);
+  ::_exit(137);
+}
+
+// In the program's process (the watcher's child): default signal
+// dispositions and mask whatever ours are, stdin from /dev/null, stdout
+// and stderr to their files, its folder, then the exec. A failure before
+// the exec writes {step, errno} to `report` (step 0 the exec, 1..3
+// stdin/stdout/stderr, 4 the chdir).
+[[noreturn]] void exec_program(const ProcessSpec& spec, const std::string& program, std::vector<char*>& argv,
+                               std::vector<char*>& envp, int report, pid_t lockstep) {
+  auto fail = [&](int step) {
+    int e[2] = {step, errno};
+    ssize_t ignored = ::write(report, e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  };
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // with its watcher
+  (void)lockstep;
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW;
+  int in = ::open("/dev/null", O_RDONLY);
+  if (in < 0 || ::dup2(in, STDIN_FILENO) < 0) fail(1);
+  if (!spec.stdout_path.empty()) {  // "": ours, inherited
+    int out = ::open(spec.stdout_path.c_str(), flags, 0644);
+    if (out < 0 || ::dup2(out, STDOUT_FILENO) < 0) fail(2);
+  }
+  int err = ::open(spec.stderr_path.c_str(), flags, 0644);
+  if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(3);
+  if (::chdir(spec.cwd.c_str()) != 0) fail(4);
+  ::execve(program.c_str(), argv.data(), envp.data());
+  fail(0);
+  ::_exit(127);
+}
+
+// Starts `spec` in its own process group (under its watcher, the group's
+// leader, whose pid this returns).
 pid_t spawn(const ProcessSpec& spec) {
   if (spec.argv.empty()) throw BadUsage(spec.what + ": empty");
   std::string path_var = "/usr/local/bin:/usr/bin:/bin";
@@ -123,11 +170,15 @@ pid_t spawn(const ProcessSpec& spec) {
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
 
-  // fork and exec rather than posix_spawn: the child must die with us
-  // (PR_SET_PDEATHSIG), so a `check` killed with SIGKILL leaves no trainer
-  // running. From fork to exec the child makes only async-signal-safe
-  // calls (this process may have threads); an errno before the exec comes
-  // back through a close-on-exec pipe.
+  // fork and exec rather than posix_spawn: the program must die with us,
+  // and so must everything it starts (a wrapper script's children, the
+  // DataLoader's workers). The forked watcher leads the program's process
+  // group: it gets a signal when this process dies (PR_SET_PDEATHSIG, which
+  // reaches a direct child only) and then kills the whole group; otherwise
+  // it waits for the program and ends as it ended, so its pid stands for
+  // the program's. From fork to exec only async-signal-safe calls are made
+  // (this process may have threads); an errno before the exec comes back
+  // through a close-on-exec pipe.
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0)
     throw EnvironmentError("cannot start " + starting + ": pipe: " + std::strerror(errno));
@@ -140,36 +191,44 @@ pid_t spawn(const ProcessSpec& spec) {
     throw EnvironmentError("cannot start " + starting + " " + program + ": fork: " + std::strerror(e));
   }
   if (pid == 0) {
-    // {step, errno}: step 0 the exec, 1..3 stdin/stdout/stderr, 4 the chdir.
-    auto fail = [&](int step) {
-      int e[2] = {step, errno};
+    // The watcher: its own process group, so a timeout and our death kill
+    // every process the program starts.
+    ::setpgid(0, 0);
+    struct sigaction on_parent_death {};
+    on_parent_death.sa_handler = kill_own_group;
+    sigemptyset(&on_parent_death.sa_mask);
+    ::sigaction(kParentDeathSignal, &on_parent_death, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, kParentDeathSignal);
+    if (::getppid() != parent) kill_own_group(0);  // we died before the line above
+    // Signals to the group (a timeout's SIGTERM, a terminal's) are the
+    // program's to act on; the watcher only waits for it.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::sigaction(sig, &ignore, nullptr);
+    const pid_t watched = ::fork();
+    if (watched < 0) {
+      int e[2] = {5, errno};
       ssize_t ignored = ::write(report[1], e, sizeof e);
       (void)ignored;
       ::_exit(127);
-    };
-    // Its own process group, so a timeout kills the DataLoader workers too;
-    // default signal dispositions and mask, whatever ours are.
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // we died before the line above
+    }
+    if (watched == 0) exec_program(spec, program, argv, envp, report[1], parent);
+    ::close(report[1]);
+    int status = 0;
+    while (::waitpid(watched, &status, 0) < 0)
+      if (errno != EINTR) ::_exit(127);
+    if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+    // Ends as the program ended: by the same signal.
+    const int sig = WTERMSIG(status);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW;
-    int in = ::open("/dev/null", O_RDONLY);
-    if (in < 0 || ::dup2(in, STDIN_FILENO) < 0) fail(1);
-    if (!spec.stdout_path.empty()) {  // "": ours, inherited
-      int out = ::open(spec.stdout_path.c_str(), flags, 0644);
-      if (out < 0 || ::dup2(out, STDOUT_FILENO) < 0) fail(2);
-    }
-    int err = ::open(spec.stderr_path.c_str(), flags, 0644);
-    if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(3);
-    if (::chdir(spec.cwd.c_str()) != 0) fail(4);
-    ::execve(program.c_str(), argv.data(), envp.data());
-    fail(0);
+    ::sigaction(sig, &dfl, nullptr);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    ::kill(::getpid(), sig);
+    ::_exit(128 + sig);
   }
   ::setpgid(pid, pid);  // also here: the signal handler may kill the group before the child ran
   ::close(report[1]);
@@ -184,6 +243,7 @@ pid_t spawn(const ProcessSpec& spec) {
   }
   const int rc = failed[1];
   if (failed[0] != 0) {
+    if (failed[0] == 5) throw EnvironmentError("cannot start " + starting + " " + program + ": fork: " + std::strerror(rc));
     const char* const what[] = {"", "/dev/null", spec.stdout_path.c_str(), spec.stderr_path.c_str(),
                                         spec.cwd.c_str()};
     throw io_error(what[failed[0] >= 1 && failed[0] <= 4 ? failed[0] : 1],

@@ -162,11 +162,7 @@ std::vector<ProcessSpec> rank_specs(const RankLaunch& l, const std::vector<std::
     p.argv.insert(p.argv.end(), {"--out", records[static_cast<size_t>(r)], "--quiet", "--rank", std::to_string(r),
                                  "--rendezvous", l.rendezvous});
     if (l.nnodes > 1) p.argv.insert(p.argv.end(), {"--nnodes", std::to_string(l.nnodes), "--master", l.master});
-    p.env = env;
-    // The rank exits at once if its parent is not this process any more
-    // (cli/torch_commands.cpp): a coordinator killed before the rank could
-    // set PR_SET_PDEATHSIG leaves it to init or a subreaper.
-    p.env.push_back("LOCKSTEP_COORDINATOR_PID=" + std::to_string(::getpid()));
+    p.env = env;  // the rank dies with this coordinator (core/process.h)
     p.cwd = cwd;
     p.stdout_path = l.rendezvous + "/rank-" + std::to_string(r) + ".stdout.log";
     p.stderr_path = log_path(l.rendezvous, r);

@@ -42,9 +42,13 @@ int contract_threads(const RunRecord& r, const std::string& path, const char* ke
   return n;
 }
 
+// What the interpreter may print: a fingerprint is a few KB.
+constexpr uintmax_t kMaxStackOutput = 16u << 20;
+
 // Runs the helper's stack_fingerprint() in `interpreter` under `env`;
 // its python.* fields.
-Fingerprint python_facts(const std::string& interpreter, const std::map<std::string, std::string>& env) {
+Fingerprint python_facts(const std::string& interpreter, const std::map<std::string, std::string>& env,
+                         const std::string& cwd) {
   std::string tmpl = (fs::temp_directory_path() / "lockstep-env-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw EnvironmentError("cannot create a temporary folder in " + fs::temp_directory_path().string());
   struct Cleanup {
@@ -57,29 +61,59 @@ Fingerprint python_facts(const std::string& interpreter, const std::map<std::str
   ProcessSpec p;
   p.argv = {interpreter, "-c", kStackProbe};
   for (const auto& [k, v] : env) p.env.push_back(k + "=" + v);
-  p.cwd = fs::current_path().string();
+  p.cwd = cwd;
   p.stdout_path = tmpl + "/stdout.log";
   p.stderr_path = tmpl + "/stderr.log";
   p.timeout_s = 300;
-  auto it = env.find("PATH");
-  resolve_program(interpreter, p.cwd, it == env.end() ? "" : it->second);  // exit 2 naming it when absent
   ProcessOutcome o = run_process(p);
   if (!o.ok())
     throw EnvironmentError("the trainer's interpreter " + interpreter + " " + o.describe(p.timeout_s) +
                            " reading its stack (import lockstep; lockstep.stack_fingerprint()); its stderr: " +
                            tail_lines(p.stderr_path, 20));
-  nlohmann::json doc = parse_json_file(p.stdout_path);
+  std::error_code ec;
+  uintmax_t size = fs::file_size(p.stdout_path, ec);
+  if (ec || size == 0 || size > kMaxStackOutput)
+    throw EnvironmentError("the trainer's interpreter " + interpreter + " printed " +
+                           (ec ? std::string("nothing readable") : std::to_string(size) + " bytes") +
+                           " for lockstep.stack_fingerprint(), not one JSON fingerprint (a few KB): is it a Python "
+                           "with lockstep's helper importable?");
+  nlohmann::json doc;
+  try {
+    doc = parse_json_file(p.stdout_path);
+  } catch (const Error& e) {
+    throw EnvironmentError("the trainer's interpreter " + interpreter + " did not print a fingerprint for "
+                           "lockstep.stack_fingerprint() (" + std::string(e.what()) + ")");
+  }
   JsonView v(doc, interpreter + " (lockstep.stack_fingerprint())");
   v.allow_keys({"schema", "fingerprint"});
   if (v.at("schema").as_string() != "lockstep.stack/1") v.at("schema").fail("\"lockstep.stack/1\"");
   return fingerprint_from_json(v.at("fingerprint"));
 }
 
+// The interpreter to ask: `python` when given, else the smoke's
+// trainer.command[0] resolved as a run resolves it (on the PATH lockstep
+// hands the trainer, or relative to trainer.cwd), which must be a Python.
+// Never a program the record names: a record is data (a CI artifact, a
+// merge request's golden), and running what it says would run anything.
+std::string choose_interpreter(const SmokeConfig& cfg, const std::string& python,
+                               const std::map<std::string, std::string>& env) {
+  auto it = env.find("PATH");
+  const std::string path_var = it == env.end() ? "" : it->second;
+  if (!python.empty()) return resolve_program(python, fs::current_path().string(), path_var, "env --python");
+  const std::string& argv0 = cfg.trainer.command.front();
+  std::string resolved = resolve_program(argv0, cfg.trainer.resolved_cwd, path_var, cfg.file + ": trainer.command[0]");
+  if (fs::path(resolved).filename().string().rfind("python", 0) != 0)
+    throw BadUsage(cfg.file + ": trainer.command[0] runs " + resolved + ", not a Python interpreter: name the one "
+                   "the trainer runs with --python PATH");
+  return resolved;
+}
+
 }  // namespace
 
 bool is_trainer_fingerprint(const Fingerprint& record) { return record.count("trainer.command") > 0; }
 
-TrainerEnvironmentDiff diff_trainer_environment(const std::string& path, const std::string& repo_path) {
+TrainerEnvironmentDiff diff_trainer_environment(const std::string& path, const std::string& repo_path,
+                                                const SmokeConfig& cfg, const std::string& python) {
   RunRecord rec = read_golden_or_record(path).record;
   if (!is_trainer_fingerprint(rec.fingerprint))
     throw BadInput(path, "fingerprint.trainer.command", "a team trainer's record (this one is a built-in smoke's)");
@@ -92,17 +126,16 @@ TrainerEnvironmentDiff diff_trainer_environment(const std::string& path, const s
   int intra = contract_threads(rec, path, "intra_op_threads");
   contract_threads(rec, path, "inter_op_threads");
 
-  // The environment lockstep would hand the trainer: the record's
-  // trainer.env (the smoke's own variables) under the record's contract.
-  std::map<std::string, std::string> extra;
-  for (const auto& [k, f] : rec.fingerprint)
-    if (k.rfind("trainer.env.", 0) == 0 && k != "trainer.env.PYTHONHASHSEED" && k != "trainer.env.PYTHONPATH")
-      extra[k.substr(12)] = f.value;
-  std::map<std::string, std::string> env = trainer_base_environment(extra, mode, intra);
+  if (rec.smoke != cfg.name)
+    throw BadUsage(cfg.file + ": the config of smoke '" + cfg.name + "', but " + path + " is a record of smoke '" +
+                   input_excerpt(rec.smoke) + "'");
+  if (!cfg.has_trainer()) throw BadUsage(cfg.file + ": a built-in smoke's config; " + path + " is a team trainer's record");
+  // The environment lockstep would hand the trainer: the smoke's
+  // trainer.env under the record's contract (never the record's variables).
+  std::map<std::string, std::string> env = trainer_base_environment(cfg.trainer.env, mode, intra);
 
   TrainerEnvironmentDiff d;
-  auto exe = rec.fingerprint.find("python.executable");
-  d.interpreter = exe == rec.fingerprint.end() ? "python3" : exe->second.value;
+  d.interpreter = choose_interpreter(cfg, python, env);
   MachineOptions m;
   m.device = rec.device;
   m.repo_path = repo_path;
@@ -113,8 +146,12 @@ TrainerEnvironmentDiff diff_trainer_environment(const std::string& path, const s
   here.fingerprint = machine_fingerprint(m);
   TrainerReport facts;
   facts.contract = rec.contract;
-  facts.fingerprint = python_facts(d.interpreter, env);
+  facts.fingerprint = python_facts(d.interpreter, env, cfg.trainer.resolved_cwd);
   add_trainer_facts(facts, d.interpreter + " (lockstep.stack_fingerprint())", here);
+  // The smoke's trainer.packages, on both sides, as check applies them.
+  apply_package_relevance(cfg.trainer, rec.fingerprint);
+  apply_package_relevance(cfg.trainer, here.fingerprint);
+  d.config = cfg.file;
   d.platform = platform_key(here.fingerprint);
   d.record_platform = rec.platform;
 

@@ -3,10 +3,11 @@
 // would get here, field for field, without LibTorch. The machine's facts
 // come from machine/machine_facts (as a trainer run records them, under the
 // environment lockstep would hand the trainer), the Python facts from the
-// trainer's own interpreter (the record's python.executable) running the
-// helper's stack_fingerprint().
+// smoke's interpreter (its trainer.command[0], never a program the record
+// names) running the helper's stack_fingerprint().
 //
-//   TrainerEnvironmentDiff d = diff_trainer_environment("goldens/t/cpu-x86_64-avx2.json", ".");
+//   SmokeConfig cfg = load_smoke_config("smoke/t.json");
+//   TrainerEnvironmentDiff d = diff_trainer_environment("goldens/t/cpu-x86_64-avx2.json", ".", cfg);
 //   for (const auto& f : d.differences) std::cout << (f.relevant ? "* " : "  ") << f.name << "\n";
 //
 // Left out, because a run sets them rather than the stack: the determinism
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "record/fingerprint.h"
+#include "smoke/smoke_config.h"
 
 namespace lockstep {
 
@@ -35,16 +37,22 @@ struct TrainerEnvironmentDiff {
   std::vector<FieldDiff> differences;
   size_t compared = 0;   ///< fields compared
   size_t left_out = 0;   ///< record fields left out (the run's own, see above)
+  std::string config;    ///< the smoke config whose trainer.packages applied; "" none
 };
 
 /// Whether `record` is a team trainer's (its fingerprint has trainer.command).
 bool is_trainer_fingerprint(const Fingerprint& record);
 
 /// Diffs the trainer record at `path` against this machine and the
-/// record's interpreter; `repo_path` is where git state is read. Throws
-/// exit-2 Error for an unreadable record or a contract field out of range;
-/// exit-3 EnvironmentError when the interpreter cannot be run or its
-/// helper output is not a fingerprint (the message quotes its stderr).
-TrainerEnvironmentDiff diff_trainer_environment(const std::string& path, const std::string& repo_path);
+/// smoke's interpreter (`cfg` is the record's smoke config: its
+/// trainer.command[0], a Python, or `python` when given; its trainer.env
+/// and trainer.packages apply, as in a run and in check). Nothing the
+/// record names is ever run. `repo_path` is where git state is read.
+/// Throws exit-2 Error for an unreadable record, a contract field out of
+/// range, a config of another smoke, or an interpreter that is not there
+/// or not a Python; exit-3 EnvironmentError when it cannot be run or does
+/// not print a fingerprint (at most 16 MiB read; its stderr quoted).
+TrainerEnvironmentDiff diff_trainer_environment(const std::string& path, const std::string& repo_path,
+                                                const SmokeConfig& cfg, const std::string& python = "");
 
 }  // namespace lockstep

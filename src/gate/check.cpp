@@ -92,6 +92,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // a single-process smoke runs as it is.
   if (!cfg.distributed.configured) base.overrides.world_size = 0;
   std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat);
+  c.ran = true;
   const RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
     // The same reports as a regression, comparing run N with run 1.
@@ -137,6 +138,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     if (std::string diff = resume_difference(launcher, base, cfg.resume_at, dir, run); !diff.empty()) {
       Lane compared = found ? c.verdict.lane : Lane::kNone;  // the golden's lane, when one was read
       c = SmokeCheck{};
+      c.ran = true;
       c.smoke = cfg.name;
       c.report_dir = dir;
       c.verdict = stopped_verdict(cfg.name, ExitCode::kRegression,
@@ -182,6 +184,13 @@ SmokeCheck check_smoke(const std::string& file, const CheckSmokeOptions& o, Laun
     SmokeCheck c = check_loaded(cfg, file, o, launcher);
     // Said in every verdict and report: a gate without it checks no batch.
     if (std::string note = missing_data_pass_note(cfg); !note.empty()) c.verdict.notes.push_back(note);
+    // The worker-count check held in every run (else the run was exit 4).
+    if (c.ran && cfg.trainer.workers.size() > 1) {
+      std::string counts;
+      for (int w : cfg.trainer.workers) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
+      c.verdict.notes.push_back("the data-only pass ran with " + counts + " DataLoader workers in every run: "
+                                "the same batches bit for bit");
+    }
     return c;
   } catch (const Error& e) {
     SmokeCheck c;

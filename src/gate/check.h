@@ -50,6 +50,7 @@ struct CheckSmokeOptions {
 struct SmokeCheck {
   std::string smoke;      ///< the smoke's name (the file's stem when the config is unreadable)
   Verdict verdict;        ///< exit_code() is the smoke's exit class
+  bool ran = false;       ///< every fresh run finished (whatever the comparison found)
   bool compared = false;  ///< the verdict compares two records (reports apply): the run with a
                           ///< golden, or, for a nondeterministic job, run N with run 1
   std::string report_dir; ///< <out_dir>/<smoke>: records, reports

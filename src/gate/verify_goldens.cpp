@@ -125,6 +125,10 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
       problems.push_back(it->path().string() + ": not a regular file (a golden is a plain JSON file); remove it");
     } else if (it->path().extension() == ".json") {
       problems.push_back(it->path().string() + ": a folder named like a golden; remove it");
+    } else if (it->path().filename() == ".lockstep.lock") {
+      problems.push_back(it->path().string() + ": a folder where the goldens lock belongs: every bless and accept "
+                         "would fail; remove it");
+      it.disable_recursion_pending();
     }
   }
   std::sort(files.begin(), files.end());

@@ -44,15 +44,10 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   p.argv = child_args(run);
   p.argv.insert(p.argv.begin(), executable_.empty() ? self_executable() : executable_);
   // The child's environment: ours, with LOCKSTEP_SEED replaced when asked.
-  const std::string parent_var = std::string(kParentPidVariable) + "=";
+  // It dies with this process, and so does all it starts (core/process.h).
   for (char** e = environ; *e; ++e)
-    if ((run.seed.empty() || std::strncmp(*e, "LOCKSTEP_SEED=", 14) != 0) &&
-        std::strncmp(*e, parent_var.c_str(), parent_var.size()) != 0)
-      p.env.emplace_back(*e);
+    if (run.seed.empty() || std::strncmp(*e, "LOCKSTEP_SEED=", 14) != 0) p.env.emplace_back(*e);
   if (!run.seed.empty()) p.env.push_back("LOCKSTEP_SEED=" + run.seed);
-  // The child dies with this process (core/process.h, and the child's own
-  // check: cli/command_line.cpp, die_with_parent_lockstep).
-  p.env.push_back(parent_var + std::to_string(::getpid()));
   std::error_code cwd_ec;
   p.cwd = std::filesystem::current_path(cwd_ec).string();
   if (cwd_ec) throw EnvironmentError("the current folder cannot be read: " + cwd_ec.message());

@@ -24,9 +24,6 @@
 
 namespace lockstep {
 
-/// The environment variable a ProcessLauncher child finds its parent's pid
-/// in: the child dies with that parent (cli/commands.h, die_with_parent_lockstep).
-inline constexpr const char* kParentPidVariable = "LOCKSTEP_PARENT_PID";
 
 /// One child run of a smoke.
 struct ChildRun {

@@ -331,16 +331,34 @@ void read_packages(const JsonView& p, TrainerConfig& tc) {
     auto& into = std::string(kind) == "relevant" ? tc.packages_relevant : tc.packages_informational;
     for (size_t i = 0; i < list.size(); ++i) {
       std::string name = list.at(i).as_string();
-      bool ok = !name.empty() && name.size() <= 200 && std::isalnum(static_cast<unsigned char>(name.front()));
+      // PEP 508: letters, digits, '-', '_' and '.', starting and ending with a letter or digit.
+      bool ok = !name.empty() && name.size() <= 200 && std::isalnum(static_cast<unsigned char>(name.front())) &&
+                std::isalnum(static_cast<unsigned char>(name.back()));
       for (char ch : name) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.');
       if (!ok) list.at(i).fail("a Python distribution name such as \"scikit-learn\", got \"" + input_excerpt(name) + "\"");
-      into.push_back(normalized_distribution(name));
+      std::string normal = normalized_distribution(name);
+      if (std::find(into.begin(), into.end(), normal) != into.end())
+        list.at(i).fail("a distribution named once; \"" + normal + "\" is already listed");
+      into.push_back(normal);
     }
   }
   for (const auto& n : tc.packages_relevant)
     if (std::find(tc.packages_informational.begin(), tc.packages_informational.end(), n) !=
         tc.packages_informational.end())
       p.fail("a distribution in one list only; \"" + n + "\" is both relevant and informational");
+}
+
+// A path the trainer writes into its {out}: no NUL byte, and not a file
+// of lockstep's own there (the process's logs, the helper's report, the
+// module trace), which the trainer would overwrite or lockstep misread.
+void require_own_output_path(const JsonView& node, const std::string& path) {
+  if (path.find('\0') != std::string::npos) node.fail("a path without NUL bytes");
+  static const std::vector<std::string> own = {"stdout.log", "stderr.log", "lockstep-trainer.json",
+                                               "module_trace.jsonl"};
+  for (const auto& name : own)
+    if (path == "{out}/" + name)
+      node.fail("a file of the trainer's own under {out}; " + name + " there is lockstep's (the process's log, "
+                "the helper's report or module trace)");
 }
 
 void read_trainer(const JsonView& t, SmokeConfig& c) {
@@ -354,7 +372,12 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
   for (size_t i = 0; i < tc.command.size(); ++i) check_placeholders(cmd.at(i), tc.command[i], false, workers);
   if (tc.command.front().empty()) cmd.at(0).fail("a program name or path");
   fs::path config_dir = fs::absolute(c.file).parent_path();
-  if (t.has("cwd")) tc.cwd = t.at("cwd").as_string();
+  if (t.has("cwd")) {
+    tc.cwd = t.at("cwd").as_string();
+    if (tc.cwd.find('\0') != std::string::npos || tc.cwd.find_first_of("{}") != std::string::npos)
+      t.at("cwd").fail("a folder without NUL bytes or placeholders (relative to the config's folder), got \"" +
+                       input_excerpt(tc.cwd) + "\"");
+  }
   fs::path cwd(tc.cwd);
   tc.resolved_cwd = (cwd.is_absolute() ? cwd : config_dir / cwd).lexically_normal().string();
   if (t.has("timeout_s")) tc.timeout_s = t.at("timeout_s").as_int(1, 7 * 24 * 3600);
@@ -364,6 +387,7 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
   tc.metrics_path = m.at("path").as_string();
   if (tc.metrics_path.empty()) m.at("path").fail("a file or folder");
   check_placeholders(m.at("path"), tc.metrics_path, false, workers);
+  require_own_output_path(m.at("path"), tc.metrics_path);
   // Each process writes into its own folder: a fixed path would be shared
   // by the data-only and training passes, and by the runs of one check.
   if (tc.metrics_path.find("{out}") == std::string::npos)
@@ -375,12 +399,14 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
     if (k.empty() || k.size() > 200 || k.find_first_of(" \t\n\"") != std::string::npos)
       series.at(k).fail("a series name without spaces or quotes (1 to 200 characters)");
     tc.series[k] = series.at(k).as_string();
-    if (tc.series[k].empty()) series.at(k).fail("the tag, key or column to read");
+    if (tc.series[k].empty() || tc.series[k].find('\0') != std::string::npos)
+      series.at(k).fail("the tag, key or column to read (no NUL bytes)");
   }
   if (m.has("step")) {
     if (tc.metrics_format != "jsonl" && tc.metrics_format != "csv")
       m.at("step").fail("no step key for format " + tc.metrics_format + " (jsonl and csv only)");
     tc.step_key = m.at("step").as_string();
+    if (tc.step_key.find('\0') != std::string::npos) m.at("step").fail("a step field name without NUL bytes");
   }
   if (m.has("mllog_step")) {
     if (tc.metrics_format != "mllog") m.at("mllog_step").fail("no mllog_step for format " + tc.metrics_format);
@@ -389,6 +415,9 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
   if (t.has("probes")) {
     tc.probes = t.at("probes").as_string();
     check_placeholders(t.at("probes"), tc.probes, false, workers);
+    require_own_output_path(t.at("probes"), tc.probes);
+    if (tc.probes == tc.metrics_path)
+      t.at("probes").fail("a file other than trainer.metrics.path (" + input_excerpt(tc.metrics_path) + ")");
     if (tc.probes.find("{out}") == std::string::npos)
       t.at("probes").fail("a path under {out} (each trainer process's own output folder), e.g. \"{out}/probes.jsonl\"");
   }

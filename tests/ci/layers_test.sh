@@ -31,4 +31,18 @@ expect_failure "LibTorch outside the named file" "includes torch_compat.h (LibTo
 fresh
 mkdir "$tmp/src/newlayer"
 expect_failure "folder without a row" "$tmp/src/newlayer/: a folder of $tmp/src/ without a row"
+# The same breaks spelled another way: relative to the file, in angle
+# brackets, in a nested folder, in a .cc file.
+fresh
+printf '#include "../train/trainer.h"\n' >>"$tmp/src/compare/compare.cpp"
+expect_failure "relative include" "includes ../train/trainer.h, but compare/ may include only core/, record/"
+fresh
+printf '#include <train/trainer.h>\n' >>"$tmp/src/record/golden.cpp"
+expect_failure "angle-bracket include" "includes train/trainer.h, but record/ may include only core/"
+fresh
+mkdir "$tmp/src/compare/detail"
+printf '#include <torch/torch.h>\n' >"$tmp/src/compare/detail/x.cc"
+expect_failure "nested .cc file" "$tmp/src/compare/detail/x.cc:1: includes torch/torch.h (LibTorch), but compare/ is torch-free"
+code=0; bash ci/check-layers.sh --src >/dev/null 2>&1 || code=$?
+[ "$code" -eq 2 ] || fail "--src without a value: expected exit 2, got $code"
 echo "layers_test: the layer table holds, and an upward include, LibTorch in a torch-free layer and an unlisted folder fail"

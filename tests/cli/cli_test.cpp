@@ -419,6 +419,7 @@ TEST_F(Cli, VerifyGoldensJudgesAConfigEditByItsValues) {
             std::string::npos)
       << c.output;
   EXPECT_EQ(c.output.find("input changed"), std::string::npos) << c.output;
+  EXPECT_EQ(c.output.find("config.values_xxh3 golden:"), std::string::npos) << c.output;  // not listed as a changed input
 }
 
 // Each CI shard verifies the goldens of its own smokes: a smoke whose
@@ -820,6 +821,38 @@ TEST(CliCuda, EnvDiffOfATrainerGoldenComparesWhatBothRead) {
   // What lockstep sets for a trainer run is the same here: never a difference.
   for (const char* set : {"determinism.", "env.OMP_NUM_THREADS", "env.MKL_NUM_THREADS", "env.TZ", "python.module."})
     EXPECT_EQ(r.output.find(set), std::string::npos) << set << "\n" << r.output;
+  // A record is data: the program it names as its interpreter, and the
+  // environment it records, are never run or used (a CI artifact or a
+  // merge request's golden could name anything).
+  fs::path d = fs::temp_directory_path() / ("lockstep-env-record-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  std::string marker = (d / "ran").string();
+  write_file_atomically((d / "evil.sh").string(), "#!/bin/sh\ntouch '" + marker + "'\n");
+  fs::permissions(d / "evil.sh", fs::perms::owner_all);
+  nlohmann::json rec = parse_json_file(golden);
+  rec.erase("provenance");
+  rec.erase("content_hash");
+  rec["fingerprint"]["python.executable"]["value"] = (d / "evil.sh").string();
+  rec["fingerprint"]["trainer.env.PATH"] = {{"value", d.string()}, {"relevant", true}};
+  write_file_atomically((d / "record.json").string(), pretty_dump(rec));
+  Result evil = lockstep("env --diff " + (d / "record.json").string() + " --config " + kSourceDir +
+                         "/examples/pytorch-trainer/smoke/pytorch-trainer.json");
+  EXPECT_EQ(evil.code, 0) << evil.output;
+  EXPECT_FALSE(fs::exists(marker)) << evil.output;
+  EXPECT_NE(evil.output.find("its interpreter /usr/bin/python3"), std::string::npos) << evil.output;
+  Result none = lockstep("env --diff " + (d / "record.json").string());
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find("a team trainer's record of smoke 'pytorch-trainer', and no config of that smoke in "),
+            std::string::npos) << none.output;
+  EXPECT_NE(none.output.find(": pass --config SMOKE (its trainer.command names the interpreter to ask; lockstep "
+                             "never runs a program a record names)"),
+            std::string::npos) << none.output;
+  fs::remove_all(d);
+  Result config = lockstep("env --diff " + kSourceDir + "/examples/pytorch-trainer/smoke/pytorch-trainer.json");
+  EXPECT_EQ(config.code, 2) << config.output;
+  EXPECT_NE(config.output.find("pytorch-trainer.json: a smoke config, not a record; pass the smoke's golden"),
+            std::string::npos) << config.output;
   Result device = lockstep("env --device cpu --diff " + golden);
   EXPECT_EQ(device.code, 2) << device.output;
   EXPECT_NE(device.output.find("a team trainer's record; the diff uses the record's device; drop --device"),

@@ -208,6 +208,19 @@ TEST(TrainerCli, AnImportedPackageChangeLeadsTheDiffAndAnUnrelatedOneIsInformati
   EXPECT_NE(pinned.output.find("  * python.packages.unrelated golden: (absent: not installed)"), std::string::npos)
       << pinned.output;
   EXPECT_NE(pinned.output.find("    python.packages.fakeaug   golden: 1.0.0"), std::string::npos) << pinned.output;
+  // env --diff applies the smoke's lists too (found beside the goldens), as check does.
+  Result pinned_env = lockstep("env --json --diff " + golden, site.env(), smoke);
+  ASSERT_EQ(pinned_env.code, 0) << pinned_env.output;
+  nlohmann::json pd = nlohmann::json::parse(pinned_env.output);
+  EXPECT_EQ(pd["config"], smoke + "/pytorch-trainer.json");
+  std::vector<std::string> pf;
+  for (const auto& f : pd["differences"]) pf.push_back(f["field"].get<std::string>() + (f["relevant"] ? " *" : ""));
+  EXPECT_EQ(pf, (std::vector<std::string>{"python.packages.unrelated *", "python.packages.fakeaug"})) << pinned_env.output;
+  Result wrong = lockstep("env --diff " + golden + " --config " + kSourceDir + "/smoke/wine-mlp.json", site.env());
+  EXPECT_EQ(wrong.code, 2) << wrong.output;
+  EXPECT_NE(wrong.output.find("the config of smoke 'wine-mlp', but " + golden + " is a record of smoke "
+                              "'pytorch-trainer'"),
+            std::string::npos) << wrong.output;
   EXPECT_NE(pinned.output.find("lane: cross-stack"), std::string::npos) << pinned.output;
   fs::remove_all(d);
 }
@@ -282,6 +295,14 @@ TEST(TrainerCli, BatchesThatDependOnTheWorkerCountAreExitFourNamingTheBatch) {
   });
   Result good = lockstep("probe " + smoke.string() + " --out " + (d / "probe.json").string());
   EXPECT_EQ(good.code, 0) << good.output;
+  // check says the worker-count check held (here with no golden yet: exit 2, the note all the same).
+  Result first = lockstep("check " + smoke.string() + " --repeat 1 --out " + (d / "out").string());
+  EXPECT_EQ(first.code, 2) << first.output;
+  EXPECT_NE(first.output.find("note: the data-only pass ran with 2, 0 DataLoader workers in every run: the same "
+                              "batches bit for bit"),
+            std::string::npos) << first.output;
+  // A smoke that stopped without a comparison has its HTML report too.
+  EXPECT_TRUE(fs::exists(d / "out" / "pytorch-trainer" / "report.html"));
   Result bad = lockstep("run " + smoke.string() + " --out " + (d / "run.json").string(),
                         "PYTORCH_TRAINER_BUG=global_random");
   EXPECT_EQ(bad.code, 4) << bad.output;
@@ -321,17 +342,24 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
     const char* sig;
     int status;
     const char* command;
+    const char* trainer;  ///< the trainer's shell script; PIDFILE is where it says which pid must die
   };
-  for (const Case& c : {Case{"TERM", 128 + SIGTERM, " run cancelled.json --out r.json"},
-                        Case{"INT", 128 + SIGINT, " run cancelled.json --out r.json"},
-                        Case{"KILL", 128 + SIGKILL, " check cancelled.json --out out"}}) {
+  // The last case is a wrapper: the process that must die is its child, out
+  // of reach of PR_SET_PDEATHSIG, which the process runner's watcher covers.
+  for (const Case& c : {Case{"TERM", 128 + SIGTERM, " run cancelled.json --out r.json", "echo $$ > PIDFILE; exec sleep 300"},
+                        Case{"INT", 128 + SIGINT, " run cancelled.json --out r.json", "echo $$ > PIDFILE; exec sleep 300"},
+                        Case{"KILL", 128 + SIGKILL, " check cancelled.json --out out", "echo $$ > PIDFILE; exec sleep 300"},
+                        Case{"KILL", 128 + SIGKILL, " check cancelled.json --out out",
+                             "sleep 300 & echo $! > PIDFILE; wait"}}) {
     const std::string sig = c.sig;
-    fs::path d = out_dir(std::string("signal-") + sig);
+    fs::path d = out_dir(std::string("signal-") + sig + (std::string(c.trainer).rfind("sleep", 0) == 0 ? "-child" : ""));
     fs::create_directories(d);
     std::string pidfile = (d / "trainer.pid").string();
+    std::string script = c.trainer;
+    script.replace(script.find("PIDFILE"), 7, "'" + pidfile + "'");
     nlohmann::json cfg = {
         {"name", "cancelled"}, {"seed", 1}, {"steps", 2},
-        {"trainer", {{"command", {"sh", "-c", "echo $$ > '" + pidfile + "'; exec sleep 300"}},
+        {"trainer", {{"command", {"sh", "-c", script}},
                      {"timeout_s", 600},
                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
     write_file_atomically((d / "cancelled.json").string(), pretty_dump(cfg));

@@ -513,5 +513,41 @@ TEST(Compare, AChangedConfigNamesItsFields) {
       << v.first_divergence;
 }
 
+// An argument list that changed in one element names the element: a long
+// command line cut at 64 bytes would hide where it differs.
+TEST(Compare, AChangedArgumentListNamesTheArgument) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["config.values_xxh3"] = {std::string(16, 'a'), false, true};
+  golden.config = {{"trainer.command",
+                    "[\"/usr/bin/python3\",\"train.py\",\"--steps\",\"{steps}\",\"--data\",\"{data}/digits.csv.gz\"]"}};
+  RunRecord run = golden;
+  run.fingerprint["config.values_xxh3"].value = std::string(16, 'b');
+  run.config["trainer.command"] =
+      "[\"/usr/bin/python3\",\"train.py\",\"--steps\",\"{steps}\",\"--data\",\"{config_dir}/digits.csv.gz\"]";
+  Verdict v = compare_records(run, golden, {});
+  EXPECT_EQ(v.first_divergence, "input changed: smoke config unit: trainer.command[5] \"{data}/digits.csv.gz\" → "
+                                "\"{config_dir}/digits.csv.gz\" (xxh3 " + std::string(16, 'a') + " → " +
+                                std::string(16, 'b') + ")");
+}
+
+// A config whose only changed field is where its data lives, the data's
+// content unchanged, is the same input: a note, and no input is listed.
+TEST(Compare, AMovedDataFileIsTheSameInput) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["config.values_xxh3"] = {std::string(16, 'a'), false, true};
+  golden.fingerprint["data.file_xxh3"] = {std::string(32, 'c'), false, true};
+  golden.config = {{"data.path", "\"{data}/wine.csv\""}, {"seed", "1"}};
+  RunRecord run = golden;
+  run.fingerprint["config.values_xxh3"].value = std::string(16, 'b');
+  run.config["data.path"] = "\"wine.csv\"";
+  Verdict v = compare_records(run, golden, {});
+  EXPECT_TRUE(v.passed()) << v.first_divergence;
+  EXPECT_TRUE(v.env_diffs.empty());
+  EXPECT_EQ(v.notes.front(), "data.path moved: \"{data}/wine.csv\" → \"wine.csv\"; its content is unchanged, so the input "
+                             "is the same");
+  run.fingerprint["data.file_xxh3"].value = std::string(32, 'd');  // the content moved too: a changed input
+  EXPECT_EQ(compare_records(run, golden, {}).exit_code(), ExitCode::kRegression);
+}
+
 }  // namespace
 }  // namespace lockstep
