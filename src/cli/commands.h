@@ -9,39 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "plan/run_plan.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
 
-/// `lockstep run SMOKE`: data-only pass and training in this process,
-/// writes a run record. Needs LibTorch.
-struct RunOptions {
-  std::string smoke;
-  std::string out;     ///< default: lockstep-out/<smoke>.run.json
-  bool quiet = false;
-  RunOverrides overrides;
-  // run only:
-  int repeat = 1;               ///< > 1: fresh processes held to bit equality (exit 4)
-  int64_t stop_after = 0;       ///< > 0: checkpoint after this many steps; no record
-  std::string checkpoint;       ///< with stop_after: where the checkpoint goes
-  std::string resume;           ///< continue from this checkpoint to the end
-  bool skip_generator_restore = false;  ///< test hook: resume without generator state
-  int rank = -1;                ///< >= 0: one rank of a distributed smoke (with rendezvous)
-  std::string rendezvous;       ///< the rank's rendezvous folder (distributed/rank_launch.h)
-  // A multi-rank smoke on several machines (docs/distributed.md), run and probe:
-  int nnodes = 1;               ///< machines; world_size / nnodes ranks on each
-  int node_rank = -1;           ///< this machine, 0..nnodes-1 (required with nnodes > 1)
-  std::string master;           ///< "HOST:PORT" of node 0's store; default MASTER_ADDR:MASTER_PORT
-};
+/// `lockstep run SMOKE` and `lockstep probe SMOKE`: the options are the
+/// run's request (plan/run_plan.h), decided by plan_run() and produced by
+/// the producer of its site (cli/record_producers.h); writes a run record.
+using RunOptions = RunRequest;
 int run_command(const RunOptions& options);
 
-/// `run`/`probe` of a built-in smoke. In `lockstep-torch` it runs in this
-/// process (cli/torch_commands.cpp); the torch-free front `lockstep` hands
-/// the whole command line to `lockstep-torch` beside it
-/// (cli/torch_commands_exec.cpp); a build without LibTorch exits 3
-/// (cli/torch_commands_absent.cpp). run_command() dispatches to it or to
-/// the trainer.
-int run_builtin(const RunOptions& options, bool train);
 
 /// Keeps main()'s argv, so a front `lockstep` can hand the same command
 /// line to `lockstep-torch`. Called once, first thing in main().

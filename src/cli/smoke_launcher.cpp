@@ -1,24 +1,24 @@
 #include "cli/smoke_launcher.h"
 
-#include "core/error.h"
-#include "external/trainer_run.h"
+#include "cli/record_producers.h"
+#include "plan/run_plan.h"
 
 namespace lockstep {
 
 namespace {
 
-// The trainer run a child `lockstep run` would make of `run`.
-TrainerRun run_here(const ChildRun& run, const SmokeConfig& raw) {
-  if (run.overrides.workers >= 0)
-    throw BadUsage("--workers: a trainer smoke's DataLoader workers are the trainer's own (set them in its command)");
-  SmokeConfig cfg = with_overrides(raw, {run.overrides.intra_op_threads, -1});
-  TrainerRunOptions o;
-  o.work_dir = run.out + ".trainer";
-  o.seed = run.seed;
-  o.stop_after = run.stop_after;
-  o.checkpoint = run.checkpoint;
-  o.resume = run.resume;
-  return run_trainer(cfg, o);
+// The plan a child `lockstep run` would make of `run`.
+RunPlan plan_of(const ChildRun& run, const SmokeConfig& cfg) {
+  RunRequest r;
+  r.smoke = run.config;
+  r.out = run.out;
+  r.quiet = true;
+  r.overrides = run.overrides;
+  r.seed = run.seed;
+  r.stop_after = run.stop_after;
+  r.checkpoint = run.checkpoint;
+  r.resume = run.resume;
+  return plan_run(cfg, r, /*train=*/true);
 }
 
 }  // namespace
@@ -26,15 +26,17 @@ TrainerRun run_here(const ChildRun& run, const SmokeConfig& raw) {
 RunRecord SmokeLauncher::run(const ChildRun& run) {
   SmokeConfig cfg = load_smoke_config(run.config);
   if (!cfg.has_trainer()) return process_.run(run);
-  TrainerRun r = run_here(run, cfg);
-  write_run_record(run.out, r.record);
+  RunPlan plan = plan_of(run, cfg);
+  ProducedRun r = make_record_producer(plan)->produce(plan);
+  write_run_record(plan.out, r.record);
   return r.record;
 }
 
 void SmokeLauncher::run_to_checkpoint(const ChildRun& run) {
   SmokeConfig cfg = load_smoke_config(run.config);
   if (!cfg.has_trainer()) return process_.run_to_checkpoint(run);
-  run_here(run, cfg);
+  RunPlan plan = plan_of(run, cfg);
+  make_record_producer(plan)->produce(plan);
 }
 
 }  // namespace lockstep

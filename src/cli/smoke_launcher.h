@@ -1,6 +1,8 @@
 // The launcher check, bless and `run --repeat` use: a built-in smoke runs in
 // a fresh `lockstep run` process (launch/launcher.h's ProcessLauncher); a
-// smoke with a "trainer" section runs here, in this process, because its
+// smoke with a "trainer" section runs here, in this process, through the
+// same plan and producer as `lockstep run` (plan/run_plan.h,
+// cli/record_producers.h), because its
 // trainer already runs in fresh processes of its own (external/trainer_run.h)
 // and a `lockstep run` in between would only add LibTorch's start-up
 // (about a second) to every run.

@@ -1,6 +1,6 @@
-// The subcommands that run LibTorch in this process: run, probe, env.
-// The run itself is run/smoke_run.h; check and bless start `lockstep run`
-// children through launch/launcher.h.
+// What runs LibTorch in this process: the built-in smoke's RecordProducer
+// (plan/record_producer.h; the run itself is run/smoke_run.h) and `env`.
+// check and bless start `lockstep run` children through launch/launcher.h.
 #include <sys/prctl.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
+#include "cli/record_producers.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/float_bits.h"
@@ -34,35 +35,47 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Shared by run and probe: check the arguments, run the smoke in this
-// process (run/smoke_run.h), write the record, print a summary.
-int run_in_process(const RunOptions& o, bool train) {
-  SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke), o.overrides);
-  refuse_overwriting_inputs(o.out, {o.smoke, cfg.data.resolved_path, o.resume});
-  refuse_overwriting_inputs(o.checkpoint, {o.smoke, cfg.data.resolved_path});
-  if (o.stop_after >= cfg.steps)
-    throw BadUsage("--stop-after " + std::to_string(o.stop_after) + ": must be below the " +
-                   std::to_string(cfg.steps) + " steps of " + o.smoke);
-  // Only bless writes goldens: neither a record nor a checkpoint lands there.
-  refuse_writing_into_goldens(o.out, o.smoke, "a run record");
-  refuse_writing_into_goldens(o.checkpoint, o.smoke, "a checkpoint");
+// The built-in smoke in this process (run/smoke_run.h): one process, or
+// one rank of the coordinator's group. The plan has checked every argument.
+class BuiltinProducer : public RecordProducer {
+ public:
+  ProducedRun produce(const RunPlan& plan) override {
+    const RunRequest& o = plan.request;
+    const SmokeConfig& cfg = plan.config;
+    SmokeRunOptions options;
+    options.train = plan.train;
+    options.resume = {o.stop_after, o.checkpoint, o.resume, !o.skip_generator_restore};
+    if (plan.site == RunSite::kRank) join(plan, options);
+    std::unique_ptr<ProgressBar> bar;
+    options.on_probe = [&](int64_t done, int64_t total) {
+      if (!bar) bar = std::make_unique<ProgressBar>("probe " + cfg.name, total);
+      bar->update(done);
+    };
+    SmokeRun run = run_smoke(cfg, options);
+    if (bar) bar->finish();
+    ProducedRun out;
+    if (run.stopped_at_checkpoint) {
+      out.outcome = ProducedRun::Outcome::kStopped;
+      out.who = "";
+      out.checkpoint = o.checkpoint;
+      return out;
+    }
+    // Rank 0 of a run on several machines: the other nodes' ranks' records,
+    // beside the ones this node's ranks write (rank-<r>.json, as the
+    // coordinator expects them).
+    for (const auto& [r, json] : run.rank_records)
+      write_file_atomically(o.rendezvous + "/rank-" + std::to_string(r) + ".json", json);
+    out.notes = std::move(run.notes);
+    out.record = std::move(run.record);
+    if (!o.quiet && plan.train && out.record.train_probes.size() < static_cast<size_t>(cfg.steps))
+      out.notes.push_back(std::to_string(out.record.train_probes.size()) + " batches trained");
+    return out;
+  }
 
-  std::error_code ec;
-  if (!o.resume.empty() && fs::is_directory(o.resume, ec))
-    throw BadInput(o.resume, "", std::string("a checkpoint file (") +
-                                     (o.rank >= 0 ? "one rank's" : "this single-process smoke's") +
-                                     "), got a folder (a multi-rank smoke's checkpoint?)");
-  SmokeRunOptions options;
-  options.train = train;
-  options.resume = {o.stop_after, o.checkpoint, o.resume, !o.skip_generator_restore};
-  if (o.rank >= 0) {
-    if (!cfg.distributed.configured || o.rank >= cfg.distributed.world_size)
-      throw BadUsage("--rank " + std::to_string(o.rank) + ": " + o.smoke + " has " +
-                     (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " ranks"
-                                                 : std::string("no distributed section")));
-    if (o.rendezvous.empty() || !fs::is_directory(o.rendezvous, ec))
-      throw BadUsage("--rendezvous '" + o.rendezvous + "': not a folder (rank processes are started by `lockstep "
-                     "run` on a distributed smoke, which makes it)");
+ private:
+  // One rank of the coordinator's group (--rank, --rendezvous).
+  static void join(const RunPlan& plan, SmokeRunOptions& options) {
+    const RunRequest& o = plan.request;
     // A rank never outlives its coordinator (a killed `lockstep run` or CI
     // job must not leave ranks waiting in a collective): the process
     // runner's watcher kills the rank's group when the coordinator dies
@@ -70,50 +83,15 @@ int run_in_process(const RunOptions& o, bool train) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() == 1) throw EnvironmentError("rank " + std::to_string(o.rank) + ": its coordinator is gone");
     options.rank.rank = o.rank;
-    options.rank.world_size = cfg.distributed.world_size;
+    options.rank.world_size = plan.config.distributed.world_size;
     options.rank.rendezvous = o.rendezvous;
-    if (o.nnodes > 1) {  // the coordinator checked both (cli/run_command.cpp)
+    if (o.nnodes > 1) {  // checked by the plan
       std::string error;
       options.rank.nnodes = o.nnodes;
       options.rank.master = parse_master_address(o.master, &error);
-      if (!error.empty()) throw BadUsage("--master: " + error);
     }
   }
-  std::unique_ptr<ProgressBar> bar;
-  options.on_probe = [&](int64_t done, int64_t total) {
-    if (!bar) bar = std::make_unique<ProgressBar>("probe " + cfg.name, total);
-    bar->update(done);
-  };
-  SmokeRun run = run_smoke(cfg, options);
-  if (bar) bar->finish();
-  if (run.stopped_at_checkpoint) {
-    if (!o.quiet)
-      std::cout << "run " << cfg.name << ": stopped after " << run.steps_done << " steps, checkpoint "
-                << o.checkpoint << " (continue with --resume)\n";
-    return 0;
-  }
-  const RunRecord& rec = run.record;
-  // Rank 0 of a run on several machines: the other nodes' ranks' records,
-  // beside the ones this node's ranks write (rank-<r>.json, as the
-  // coordinator expects them).
-  for (const auto& [r, json] : run.rank_records)
-    write_file_atomically(o.rendezvous + "/rank-" + std::to_string(r) + ".json", json);
-  // A rank's notes go to its log (<rendezvous>/rank-<r>.stdout.log), --quiet or not.
-  if (!o.quiet || o.rank >= 0)
-    for (const auto& n : run.notes) std::cout << "note: " << n << "\n";
-  std::string out = o.out.empty() ? "lockstep-out/" + cfg.name + (train ? ".run.json" : ".probe.json") : o.out;
-  write_run_record(out, rec);
-  if (!o.quiet && train && rec.train_probes.size() < static_cast<size_t>(cfg.steps))
-    std::cout << "note: " << rec.train_probes.size() << " batches trained\n";
-  if (!o.quiet) {
-    std::cout << (train ? "run " : "probe ") << cfg.name << ": " << rec.probes.size() << " batches probed";
-    if (train)
-      std::cout << ", " << cfg.steps << " steps, loss " << format_double(rec.series.at("loss").values.front())
-                << " -> " << format_double(rec.series.at("loss").values.back());
-    std::cout << "\n  platform " << rec.platform << ", record " << out << "\n";
-  }
-  return 0;
-}
+};
 
 void print_fingerprint(const Fingerprint& fp) {
   size_t width = 0;
@@ -128,7 +106,7 @@ void print_fingerprint(const Fingerprint& fp) {
 
 }  // namespace
 
-int run_builtin(const RunOptions& o, bool train) { return run_in_process(o, train); }
+std::unique_ptr<RecordProducer> builtin_record_producer() { return std::make_unique<BuiltinProducer>(); }
 
 int env_command(const EnvOptions& o) {
   EnvReport r = describe_environment({o.device, o.device_given, o.diff_record, fs::current_path().string()});

@@ -2,6 +2,7 @@
 // -DLOCKSTEP_WITH_TORCH=OFF: they exit 3 and say why, so a compare-only
 // binary is honest about what it cannot do.
 #include "cli/commands.h"
+#include "cli/record_producers.h"
 #include "core/error.h"
 
 namespace lockstep {
@@ -13,7 +14,14 @@ namespace {
 }
 }  // namespace
 
-int run_builtin(const RunOptions&, bool train) { absent(train ? "run" : "probe"); }
+namespace {
+class AbsentProducer : public RecordProducer {
+ public:
+  ProducedRun produce(const RunPlan& plan) override { absent(plan.verb()); }
+};
+}  // namespace
+
+std::unique_ptr<RecordProducer> builtin_record_producer() { return std::make_unique<AbsentProducer>(); }
 int env_command(const EnvOptions&) { absent("env"); }
 
 }  // namespace lockstep

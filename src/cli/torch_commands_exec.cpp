@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/record_producers.h"
 #include "core/error.h"
 #include "core/install_paths.h"
 
@@ -38,9 +39,16 @@ namespace {
                          "LOCKSTEP_WITH_TORCH=OFF has none)");
 }
 
+// The built-in smoke's producer of the front: lockstep-torch makes the
+// record, with the same command line (it plans again, the same plan).
+class ExecProducer : public RecordProducer {
+ public:
+  ProducedRun produce(const RunPlan& plan) override { exec_torch_binary(plan.verb()); }
+};
+
 }  // namespace
 
-int run_builtin(const RunOptions&, bool train) { exec_torch_binary(train ? "run" : "probe"); }
+std::unique_ptr<RecordProducer> builtin_record_producer() { return std::make_unique<ExecProducer>(); }
 int env_command(const EnvOptions&) { exec_torch_binary("env"); }
 
 }  // namespace lockstep

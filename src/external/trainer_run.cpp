@@ -22,7 +22,7 @@
 #include "ingest/metrics.h"
 #include "ingest/module_trace_jsonl.h"
 #include "ingest/probes_jsonl.h"
-#include "record/platform_key.h"
+#include "smoke/finish_record.h"
 
 extern char** environ;
 
@@ -353,6 +353,7 @@ void check_ranks_agree(const std::map<std::string, Series>& zero, const std::map
 // 127.0.0.1, a port of its own per pass) and its own output folder
 // <pass>/rank-<r> ({out}); {rank} in the command and paths.
 struct TrainerLayout {
+  explicit TrainerLayout(const SmokeConfig& config) : c(config) {}
   const SmokeConfig& c;
   uint64_t seed = 0;
   std::string work, data_dir, config_dir, checkpoint;
@@ -677,15 +678,7 @@ void stamp_trainer_record(const TrainerLayout& l, const PassPlan& p, const Train
     rec.contract["distributed.world_size"] = std::to_string(l.world);
     rec.contract["distributed.backend"] = c.distributed.backend;
   }
-  rec.fingerprint["config.values_xxh3"] = {c.values_hash, false, true};
-  rec.config = c.values_fields;
-  rec.smoke = c.name;
-  rec.config_hash = c.config_hash;
-  rec.seed = l.seed;
-  rec.seed_overridden = seed_overridden;
-  rec.device = c.device;
-  rec.platform = platform_key(rec.fingerprint);
-  rec.steps = c.steps;
+  finish_record(c, {{l.seed, seed_overridden}, c.steps}, rec);
 }
 
 }  // namespace
@@ -702,7 +695,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
                    "batch probes: trainer.probes)");
   // The resumed run starts from what the stopped run recorded.
   ResumePoint resume = resuming ? read_resume_point(c, o.resume, seed.first) : ResumePoint{{}, o.stop_after};
-  TrainerLayout l{c};
+  TrainerLayout l(c);
   l.seed = seed.first;
   l.work = fs::absolute(o.work_dir).lexically_normal().string();
   l.data_dir = data_dir();

@@ -25,7 +25,7 @@
 #include "machine/driver_version.h"
 #include "env/fingerprint_capture.h"
 #include "machine/machine_load.h"
-#include "record/platform_key.h"
+#include "smoke/finish_record.h"
 #include "train/torchscript_model.h"
 
 namespace lockstep {
@@ -237,12 +237,6 @@ void stamp_smoke_record(const SmokeConfig& cfg, const SmokeRunOptions& o, std::p
                         const std::map<std::string, std::string>& contract, const CsvTable& table, SmokeRun& out) {
   RunRecord& rec = out.record;
   const DistributedSpec& dist = cfg.distributed;
-  rec.smoke = cfg.name;
-  rec.config_hash = cfg.config_hash;
-  rec.seed = seed.first;
-  rec.seed_overridden = seed.second;
-  rec.device = cfg.device;
-  rec.steps = o.train ? cfg.steps : 0;
   rec.contract = contract;
   if (dist.configured) {
     // The multi-rank contract (spec/distributed_spec.h): a golden of
@@ -273,14 +267,12 @@ void stamp_smoke_record(const SmokeConfig& cfg, const SmokeRunOptions& o, std::p
     out.notes.push_back(cfg.data.path + ": the image decoder wrote " + std::to_string(table.decoder_lines) +
                         " warning line(s), not shown: " + distinct);
   }
-  rec.fingerprint["config.values_xxh3"] = {cfg.values_hash, false, true};
-  rec.config = cfg.values_fields;
   if (dist.configured) rec.fingerprint["distributed.gloo"] = {RankGroup::gloo_version(), true, false};
   if (cfg.model.name == "torchscript") {
     rec.fingerprint["model.torchscript_xxh3"] = {torchscript_content_xxh3(cfg.model.path), false, true};
     rec.fingerprint["model.path"] = {cfg.model.path, false, false};
   }
-  rec.platform = platform_key(rec.fingerprint);
+  finish_record(cfg, {seed, o.train ? cfg.steps : 0}, rec);
   if (o.train) {
     auto fact = [&](const char* key) {
       auto it = rec.fingerprint.find(key);

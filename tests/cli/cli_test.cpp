@@ -898,7 +898,7 @@ TEST(CliCuda, GpuSuiteConfigsReachTheCudaPreflight) {
   for (const auto& e : fs::directory_iterator(kSourceDir + "/gpu/smoke")) {
     if (e.path().extension() != ".json") continue;
     ++seen;
-    Result r = lockstep("run " + e.path().string() + " --out /dev/null");
+    Result r = lockstep("run " + e.path().string() + " --out never-written.json");
     EXPECT_EQ(r.code, 3) << e.path() << "\n" << r.output;
     EXPECT_NE(r.output.find("device is \"cuda\" but CUDA is not usable"), std::string::npos) << r.output;
   }
@@ -913,7 +913,7 @@ TEST(CliCuda, StubDriverLibraryIsNamed) {
 }
 
 TEST(CliErrors, InvalidCublasWorkspaceConfigInStrictModeIsExit3) {
-  Result r = lockstep("run " + kSmoke + " --out /dev/null", "CUBLAS_WORKSPACE_CONFIG=:0:0");
+  Result r = lockstep("run " + kSmoke + " --out never-written.json", "CUBLAS_WORKSPACE_CONFIG=:0:0");
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("CUBLAS_WORKSPACE_CONFIG=:0:0"), std::string::npos) << r.output;
 }

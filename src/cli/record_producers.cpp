@@ -1,0 +1,146 @@
+#include "cli/record_producers.h"
+
+#include <filesystem>
+#include <string>
+
+#include "core/install_paths.h"
+#include "distributed/rank_checkpoint.h"
+#include "distributed/rank_launch.h"
+#include "distributed/rank_records.h"
+#include "external/trainer_run.h"
+#include "launch/launcher.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The team's trainer command, in fresh processes of its own; the record
+// built from its outputs (external/trainer_run.h). Its folders go beside
+// the record, <out>.trainer/.
+class TrainerProducer : public RecordProducer {
+ public:
+  ProducedRun produce(const RunPlan& plan) override {
+    const RunRequest& r = plan.request;
+    TrainerRunOptions options;
+    options.work_dir = plan.out + ".trainer";
+    options.train = plan.train;
+    options.seed = r.seed;
+    options.stop_after = r.stop_after;
+    options.checkpoint = r.checkpoint;
+    options.resume = r.resume;
+    TrainerRun run = run_trainer(plan.config, options);
+    ProducedRun out;
+    if (run.stopped_at_checkpoint) {
+      out.outcome = ProducedRun::Outcome::kStopped;
+      out.who = "the trainer ";
+      out.checkpoint = r.checkpoint;
+      return out;
+    }
+    out.record = std::move(run.record);
+    out.notes = std::move(run.notes);
+    const SmokeConfig& c = plan.config;
+    out.who = " (trainer `" + c.trainer.command.front() + "`" +
+              (c.distributed.configured ? ", " + std::to_string(c.distributed.world_size) + " ranks" : "") + "): ";
+    return out;
+  }
+};
+
+// A multi-rank built-in smoke: world_size fresh rank processes
+// (distributed/rank_launch.h), their records merged into one
+// (distributed/rank_records.h); a stopped run's checkpoint is a folder of
+// one file per rank (distributed/rank_checkpoint.h).
+class RankProducer : public RecordProducer {
+ public:
+  ProducedRun produce(const RunPlan& plan) override {
+    const RunRequest& r = plan.request;
+    const SmokeConfig& cfg = plan.config;
+    RankLaunch l = launch_of(plan);
+    ProducedRun out;
+    if (plan.span == RunSpan::kStopAfter) {
+      RankCheckpointWriter checkpoint(r.checkpoint, {cfg.name, l.world_size, r.stop_after});
+      for (int k = 0; k < l.world_size; ++k)
+        l.rank_args.push_back({"--stop-after", std::to_string(r.stop_after), "--checkpoint", checkpoint.rank_file(k)});
+      run_ranks(l);
+      checkpoint.commit();
+      std::error_code ec;
+      fs::remove_all(l.rendezvous, ec);  // no record to keep beside: the logs of a stop that succeeded
+      out.outcome = ProducedRun::Outcome::kStopped;
+      out.who = std::to_string(l.world_size) + " ranks ";
+      out.checkpoint = checkpoint.dir();
+      return out;
+    }
+    if (plan.span == RunSpan::kResume)
+      for (const auto& file : open_rank_checkpoint(r.resume, cfg.name, l.world_size)) {
+        l.rank_args.push_back({"--resume", file});
+        if (r.skip_generator_restore) l.rank_args.back().push_back("--skip-generator-restore");
+      }
+    std::vector<std::string> paths = run_ranks(l);
+    if (l.node_rank > 0) return elsewhere(l);
+    std::vector<RunRecord> ranks;
+    for (const auto& path : paths) ranks.push_back(read_run_record(path));
+    out.record = merge_rank_records(ranks, l.rendezvous);
+    if (l.nnodes > 1)  // not part of the stack: the same ranks on one machine give the same bits
+      out.record.fingerprint["distributed.nodes"] = {std::to_string(l.nnodes) + " machines, store at " + l.master,
+                                                     false, false};
+    out.who = ": " + std::to_string(l.world_size) + (l.world_size == 1 ? " rank (" : " ranks (") +
+              cfg.distributed.backend +
+              (l.nnodes > 1 ? ", on " + std::to_string(l.nnodes) + " machines through " + l.master : std::string()) +
+              "), ";
+    out.loss_label = "global loss";
+    out.after_loss = "; parameters agreed on every rank after every step";
+    return out;
+  }
+
+ private:
+  // The coordinator's launch: `lockstep-torch run|probe SMOKE --rank r
+  // --rendezvous <out>.ranks` per rank, with the plan's overrides.
+  static RankLaunch launch_of(const RunPlan& plan) {
+    const RunRequest& r = plan.request;
+    RankLaunch l;
+    l.executable = sibling_executable("lockstep-torch");
+    l.args = {plan.verb(), r.smoke};
+    for (auto& a : override_args(r.overrides)) l.args.push_back(std::move(a));
+    l.rendezvous = plan.out + ".ranks";
+    l.world_size = plan.config.distributed.world_size;
+    l.timeout_s = plan.config.distributed.timeout_s;
+    l.smoke = plan.config.name;
+    if (plan.master.set()) {
+      l.nnodes = r.nnodes;
+      l.node_rank = r.node_rank;
+      l.master = plan.master.describe();
+    }
+    return l;
+  }
+
+  // Node K > 0 of several machines: its ranks finished; node 0 merges and
+  // writes the record.
+  static ProducedRun elsewhere(const RankLaunch& l) {
+    int per_node = l.world_size / l.nnodes, first = l.node_rank * per_node;
+    ProducedRun out;
+    out.outcome = ProducedRun::Outcome::kElsewhere;
+    out.who = ": node " + std::to_string(l.node_rank) + " of " + std::to_string(l.nnodes) +
+              (per_node == 1 ? ": rank " + std::to_string(first)
+                             : ": ranks " + std::to_string(first) + ".." + std::to_string(first + per_node - 1)) +
+              " finished; node 0 writes the record";
+    out.logs = l.rendezvous;
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RecordProducer> make_record_producer(const RunPlan& plan) {
+  switch (plan.site) {
+    case RunSite::kTrainer:
+      return std::make_unique<TrainerProducer>();
+    case RunSite::kRanks:
+      return std::make_unique<RankProducer>();
+    case RunSite::kInProcess:
+    case RunSite::kRank:
+      break;
+  }
+  return builtin_record_producer();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,19 @@
+#include "smoke/finish_record.h"
+
+#include "record/platform_key.h"
+
+namespace lockstep {
+
+void finish_record(const SmokeConfig& config, const RecordIdentity& id, RunRecord& rec) {
+  rec.smoke = config.name;
+  rec.config_hash = config.config_hash;
+  rec.seed = id.seed.first;
+  rec.seed_overridden = id.seed.second;
+  rec.device = config.device;
+  rec.steps = id.steps;
+  rec.config = config.values_fields;
+  rec.fingerprint["config.values_xxh3"] = {config.values_hash, false, true};
+  rec.platform = platform_key(rec.fingerprint);
+}
+
+}  // namespace lockstep

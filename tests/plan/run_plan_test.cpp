@@ -1,0 +1,212 @@
+// The plan of one `lockstep run`/`probe`, in-process: which site makes the
+// record, which span runs, every default output path, and each refusal
+// (exit 2) with its exact message, for every kind of smoke.
+#include "plan/run_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "gate/gate_fixture.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+nlohmann::json trainer_section() {
+  return {{"command", {"python3", "train.py", "--steps", "{steps}"}},
+          {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+          {"probes", "{out}/probes.jsonl"},
+          {"resume", {{"stop", {"--stop-after", "{resume_at}", "--checkpoint", "{checkpoint}"}},
+                      {"continue", {"--resume", "{checkpoint}"}}}}};
+}
+
+// A scratch project whose smoke is built-in, a team trainer or 2 ranks.
+struct Project {
+  // `kind`: "builtin", "trainer" or "ranks"; `name` tells the scratch folders apart.
+  Project(const std::string& kind, const std::string& name)
+      : p("plan-" + name, [&](nlohmann::json& cfg) {
+          if (kind == "trainer") {
+            cfg = {{"name", "unit"}, {"seed", 42}, {"steps", 2}, {"trainer", trainer_section()}};
+          } else if (kind == "ranks") {
+            cfg["distributed"] = {{"world_size", 2}, {"backend", "gloo"}};
+          }
+        }) {
+    write_file_atomically(fs::path(p.smoke_file()).parent_path() / "unit.csv", "a,b,c,d,label\n1,2,3,4,0\n");
+  }
+  RunRequest request() const {
+    RunRequest r;
+    r.smoke = p.smoke_file();
+    return r;
+  }
+  RunPlan plan(const RunRequest& r, bool train = true) const {
+    return plan_run(load_smoke_config(r.smoke), r, train);
+  }
+  // The message of the BadUsage/BadInput plan_run throws, "(planned)" if none.
+  std::string refusal(const RunRequest& r, bool train = true) const {
+    try {
+      plan(r, train);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
+      return e.what();
+    }
+    return "(planned)";
+  }
+  testing::GateProject p;
+};
+
+TEST(RunPlan, EachSmokeKindRunsAtItsSiteWithTheDefaultRecordPath) {
+  Project builtin("builtin", "sites"), trainer("trainer", "sites-t"), ranks("ranks", "sites-r");
+  RunPlan b = builtin.plan(builtin.request());
+  EXPECT_EQ(b.site, RunSite::kInProcess);
+  EXPECT_EQ(b.span, RunSpan::kWhole);
+  EXPECT_EQ(b.out, "lockstep-out/unit.run.json");
+  EXPECT_STREQ(b.verb(), "run");
+  RunPlan probe = builtin.plan(builtin.request(), /*train=*/false);
+  EXPECT_EQ(probe.out, "lockstep-out/unit.probe.json");
+  EXPECT_STREQ(probe.verb(), "probe");
+  EXPECT_EQ(trainer.plan(trainer.request()).site, RunSite::kTrainer);
+  EXPECT_EQ(ranks.plan(ranks.request()).site, RunSite::kRanks);
+  RunRequest given = builtin.request();
+  given.out = "elsewhere/r.json";
+  EXPECT_EQ(builtin.plan(given).out, "elsewhere/r.json");
+}
+
+TEST(RunPlan, OverridesApplyToTheConfigAndATrainerRefusesWorkers) {
+  Project builtin("builtin", "over"), trainer("trainer", "over-t");
+  RunRequest r = builtin.request();
+  r.overrides.intra_op_threads = 3;
+  r.overrides.workers = 2;
+  RunPlan b = builtin.plan(r);
+  EXPECT_EQ(b.config.intra_op_threads, 3);
+  EXPECT_EQ(b.config.data.loader.workers, 2);
+  RunRequest t = trainer.request();
+  t.overrides.workers = 2;
+  EXPECT_EQ(trainer.refusal(t),
+            "--workers: a trainer smoke's DataLoader workers are the trainer's own (its command; trainer.workers "
+            "with a {workers} placeholder runs the data-only pass at several counts)");
+  t.overrides.workers = -1;
+  t.overrides.intra_op_threads = 2;
+  EXPECT_EQ(trainer.plan(t).config.intra_op_threads, 2);
+}
+
+TEST(RunPlan, StopAfterMustBeBelowTheStepsAtEverySite) {
+  for (const char* kind : {"builtin", "trainer", "ranks"}) {
+    Project p(kind, std::string("stop-") + kind);
+    RunRequest r = p.request();
+    r.stop_after = 2;
+    r.checkpoint = p.p.out_dir() + "/ck";
+    EXPECT_EQ(p.refusal(r), "--stop-after 2: must be below the 2 steps of " + r.smoke) << kind;
+    r.stop_after = 1;
+    RunPlan plan = p.plan(r);
+    EXPECT_EQ(plan.span, RunSpan::kStopAfter) << kind;
+    EXPECT_EQ(plan.site, std::string(kind) == "trainer" ? RunSite::kTrainer
+                         : std::string(kind) == "ranks" ? RunSite::kRanks
+                                                        : RunSite::kInProcess) << kind;
+  }
+}
+
+TEST(RunPlan, RepeatRunsWholeOnOneMachine) {
+  Project p("builtin", "repeat");
+  RunRequest r = p.request();
+  r.repeat = 3;
+  RunPlan plan = p.plan(r);
+  EXPECT_EQ(plan.repeat, 3);
+  EXPECT_EQ(plan.out, "lockstep-out/unit.run.json");
+  r.resume = p.p.out_dir() + "/ck";
+  EXPECT_EQ(p.refusal(r), "--repeat does not combine with --stop-after or --resume");
+  r.resume.clear();
+  r.nnodes = 2;
+  EXPECT_EQ(p.refusal(r), "--nnodes: --repeat runs on one machine only (run it there)");
+}
+
+TEST(RunPlan, OutputsNeverLandOnInputsGoldensOrTheCheckpoint) {
+  Project p("builtin", "outputs");
+  RunRequest r = p.request();
+  r.out = r.smoke;
+  EXPECT_EQ(p.refusal(r), r.smoke + ": refusing to write an output over an input of this command (" + r.smoke + ")");
+  r.out = p.p.goldens_dir() + "/unit/cpu.json";
+  EXPECT_NE(p.refusal(r).find("refusing to write a run record"), std::string::npos) << p.refusal(r);
+  r.out = p.p.out_dir() + "/run.json";
+  r.stop_after = 1;
+  r.checkpoint = p.p.out_dir() + "/run.json.ck";
+  EXPECT_EQ(p.refusal(r), "--out " + r.out + " and --checkpoint " + r.checkpoint +
+                              ": the record (and its " + r.out + ".ranks or .trainer folder) and the checkpoint's "
+                              "files (" + r.checkpoint + ", " + r.checkpoint +
+                              ".*) would share paths; give them names that do not start with each other");
+  r.stop_after = 0;
+  r.checkpoint.clear();
+  fs::create_directories(p.p.out_dir() + "/folder.json");
+  r.out = p.p.out_dir() + "/folder.json";
+  EXPECT_EQ(p.refusal(r), r.out + ": refusing to write over something that is not a regular file");
+}
+
+TEST(RunPlan, ASingleProcessResumesFromAFileNotAFolder) {
+  Project p("builtin", "resume");
+  RunRequest r = p.request();
+  r.resume = p.p.out_dir() + "/ck";
+  fs::create_directories(r.resume);
+  EXPECT_EQ(p.refusal(r), r.resume + ": expected a checkpoint file (this single-process smoke's), got a folder "
+                                     "(a multi-rank smoke's checkpoint?)");
+  fs::remove_all(r.resume);
+  RunPlan plan = p.plan(r);
+  EXPECT_EQ(plan.span, RunSpan::kResume);
+}
+
+TEST(RunPlan, ARankNeedsItsGroupAndItsRendezvous) {
+  Project ranks("ranks", "rank"), single("builtin", "rank-single");
+  RunRequest r = ranks.request();
+  r.rank = 2;
+  EXPECT_EQ(ranks.refusal(r), "--rank 2: " + r.smoke + " has 2 ranks");
+  r.rank = 1;
+  EXPECT_EQ(ranks.refusal(r), "--rendezvous '': not a folder (rank processes are started by `lockstep run` on a "
+                              "distributed smoke, which makes it)");
+  r.rendezvous = ranks.p.out_dir();
+  fs::create_directories(r.rendezvous);
+  r.out = r.rendezvous + "/rank-1.json";
+  RunPlan plan = ranks.plan(r);
+  EXPECT_EQ(plan.site, RunSite::kRank);
+  EXPECT_EQ(plan.out, r.rendezvous + "/rank-1.json");
+  RunRequest s = single.request();
+  s.rank = 0;
+  EXPECT_EQ(single.refusal(s), "--rank 0: " + s.smoke + " has no distributed section");
+}
+
+TEST(RunPlan, SeveralMachinesNameNodeZerosStoreAndEachNodesLogs) {
+  Project ranks("ranks", "nodes"), trainer("trainer", "nodes-t"), single("builtin", "nodes-s");
+  RunRequest r = ranks.request();
+  r.nnodes = 2;
+  r.node_rank = 1;
+  r.master = "127.0.0.1:29555";
+  RunPlan plan = ranks.plan(r);
+  EXPECT_EQ(plan.master.describe(), "127.0.0.1:29555");
+  EXPECT_EQ(plan.out, "lockstep-out/unit.node-1.run.json");
+  r.node_rank = 0;
+  EXPECT_EQ(ranks.plan(r).out, "lockstep-out/unit.run.json");
+  r.node_rank = 2;
+  EXPECT_EQ(ranks.refusal(r), "--node-rank 2: must be below --nnodes 2");
+  r.node_rank = -1;
+  EXPECT_EQ(ranks.refusal(r),
+            "--nnodes 2: --node-rank K is required (0 on the machine that serves the store and writes the record)");
+  r.nnodes = 3;
+  r.node_rank = 0;
+  EXPECT_EQ(ranks.refusal(r), "--nnodes 3: the 2 ranks of " + r.smoke +
+                                  " (distributed.world_size or --world-size) do not split evenly over 3 machines");
+  RunRequest one = ranks.request();
+  one.node_rank = 0;
+  EXPECT_EQ(ranks.refusal(one), "--node-rank: only with --nnodes N > 1 (the ranks of a run on several machines)");
+  RunRequest t = trainer.request();
+  t.nnodes = 2;
+  EXPECT_NE(trainer.refusal(t).find("runs a team's trainer"), std::string::npos);
+  RunRequest s = single.request();
+  s.nnodes = 2;
+  EXPECT_EQ(single.refusal(s), "--nnodes 2: " + s.smoke +
+                                   " has no \"distributed\" section (a single-process smoke runs on one machine)");
+}
+
+}  // namespace
+}  // namespace lockstep
