@@ -2,7 +2,15 @@
 // made in gate/check.h (check_smoke); this file prints it, writes the
 // reports and pending goldens, and returns the most severe exit code over
 // the suite (3 > 2 > 4 > 1 > 0).
+#include <sched.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include <filesystem>
 #include <iostream>
@@ -16,6 +24,7 @@
 #include "core/atomic_file.h"
 #include "core/directory_lock.h"
 #include "core/error.h"
+#include "core/job_slots.h"
 #include "core/json_io.h"
 #include "gate/check.h"
 #include "gate/shard.h"
@@ -77,6 +86,27 @@ void print_summary(const std::vector<Verdict>& verdicts, ExitCode worst, const s
   std::cout << "; exit " << to_int(worst) << " (junit " << junit << ")\n";
 }
 
+// The CPUs this process may run on (its affinity mask: a CI job's cgroup
+// or `taskset`), at least 1.
+int available_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The job slots a smoke's check holds while it runs: one per process of a
+// run, its world size (or --world-size) for a multi-rank smoke (a config that cannot be read
+// takes one and fails in check_smoke).
+int smoke_processes(const std::string& file, int world_size_override) {
+  try {
+    SmokeConfig cfg = load_smoke_config(file);
+    if (!cfg.distributed.configured) return 1;
+    return std::max(1, world_size_override > 0 ? world_size_override : cfg.distributed.world_size);
+  } catch (const Error&) {
+    return 1;
+  }
+}
+
 }  // namespace
 
 int check_command(const CheckOptions& o) {
@@ -103,8 +133,42 @@ int check_command(const CheckOptions& o) {
   CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
   SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   std::vector<Verdict> verdicts;
-  for (const auto& file : files) {
-    SmokeCheck c = check_smoke(file, options, launcher);
+  // -j N: the smokes are checked by up to N threads, each holding a job
+  // slot per process it runs at once; the main thread prints and writes
+  // each smoke's reports in suite order as soon as the smokes before it
+  // are done, so the output is the same for any N.
+  const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
+  JobSlots slots(jobs);
+  if (jobs > 1) options.slots = &slots;
+  std::vector<std::optional<SmokeCheck>> done(files.size());
+  std::mutex mu;
+  std::condition_variable ready;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < files.size();) {
+      SmokeCheck c = [&] {
+        SlotHold hold(slots, smoke_processes(files[i], o.overrides.world_size));
+        return check_smoke(files[i], options, launcher);
+      }();
+      std::lock_guard<std::mutex> lock(mu);
+      done[i] = std::move(c);
+      ready.notify_all();
+    }
+  };
+  // -j 1 or one smoke: each smoke checked in this thread, then printed.
+  const bool serial = jobs == 1 || files.size() <= 1;
+  std::vector<std::thread> workers;
+  if (!serial)
+    for (int t = 0; t < std::min<int>(jobs, static_cast<int>(files.size())); ++t) workers.emplace_back(worker);
+  for (size_t i = 0; i < files.size(); ++i) {
+    SmokeCheck c;
+    if (serial) {
+      c = check_smoke(files[i], options, launcher);
+    } else {
+      std::unique_lock<std::mutex> lock(mu);
+      ready.wait(lock, [&] { return done[i].has_value(); });
+      c = std::move(*done[i]);
+    }
     try {
       print_and_write(c, o.out_dir);
     } catch (const Error& e) {  // a report or pending golden that cannot be written
@@ -112,8 +176,10 @@ int check_command(const CheckOptions& o) {
                 << "): " << e.what() << "\n";
       c.verdict = stopped_verdict(c.smoke, e.code(), e.what());
     }
+    std::cout << std::flush;
     verdicts.push_back(std::move(c.verdict));
   }
+  for (auto& w : workers) w.join();
   // GitLab: artifacts:reports:junit: lockstep-out/junit.xml
   std::string junit = (std::filesystem::path(o.out_dir) / "junit.xml").string();
   write_file_atomically(junit, render_junit(verdicts));

@@ -77,6 +77,7 @@ struct CheckOptions {
   RunOverrides overrides;
   std::string shard;        ///< "I/N": only this shard of the suite (gate/shard.h)
   bool shard_given = false; ///< --shard was given (an empty value is an error, not "no sharding")
+  int jobs = 0;             ///< -j: child runs at once; 0: the CPUs this process may use
 };
 int check_command(const CheckOptions& options);
 

@@ -162,6 +162,11 @@ int main(int argc, char** argv) {
                     "GitLab: $CI_NODE_INDEX/$CI_NODE_TOTAL)");
   check->add_option("--repeat", check_opts.repeat, "Fresh runs compared bit for bit (default: config, 2)")
       ->transform(decimal_range(1, 100));
+  check->add_option("-j,--jobs", check_opts.jobs,
+                    "Child runs at once: smokes, and each smoke's repeats and stopped run, in fresh processes "
+                    "(a multi-rank smoke takes one per rank); output and verdicts as with -j 1 "
+                    "(default: the CPUs this process may use)")
+      ->transform(decimal_range(1, 256));
   add_overrides(check, check_opts.overrides);
 
   // check and bless run on one machine; these only say what to do instead

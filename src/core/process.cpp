@@ -105,6 +105,18 @@ class TrainerSignals {
 // one nobody else sends to a program's group.
 constexpr int kParentDeathSignal = SIGUSR2;
 
+// Closes every descriptor above stderr but `keep` (async-signal-safe:
+// close_range(2), or close(2) one by one where the kernel lacks it).
+void close_descriptors_but(int keep) {
+  auto close_from_to = [](unsigned lo, unsigned hi) {
+    if (lo > hi) return;
+    if (::close_range(lo, hi, 0) == 0) return;
+    for (unsigned fd = lo; fd <= hi && fd < 65536; ++fd) ::close(static_cast<int>(fd));
+  };
+  close_from_to(3, static_cast<unsigned>(keep) - 1);
+  close_from_to(static_cast<unsigned>(keep) + 1, ~0U);
+}
+
 // The watcher's handler: every process of its group, itself included, dies.
 extern "C" void kill_own_group(int) {
   ::kill(0, SIGKILL);
@@ -194,6 +206,10 @@ pid_t spawn(const ProcessSpec& spec) {
     // The watcher: its own process group, so a timeout and our death kill
     // every process the program starts.
     ::setpgid(0, 0);
+    // Only stdio and our report pipe: another thread's spawn may have its
+    // report pipe open now, and its end would otherwise stay open in this
+    // watcher (and the program) until this program ends.
+    close_descriptors_but(report[1]);
     struct sigaction on_parent_death {};
     on_parent_death.sa_handler = kill_own_group;
     sigemptyset(&on_parent_death.sa_mask);

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -263,11 +265,13 @@ std::string partial_path(const std::string& checkpoint) { return checkpoint + ".
 // `n` distinct TCP ports on 127.0.0.1 that are free now, one per pass
 // that runs at the same time, for MASTER_PORT (torchrun's env://
 // rendezvous; the kernel picks them, as torchrun does). All are bound
-// before any is released, so no two passes get the same one. Exit 3 when
+// before any is released, so no two passes get the same one, nor two runs
+// of this process. Exit 3 when
 // no socket can be bound.
 std::vector<std::string> free_loopback_ports(size_t n) {
   std::vector<int> fds;
   std::vector<std::string> ports;
+  int retries = 0;
   auto release = [&] {
     for (int fd : fds) ::close(fd);
   };
@@ -289,6 +293,15 @@ std::vector<std::string> free_loopback_ports(size_t n) {
       int err = errno;
       release();
       throw EnvironmentError(std::string("no free TCP port on 127.0.0.1 for MASTER_PORT: ") + std::strerror(err));
+    }
+    // Never a port this process handed out before: `check -j` runs several
+    // trainers at once, and a port just released may come back from bind.
+    static std::mutex given_mu;
+    static std::set<int> given;
+    std::lock_guard<std::mutex> lock(given_mu);
+    if (!given.insert(ntohs(a.sin_port)).second && ++retries < 64) {
+      --i;  // keep this socket bound (so the kernel moves on) and take another
+      continue;
     }
     ports.push_back(std::to_string(ntohs(a.sin_port)));
   }

@@ -1,6 +1,8 @@
 #include "gate/check.h"
 
+#include <exception>
 #include <filesystem>
+#include <thread>
 
 #include "compare/compare.h"
 #include "core/error.h"
@@ -59,19 +61,56 @@ void add_pending(SmokeCheck& c, const RunRecord& run, const std::string& file, c
   c.pending_path = pending_path(o.out_dir, run.smoke, run.platform);
 }
 
-// The resume check: `resume_at` steps and a checkpoint, a fresh process
-// that continues from it, compared bit for bit with the uninterrupted run.
-// "" when they agree, else the first divergence.
-std::string resume_difference(Launcher& launcher, const ChildRun& base, int64_t resume_at, const std::string& dir,
+// The resume check's first half: `resume_at` steps and a checkpoint. It
+// needs nothing from the straight runs, so with a spare job slot it runs
+// beside them (check -j); otherwise, or before its result is needed,
+// finish() runs it in this thread, as a serial check would.
+class StoppedRun {
+ public:
+  StoppedRun(Launcher& launcher, const ChildRun& base, int64_t resume_at, const std::string& dir)
+      : launcher_(launcher), stop_(base) {
+    stop_.out = dir + "/resume-part.json";
+    stop_.stop_after = resume_at;
+    stop_.checkpoint = dir + "/resume-at-" + std::to_string(resume_at) + ".ckpt";
+  }
+  ~StoppedRun() {
+    if (thread_.joinable()) thread_.join();
+  }
+  /// Starts the run in a thread of its own if `slots` has a free slot now.
+  void start_early(JobSlots* slots) {
+    if (!slots || !slots->try_acquire(1)) return;
+    thread_ = std::thread([this, slots] {
+      try {
+        launcher_.run_to_checkpoint(stop_);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      slots->release(1);
+    });
+  }
+  /// The checkpoint, once the run has ended; throws what the run threw.
+  const std::string& finish() {
+    if (thread_.joinable()) thread_.join();
+    else launcher_.run_to_checkpoint(stop_);
+    if (error_) std::rethrow_exception(error_);
+    return stop_.checkpoint;
+  }
+
+ private:
+  Launcher& launcher_;
+  ChildRun stop_;
+  std::thread thread_;
+  std::exception_ptr error_;
+};
+
+// The resume check: a fresh process that continues from the stopped run's
+// checkpoint, compared bit for bit with the uninterrupted run. "" when
+// they agree, else the first divergence.
+std::string resume_difference(Launcher& launcher, const ChildRun& base, StoppedRun& stopped, const std::string& dir,
                               const RunRecord& straight) {
-  ChildRun stop = base;
-  stop.out = dir + "/resume-part.json";
-  stop.stop_after = resume_at;
-  stop.checkpoint = dir + "/resume-at-" + std::to_string(resume_at) + ".ckpt";
-  launcher.run_to_checkpoint(stop);
   ChildRun resume = base;
   resume.out = dir + "/resumed.json";
-  resume.resume = stop.checkpoint;
+  resume.resume = stopped.finish();
   return first_bit_difference(launcher.run(resume), straight);
 }
 
@@ -91,7 +130,9 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // `check --world-size N` over a suite: it sizes the multi-rank smokes;
   // a single-process smoke runs as it is.
   if (!cfg.distributed.configured) base.overrides.world_size = 0;
-  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat);
+  StoppedRun stopped(launcher, base, cfg.resume_at, dir);
+  if (cfg.resume_at > 0) stopped.start_early(o.slots);
+  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots);
   c.ran = true;
   const RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
@@ -135,7 +176,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // 4. The resume check, when the comparison passed (or there is no golden yet).
   std::string resume_note;
   if (cfg.resume_at > 0 && (!found || c.verdict.passed())) {
-    if (std::string diff = resume_difference(launcher, base, cfg.resume_at, dir, run); !diff.empty()) {
+    if (std::string diff = resume_difference(launcher, base, stopped, dir, run); !diff.empty()) {
       Lane compared = found ? c.verdict.lane : Lane::kNone;  // the golden's lane, when one was read
       c = SmokeCheck{};
       c.ran = true;

@@ -19,7 +19,9 @@
 //      comparison ends the smoke (exit 1) with a pending golden for
 //      review/accept;
 //   4. with resume_at: K, K steps and a checkpoint, a resumed fresh run,
-//      held to the uninterrupted run's bits (a difference is exit 1);
+//      held to the uninterrupted run's bits (a difference is exit 1); with
+//      a spare job slot the stopped run starts beside step 1, and its
+//      error, if any, still counts only here;
 //   5. no golden: exit 2 with a pending golden.
 // An Error from the launcher or a file ends the smoke with its own code.
 // check never writes into goldens/: the caller writes reports and pending
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "compare/verdict.h"
+#include "core/job_slots.h"
 #include "launch/launcher.h"
 #include "record/golden.h"
 #include "record/run_record.h"
@@ -44,6 +47,11 @@ struct CheckSmokeOptions {
   std::string out_dir = "lockstep-out";      ///< records go to <out_dir>/<smoke>/
   int repeat = 0;                            ///< fresh runs; 0: the config's `repeat` (default 2)
   RunOverrides overrides;                    ///< passed on to every child run
+  /// check -j: the job slots this smoke's child runs may also use (its
+  /// repeats, and its resume check's stopped run, start at once while a
+  /// slot is free); null: one child at a time. The launcher must then be
+  /// thread-safe.
+  JobSlots* slots = nullptr;
 };
 
 /// What check found for one smoke.

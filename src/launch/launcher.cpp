@@ -1,5 +1,8 @@
 #include "launch/launcher.h"
 
+#include <algorithm>
+#include <functional>
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,13 +105,16 @@ RunRecord ProcessLauncher::run(const ChildRun& run) {
 void ProcessLauncher::run_to_checkpoint(const ChildRun& run) { spawn(run); }
 
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
-                                    const std::string& prefix, int n) {
-  std::vector<RunRecord> runs;
-  for (int i = 1; i <= n; ++i) {
-    ChildRun r = base;
-    r.out = dir + "/" + prefix + "-" + std::to_string(i) + ".json";
-    runs.push_back(launcher.run(r));
-  }
+                                    const std::string& prefix, int n, JobSlots* slots) {
+  std::vector<RunRecord> runs(static_cast<size_t>(std::max(n, 0)));
+  std::vector<std::function<void()>> tasks;
+  for (int i = 1; i <= n; ++i)
+    tasks.push_back([&, i] {
+      ChildRun r = base;
+      r.out = dir + "/" + prefix + "-" + std::to_string(i) + ".json";
+      runs[static_cast<size_t>(i - 1)] = launcher.run(r);
+    });
+  run_tasks(tasks, slots);
   return runs;
 }
 

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/job_slots.h"
 #include "record/run_record.h"
 #include "smoke/smoke_config.h"
 
@@ -76,9 +77,13 @@ std::vector<std::string> override_args(const RunOverrides& overrides);
 std::vector<std::string> child_args(const ChildRun& run);
 
 /// `n` fresh runs of `base` (its `out` ignored), records
-/// <dir>/<prefix>-1.json ... <dir>/<prefix>-<n>.json.
+/// <dir>/<prefix>-1.json ... <dir>/<prefix>-<n>.json, in that order. With
+/// `slots`, runs start at once while a slot is free (core/job_slots.h's
+/// run_tasks; `launcher` must then be thread-safe, as ProcessLauncher and
+/// SmokeLauncher are); the error of the lowest-numbered failed run is
+/// thrown, as in a serial run.
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
-                                    const std::string& prefix, int n);
+                                    const std::string& prefix, int n, JobSlots* slots = nullptr);
 
 /// Where the first run that is not bit-identical to runs[0] differs:
 /// {its 0-based index, first_bit_difference()}, or {0, ""} when all agree.

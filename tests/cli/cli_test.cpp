@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <fstream>
 #include <map>
 
@@ -420,6 +421,73 @@ TEST_F(Cli, VerifyGoldensJudgesAConfigEditByItsValues) {
       << c.output;
   EXPECT_EQ(c.output.find("input changed"), std::string::npos) << c.output;
   EXPECT_EQ(c.output.find("config.values_xxh3 golden:"), std::string::npos) << c.output;  // not listed as a changed input
+}
+
+// check -j 2 gives what check -j 1 gives: the same exit code, the same
+// lines in the same smoke order, the same reports field by field; only the
+// timings (step time, peak RSS) and the output folder's name differ. The
+// suite: a smoke that passes its golden (and its resume check), one without
+// a golden (exit 2, a pending golden), a config that cannot be read.
+TEST(CliCheck, ParallelJobsGiveTheSerialVerdictsInSuiteOrder) {
+  fs::path p = scratch("jobs", {}, kSourceDir + "/smoke/wine-mlp.json");
+  nlohmann::json tokens = parse_json_file(kSourceDir + "/smoke/tokens-transformer.json");
+  tokens.erase("platforms");
+  write_file_atomically((p / "smoke" / "tokens-transformer.json").string(), pretty_dump(tokens));
+  Result blessed = lockstep("bless " + (p / "smoke" / "wine-mlp.json").string() + " --reason test --allow-dirty --out " +
+                            (p / "bless-out").string());
+  ASSERT_EQ(blessed.code, 0) << blessed.output;
+  write_file_atomically((p / "smoke" / "broken.json").string(), "{\"name\": \"broken\", ");
+  auto without_timings = [&](std::string text, const std::string& out) {
+    std::string kept;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("median step time") != std::string::npos || line.find("peak RSS") != std::string::npos) continue;
+      for (size_t at; (at = line.find(out)) != std::string::npos;) line.replace(at, out.size(), "OUT");
+      kept += line + "\n";
+    }
+    return kept;
+  };
+  std::map<int, Result> by_jobs;
+  for (int jobs : {1, 2}) {
+    std::string out = (p / ("out-j" + std::to_string(jobs))).string();
+    by_jobs[jobs] = lockstep("check " + (p / "smoke").string() + " -j " + std::to_string(jobs) + " --out " + out);
+    by_jobs[jobs].output = without_timings(by_jobs[jobs].output, out);
+  }
+  EXPECT_EQ(by_jobs[1].code, 2) << by_jobs[1].output;
+  EXPECT_EQ(by_jobs[2].code, 2) << by_jobs[2].output;
+  EXPECT_EQ(by_jobs[2].output, by_jobs[1].output);
+  EXPECT_NE(by_jobs[1].output.find("check: 3 smokes: 1 PASS, 2 BAD INPUT (broken, tokens-transformer)"),
+            std::string::npos)
+      << by_jobs[1].output;
+  EXPECT_LT(by_jobs[2].output.find("lockstep: broken:"), by_jobs[2].output.find("lockstep: tokens-transformer:"));
+  EXPECT_LT(by_jobs[2].output.find("lockstep: tokens-transformer:"), by_jobs[2].output.find("lockstep: wine-mlp:"));
+  for (const char* smoke : {"tokens-transformer", "wine-mlp"}) {
+    nlohmann::json reports[2];
+    for (int jobs : {1, 2}) {
+      nlohmann::json r = parse_json_file((p / ("out-j" + std::to_string(jobs)) / smoke / "report.json").string());
+      nlohmann::json notes = nlohmann::json::array();
+      for (const auto& n : r["notes"]) {
+        std::string text = n.get<std::string>();
+        if (text.find("median step time") == std::string::npos && text.find("peak RSS") == std::string::npos)
+          notes.push_back(without_timings(text, (p / ("out-j" + std::to_string(jobs))).string()));
+      }
+      r["notes"] = notes;
+      r.erase("run");  // the record's path, in each check's own --out
+      reports[jobs - 1] = r;
+    }
+    ASSERT_FALSE(reports[0].empty()) << smoke;
+    for (const auto& [key, value] : reports[0].items()) EXPECT_EQ(reports[1][key], value) << smoke << ": " << key;
+    EXPECT_EQ(reports[1].size(), reports[0].size()) << smoke;
+  }
+  for (const char* out : {"out-j1", "out-j2"}) {  // the smoke without a golden left a pending one either way
+    int pending = 0;
+    for (const auto& e : fs::directory_iterator(p / out / "tokens-transformer"))
+      pending += e.path().string().size() > 11 && e.path().string().substr(e.path().string().size() - 11) == ".golden.new";
+    EXPECT_EQ(pending, 1) << out;
+  }
+  Result zero = lockstep("check " + (p / "smoke").string() + " -j 0");
+  EXPECT_EQ(zero.code, 2) << zero.output;
+  fs::remove_all(p);
 }
 
 // Each CI shard verifies the goldens of its own smokes: a smoke whose

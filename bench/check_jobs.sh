@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `lockstep check -j N`: the wall time of the smoke suite checked one child
+# run at a time (-j 1) and with N jobs (default 2), alternately, median of
+# R rounds each (default 3); prints both, the CPU time of each, and the
+# ratio (goal on 2 cores: -j 2 <= 0.6 x -j 1). The verdicts must not
+# change with N: the script also fails if the two junit files differ.
+#   bench/check_jobs.sh [R] [N] [SMOKES]     (default 3 2 smoke/; needs a build in build/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds="${1:-3}"
+jobs="${2:-2}"
+smokes="${3:-smoke/}"
+lockstep="$PWD/build/lockstep"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+one() {  # one check with -j $1: appends "wall cpu" to $work/j$1
+  local t0 t1 cpu
+  t0=$(date +%s.%N)
+  /usr/bin/time -o "$work/time" -f "%U %S" "$lockstep" check $smokes -j "$1" --out "$work/out-$1" >"$work/log-$1" 2>&1
+  cpu=$(tail -1 "$work/time")
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" -v c="$cpu" 'BEGIN {split(c, u, " "); print b - a, u[1] + u[2]}' >>"$work/j$1"
+}
+"$lockstep" check $smokes -j 1 --out "$work/warm" >/dev/null 2>&1 || true   # page cache, file-hash cache
+for _ in $(seq "$rounds"); do
+  one 1
+  one "$jobs"
+done
+s1=$(cut -d' ' -f1 "$work/j1" | median); c1=$(cut -d' ' -f2 "$work/j1" | median)
+sn=$(cut -d' ' -f1 "$work/j$jobs" | median); cn=$(cut -d' ' -f2 "$work/j$jobs" | median)
+printf 'check %s -j 1:  %.2f s wall, %.2f s CPU   median of %d\n' "$smokes" "$s1" "$c1" "$rounds"
+printf 'check %s -j %d:  %.2f s wall, %.2f s CPU   median of %d\n' "$smokes" "$jobs" "$sn" "$cn" "$rounds"
+awk -v a="$s1" -v b="$sn" -v j="$jobs" 'BEGIN {printf "ratio -j %d / -j 1: %.2f (goal <= 0.60 on 2 cores)\n", j, b / a}'
+# Same verdicts: the junit files, times aside.
+strip() { sed -E 's/ time="[^"]*"//g; s#'"$work"'/out-[0-9]+#OUT#g' "$1"; }
+if ! diff <(strip "$work/out-1/junit.xml") <(strip "$work/out-$jobs/junit.xml") >/dev/null; then
+  echo "the verdicts differ between -j 1 and -j $jobs" >&2
+  exit 1
+fi
+echo "verdicts (junit) identical"

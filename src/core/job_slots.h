@@ -1,0 +1,63 @@
+// A budget of concurrent jobs, as `make -j N` and ninja keep one: `check
+// -j N` runs smokes and their independent child runs at once while they
+// fit. A multi-rank smoke takes one slot per rank. Callers that only use
+// spare capacity try_acquire() and otherwise do the work themselves,
+// in order, so nested users never wait on each other.
+//
+//   JobSlots slots(2);
+//   SlotHold smoke(slots, /*n=*/1);                 // blocks until a slot is free
+//   if (slots.try_acquire(1)) { /* a second job at once */ slots.release(1); }
+//   run_tasks(tasks, &slots);                       // task 0 here, others in threads while slots are free
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+namespace lockstep {
+
+/// A counting semaphore of job slots. Thread-safe.
+class JobSlots {
+ public:
+  /// `capacity` slots; below 1 means 1.
+  explicit JobSlots(int capacity);
+  int capacity() const { return capacity_; }
+  /// Takes `n` slots (clamped to 1..capacity), waiting until they are free.
+  /// Returns the number taken, to be given back with release().
+  int acquire(int n);
+  /// Takes `n` slots (clamped to 1..capacity) if they are free now.
+  bool try_acquire(int n);
+  /// Gives back `n` slots taken before.
+  void release(int n);
+
+ private:
+  int clamp(int n) const { return n < 1 ? 1 : n > capacity_ ? capacity_ : n; }
+  const int capacity_;
+  int free_;
+  std::mutex mu_;
+  std::condition_variable freed_;
+};
+
+/// Slots held for a scope.
+class SlotHold {
+ public:
+  SlotHold(JobSlots& slots, int n) : slots_(slots), n_(slots.acquire(n)) {}
+  ~SlotHold() { slots_.release(n_); }
+  SlotHold(const SlotHold&) = delete;
+  SlotHold& operator=(const SlotHold&) = delete;
+
+ private:
+  JobSlots& slots_;
+  int n_;
+};
+
+/// Runs every task and returns when all have ended: task 0 in this thread,
+/// each other one in a thread of its own when `slots` (may be null: none)
+/// has a free slot at its turn, else in this thread after the ones before
+/// it (the first of these that throws ends this thread's share, as a
+/// serial run would). Rethrows the exception of the lowest-index task that
+/// threw, after every started task has ended.
+void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots);
+
+}  // namespace lockstep

@@ -1,0 +1,100 @@
+// Job slots and run_tasks, in-process: the budget is never exceeded, spare
+// slots run tasks at once, a full budget runs them in order in the calling
+// thread (stopping at the first error, as a serial run), and the error
+// reported is the lowest-index task's.
+#include "core/job_slots.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace lockstep {
+namespace {
+
+TEST(JobSlots, TakesAtMostItsCapacity) {
+  JobSlots slots(2);
+  EXPECT_EQ(slots.capacity(), 2);
+  EXPECT_TRUE(slots.try_acquire(1));
+  EXPECT_TRUE(slots.try_acquire(1));
+  EXPECT_FALSE(slots.try_acquire(1));
+  slots.release(1);
+  EXPECT_TRUE(slots.try_acquire(1));
+  slots.release(2);
+  EXPECT_EQ(slots.acquire(5), 2);  // a 5-rank smoke on -j 2 takes both, not forever
+  EXPECT_FALSE(slots.try_acquire(1));
+  slots.release(2);
+  EXPECT_EQ(JobSlots(0).capacity(), 1);
+  EXPECT_EQ(JobSlots(-3).capacity(), 1);
+}
+
+TEST(JobSlots, AWaitingAcquireTakesTheSlotsReleased) {
+  JobSlots slots(1);
+  SlotHold* held = new SlotHold(slots, 1);
+  std::atomic<bool> got{false};
+  std::thread waiter([&] {
+    SlotHold second(slots, 1);
+    got = true;
+  });
+  delete held;
+  waiter.join();
+  EXPECT_TRUE(got.load());
+  EXPECT_TRUE(slots.try_acquire(1));
+}
+
+TEST(RunTasks, SpareSlotsRunTasksAtOnce) {
+  JobSlots slots(2);
+  SlotHold mine(slots, 1);  // the caller's own slot; one spare
+  std::mutex mu;
+  std::condition_variable cv;
+  bool first_started = false, second_started = false;
+  // Each waits until the other has started: only a concurrent run ends.
+  auto meet = [&](bool& me, bool& other) {
+    std::unique_lock<std::mutex> lock(mu);
+    me = true;
+    cv.notify_all();
+    if (!cv.wait_for(lock, std::chrono::seconds(30), [&] { return other; }))
+      throw std::runtime_error("ran alone");
+  };
+  run_tasks({[&] { meet(first_started, second_started); }, [&] { meet(second_started, first_started); }}, &slots);
+  EXPECT_TRUE(first_started && second_started);
+  EXPECT_TRUE(slots.try_acquire(1));  // the spare slot came back
+  EXPECT_FALSE(slots.try_acquire(1));
+}
+
+TEST(RunTasks, WithoutSlotsTasksRunInOrderAndTheFirstErrorEndsThem) {
+  std::string order;
+  EXPECT_THROW(run_tasks({[&] { order += "a"; }, [&] {
+                            order += "b";
+                            throw std::runtime_error("b failed");
+                          },
+                          [&] { order += "c"; }},
+                         nullptr),
+               std::runtime_error);
+  EXPECT_EQ(order, "ab");
+  JobSlots full(1);
+  SlotHold all(full, 1);
+  order.clear();
+  run_tasks({[&] { order += "a"; }, [&] { order += "b"; }, [&] { order += "c"; }}, &full);
+  EXPECT_EQ(order, "abc");
+}
+
+TEST(RunTasks, TheLowestIndexErrorIsReported) {
+  JobSlots slots(4);
+  try {
+    run_tasks({[] {}, [] { throw std::runtime_error("task 1"); }, [] { throw std::runtime_error("task 2"); }},
+              &slots);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "task 1");
+  }
+  EXPECT_TRUE(slots.try_acquire(4));  // every slot given back
+}
+
+}  // namespace
+}  // namespace lockstep
