@@ -43,10 +43,12 @@ best() {  # best of 3 wall times of "$@"
   echo "$b"
 }
 hand=$(best by_hand)
+check_serial=$(best "$lockstep" check "$work/ex/noresume" -j 1 --out "$work/out")
 check_noresume=$(best "$lockstep" check "$work/ex/noresume" --out "$work/out")
 check_full=$(best "$lockstep" check "$work/ex/smoke" --out "$work/out")
-awk -v h="$hand" -v c="$check_noresume" -v f="$check_full" 'BEGIN {
-  printf "two training runs by hand:            %6.2f s\n", h
-  printf "lockstep check (repeat 2, no resume):  %6.2f s   ratio %.2f (goal <= 1.10)\n", c, c / h
-  printf "lockstep check (repeat 2 + resume):    %6.2f s   ratio %.2f (the resume check adds a stopped and a resumed run)\n", f, f / h
+awk -v h="$hand" -v s="$check_serial" -v c="$check_noresume" -v f="$check_full" 'BEGIN {
+  printf "two training runs by hand:                   %6.2f s\n", h
+  printf "lockstep check -j 1 (repeat 2, no resume):   %6.2f s   ratio %.2f (goal <= 1.10)\n", s, s / h
+  printf "lockstep check (default -j, no resume):      %6.2f s   ratio %.2f\n", c, c / h
+  printf "lockstep check (default -j, repeat 2 + resume): %6.2f s   ratio %.2f (the resume check adds a stopped and a resumed run)\n", f, f / h
 }'

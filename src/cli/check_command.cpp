@@ -94,14 +94,15 @@ int available_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// The job slots a smoke's check holds while it runs: one per process of a
-// run, its world size (or --world-size) for a multi-rank smoke (a config that cannot be read
-// takes one and fails in check_smoke).
+// The job slots a smoke's check holds while it runs: the processes of one
+// of its runs (processes_per_run: a rank each, a trainer's passes), with
+// --world-size applied; a config that cannot be read takes one and fails
+// in check_smoke.
 int smoke_processes(const std::string& file, int world_size_override) {
   try {
     SmokeConfig cfg = load_smoke_config(file);
-    if (!cfg.distributed.configured) return 1;
-    return std::max(1, world_size_override > 0 ? world_size_override : cfg.distributed.world_size);
+    if (cfg.distributed.configured && world_size_override > 0) cfg.distributed.world_size = world_size_override;
+    return processes_per_run(cfg);
   } catch (const Error&) {
     return 1;
   }
@@ -163,6 +164,7 @@ int check_command(const CheckOptions& o) {
   for (size_t i = 0; i < files.size(); ++i) {
     SmokeCheck c;
     if (serial) {
+      SlotHold hold(slots, smoke_processes(files[i], o.overrides.world_size));  // the rest is spare for its runs
       c = check_smoke(files[i], options, launcher);
     } else {
       std::unique_lock<std::mutex> lock(mu);

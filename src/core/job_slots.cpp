@@ -32,19 +32,19 @@ void JobSlots::release(int n) {
   freed_.notify_all();
 }
 
-void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots) {
+void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task) {
   std::vector<std::exception_ptr> errors(tasks.size());
   std::vector<std::thread> threads;
   std::vector<size_t> here;  // run in this thread, in order
   for (size_t i = 0; i < tasks.size(); ++i) {
-    if (i > 0 && slots && slots->try_acquire(1)) {
+    if (i > 0 && slots && slots_per_task <= slots->capacity() && slots->try_acquire(slots_per_task)) {
       threads.emplace_back([&, i] {
         try {
           tasks[i]();
         } catch (...) {
           errors[i] = std::current_exception();
         }
-        slots->release(1);
+        slots->release(slots_per_task);
       });
     } else {
       here.push_back(i);

@@ -54,10 +54,10 @@ class SlotHold {
 
 /// Runs every task and returns when all have ended: task 0 in this thread,
 /// each other one in a thread of its own when `slots` (may be null: none)
-/// has a free slot at its turn, else in this thread after the ones before
+/// has `slots_per_task` free slots at its turn, else in this thread after the ones before
 /// it (the first of these that throws ends this thread's share, as a
 /// serial run would). Rethrows the exception of the lowest-index task that
 /// threw, after every started task has ended.
-void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots);
+void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task = 1);
 
 }  // namespace lockstep

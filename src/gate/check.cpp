@@ -76,16 +76,16 @@ class StoppedRun {
   ~StoppedRun() {
     if (thread_.joinable()) thread_.join();
   }
-  /// Starts the run in a thread of its own if `slots` has a free slot now.
-  void start_early(JobSlots* slots) {
-    if (!slots || !slots->try_acquire(1)) return;
-    thread_ = std::thread([this, slots] {
+  /// Starts the run in a thread of its own if `slots` has `n` free slots now.
+  void start_early(JobSlots* slots, int n) {
+    if (!slots || n > slots->capacity() || !slots->try_acquire(n)) return;
+    thread_ = std::thread([this, slots, n] {
       try {
         launcher_.run_to_checkpoint(stop_);
       } catch (...) {
         error_ = std::current_exception();
       }
-      slots->release(1);
+      slots->release(n);
     });
   }
   /// The checkpoint, once the run has ended; throws what the run threw.
@@ -131,8 +131,12 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // a single-process smoke runs as it is.
   if (!cfg.distributed.configured) base.overrides.world_size = 0;
   StoppedRun stopped(launcher, base, cfg.resume_at, dir);
-  if (cfg.resume_at > 0) stopped.start_early(o.slots);
-  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots);
+  SmokeConfig sized = cfg;  // the processes of one run, counted against check -j's slots
+  if (cfg.distributed.configured && base.overrides.world_size > 0)
+    sized.distributed.world_size = base.overrides.world_size;
+  const int per_run = processes_per_run(sized);
+  if (cfg.resume_at > 0) stopped.start_early(o.slots, per_run);
+  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots, per_run);
   c.ran = true;
   const RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {

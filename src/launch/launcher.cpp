@@ -105,7 +105,7 @@ RunRecord ProcessLauncher::run(const ChildRun& run) {
 void ProcessLauncher::run_to_checkpoint(const ChildRun& run) { spawn(run); }
 
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
-                                    const std::string& prefix, int n, JobSlots* slots) {
+                                    const std::string& prefix, int n, JobSlots* slots, int slots_per_run) {
   std::vector<RunRecord> runs(static_cast<size_t>(std::max(n, 0)));
   std::vector<std::function<void()>> tasks;
   for (int i = 1; i <= n; ++i)
@@ -114,7 +114,7 @@ std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, co
       r.out = dir + "/" + prefix + "-" + std::to_string(i) + ".json";
       runs[static_cast<size_t>(i - 1)] = launcher.run(r);
     });
-  run_tasks(tasks, slots);
+  run_tasks(tasks, slots, slots_per_run);
   return runs;
 }
 

@@ -78,12 +78,13 @@ std::vector<std::string> child_args(const ChildRun& run);
 
 /// `n` fresh runs of `base` (its `out` ignored), records
 /// <dir>/<prefix>-1.json ... <dir>/<prefix>-<n>.json, in that order. With
-/// `slots`, runs start at once while a slot is free (core/job_slots.h's
+/// `slots`, runs start at once while `slots_per_run` slots are free (core/job_slots.h's
 /// run_tasks; `launcher` must then be thread-safe, as ProcessLauncher and
 /// SmokeLauncher are); the error of the lowest-numbered failed run is
 /// thrown, as in a serial run.
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
-                                    const std::string& prefix, int n, JobSlots* slots = nullptr);
+                                    const std::string& prefix, int n, JobSlots* slots = nullptr,
+                                    int slots_per_run = 1);
 
 /// Where the first run that is not bit-identical to runs[0] differs:
 /// {its 0-based index, first_bit_difference()}, or {0, ""} when all agree.

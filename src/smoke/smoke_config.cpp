@@ -754,6 +754,13 @@ std::string missing_data_pass_note(const SmokeConfig& c) {
          "(docs/trainers.md)";
 }
 
+int processes_per_run(const SmokeConfig& c) {
+  const int ranks = c.distributed.configured ? std::max(1, c.distributed.world_size) : 1;
+  if (!c.has_trainer()) return ranks;
+  const int data_passes = c.trainer.has_data_pass() ? std::max<int>(1, static_cast<int>(c.trainer.workers.size())) : 0;
+  return (1 + data_passes) * ranks;
+}
+
 void apply_package_relevance(const TrainerConfig& t, Fingerprint& fp) {
   for (const auto& name : t.packages_relevant) {
     auto it = fp.try_emplace("python.packages." + name, FingerprintField{"(absent: not installed)", true, false}).first;

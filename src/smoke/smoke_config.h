@@ -183,6 +183,12 @@ SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides);
 /// smoke has one).
 std::string missing_data_pass_note(const SmokeConfig& config);
 
+/// The processes one run of the smoke keeps busy at once, what `check -j`
+/// counts against its job slots: a built-in smoke 1 per rank; a trainer
+/// smoke its training pass plus, with a data-only pass, one pass per
+/// trainer.workers count (they run at the same time), each per rank.
+int processes_per_run(const SmokeConfig& config);
+
 /// Applies the smoke's trainer.packages to python.packages.<name> fields:
 /// a name in packages_relevant becomes determinism-relevant (a field
 /// "(absent: not installed)" is added when the interpreter has none, so

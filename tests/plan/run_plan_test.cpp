@@ -71,6 +71,8 @@ TEST(RunPlan, EachSmokeKindRunsAtItsSiteWithTheDefaultRecordPath) {
   EXPECT_STREQ(probe.verb(), "probe");
   EXPECT_EQ(trainer.plan(trainer.request()).site, RunSite::kTrainer);
   EXPECT_EQ(ranks.plan(ranks.request()).site, RunSite::kRanks);
+  EXPECT_EQ(processes_per_run(b.config), 1);  // what check -j counts per run
+  EXPECT_EQ(processes_per_run(ranks.plan(ranks.request()).config), 2);
   RunRequest given = builtin.request();
   given.out = "elsewhere/r.json";
   EXPECT_EQ(builtin.plan(given).out, "elsewhere/r.json");

@@ -191,6 +191,22 @@ TEST_F(TrainerConfig, ParsesTheSectionAndResolvesCwd) {
   EXPECT_EQ(values_json(c).at("trainer").at("command").size(), 4u);
 }
 
+// What check -j counts for one run of a trainer smoke: its training pass,
+// and its data-only passes (one per worker count) that run beside it, per rank.
+TEST_F(TrainerConfig, ARunKeepsItsPassesBusyAtOnce) {
+  nlohmann::json t = trainer();
+  EXPECT_EQ(processes_per_run(load_smoke_config(write(t))), 2);
+  nlohmann::json no_probes = t;
+  no_probes.erase("probes");
+  no_probes.erase("data_only");
+  EXPECT_EQ(processes_per_run(load_smoke_config(write(no_probes))), 1);  // no data-only pass
+  t["command"] = {"python3", "train.py", "--workers", "{workers}"};
+  t["workers"] = {2, 0};
+  EXPECT_EQ(processes_per_run(load_smoke_config(write(t))), 3);
+  t.erase("resume");
+  EXPECT_EQ(processes_per_run(load_smoke_config(write(t, {{"distributed", {{"world_size", 2}}}}))), 6);
+}
+
 // A value quoted back from the config is cut at 64 bytes with its length
 // said: a megabyte-long name never floods a CI log.
 TEST_F(TrainerConfig, ALongBadNameIsQuotedCut) {
