@@ -58,11 +58,17 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
       for (const auto& n : v.notes) std::cout << "note: " << printable_message(n, false) << "\n";
   }
   // A smoke that ended without a comparison still has its reports (what
-  // stopped it, and a failed trainer's stderr), beside its records.
+  // stopped it, and a failed trainer's stderr), beside its records; when
+  // even they cannot be written (the cause of the stop, often), its verdict
+  // above stands and a note says so.
   if (!c.compared && !c.report_dir.empty()) {
-    write_file_atomically(c.report_dir + "/report.json", pretty_dump(to_json(v)));
-    write_file_atomically(c.report_dir + "/report.md", render_markdown(v));
-    write_file_atomically(c.report_dir + "/report.html", render_html(v, RunRecord{}, RunRecord{}));
+    try {
+      write_file_atomically(c.report_dir + "/report.json", pretty_dump(to_json(v)));
+      write_file_atomically(c.report_dir + "/report.md", render_markdown(v));
+      write_file_atomically(c.report_dir + "/report.html", render_html(v, RunRecord{}, RunRecord{}));
+    } catch (const Error& e) {
+      std::cout << "note: its reports were not written: " << e.what() << "\n";
+    }
   }
 }
 

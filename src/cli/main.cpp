@@ -50,7 +50,9 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
                           lockstep::RunOptions& o) {
   auto* cmd = app.add_subcommand(name, help);
   cmd->add_option("SMOKE", o.smoke, "Smoke config file")->required();
-  cmd->add_option("--out", o.out, out_help);
+  cmd->add_option("--out", o.out, out_help)->check([](const std::string& v) {
+    return v.empty() ? std::string("a file path for the record, not empty") : std::string();
+  });
   cmd->add_flag("--quiet", o.quiet, "Print nothing on success");
   add_overrides(cmd, o.overrides);
   // One rank of a multi-rank smoke, started by the coordinator

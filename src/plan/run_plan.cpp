@@ -55,6 +55,24 @@ void refuse_unsafe_outputs(const RunPlan& p) {
   fs::file_status s = fs::symlink_status(p.out, ec);
   if (!ec && fs::exists(s) && !fs::is_regular_file(s))  // as write_file_atomically, before the run, not after it
     throw BadUsage(p.out + ": refusing to write over something that is not a regular file");
+  // A path ending in "/" names a folder: the record and a single process's
+  // checkpoint are files (a multi-rank checkpoint is a folder).
+  auto folder_named = [](const std::string& path) { return !path.empty() && path.back() == '/'; };
+  if (folder_named(p.out))
+    throw BadUsage("--out " + p.out + ": a file path for the record, not a folder (drop the trailing /)");
+  if (folder_named(r.checkpoint) && p.site != RunSite::kRanks)
+    throw BadUsage("--checkpoint " + r.checkpoint + ": a file path, not a folder (drop the trailing /)");
+  // Another smoke of the suite, overwritten by a record, would fail every
+  // later check as a config with unknown fields.
+  if (!ec && fs::is_regular_file(s) && fs::file_size(p.out, ec) < (uintmax_t{4} << 20) && !ec) {
+    bool config = false;
+    try {
+      load_smoke_config(p.out);
+      config = true;
+    } catch (const Error&) {
+    }
+    if (config) throw BadUsage(p.out + ": refusing to write a run record over a smoke config");
+  }
 }
 
 // --nnodes, --node-rank and --master, checked and resolved: node 0's

@@ -812,6 +812,9 @@ std::vector<std::string> suite_smoke_names(const std::vector<std::string>& files
       continue;
     }
     auto [it, fresh] = seen.emplace(name, file);
+    std::error_code ec;
+    if (!fresh && fs::equivalent(file, it->second, ec))
+      throw BadUsage(file + ": given twice (also as " + it->second + "); name each smoke config once");
     if (!fresh)
       throw BadInput(file, "name", "a smoke name unique in the suite; \"" + name + "\" is also the name in " + it->second);
     names.push_back(name);

@@ -535,6 +535,12 @@ TEST_F(Cli, BlessRefusesTwoConfigsOfOneName) {
               std::string::npos)
         << command << r.output;
   }
+  // One file given twice is said as such, not as two configs.
+  std::string once = (p / "smoke" / "digits-cnn.json").string();
+  Result twice = lockstep("check " + once + " " + (p / "smoke" / ".." / "smoke" / "digits-cnn.json").string());
+  EXPECT_EQ(twice.code, 2) << twice.output;
+  EXPECT_NE(twice.output.find(": given twice (also as " + once + "); name each smoke config once"), std::string::npos)
+      << twice.output;
   EXPECT_FALSE(fs::exists(p / "goldens"));
 }
 

@@ -241,6 +241,9 @@ TEST(TrainCli, TrainerConfigAndFlagErrorsAreExit2NamingTheField) {
   EXPECT_EQ(both.code, 2) << both.output;
   Result alone = lockstep("run " + kWine + " --stop-after 3");
   EXPECT_EQ(alone.code, 2) << alone.output;
+  Result empty = lockstep("run " + kWine + " --out ''");
+  EXPECT_EQ(empty.code, 2) << empty.output;
+  EXPECT_NE(empty.output.find("a file path for the record, not empty"), std::string::npos) << empty.output;
   Result device = lockstep("run " + kWine + " --out /dev/null");
   EXPECT_EQ(device.code, 2) << device.output;
   EXPECT_NE(device.output.find("/dev/null: refusing to write over something that is not a regular file"),

@@ -145,6 +145,21 @@ TEST(RunPlan, OutputsNeverLandOnInputsGoldensOrTheCheckpoint) {
   fs::create_directories(p.p.out_dir() + "/folder.json");
   r.out = p.p.out_dir() + "/folder.json";
   EXPECT_EQ(p.refusal(r), r.out + ": refusing to write over something that is not a regular file");
+  r.out = p.p.out_dir() + "/new/";
+  EXPECT_EQ(p.refusal(r), "--out " + r.out + ": a file path for the record, not a folder (drop the trailing /)");
+  EXPECT_FALSE(fs::exists(r.out));
+  r.out = p.p.out_dir() + "/run.json";
+  r.stop_after = 1;
+  r.checkpoint = p.p.out_dir() + "/ck/";
+  EXPECT_EQ(p.refusal(r), "--checkpoint " + r.checkpoint + ": a file path, not a folder (drop the trailing /)");
+  r.stop_after = 0;
+  r.checkpoint.clear();
+  // Another smoke of the suite is not an input of this run, but a record
+  // over it would break every later check.
+  std::string other = (fs::path(r.smoke).parent_path() / "other.json").string();
+  fs::copy_file(r.smoke, other);
+  r.out = other;
+  EXPECT_EQ(p.refusal(r), other + ": refusing to write a run record over a smoke config");
 }
 
 TEST(RunPlan, ASingleProcessResumesFromAFileNotAFolder) {
