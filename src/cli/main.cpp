@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
       ->transform(decimal_range(1, 100));
   check->add_option("-j,--jobs", check_opts.jobs,
                     "Child runs at once: smokes, and each smoke's repeats and stopped run, in fresh processes "
-                    "(a multi-rank smoke takes one per rank); output and verdicts as with -j 1 "
+                    "(a run takes one per process it keeps busy: a rank, a trainer's pass); output and verdicts as with -j 1 "
                     "(default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
   add_overrides(check, check_opts.overrides);
