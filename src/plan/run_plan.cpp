@@ -54,7 +54,8 @@ void refuse_unsafe_outputs(const RunPlan& p) {
   std::error_code ec;
   fs::file_status s = fs::symlink_status(p.out, ec);
   if (!ec && fs::exists(s) && !fs::is_regular_file(s))  // as write_file_atomically, before the run, not after it
-    throw BadUsage(p.out + ": refusing to write over something that is not a regular file");
+    throw BadUsage(p.out + ": refusing to write over something that is not a regular file (--out names the "
+                   "record's file, e.g. " + (fs::path(p.out) / (p.config.name + ".run.json")).string() + ")");
   // A path ending in "/" names a folder: the record and a single process's
   // checkpoint are files (a multi-rank checkpoint is a folder).
   auto folder_named = [](const std::string& path) { return !path.empty() && path.back() == '/'; };

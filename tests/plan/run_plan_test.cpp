@@ -144,7 +144,8 @@ TEST(RunPlan, OutputsNeverLandOnInputsGoldensOrTheCheckpoint) {
   r.checkpoint.clear();
   fs::create_directories(p.p.out_dir() + "/folder.json");
   r.out = p.p.out_dir() + "/folder.json";
-  EXPECT_EQ(p.refusal(r), r.out + ": refusing to write over something that is not a regular file");
+  EXPECT_EQ(p.refusal(r), r.out + ": refusing to write over something that is not a regular file (--out names the "
+                                 "record's file, e.g. " + r.out + "/unit.run.json)");
   r.out = p.p.out_dir() + "/new/";
   EXPECT_EQ(p.refusal(r), "--out " + r.out + ": a file path for the record, not a folder (drop the trailing /)");
   EXPECT_FALSE(fs::exists(r.out));
