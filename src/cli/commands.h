@@ -174,8 +174,6 @@ int env_command(const EnvOptions& options);
 /// Whether `path` is a readable run record or golden of a team trainer.
 bool is_trainer_record_file(const std::string& path);
 
-/// Whether `path` is a valid smoke config (given where a record belongs).
-bool is_smoke_config_file(const std::string& path);
 
 /// `lockstep env --diff RECORD` for a team trainer's RECORD, torch-free
 /// (external/trainer_environment.h): this machine and the trainer's

@@ -52,15 +52,6 @@ SmokeConfig trainer_config_of(const std::string& record, const std::string& give
 
 }  // namespace
 
-bool is_smoke_config_file(const std::string& path) {
-  try {
-    load_smoke_config(path);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 int env_trainer_diff_command(const EnvOptions& o) {
   if (o.device_given)
     throw BadUsage("env --device " + o.device + " --diff " + o.diff_record + ": a team trainer's record; the diff "

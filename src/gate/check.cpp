@@ -114,6 +114,57 @@ std::string resume_difference(Launcher& launcher, const ChildRun& base, StoppedR
   return first_bit_difference(launcher.run(resume), straight);
 }
 
+// Step 1's failure: run `i` differs from run 1 in the same job (exit 4),
+// with the same reports as a regression, comparing run N with run 1.
+SmokeCheck nondeterministic_check(const std::string& smoke, const std::vector<RunRecord>& runs, size_t i,
+                                  const std::string& diff, const std::string& dir) {
+  SmokeCheck c;
+  c.smoke = smoke;
+  c.report_dir = dir;
+  c.ran = true;
+  std::string n = std::to_string(i + 1);
+  c.verdict = compare_runs(runs[i], runs.front(), {dir + "/run-" + n + ".json", dir + "/run-1.json", "run 1", "run " + n});
+  c.verdict.smoke = smoke;
+  c.verdict.code = ExitCode::kNondeterministic;
+  c.verdict.first_divergence = "run " + n + " differs from run 1 in the same job; first difference: " + diff;
+  c.verdict.lane_reason = "run " + n + " against run 1 of this job on one machine, bit for bit";
+  c.compared = true;
+  c.run = runs[i];
+  c.golden = runs.front();
+  c.records = "records: " + dir + "/run-1.json, " + dir + "/run-" + n + ".json";
+  return c;
+}
+
+// Step 3: the run against its golden (found exactly, or one of the
+// platform's family, said in a note), trainer.packages applied as the
+// config says now on both sides (no re-bless needed).
+Verdict compare_with_golden(const SmokeConfig& cfg, const RunRecord& run, Golden& golden, const GoldenLookup& found,
+                            const std::string& dir) {
+  RunRecord judged = run;
+  apply_package_relevance(cfg.trainer, judged.fingerprint);
+  apply_package_relevance(cfg.trainer, golden.record.fingerprint);
+  Verdict v = compare_records(judged, golden.record, cfg.tolerance, {dir + "/run-1.json", found.path});
+  if (!found.exact_platform)
+    v.notes.insert(v.notes.begin(),
+                   "no golden for platform " + run.platform + "; compared against " + found.path + " of the same family");
+  return v;
+}
+
+// Step 4's failure: the resumed run differs from the uninterrupted one
+// (exit 1), in the lane the golden comparison chose (`lane`, or none).
+SmokeCheck resume_failure(const SmokeConfig& cfg, const std::string& diff, Lane lane, const std::string& dir) {
+  SmokeCheck c;
+  c.ran = true;
+  c.smoke = cfg.name;
+  c.report_dir = dir;
+  c.verdict = stopped_verdict(cfg.name, ExitCode::kRegression,
+                              "the run resumed from a checkpoint at step " + std::to_string(cfg.resume_at) +
+                                  " differs from the uninterrupted run; first difference: " + diff);
+  c.verdict.lane = lane;
+  c.records = "records: " + dir + "/run-1.json, " + dir + "/resumed.json";
+  return c;
+}
+
 SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const CheckSmokeOptions& o,
                         Launcher& launcher) {
   SmokeCheck c;
@@ -139,20 +190,8 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots, per_run);
   c.ran = true;
   const RunRecord& run = runs.front();
-  if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
-    // The same reports as a regression, comparing run N with run 1.
-    std::string n = std::to_string(i + 1);
-    c.verdict = compare_runs(runs[i], run, {dir + "/run-" + n + ".json", dir + "/run-1.json", "run 1", "run " + n});
-    c.verdict.smoke = cfg.name;
-    c.verdict.code = ExitCode::kNondeterministic;
-    c.verdict.first_divergence = "run " + n + " differs from run 1 in the same job; first difference: " + diff;
-    c.verdict.lane_reason = "run " + n + " against run 1 of this job on one machine, bit for bit";
-    c.compared = true;
-    c.run = runs[i];
-    c.golden = run;
-    c.records = "records: " + dir + "/run-1.json, " + dir + "/run-" + n + ".json";
-    return c;
-  }
+  if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
+    return nondeterministic_check(cfg.name, runs, i, diff, dir);
   // 2. The trainer's batches are the data-only pass's.
   if (std::string d = train_vs_probe_difference(run); !d.empty()) {
     c.verdict = stopped_verdict(cfg.name, ExitCode::kNondeterministic,
@@ -167,32 +206,14 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   Golden golden;
   if (found) {
     golden = read_filed_golden(*found, cfg.name);
-    // trainer.packages as the config says now, on both sides (no re-bless needed).
-    RunRecord judged = run;
-    apply_package_relevance(cfg.trainer, judged.fingerprint);
-    apply_package_relevance(cfg.trainer, golden.record.fingerprint);
-    c.verdict = compare_records(judged, golden.record, cfg.tolerance, {dir + "/run-1.json", found->path});
+    c.verdict = compare_with_golden(cfg, run, golden, *found, dir);
     c.compared = true;
-    if (!found->exact_platform)
-      c.verdict.notes.insert(c.verdict.notes.begin(), "no golden for platform " + run.platform +
-                                                          "; compared against " + found->path + " of the same family");
   }
   // 4. The resume check, when the comparison passed (or there is no golden yet).
   std::string resume_note;
   if (cfg.resume_at > 0 && (!found || c.verdict.passed())) {
-    if (std::string diff = resume_difference(launcher, base, stopped, dir, run); !diff.empty()) {
-      Lane compared = found ? c.verdict.lane : Lane::kNone;  // the golden's lane, when one was read
-      c = SmokeCheck{};
-      c.ran = true;
-      c.smoke = cfg.name;
-      c.report_dir = dir;
-      c.verdict = stopped_verdict(cfg.name, ExitCode::kRegression,
-                                  "the run resumed from a checkpoint at step " + std::to_string(cfg.resume_at) +
-                                      " differs from the uninterrupted run; first difference: " + diff);
-      c.verdict.lane = compared;
-      c.records = "records: " + dir + "/run-1.json, " + dir + "/resumed.json";
-      return c;
-    }
+    if (std::string diff = resume_difference(launcher, base, stopped, dir, run); !diff.empty())
+      return resume_failure(cfg, diff, found ? c.verdict.lane : Lane::kNone, dir);
     resume_note = "resumed at step " + std::to_string(cfg.resume_at) + " from a checkpoint in " +
                   (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " fresh rank processes"
                                               : std::string("a fresh process")) +

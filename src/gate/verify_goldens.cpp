@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -94,6 +95,63 @@ std::string value_change(const std::string& path, const RunRecord& r, const Smok
                 "(config.values_xxh3 " + it->second.value + ", now " + cfg.values_hash + "); re-bless";
 }
 
+namespace {
+
+// The regular files under `goldens_dir` of this shard's smokes (`in_shard`
+// of the owning smoke); what is not a plain file, a folder named like a
+// golden and a folder where the lock belongs are `problems`.
+std::vector<std::string> golden_files(const std::string& goldens_dir,
+                                      const std::function<bool(const std::string&)>& in_shard,
+                                      std::vector<std::string>& problems) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(goldens_dir, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (ec) break;
+    if (!in_shard(owning_smoke(goldens_dir, it->path().string()))) continue;
+    if (it->is_regular_file(ec)) {
+      files.push_back(it->path().string());
+    } else if (!it->is_directory(ec)) {  // a FIFO, device, socket or dangling link named like a golden
+      problems.push_back(it->path().string() + ": not a regular file (a golden is a plain JSON file); remove it");
+    } else if (it->path().extension() == ".json") {
+      problems.push_back(it->path().string() + ": a folder named like a golden; remove it");
+    } else if (it->path().filename() == ".lockstep.lock") {
+      problems.push_back(it->path().string() + ": a folder where the goldens lock belongs: every bless and accept "
+                         "would fail; remove it");
+      it.disable_recursion_pending();
+    }
+  }
+  return files;
+}
+
+// Stale platforms: per smoke and device, every golden must share the
+// LibTorch stack of the newest one; the others are `problems`.
+void stale_stacks(const std::map<std::string, std::vector<std::pair<std::string, Golden>>>& by_smoke,
+                  std::vector<std::string>& problems) {
+  for (const auto& [name, goldens] : by_smoke) {
+    std::map<std::string, std::vector<const std::pair<std::string, Golden>*>> by_device;
+    for (const auto& g : goldens) by_device[g.second.record.device].push_back(&g);
+    for (auto& [device, list] : by_device) {
+      const auto* newest = list.front();
+      for (const auto* g : list)
+        if (g->second.provenance.created_utc > newest->second.provenance.created_utc) newest = g;
+      std::string stack = field(newest->second.record, "torch.version") + " " +
+                          field(newest->second.record, "torch.library_xxh3");
+      for (const auto* g : list) {
+        std::string other = field(g->second.record, "torch.version") + " " + field(g->second.record, "torch.library_xxh3");
+        if (other != stack)
+          problems.push_back(g->first + ": stale: made on LibTorch " + field(g->second.record, "torch.version") +
+                             " (library " + field(g->second.record, "torch.library_xxh3") + "), while " +
+                             newest->first + " was re-blessed on " + field(newest->second.record, "torch.version") +
+                             " (library " + field(newest->second.record, "torch.library_xxh3") +
+                             "); re-bless it on the new stack");
+      }
+    }
+  }
+}
+
+}  // namespace
+
 GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& smoke_dir_option, Shard shard) {
   std::error_code ec;
   if (!fs::is_directory(goldens_dir, ec)) throw BadUsage(goldens_dir + ": no such goldens folder");
@@ -114,23 +172,7 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
 
   std::vector<std::string> problems, notes;
   std::map<std::string, std::vector<std::pair<std::string, Golden>>> by_smoke;  // smoke -> (path, golden)
-  std::vector<std::string> files;
-  for (auto it = fs::recursive_directory_iterator(goldens_dir, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (ec) break;
-    if (!in_shard(owning_smoke(goldens_dir, it->path().string()))) continue;
-    if (it->is_regular_file(ec)) {
-      files.push_back(it->path().string());
-    } else if (!it->is_directory(ec)) {  // a FIFO, device, socket or dangling link named like a golden
-      problems.push_back(it->path().string() + ": not a regular file (a golden is a plain JSON file); remove it");
-    } else if (it->path().extension() == ".json") {
-      problems.push_back(it->path().string() + ": a folder named like a golden; remove it");
-    } else if (it->path().filename() == ".lockstep.lock") {
-      problems.push_back(it->path().string() + ": a folder where the goldens lock belongs: every bless and accept "
-                         "would fail; remove it");
-      it.disable_recursion_pending();
-    }
-  }
+  std::vector<std::string> files = golden_files(goldens_dir, in_shard, problems);
   std::sort(files.begin(), files.end());
 
   for (const auto& path : files) {
@@ -192,27 +234,7 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
       problems.push_back(cfg.file + ": smoke " + name + " has no golden in " + goldens_dir);
   }
 
-  // Stale platforms: per smoke and device, every golden must share the stack.
-  for (auto& [name, goldens] : by_smoke) {
-    std::map<std::string, std::vector<const std::pair<std::string, Golden>*>> by_device;
-    for (const auto& g : goldens) by_device[g.second.record.device].push_back(&g);
-    for (auto& [device, list] : by_device) {
-      const auto* newest = list.front();
-      for (const auto* g : list)
-        if (g->second.provenance.created_utc > newest->second.provenance.created_utc) newest = g;
-      std::string stack = field(newest->second.record, "torch.version") + " " +
-                          field(newest->second.record, "torch.library_xxh3");
-      for (const auto* g : list) {
-        std::string other = field(g->second.record, "torch.version") + " " + field(g->second.record, "torch.library_xxh3");
-        if (other != stack)
-          problems.push_back(g->first + ": stale: made on LibTorch " + field(g->second.record, "torch.version") +
-                             " (library " + field(g->second.record, "torch.library_xxh3") + "), while " +
-                             newest->first + " was re-blessed on " + field(newest->second.record, "torch.version") +
-                             " (library " + field(newest->second.record, "torch.library_xxh3") +
-                             "); re-bless it on the new stack");
-      }
-    }
-  }
+  stale_stacks(by_smoke, problems);
 
   GoldensAudit audit;
   for (const auto& [_, g] : by_smoke) audit.goldens += g.size();

@@ -65,15 +65,9 @@ void refuse_unsafe_outputs(const RunPlan& p) {
     throw BadUsage("--checkpoint " + r.checkpoint + ": a file path, not a folder (drop the trailing /)");
   // Another smoke of the suite, overwritten by a record, would fail every
   // later check as a config with unknown fields.
-  if (!ec && fs::is_regular_file(s) && fs::file_size(p.out, ec) < (uintmax_t{4} << 20) && !ec) {
-    bool config = false;
-    try {
-      load_smoke_config(p.out);
-      config = true;
-    } catch (const Error&) {
-    }
-    if (config) throw BadUsage(p.out + ": refusing to write a run record over a smoke config");
-  }
+  if (!ec && fs::is_regular_file(s) && fs::file_size(p.out, ec) < (uintmax_t{4} << 20) && !ec &&
+      is_smoke_config_file(p.out))
+    throw BadUsage(p.out + ": refusing to write a run record over a smoke config");
 }
 
 // --nnodes, --node-rank and --master, checked and resolved: node 0's

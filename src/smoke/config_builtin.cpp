@@ -58,15 +58,11 @@ std::string missing_data_message(const DataConfig& d, const std::string& config_
   return msg + ")";
 }
 
-void read_data(const JsonView& d, DataConfig& c, const fs::path& config_dir) {
-  d.allow_keys(keys_under("data"));
-  if (d.has("max_batches")) c.max_batches = d.at("max_batches").as_int(1, 10000000);
-  for (const char* k : {"max_bytes", "max_line_bytes"})
-    if (d.has(k) && d.at("source").raw() != "csv") d.at(k).fail(std::string("no ") + k + " for a source other than csv");
-  // A smoke reads small data: the caps bound memory and time (data/csv_source.h).
-  if (d.has("max_bytes")) c.max_bytes = static_cast<uint64_t>(d.at("max_bytes").as_int(1, int64_t{16} << 30));
-  if (d.has("max_line_bytes"))
-    c.max_line_bytes = static_cast<uint64_t>(d.at("max_line_bytes").as_int(16, int64_t{1} << 30));
+namespace {
+
+// data.source and what it reads: the synthetic section, or the file or
+// image folder (data.path, resolved) and the image section.
+void read_source(const JsonView& d, DataConfig& c, const fs::path& config_dir) {
   c.source = d.at("source").as_enum({"csv", "images", "synthetic"});
   if (c.source != "images" && d.has("image")) d.at("image").fail("no image section for source " + c.source);
   if (c.source == "synthetic") {
@@ -96,6 +92,20 @@ void read_data(const JsonView& d, DataConfig& c, const fs::path& config_dir) {
     if (c.path.empty()) d.at("path").fail("a file or folder");
     c.resolved_path = resolve_data_path(d.at("path"), c.path, config_dir);
   }
+}
+
+}  // namespace
+
+void read_data(const JsonView& d, DataConfig& c, const fs::path& config_dir) {
+  d.allow_keys(keys_under("data"));
+  if (d.has("max_batches")) c.max_batches = d.at("max_batches").as_int(1, 10000000);
+  for (const char* k : {"max_bytes", "max_line_bytes"})
+    if (d.has(k) && d.at("source").raw() != "csv") d.at(k).fail(std::string("no ") + k + " for a source other than csv");
+  // A smoke reads small data: the caps bound memory and time (data/csv_source.h).
+  if (d.has("max_bytes")) c.max_bytes = static_cast<uint64_t>(d.at("max_bytes").as_int(1, int64_t{16} << 30));
+  if (d.has("max_line_bytes"))
+    c.max_line_bytes = static_cast<uint64_t>(d.at("max_line_bytes").as_int(16, int64_t{1} << 30));
+  read_source(d, c, config_dir);
   if (d.has("skip_rows")) c.skip_rows = static_cast<int>(d.at("skip_rows").as_int(0, 1000000));
   if (d.has("label_column")) c.label_column = static_cast<int>(d.at("label_column").as_int(-100000, 100000));
   if (d.has("scale")) c.scale = d.at("scale").as_finite(-1e30, 1e30);

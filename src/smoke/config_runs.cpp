@@ -101,4 +101,25 @@ void read_trace(const JsonView& t, SmokeConfig& c) {
   }
 }
 
+void check_rank_checkpoints(const JsonView& v, const SmokeConfig& c) {
+  // Each rank of a team trainer stops and resumes its own state (its
+  // generators, its sampler position): one shared checkpoint path would
+  // have the ranks overwrite one file, or resume from another's.
+  if (c.distributed.configured && c.has_trainer() && !c.trainer.resume_stop.empty())
+    for (const char* part : {"stop", "continue"}) {
+      JsonView args = v.at("trainer").at("resume").at(part);
+      bool has_rank = false;
+      for (size_t i = 0; i < args.size(); ++i) {
+        std::string a = args.at(i).as_string();
+        has_rank = has_rank || a.find("{rank}") != std::string::npos;
+        if (a.find("{checkpoint}") != std::string::npos && a.find("{rank}") == std::string::npos)
+          args.at(i).fail("{rank} beside {checkpoint} in a multi-rank smoke (each rank saves and resumes its own "
+                          "file, e.g. \"{checkpoint}.rank-{rank}\"), got \"" + input_excerpt(a) + "\"");
+      }
+      if (!has_rank)
+        args.fail("an argument with {rank} in a multi-rank smoke, the path of each rank's own checkpoint (e.g. "
+                  "\"{checkpoint}.rank-{rank}\"): one path shared by the ranks would have them overwrite one file");
+    }
+}
+
 }  // namespace lockstep

@@ -28,6 +28,9 @@ void read_optimizer(const JsonView& o, OptimizerSpec& spec);
 void read_trainer(const JsonView& t, SmokeConfig& c);
 /// "distributed", after steps and the trainer (a self-test needs both).
 void read_distributed(const JsonView& d, SmokeConfig& c);
+/// A multi-rank team trainer's resume arguments must give each rank its own
+/// checkpoint ({rank} beside {checkpoint}); `v` is the whole config.
+void check_rank_checkpoints(const JsonView& v, const SmokeConfig& c);
 /// "trace", after steps.
 void read_trace(const JsonView& t, SmokeConfig& c);
 /// Tolerance keys must name a series the smoke records or a probe statistic.

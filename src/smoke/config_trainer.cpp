@@ -122,28 +122,9 @@ void require_own_output_path(const JsonView& node, const std::string& path) {
                 "the helper's report or module trace)");
 }
 
-}  // namespace
-
-void read_trainer(const JsonView& t, SmokeConfig& c) {
-  TrainerConfig& tc = c.trainer;
-  t.allow_keys(keys_under("trainer"));
-  if (t.has("workers")) tc.workers = read_worker_counts(t.at("workers"));
-  const bool workers = !tc.workers.empty();
-  JsonView cmd = t.at("command");
-  tc.command = read_args(cmd, true);
-  for (size_t i = 0; i < tc.command.size(); ++i) check_placeholders(cmd.at(i), tc.command[i], false, workers);
-  if (tc.command.front().empty()) cmd.at(0).fail("a program name or path");
-  fs::path config_dir = fs::absolute(c.file).parent_path();
-  if (t.has("cwd")) {
-    tc.cwd = t.at("cwd").as_string();
-    if (tc.cwd.find('\0') != std::string::npos || tc.cwd.find_first_of("{}") != std::string::npos)
-      t.at("cwd").fail("a folder without NUL bytes or placeholders (relative to the config's folder), got \"" +
-                       input_excerpt(tc.cwd) + "\"");
-  }
-  fs::path cwd(tc.cwd);
-  tc.resolved_cwd = (cwd.is_absolute() ? cwd : config_dir / cwd).lexically_normal().string();
-  if (t.has("timeout_s")) tc.timeout_s = t.at("timeout_s").as_int(1, 7 * 24 * 3600);
-  JsonView m = t.at("metrics");
+// trainer.metrics: the format, the path under {out}, the series and the
+// step key of the trainer's own metric log (ingest/metrics.h).
+void read_trainer_metrics(const JsonView& m, TrainerConfig& tc, bool workers) {
   m.allow_keys(keys_under("trainer.metrics"));
   tc.metrics_format = m.at("format").as_enum({"tensorboard", "jsonl", "mllog", "csv"});
   tc.metrics_path = m.at("path").as_string();
@@ -174,6 +155,30 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
     if (tc.metrics_format != "mllog") m.at("mllog_step").fail("no mllog_step for format " + tc.metrics_format);
     tc.mllog_step = m.at("mllog_step").as_enum({"epoch_num", "samples_count", "step"});
   }
+}
+
+}  // namespace
+
+void read_trainer(const JsonView& t, SmokeConfig& c) {
+  TrainerConfig& tc = c.trainer;
+  t.allow_keys(keys_under("trainer"));
+  if (t.has("workers")) tc.workers = read_worker_counts(t.at("workers"));
+  const bool workers = !tc.workers.empty();
+  JsonView cmd = t.at("command");
+  tc.command = read_args(cmd, true);
+  for (size_t i = 0; i < tc.command.size(); ++i) check_placeholders(cmd.at(i), tc.command[i], false, workers);
+  if (tc.command.front().empty()) cmd.at(0).fail("a program name or path");
+  fs::path config_dir = fs::absolute(c.file).parent_path();
+  if (t.has("cwd")) {
+    tc.cwd = t.at("cwd").as_string();
+    if (tc.cwd.find('\0') != std::string::npos || tc.cwd.find_first_of("{}") != std::string::npos)
+      t.at("cwd").fail("a folder without NUL bytes or placeholders (relative to the config's folder), got \"" +
+                       input_excerpt(tc.cwd) + "\"");
+  }
+  fs::path cwd(tc.cwd);
+  tc.resolved_cwd = (cwd.is_absolute() ? cwd : config_dir / cwd).lexically_normal().string();
+  if (t.has("timeout_s")) tc.timeout_s = t.at("timeout_s").as_int(1, 7 * 24 * 3600);
+  read_trainer_metrics(t.at("metrics"), tc, workers);
   if (t.has("probes")) {
     tc.probes = t.at("probes").as_string();
     check_placeholders(t.at("probes"), tc.probes, false, workers);

@@ -47,17 +47,9 @@ void flatten_into(const nlohmann::json& node, const std::string& path, std::map<
   for (const auto& [key, value] : node.items()) flatten_into(value, path.empty() ? key : path + "." + key, out);
 }
 
-}  // namespace
-
-SmokeConfig load_smoke_config(const std::string& path) {
-  nlohmann::json doc = parse_json_file(path);
-  JsonView v(doc, path);
-  v.expect_object();
-  v.allow_keys(keys_under(""));
-  if (v.has("schema") && v.at("schema").as_int() != 1) v.at("schema").fail("1 (the only config schema)");
-
-  SmokeConfig c;
-  c.file = path;
+// The smoke's identity and how it runs: name, device, min_driver, seed,
+// steps, repeat, platforms and the determinism section.
+void read_identity(const JsonView& v, SmokeConfig& c) {
   c.name = v.at("name").as_string();
   if (!is_golden_name(c.name))
     v.at("name").fail("a name of letters, digits, '.', '_' and '-' not starting with '.' "
@@ -89,7 +81,6 @@ SmokeConfig load_smoke_config(const std::string& path) {
       c.platforms.push_back(key);
     }
   }
-
   if (v.has("determinism")) {
     JsonView d = v.at("determinism");
     d.allow_keys(keys_under("determinism"));
@@ -97,6 +88,20 @@ SmokeConfig load_smoke_config(const std::string& path) {
     if (d.has("intra_op_threads")) c.intra_op_threads = static_cast<int>(d.at("intra_op_threads").as_int(1, 1024));
     if (d.has("inter_op_threads")) c.inter_op_threads = static_cast<int>(d.at("inter_op_threads").as_int(1, 1024));
   }
+}
+
+}  // namespace
+
+SmokeConfig load_smoke_config(const std::string& path) {
+  nlohmann::json doc = parse_json_file(path);
+  JsonView v(doc, path);
+  v.expect_object();
+  v.allow_keys(keys_under(""));
+  if (v.has("schema") && v.at("schema").as_int() != 1) v.at("schema").fail("1 (the only config schema)");
+
+  SmokeConfig c;
+  c.file = path;
+  read_identity(v, c);
 
   if (v.has("trainer")) {
     // The team's own trainer replaces lockstep's data, model and optimiser.
@@ -122,24 +127,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
         v.at("inject_nondeterminism").as_enum({"index_put_accumulate", "worker_seeded_augment"});
 
   if (v.has("distributed")) read_distributed(v.at("distributed"), c);
-  // Each rank of a team trainer stops and resumes its own state (its
-  // generators, its sampler position): one shared checkpoint path would
-  // have the ranks overwrite one file, or resume from another's.
-  if (c.distributed.configured && c.has_trainer() && !c.trainer.resume_stop.empty())
-    for (const char* part : {"stop", "continue"}) {
-      JsonView args = v.at("trainer").at("resume").at(part);
-      bool has_rank = false;
-      for (size_t i = 0; i < args.size(); ++i) {
-        std::string a = args.at(i).as_string();
-        has_rank = has_rank || a.find("{rank}") != std::string::npos;
-        if (a.find("{checkpoint}") != std::string::npos && a.find("{rank}") == std::string::npos)
-          args.at(i).fail("{rank} beside {checkpoint} in a multi-rank smoke (each rank saves and resumes its own "
-                          "file, e.g. \"{checkpoint}.rank-{rank}\"), got \"" + input_excerpt(a) + "\"");
-      }
-      if (!has_rank)
-        args.fail("an argument with {rank} in a multi-rank smoke, the path of each rank's own checkpoint (e.g. "
-                  "\"{checkpoint}.rank-{rank}\"): one path shared by the ranks would have them overwrite one file");
-    }
+  check_rank_checkpoints(v, c);
   if (v.has("trace")) read_trace(v.at("trace"), c);
 
   if (v.has("tolerance")) {
@@ -236,6 +224,15 @@ std::string missing_data_pass_note(const SmokeConfig& c) {
   return "no data-only pass: " + c.file + " sets no trainer.probes, so the batches the trainer consumed are not "
          "checked (worker seeding, sampler order, augmentation); write them with the helper's ProbeWriter "
          "(docs/trainers.md)";
+}
+
+bool is_smoke_config_file(const std::string& path) {
+  try {
+    load_smoke_config(path);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 int processes_per_run(const SmokeConfig& c) {

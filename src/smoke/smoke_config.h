@@ -183,6 +183,11 @@ SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides);
 /// smoke has one).
 std::string missing_data_pass_note(const SmokeConfig& config);
 
+/// Whether `path` is a valid smoke config: a record or report must never
+/// be written over one, nor one be given where a record belongs. Never
+/// throws.
+bool is_smoke_config_file(const std::string& path);
+
 /// The processes one run of the smoke keeps busy at once, what `check -j`
 /// counts against its job slots: a built-in smoke 1 per rank; a trainer
 /// smoke its training pass plus, with a data-only pass, one pass per

@@ -304,9 +304,11 @@ TEST(ConfigKeyTable, TheKeysOutsideTheValueHashAreDocumented) {
   size_t at = doc.find("## Keys outside the value hash");
   ASSERT_NE(at, std::string::npos) << "docs/smoke-config.md has no section \"Keys outside the value hash\"";
   std::string section = doc.substr(at, doc.find("\n## ", at + 1) - at);
-  for (const ConfigKey& k : smoke_config_keys())
-    if (!k.moves_values)
+  for (const ConfigKey& k : smoke_config_keys()) {
+    if (!k.moves_values) {
       EXPECT_NE(section.find("`" + std::string(k.path) + "`"), std::string::npos) << k.path << " is not listed";
+    }
+  }
 }
 
 }  // namespace
