@@ -201,7 +201,7 @@ def main():
     model = Net(bug).to(ctx.device)
     if multi and not data_only:
         model = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05 * lockstep.lr_scale(), momentum=0.9)
     if args.resume:
         ck = torch.load(args.resume, weights_only=False)  # RNG states are Python objects
         if ck["seed"] != ctx.seed:

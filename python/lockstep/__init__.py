@@ -54,6 +54,9 @@ LOCKSTEP_DEVICE            "cpu" (default) or "cuda"
 LOCKSTEP_STEPS             optimiser steps of the smoke (default 10)
 LOCKSTEP_PASS              "train" (default) or "data" (data-only pass)
 LOCKSTEP_TRACE_STEPS       steps a ModuleTracer traces, 0 .. 16 (default 2)
+LOCKSTEP_LR_SCALE          a planted change of the learning rate (default 1):
+                           multiply the lr by :func:`lr_scale` to take part
+                           in ``run --lr-scale`` and calibrate's detection
 RANK, WORLD_SIZE           a multi-rank smoke (torchrun's names, with
                            LOCAL_RANK, MASTER_ADDR, MASTER_PORT for
                            init_process_group's env://): this process's rank
@@ -102,7 +105,7 @@ exits with code 3, lockstep's exit codes (README.md, "Exit codes").
 
 
 from ._errors import LockstepError
-from .contract import TRAINER_FILE, TRAINER_SCHEMA, Context, apply_contract, stack_fingerprint, worker_init_fn
+from .contract import TRAINER_FILE, TRAINER_SCHEMA, Context, apply_contract, lr_scale, stack_fingerprint, worker_init_fn
 from .probes import probe, tensor_stats
 from .seeds import derive_seed
 from .tracer import ModuleTracer
@@ -113,6 +116,7 @@ __all__ = [
     "Context",
     "apply_contract",
     "worker_init_fn",
+    "lr_scale",
     "derive_seed",
     "tensor_stats",
     "probe",

@@ -10,6 +10,7 @@ the interpreter's fingerprint (see the package docstring for both).
 import atexit
 import importlib.metadata
 import json
+import math
 import os
 import pathlib
 import platform
@@ -98,6 +99,27 @@ def _parse_env(environ):
                 else ", ".join(missing) + " unset")
         print("lockstep: %s; using defaults: %s" % (what, shown), file=sys.stderr, flush=True)
     return settings
+
+
+def lr_scale(environ=None):
+    """The factor lockstep plants on the learning rate, 1.0 unless asked.
+
+    ``lockstep run --lr-scale F`` and ``lockstep calibrate``'s detection
+    search set ``LOCKSTEP_LR_SCALE`` to find how small a change of the
+    learning rate the smoke's tolerances still catch; a trainer that
+    multiplies its learning rate by this takes part
+    (``torch.optim.SGD(params, lr=0.05 * lockstep.lr_scale())``). A value
+    that is not a finite number above 0 exits with code 2.
+    """
+    environ = os.environ if environ is None else environ
+    text = environ.get("LOCKSTEP_LR_SCALE") or "1"
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and math.isfinite(value)):
+        _fail("LOCKSTEP_LR_SCALE must be a finite number above 0, got %r" % text)
+    return value
 
 
 def _pin_cublas_workspace(strict):

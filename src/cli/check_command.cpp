@@ -92,14 +92,6 @@ void print_summary(const std::vector<Verdict>& verdicts, ExitCode worst, const s
   std::cout << "; exit " << to_int(worst) << " (junit " << junit << ")\n";
 }
 
-// The CPUs this process may run on (its affinity mask: a CI job's cgroup
-// or `taskset`), at least 1.
-int available_cpus() {
-  cpu_set_t set;
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 // The job slots a smoke's check holds while it runs: the processes of one
 // of its runs (processes_per_run: a rank each, a trainer's passes), with
 // --world-size applied; a config that cannot be read takes one and fails
@@ -138,6 +130,7 @@ int check_command(const CheckOptions& o) {
     files = std::move(mine);
   }
   CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
+  options.rerun_failing = o.rerun_failing;
   SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   std::vector<Verdict> verdicts;
   // -j N: the smokes are checked by up to N threads, each holding a job

@@ -78,8 +78,29 @@ struct CheckOptions {
   std::string shard;        ///< "I/N": only this shard of the suite (gate/shard.h)
   bool shard_given = false; ///< --shard was given (an empty value is an error, not "no sharding")
   int jobs = 0;             ///< -j: child runs at once; 0: the CPUs this process may use
+  int rerun_failing = 0;    ///< --rerun-failing K (gate/check.h)
 };
 int check_command(const CheckOptions& options);
+
+/// `lockstep calibrate SMOKE`: tolerances from runs across stack axes
+/// (calibrate/calibrate.h); prints the report, --json/--html write it,
+/// --write puts the rules into the config.
+struct CalibrateCliOptions {
+  std::string smoke;
+  std::vector<std::string> axes;     ///< "threads=1,2", parsed by parse_axis
+  int seeds = 1;
+  int repeats = 2;
+  std::vector<std::string> records;
+  double multiplier = 1.5;
+  double rtol_floor = 1e-3;
+  double atol_floor = 1e-6;
+  bool no_detect = false;
+  std::string json_out, html_out;
+  std::string out_dir = "lockstep-out";
+  bool write = false;
+  int jobs = 0;                      ///< 0: the CPUs this process may use
+};
+int calibrate_command(const CalibrateCliOptions& options);
 
 /// `lockstep bless SMOKE... --reason TEXT`: regenerate goldens.
 struct BlessOptions {

@@ -75,6 +75,38 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   return cmd;
 }
 
+// `calibrate`: the axes, the rule's multiplier and floors, the outputs.
+CLI::App* add_calibrate_command(CLI::App& app, lockstep::CalibrateCliOptions& o) {
+  auto* cmd = app.add_subcommand(
+      "calibrate", "Tolerances from evidence: run a smoke across stack axes, measure the spread, recommend rules, "
+                   "estimate the false-alarm rate and the smallest lr change caught (docs/comparison.md)");
+  cmd->add_option("SMOKE", o.smoke, "Smoke config file")->required();
+  cmd->add_option("--axis", o.axes,
+                  "NAME=V1,V2,...: threads (intra-op), capability (ATEN_CPU_CAPABILITY: default, avx2, avx512), "
+                  "workers or seed; repeatable (default: threads=n,2n x every capability this CPU runs)");
+  cmd->add_option("--seeds", o.seeds, "Also vary the seed over K seeds from the config's (sigma rules)")
+      ->transform(decimal_range(1, 100));
+  cmd->add_option("--repeats", o.repeats, "Fresh runs at each point")->capture_default_str()->transform(decimal_range(1, 100));
+  cmd->add_option("--records", o.records, "Run records (or folders of them) from other runners, e.g. CI artifacts");
+  cmd->add_option("--multiplier", o.multiplier, "m: rules allow m times the measured spread")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1000.0));
+  cmd->add_option("--rtol-floor", o.rtol_floor, "The smallest rtol recommended (Megatron-LM's 1e-3)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--atol-floor", o.atol_floor, "The smallest atol recommended (Megatron-LM's 1e-6)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_flag("--no-detect", o.no_detect, "Skip the detection-limit search (its planted-lr runs)");
+  cmd->add_option("--json", o.json_out, "Also write the report as JSON to this file");
+  cmd->add_option("--html", o.html_out, "Also write a self-contained HTML page (spread per step against the rule)");
+  cmd->add_flag("--write", o.write, "Put the recommended rules and a calibration block into the smoke config");
+  cmd->add_option("--out", o.out_dir, "Folder for the runs' records (<out>/<smoke>/calibrate/)")->capture_default_str();
+  cmd->add_option("-j,--jobs", o.jobs, "Runs at once (default: the CPUs this process may use)")
+      ->transform(decimal_range(1, 256));
+  return cmd;
+}
+
 // `review` and `accept` find pending goldens and the current ones alike.
 CLI::App* add_pending_command(CLI::App& app, const char* name, const char* help, lockstep::PendingOptions& o) {
   auto* cmd = app.add_subcommand(name, help);
@@ -108,6 +140,11 @@ int main(int argc, char** argv) {
   checkpoint->needs(stop_after);
   auto* resume = run->add_option("--resume", run_opts.resume, "Continue from a --stop-after checkpoint to the end")
                      ->excludes(stop_after);
+  run->add_option("--lr-scale", run_opts.overrides.lr_scale,
+                  "Multiply the learning rate by F: a planted change, to see what the gate catches (recorded as "
+                  "an input: a golden fails it); a trainer takes part through LOCKSTEP_LR_SCALE")
+      ->check(CLI::Range(1e-6, 1e6))
+      ->excludes(resume);
   run->add_flag("--skip-generator-restore", run_opts.skip_generator_restore,
                 "With --resume: leave the generators unrestored (proves the resume check catches it)")
       ->needs(resume)
@@ -170,6 +207,14 @@ int main(int argc, char** argv) {
                     "(default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
   add_overrides(check, check_opts.overrides);
+  check->add_option("--rerun-failing", check_opts.rerun_failing,
+                    "K: run a smoke that fails against its golden K more times here; reruns that differ from the "
+                    "failing run make it exit 4 (nondeterministic on this runner), else exit 1 stands "
+                    "\"(reproduced K of K)\"")
+      ->transform(decimal_range(1, 20));
+
+  CalibrateCliOptions calibrate_opts;
+  auto* calibrate = add_calibrate_command(app, calibrate_opts);
 
   // check and bless run on one machine; these only say what to do instead
   // (docs/distributed.md, "Gating a multi-node run in CI"). Hidden from --help.
@@ -265,6 +310,7 @@ int main(int argc, char** argv) {
       return check_command(check_opts);
     }
     if (*bless) return bless_command(bless_opts);
+    if (*calibrate) return calibrate_command(calibrate_opts);
     if (*env) {
       env_opts.device_given = env_device->count() > 0;
       // A team trainer's record is diffed without LibTorch, against its own interpreter.

@@ -18,7 +18,12 @@ RunPlan plan_of(const ChildRun& run, const SmokeConfig& cfg) {
   r.stop_after = run.stop_after;
   r.checkpoint = run.checkpoint;
   r.resume = run.resume;
-  return plan_run(cfg, r, /*train=*/true);
+  RunPlan plan = plan_run(cfg, r, /*train=*/true);
+  for (const auto& x : run.env) {
+    size_t eq = x.find('=');
+    plan.config.trainer.env[x.substr(0, eq)] = eq == std::string::npos ? "" : x.substr(eq + 1);
+  }
+  return plan;
 }
 
 }  // namespace

@@ -1,9 +1,21 @@
 #include "core/job_slots.h"
 
+#include <sched.h>
+
+#include <algorithm>
+
+#include <atomic>
 #include <exception>
+#include <memory>
 #include <thread>
 
 namespace lockstep {
+
+int available_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 JobSlots::JobSlots(int capacity) : capacity_(capacity < 1 ? 1 : capacity), free_(capacity_) {}
 
@@ -58,6 +70,33 @@ void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots,
       break;
     }
   }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+void run_pool(const std::vector<std::function<void()>>& tasks, JobSlots* slots, const std::vector<int>& need) {
+  std::vector<std::exception_ptr> errors(tasks.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    for (size_t i; !failed && (i = next++) < tasks.size();) {
+      int n = i < need.size() ? need[i] : 1;
+      std::unique_ptr<SlotHold> hold;
+      if (slots) hold = std::make_unique<SlotHold>(*slots, n);
+      if (failed) return;
+      try {
+        tasks[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  int width = slots ? slots->capacity() : 1;
+  std::vector<std::thread> threads;
+  for (int t = 1; t < width && static_cast<size_t>(t) < tasks.size(); ++t) threads.emplace_back(worker);
+  worker();
   for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);

@@ -52,6 +52,10 @@ class SlotHold {
   int n_;
 };
 
+/// The CPUs this process may run on (its affinity mask: a CI job's cgroup
+/// or `taskset`), at least 1: the default of `check -j` and `calibrate -j`.
+int available_cpus();
+
 /// Runs every task and returns when all have ended: task 0 in this thread,
 /// each other one in a thread of its own when `slots` (may be null: none)
 /// has `slots_per_task` free slots at its turn, else in this thread after the ones before
@@ -59,5 +63,14 @@ class SlotHold {
 /// serial run would). Rethrows the exception of the lowest-index task that
 /// threw, after every started task has ended.
 void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task = 1);
+
+/// Runs every task on a pool of `slots`' capacity threads, tasks started in
+/// index order as their slots come free (task i holds `need[i]` slots,
+/// clamped to 1..capacity, while it runs; null `slots`: one at a time in
+/// this thread). Unlike run_tasks, the caller holds no slot: the pool uses
+/// all of them (calibrate's runs). After a task throws no further task
+/// starts; the exception of the lowest-index task that threw is rethrown
+/// once every started task has ended.
+void run_pool(const std::vector<std::function<void()>>& tasks, JobSlots* slots, const std::vector<int>& need);
 
 }  // namespace lockstep

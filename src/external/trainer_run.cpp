@@ -105,6 +105,9 @@ std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t se
   env["LOCKSTEP_STEPS"] = std::to_string(c.steps);
   env["LOCKSTEP_PASS"] = pass;
   env["LOCKSTEP_TRACE_STEPS"] = std::to_string(c.trace.steps);
+  // A planted learning-rate change (`run --lr-scale`, calibrate's detection
+  // search); python/lockstep's lr_scale() reads it.
+  if (c.lr_scale != 1) env["LOCKSTEP_LR_SCALE"] = format_double(c.lr_scale);
   return env;
 }
 

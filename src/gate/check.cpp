@@ -150,6 +150,31 @@ Verdict compare_with_golden(const SmokeConfig& cfg, const RunRecord& run, Golden
   return v;
 }
 
+// Step 3's failure, held up by `rerun_failing` fresh reruns on this
+// runner: one that is not bit-identical to the failing run makes the
+// verdict exit 4 (the runner, not the change, moved the values), else the
+// failure stands, reproduced. Returns true when the verdict became exit 4.
+bool rerun_failure(Launcher& launcher, const ChildRun& base, const std::string& dir, const RunRecord& run,
+                   int reruns, JobSlots* slots, int per_run, Verdict& v) {
+  std::vector<RunRecord> again = run_children(launcher, base, dir, "rerun", reruns, slots, per_run);
+  auto it = run.fingerprint.find("runner");
+  std::string runner = it == run.fingerprint.end() ? "this runner" : it->second.value;
+  std::string k = std::to_string(reruns);
+  for (size_t i = 0; i < again.size(); ++i) {
+    std::string diff = first_bit_difference(again[i], run);
+    if (diff.empty()) continue;
+    v.code = ExitCode::kNondeterministic;
+    v.first_divergence = "nondeterministic on " + runner + ": rerun " + std::to_string(i + 1) + " of " + k + " (" +
+                         dir + "/rerun-" + std::to_string(i + 1) + ".json) differs from the failing run " +
+                         "bit for bit (" + diff + "), so the failure against the golden is not evidence of a "
+                         "regression; it said: " + v.first_divergence;
+    return true;
+  }
+  v.first_divergence += " (reproduced " + k + " of " + k + ")";
+  v.notes.push_back(k + " fresh rerun(s) on " + runner + " reproduced the failing run bit for bit");
+  return false;
+}
+
 // Step 4's failure: the resumed run differs from the uninterrupted one
 // (exit 1), in the lane the golden comparison chose (`lane`, or none).
 SmokeCheck resume_failure(const SmokeConfig& cfg, const std::string& diff, Lane lane, const std::string& dir) {
@@ -208,6 +233,12 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     golden = read_filed_golden(*found, cfg.name);
     c.verdict = compare_with_golden(cfg, run, golden, *found, dir);
     c.compared = true;
+    if (o.rerun_failing > 0 && c.verdict.code == ExitCode::kRegression &&
+        rerun_failure(launcher, base, dir, run, o.rerun_failing, o.slots, per_run, c.verdict)) {
+      c.run = run;
+      c.golden = std::move(golden.record);
+      return c;
+    }
   }
   // 4. The resume check, when the comparison passed (or there is no golden yet).
   std::string resume_note;

@@ -17,7 +17,9 @@
 //      family (a note says so), compared with compare_records
 //      (compare/compare.h): lane, tolerances, findings; a failing
 //      comparison ends the smoke (exit 1) with a pending golden for
-//      review/accept;
+//      review/accept; with rerun_failing K, K more fresh runs first:
+//      one that differs from the failing run bit for bit makes it exit 4
+//      (the runner is nondeterministic), else "(reproduced K of K)";
 //   4. with resume_at: K, K steps and a checkpoint, a resumed fresh run,
 //      held to the uninterrupted run's bits (a difference is exit 1); with
 //      a spare job slot the stopped run starts beside step 1, and its
@@ -52,6 +54,11 @@ struct CheckSmokeOptions {
   /// slot is free); null: one child at a time. The launcher must then be
   /// thread-safe.
   JobSlots* slots = nullptr;
+  /// check --rerun-failing K: a smoke whose golden comparison fails (exit
+  /// 1) is run K more times here; a rerun that is not bit-identical to the
+  /// failing run makes the verdict exit 4 (nondeterministic on this
+  /// runner), else exit 1 stands "(reproduced K of K)".
+  int rerun_failing = 0;
 };
 
 /// What check found for one smoke.

@@ -11,9 +11,10 @@ namespace lockstep {
 namespace fs = std::filesystem;
 
 bool is_smoke_output_name(const std::string& name) {
-  // The names gate/check.cpp, gate/bless.cpp and launch/launcher.cpp give.
+  // The names gate/check.cpp, gate/bless.cpp, gate/calibrate.cpp and
+  // launch/launcher.cpp give.
   static const std::regex kOutput(
-      R"(((run|bless|bless-seed-[0-9]+)-[0-9]+\.json|resume-part\.json|resume-at-[0-9]+\.ckpt|resumed\.json)(\..+)?)"
+      R"(((run|rerun|bless|bless-seed-[0-9]+|calibrate|detect)-[0-9]+\.json|resume-part\.json|resume-at-[0-9]+\.ckpt|resumed\.json)(\..+)?)"
       R"(|report\.(json|md|html))");
   if (std::string platform = pending_platform_of(name); !platform.empty()) return is_golden_name(platform);
   return std::regex_match(name, kOutput);

@@ -14,6 +14,7 @@
 #include "compare/compare.h"
 #include "core/child_error.h"
 #include "core/error.h"
+#include "core/float_bits.h"
 #include "core/install_paths.h"
 #include "core/process.h"
 
@@ -26,6 +27,7 @@ std::vector<std::string> override_args(const RunOverrides& o) {
   if (o.intra_op_threads > 0) args.insert(args.end(), {"--intra-op-threads", std::to_string(o.intra_op_threads)});
   if (o.workers >= 0) args.insert(args.end(), {"--workers", std::to_string(o.workers)});
   if (o.world_size > 0) args.insert(args.end(), {"--world-size", std::to_string(o.world_size)});
+  if (o.lr_scale != 1) args.insert(args.end(), {"--lr-scale", format_double(o.lr_scale)});
   return args;
 }
 
@@ -46,11 +48,21 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   p.what = "lockstep run";
   p.argv = child_args(run);
   p.argv.insert(p.argv.begin(), executable_.empty() ? self_executable() : executable_);
-  // The child's environment: ours, with LOCKSTEP_SEED replaced when asked.
-  // It dies with this process, and so does all it starts (core/process.h).
+  // The child's environment: ours, with LOCKSTEP_SEED and the run's own
+  // variables replaced when asked. It dies with this process, and so does
+  // all it starts (core/process.h).
+  std::vector<std::string> extra = run.env;
+  if (!run.seed.empty()) extra.push_back("LOCKSTEP_SEED=" + run.seed);
+  auto replaced = [&extra](const char* entry) {
+    for (const auto& x : extra) {
+      size_t eq = x.find('=');
+      if (std::strncmp(entry, x.c_str(), eq + 1) == 0) return true;
+    }
+    return false;
+  };
   for (char** e = environ; *e; ++e)
-    if (run.seed.empty() || std::strncmp(*e, "LOCKSTEP_SEED=", 14) != 0) p.env.emplace_back(*e);
-  if (!run.seed.empty()) p.env.push_back("LOCKSTEP_SEED=" + run.seed);
+    if (!replaced(*e)) p.env.emplace_back(*e);
+  for (const auto& x : extra) p.env.push_back(x);
   std::error_code cwd_ec;
   p.cwd = std::filesystem::current_path(cwd_ec).string();
   if (cwd_ec) throw EnvironmentError("the current folder cannot be read: " + cwd_ec.message());

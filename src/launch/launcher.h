@@ -35,6 +35,10 @@ struct ChildRun {
   int64_t stop_after = 0;  ///< > 0: train this many steps, write `checkpoint`, no record
   std::string checkpoint;  ///< with stop_after
   std::string resume;      ///< non-empty: continue from this checkpoint to the end
+  /// Extra environment of the run, "NAME=VALUE" (calibrate's
+  /// ATEN_CPU_CAPABILITY axis): set in the child process, or for a trainer
+  /// smoke in the trainer's environment (as trainer.env would).
+  std::vector<std::string> env;
 };
 
 /// Starts child runs. Implementations: ProcessLauncher (real), and fakes in

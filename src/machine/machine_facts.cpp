@@ -2,6 +2,7 @@
 
 #include <gnu/libc-version.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -82,6 +83,19 @@ const std::map<std::string, bool>& numerics_env_vars() {
   return vars;
 }
 
+std::string runner_identity() {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  std::string description = env("CI_RUNNER_DESCRIPTION"), id = env("CI_RUNNER_ID");
+  if (!description.empty() || !id.empty())
+    return "ci runner " + (description.empty() ? "#" + id : description + (id.empty() ? "" : " (#" + id + ")"));
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0 || !*host) return absent_fact("no host name");
+  return "host " + std::string(host);
+}
+
 Fingerprint machine_fingerprint(const MachineOptions& opt) {
   Fingerprint fp;
   auto put = [&fp](const std::string& k, const std::string& v, bool relevant) {
@@ -97,6 +111,7 @@ Fingerprint machine_fingerprint(const MachineOptions& opt) {
   put("cpu.model", cpuinfo_field("model name"), false);
   put("cpu.isa", cpu_isa_flags(), true);
   put("cpu.logical_cores", std::to_string(std::thread::hardware_concurrency()), false);
+  put("runner", runner_identity(), false);
   put("os.name", os_pretty_name(), false);
   put("os.kernel", u.release, false);
   put("os.glibc", gnu_get_libc_version(), true);

@@ -32,6 +32,11 @@ std::string cpu_isa_flags();
 /// for records whose trainer did not report its own.
 std::string cpu_capability_from_isa(const std::string& isa_flags);
 
+/// Which runner made a run (fingerprint field `runner`, informational):
+/// "ci runner <CI_RUNNER_DESCRIPTION> (#<CI_RUNNER_ID>)" in a GitLab job,
+/// else "host <host name>"; `check --rerun-failing` names it.
+std::string runner_identity();
+
 /// PRETTY_NAME of /etc/os-release, or "(absent: ...)".
 std::string os_pretty_name();
 
@@ -65,7 +70,7 @@ struct MachineOptions {
 /// fields, for a built-in run (env/fingerprint_capture.h adds LibTorch's
 /// facts to it) and a team trainer's (which adds its Python's): device,
 /// lockstep.version, cpu.arch, cpu.model, cpu.isa, cpu.logical_cores,
-/// os.name, os.kernel, os.glibc, env.<numerics variable>,
+/// runner, os.name, os.kernel, os.glibc, env.<numerics variable>,
 /// nvidia.driver_version, cuda.driver_api_version, cuda.gpu_name,
 /// cuda.compute_capability, cuda.sm_count (relevant on cuda),
 /// cuda.memory_bytes, cuda.gpu_uuid (informational), git.commit/branch/dirty.

@@ -162,7 +162,7 @@ RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
       throw BadUsage("--workers: a trainer smoke's DataLoader workers are the trainer's own (its command; "
                      "trainer.workers with a {workers} placeholder runs the data-only pass at several counts)");
     p.site = RunSite::kTrainer;
-    p.config = with_overrides(loaded, {r.overrides.intra_op_threads, -1, r.overrides.world_size});
+    p.config = with_overrides(loaded, {r.overrides.intra_op_threads, -1, r.overrides.world_size, r.overrides.lr_scale});
   } else {
     p.site = r.rank >= 0 ? RunSite::kRank : loaded.distributed.configured ? RunSite::kRanks : RunSite::kInProcess;
     p.config = with_overrides(loaded, r.overrides);

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/float_bits.h"
 #include "core/hash.h"
 #include "core/json_io.h"
 #include "machine/driver_version.h"
@@ -92,6 +94,37 @@ void read_identity(const JsonView& v, SmokeConfig& c) {
 
 }  // namespace
 
+namespace {
+
+// The "calibration" block `lockstep calibrate --write` leaves: recorded,
+// not read, but held to its shape like every other section.
+void check_calibration_block(const JsonView& b) {
+  b.expect_object();
+  b.allow_keys(keys_under("calibration"));
+  if (b.has("date")) b.at("date").as_string();
+  for (const char* k : {"repeats", "runs"})
+    if (b.has(k)) b.at(k).as_int(0, 1000000);
+  if (b.has("multiplier")) b.at("multiplier").as_finite(0, 1e6);
+  if (b.has("runners")) {
+    JsonView r = b.at("runners");
+    r.expect_array();
+    for (size_t i = 0; i < r.size(); ++i) r.at(i).as_string();
+  }
+  if (b.has("axes")) {
+    JsonView a = b.at("axes");
+    a.expect_object();
+    for (const auto& k : a.keys()) {
+      JsonView vs = a.at(k);
+      vs.expect_array();
+      for (size_t i = 0; i < vs.size(); ++i) vs.at(i).as_string();
+    }
+  }
+  for (const char* k : {"floors", "false_alarm", "detection"})
+    if (b.has(k)) b.at(k).expect_object();
+}
+
+}  // namespace
+
 SmokeConfig load_smoke_config(const std::string& path) {
   nlohmann::json doc = parse_json_file(path);
   JsonView v(doc, path);
@@ -134,6 +167,7 @@ SmokeConfig load_smoke_config(const std::string& path) {
     c.tolerance = tolerance_policy_from_json(v.at("tolerance"));
     check_tolerance_names(v.at("tolerance"), c);
   }
+  if (v.has("calibration")) check_calibration_block(v.at("calibration"));
   c.data.loader.augment.worker_seeded = c.inject_nondeterminism == "worker_seeded_augment";
   c.config_hash = hex64(xxh3_64(canonical_dump(doc)));
   nlohmann::json values = values_json(c);
@@ -265,6 +299,16 @@ SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {
                      ": distributed.self_test.rank is " + std::to_string(f.rank) +
                      ", which would not exist (the self-test would never fire)");
     config.distributed.world_size = overrides.world_size;
+  }
+  if (overrides.lr_scale != 1) {
+    if (!(overrides.lr_scale > 0) || !std::isfinite(overrides.lr_scale))
+      throw BadUsage("--lr-scale: a finite factor above 0, got " + format_double(overrides.lr_scale));
+    config.lr_scale = overrides.lr_scale;
+    config.optimizer.schedule.base_lr *= overrides.lr_scale;
+    // A planted change is an input: the record names it and a golden fails it.
+    std::string scale = format_double(overrides.lr_scale);
+    config.values_fields["lr_scale"] = scale;
+    config.values_hash = hex64(xxh3_64(config.values_hash + " lr_scale=" + scale));
   }
   return config;
 }

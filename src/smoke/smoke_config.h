@@ -108,6 +108,12 @@ struct RunOverrides {
   /// 0: from the config; else distributed.world_size (a distributed smoke
   /// only; recorded in the contract, so a golden of another size fails it).
   int world_size = 0;
+  /// 1: the config's learning rate; else a planted change of it (`run
+  /// --lr-scale`, calibrate's detection search): the built-in optimiser's
+  /// lr times this, a trainer's LOCKSTEP_LR_SCALE. An input: the record's
+  /// config gains "lr_scale" and config.values_xxh3 moves, so a golden
+  /// fails it as "input changed".
+  double lr_scale = 1;
 };
 
 /// A parsed, validated smoke config.
@@ -146,6 +152,9 @@ struct SmokeConfig {
   /// trainer writes its own with the Python helper).
   TraceSpec trace;
   TolerancePolicy tolerance;
+  /// RunOverrides::lr_scale applied (1: none); a trainer gets it as
+  /// LOCKSTEP_LR_SCALE.
+  double lr_scale = 1;
   std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
   /// XXH3-64 of values_json(): the config as an input of the run
   /// (fingerprint field config.values_xxh3). Loosening a tolerance, or

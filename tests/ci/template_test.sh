@@ -54,6 +54,7 @@ git commit -qam "raise the learning rate"
 if run_jobs lockstep-check; then fail "lockstep-check should fail after the lr change"; fi
 grep -qE "FAIL  lockstep-check: \[[12]/2\]" "$work/glci.log" || { tail -n 40 "$work/glci.log" >&2; fail "no failing shard"; }
 grep -q "first divergence: input changed: smoke config example-mlp" "$work/glci.log" || fail "the report should name the changed config"
+grep -q "(reproduced 1 of 1)" "$work/glci.log" || fail "the template's --rerun-failing 1 should reproduce the failure"
 t_fail=$(now)
 
 # 3. The manual bless job: the new golden is an artifact, not a push.

@@ -1233,5 +1233,22 @@ TEST(CliGoldenWriters, ConcurrentBlessesTakeTurnsAndStaleTemporariesAreCleared) 
   EXPECT_NE(held.output.find("is locked by process 4242"), std::string::npos) << held.output;
 }
 
+// check --rerun-failing on a real regression: the rerun reproduces the
+// failing run bit for bit, so exit 1 stands and says so.
+TEST_F(Cli, ARegressionReproducedByItsRerunSaysSo) {
+  fs::path p = scratch("rerun-lr", [](nlohmann::json& c) { c.erase("resume_at"); },
+                       kSourceDir + "/smoke/wine-mlp.json");
+  std::string s = (p / "smoke").string(), out = (p / "out").string();
+  ASSERT_EQ(lockstep("bless " + s + " --reason base --out " + out).code, 0);
+  nlohmann::json cfg = parse_json_file(s + "/wine-mlp.json");
+  cfg["optimizer"]["lr"] = cfg["optimizer"]["lr"].get<double>() * 1.001;
+  write_file_atomically(s + "/wine-mlp.json", pretty_dump(cfg));
+  Result r = lockstep("check " + s + " --repeat 1 --rerun-failing 1 --out " + out);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(" (reproduced 1 of 1)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 fresh rerun(s) on "), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(p / "out" / "wine-mlp" / "rerun-1.json"));
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -258,5 +258,24 @@ TEST(TrainCli, TrainerConfigAndFlagErrorsAreExit2NamingTheField) {
   EXPECT_FALSE(fs::exists(scratch_seeds / "goldens"));
 }
 
+// check --rerun-failing: a failure the reruns do not reproduce bit for bit
+// is the runner's nondeterminism (exit 4, naming the runner), not a
+// regression. The kernel races two threads, so some of 3 reruns differ.
+TEST(TrainCli, NondeterministicKernelFailureIsNotReproducedByReruns) {
+  fs::path p = scratch("rerun-nondet", [&](nlohmann::json& c) {
+    c["determinism"] = {{"mode", "default"}, {"intra_op_threads", 2}, {"inter_op_threads", 1}};
+    c.erase("resume_at");
+  }, kWine);
+  std::string s = (p / "smoke").string(), out = (p / "out").string();
+  ASSERT_EQ(lockstep("bless " + s + " --reason base --out " + out).code, 0);
+  nlohmann::json cfg = parse_json_file(s + "/wine-mlp.json");
+  cfg["inject_nondeterminism"] = "index_put_accumulate";
+  write_file_atomically(s + "/wine-mlp.json", pretty_dump(cfg));
+  Result r = lockstep("check " + s + " --repeat 1 --rerun-failing 3 --out " + out);
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("nondeterministic on host "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("differs from the failing run bit for bit"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace lockstep {
 namespace {
@@ -94,6 +95,54 @@ TEST(RunTasks, TheLowestIndexErrorIsReported) {
     EXPECT_STREQ(e.what(), "task 1");
   }
   EXPECT_TRUE(slots.try_acquire(4));  // every slot given back
+}
+
+// run_pool: every slot is the pool's; no more run at once than the slots
+// allow, a task needing them all runs alone, and every task runs.
+TEST(RunPool, TasksShareTheSlotsAndNeverExceedThem) {
+  JobSlots slots(2);
+  std::atomic<int> busy{0}, peak{0}, done{0};
+  std::atomic<bool> overlapped_with_wide{false};
+  std::atomic<int> wide_running{0};
+  std::vector<std::function<void()>> tasks;
+  std::vector<int> need;
+  for (int i = 0; i < 8; ++i) {
+    bool wide = i % 4 == 3;
+    need.push_back(wide ? 2 : 1);
+    tasks.push_back([&, wide] {
+      int w = wide ? 2 : 1;
+      int now = busy += w;
+      for (int p = peak; now > p && !peak.compare_exchange_weak(p, now);) {
+      }
+      if (wide) ++wide_running;
+      else if (wide_running > 0) overlapped_with_wide = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (wide) --wide_running;
+      busy -= w;
+      ++done;
+    });
+  }
+  run_pool(tasks, &slots, need);
+  EXPECT_EQ(done, 8);
+  EXPECT_EQ(peak, 2);
+  EXPECT_FALSE(overlapped_with_wide);
+  EXPECT_TRUE(slots.try_acquire(2));  // every slot given back
+}
+
+TEST(RunPool, AnErrorStopsNewTasksAndTheLowestIndexIsReported) {
+  std::string order;
+  try {
+    run_pool({[&] { order += "a"; }, [&] {
+                order += "b";
+                throw std::runtime_error("b failed");
+              },
+              [&] { order += "c"; }},
+             nullptr, {});
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "b failed");
+  }
+  EXPECT_EQ(order, "ab");
 }
 
 }  // namespace

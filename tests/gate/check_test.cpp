@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "compare/markdown_report.h"
 #include "compare/text_report.h"
 #include "core/error.h"
@@ -194,6 +196,60 @@ TEST(CheckSmoke, ARegressionLeavesAPendingGolden) {
   EXPECT_EQ(c.pending->provenance.reason, "(pending review: check failed: " + c.verdict.first_divergence + ")");
   EXPECT_EQ(c.verdict.first_divergence.rfind("train step 0: loss", 0), 0u) << c.verdict.first_divergence;
   EXPECT_EQ(c.golden.series.at("loss").values[0], golden.series.at("loss").values[0]);
+}
+
+// check --rerun-failing: reruns that reproduce the failing run keep exit 1
+// and say so; a rerun that differs turns it into exit 4 on this runner.
+TEST(CheckSmoke, AFailureReproducedByItsRerunsStandsAsARegression) {
+  GateProject p("rerun-same");
+  RunRecord golden = make_gate_record();
+  golden.series["loss"].values[0] = static_cast<float>(2.4);
+  p.write_golden(golden);
+  FakeLauncher l;
+  l.record.fingerprint["runner"] = {"host ci-7", false};
+  CheckSmokeOptions o = p.check_options();
+  o.rerun_failing = 2;
+  SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(l.calls.size(), 4u);  // 2 repeats, 2 reruns
+  EXPECT_EQ(l.calls[3].out, p.out_dir() + "/unit/rerun-2.json");
+  const std::string& d = c.verdict.first_divergence;
+  EXPECT_EQ(d.substr(d.size() - 20), " (reproduced 2 of 2)") << d;
+  EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
+                      "2 fresh rerun(s) on host ci-7 reproduced the failing run bit for bit"),
+            c.verdict.notes.end());
+  EXPECT_TRUE(c.pending.has_value());
+}
+
+TEST(CheckSmoke, ARerunThatDiffersMakesAFailureNondeterministicOnTheRunner) {
+  GateProject p("rerun-differs");
+  RunRecord golden = make_gate_record();
+  golden.series["loss"].values[0] = static_cast<float>(2.4);
+  p.write_golden(golden);
+  FakeLauncher l;
+  l.record.fingerprint["runner"] = {"host ci-7", false};
+  l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
+    if (call == 3) r.series["loss"].values[1] = static_cast<float>(2.2);
+  };
+  CheckSmokeOptions o = p.check_options();
+  o.rerun_failing = 1;
+  SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kNondeterministic);
+  EXPECT_EQ(c.verdict.first_divergence.rfind("nondeterministic on host ci-7: rerun 1 of 1 (", 0), 0u)
+      << c.verdict.first_divergence;
+  EXPECT_NE(c.verdict.first_divergence.find("it said: train step 0: loss"), std::string::npos);
+  EXPECT_FALSE(c.pending.has_value());
+}
+
+TEST(CheckSmoke, APassingSmokeIsNotRerun) {
+  GateProject p("rerun-pass");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  CheckSmokeOptions o = p.check_options();
+  o.rerun_failing = 3;
+  SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass);
+  EXPECT_EQ(l.calls.size(), 2u);
 }
 
 // A pending golden an earlier, failing check left is gone once a later

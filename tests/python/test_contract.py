@@ -257,6 +257,16 @@ print(json.dumps({"seed": a.seed, "out": str(a.out), "mode": a.mode, "threads": 
         env = protocol_env(self.out, LOCKSTEP_SEED=str(2**64 - 1))
         self.assertEqual(lockstep.contract._parse_env(env)["seed"], 2**64 - 1)
 
+    def test_lr_scale_is_one_unless_planted_and_strict(self):
+        self.assertEqual(lockstep.lr_scale({}), 1.0)
+        self.assertEqual(lockstep.lr_scale({"LOCKSTEP_LR_SCALE": "1.001"}), 1.001)
+        for value in ("0", "-1", "nan", "inf", "x", "1e400"):
+            with self.subTest(value=value), mock.patch("sys.stderr"):
+                with self.assertRaises(SystemExit) as cm:
+                    lockstep.lr_scale({"LOCKSTEP_LR_SCALE": value})
+                self.assertEqual(cm.exception.code, 2)
+                self.assertIn("LOCKSTEP_LR_SCALE", str(cm.exception))
+
     def test_bad_seed_in_a_trainer_process_exits_2(self):
         env = protocol_env(self.out, LOCKSTEP_SEED="abc")
         _, err = run_snippet("import lockstep; lockstep.apply_contract()", env, expect_rc=2)

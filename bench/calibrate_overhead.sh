@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `lockstep calibrate`'s own cost: digits-cnn over 4 axis points x 2
+# repeats (threads=1,2 x capability=default,avx2; no detection search),
+# its wall time against the ideal of its runs on this machine's cores:
+#   sum over the points of 2 x (one run's wall time there, median of R)
+#   x (the cores it holds: its intra-op threads) / cores,
+# and the ratio (goal: <= 1.2, the harness adds at most 20 % to the runs).
+# calibrate gives a run of 2 intra-op threads 2 job slots: two such runs
+# at once on 2 cores oversubscribe them (OpenMP's spin-waits then double
+# the user time). The ratio against one core per run is printed too.
+#   bench/calibrate_overhead.sh [R] [SMOKE]   (default 3 smoke/digits-cnn.json; needs a build in build/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds="${1:-3}"
+smoke="${2:-smoke/digits-cnn.json}"
+lockstep="$PWD/build/lockstep"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cores=$(nproc)
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+wall() {  # wall seconds of the command
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
+}
+"$lockstep" run "$smoke" --quiet --out "$work/warm.json"   # page cache, file-hash cache
+for _ in $(seq "$rounds"); do
+  for t in 1 2; do
+    for cap in default avx2; do
+      wall env ATEN_CPU_CAPABILITY=$cap "$lockstep" run "$smoke" --intra-op-threads $t --quiet --out "$work/one.json" >>"$work/t$t-$cap"
+    done
+  done
+  wall "$lockstep" calibrate "$smoke" --axis threads=1,2 --axis capability=default,avx2 --repeats 2 --no-detect \
+    --out "$work/out" >>"$work/cal"
+done
+busy=0
+flat=0
+for t in 1 2; do
+  for cap in default avx2; do
+    one=$(median <"$work/t$t-$cap")
+    printf 'one run at threads=%s capability=%s: %.2f s\n' "$t" "$cap" "$one"
+    busy=$(awk -v b="$busy" -v o="$one" -v t="$t" 'BEGIN {print b + 2 * o * t}')
+    flat=$(awk -v b="$flat" -v o="$one" 'BEGIN {print b + 2 * o}')
+  done
+done
+cal=$(median <"$work/cal")
+printf 'calibrate, 4 points x 2 repeats = 8 runs on %d cores: %.2f s (median of %d)\n' "$cores" "$cal" "$rounds"
+awk -v c="$cal" -v b="$busy" -v f="$flat" -v k="$cores" 'BEGIN {
+  printf "ideal (the runs core-seconds, a core per intra-op thread, / cores): %.2f s; ratio %.2f (goal <= 1.20)\n", b / k, c * k / b
+  printf "against one core per run (runs x one run / cores): %.2f s; ratio %.2f\n", f / k, c * k / f }'

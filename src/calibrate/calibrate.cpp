@@ -1,0 +1,378 @@
+#include "calibrate/calibrate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "compare/compare.h"
+#include "core/error.h"
+#include "core/float_bits.h"
+#include "gate/smoke_outputs.h"
+#include "machine/machine_facts.h"
+#include "smoke/golden_store.h"
+
+namespace lockstep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string>& axis_names() {
+  static const std::vector<std::string> names = {"threads", "capability", "workers", "seed"};
+  return names;
+}
+
+bool is_decimal(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
+
+// The value checked for its axis; "" when valid, else what was expected.
+std::string axis_value_problem(const std::string& axis, const std::string& v) {
+  if (axis == "threads") {
+    if (!is_decimal(v) || v.size() > 4 || std::stoi(v) < 1 || std::stoi(v) > 1024) return "an intra-op thread count in [1, 1024]";
+  } else if (axis == "workers") {
+    if (!is_decimal(v) || v.size() > 2 || std::stoi(v) > 64) return "a DataLoader worker count in [0, 64]";
+  } else if (axis == "seed") {
+    if (!is_decimal(v) || v.size() > 20 || (v.size() == 20 && v > "18446744073709551615")) return "a decimal seed in [0, 2^64-1]";
+  } else if (axis == "capability") {
+    if (v != "default" && v != "avx2" && v != "avx512") return "an ATen CPU capability: default, avx2 or avx512";
+  }
+  return "";
+}
+
+// The label of a point: "threads=2 capability=avx2".
+std::string point_label(const std::map<std::string, std::string>& point, const std::vector<CalibrateAxis>& axes) {
+  std::string out;
+  for (const auto& a : axes) {
+    auto it = point.find(a.name);
+    if (it != point.end()) out += (out.empty() ? "" : " ") + a.name + "=" + it->second;
+  }
+  return out.empty() ? "the config's point" : out;
+}
+
+// Every point of the axes' product, first axis slowest.
+std::vector<std::map<std::string, std::string>> product(const std::vector<CalibrateAxis>& axes) {
+  std::vector<std::map<std::string, std::string>> points = {{}};
+  for (const auto& a : axes) {
+    std::vector<std::map<std::string, std::string>> next;
+    for (const auto& p : points)
+      for (const auto& v : a.values) {
+        auto q = p;
+        q[a.name] = v;
+        next.push_back(std::move(q));
+      }
+    points = std::move(next);
+  }
+  return points;
+}
+
+// The child run at `point`.
+ChildRun child_at(const std::string& file, const std::map<std::string, std::string>& point) {
+  ChildRun run;
+  run.config = file;
+  for (const auto& [axis, v] : point) {
+    if (axis == "threads") run.overrides.intra_op_threads = std::stoi(v);
+    if (axis == "workers") run.overrides.workers = std::stoi(v);
+    if (axis == "seed") run.seed = v;
+    if (axis == "capability") run.env.push_back("ATEN_CPU_CAPABILITY=" + v);
+  }
+  return run;
+}
+
+// Every run of `runs` through `launcher`, each started as soon as its
+// slots are free: its processes times its intra-op threads (`threads` when
+// the run does not set its own). Two runs of 2 threads on 2 cores would
+// oversubscribe them, and OpenMP's spin-waiting threads then take each
+// other's CPU (bench/calibrate_overhead.sh measured user time doubling).
+std::vector<RunRecord> run_all(Launcher& launcher, const std::vector<ChildRun>& runs, JobSlots* slots, int processes,
+                               int threads) {
+  std::vector<RunRecord> out(runs.size());
+  std::vector<std::function<void()>> tasks;
+  std::vector<int> need;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    tasks.push_back([&, i] { out[i] = launcher.run(runs[i]); });
+    int t = runs[i].overrides.intra_op_threads > 0 ? runs[i].overrides.intra_op_threads : threads;
+    need.push_back(processes * t);
+  }
+  run_pool(tasks, slots, need);
+  return out;
+}
+
+// Records from other runners: files, or the run records in folders.
+std::vector<CalibrationRun> read_records(const std::vector<std::string>& paths, const SmokeConfig& cfg,
+                                         std::vector<std::string>& notes) {
+  std::vector<CalibrationRun> out;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    bool folder = fs::is_directory(path, ec);
+    if (folder) {
+      for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+        if (it->path().extension() == ".json" && it->is_regular_file()) files.push_back(it->path().string());
+      if (ec) throw io_error(path, "list the records folder", ec.value());
+      std::sort(files.begin(), files.end());
+    } else if (fs::exists(path, ec)) {
+      files.push_back(path);
+    } else {
+      throw BadUsage("--records " + path + ": no such file or folder");
+    }
+    size_t skipped = 0, taken = 0;
+    for (const auto& f : files) {
+      RunRecord r;
+      try {
+        r = read_run_record(f);
+      } catch (const Error&) {
+        if (!folder) throw;  // a file named on its own must be a record
+        ++skipped;           // a folder of CI artifacts holds reports too
+        continue;
+      }
+      if (r.smoke != cfg.name) {
+        if (!folder) throw BadInput(f, "smoke", "a record of smoke '" + cfg.name + "', got '" + r.smoke + "'");
+        ++skipped;
+        continue;
+      }
+      CalibrationRun c;
+      auto it = r.fingerprint.find("runner");
+      c.point["runner"] = it == r.fingerprint.end() ? f : it->second.value;
+      c.label = f;
+      c.source = f;
+      c.record = std::move(r);
+      out.push_back(std::move(c));
+      ++taken;
+    }
+    if (folder && taken == 0)
+      throw BadUsage("--records " + path + ": no run record of smoke '" + cfg.name + "' in this folder");
+    if (skipped)
+      notes.push_back("--records " + path + ": " + std::to_string(skipped) +
+                      " file(s) that are not run records of " + cfg.name + " left out");
+  }
+  return out;
+}
+
+// The series a planted change of the learning rate moves by definition.
+const std::vector<std::string>& lr_series() {
+  static const std::vector<std::string> names = {"lr", "learning_rate", "learning-rate"};
+  return names;
+}
+
+// The detection search: lr x (1 + f) and x (1 - f) at the first run's
+// point, each compared with that run (or the multi-seed golden) under the
+// recommended rules; caught when both fail.
+Detection search_detection(const std::string& file, const CalibrateOptions& o, const Calibration& c,
+                           const std::map<std::string, std::string>& point, const std::string& dir,
+                           Launcher& launcher, int per_run, int threads) {
+  Detection d;
+  std::map<std::string, std::vector<double>> sd;
+  RunRecord golden = c.seeds_vary ? multi_seed_golden(c.runs, sd) : c.runs.front().record;
+  ChildRun base = child_at(file, point);
+  int n = 0;
+  std::string first_change;  // "" while every planted run was bit-identical to the reference
+  auto caught = [&](double f) {
+    std::vector<ChildRun> runs;
+    for (double sign : {1.0, -1.0}) {
+      ChildRun r = base;
+      r.overrides.lr_scale = 1 + sign * f;
+      r.out = dir + "/detect-" + std::to_string(++n) + ".json";
+      runs.push_back(r);
+    }
+    std::vector<RunRecord> got = run_all(launcher, runs, o.slots, per_run, threads);
+    d.runs += 2;
+    bool both = true;
+    std::string why;
+    for (const auto& r : got) {
+      std::string fail = first_failing_value(r, golden, c.recommended, lr_series(), c.seeds_vary ? &sd : nullptr);
+      if (fail.empty()) both = false;
+      else if (why.empty()) why = fail;
+      if (first_change.empty()) first_change = first_bit_difference(r, c.runs.front().record);
+    }
+    d.tried.push_back({f, both});
+    if (both) d.caught_by = why;
+    return both;
+  };
+  double lo = 1e-9, hi = 0.1;
+  if (!caught(hi)) {
+    d.why_not = first_change.empty() && !c.seeds_vary
+                    ? "lr x (1 +- 0.1) left every value bit-identical: the run does not apply the planted "
+                      "learning rate (a trainer multiplies its lr by lockstep.lr_scale(), docs/trainers.md)"
+                    : "the recommended rules miss even lr x (1 +- 0.1)";
+    d.misses = hi;
+    return d;
+  }
+  d.measured = true;
+  std::string caught_at_hi = d.caught_by;
+  if (caught(lo)) {
+    d.catches = lo;
+    return d;
+  }
+  for (int i = 0; i < o.detect_rounds; ++i) {
+    double mid = std::sqrt(lo * hi);
+    if (caught(mid)) {
+      hi = mid;
+      caught_at_hi = d.caught_by;
+    } else {
+      lo = mid;
+    }
+  }
+  d.catches = hi;
+  d.misses = lo;
+  d.caught_by = caught_at_hi;
+  return d;
+}
+
+}  // namespace
+
+CalibrateAxis parse_axis(const std::string& text) {
+  size_t eq = text.find('=');
+  std::string name = text.substr(0, eq);
+  if (eq == std::string::npos || name.empty())
+    throw BadUsage("--axis " + text + ": expected NAME=V1,V2,... with NAME one of threads, capability, workers, seed");
+  if (std::find(axis_names().begin(), axis_names().end(), name) == axis_names().end())
+    throw BadUsage("--axis " + text + ": unknown axis '" + name + "' (threads, capability, workers or seed)");
+  CalibrateAxis a;
+  a.name = name;
+  std::stringstream in(text.substr(eq + 1));
+  std::string v;
+  while (std::getline(in, v, ',')) {
+    if (std::string want = axis_value_problem(name, v); !want.empty())
+      throw BadUsage("--axis " + text + ": '" + v + "' is not " + want);
+    if (std::find(a.values.begin(), a.values.end(), v) != a.values.end())
+      throw BadUsage("--axis " + text + ": '" + v + "' is given twice");
+    a.values.push_back(v);
+  }
+  if (a.values.empty() || text.back() == ',') throw BadUsage("--axis " + text + ": expected at least one value after '='");
+  return a;
+}
+
+std::vector<std::string> supported_capabilities(const std::string& isa_flags) {
+  std::set<std::string> flags;
+  std::stringstream in(isa_flags);
+  for (std::string f; in >> f;) flags.insert(f);
+  std::vector<std::string> out = {"default"};
+  if (flags.count("avx2") && flags.count("fma")) out.push_back("avx2");
+  if (flags.count("avx512f") && flags.count("avx512bw") && flags.count("avx512vl") && flags.count("avx512dq") &&
+      flags.count("fma"))
+    out.push_back("avx512");
+  return out;
+}
+
+Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, Launcher& launcher) {
+  SmokeConfig cfg = load_smoke_config(file);
+  Calibration c;
+  c.smoke = cfg.name;
+  c.file = file;
+  c.date = utc_now();
+  c.rules = o.rules;
+  c.repeats = o.repeats;
+  c.configured = cfg.tolerance;
+  if (o.repeats < 1 || o.repeats > 100) throw BadUsage("--repeats: a run count in [1, 100]");
+  if (o.seeds < 1 || o.seeds > 100) throw BadUsage("--seeds: a seed count in [1, 100]");
+
+  // The axes: as given, else threads {n, 2n} x every capability here.
+  std::string isa = o.isa_flags.empty() ? cpu_isa_flags() : o.isa_flags;
+  std::vector<std::string> capabilities = supported_capabilities(isa);
+  c.axes = o.axes;
+  if (c.axes.empty() && o.records.empty()) {
+    c.axes.push_back({"threads", {std::to_string(cfg.intra_op_threads), std::to_string(2 * cfg.intra_op_threads)}});
+    c.axes.push_back({"capability", capabilities});
+  }
+  std::set<std::string> seen;
+  for (const auto& a : c.axes) {
+    if (!seen.insert(a.name).second) throw BadUsage("--axis " + a.name + ": the axis is given twice");
+    if (a.name == "workers" && cfg.has_trainer())
+      throw BadUsage("--axis workers: a trainer smoke's DataLoader workers are its command's (trainer.workers "
+                     "holds the data-only pass to several counts)");
+    if (a.name == "capability")
+      for (const auto& v : a.values)
+        if (std::find(capabilities.begin(), capabilities.end(), v) == capabilities.end())
+          throw EnvironmentError("--axis capability=" + v + ": this CPU cannot run it (cpu.isa: " + isa +
+                                 "; it runs " + [&] {
+                                   std::string s;
+                                   for (const auto& x : capabilities) s += (s.empty() ? "" : ", ") + x;
+                                   return s;
+                                 }() + ")");
+  }
+  if (o.seeds > 1) {
+    if (seen.count("seed")) throw BadUsage("--seeds with --axis seed=...: give the seeds one way");
+    CalibrateAxis s{"seed", {}};
+    uint64_t base = base_seed(cfg).first;
+    for (int i = 0; i < o.seeds; ++i) s.values.push_back(std::to_string(base + static_cast<uint64_t>(i)));
+    c.axes.push_back(s);
+  }
+  c.seeds_vary = std::any_of(c.axes.begin(), c.axes.end(),
+                             [](const CalibrateAxis& a) { return a.name == "seed" && a.values.size() > 1; });
+
+  // The runs here, in parallel while slots are free.
+  std::string dir = (fs::path(o.out_dir) / cfg.name / "calibrate").string();
+  clear_smoke_outputs(dir);
+  std::vector<std::map<std::string, std::string>> points = product(c.axes);
+  if (c.axes.empty()) points.clear();  // --records alone: nothing to run here
+  std::vector<ChildRun> children;
+  for (const auto& p : points)
+    for (int r = 1; r <= o.repeats; ++r) {
+      ChildRun run = child_at(file, p);
+      run.out = dir + "/calibrate-" + std::to_string(children.size() + 1) + ".json";
+      children.push_back(run);
+      CalibrationRun cr;
+      cr.point = p;
+      cr.repeat = r;
+      cr.label = point_label(p, c.axes) + " #" + std::to_string(r);
+      cr.source = run.out;
+      c.runs.push_back(std::move(cr));
+    }
+  const int per_run = processes_per_run(cfg);
+  std::vector<RunRecord> made = run_all(launcher, children, o.slots, per_run, cfg.intra_op_threads);
+  for (size_t i = 0; i < made.size(); ++i) c.runs[i].record = std::move(made[i]);
+  for (auto& r : read_records(o.records, cfg, c.notes)) c.runs.push_back(std::move(r));
+  if (c.runs.size() < 2)
+    throw BadUsage(file + ": calibration needs at least 2 runs (axes x --repeats, plus --records), got " +
+                   std::to_string(c.runs.size()));
+
+  std::set<std::string> runners;
+  for (const auto& r : c.runs) {
+    auto it = r.record.fingerprint.find("runner");
+    std::string who = it == r.record.fingerprint.end() ? "(unknown runner)" : it->second.value;
+    if (runners.insert(who).second) c.runners.push_back(who);
+  }
+  // Two runs at one point that differ: the gate's repeat check fails here.
+  for (size_t i = 0; i < c.runs.size(); ++i)
+    for (size_t j = i + 1; j < c.runs.size(); ++j)
+      if (c.runs[i].source != c.runs[j].source && c.runs[i].point == c.runs[j].point && c.runs[i].repeat != c.runs[j].repeat)
+        if (std::string d = first_bit_difference(c.runs[j].record, c.runs[i].record); !d.empty()) {
+          c.notes.push_back("runs at one point differ (" + c.runs[i].label + ", " + c.runs[j].label + ": " + d +
+                            "): this runner is nondeterministic for the smoke, and check would exit 4 here");
+          i = j = c.runs.size();
+        }
+
+  c.spreads = measure_spreads(c.runs, c.seeds_vary);
+  c.recommended = recommend(c.spreads, c.rules, c.seeds_vary);
+  {
+    std::map<std::string, std::vector<double>> sd;
+    RunRecord mean = c.seeds_vary ? multi_seed_golden(c.runs, sd) : RunRecord{};
+    for (size_t i = 0; i < c.runs.size(); ++i)
+      for (size_t j = 0; j < c.runs.size(); ++j) {
+        if (i == j || (c.seeds_vary && j > 0)) continue;
+        const RunRecord& golden = c.seeds_vary ? mean : c.runs[j].record;
+        std::string why = first_failing_value(c.runs[i].record, golden, c.recommended, {}, c.seeds_vary ? &sd : nullptr);
+        ++c.self_comparisons;
+        if (why.empty()) continue;
+        if (c.self_failed++ == 0)
+          c.self_example = c.runs[i].label + " against " + (c.seeds_vary ? "the mean" : c.runs[j].label) + ": " + why;
+      }
+  }
+  c.false_alarm = leave_one_out(c.runs, c.rules, c.seeds_vary);
+  if (c.false_alarm.runs == 0)
+    c.notes.push_back("no false-alarm estimate: leave-one-out needs 3 runs or more, there are " +
+                      std::to_string(c.runs.size()));
+  if (!o.detect) {
+    c.detection.why_not = "not searched (--no-detect)";
+  } else if (points.empty()) {
+    c.detection.why_not = "not searched: no run made here (--records only)";
+  } else {
+    c.detection = search_detection(file, o, c, points.front(), dir, launcher, per_run, cfg.intra_op_threads);
+  }
+  return c;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,73 @@
+// `lockstep calibrate SMOKE`: runs the smoke across stack axes through the
+// smoke launcher (calibrate/calibrate.h), prints the report
+// (calibrate/calibration_report.h), writes --json / --html, and with
+// --write puts the recommended rules into the smoke config.
+#include <filesystem>
+#include <iostream>
+
+#include "calibrate/calibrate.h"
+#include "calibrate/calibration_report.h"
+#include "cli/commands.h"
+#include "cli/smoke_launcher.h"
+#include "core/atomic_file.h"
+#include "core/directory_lock.h"
+#include "core/error.h"
+#include "core/job_slots.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A report path must not be the config, a record folder or end in '/'.
+void require_report_path(const std::string& flag, const std::string& path, const std::string& config) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (path.back() == '/' || fs::is_directory(path, ec))
+    throw BadUsage(flag + " " + path + ": a file path for the report, not a folder");
+  if (fs::exists(path, ec) && fs::equivalent(path, config, ec))
+    throw BadUsage(flag + " " + path + ": that is the smoke config itself (--write updates it)");
+}
+
+}  // namespace
+
+int calibrate_command(const CalibrateCliOptions& o) {
+  if (is_smoke_config_file(o.smoke) == false && fs::is_directory(o.smoke))
+    throw BadUsage("calibrate " + o.smoke + ": a folder; calibrate takes one smoke config");
+  require_report_path("--json", o.json_out, o.smoke);
+  require_report_path("--html", o.html_out, o.smoke);
+  require_out_folder(o.out_dir, {o.smoke}, "");
+  CalibrateOptions options;
+  for (const auto& a : o.axes) options.axes.push_back(parse_axis(a));
+  options.seeds = o.seeds;
+  options.repeats = o.repeats;
+  options.records = o.records;
+  options.rules.multiplier = o.multiplier;
+  options.rules.rtol_floor = o.rtol_floor;
+  options.rules.atol_floor = o.atol_floor;
+  options.detect = !o.no_detect;
+  options.out_dir = o.out_dir;
+  const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
+  JobSlots slots(jobs);
+  if (jobs > 1) options.slots = &slots;
+  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
+    std::cout << "calibrate: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
+  });
+  SmokeLauncher launcher;
+  Calibration c = calibrate_smoke(o.smoke, options, launcher);
+  std::cout << render_calibration_text(c);
+  if (!o.json_out.empty()) write_file_atomically(o.json_out, calibration_json(c).dump(2) + "\n");
+  if (!o.html_out.empty()) write_file_atomically(o.html_out, render_calibration_html(c));
+  if (o.write) {
+    write_calibration_into_config(c);
+    std::cout << "wrote the recommended rules and a calibration block into " << o.smoke
+              << " (tolerances are not inputs: the goldens stay valid)\n";
+  } else {
+    std::cout << "the config is unchanged (--write puts these rules into " << o.smoke << ")\n";
+  }
+  return 0;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,214 @@
+// calibrate_smoke() in-process with a fake launcher: the runs it asks for
+// (one per axis point and repeat, each with its override, environment or
+// seed), records from other runners, the detection search's bisection
+// over planted learning-rate changes, and the refusals of bad axes.
+#include "calibrate/calibrate.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "calibrate/calibration_report.h"
+#include "core/error.h"
+#include "gate/gate_fixture.h"
+
+namespace lockstep {
+namespace {
+
+using testing::FakeLauncher;
+using testing::GateProject;
+using testing::make_gate_record;
+
+// grad_norm at step 1 moves by 1e-7 with 2 threads, and by 10 x the planted
+// lr change (a change of f moves it by 10 f, relative).
+void stack_and_lr(size_t, const ChildRun& run, RunRecord& r) {
+  double& g = r.series["grad_norm"].values[1];
+  if (run.overrides.intra_op_threads == 2) g += 1e-7;
+  g *= 1 + 10 * (run.overrides.lr_scale - 1);
+}
+
+CalibrateOptions options(const GateProject& p) {
+  CalibrateOptions o;
+  o.out_dir = p.out_dir();
+  o.isa_flags = "avx avx2 fma";
+  return o;
+}
+
+TEST(Calibrate, RunsEveryPointOfTheAxesAtEachRepeat) {
+  GateProject p("cal-points");
+  FakeLauncher l;
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1,2"), parse_axis("capability=default,avx2")};
+  o.repeats = 2;
+  o.detect = false;
+  Calibration c = calibrate_smoke(p.smoke_file(), o, l);
+  ASSERT_EQ(l.calls.size(), 8u);
+  EXPECT_EQ(l.calls[0].overrides.intra_op_threads, 1);
+  EXPECT_EQ(l.calls[0].env, std::vector<std::string>{"ATEN_CPU_CAPABILITY=default"});
+  EXPECT_EQ(l.calls[3].env, std::vector<std::string>{"ATEN_CPU_CAPABILITY=avx2"});
+  EXPECT_EQ(l.calls[7].overrides.intra_op_threads, 2);
+  EXPECT_EQ(l.calls[7].out, p.out_dir() + "/unit/calibrate/calibrate-8.json");
+  EXPECT_EQ(c.runs[7].label, "threads=2 capability=avx2 #2");
+  EXPECT_EQ(c.recommended.at("loss").tolerance.rule, Tolerance::Rule::kExact);
+  EXPECT_EQ(c.self_failed, 0);
+  EXPECT_EQ(c.self_comparisons, 56);
+  EXPECT_EQ(c.false_alarm.runs, 8);
+  EXPECT_EQ(c.detection.why_not, "not searched (--no-detect)");
+}
+
+TEST(Calibrate, WithoutAxesItRunsTwiceTheThreadsOverEveryCapabilityHere) {
+  GateProject p("cal-default");
+  FakeLauncher l;
+  CalibrateOptions o = options(p);
+  o.repeats = 1;
+  o.detect = false;
+  Calibration c = calibrate_smoke(p.smoke_file(), o, l);
+  ASSERT_EQ(c.axes.size(), 2u);
+  EXPECT_EQ(c.axes[0].values, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(c.axes[1].values, (std::vector<std::string>{"default", "avx2"}));
+  EXPECT_EQ(l.calls.size(), 4u);
+}
+
+TEST(Calibrate, TheSpreadOfTheThreadsSetsTheRuleAndTheDetectionLimitIsBisected) {
+  GateProject p("cal-detect");
+  FakeLauncher l;
+  l.edit = stack_and_lr;
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1,2")};
+  Calibration c = calibrate_smoke(p.smoke_file(), o, l);
+  const Recommendation& g = c.recommended.at("grad_norm");
+  EXPECT_EQ(g.tolerance.rule, Tolerance::Rule::kClose);
+  EXPECT_EQ(g.tolerance.rtol, 1e-3);
+  EXPECT_EQ(g.tolerance.atol, 1e-6);
+  // lr x (1 +- f) moves grad_norm by 10 f: missed at 1e-4 (1e-3 relative,
+  // within rtol), caught at 10^-3.5.
+  ASSERT_TRUE(c.detection.measured) << c.detection.why_not;
+  EXPECT_NEAR(c.detection.catches, std::pow(10, -3.5), 1e-9);
+  EXPECT_NEAR(c.detection.misses, 1e-4, 1e-12);
+  EXPECT_EQ(c.detection.runs, 12);  // the two ends, then 4 rounds, each +f and -f
+  ASSERT_EQ(c.detection.tried.size(), 6u);
+  EXPECT_EQ(c.detection.tried[0], (std::pair<double, bool>{0.1, true}));
+  EXPECT_EQ(c.detection.tried[1], (std::pair<double, bool>{1e-9, false}));
+  EXPECT_EQ(c.detection.caught_by.rfind("grad_norm at step 1", 0), 0u) << c.detection.caught_by;
+  EXPECT_EQ(l.calls[4].overrides.lr_scale, 1.1);
+  EXPECT_EQ(l.calls[5].overrides.lr_scale, 0.9);
+  EXPECT_EQ(l.calls[4].out, p.out_dir() + "/unit/calibrate/detect-1.json");
+  std::string text = render_calibration_text(c);
+  EXPECT_NE(text.find("detection: catches lr x (1 +- 0.000316), misses lr x (1 +- 0.0001); 12 runs"), std::string::npos)
+      << text;
+}
+
+TEST(Calibrate, ARunThatIgnoresThePlantedLearningRateIsSaid) {
+  GateProject p("cal-ignored");
+  FakeLauncher l;
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1,2")};
+  o.repeats = 1;
+  Calibration c = calibrate_smoke(p.smoke_file(), o, l);
+  EXPECT_FALSE(c.detection.measured);
+  EXPECT_EQ(c.detection.why_not.rfind("lr x (1 +- 0.1) left every value bit-identical", 0), 0u) << c.detection.why_not;
+}
+
+TEST(Calibrate, TheLrSeriesItselfDoesNotCountAsDetection) {
+  GateProject p("cal-lr-series");
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    r.series["lr"] = Series{Series::Dtype::kFloat64, {0.1 * run.overrides.lr_scale, 0.1 * run.overrides.lr_scale}, {}, {}, {}};
+  };
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1,2")};
+  o.repeats = 1;
+  Calibration c = calibrate_smoke(p.smoke_file(), o, l);
+  EXPECT_FALSE(c.detection.measured);
+  EXPECT_EQ(c.detection.why_not, "the recommended rules miss even lr x (1 +- 0.1)");
+}
+
+TEST(Calibrate, RecordsFromOtherRunnersJoinTheRunsAndReportsBesideThemAreLeftOut) {
+  GateProject p("cal-records");
+  std::filesystem::create_directories(p.root() / "ci");
+  RunRecord other = make_gate_record();
+  other.fingerprint["runner"] = {"ci runner gpu-1 (#7)", false};
+  other.series["grad_norm"].values[1] += 2e-7;
+  write_run_record((p.root() / "ci" / "run-1.json").string(), other);
+  write_file_atomically((p.root() / "ci" / "report.json").string(), "{\"verdict\": 0}");
+  FakeLauncher l;
+  l.record.fingerprint["runner"] = {"host here", false};
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1")};
+  o.records = {(p.root() / "ci").string()};
+  o.detect = false;
+  Calibration c = calibrate_smoke(p.smoke_file(), o, l);
+  ASSERT_EQ(c.runs.size(), 3u);
+  EXPECT_EQ(c.runs[2].point.at("runner"), "ci runner gpu-1 (#7)");
+  EXPECT_EQ(c.runners, (std::vector<std::string>{"host here", "ci runner gpu-1 (#7)"}));
+  EXPECT_EQ(c.notes.front(), "--records " + (p.root() / "ci").string() +
+                                 ": 1 file(s) that are not run records of unit left out");
+  EXPECT_EQ(c.recommended.at("grad_norm").tolerance.rule, Tolerance::Rule::kClose);
+  // A record named on its own must be one of this smoke.
+  o.records = {(p.root() / "ci" / "report.json").string()};
+  EXPECT_THROW(calibrate_smoke(p.smoke_file(), o, l), Error);
+}
+
+TEST(Calibrate, SeedsBecomeAnAxisOfTheConfigsSeedAndTheNext) {
+  GateProject p("cal-seeds");
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    r.seed = std::stoull(run.seed);
+    r.series["grad_norm"].values[1] = 1 + 0.01 * static_cast<double>(r.seed - 42);
+  };
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1")};
+  o.seeds = 3;
+  o.repeats = 1;
+  o.detect = false;
+  Calibration c = calibrate_smoke(p.smoke_file(), o, l);
+  ASSERT_EQ(l.calls.size(), 3u);
+  EXPECT_EQ(l.calls[2].seed, "44");
+  EXPECT_TRUE(c.seeds_vary);
+  EXPECT_EQ(c.recommended.at("grad_norm").tolerance.rule, Tolerance::Rule::kSigma);
+  EXPECT_NE(render_calibration_text(c).find("sigma rules need a multi-seed golden"), std::string::npos);
+}
+
+TEST(Calibrate, BadAxesAreRefusedNamingTheFlag) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_axis(text);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(message("speed=1"), "--axis speed=1: unknown axis 'speed' (threads, capability, workers or seed)");
+  EXPECT_EQ(message("threads=0"), "--axis threads=0: '0' is not an intra-op thread count in [1, 1024]");
+  EXPECT_EQ(message("threads=1,1"), "--axis threads=1,1: '1' is given twice");
+  EXPECT_EQ(message("threads="), "--axis threads=: expected at least one value after '='");
+  EXPECT_EQ(message("threads"), "--axis threads: expected NAME=V1,V2,... with NAME one of threads, capability, workers, seed");
+  EXPECT_EQ(message("capability=sse4"), "--axis capability=sse4: 'sse4' is not an ATen CPU capability: default, avx2 or avx512");
+  EXPECT_EQ(message("seed=18446744073709551616"),
+            "--axis seed=18446744073709551616: '18446744073709551616' is not a decimal seed in [0, 2^64-1]");
+  EXPECT_EQ(parse_axis("workers=0,2").values, (std::vector<std::string>{"0", "2"}));
+}
+
+TEST(Calibrate, ACapabilityTheCpuLacksIsAnEnvironmentError) {
+  GateProject p("cal-isa");
+  FakeLauncher l;
+  CalibrateOptions o = options(p);
+  o.isa_flags = "avx fma sse4_2";
+  o.axes = {parse_axis("capability=default,avx2")};
+  try {
+    calibrate_smoke(p.smoke_file(), o, l);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kEnvironment);
+    EXPECT_EQ(std::string(e.what()),
+              "--axis capability=avx2: this CPU cannot run it (cpu.isa: avx fma sse4_2; it runs default)");
+  }
+  EXPECT_TRUE(l.calls.empty());
+  EXPECT_EQ(supported_capabilities("avx avx2 avx512bw avx512dq avx512f avx512vl fma"),
+            (std::vector<std::string>{"default", "avx2", "avx512"}));
+}
+
+}  // namespace
+}  // namespace lockstep
