@@ -102,6 +102,33 @@ struct CalibrateCliOptions {
 };
 int calibrate_command(const CalibrateCliOptions& options);
 
+/// `lockstep bisect --good REV --bad REV [SMOKE...]`: the first commit
+/// whose smokes fail against the good end's records (bisect/bisect.h).
+struct BisectCliOptions {
+  std::string good, bad;
+  std::vector<std::string> smokes;  ///< relative to the repository's root; empty: smoke/
+  std::string build;
+  int repeats = 2;
+  std::string repo = ".";
+  std::string json_out;
+  std::string out_dir = "lockstep-out";
+  int jobs = 0;
+};
+int bisect_command(const BisectCliOptions& options);
+
+/// `lockstep bisect-env --good-env FILE --bad-env FILE SMOKE...`: the
+/// smallest set of stack differences that moves the curve
+/// (bisect/bisect_env.h).
+struct BisectEnvCliOptions {
+  std::string good_env, bad_env;
+  std::vector<std::string> smokes;
+  int repeats = 2;
+  std::string json_out;
+  std::string out_dir = "lockstep-out";
+  int jobs = 0;
+};
+int bisect_env_command(const BisectEnvCliOptions& options);
+
 /// `lockstep bless SMOKE... --reason TEXT`: regenerate goldens.
 struct BlessOptions {
   std::vector<std::string> smokes;

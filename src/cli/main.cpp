@@ -107,6 +107,45 @@ CLI::App* add_calibrate_command(CLI::App& app, lockstep::CalibrateCliOptions& o)
   return cmd;
 }
 
+// `bisect`: the two ends, the smokes, how a commit is built and run.
+CLI::App* add_bisect_command(CLI::App& app, lockstep::BisectCliOptions& o) {
+  auto* cmd = app.add_subcommand(
+      "bisect", "The first commit between --good and --bad whose smokes fail against the good end's records "
+                "(a temporary copy of each commit; your work tree, index and git bisect are untouched)");
+  cmd->add_option("--good", o.good, "A revision whose smokes pass")->required();
+  cmd->add_option("--bad", o.bad, "A later revision, on --good's first-parent line, whose smokes fail")->required();
+  cmd->add_option("SMOKE", o.smokes, "Smoke configs or folders, relative to the repository's root (default: smoke)");
+  cmd->add_option("--build", o.build, "Shell command run in each commit's folder before its runs (a failure skips it)");
+  cmd->add_option("--repeats", o.repeats,
+                  "Runs per commit, held bit for bit; a step whose runs differ is rerun this many times, then skipped")
+      ->capture_default_str()
+      ->transform(decimal_range(1, 20));
+  cmd->add_option("--repo", o.repo, "A folder of the repository (default: the current one)");
+  cmd->add_option("--json", o.json_out, "Also write the steps and the conclusion as JSON to this file");
+  cmd->add_option("--out", o.out_dir, "Folder for the records (<out>/bisect/<commit>/)")->capture_default_str();
+  cmd->add_option("-j,--jobs", o.jobs, "Runs at once (default: the CPUs this process may use)")
+      ->transform(decimal_range(1, 256));
+  return cmd;
+}
+
+// `bisect-env`: the two environment files and the smokes.
+CLI::App* add_bisect_env_command(CLI::App& app, lockstep::BisectEnvCliOptions& o) {
+  auto* cmd = app.add_subcommand(
+      "bisect-env", "The smallest set of differences between two stacks' environment files (variables, library and "
+                    "Python folders, interpreter) that moves the curve: delta debugging over real runs (docs/bisect.md)");
+  cmd->add_option("--good-env", o.good_env, "Environment file of the stack whose smokes pass")->required();
+  cmd->add_option("--bad-env", o.bad_env, "Environment file of the stack whose smokes fail")->required();
+  cmd->add_option("SMOKE", o.smokes, "Smoke configs or folders")->required();
+  cmd->add_option("--repeats", o.repeats, "Runs per tested set, held bit for bit")
+      ->capture_default_str()
+      ->transform(decimal_range(1, 20));
+  cmd->add_option("--json", o.json_out, "Also write the sets tested and the conclusion as JSON to this file");
+  cmd->add_option("--out", o.out_dir, "Folder for the records (<out>/bisect-env/)")->capture_default_str();
+  cmd->add_option("-j,--jobs", o.jobs, "Runs at once (default: the CPUs this process may use)")
+      ->transform(decimal_range(1, 256));
+  return cmd;
+}
+
 // `review` and `accept` find pending goldens and the current ones alike.
 CLI::App* add_pending_command(CLI::App& app, const char* name, const char* help, lockstep::PendingOptions& o) {
   auto* cmd = app.add_subcommand(name, help);
@@ -215,6 +254,10 @@ int main(int argc, char** argv) {
 
   CalibrateCliOptions calibrate_opts;
   auto* calibrate = add_calibrate_command(app, calibrate_opts);
+  BisectCliOptions bisect_opts;
+  auto* bisect_cmd = add_bisect_command(app, bisect_opts);
+  BisectEnvCliOptions bisect_env_opts;
+  auto* bisect_env_cmd = add_bisect_env_command(app, bisect_env_opts);
 
   // check and bless run on one machine; these only say what to do instead
   // (docs/distributed.md, "Gating a multi-node run in CI"). Hidden from --help.
@@ -311,6 +354,8 @@ int main(int argc, char** argv) {
     }
     if (*bless) return bless_command(bless_opts);
     if (*calibrate) return calibrate_command(calibrate_opts);
+    if (*bisect_cmd) return bisect_command(bisect_opts);
+    if (*bisect_env_cmd) return bisect_env_command(bisect_env_opts);
     if (*env) {
       env_opts.device_given = env_device->count() > 0;
       // A team trainer's record is diffed without LibTorch, against its own interpreter.

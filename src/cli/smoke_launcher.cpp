@@ -19,6 +19,7 @@ RunPlan plan_of(const ChildRun& run, const SmokeConfig& cfg) {
   r.checkpoint = run.checkpoint;
   r.resume = run.resume;
   RunPlan plan = plan_run(cfg, r, /*train=*/true);
+  if (!run.python.empty() && !plan.config.trainer.command.empty()) plan.config.trainer.command[0] = run.python;
   for (const auto& x : run.env) {
     size_t eq = x.find('=');
     plan.config.trainer.env[x.substr(0, eq)] = eq == std::string::npos ? "" : x.substr(eq + 1);

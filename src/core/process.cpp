@@ -68,9 +68,17 @@ namespace {
 constexpr int kMaxGroups = 80;  // a trainer and its data pass, or up to 64 ranks
 volatile sig_atomic_t g_groups[kMaxGroups];
 
+// StopSignals: set while a command wants to clean up before it ends.
+volatile sig_atomic_t g_stop_active = 0;
+volatile sig_atomic_t g_stop_signal = 0;
+
 extern "C" void kill_trainers_and_reraise(int sig) {
   for (int i = 0; i < kMaxGroups; ++i)
     if (g_groups[i] > 0) ::kill(-static_cast<pid_t>(g_groups[i]), SIGKILL);
+  if (g_stop_active) {  // the command ends itself once it has cleaned up
+    g_stop_signal = sig;
+    return;
+  }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -100,6 +108,35 @@ class TrainerSignals {
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction old_[3];
 };
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_stop_signal = 0;
+  g_stop_active = 1;
+  struct sigaction sa {};
+  sa.sa_handler = kill_trainers_and_reraise;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < 3; ++i) sigaction(kStopSignals[i], &sa, &old_[i]);
+}
+
+StopSignals::~StopSignals() {
+  g_stop_active = 0;
+  for (size_t i = 0; i < 3; ++i) sigaction(kStopSignals[i], &old_[i], nullptr);
+}
+
+int StopSignals::received() { return g_stop_signal; }
+
+void StopSignals::reraise() {
+  int sig = g_stop_signal;
+  g_stop_active = 0;
+  if (sig) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+
+namespace {
 
 // The signal the watcher gets when this process dies (PR_SET_PDEATHSIG):
 // one nobody else sends to a program's group.

@@ -16,6 +16,8 @@
 //   if (!o.ok()) std::cerr << o.describe() << "\n" << tail_lines(p.stderr_path, 40);
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -55,6 +57,31 @@ struct ProcessOutcome {
 /// BadUsage naming it (as `what`) when it does not exist or is not executable.
 std::string resolve_program(const std::string& argv0, const std::string& cwd, const std::string& path_var,
                             const std::string& what = "trainer.command[0]");
+
+/// While one is alive, SIGINT, SIGTERM and SIGHUP no longer end this
+/// process at once: the running children's groups are killed (their runs
+/// then fail), and received() says which signal came, so a long command
+/// (bisect) can remove its temporary files before it ends with reraise().
+///
+///   StopSignals stop;
+///   for (...) { if (StopSignals::received()) break; run_process(...); }
+///   cleanup();  StopSignals::reraise();   // ends as the signal would have
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  /// The signal received since construction, or 0.
+  static int received();
+  /// Ends this process with the signal received (default action); returns
+  /// when none was.
+  static void reraise();
+
+ private:
+  static constexpr int kStopSignals[3] = {2 /*SIGINT*/, 15 /*SIGTERM*/, 1 /*SIGHUP*/};
+  struct sigaction old_[3];
+};
 
 /// Runs `spec` to completion (or its timeout). Throws exit-2 for a program
 /// that cannot be found or executed, exit-3 when the process cannot be

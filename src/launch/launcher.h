@@ -39,6 +39,9 @@ struct ChildRun {
   /// ATEN_CPU_CAPABILITY axis): set in the child process, or for a trainer
   /// smoke in the trainer's environment (as trainer.env would).
   std::vector<std::string> env;
+  /// Non-empty: a trainer smoke's interpreter (trainer.command[0])
+  /// replaced (bisect-env's "python"); a built-in smoke has none.
+  std::string python;
 };
 
 /// Starts child runs. Implementations: ProcessLauncher (real), and fakes in

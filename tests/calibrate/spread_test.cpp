@@ -67,7 +67,8 @@ TEST(Spread, ASpreadIsMeasuredFromTheMeanAndScaledWithFloors) {
   SpreadRules loose;
   loose.multiplier = 3;
   loose.rtol_floor = 0;
-  const Tolerance& u = recommend(s, loose, false).at("grad_norm").tolerance;
+  auto loose_rec = recommend(s, loose, false);
+  const Tolerance& u = loose_rec.at("grad_norm").tolerance;
   EXPECT_EQ(u.atol, 9e-6);
   EXPECT_EQ(u.rtol, 9e-6);
 }

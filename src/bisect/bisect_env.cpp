@@ -1,0 +1,320 @@
+#include "bisect/bisect_env.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "compare/compare.h"
+#include "core/json_io.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> folder_list(const JsonView& v, const std::string& field) {
+  v.expect_array();
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string f = v.at(i).as_string();
+    if (f.empty() || f[0] != '/') v.at(i).fail("an absolute folder path");
+    if (f.find(':') != std::string::npos) v.at(i).fail("one folder (no ':'; list each folder in " + field + ")");
+    if (std::find(out.begin(), out.end(), f) != out.end()) v.at(i).fail("a folder listed once in " + field);
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& a, const std::string& tail) {
+  std::string out;
+  for (const auto& x : a) out += (out.empty() ? "" : ":") + x;
+  if (!tail.empty()) out += (out.empty() ? "" : ":") + tail;
+  return out;
+}
+
+std::string set_text(const std::vector<EnvDifference>& d) {
+  std::string out;
+  for (const auto& x : d) out += (out.empty() ? "" : ", ") + x.label();
+  return "{" + out + "}";
+}
+
+}  // namespace
+
+StackEnv read_stack_env(const std::string& path) {
+  nlohmann::json doc = parse_json_file(path);
+  JsonView v(doc, path);
+  v.expect_object();
+  v.allow_keys({"env", "library_path", "python_path", "python"});
+  StackEnv s;
+  s.file = path;
+  if (v.has("env")) {
+    JsonView e = v.at("env");
+    e.expect_object();
+    for (const auto& k : e.keys()) {
+      if (k.empty() || k.find('=') != std::string::npos) e.at(k).fail("a variable name without '='");
+      if (k == "LD_LIBRARY_PATH" || k == "PYTHONPATH")
+        e.at(k).fail(std::string("no ") + k + " here: list its folders in " +
+                     (k == "PYTHONPATH" ? "\"python_path\"" : "\"library_path\"") + ", each one a difference");
+      s.env[k] = e.at(k).as_string();
+    }
+  }
+  if (v.has("library_path")) s.library_path = folder_list(v.at("library_path"), "library_path");
+  if (v.has("python_path")) s.python_path = folder_list(v.at("python_path"), "python_path");
+  if (v.has("python")) {
+    s.python = v.at("python").as_string();
+    if (s.python.empty() || s.python[0] != '/') v.at("python").fail("an absolute path to a Python interpreter");
+  }
+  return s;
+}
+
+std::string EnvDifference::label() const {
+  switch (kind) {
+    case Kind::kVariable:
+      return inherit ? name + " as inherited" : name + "=" + value;
+    case Kind::kLibraryFolder:
+      return (inherit ? "without library folder " : "library folder ") + name;
+    case Kind::kPythonFolder:
+      return (inherit ? "without Python folder " : "Python folder ") + name;
+    case Kind::kInterpreter:
+      return "interpreter " + name;
+  }
+  return name;
+}
+
+std::vector<EnvDifference> env_differences(const StackEnv& good, const StackEnv& bad) {
+  std::vector<EnvDifference> out;
+  std::set<std::string> names;
+  for (const auto& [k, _] : good.env) names.insert(k);
+  for (const auto& [k, _] : bad.env) names.insert(k);
+  for (const auto& k : names) {
+    auto g = good.env.find(k), b = bad.env.find(k);
+    if (g != good.env.end() && b != bad.env.end() && g->second == b->second) continue;
+    EnvDifference d;
+    d.name = k;
+    d.inherit = b == bad.env.end();
+    d.value = d.inherit ? "" : b->second;
+    out.push_back(d);
+  }
+  auto folders = [&](const std::vector<std::string>& g, const std::vector<std::string>& b, EnvDifference::Kind kind) {
+    for (const auto& f : b)
+      if (std::find(g.begin(), g.end(), f) == g.end()) out.push_back({kind, f, "", false});
+    for (const auto& f : g)
+      if (std::find(b.begin(), b.end(), f) == b.end()) out.push_back({kind, f, "", true});
+  };
+  folders(good.library_path, bad.library_path, EnvDifference::Kind::kLibraryFolder);
+  folders(good.python_path, bad.python_path, EnvDifference::Kind::kPythonFolder);
+  if (good.python != bad.python && !bad.python.empty())
+    out.push_back({EnvDifference::Kind::kInterpreter, bad.python, "", false});
+  return out;
+}
+
+ChildRun apply_differences(const ChildRun& base, const StackEnv& good, const std::vector<EnvDifference>& all,
+                           const std::vector<size_t>& applied) {
+  ChildRun run = base;
+  std::map<std::string, std::string> vars = good.env;
+  std::vector<std::string> libs, pys, lib_added, py_added;
+  std::set<std::string> lib_removed, py_removed;
+  std::string python = good.python;
+  for (size_t i : applied) {
+    const EnvDifference& d = all[i];
+    switch (d.kind) {
+      case EnvDifference::Kind::kVariable:
+        if (d.inherit) vars.erase(d.name);
+        else vars[d.name] = d.value;
+        break;
+      case EnvDifference::Kind::kLibraryFolder:
+        if (d.inherit) lib_removed.insert(d.name);
+        else lib_added.push_back(d.name);
+        break;
+      case EnvDifference::Kind::kPythonFolder:
+        if (d.inherit) py_removed.insert(d.name);
+        else py_added.push_back(d.name);
+        break;
+      case EnvDifference::Kind::kInterpreter:
+        python = d.name;
+        break;
+    }
+  }
+  for (const auto& f : lib_added) libs.push_back(f);
+  for (const auto& f : good.library_path)
+    if (!lib_removed.count(f)) libs.push_back(f);
+  for (const auto& f : py_added) pys.push_back(f);
+  for (const auto& f : good.python_path)
+    if (!py_removed.count(f)) pys.push_back(f);
+  for (const auto& [k, v] : vars) run.env.push_back(k + "=" + v);
+  auto inherited = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  if (!libs.empty()) run.env.push_back("LD_LIBRARY_PATH=" + joined(libs, inherited("LD_LIBRARY_PATH")));
+  if (!pys.empty()) run.env.push_back("PYTHONPATH=" + joined(pys, inherited("PYTHONPATH")));
+  run.python = python;
+  return run;
+}
+
+std::vector<size_t> ddmin(size_t n, const std::function<bool(const std::vector<size_t>&)>& fails) {
+  std::map<std::vector<size_t>, bool> cache;
+  auto test = [&](std::vector<size_t> s) {
+    std::sort(s.begin(), s.end());
+    auto it = cache.find(s);
+    if (it != cache.end()) return it->second;
+    bool f = !s.empty() && fails(s);
+    cache[s] = f;
+    return f;
+  };
+  std::vector<size_t> c(n);
+  for (size_t i = 0; i < n; ++i) c[i] = i;
+  size_t parts = 2;
+  while (c.size() >= 2) {
+    // The subsets and their complements, `parts` of them.
+    std::vector<std::vector<size_t>> subsets(parts);
+    for (size_t i = 0; i < c.size(); ++i) subsets[i * parts / c.size()].push_back(c[i]);
+    bool reduced = false;
+    for (const auto& s : subsets)
+      if (test(s)) {
+        c = s;
+        parts = 2;
+        reduced = true;
+        break;
+      }
+    if (reduced) continue;
+    for (const auto& s : subsets) {
+      std::vector<size_t> complement;
+      for (size_t x : c)
+        if (std::find(s.begin(), s.end(), x) == s.end()) complement.push_back(x);
+      if (parts > 2 && test(complement)) {
+        c = complement;
+        parts = std::max<size_t>(parts - 1, 2);
+        reduced = true;
+        break;
+      }
+    }
+    if (reduced) continue;
+    if (parts >= c.size()) break;
+    parts = std::min(c.size(), parts * 2);
+  }
+  return c;
+}
+
+EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
+  if (o.smokes.empty()) throw BadUsage("bisect-env: name a smoke config");
+  if (o.repeats < 1 || o.repeats > 20) throw BadUsage("--repeats: a run count in [1, 20]");
+  StackEnv good = read_stack_env(o.good_env), bad = read_stack_env(o.bad_env);
+  EnvBisectResult r;
+  r.differences = env_differences(good, bad);
+  std::vector<std::string> files = expand_smoke_args(o.smokes);
+  std::map<std::string, SmokeConfig> configs;
+  for (const auto& f : files) {
+    SmokeConfig c = load_smoke_config(f);
+    bool interpreter = !good.python.empty() || std::any_of(r.differences.begin(), r.differences.end(), [](const EnvDifference& d) {
+                         return d.kind == EnvDifference::Kind::kInterpreter;
+                       });
+    if (interpreter && !c.has_trainer())
+      throw BadUsage(f + ": a built-in smoke has no interpreter to set (\"python\" in " + o.good_env + " or " +
+                     o.bad_env + "); bisect a trainer smoke, or leave \"python\" out");
+    configs[f] = std::move(c);
+  }
+  if (r.differences.empty()) {
+    r.code = ExitCode::kBadInput;
+    r.message = "nothing to search: " + o.good_env + " and " + o.bad_env + " set the same";
+    return r;
+  }
+  std::error_code ec;
+  fs::remove_all(o.out_dir + "/bisect-env", ec);
+
+  std::map<std::string, RunRecord> reference;  // the good stack's, by config file
+  int sets = 0;
+  // Runs the smokes with `applied`; fills t (failed, why) and says whether
+  // the runs were consistent.
+  auto run_set = [&](const std::vector<size_t>& applied, EnvTest& t) {
+    t.applied = applied;
+    std::string dir = o.out_dir + "/bisect-env/set-" + std::to_string(++sets);
+    for (const auto& [file, cfg] : configs) {
+      ChildRun base;
+      base.config = file;
+      ChildRun run = apply_differences(base, good, r.differences, applied);
+      std::vector<RunRecord> runs;
+      try {
+        runs = run_children(launcher, run, dir, cfg.name, o.repeats, o.slots, processes_per_run(cfg));
+      } catch (const Error& e) {
+        t.why = cfg.name + ": exit " + std::to_string(to_int(e.code())) + ": " + e.what();
+        t.failed = false;
+        return false;
+      }
+      t.runs += static_cast<int>(runs.size());
+      if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
+        t.why = cfg.name + ": run " + std::to_string(i + 1) + " differs from run 1: " + diff;
+        t.failed = false;
+        return false;
+      }
+      auto ref = reference.find(file);
+      if (ref == reference.end()) {
+        reference[file] = runs.front();
+        continue;
+      }
+      Verdict v = compare_records(runs.front(), ref->second, cfg.tolerance,
+                                  {dir + "/" + cfg.name + "-1.json", "the good stack's record", "good stack", "run"});
+      if (!v.passed() && !t.failed) {
+        t.failed = true;
+        t.why = cfg.name + ": " + v.first_divergence;
+      }
+    }
+    return true;
+  };
+  auto note = [&](const EnvTest& t) {
+    r.tests.push_back(t);
+    r.runs += t.runs;
+    if (!o.on_test) return;
+    std::vector<EnvDifference> set;
+    for (size_t i : t.applied) set.push_back(r.differences[i]);
+    std::string which = t.applied.empty() ? "the good stack " : t.applied.size() == r.differences.size() ? "the bad stack " : "";
+    o.on_test(which + set_text(set) + ": " + (t.failed ? "fails" : "passes") + " (" + std::to_string(t.runs) + " runs)" +
+              (t.why.empty() || !t.failed ? "" : "\n  " + (t.why.size() > 160 ? t.why.substr(0, 157) + "..." : t.why)));
+  };
+
+  // The ends: the good stack (the reference), then every difference.
+  EnvTest g;
+  bool steady = run_set({}, g);
+  note(g);
+  if (!steady) {
+    r.code = g.why.find(" differs from run 1") != std::string::npos ? ExitCode::kNondeterministic : ExitCode::kEnvironment;
+    r.message = "the good stack (" + o.good_env + ") cannot serve as the reference: " + g.why;
+    return r;
+  }
+  std::vector<size_t> all(r.differences.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  EnvTest b;
+  steady = run_set(all, b);
+  note(b);
+  if (!steady) {
+    r.code = b.why.find(" differs from run 1") != std::string::npos ? ExitCode::kNondeterministic : ExitCode::kEnvironment;
+    r.message = "the bad stack (" + o.bad_env + ") is flaky or does not run here: " + b.why;
+    return r;
+  }
+  if (!b.failed) {
+    r.code = ExitCode::kBadInput;
+    r.message = "nothing to search: with every difference of " + o.bad_env + " applied the smokes pass against " +
+                o.good_env + "'s record";
+    return r;
+  }
+  std::map<std::vector<size_t>, std::string> why = {{all, b.why}};
+  std::vector<size_t> found = ddmin(all.size(), [&](const std::vector<size_t>& s) {
+    if (s == all) return true;
+    EnvTest t;
+    run_set(s, t);
+    note(t);
+    why[s] = t.why;
+    return t.failed;
+  });
+  for (size_t i : found) r.culprit.push_back(r.differences[i]);
+  r.divergence = why[found];
+  r.code = ExitCode::kRegression;
+  r.message = "the curve moves with " + set_text(r.culprit) +
+              (r.culprit.size() == 1 ? " alone" : " together (each alone, or any smaller set, does not move it)");
+  return r;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,143 @@
+// `lockstep bisect --good REV --bad REV [SMOKE...]`: bisect/bisect.h through
+// the smoke launcher; prints each step as it ends and the conclusion,
+// writes --json, and ends as a signal that interrupted it would (after its
+// temporary folders are gone). `lockstep bisect-env`: bisect/bisect_env.h,
+// the same way.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "bisect/bisect.h"
+#include "bisect/bisect_env.h"
+#include "cli/commands.h"
+#include "cli/smoke_launcher.h"
+#include "core/atomic_file.h"
+#include "core/directory_lock.h"
+#include "core/error.h"
+#include "core/job_slots.h"
+#include "core/process.h"
+
+namespace lockstep {
+
+namespace {
+
+nlohmann::json commit_json(const CommitInfo& c) {
+  return {{"hash", c.hash}, {"subject", c.subject}, {"author", c.author}, {"date", c.date}};
+}
+
+nlohmann::json result_json(const BisectResult& r) {
+  nlohmann::json j;
+  j["exit"] = to_int(r.code);
+  j["found"] = r.found;
+  j["message"] = r.message;
+  if (r.found) {
+    j["first_bad"] = commit_json(r.first_bad);
+    j["divergence"] = r.divergence;
+  }
+  j["candidates"] = nlohmann::json::array();
+  for (const auto& c : r.candidates) j["candidates"].push_back(commit_json(c));
+  j["range"] = r.range;
+  j["runs"] = r.runs;
+  j["steps"] = nlohmann::json::array();
+  j["skipped"] = nlohmann::json::array();
+  for (const auto& s : r.steps) {
+    j["steps"].push_back({{"commit", commit_json(s.commit)},
+                          {"verdict", step_word(s.verdict)},
+                          {"why", s.why},
+                          {"end", s.end},
+                          {"runs", s.runs},
+                          {"seconds", s.seconds},
+                          {"run_seconds", s.run_seconds}});
+    if (s.verdict == BisectStep::Verdict::kSkip) j["skipped"].push_back({{"commit", commit_json(s.commit)}, {"why", s.why}});
+  }
+  return j;
+}
+
+}  // namespace
+
+int bisect_command(const BisectCliOptions& o) {
+  if (!o.json_out.empty() && o.json_out.back() == '/')
+    throw BadUsage("--json " + o.json_out + ": a file path for the report, not a folder");
+  BisectOptions options;
+  options.good = o.good;
+  options.bad = o.bad;
+  if (!o.smokes.empty()) options.smokes = o.smokes;
+  options.build = o.build;
+  options.repeats = o.repeats;
+  options.repo = o.repo;
+  options.out_dir = o.out_dir;
+  const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
+  JobSlots slots(jobs);
+  if (jobs > 1) options.slots = &slots;
+  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
+    std::cout << "bisect: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
+  });
+  options.on_step = [](const BisectStep& s) {
+    std::cout << "bisect: " << (s.end ? "[end] " : "") << s.commit.describe() << ": " << step_word(s.verdict) << " ("
+              << s.runs << " runs, " << static_cast<int>(s.seconds * 10) / 10.0 << " s)";
+    // One line per step; the conclusion below says the first bad commit's in full.
+    if (!s.why.empty() && s.verdict != BisectStep::Verdict::kGood)
+      std::cout << "\n  " << (s.why.size() > 160 ? s.why.substr(0, 157) + "..." : s.why);
+    std::cout << "\n" << std::flush;
+  };
+  SmokeLauncher launcher;
+  BisectResult r = bisect(options, launcher);
+  std::cout << "bisect: " << r.message << "\n";
+  if (r.found && !r.divergence.empty()) std::cout << "  against its parent: " << r.divergence << "\n";
+  for (const auto& c : r.candidates) std::cout << "  " << c.describe() << "\n";
+  size_t tested = 0;
+  for (const auto& s : r.steps) tested += s.end ? 0 : 1;
+  std::cout << "bisect: " << r.range << " commits, " << tested << " tested besides the two ends, " << r.runs
+            << " runs; exit " << to_int(r.code) << "\n";
+  if (!o.json_out.empty()) write_file_atomically(o.json_out, result_json(r).dump(2) + "\n");
+  StopSignals::reraise();  // an interrupted bisect ends as the signal would have
+  return to_int(r.code);
+}
+
+int bisect_env_command(const BisectEnvCliOptions& o) {
+  if (!o.json_out.empty() && o.json_out.back() == '/')
+    throw BadUsage("--json " + o.json_out + ": a file path for the report, not a folder");
+  EnvBisectOptions options;
+  options.good_env = o.good_env;
+  options.bad_env = o.bad_env;
+  options.smokes = o.smokes;
+  options.repeats = o.repeats;
+  options.out_dir = o.out_dir;
+  const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
+  JobSlots slots(jobs);
+  if (jobs > 1) options.slots = &slots;
+  options.on_test = [](const std::string& line) { std::cout << "bisect-env: " << line << "\n" << std::flush; };
+  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
+    std::cout << "bisect-env: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
+  });
+  SmokeLauncher launcher;
+  EnvBisectResult r = bisect_env(options, launcher);
+  std::cout << "bisect-env: " << r.differences.size() << " difference(s) between " << o.good_env << " and "
+            << o.bad_env << ":";
+  for (const auto& d : r.differences) std::cout << " " << d.label() << ";";
+  std::cout << "\nbisect-env: " << r.message << "\n";
+  if (!r.divergence.empty()) std::cout << "  " << r.divergence << "\n";
+  std::cout << "bisect-env: " << r.tests.size() << " sets tested, " << r.runs << " runs; exit " << to_int(r.code)
+            << "\n";
+  if (!o.json_out.empty()) {
+    nlohmann::json j;
+    j["exit"] = to_int(r.code);
+    j["message"] = r.message;
+    j["divergence"] = r.divergence;
+    j["differences"] = nlohmann::json::array();
+    for (const auto& d : r.differences) j["differences"].push_back(d.label());
+    j["culprit"] = nlohmann::json::array();
+    for (const auto& d : r.culprit) j["culprit"].push_back(d.label());
+    j["tests"] = nlohmann::json::array();
+    for (const auto& t : r.tests) {
+      nlohmann::json applied = nlohmann::json::array();
+      for (size_t i : t.applied) applied.push_back(r.differences[i].label());
+      j["tests"].push_back({{"applied", applied}, {"failed", t.failed}, {"why", t.why}, {"runs", t.runs}});
+    }
+    j["runs"] = r.runs;
+    write_file_atomically(o.json_out, j.dump(2) + "\n");
+  }
+  return to_int(r.code);
+}
+
+}  // namespace lockstep
