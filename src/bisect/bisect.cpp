@@ -243,6 +243,17 @@ const char* step_word(BisectStep::Verdict v) {
 BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
   if (o.repeats < 1 || o.repeats > 20) throw BadUsage("--repeats: a run count in [1, 20]");
   if (o.smokes.empty()) throw BadUsage("bisect: no SMOKE to run");
+  std::set<std::string> given;
+  for (const auto& smoke : o.smokes) {
+    fs::path p(smoke);
+    if (smoke.empty() || p.is_absolute())
+      throw BadUsage("bisect SMOKE '" + smoke + "': a path relative to the repository's root, as each commit has it "
+                     "(an absolute path would read the work tree, not the commit)");
+    for (const auto& part : p)
+      if (part == "..") throw BadUsage("bisect SMOKE '" + smoke + "': a path inside the repository (no '..')");
+    if (!given.insert(p.lexically_normal().string()).second)
+      throw BadUsage("bisect SMOKE '" + smoke + "' is given twice: name each smoke once");
+  }
   GitHistory git(o.repo);
   CommitInfo good = git.resolve(o.good), bad = git.resolve(o.bad);
   std::vector<CommitInfo> line = git.first_parent_range(good.hash, bad.hash);
@@ -253,16 +264,19 @@ BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
   TempRoot tmp;
   StopSignals stop;
   Bisector b(o, launcher, git, tmp.path());
-  auto record = [&](const BisectStep& s) {
-    r.steps.push_back(s);
-    r.runs += s.runs;
-    if (o.on_step) o.on_step(s);
-  };
+  // A step an interrupt cut short is not a result: it is not recorded.
   auto interrupted = [&] {
     if (!StopSignals::received()) return false;
     r.code = ExitCode::kEnvironment;
-    r.message = "interrupted by signal " + std::to_string(StopSignals::received());
+    r.message = "interrupted by signal " + std::to_string(StopSignals::received()) +
+                "; the running smokes were stopped and the temporary folders removed";
     return true;
+  };
+  auto record = [&](const BisectStep& s) {
+    if (interrupted()) return;
+    r.steps.push_back(s);
+    r.runs += s.runs;
+    if (o.on_step) o.on_step(s);
   };
 
   // The ends.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <set>
 
 #include "compare/compare.h"
@@ -21,6 +22,9 @@ std::vector<std::string> folder_list(const JsonView& v, const std::string& field
   for (size_t i = 0; i < v.size(); ++i) {
     std::string f = v.at(i).as_string();
     if (f.empty() || f[0] != '/') v.at(i).fail("an absolute folder path");
+    if (f.find('\0') != std::string::npos) v.at(i).fail("a folder path without NUL");
+    f = fs::path(f).lexically_normal().string();
+    if (f.size() > 1 && f.back() == '/') f.pop_back();  // "/tmp/" is "/tmp"
     if (f.find(':') != std::string::npos) v.at(i).fail("one folder (no ':'; list each folder in " + field + ")");
     if (std::find(out.begin(), out.end(), f) != out.end()) v.at(i).fail("a folder listed once in " + field);
     out.push_back(f);
@@ -53,19 +57,22 @@ StackEnv read_stack_env(const std::string& path) {
   if (v.has("env")) {
     JsonView e = v.at("env");
     e.expect_object();
+    static const std::regex kName("[A-Za-z_][A-Za-z0-9_]*");
     for (const auto& k : e.keys()) {
-      if (k.empty() || k.find('=') != std::string::npos) e.at(k).fail("a variable name without '='");
+      if (!std::regex_match(k, kName)) e.at(k).fail("a variable name of letters, digits and '_' (not starting with a digit)");
       if (k == "LD_LIBRARY_PATH" || k == "PYTHONPATH")
         e.at(k).fail(std::string("no ") + k + " here: list its folders in " +
                      (k == "PYTHONPATH" ? "\"python_path\"" : "\"library_path\"") + ", each one a difference");
       s.env[k] = e.at(k).as_string();
+      if (s.env[k].find('\0') != std::string::npos) e.at(k).fail("a value without NUL");
     }
   }
   if (v.has("library_path")) s.library_path = folder_list(v.at("library_path"), "library_path");
   if (v.has("python_path")) s.python_path = folder_list(v.at("python_path"), "python_path");
   if (v.has("python")) {
     s.python = v.at("python").as_string();
-    if (s.python.empty() || s.python[0] != '/') v.at("python").fail("an absolute path to a Python interpreter");
+    if (s.python.empty() || s.python[0] != '/' || s.python.find('\0') != std::string::npos)
+      v.at("python").fail("an absolute path to a Python interpreter");
   }
   return s;
 }
@@ -206,6 +213,10 @@ EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
   EnvBisectResult r;
   r.differences = env_differences(good, bad);
   std::vector<std::string> files = expand_smoke_args(o.smokes);
+  std::set<std::string> given;
+  for (const auto& f : files)
+    if (!given.insert(fs::weakly_canonical(f).string()).second)
+      throw BadUsage("bisect-env SMOKE " + f + " is given twice: name each smoke config once");
   std::map<std::string, SmokeConfig> configs;
   for (const auto& f : files) {
     SmokeConfig c = load_smoke_config(f);
@@ -270,9 +281,12 @@ EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
     if (!o.on_test) return;
     std::vector<EnvDifference> set;
     for (size_t i : t.applied) set.push_back(r.differences[i]);
-    std::string which = t.applied.empty() ? "the good stack " : t.applied.size() == r.differences.size() ? "the bad stack " : "";
-    o.on_test(which + set_text(set) + ": " + (t.failed ? "fails" : "passes") + " (" + std::to_string(t.runs) + " runs)" +
-              (t.why.empty() || !t.failed ? "" : "\n  " + (t.why.size() > 160 ? t.why.substr(0, 157) + "..." : t.why)));
+    std::string which = t.applied.empty() ? "the good stack (" + o.good_env + ")"
+                        : t.applied.size() == r.differences.size() ? "the bad stack, all of " : "";
+    if (t.applied.empty()) set.clear();
+    std::string verdict = t.failed ? "fails" : t.runs == 0 || !t.why.empty() ? "did not settle" : "passes";
+    o.on_test(which + (t.applied.empty() ? "" : set_text(set)) + ": " + verdict + " (" + std::to_string(t.runs) + " runs)" +
+              (t.why.empty() ? "" : "\n  " + (t.why.size() > 160 ? t.why.substr(0, 157) + "..." : t.why)));
   };
 
   // The ends: the good stack (the reference), then every difference.

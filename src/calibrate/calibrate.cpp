@@ -1,6 +1,7 @@
 #include "calibrate/calibrate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -101,41 +102,94 @@ std::vector<RunRecord> run_all(Launcher& launcher, const std::vector<ChildRun>& 
 }
 
 // Records from other runners: files, or the run records in folders.
+// "a, b, c" of at most 3 names, then how many more.
+std::string some(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 3; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 3) out += ", and " + std::to_string(names.size() - 3) + " more";
+  return out;
+}
+
+// Where a record from elsewhere ran: its runner, intra-op threads and CPU
+// capability (as the fingerprint and contract say), so its spread is put
+// down to the axis that moved, not to "repeat".
+std::map<std::string, std::string> point_of(const RunRecord& r, const std::string& path) {
+  std::map<std::string, std::string> p;
+  auto runner = r.fingerprint.find("runner");
+  p["runner"] = runner == r.fingerprint.end() ? path : runner->second.value;
+  auto threads = r.contract.find("intra_op_threads");
+  if (threads != r.contract.end()) p["threads"] = threads->second;
+  for (const char* key : {"env.ATEN_CPU_CAPABILITY", "torch.cpu_capability", "python.torch.cpu_capability"}) {
+    auto cap = r.fingerprint.find(key);
+    if (cap != r.fingerprint.end() && cap->second.value != "(unset)") {
+      std::string v = cap->second.value;
+      std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+      p["capability"] = v;
+      break;
+    }
+  }
+  return p;
+}
+
+// Records from other runners: files, or the run records in folders, of
+// this smoke and this version of its config, each file once.
 std::vector<CalibrationRun> read_records(const std::vector<std::string>& paths, const SmokeConfig& cfg,
                                          std::vector<std::string>& notes) {
   std::vector<CalibrationRun> out;
+  std::set<std::string> seen_paths, seen_content;
   for (const auto& path : paths) {
     std::error_code ec;
     std::vector<std::string> files;
     bool folder = fs::is_directory(path, ec);
+    std::vector<std::string> left_out;
     if (folder) {
-      for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
-        if (it->path().extension() == ".json" && it->is_regular_file()) files.push_back(it->path().string());
+      for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it->path().extension() != ".json") continue;
+        if (it->is_regular_file(ec)) files.push_back(it->path().string());
+        else left_out.push_back(it->path().filename().string() + " (not a regular file)");
+      }
       if (ec) throw io_error(path, "list the records folder", ec.value());
       std::sort(files.begin(), files.end());
-    } else if (fs::exists(path, ec)) {
-      files.push_back(path);
+    } else if (path.empty() || !fs::exists(path, ec)) {
+      throw BadUsage("--records '" + path + "': no such file or folder");
     } else {
-      throw BadUsage("--records " + path + ": no such file or folder");
+      files.push_back(path);
     }
-    size_t skipped = 0, taken = 0;
+    size_t taken = 0;
     for (const auto& f : files) {
+      std::string name = folder ? fs::path(f).filename().string() : f;
+      std::string canonical = fs::weakly_canonical(f, ec).string();
+      if (!seen_paths.insert(canonical).second) {
+        notes.push_back("--records " + f + ": given more than once, counted once");
+        continue;
+      }
       RunRecord r;
       try {
         r = read_run_record(f);
-      } catch (const Error&) {
+      } catch (const Error& e) {
         if (!folder) throw;  // a file named on its own must be a record
-        ++skipped;           // a folder of CI artifacts holds reports too
+        std::string why = e.what();
+        left_out.push_back(name + " (" + (why.size() > 80 ? why.substr(0, 77) + "..." : why) + ")");
         continue;
       }
       if (r.smoke != cfg.name) {
         if (!folder) throw BadInput(f, "smoke", "a record of smoke '" + cfg.name + "', got '" + r.smoke + "'");
-        ++skipped;
+        left_out.push_back(name + " (smoke " + r.smoke + ")");
+        continue;
+      }
+      auto values = r.fingerprint.find("config.values_xxh3");
+      std::string theirs = values == r.fingerprint.end() ? "(none)" : values->second.value;
+      if (theirs != cfg.values_hash)
+        throw BadInput(f, "fingerprint.config.values_xxh3",
+                       cfg.values_hash + ", the value hash of " + cfg.file + " now (a record of this version of the "
+                       "smoke's config; another version's spread is a change, not noise), got " + theirs);
+      std::string content = to_json(r).dump();
+      if (!seen_content.insert(content).second) {
+        notes.push_back("--records " + f + ": the same record as one read before, counted once");
         continue;
       }
       CalibrationRun c;
-      auto it = r.fingerprint.find("runner");
-      c.point["runner"] = it == r.fingerprint.end() ? f : it->second.value;
+      c.point = point_of(r, f);
       c.label = f;
       c.source = f;
       c.record = std::move(r);
@@ -143,11 +197,16 @@ std::vector<CalibrationRun> read_records(const std::vector<std::string>& paths, 
       ++taken;
     }
     if (folder && taken == 0)
-      throw BadUsage("--records " + path + ": no run record of smoke '" + cfg.name + "' in this folder");
-    if (skipped)
-      notes.push_back("--records " + path + ": " + std::to_string(skipped) +
-                      " file(s) that are not run records of " + cfg.name + " left out");
+      throw BadUsage("--records " + path + ": no run record of smoke '" + cfg.name + "' in this folder" +
+                     (left_out.empty() ? "" : ": " + some(left_out)));
+    if (!left_out.empty())
+      notes.push_back("--records " + path + ": " + std::to_string(left_out.size()) + " file(s) left out: " +
+                      some(left_out));
   }
+  // Records at one point are repeats of it (two that differ are
+  // nondeterminism there, said in a note).
+  std::map<std::map<std::string, std::string>, int> repeats;
+  for (auto& c : out) c.repeat = ++repeats[c.point];
   return out;
 }
 
@@ -221,6 +280,51 @@ Detection search_detection(const std::string& file, const CalibrateOptions& o, c
   return d;
 }
 
+// The configured rules as recommendations, key by key (for the same
+// comparisons as the recommended ones).
+std::map<std::string, Recommendation> configured_rules(const Calibration& c, const TolerancePolicy& policy) {
+  std::map<std::string, Recommendation> out;
+  for (const auto& [id, r] : c.recommended) {
+    Recommendation x = r;
+    x.measured = true;
+    x.tolerance = r.probe ? policy.for_probe(r.key) : policy.for_series(r.key);
+    out[id] = x;
+  }
+  return out;
+}
+
+// The recommended rules, and the configured ones, over the calibration
+// runs: each against each other one (seeds varying: against the runs'
+// mean and std, series only, as a multi-seed golden holds them).
+void self_check(Calibration& c, const TolerancePolicy& policy) {
+  std::map<std::string, std::vector<double>> sd;
+  RunRecord mean = c.seeds_vary ? multi_seed_golden(c.runs, sd) : RunRecord{};
+  auto series_only = [&](std::map<std::string, Recommendation> rules) {
+    if (c.seeds_vary)
+      for (auto it = rules.begin(); it != rules.end();) it = it->second.probe ? rules.erase(it) : std::next(it);
+    return rules;
+  };
+  std::map<std::string, Recommendation> recommended = series_only(c.recommended);
+  std::map<std::string, Recommendation> configured = series_only(configured_rules(c, policy));
+  for (size_t i = 0; i < c.runs.size(); ++i)
+    for (size_t j = 0; j < c.runs.size(); ++j) {
+      if (i == j || (c.seeds_vary && j > 0)) continue;
+      const RunRecord& golden = c.seeds_vary ? mean : c.runs[j].record;
+      std::string against = c.runs[i].label + " against " + (c.seeds_vary ? "the mean" : c.runs[j].label) + ": ";
+      ++c.self_comparisons;
+      std::string why = first_failing_value(c.runs[i].record, golden, recommended, {}, c.seeds_vary ? &sd : nullptr);
+      if (!why.empty() && c.self_failed++ == 0) c.self_example = against + why;
+      why = first_failing_value(c.runs[i].record, golden, configured, {}, c.seeds_vary ? &sd : nullptr);
+      if (!why.empty() && c.configured_failed++ == 0) c.configured_example = against + why;
+    }
+  for (const auto& [id, r] : c.recommended) {
+    Tolerance was = r.probe ? policy.for_probe(r.key) : policy.for_series(r.key);
+    if (r.measured && r.tolerance.rule == Tolerance::Rule::kClose && was.rule == Tolerance::Rule::kClose &&
+        (r.tolerance.atol > was.atol || r.tolerance.rtol > was.rtol))
+      ++c.looser;
+  }
+}
+
 }  // namespace
 
 CalibrateAxis parse_axis(const std::string& text) {
@@ -237,6 +341,7 @@ CalibrateAxis parse_axis(const std::string& text) {
   while (std::getline(in, v, ',')) {
     if (std::string want = axis_value_problem(name, v); !want.empty())
       throw BadUsage("--axis " + text + ": '" + v + "' is not " + want);
+    if (name != "capability") v = std::to_string(std::stoull(v));  // "01" is 1: one value, one spelling
     if (std::find(a.values.begin(), a.values.end(), v) != a.values.end())
       throw BadUsage("--axis " + text + ": '" + v + "' is given twice");
     a.values.push_back(v);
@@ -267,6 +372,10 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   c.repeats = o.repeats;
   c.configured = cfg.tolerance;
   if (o.repeats < 1 || o.repeats > 100) throw BadUsage("--repeats: a run count in [1, 100]");
+  auto finite_in = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
+  if (!finite_in(o.rules.multiplier, 1, 1000)) throw BadUsage("--multiplier: a number in [1, 1000]");
+  if (!finite_in(o.rules.rtol_floor, 0, 1)) throw BadUsage("--rtol-floor: a number in [0, 1]");
+  if (!finite_in(o.rules.atol_floor, 0, 1e6)) throw BadUsage("--atol-floor: a number in [0, 1e6]");
   if (o.seeds < 1 || o.seeds > 100) throw BadUsage("--seeds: a seed count in [1, 100]");
 
   // The axes: as given, else threads {n, 2n} x every capability here.
@@ -303,11 +412,18 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   c.seeds_vary = std::any_of(c.axes.begin(), c.axes.end(),
                              [](const CalibrateAxis& a) { return a.name == "seed" && a.values.size() > 1; });
 
+  // Everything that can be refused is refused before a run starts.
+  std::vector<CalibrationRun> records = read_records(o.records, cfg, c.notes);
+  std::vector<std::map<std::string, std::string>> points = product(c.axes);
+  if (c.axes.empty()) points.clear();  // --records alone: nothing to run here
+  size_t total = points.size() * static_cast<size_t>(o.repeats) + records.size();
+  if (total < 2)
+    throw BadUsage(file + ": calibration needs at least 2 runs (axis points x --repeats, plus --records), got " +
+                   std::to_string(total));
+
   // The runs here, in parallel while slots are free.
   std::string dir = (fs::path(o.out_dir) / cfg.name / "calibrate").string();
   clear_smoke_outputs(dir);
-  std::vector<std::map<std::string, std::string>> points = product(c.axes);
-  if (c.axes.empty()) points.clear();  // --records alone: nothing to run here
   std::vector<ChildRun> children;
   for (const auto& p : points)
     for (int r = 1; r <= o.repeats; ++r) {
@@ -324,10 +440,7 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   const int per_run = processes_per_run(cfg);
   std::vector<RunRecord> made = run_all(launcher, children, o.slots, per_run, cfg.intra_op_threads);
   for (size_t i = 0; i < made.size(); ++i) c.runs[i].record = std::move(made[i]);
-  for (auto& r : read_records(o.records, cfg, c.notes)) c.runs.push_back(std::move(r));
-  if (c.runs.size() < 2)
-    throw BadUsage(file + ": calibration needs at least 2 runs (axes x --repeats, plus --records), got " +
-                   std::to_string(c.runs.size()));
+  for (auto& r : records) c.runs.push_back(std::move(r));
 
   std::set<std::string> runners;
   for (const auto& r : c.runs) {
@@ -347,20 +460,7 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
 
   c.spreads = measure_spreads(c.runs, c.seeds_vary);
   c.recommended = recommend(c.spreads, c.rules, c.seeds_vary);
-  {
-    std::map<std::string, std::vector<double>> sd;
-    RunRecord mean = c.seeds_vary ? multi_seed_golden(c.runs, sd) : RunRecord{};
-    for (size_t i = 0; i < c.runs.size(); ++i)
-      for (size_t j = 0; j < c.runs.size(); ++j) {
-        if (i == j || (c.seeds_vary && j > 0)) continue;
-        const RunRecord& golden = c.seeds_vary ? mean : c.runs[j].record;
-        std::string why = first_failing_value(c.runs[i].record, golden, c.recommended, {}, c.seeds_vary ? &sd : nullptr);
-        ++c.self_comparisons;
-        if (why.empty()) continue;
-        if (c.self_failed++ == 0)
-          c.self_example = c.runs[i].label + " against " + (c.seeds_vary ? "the mean" : c.runs[j].label) + ": " + why;
-      }
-  }
+  self_check(c, cfg.tolerance);
   c.false_alarm = leave_one_out(c.runs, c.rules, c.seeds_vary);
   if (c.false_alarm.runs == 0)
     c.notes.push_back("no false-alarm estimate: leave-one-out needs 3 runs or more, there are " +

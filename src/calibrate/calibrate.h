@@ -93,6 +93,13 @@ struct Calibration {
   int self_comparisons = 0;
   int self_failed = 0;
   std::string self_example;
+  /// The same comparisons under the config's own rules: how often the gate
+  /// as configured would fail these runs.
+  int configured_failed = 0;
+  std::string configured_example;
+  /// Recommended close rules that allow more than the configured ones
+  /// (a larger atol or rtol where the configured rule is close too).
+  int looser = 0;
   FalseAlarm false_alarm;
   Detection detection;
   std::vector<std::string> notes;      ///< "runs at one point differed: ..."

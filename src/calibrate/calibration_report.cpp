@@ -1,6 +1,10 @@
 #include "calibrate/calibration_report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -87,14 +91,8 @@ std::string render_calibration_text(const Calibration& c) {
                 "rel", "driven by", "recommended", "configured");
   o << line;
   for (const auto& [id, r] : c.recommended) {
-    double abs = 0, rel = 0;
-    std::string driver;
-    for (const auto& s : c.spreads)
-      if (s.probe == r.probe && s.key == r.key && s.skipped.empty()) {
-        if (s.max_abs >= abs && !s.driver.empty()) driver = s.driver;
-        abs = std::max(abs, s.max_abs);
-        rel = std::max(rel, s.max_rel);
-      }
+    double abs = r.abs_spread, rel = r.rel_spread;
+    const std::string& driver = r.driver;
     std::string rec = r.measured ? r.tolerance.describe() : "(kept: " + r.because + ")";
     std::snprintf(line, sizeof line, "%-*s %-10s %-10s %-13s %-30s %s\n", static_cast<int>(w), id.c_str(),
                   r.measured ? g3(abs).c_str() : "-", r.measured ? g3(rel).c_str() : "-",
@@ -102,11 +100,18 @@ std::string render_calibration_text(const Calibration& c) {
     o << line;
   }
   if (c.self_failed == 0)
-    o << "the recommended rules pass every calibration run against every other (" << c.self_comparisons
-      << " comparisons)\n";
+    o << "the recommended rules pass every calibration run against " << (c.seeds_vary ? "the runs' mean" : "every other")
+      << " (" << c.self_comparisons << " comparisons)\n";
   else
     o << "the recommended rules fail " << c.self_failed << " of " << c.self_comparisons
-      << " comparisons among the calibration runs (a multiplier below 1?); first: " << c.self_example << "\n";
+      << " comparisons among the calibration runs; first: " << c.self_example << "\n";
+  if (c.configured_failed == 0 && c.looser > 0)
+    o << "note: the configured rules already pass every calibration run; " << c.looser
+      << " recommended rule(s) are looser (the floors: --rtol-floor " << g3(c.rules.rtol_floor) << ", --atol-floor "
+      << g3(c.rules.atol_floor) << " are Megatron-LM's, for GPU lanes; lower them to keep a CPU lane tight)\n";
+  else if (c.configured_failed > 0)
+    o << "note: the configured rules fail " << c.configured_failed << " of " << c.self_comparisons
+      << " of these comparisons: this smoke would cry wolf across these axes; first: " << c.configured_example << "\n";
   o << false_alarm_text(c.false_alarm) << "\n" << detection_text(c.detection) << "\n";
   if (c.seeds_vary)
     o << "note: sigma rules need a multi-seed golden: lockstep bless " << c.file << " --seeds ... --reason \"...\"\n";
@@ -154,7 +159,10 @@ nlohmann::json calibration_json(const Calibration& c) {
     e["rule"] = r.measured ? tolerance_json(r.tolerance) : nlohmann::json(nullptr);
     j["recommended"][id] = e;
   }
-  j["self_check"] = {{"comparisons", c.self_comparisons}, {"failed", c.self_failed}, {"first", c.self_example}};
+  j["lockstep_report"] = "calibrate";
+  j["self_check"] = {{"comparisons", c.self_comparisons}, {"failed", c.self_failed}, {"first", c.self_example},
+                     {"configured_failed", c.configured_failed}, {"configured_first", c.configured_example},
+                     {"looser_than_configured", c.looser}};
   const FalseAlarm& f = c.false_alarm;
   j["false_alarm"] = {{"runs", f.runs},
                       {"failed_runs", f.failed_runs},
@@ -248,22 +256,102 @@ nlohmann::json calibration_block(const Calibration& c) {
   return b;
 }
 
+namespace {
+
+// Where top-level key `key`'s value lies in `text` (a JSON object, valid):
+// [begin, end); {npos, npos} when the key is absent.
+std::pair<size_t, size_t> top_level_value(const std::string& text, const std::string& key) {
+  const size_t npos = std::string::npos;
+  int depth = 0;
+  char last = 0;  // the last significant character outside strings
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (ch == '"') {
+      size_t start = i++;
+      for (; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      if (depth == 1 && (last == '{' || last == ',')) {
+        std::string name = nlohmann::json::parse(text.substr(start, i - start + 1)).get<std::string>();
+        size_t colon = text.find(':', i + 1);
+        size_t begin = text.find_first_not_of(" \t\r\n", colon + 1);
+        // The value ends where depth comes back to 1 at ',' or '}'.
+        int d = 1;
+        size_t j = begin;
+        for (; j < text.size(); ++j) {
+          char x = text[j];
+          if (x == '"') {
+            for (++j; j < text.size() && text[j] != '"'; ++j)
+              if (text[j] == '\\') ++j;
+          } else if (x == '{' || x == '[') {
+            ++d;
+          } else if (x == '}' || x == ']') {
+            if (--d == 0) break;
+          } else if (x == ',' && d == 1) {
+            break;
+          }
+        }
+        size_t end = text.find_last_not_of(" \t\r\n", j - 1) + 1;
+        if (name == key) return {begin, end};
+        i = j - 1;
+        last = ':';
+        continue;
+      }
+      last = '"';
+      continue;
+    }
+    if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') continue;
+    if (ch == '{' || ch == '[') ++depth;
+    if (ch == '}' || ch == ']') --depth;
+    last = ch;
+  }
+  return {npos, npos};
+}
+
+// `value` as the value of a top-level key: two-space indented, nested once.
+std::string nested(const nlohmann::ordered_json& value) {
+  std::string text = value.dump(2), out;
+  for (char ch : text) {
+    out += ch;
+    if (ch == '\n') out += "  ";
+  }
+  return out;
+}
+
+// `text` with top-level key `key` set to `value`: its old value replaced
+// in place, or the key added last; every other byte kept.
+std::string with_top_level(const std::string& text, const std::string& key, const nlohmann::ordered_json& value) {
+  auto [begin, end] = top_level_value(text, key);
+  if (begin != std::string::npos) return text.substr(0, begin) + nested(value) + text.substr(end);
+  size_t close = text.find_last_of('}');
+  size_t last = text.find_last_not_of(" \t\r\n", close - 1);
+  std::string sep = text[last] == '{' ? "" : ",";
+  return text.substr(0, last + 1) + sep + "\n  \"" + key + "\": " + nested(value) + "\n" + text.substr(close);
+}
+
+}  // namespace
+
 void write_calibration_into_config(const Calibration& c) {
+  namespace fs = std::filesystem;
   SmokeConfig before = load_smoke_config(c.file);
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(read_file(c.file));
-  nlohmann::ordered_json& tol = doc["tolerance"];
-  if (!tol.is_object()) tol = nlohmann::ordered_json::object();
+  std::string original = read_file(c.file);
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(original);
+  nlohmann::ordered_json tol = doc.contains("tolerance") ? doc["tolerance"] : nlohmann::ordered_json::object();
   for (const auto& [id, r] : c.recommended) {
     if (!r.measured) continue;
     nlohmann::ordered_json& section = tol[r.probe ? "probes" : "series"];
     if (!section.is_object()) section = nlohmann::ordered_json::object();
     section[r.key] = nlohmann::ordered_json::parse(tolerance_json(r.tolerance).dump());
   }
-  doc["calibration"] = nlohmann::ordered_json::parse(calibration_block(c).dump());
-  std::string text = doc.dump(2) + "\n";
+  // Only the two values change: the rest of the file, its layout
+  // included, stays as the team wrote it (a reviewable diff).
+  std::string text = with_top_level(original, "tolerance", tol);
+  text = with_top_level(text, "calibration", nlohmann::ordered_json::parse(calibration_block(c).dump()));
 
+  std::error_code ec;
+  if (::access(c.file.c_str(), W_OK) != 0)
+    throw EnvironmentError(c.file + ": --write cannot write the config (" + std::string(std::strerror(errno)) + ")");
+  fs::perms mode = fs::status(c.file, ec).permissions();
   // Checked before it lands: a sibling file that must load with the same value hash.
-  namespace fs = std::filesystem;
   fs::path check = fs::path(c.file).parent_path() / ("." + fs::path(c.file).filename().string() + ".calibrate-check");
   write_file_atomically(check.string(), text);
   std::string problem;
@@ -274,12 +362,12 @@ void write_calibration_into_config(const Calibration& c) {
   } catch (const Error& e) {
     problem = e.what();
   }
-  std::error_code ec;
   fs::remove(check, ec);
   if (!problem.empty())
     throw EnvironmentError(c.file + ": --write left the config as it was: the calibrated config would not hold (" +
                            problem + ")");
   write_file_atomically(c.file, text);
+  fs::permissions(c.file, mode, fs::perm_options::replace, ec);  // the file keeps its mode
 }
 
 }  // namespace lockstep

@@ -233,12 +233,24 @@ std::map<std::string, Recommendation> recommend(const std::vector<CurveSpread>& 
     g.max_rel = std::max(g.max_rel, s.max_rel);
     g.max_z = std::max(g.max_z, s.max_z);
   }
+  // The relative spread counts where the mean stands clear of the atol.
+  for (auto& [id, g] : groups) {
+    double atol = std::max(round_up_2(rules.multiplier * g.max_abs), rules.atol_floor);
+    g.max_rel = 0;
+    for (const auto& s : spreads)
+      if ((s.probe ? "probes." : "") + s.key == id && s.skipped.empty())
+        for (size_t i = 0; i < s.mean.size(); ++i)
+          if (std::fabs(s.mean[i]) > atol) g.max_rel = std::max(g.max_rel, s.abs_spread[i] / std::fabs(s.mean[i]));
+  }
   std::map<std::string, Recommendation> out;
   for (const auto& id : order) {
     const Group& g = groups[id];
     Recommendation r;
     r.key = g.probe ? id.substr(7) : id;
     r.probe = g.probe;
+    r.abs_spread = g.max_abs;
+    r.rel_spread = g.max_rel;
+    r.driver = g.driver;
     if (!g.skipped.empty()) {
       r.measured = false;
       r.because = "not measured: " + g.skipped;

@@ -17,7 +17,8 @@
 // steps (mean over the runs at each step, as Megatron-LM's
 // compute_golden_statistics.py), atol = max(m * max_abs, atol_floor) and
 // rtol = max(m * max_rel, rtol_floor), rounded up to two significant
-// digits; where seeds vary, sigma k = max(m * max |x - mean| / std, 3).
+// digits, max_rel taken where |mean| > atol; where seeds vary, sigma
+// k = max(m * max |x - mean| / std, 3).
 #pragma once
 
 #include <cstdint>
@@ -79,6 +80,12 @@ struct Recommendation {
   bool measured = true;  ///< false: no rule recommended (`because` says why); the config's stays
   Tolerance tolerance;
   std::string because; ///< "bit-identical in 8 runs", "spread 2.1e-07 (rel 1.4e-07) x 1.5, driven by threads"
+  double abs_spread = 0;  ///< the largest |x - mean| over its curves
+  /// The largest |x - mean| / |mean| over the steps where |mean| exceeds
+  /// the recommended atol: where it does not, the absolute term holds the
+  /// value and a relative spread near a zero mean means nothing.
+  double rel_spread = 0;
+  std::string driver;     ///< what drove abs_spread (CurveSpread::driver)
 };
 
 /// How often the recommended rules would fail a run that should pass: each

@@ -27,6 +27,7 @@ nlohmann::json commit_json(const CommitInfo& c) {
 
 nlohmann::json result_json(const BisectResult& r) {
   nlohmann::json j;
+  j["lockstep_report"] = "bisect";
   j["exit"] = to_int(r.code);
   j["found"] = r.found;
   j["message"] = r.message;
@@ -56,8 +57,7 @@ nlohmann::json result_json(const BisectResult& r) {
 }  // namespace
 
 int bisect_command(const BisectCliOptions& o) {
-  if (!o.json_out.empty() && o.json_out.back() == '/')
-    throw BadUsage("--json " + o.json_out + ": a file path for the report, not a folder");
+  if (o.json_given) require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect\"", {});
   BisectOptions options;
   options.good = o.good;
   options.bad = o.bad;
@@ -95,8 +95,10 @@ int bisect_command(const BisectCliOptions& o) {
 }
 
 int bisect_env_command(const BisectEnvCliOptions& o) {
-  if (!o.json_out.empty() && o.json_out.back() == '/')
-    throw BadUsage("--json " + o.json_out + ": a file path for the report, not a folder");
+  std::vector<std::string> inputs = o.smokes;
+  inputs.push_back(o.good_env);
+  inputs.push_back(o.bad_env);
+  if (o.json_given) require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect-env\"", inputs);
   EnvBisectOptions options;
   options.good_env = o.good_env;
   options.bad_env = o.bad_env;
@@ -110,17 +112,21 @@ int bisect_env_command(const BisectEnvCliOptions& o) {
   DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
     std::cout << "bisect-env: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
   });
+  {
+    std::vector<EnvDifference> d = env_differences(read_stack_env(o.good_env), read_stack_env(o.bad_env));
+    std::cout << "bisect-env: " << d.size() << " difference(s) from " << o.good_env << " to " << o.bad_env;
+    for (size_t i = 0; i < d.size(); ++i) std::cout << (i ? "; " : ": ") << d[i].label();
+    std::cout << "\n" << std::flush;
+  }
   SmokeLauncher launcher;
   EnvBisectResult r = bisect_env(options, launcher);
-  std::cout << "bisect-env: " << r.differences.size() << " difference(s) between " << o.good_env << " and "
-            << o.bad_env << ":";
-  for (const auto& d : r.differences) std::cout << " " << d.label() << ";";
-  std::cout << "\nbisect-env: " << r.message << "\n";
+  std::cout << "bisect-env: " << r.message << "\n";
   if (!r.divergence.empty()) std::cout << "  " << r.divergence << "\n";
   std::cout << "bisect-env: " << r.tests.size() << " sets tested, " << r.runs << " runs; exit " << to_int(r.code)
             << "\n";
   if (!o.json_out.empty()) {
     nlohmann::json j;
+    j["lockstep_report"] = "bisect-env";
     j["exit"] = to_int(r.code);
     j["message"] = r.message;
     j["divergence"] = r.divergence;

@@ -21,23 +21,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A report path must not be the config, a record folder or end in '/'.
-void require_report_path(const std::string& flag, const std::string& path, const std::string& config) {
-  if (path.empty()) return;
-  std::error_code ec;
-  if (path.back() == '/' || fs::is_directory(path, ec))
-    throw BadUsage(flag + " " + path + ": a file path for the report, not a folder");
-  if (fs::exists(path, ec) && fs::equivalent(path, config, ec))
-    throw BadUsage(flag + " " + path + ": that is the smoke config itself (--write updates it)");
-}
-
 }  // namespace
 
 int calibrate_command(const CalibrateCliOptions& o) {
   if (is_smoke_config_file(o.smoke) == false && fs::is_directory(o.smoke))
     throw BadUsage("calibrate " + o.smoke + ": a folder; calibrate takes one smoke config");
-  require_report_path("--json", o.json_out, o.smoke);
-  require_report_path("--html", o.html_out, o.smoke);
+  std::vector<std::string> inputs = o.records;
+  inputs.push_back(o.smoke);
+  if (!o.json_out.empty() || o.json_given) require_report_file("--json", o.json_out, "\"lockstep_report\": \"calibrate\"", inputs);
+  if (!o.html_out.empty() || o.html_given) require_report_file("--html", o.html_out, "<title>lockstep calibrate ", inputs);
+  std::error_code ec;
+  if (!o.json_out.empty() && o.json_out == o.html_out)
+    throw BadUsage("--json and --html name the same file " + o.json_out);
   require_out_folder(o.out_dir, {o.smoke}, "");
   CalibrateOptions options;
   for (const auto& a : o.axes) options.axes.push_back(parse_axis(a));

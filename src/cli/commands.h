@@ -96,6 +96,7 @@ struct CalibrateCliOptions {
   double atol_floor = 1e-6;
   bool no_detect = false;
   std::string json_out, html_out;
+  bool json_given = false, html_given = false;  ///< given, even as '' (refused)
   std::string out_dir = "lockstep-out";
   bool write = false;
   int jobs = 0;                      ///< 0: the CPUs this process may use
@@ -111,6 +112,7 @@ struct BisectCliOptions {
   int repeats = 2;
   std::string repo = ".";
   std::string json_out;
+  bool json_given = false;
   std::string out_dir = "lockstep-out";
   int jobs = 0;
 };
@@ -124,6 +126,7 @@ struct BisectEnvCliOptions {
   std::vector<std::string> smokes;
   int repeats = 2;
   std::string json_out;
+  bool json_given = false;
   std::string out_dir = "lockstep-out";
   int jobs = 0;
 };
@@ -201,6 +204,13 @@ int init_command(const InitOptions& options);
 /// a wrong path, exit 3 when the machine cannot create it.
 void require_out_folder(const std::string& out, const std::vector<std::string>& smoke_files,
                         const std::string& goldens_dir);
+
+/// Refuses (BadUsage, exit 2, naming `flag`) a report path that is empty,
+/// a folder, one of `inputs`, not a regular file, or an existing file that
+/// does not hold `signature` (a report this command wrote before): a
+/// report never replaces what the user did not ask for.
+void require_report_file(const std::string& flag, const std::string& path, const std::string& signature,
+                         const std::vector<std::string>& inputs);
 
 /// True when the CI variable is set to anything but "", "0" or "false".
 bool running_in_ci();

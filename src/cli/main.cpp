@@ -4,8 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <iostream>
+#include <regex>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -31,6 +34,23 @@ CLI::Validator decimal_range(uint64_t lo, uint64_t hi) {
         return "";
       },
       "INT in " + range);
+}
+
+// A real-valued flag's value in [lo, hi], written as a decimal number
+// ("0.001", "1e-6"): CLI11 would take "0x2" as hex and "nan" as a number
+// that no range excludes.
+CLI::Validator decimal_number(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        static const std::regex kDecimal(R"([0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?)");
+        char range[96];
+        std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
+        if (!std::regex_match(text, kDecimal)) return "expected a decimal number in " + std::string(range) + ", got '" + text + "'";
+        double v = std::strtod(text.c_str(), nullptr);
+        if (!(v >= lo && v <= hi)) return "expected a decimal number in " + std::string(range) + ", got " + text;
+        return "";
+      },
+      "NUMBER");
 }
 
 void add_overrides(CLI::App* cmd, lockstep::RunOverrides& o) {
@@ -90,16 +110,18 @@ CLI::App* add_calibrate_command(CLI::App& app, lockstep::CalibrateCliOptions& o)
   cmd->add_option("--records", o.records, "Run records (or folders of them) from other runners, e.g. CI artifacts");
   cmd->add_option("--multiplier", o.multiplier, "m: rules allow m times the measured spread")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 1000.0));
+      ->check(decimal_number(1.0, 1000.0));
   cmd->add_option("--rtol-floor", o.rtol_floor, "The smallest rtol recommended (Megatron-LM's 1e-3)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(decimal_number(0.0, 1.0));
   cmd->add_option("--atol-floor", o.atol_floor, "The smallest atol recommended (Megatron-LM's 1e-6)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(decimal_number(0.0, 1e6));
   cmd->add_flag("--no-detect", o.no_detect, "Skip the detection-limit search (its planted-lr runs)");
-  cmd->add_option("--json", o.json_out, "Also write the report as JSON to this file");
-  cmd->add_option("--html", o.html_out, "Also write a self-contained HTML page (spread per step against the rule)");
+  cmd->add_option("--json", o.json_out, "Also write the report as JSON to this file")
+      ->each([&o](const std::string&) { o.json_given = true; });
+  cmd->add_option("--html", o.html_out, "Also write a self-contained HTML page (spread per step against the rule)")
+      ->each([&o](const std::string&) { o.html_given = true; });
   cmd->add_flag("--write", o.write, "Put the recommended rules and a calibration block into the smoke config");
   cmd->add_option("--out", o.out_dir, "Folder for the runs' records (<out>/<smoke>/calibrate/)")->capture_default_str();
   cmd->add_option("-j,--jobs", o.jobs, "Runs at once (default: the CPUs this process may use)")
@@ -121,7 +143,8 @@ CLI::App* add_bisect_command(CLI::App& app, lockstep::BisectCliOptions& o) {
       ->capture_default_str()
       ->transform(decimal_range(1, 20));
   cmd->add_option("--repo", o.repo, "A folder of the repository (default: the current one)");
-  cmd->add_option("--json", o.json_out, "Also write the steps and the conclusion as JSON to this file");
+  cmd->add_option("--json", o.json_out, "Also write the steps and the conclusion as JSON to this file")
+      ->each([&o](const std::string&) { o.json_given = true; });
   cmd->add_option("--out", o.out_dir, "Folder for the records (<out>/bisect/<commit>/)")->capture_default_str();
   cmd->add_option("-j,--jobs", o.jobs, "Runs at once (default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
@@ -139,7 +162,8 @@ CLI::App* add_bisect_env_command(CLI::App& app, lockstep::BisectEnvCliOptions& o
   cmd->add_option("--repeats", o.repeats, "Runs per tested set, held bit for bit")
       ->capture_default_str()
       ->transform(decimal_range(1, 20));
-  cmd->add_option("--json", o.json_out, "Also write the sets tested and the conclusion as JSON to this file");
+  cmd->add_option("--json", o.json_out, "Also write the sets tested and the conclusion as JSON to this file")
+      ->each([&o](const std::string&) { o.json_given = true; });
   cmd->add_option("--out", o.out_dir, "Folder for the records (<out>/bisect-env/)")->capture_default_str();
   cmd->add_option("-j,--jobs", o.jobs, "Runs at once (default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
@@ -182,7 +206,7 @@ int main(int argc, char** argv) {
   run->add_option("--lr-scale", run_opts.overrides.lr_scale,
                   "Multiply the learning rate by F: a planted change, to see what the gate catches (recorded as "
                   "an input: a golden fails it); a trainer takes part through LOCKSTEP_LR_SCALE")
-      ->check(CLI::Range(1e-6, 1e6))
+      ->check(decimal_number(1e-6, 1e6))
       ->excludes(resume);
   run->add_flag("--skip-generator-restore", run_opts.skip_generator_restore,
                 "With --resume: leave the generators unrestored (proves the resume check catches it)")

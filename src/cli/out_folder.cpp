@@ -1,6 +1,7 @@
 // The --out folder of check and bless: checked once, before any run, and
 // held by one command at a time.
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -26,6 +27,29 @@ void require_out_folder(const std::string& out, const std::vector<std::string>& 
   }
   fs::create_directories(out, ec);
   if (ec) throw io_error(out, "create the --out folder", ec.value());
+}
+
+void require_report_file(const std::string& flag, const std::string& path, const std::string& signature,
+                         const std::vector<std::string>& inputs) {
+  if (path.empty()) throw BadUsage(flag + ": a file path for the report, got an empty path");
+  std::error_code ec;
+  if (path.back() == '/' || fs::is_directory(path, ec))
+    throw BadUsage(flag + " " + path + ": a file path for the report, not a folder");
+  for (const auto& in : inputs)
+    if (!in.empty() && fs::exists(in, ec) && fs::exists(path, ec) && fs::equivalent(path, in, ec))
+      throw BadUsage(flag + " " + path + ": that is an input of this command (" + in + "); name a new file");
+  if (!fs::exists(fs::symlink_status(path, ec))) return;
+  if (!fs::is_regular_file(fs::symlink_status(path, ec)))
+    throw BadUsage(flag + " " + path + ": refusing to write over something that is not a regular file");
+  // An existing file is replaced only when this command wrote it before.
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (text.find(signature) == std::string::npos)
+    throw BadUsage(flag + " " + path + ": refusing to overwrite a file that is not an earlier report of this command "
+                   "(remove it, or name a new file)");
 }
 
 }  // namespace lockstep

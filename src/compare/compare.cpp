@@ -169,10 +169,14 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
       v.findings.push_back({Section::kInput, d.name, -1,
                             "input changed: smoke config " + run.smoke + ": " + fields + " (" +
                                 input_hash_word(d.name) + " " + d.golden + " → " + d.run + ")"});
-    else
+    else {
       v.findings.push_back({Section::kInput, d.name, -1,
                             "input changed: " + input_label(d.name, run) + ", " + input_hash_word(d.name) + " " +
                                 d.golden + " → " + d.run});
+      if (d.name == "config.values_xxh3" && golden.config.empty() && !run.config.empty())
+        v.notes.push_back("the " + v.reference_word + " predates the config fields records keep: which field "
+                          "changed cannot be named; re-bless it to have changed inputs named by field");
+    }
   }
 
   // The same input, moved: not listed as a changed input (the note says it).

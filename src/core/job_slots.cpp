@@ -35,6 +35,20 @@ bool JobSlots::try_acquire(int n) {
   return true;
 }
 
+bool JobSlots::acquire_unless(int n, const std::function<bool()>& give_up) {
+  n = clamp(n);
+  std::unique_lock<std::mutex> lock(mu_);
+  freed_.wait(lock, [&] { return free_ >= n || give_up(); });
+  if (free_ < n) return false;
+  free_ -= n;
+  return true;
+}
+
+void JobSlots::notify() {
+  { std::lock_guard<std::mutex> lock(mu_); }
+  freed_.notify_all();
+}
+
 void JobSlots::release(int n) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -45,32 +59,42 @@ void JobSlots::release(int n) {
 }
 
 void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task) {
-  std::vector<std::exception_ptr> errors(tasks.size());
-  std::vector<std::thread> threads;
-  std::vector<size_t> here;  // run in this thread, in order
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (i > 0 && slots && slots_per_task <= slots->capacity() && slots->try_acquire(slots_per_task)) {
-      threads.emplace_back([&, i] {
-        try {
-          tasks[i]();
-        } catch (...) {
-          errors[i] = std::current_exception();
+  const size_t n = tasks.size();
+  std::vector<std::exception_ptr> errors(n);
+  // 0: not started; 1: taken by this thread; 2: taken by its helper.
+  std::unique_ptr<std::atomic<int>[]> owner(new std::atomic<int>[n]);
+  for (size_t i = 0; i < n; ++i) owner[i] = 0;
+  auto take = [&](size_t i, int who) {
+    int expected = 0;
+    return owner[i].compare_exchange_strong(expected, who);
+  };
+  std::vector<std::thread> helpers;
+  if (slots && slots_per_task <= slots->capacity())
+    for (size_t i = 1; i < n; ++i)
+      helpers.emplace_back([&, i] {
+        if (!slots->acquire_unless(slots_per_task, [&] { return owner[i] != 0; })) return;
+        if (take(i, 2)) {
+          try {
+            tasks[i]();
+          } catch (...) {
+            errors[i] = std::current_exception();
+          }
         }
         slots->release(slots_per_task);
       });
-    } else {
-      here.push_back(i);
-    }
-  }
-  for (size_t i : here) {  // as a serial run: the first error ends them
+  bool failed = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!take(i, 1)) continue;  // its helper runs it
+    if (slots) slots->notify();  // its helper gives up
+    if (failed) continue;        // as a serial run: nothing after the first error
     try {
       tasks[i]();
     } catch (...) {
       errors[i] = std::current_exception();
-      break;
+      failed = true;
     }
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : helpers) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
 }

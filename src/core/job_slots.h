@@ -30,6 +30,12 @@ class JobSlots {
   bool try_acquire(int n);
   /// Gives back `n` slots taken before.
   void release(int n);
+  /// Waits until `n` slots (clamped) are free and takes them (true), or
+  /// until `give_up()` is true (false, nothing taken). `give_up` is read
+  /// under the lock each time slots are released or notify() is called.
+  bool acquire_unless(int n, const std::function<bool()>& give_up);
+  /// Wakes every acquire_unless() to read its give_up again.
+  void notify();
 
  private:
   int clamp(int n) const { return n < 1 ? 1 : n > capacity_ ? capacity_ : n; }
@@ -56,12 +62,15 @@ class SlotHold {
 /// or `taskset`), at least 1: the default of `check -j` and `calibrate -j`.
 int available_cpus();
 
-/// Runs every task and returns when all have ended: task 0 in this thread,
-/// each other one in a thread of its own when `slots` (may be null: none)
-/// has `slots_per_task` free slots at its turn, else in this thread after the ones before
-/// it (the first of these that throws ends this thread's share, as a
-/// serial run would). Rethrows the exception of the lowest-index task that
-/// threw, after every started task has ended.
+/// Runs every task and returns when all have ended. This thread (which
+/// holds a slot of its own, or none is needed) runs them in order; each
+/// task after the first also waits, in a helper thread, for
+/// `slots_per_task` slots of `slots` (may be null: none) to come free, and
+/// runs there if they do before this thread reaches it. This thread never
+/// waits for a slot, so nested users never wait on each other. The first
+/// task this thread runs that throws ends its share, as a serial run
+/// would; rethrows the exception of the lowest-index task that threw,
+/// after every started task has ended.
 void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task = 1);
 
 /// Runs every task on a pool of `slots`' capacity threads, tasks started in

@@ -1,5 +1,7 @@
 #include "gate/check.h"
 
+#include <algorithm>
+#include <atomic>
 #include <exception>
 #include <filesystem>
 #include <thread>
@@ -74,24 +76,36 @@ class StoppedRun {
     stop_.checkpoint = dir + "/resume-at-" + std::to_string(resume_at) + ".ckpt";
   }
   ~StoppedRun() {
+    int expected = 0;
+    owner_.compare_exchange_strong(expected, 1);  // never started: nobody will
+    if (slots_) slots_->notify();
     if (thread_.joinable()) thread_.join();
   }
-  /// Starts the run in a thread of its own if `slots` has `n` free slots now.
+  /// Lets the run start in a thread of its own as soon as `slots` has `n`
+  /// free slots, unless finish() is reached first (it then runs here).
   void start_early(JobSlots* slots, int n) {
-    if (!slots || n > slots->capacity() || !slots->try_acquire(n)) return;
+    if (!slots || n > slots->capacity()) return;
+    slots_ = slots;
     thread_ = std::thread([this, slots, n] {
-      try {
-        launcher_.run_to_checkpoint(stop_);
-      } catch (...) {
-        error_ = std::current_exception();
+      if (!slots->acquire_unless(n, [this] { return owner_ != 0; })) return;
+      int expected = 0;
+      if (owner_.compare_exchange_strong(expected, 2)) {
+        try {
+          launcher_.run_to_checkpoint(stop_);
+        } catch (...) {
+          error_ = std::current_exception();
+        }
       }
       slots->release(n);
     });
   }
   /// The checkpoint, once the run has ended; throws what the run threw.
   const std::string& finish() {
+    int expected = 0;
+    bool here = owner_.compare_exchange_strong(expected, 1);
+    if (slots_) slots_->notify();  // a waiting thread gives up
     if (thread_.joinable()) thread_.join();
-    else launcher_.run_to_checkpoint(stop_);
+    if (here) launcher_.run_to_checkpoint(stop_);
     if (error_) std::rethrow_exception(error_);
     return stop_.checkpoint;
   }
@@ -99,6 +113,8 @@ class StoppedRun {
  private:
   Launcher& launcher_;
   ChildRun stop_;
+  JobSlots* slots_ = nullptr;
+  std::atomic<int> owner_{0};  ///< 0: not started; 1: finish() runs it; 2: the thread does
   std::thread thread_;
   std::exception_ptr error_;
 };
@@ -160,9 +176,22 @@ bool rerun_failure(Launcher& launcher, const ChildRun& base, const std::string& 
   auto it = run.fingerprint.find("runner");
   std::string runner = it == run.fingerprint.end() ? "this runner" : it->second.value;
   std::string k = std::to_string(reruns);
+  // A changed input, or another contract, fails whatever the values do:
+  // reruns that differ say this runner is nondeterministic too, but the
+  // failure stands.
+  bool definite = v.lane == Lane::kContractMismatch ||
+                  std::any_of(v.findings.begin(), v.findings.end(), [](const Finding& f) { return f.section == Section::kInput; });
   for (size_t i = 0; i < again.size(); ++i) {
     std::string diff = first_bit_difference(again[i], run);
     if (diff.empty()) continue;
+    if (definite) {
+      v.notes.push_back("rerun " + std::to_string(i + 1) + " of " + k + " on " + runner +
+                        " differs from the failing run bit for bit (" + diff +
+                        "): this runner is nondeterministic for the smoke too; the failure stands (" +
+                        (v.lane == Lane::kContractMismatch ? "another determinism contract" : "a changed input") +
+                        " fails whatever the values do)");
+      return false;
+    }
     v.code = ExitCode::kNondeterministic;
     v.first_divergence = "nondeterministic on " + runner + ": rerun " + std::to_string(i + 1) + " of " + k + " (" +
                          dir + "/rerun-" + std::to_string(i + 1) + ".json) differs from the failing run " +

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 
 #include "core/error.h"
 #include "core/float_bits.h"
@@ -97,30 +98,55 @@ void read_identity(const JsonView& v, SmokeConfig& c) {
 namespace {
 
 // The "calibration" block `lockstep calibrate --write` leaves: recorded,
-// not read, but held to its shape like every other section.
+// not read by the gate, but held to its shape like every other section
+// (what --write writes: date, axes, repeats, runs, runners, multiplier,
+// floors, false_alarm, detection).
 void check_calibration_block(const JsonView& b) {
   b.expect_object();
   b.allow_keys(keys_under("calibration"));
-  if (b.has("date")) b.at("date").as_string();
-  for (const char* k : {"repeats", "runs"})
-    if (b.has(k)) b.at(k).as_int(0, 1000000);
-  if (b.has("multiplier")) b.at("multiplier").as_finite(0, 1e6);
+  for (const char* k : {"date", "axes", "runs", "multiplier"})
+    if (!b.has(k)) b.fail(std::string("a \"") + k + "\" field (the block lockstep calibrate --write writes)");
+  std::string date = b.at("date").as_string();
+  static const std::regex kUtc(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)");
+  if (!std::regex_match(date, kUtc)) b.at("date").fail("a UTC time such as \"2026-12-03T10:00:00Z\"");
+  int64_t runs = b.at("runs").as_int(2, 1000000);
+  if (b.has("repeats")) b.at("repeats").as_int(1, 100);
+  b.at("multiplier").as_finite(1, 1000);
   if (b.has("runners")) {
     JsonView r = b.at("runners");
     r.expect_array();
     for (size_t i = 0; i < r.size(); ++i) r.at(i).as_string();
   }
-  if (b.has("axes")) {
-    JsonView a = b.at("axes");
-    a.expect_object();
-    for (const auto& k : a.keys()) {
-      JsonView vs = a.at(k);
-      vs.expect_array();
-      for (size_t i = 0; i < vs.size(); ++i) vs.at(i).as_string();
-    }
+  JsonView a = b.at("axes");
+  a.expect_object();
+  a.allow_keys({"threads", "capability", "workers", "seed"});
+  for (const auto& k : a.keys()) {
+    JsonView vs = a.at(k);
+    vs.expect_array();
+    for (size_t i = 0; i < vs.size(); ++i) vs.at(i).as_string();
   }
-  for (const char* k : {"floors", "false_alarm", "detection"})
-    if (b.has(k)) b.at(k).expect_object();
+  if (b.has("floors")) {
+    JsonView f = b.at("floors");
+    f.expect_object();
+    f.allow_keys({"atol", "rtol", "sigma"});
+    for (const auto& k : f.keys()) f.at(k).as_finite(0, 1e6);
+  }
+  if (b.has("false_alarm")) {
+    JsonView f = b.at("false_alarm");
+    f.expect_object();
+    f.allow_keys({"failed_runs", "runs", "upper95"});
+    int64_t held = f.has("runs") ? f.at("runs").as_int(0, runs) : runs;
+    if (f.has("failed_runs")) f.at("failed_runs").as_int(0, held);
+    if (f.has("upper95")) f.at("upper95").as_finite(0, 1);
+  }
+  if (b.has("detection")) {
+    JsonView d = b.at("detection");
+    d.expect_object();
+    d.allow_keys({"catches_lr_factor", "misses_lr_factor", "not_measured"});
+    for (const char* k : {"catches_lr_factor", "misses_lr_factor"})
+      if (d.has(k)) d.at(k).as_finite(0, 1);
+    if (d.has("not_measured")) d.at("not_measured").as_string();
+  }
 }
 
 }  // namespace

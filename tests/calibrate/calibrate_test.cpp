@@ -12,6 +12,7 @@
 #include "calibrate/calibration_report.h"
 #include "core/error.h"
 #include "gate/gate_fixture.h"
+#include "smoke/smoke_config.h"
 
 namespace lockstep {
 namespace {
@@ -127,11 +128,14 @@ TEST(Calibrate, TheLrSeriesItselfDoesNotCountAsDetection) {
 TEST(Calibrate, RecordsFromOtherRunnersJoinTheRunsAndReportsBesideThemAreLeftOut) {
   GateProject p("cal-records");
   std::filesystem::create_directories(p.root() / "ci");
+  const std::string values = load_smoke_config(p.smoke_file()).values_hash;
   RunRecord other = make_gate_record();
   other.fingerprint["runner"] = {"ci runner gpu-1 (#7)", false};
+  other.fingerprint["config.values_xxh3"] = {values, false, true};
   other.series["grad_norm"].values[1] += 2e-7;
   write_run_record((p.root() / "ci" / "run-1.json").string(), other);
   write_file_atomically((p.root() / "ci" / "report.json").string(), "{\"verdict\": 0}");
+  write_run_record((p.root() / "ci" / "run-1-again.json").string(), other);  // the same record twice
   FakeLauncher l;
   l.record.fingerprint["runner"] = {"host here", false};
   CalibrateOptions o = options(p);
@@ -142,12 +146,28 @@ TEST(Calibrate, RecordsFromOtherRunnersJoinTheRunsAndReportsBesideThemAreLeftOut
   ASSERT_EQ(c.runs.size(), 3u);
   EXPECT_EQ(c.runs[2].point.at("runner"), "ci runner gpu-1 (#7)");
   EXPECT_EQ(c.runners, (std::vector<std::string>{"host here", "ci runner gpu-1 (#7)"}));
-  EXPECT_EQ(c.notes.front(), "--records " + (p.root() / "ci").string() +
-                                 ": 1 file(s) that are not run records of unit left out");
+  EXPECT_EQ(c.notes.at(0), "--records " + (p.root() / "ci" / "run-1.json").string() +
+                              ": the same record as one read before, counted once");
+  ASSERT_EQ(c.notes.size(), 2u);
+  EXPECT_EQ(c.notes.at(1).rfind("--records " + (p.root() / "ci").string() + ": 1 file(s) left out: report.json (", 0), 0u)
+      << c.notes.at(1);
   EXPECT_EQ(c.recommended.at("grad_norm").tolerance.rule, Tolerance::Rule::kClose);
-  // A record named on its own must be one of this smoke.
+  // A record named on its own must be one of this smoke, and of this
+  // version of its config; both are refused before anything runs.
+  size_t calls = l.calls.size();
   o.records = {(p.root() / "ci" / "report.json").string()};
   EXPECT_THROW(calibrate_smoke(p.smoke_file(), o, l), Error);
+  other.fingerprint["config.values_xxh3"] = {"0123456789abcdef", false, true};
+  write_run_record((p.root() / "old.json").string(), other);
+  o.records = {(p.root() / "old.json").string()};
+  try {
+    calibrate_smoke(p.smoke_file(), o, l);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("fingerprint.config.values_xxh3"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(l.calls.size(), calls);
 }
 
 TEST(Calibrate, SeedsBecomeAnAxisOfTheConfigsSeedAndTheNext) {

@@ -112,5 +112,27 @@ TEST(BisectCli, BisectEnvNamesTwoDifferencesThatOnlyMoveTheCurveTogether) {
   fs::remove_all(d);
 }
 
+// A cancelled bisect (SIGTERM, as a cancelled CI job) kills what runs,
+// removes its temporary folders and ends by the signal.
+TEST(BisectCli, ACancelledBisectLeavesNoTemporaryFolder) {
+  fs::path d = scratch("bisect-term", [](nlohmann::json& c) { c.erase("resume_at"); }, kSourceDir + "/smoke/wine-mlp.json");
+  fs::path tmp = d.parent_path() / (d.filename().string() + "-tmp");
+  fs::create_directories(tmp);
+  git(d, "init -q -b main");
+  for (int k = 0; k < 3; ++k) {
+    write_file_atomically((d / "log.txt").string(), std::to_string(k));
+    git(d, "add -A");
+    git(d, "commit -q -m c" + std::to_string(k));
+  }
+  Result r = shell("cd '" + d.string() + "' && (env -u CI TMPDIR='" + tmp.string() + "' " + LOCKSTEP_BINARY +
+                   " bisect --good HEAD~2 --bad HEAD --build 'sleep 61.5' --out '" + (d / "out").string() +
+                   "' & pid=$!; sleep 2; kill -TERM $pid; wait $pid; echo \"rc=$?\")");
+  EXPECT_NE(r.output.find("rc=143"), std::string::npos) << r.output;  // 128 + SIGTERM
+  EXPECT_TRUE(fs::is_empty(tmp)) << r.output;
+  Result sleeping = shell("pgrep -f '^sleep 61.5' | wc -l");
+  EXPECT_EQ(sleeping.output, "0\n");
+  fs::remove_all(tmp);
+}
+
 }  // namespace
 }  // namespace lockstep

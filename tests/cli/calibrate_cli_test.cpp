@@ -133,7 +133,27 @@ TEST(CalibrateCli, BadOptionsAreRefused) {
   EXPECT_NE(folder.output.find("a folder; calibrate takes one smoke config"), std::string::npos) << folder.output;
   Result json = lockstep("calibrate " + kSmoke + " --json " + kSmoke);
   EXPECT_EQ(json.code, 2) << json.output;
-  EXPECT_NE(json.output.find("that is the smoke config itself"), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("that is an input of this command (" + kSmoke + "); name a new file"), std::string::npos)
+      << json.output;
+  // A report never replaces a file it did not write, and is checked before any run.
+  fs::path d = fs::temp_directory_path() / ("lockstep-cli-calibrate-refuse-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  write_file_atomically((d / "notes.json").string(), "{\"mine\": 1}");
+  Result other = lockstep("calibrate " + kSmoke + " --json " + (d / "notes.json").string() + " --out " + (d / "out").string());
+  EXPECT_EQ(other.code, 2) << other.output;
+  EXPECT_NE(other.output.find("refusing to overwrite a file that is not an earlier report of this command"),
+            std::string::npos)
+      << other.output;
+  EXPECT_FALSE(fs::exists(d / "out" / "digits-cnn")) << other.output;
+  EXPECT_EQ(read_file((d / "notes.json").string()), "{\"mine\": 1}");
+  Result empty = lockstep("calibrate " + kSmoke + " --json ''");
+  EXPECT_EQ(empty.code, 2) << empty.output;
+  Result nan = lockstep("calibrate " + kSmoke + " --multiplier nan");
+  EXPECT_EQ(nan.code, 2) << nan.output;
+  EXPECT_NE(nan.output.find("expected a decimal number in [1, 1000], got 'nan'"), std::string::npos) << nan.output;
+  Result hex = lockstep("run " + kSmoke + " --lr-scale 0x10");
+  EXPECT_EQ(hex.code, 2) << hex.output;
+  fs::remove_all(d);
   Result records = lockstep("calibrate " + kSmoke + " --records /nonexistent/ci --no-detect");
   EXPECT_EQ(records.code, 2) << records.output;
 }

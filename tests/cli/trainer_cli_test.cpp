@@ -376,5 +376,25 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
   }
 }
 
+// check --rerun-failing on a runner that is nondeterministic (the example's
+// nondeterministic_op switch, set in the runner's environment, not the
+// config): the run fails its exact golden, the rerun differs from it, so
+// the verdict is exit 4 naming the runner, not a regression.
+TEST(TrainerCli, ARerunThatDiffersNamesTheNondeterministicRunner) {
+  fs::path d = out_dir("rerun");
+  fs::path smoke = example_smoke_in(d, [](nlohmann::json& c) {
+    c.erase("resume_at");
+    c["tolerance"] = {{"series", {{"default", {{"exact", true}}}}}, {"probes", {{"default", {{"exact", true}}}}}};
+  });
+  std::string out = (d / "out").string();
+  ASSERT_EQ(lockstep("bless " + smoke.parent_path().string() + " --reason base --out " + out).code, 0);
+  Result r = lockstep("check " + smoke.parent_path().string() + " --repeat 1 --rerun-failing 1 --out " + out,
+                      "PYTORCH_TRAINER_BUG=nondeterministic_op CI_RUNNER_DESCRIPTION=gpu-7 CI_RUNNER_ID=42");
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("nondeterministic on ci runner gpu-7 (#42): rerun 1 of 1 ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("differs from the failing run bit for bit"), std::string::npos) << r.output;
+  fs::remove_all(d);
+}
+
 }  // namespace
 }  // namespace lockstep::cli_test

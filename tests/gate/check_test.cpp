@@ -241,6 +241,27 @@ TEST(CheckSmoke, ARerunThatDiffersMakesAFailureNondeterministicOnTheRunner) {
   EXPECT_FALSE(c.pending.has_value());
 }
 
+TEST(CheckSmoke, RerunsThatDifferDoNotHideAChangedInput) {
+  GateProject p("rerun-input");
+  RunRecord golden = make_gate_record();
+  golden.fingerprint["config.values_xxh3"] = {"00000000000000aa", false, true};
+  p.write_golden(golden);
+  FakeLauncher l;
+  l.record.fingerprint["config.values_xxh3"] = {"00000000000000bb", false, true};
+  l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
+    if (call == 2) r.series["loss"].values[1] = static_cast<float>(2.2);
+  };
+  CheckSmokeOptions o = p.check_options();
+  o.repeat = 1;
+  o.rerun_failing = 1;
+  SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(c.verdict.first_divergence.find("reproduced"), std::string::npos);
+  bool noted = false;
+  for (const auto& n : c.verdict.notes) noted = noted || n.find("the failure stands (a changed input") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(CheckSmoke, APassingSmokeIsNotRerun) {
   GateProject p("rerun-pass");
   p.write_golden(make_gate_record());
