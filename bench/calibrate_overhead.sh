@@ -2,12 +2,9 @@
 # `lockstep calibrate`'s own cost: digits-cnn over 4 axis points x 2
 # repeats (threads=1,2 x capability=default,avx2; no detection search),
 # its wall time against the ideal of its runs on this machine's cores:
-#   sum over the points of 2 x (one run's wall time there, median of R)
-#   x (the cores it holds: its intra-op threads) / cores,
+#   runs x one run's wall time (at its point, median of R) / cores,
 # and the ratio (goal: <= 1.2, the harness adds at most 20 % to the runs).
-# calibrate gives a run of 2 intra-op threads 2 job slots: two such runs
-# at once on 2 cores oversubscribe them (OpenMP's spin-waits then double
-# the user time). The ratio against one core per run is printed too.
+# The ideal counting the second core a 2-thread run can use is printed too.
 #   bench/calibrate_overhead.sh [R] [SMOKE]   (default 3 smoke/digits-cnn.json; needs a build in build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,5 +46,5 @@ done
 cal=$(median <"$work/cal")
 printf 'calibrate, 4 points x 2 repeats = 8 runs on %d cores: %.2f s (median of %d)\n' "$cores" "$cal" "$rounds"
 awk -v c="$cal" -v b="$busy" -v f="$flat" -v k="$cores" 'BEGIN {
-  printf "ideal (the runs core-seconds, a core per intra-op thread, / cores): %.2f s; ratio %.2f (goal <= 1.20)\n", b / k, c * k / b
-  printf "against one core per run (runs x one run / cores): %.2f s; ratio %.2f\n", f / k, c * k / f }'
+  printf "ideal (runs x one run / cores): %.2f s; ratio %.2f (goal <= 1.20)\n", f / k, c * k / f
+  printf "ideal counting a core per intra-op thread: %.2f s; ratio %.2f\n", b / k, c * k / b }'

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -82,20 +83,23 @@ ChildRun child_at(const std::string& file, const std::map<std::string, std::stri
   return run;
 }
 
-// Every run of `runs` through `launcher`, each started as soon as its
-// slots are free: its processes times its intra-op threads (`threads` when
-// the run does not set its own). Two runs of 2 threads on 2 cores would
-// oversubscribe them, and OpenMP's spin-waiting threads then take each
-// other's CPU (bench/calibrate_overhead.sh measured user time doubling).
-std::vector<RunRecord> run_all(Launcher& launcher, const std::vector<ChildRun>& runs, JobSlots* slots, int processes,
-                               int threads) {
+// Every run of `runs` through `launcher`, each started as soon as a slot
+// per process is free (as check -j counts). A run of several intra-op
+// threads beside another oversubscribes the cores for a moment, and
+// OpenMP's spin-waiting threads would then take each other's CPU (user
+// time doubled, wall time varying by 40 %): the runs get
+// OMP_WAIT_POLICY=PASSIVE unless the environment sets a policy, which
+// changes how idle threads wait, never what they compute
+// (bench/calibrate_overhead.sh measures both).
+std::vector<RunRecord> run_all(Launcher& launcher, std::vector<ChildRun> runs, JobSlots* slots, int processes) {
   std::vector<RunRecord> out(runs.size());
   std::vector<std::function<void()>> tasks;
   std::vector<int> need;
+  const bool policy_set = std::getenv("OMP_WAIT_POLICY") != nullptr;
   for (size_t i = 0; i < runs.size(); ++i) {
+    if (!policy_set) runs[i].env.push_back("OMP_WAIT_POLICY=PASSIVE");
     tasks.push_back([&, i] { out[i] = launcher.run(runs[i]); });
-    int t = runs[i].overrides.intra_op_threads > 0 ? runs[i].overrides.intra_op_threads : threads;
-    need.push_back(processes * t);
+    need.push_back(processes);
   }
   run_pool(tasks, slots, need);
   return out;
@@ -221,7 +225,7 @@ const std::vector<std::string>& lr_series() {
 // recommended rules; caught when both fail.
 Detection search_detection(const std::string& file, const CalibrateOptions& o, const Calibration& c,
                            const std::map<std::string, std::string>& point, const std::string& dir,
-                           Launcher& launcher, int per_run, int threads) {
+                           Launcher& launcher, int per_run) {
   Detection d;
   std::map<std::string, std::vector<double>> sd;
   RunRecord golden = c.seeds_vary ? multi_seed_golden(c.runs, sd) : c.runs.front().record;
@@ -236,7 +240,7 @@ Detection search_detection(const std::string& file, const CalibrateOptions& o, c
       r.out = dir + "/detect-" + std::to_string(++n) + ".json";
       runs.push_back(r);
     }
-    std::vector<RunRecord> got = run_all(launcher, runs, o.slots, per_run, threads);
+    std::vector<RunRecord> got = run_all(launcher, runs, o.slots, per_run);
     d.runs += 2;
     bool both = true;
     std::string why;
@@ -438,7 +442,7 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
       c.runs.push_back(std::move(cr));
     }
   const int per_run = processes_per_run(cfg);
-  std::vector<RunRecord> made = run_all(launcher, children, o.slots, per_run, cfg.intra_op_threads);
+  std::vector<RunRecord> made = run_all(launcher, children, o.slots, per_run);
   for (size_t i = 0; i < made.size(); ++i) c.runs[i].record = std::move(made[i]);
   for (auto& r : records) c.runs.push_back(std::move(r));
 
@@ -470,7 +474,7 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   } else if (points.empty()) {
     c.detection.why_not = "not searched: no run made here (--records only)";
   } else {
-    c.detection = search_detection(file, o, c, points.front(), dir, launcher, per_run, cfg.intra_op_threads);
+    c.detection = search_detection(file, o, c, points.front(), dir, launcher, per_run);
   }
   return c;
 }
