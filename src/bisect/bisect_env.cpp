@@ -7,6 +7,7 @@
 #include <set>
 
 #include "compare/compare.h"
+#include "core/atomic_file.h"
 #include "core/json_io.h"
 #include "smoke/smoke_config.h"
 
@@ -75,6 +76,45 @@ StackEnv read_stack_env(const std::string& path) {
       v.at("python").fail("an absolute path to a Python interpreter");
   }
   return s;
+}
+
+void write_stack_env(const std::string& path, const StackEnv& s) {
+  nlohmann::json j = nlohmann::json::object();
+  j["env"] = s.env;
+  if (!s.library_path.empty()) j["library_path"] = s.library_path;
+  if (!s.python_path.empty()) j["python_path"] = s.python_path;
+  if (!s.python.empty()) j["python"] = s.python;
+  write_file_atomically(path, j.dump(2) + "\n");
+}
+
+size_t settable_differences(const std::vector<FieldDiff>& diffs, StackEnv& record, StackEnv& here,
+                            std::vector<std::string>& left_out) {
+  static const std::regex kName("[A-Za-z_][A-Za-z0-9_]*");
+  size_t used = 0;
+  auto value = [](const std::string& v, std::map<std::string, std::string>& env, const std::string& name) {
+    if (v == "(unset)" || v == "(missing)" || v.rfind("(absent", 0) == 0) return;
+    env[name] = v == "(set, empty)" ? "" : v;
+  };
+  for (const auto& d : diffs) {
+    std::string name;
+    if (d.name.rfind("trainer.env.", 0) == 0) name = d.name.substr(12);
+    else if (d.name.rfind("env.", 0) == 0) name = d.name.substr(4);
+    if (d.name == "python.executable" && d.golden.rfind("/", 0) == 0 && d.run.rfind("/", 0) == 0) {
+      record.python = d.golden;
+      here.python = d.run;
+      ++used;
+      continue;
+    }
+    if (name.empty() || name == "PYTHONPATH" || name == "LD_LIBRARY_PATH" || !std::regex_match(name, kName) ||
+        d.golden.find('\0') != std::string::npos || d.run.find('\0') != std::string::npos) {
+      left_out.push_back(d.name);
+      continue;
+    }
+    value(d.golden, record.env, name);
+    value(d.run, here.env, name);
+    ++used;
+  }
+  return used;
 }
 
 std::string EnvDifference::label() const {

@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "core/job_slots.h"
 #include "launch/launcher.h"
+#include "record/fingerprint.h"
 
 namespace lockstep {
 
@@ -44,6 +45,19 @@ struct StackEnv {
 /// LD_LIBRARY_PATH or PYTHONPATH set in "env" (use the lists), a folder
 /// listed twice, a relative path.
 StackEnv read_stack_env(const std::string& path);
+
+/// Writes `s` as an environment file (atomically, pretty JSON).
+void write_stack_env(const std::string& path, const StackEnv& s);
+
+/// The settable part of an `env --diff` (record against this machine):
+/// each differing variable a run can be given (fingerprint fields
+/// "env.<NAME>" and "trainer.env.<NAME>", "(unset)" left unset) goes to
+/// `record` with the record's value and to `here` with this machine's, and
+/// a differing "python.executable" to their "python". Returns the fields
+/// used; `left_out` gets the differing fields that cannot be set this way
+/// (a library version, LD_LIBRARY_PATH or PYTHONPATH as a whole).
+size_t settable_differences(const std::vector<FieldDiff>& diffs, StackEnv& record, StackEnv& here,
+                            std::vector<std::string>& left_out);
 
 /// One settable difference of two stacks.
 struct EnvDifference {

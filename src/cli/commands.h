@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plan/run_plan.h"
+#include "record/fingerprint.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
@@ -226,8 +227,17 @@ struct EnvOptions {
   /// smoke in the smoke/ folder beside its goldens folder.
   std::string config;
   std::string python;  ///< the interpreter to ask instead of trainer.command[0]
+  /// --write-envs RECORD_FILE HERE_FILE: with --diff, the settable
+  /// differences as two environment files for `lockstep bisect-env`.
+  std::vector<std::string> write_envs;
 };
 int env_command(const EnvOptions& options);
+
+/// --write-envs of `env --diff`: writes the record's and this machine's
+/// settable differences (bisect/bisect_env.h) and says what it wrote.
+/// Throws BadUsage for a path that is an existing file other than an
+/// environment file.
+void write_env_pair(const EnvOptions& options, const std::vector<FieldDiff>& differences);
 
 /// Whether `path` is a readable run record or golden of a team trainer.
 bool is_trainer_record_file(const std::string& path);

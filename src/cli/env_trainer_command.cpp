@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 
+#include "bisect/bisect_env.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/json_io.h"
@@ -52,6 +53,38 @@ SmokeConfig trainer_config_of(const std::string& record, const std::string& give
 
 }  // namespace
 
+void write_env_pair(const EnvOptions& o, const std::vector<FieldDiff>& differences) {
+  if (o.write_envs.empty()) return;
+  if (o.write_envs.size() != 2 || o.write_envs[0] == o.write_envs[1])
+    throw BadUsage("env --write-envs: two different files, the record's and this machine's");
+  for (const auto& path : o.write_envs) {
+    std::error_code ec;
+    if (path.empty() || path.back() == '/' || std::filesystem::is_directory(path, ec))
+      throw BadUsage("env --write-envs '" + path + "': a file path for an environment file");
+    if (!std::filesystem::exists(path, ec)) continue;
+    try {
+      read_stack_env(path);  // an earlier environment file may be replaced, nothing else
+    } catch (const Error&) {
+      throw BadUsage("env --write-envs " + path + ": refusing to overwrite a file that is not an environment file");
+    }
+  }
+  StackEnv record, here;
+  std::vector<std::string> left_out;
+  size_t used = settable_differences(differences, record, here, left_out);
+  write_stack_env(o.write_envs[0], record);
+  write_stack_env(o.write_envs[1], here);
+  std::ostream& out = o.json ? std::cerr : std::cout;  // --json: stdout holds the JSON only
+  out << "wrote " << used << " settable difference(s): the record's values to " << o.write_envs[0]
+            << ", this machine's to " << o.write_envs[1] << " (lockstep bisect-env --good-env " << o.write_envs[0]
+            << " --bad-env " << o.write_envs[1] << " SMOKE)";
+  if (!left_out.empty()) {
+    out << "; not settable by a variable: ";
+    for (size_t i = 0; i < left_out.size() && i < 6; ++i) out << (i ? ", " : "") << left_out[i];
+    if (left_out.size() > 6) out << ", and " << left_out.size() - 6 << " more";
+  }
+  out << "\n";
+}
+
 int env_trainer_diff_command(const EnvOptions& o) {
   if (o.device_given)
     throw BadUsage("env --device " + o.device + " --diff " + o.diff_record + ": a team trainer's record; the diff "
@@ -72,6 +105,7 @@ int env_trainer_diff_command(const EnvOptions& o) {
                               {"compared", d.compared},
                               {"config", d.config},
                               {"left_out", d.left_out}});
+    write_env_pair(o, d.differences);
     return 0;
   }
   std::cout << "platform here: " << printable_message(d.platform, false) << ", in " << o.diff_record << ": "
@@ -86,6 +120,7 @@ int env_trainer_diff_command(const EnvOptions& o) {
     std::cout << (f.relevant ? "* " : "  ") << printable_message(f.name, false)
               << "\n      record: " << printable_message(f.golden, false)
               << "\n      here:   " << printable_message(f.run, false) << "\n";
+  write_env_pair(o, d.differences);
   return 0;
 }
 

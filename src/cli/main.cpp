@@ -348,6 +348,10 @@ int main(int argc, char** argv) {
                   "With a team trainer's record: its smoke config, whose trainer.command[0] is the interpreter "
                   "asked and whose trainer.packages apply (default: the record's smoke in smoke/ beside its "
                   "goldens folder)");
+  env->add_option("--write-envs", env_opts.write_envs,
+                  "RECORD_FILE HERE_FILE: with --diff, write the settable differences (variables, the interpreter) "
+                  "as two environment files for `lockstep bisect-env`")
+      ->expected(2);
   env->add_option("--python", env_opts.python,
                   "With a team trainer's record: the Python to ask, when trainer.command[0] is a wrapper");
 
@@ -383,6 +387,8 @@ int main(int argc, char** argv) {
     if (*env) {
       env_opts.device_given = env_device->count() > 0;
       // A team trainer's record is diffed without LibTorch, against its own interpreter.
+      if (!env_opts.write_envs.empty() && env_opts.diff_record.empty())
+        throw BadUsage("env --write-envs: only with --diff RECORD (the record's values and this machine's)");
       if (!env_opts.diff_record.empty() && is_trainer_record_file(env_opts.diff_record))
         return env_trainer_diff_command(env_opts);
       if (!env_opts.config.empty() || !env_opts.python.empty())

@@ -132,6 +132,7 @@ int env_command(const EnvOptions& o) {
     std::cout << pretty_dump(out);
     if (!unusable.empty())
       throw EnvironmentError("env --diff " + o.diff_record + ": a CUDA record, but CUDA is not usable here: " + unusable);
+    write_env_pair(o, r.differences);
     return 0;
   }
   std::cout << "platform here: " << r.platform << ", in " << o.diff_record << ": "
@@ -148,6 +149,7 @@ int env_command(const EnvOptions& o) {
               << "\n      here:   " << printable_message(d.run, false) << "\n";
   if (!unusable.empty())
     throw EnvironmentError("env --diff " + o.diff_record + ": a CUDA record, but CUDA is not usable here: " + unusable);
+  write_env_pair(o, r.differences);
   return 0;
 }
 

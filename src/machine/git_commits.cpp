@@ -7,20 +7,11 @@
 #include <memory>
 
 #include "core/error.h"
+#include "machine/libgit2_session.h"
 
 namespace lockstep {
 
 namespace {
-
-struct Libgit2 {
-  Libgit2() { git_libgit2_init(); }
-  ~Libgit2() { git_libgit2_shutdown(); }
-};
-
-std::string last_error() {
-  const git_error* e = git_error_last();
-  return e && e->message ? e->message : "unknown libgit2 error";
-}
 
 std::string hex(const git_oid* id) {
   char buf[GIT_OID_HEXSZ + 1];
@@ -34,7 +25,7 @@ Commit lookup(git_repository* repo, const std::string& hash) {
   git_oid id;
   git_commit* c = nullptr;
   if (git_oid_fromstr(&id, hash.c_str()) != 0 || git_commit_lookup(&c, repo, &id) != 0)
-    throw BadUsage(hash + ": no such commit (" + last_error() + ")");
+    throw BadUsage(hash + ": no such commit (" + libgit2_error() + ")");
   return Commit(c, git_commit_free);
 }
 
@@ -63,13 +54,13 @@ std::string CommitInfo::describe() const {
 }
 
 GitHistory::GitHistory(const std::string& path) {
-  static Libgit2 lib;
+  static Libgit2Session lib;
   git_buf root = {nullptr, 0, 0};
   if (git_repository_discover(&root, path.c_str(), 0, nullptr) != 0)
     throw BadUsage(path + ": not in a git repository (bisect reads its history)");
   int rc = git_repository_open(&repo_, root.ptr);
   git_buf_dispose(&root);
-  if (rc != 0) throw BadUsage(path + ": the git repository cannot be read: " + last_error());
+  if (rc != 0) throw BadUsage(path + ": the git repository cannot be read: " + libgit2_error());
   if (git_repository_is_bare(repo_)) {
     git_repository_free(repo_);
     repo_ = nullptr;
@@ -89,11 +80,11 @@ std::string GitHistory::root() const {
 CommitInfo GitHistory::resolve(const std::string& rev) const {
   git_object* obj = nullptr;
   if (rev.empty() || git_revparse_single(&obj, repo_, rev.c_str()) != 0)
-    throw BadUsage("'" + rev + "': names no commit of " + root() + " (" + last_error() + ")");
+    throw BadUsage("'" + rev + "': names no commit of " + root() + " (" + libgit2_error() + ")");
   git_object* peeled = nullptr;
   int rc = git_object_peel(&peeled, obj, GIT_OBJECT_COMMIT);
   git_object_free(obj);
-  if (rc != 0) throw BadUsage("'" + rev + "': names no commit (" + last_error() + ")");
+  if (rc != 0) throw BadUsage("'" + rev + "': names no commit (" + libgit2_error() + ")");
   CommitInfo i = info_of(reinterpret_cast<git_commit*>(peeled));
   git_object_free(peeled);
   return i;
@@ -112,7 +103,7 @@ std::vector<CommitInfo> GitHistory::first_parent_range(const std::string& good, 
                      " on its first-parent line");
     git_commit* parent = nullptr;
     if (git_commit_parent(&parent, c.get(), 0) != 0)
-      throw EnvironmentError("the parent of " + h.substr(0, 7) + " cannot be read: " + last_error());
+      throw EnvironmentError("the parent of " + h.substr(0, 7) + " cannot be read: " + libgit2_error());
     c = Commit(parent, git_commit_free);
   }
   return {line.rbegin(), line.rend()};
@@ -129,7 +120,7 @@ void GitHistory::export_tree(const std::string& hash, const std::string& dir) co
   opts.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_DONT_UPDATE_INDEX;
   opts.target_directory = dir.c_str();
   if (git_checkout_tree(repo_, reinterpret_cast<const git_object*>(c.get()), &opts) != 0)
-    throw EnvironmentError(dir + ": commit " + hash.substr(0, 7) + " cannot be written there: " + last_error());
+    throw EnvironmentError(dir + ": commit " + hash.substr(0, 7) + " cannot be written there: " + libgit2_error());
 }
 
 }  // namespace lockstep

@@ -7,26 +7,12 @@
 #include <algorithm>
 #include <memory>
 
+#include "machine/libgit2_session.h"
+
 namespace lockstep {
 
-namespace {
-
-// libgit2 must be initialised once per process; the reference count lets
-// several callers coexist.
-struct Libgit2 {
-  Libgit2() { git_libgit2_init(); }
-  ~Libgit2() { git_libgit2_shutdown(); }
-};
-
-std::string last_error() {
-  const git_error* e = git_error_last();
-  return e && e->message ? e->message : "unknown libgit2 error";
-}
-
-}  // namespace
-
 GitState read_git_state(const std::string& path) {
-  static Libgit2 lib;
+  static Libgit2Session lib;
   GitState st;
   git_buf root = {nullptr, 0, 0};
   if (git_repository_discover(&root, path.c_str(), 0, nullptr) != 0) {
@@ -54,7 +40,7 @@ GitState read_git_state(const std::string& path) {
   }
   git_buf_dispose(&root);
   if (rc != 0) {
-    st.error = last_error();
+    st.error = libgit2_error();
     return st;
   }
   std::unique_ptr<git_repository, decltype(&git_repository_free)> repo(raw, git_repository_free);

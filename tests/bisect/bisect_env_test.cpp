@@ -91,6 +91,29 @@ TEST(BisectEnv, MalformedEnvironmentFilesAreRefusedNamingTheField) {
   EXPECT_NE(message(R"({"env": {)").find(f), std::string::npos);
 }
 
+TEST(BisectEnv, TheSettableDifferencesOfAnEnvDiffBecomeTwoFiles) {
+  std::vector<FieldDiff> diffs = {{"env.ATEN_CPU_CAPABILITY", "(unset)", "default", true, false},
+                                  {"trainer.env.SHIFT", "0", "1", true, false},
+                                  {"env.OMP_NUM_THREADS", "(set, empty)", "2", false, false},
+                                  {"python.executable", "/usr/bin/python3", "/opt/b/bin/python3", false, false},
+                                  {"trainer.env.PYTHONPATH", "/a", "/b", false, false},
+                                  {"torch.version", "1.13.0", "2.4.0", true, false}};
+  StackEnv record, here;
+  std::vector<std::string> left_out;
+  EXPECT_EQ(settable_differences(diffs, record, here, left_out), 4u);
+  EXPECT_EQ(record.env, (std::map<std::string, std::string>{{"OMP_NUM_THREADS", ""}, {"SHIFT", "0"}}));
+  EXPECT_EQ(here.env, (std::map<std::string, std::string>{{"ATEN_CPU_CAPABILITY", "default"}, {"OMP_NUM_THREADS", "2"}, {"SHIFT", "1"}}));
+  EXPECT_EQ(record.python, "/usr/bin/python3");
+  EXPECT_EQ(here.python, "/opt/b/bin/python3");
+  EXPECT_EQ(left_out, (std::vector<std::string>{"trainer.env.PYTHONPATH", "torch.version"}));
+  GateProject p("env-write");
+  std::string path = (p.root() / "here.json").string();
+  write_stack_env(path, here);
+  StackEnv back = read_stack_env(path);
+  EXPECT_EQ(back.env, here.env);
+  EXPECT_EQ(back.python, here.python);
+}
+
 TEST(BisectEnv, TheSearchNamesTheVariableThatMovesTheCurve) {
   GateProject p("env-search");
   std::string good = write(p, "good.json", R"({"env": {"SHIFT": "0", "LANG": "C", "FOO": "1"}})");

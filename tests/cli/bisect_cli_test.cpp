@@ -134,5 +134,29 @@ TEST(BisectCli, ACancelledBisectLeavesNoTemporaryFolder) {
   fs::remove_all(tmp);
 }
 
+// env --diff --write-envs: a record made under another CPU capability, diffed
+// here, gives the two environment files bisect-env searches.
+TEST(BisectCli, EnvDiffWritesThePairBisectEnvSearches) {
+  fs::path d = scratch("env-pair", [](nlohmann::json& c) {
+    c.erase("resume_at");
+    c["tolerance"] = {{"series", {{"default", {{"exact", true}}}}}, {"probes", {{"default", {{"exact", true}}}}}};
+  });
+  std::string record = (d / "golden-like.json").string();
+  ASSERT_EQ(lockstep("run smoke/digits-cnn.json --quiet --out " + record, "ATEN_CPU_CAPABILITY=default", d.string()).code, 0);
+  Result diff = lockstep("env --diff " + record + " --write-envs good.json bad.json", "ATEN_CPU_CAPABILITY=avx2", d.string());
+  ASSERT_EQ(diff.code, 0) << diff.output;
+  EXPECT_NE(diff.output.find("settable difference(s): the record's values to good.json, this machine's to bad.json"),
+            std::string::npos)
+      << diff.output;
+  EXPECT_EQ(parse_json_file((d / "good.json").string())["env"]["ATEN_CPU_CAPABILITY"], "default");
+  EXPECT_EQ(parse_json_file((d / "bad.json").string())["env"]["ATEN_CPU_CAPABILITY"], "avx2");
+  Result r = lockstep("bisect-env --good-env good.json --bad-env bad.json smoke/digits-cnn.json --out out", "", d.string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("the curve moves with {ATEN_CPU_CAPABILITY=avx2} alone"), std::string::npos) << r.output;
+  // An existing file that is not an environment file is never replaced.
+  Result refused = lockstep("env --diff " + record + " --write-envs smoke/digits-cnn.json bad.json", "", d.string());
+  EXPECT_EQ(refused.code, 2) << refused.output;
+}
+
 }  // namespace
 }  // namespace lockstep
