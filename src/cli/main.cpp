@@ -231,10 +231,13 @@ int main(int argc, char** argv) {
 
   ImportOptions import_opts;
   auto* import = app.add_subcommand(
-      "import", "Read a trainer's own metrics (TensorBoard, JSONL, MLLOG, CSV) into a run record (no LibTorch needed)");
-  import->add_option("FORMAT", import_opts.format, "tensorboard, jsonl, mllog or csv")
+      "import", "Read a trainer's own metrics (TensorBoard, JSONL, MLLOG, CSV), or another tool's goldens (Megatron-LM, "
+                "torchtitan, Hugging Face Trainer), into a run record (no LibTorch needed)");
+  import->add_option("FORMAT", import_opts.format,
+                     "tensorboard, jsonl, mllog, csv, megatron (golden_values_*.json), torchtitan (a loss file), "
+                     "hf-trainer (trainer_state.json)")
       ->required()
-      ->check(CLI::IsMember({"tensorboard", "jsonl", "mllog", "csv"}));
+      ->check(CLI::IsMember({"tensorboard", "jsonl", "mllog", "csv", "megatron", "torchtitan", "hf-trainer"}));
   import->add_option("PATH", import_opts.path, "Metrics file, or a folder of events.out.tfevents.* files")->required();
   import->add_option("--series", import_opts.series, "NAME=TAG: record the tag (key, column) TAG as series NAME")
       ->required();

@@ -4,6 +4,7 @@
 #include "ingest/jsonl.h"
 #include "ingest/metrics_csv.h"
 #include "ingest/mllog.h"
+#include "ingest/peer_goldens.h"
 #include "ingest/tensorboard.h"
 
 namespace lockstep {
@@ -14,14 +15,19 @@ const char* metrics_format_name(MetricsFormat format) {
     case MetricsFormat::kJsonl: return "jsonl";
     case MetricsFormat::kMllog: return "mllog";
     case MetricsFormat::kCsv: return "csv";
+    case MetricsFormat::kMegatron: return "megatron";
+    case MetricsFormat::kTorchtitan: return "torchtitan";
+    case MetricsFormat::kHfTrainer: return "hf-trainer";
   }
   return "unknown";
 }
 
 MetricsFormat parse_metrics_format(const std::string& name) {
-  for (MetricsFormat f : {MetricsFormat::kTensorBoard, MetricsFormat::kJsonl, MetricsFormat::kMllog, MetricsFormat::kCsv})
+  for (MetricsFormat f : {MetricsFormat::kTensorBoard, MetricsFormat::kJsonl, MetricsFormat::kMllog, MetricsFormat::kCsv,
+                          MetricsFormat::kMegatron, MetricsFormat::kTorchtitan, MetricsFormat::kHfTrainer})
     if (name == metrics_format_name(f)) return f;
-  throw BadUsage("unknown metrics format \"" + name + "\": expected one of \"tensorboard\", \"jsonl\", \"mllog\", \"csv\"");
+  throw BadUsage("unknown metrics format \"" + name + "\": expected one of \"tensorboard\", \"jsonl\", \"mllog\", \"csv\", "
+                 "\"megatron\", \"torchtitan\", \"hf-trainer\"");
 }
 
 std::map<std::string, Series> read_metrics(const MetricsSpec& spec) {
@@ -41,6 +47,9 @@ std::map<std::string, Series> read_metrics(const MetricsSpec& spec) {
     case MetricsFormat::kJsonl: return read_jsonl_metrics(spec);
     case MetricsFormat::kMllog: return read_mllog_metrics(spec);
     case MetricsFormat::kCsv: return read_csv_metrics(spec);
+    case MetricsFormat::kMegatron: return read_megatron_metrics(spec);
+    case MetricsFormat::kTorchtitan: return read_torchtitan_metrics(spec);
+    case MetricsFormat::kHfTrainer: return read_hf_trainer_metrics(spec);
   }
   throw BadUsage("unknown metrics format");
 }

@@ -19,13 +19,14 @@
 
 namespace lockstep {
 
-/// The log formats a trainer's metrics can be read from.
-enum class MetricsFormat { kTensorBoard, kJsonl, kMllog, kCsv };
+/// The log formats a trainer's metrics can be read from, and the goldens
+/// of other tools (ingest/peer_goldens.h).
+enum class MetricsFormat { kTensorBoard, kJsonl, kMllog, kCsv, kMegatron, kTorchtitan, kHfTrainer };
 
-/// "tensorboard", "jsonl", "mllog", "csv".
+/// "tensorboard", "jsonl", "mllog", "csv", "megatron", "torchtitan", "hf-trainer".
 const char* metrics_format_name(MetricsFormat format);
 
-/// Parses a format name; throws exit-2 BadUsage listing the four names.
+/// Parses a format name; throws exit-2 BadUsage listing the names.
 MetricsFormat parse_metrics_format(const std::string& name);
 
 /// What to read and how to name it.

@@ -333,6 +333,33 @@ TEST(TrainerCli, ImportReadsAJsonlLogIntoARecordThatCompares) {
   fs::remove_all(d);
 }
 
+// Another tool's goldens come along: a Megatron-LM golden-values file and
+// the same curve as a torchtitan loss file become records that compare.
+TEST(TrainerCli, ImportReadsMegatronAndTorchtitanGoldensIntoRecordsThatCompare) {
+  fs::path d = out_dir("import-peers");
+  fs::create_directories(d);
+  write_file_atomically((d / "golden_values_dev_dgx_h100.json").string(),
+                        R"({"lm loss": {"start_step": 1, "end_step": 3, "step_interval": 1,
+                            "values": {"1": 10.96455, "2": 10.9614, "3": 10.95}},
+                            "iteration-time": {"start_step": 1, "end_step": 3, "step_interval": 1,
+                            "values": {"1": 1.5, "2": 1.4, "3": 1.4}}})");
+  write_file_atomically((d / "loss.txt").string(), "1 10.96455\n2 10.9614\n3 10.951\n");
+  Result m = lockstep("import megatron " + (d / "golden_values_dev_dgx_h100.json").string() +
+                      " --series 'loss=lm loss' --out " + (d / "m.json").string());
+  ASSERT_EQ(m.code, 0) << m.output;
+  Result t = lockstep("import torchtitan " + (d / "loss.txt").string() + " --series loss=loss --out " +
+                      (d / "t.json").string());
+  ASSERT_EQ(t.code, 0) << t.output;
+  Result c = lockstep("compare " + (d / "t.json").string() + " " + (d / "m.json").string());
+  EXPECT_EQ(c.code, 1) << c.output;
+  EXPECT_NE(c.output.find("step 3"), std::string::npos) << c.output;
+  Result bad = lockstep("import megatron " + (d / "loss.txt").string() + " --series 'loss=lm loss' --out " +
+                        (d / "x.json").string());
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("loss.txt"), std::string::npos) << bad.output;
+  fs::remove_all(d);
+}
+
 // A cancelled CI job (SIGTERM to lockstep) must not leave the trainer
 // running: lockstep kills the trainers' process groups, then dies of the
 // same signal. SIGKILL cannot be caught: the trainer dies with lockstep all

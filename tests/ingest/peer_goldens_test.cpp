@@ -1,0 +1,119 @@
+// The readers of other tools' goldens, on files written here in the peers'
+// own shapes: Megatron-LM golden values (string step keys, "nan", the
+// older list form, value_precision), a torchtitan loss file, Hugging Face
+// Trainer's trainer_state.json with eval entries mixed in; and their
+// refusals, each naming the file and the line or key.
+#include "ingest/peer_goldens.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "ingest/ingest_test_util.h"
+#include "ingest/metrics.h"
+
+namespace lockstep {
+namespace {
+
+#define EXPECT_HAS(text, part) \
+  EXPECT_TRUE((text).find(part) != std::string::npos) << "missing \"" << (part) << "\" in: " << (text)
+
+class PeerGoldens : public ::testing::Test {
+ protected:
+  IngestTempDir dir_{"peer-goldens"};
+  std::string file_ = dir_.path("golden");
+  std::map<std::string, Series> read(MetricsFormat format, const std::string& text,
+                                     std::map<std::string, std::string> series) {
+    write_bytes(file_, text);
+    MetricsSpec spec;
+    spec.format = format;
+    spec.path = file_;
+    spec.series = std::move(series);
+    return read_metrics(spec);
+  }
+  std::string error(MetricsFormat format, const std::string& text, std::map<std::string, std::string> series) {
+    return exit2_message([&] { read(format, text, series); });
+  }
+};
+
+TEST_F(PeerGoldens, MegatronGoldenValuesByStringStep) {
+  auto s = read(MetricsFormat::kMegatron, R"({
+    "lm loss": {"start_step": 1, "end_step": 12, "step_interval": 1,
+                "values": {"1": 10.96455, "2": 10.9614, "10": 10.5, "3": 10.95, "4": 10.9, "5": "nan",
+                           "6": 10.8, "7": 10.7, "8": 10.6, "9": 10.55, "11": 10.4, "12": 10}},
+    "num-zeros": {"start_step": 1, "end_step": 2, "step_interval": 1, "values": {"1": 0, "2": 3}},
+    "iteration-time": {"start_step": 1, "end_step": 1, "step_interval": 1, "values": {"1": 1.5}}})",
+                {{"loss", "lm loss"}, {"zeros", "num-zeros"}});
+  const Series& loss = s.at("loss");
+  ASSERT_EQ(loss.values.size(), 12u);
+  EXPECT_EQ(loss.values[0], 10.96455);
+  EXPECT_TRUE(std::isnan(loss.values[4]));
+  EXPECT_EQ(loss.values[9], 10.5);  // "10" is step 10, after "9"
+  EXPECT_EQ(loss.steps.front(), 1);
+  EXPECT_EQ(loss.steps.back(), 12);
+  EXPECT_EQ(s.at("zeros").values, (std::vector<double>{0, 3}));
+}
+
+TEST_F(PeerGoldens, MegatronOlderListsRunFromStartStepByInterval) {
+  auto s = read(MetricsFormat::kMegatron,
+                R"({"lm loss": {"start_step": 0, "end_step": 10, "step_interval": 5, "values": [10.8, 10.5, 10.1]}})",
+                {{"loss", "lm loss"}});
+  EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{0, 5, 10}));
+  EXPECT_EQ(s.at("loss").values, (std::vector<double>{10.8, 10.5, 10.1}));
+}
+
+TEST_F(PeerGoldens, MegatronRefusalsNameTheKey) {
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"one": 1}}})", {{"loss", "lm loss"}}),
+             "a value under a decimal step key, not 'one'");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": "x"}}})", {{"loss", "lm loss"}}),
+             "a number or \"nan\"");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 1, "01": 2}}})", {{"loss", "lm loss"}}),
+             "one value for step 1");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"end_step": 1, "values": {"1": 1, "2": 2}}})",
+                   {{"loss", "lm loss"}}),
+             "a step at most end_step 1");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 1}, "precision": 5}})", {{"loss", "lm loss"}}),
+             "precision");
+  std::string missing = error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 1}}})", {{"loss", "lm-loss"}});
+  EXPECT_HAS(missing, "lm-loss");
+  EXPECT_HAS(missing, file_);
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 1})", {{"loss", "lm loss"}}), file_);
+}
+
+TEST_F(PeerGoldens, TorchtitanLossFile) {
+  auto s = read(MetricsFormat::kTorchtitan, "1 10.8232\n2 10.512\n3 9.9\n\n4 9.75\n", {{"loss", "loss"}});
+  EXPECT_EQ(s.at("loss").values, (std::vector<double>{10.8232, 10.512, 9.9, 9.75}));
+  EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 10.8\n2\n", {{"loss", "loss"}}), "line 2");
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 10.8\n2 abc\n", {{"loss", "loss"}}), "a number after the step, got 'abc'");
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 10.8\nx 1.0\n", {{"loss", "loss"}}), "a decimal step first, got 'x'");
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 10.8\n1 10.9\n", {{"loss", "loss"}}), "line 2");
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 10.8 3\n", {{"loss", "loss"}}), "(two fields)");
+  EXPECT_THROW(read(MetricsFormat::kTorchtitan, "1 10.8\n", {{"loss", "loss"}, {"b", "b"}}), Error);
+}
+
+TEST_F(PeerGoldens, HuggingFaceTrainerStateWithEvalEntriesMixedIn) {
+  auto s = read(MetricsFormat::kHfTrainer, R"({"best_metric": null, "global_step": 30, "log_history": [
+      {"epoch": 0.1, "grad_norm": 1.5, "learning_rate": 5e-05, "loss": 2.3012, "step": 10},
+      {"epoch": 0.1, "eval_loss": 2.2, "eval_runtime": 1.0, "step": 10},
+      {"epoch": 0.2, "grad_norm": 1.4, "learning_rate": 4e-05, "loss": 2.25, "step": 20},
+      {"epoch": 0.3, "grad_norm": 1.3, "learning_rate": 3e-05, "loss": 2.2, "step": 30},
+      {"train_runtime": 12.5, "total_flos": 1e12, "step": 30}]})",
+                {{"loss", "loss"}, {"grad_norm", "grad_norm"}, {"eval", "eval_loss"}});
+  EXPECT_EQ(s.at("loss").values, (std::vector<double>{2.3012, 2.25, 2.2}));
+  EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(s.at("grad_norm").values, (std::vector<double>{1.5, 1.4, 1.3}));
+  EXPECT_EQ(s.at("eval").values, (std::vector<double>{2.2}));
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": 2.3}]})", {{"loss", "loss"}}),
+             "log_history[0]");
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": "x", "step": 1}]})", {{"loss", "loss"}}),
+             "a number or \"nan\"");
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer,
+                   R"({"log_history": [{"loss": 2.3, "step": 10}, {"loss": 2.4, "step": 10}]})", {{"loss", "loss"}}),
+             "step 10");
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"global_step": 3})", {{"loss", "loss"}}), "log_history");
+}
+
+}  // namespace
+}  // namespace lockstep
