@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -124,10 +125,17 @@ class Bisector {
         missing += (missing.empty() ? "" : ", ") + s;
         continue;
       }
+      std::vector<std::string> expanded;
       try {
-        for (auto& f : expand_smoke_args({path})) files.push_back(f);
+        expanded = expand_smoke_args({path});
       } catch (const Error&) {
         missing += (missing.empty() ? "" : ", ") + s + " (no smoke config in it)";
+      }
+      for (auto& f : expanded) {
+        if (std::find(files.begin(), files.end(), f) != files.end())
+          throw BadUsage("bisect SMOKE " + s + ": " + fs::relative(f, tree).string() +
+                         " is named twice (a folder and a config in it?): name each smoke once");
+        files.push_back(f);
       }
     }
     return files;
@@ -246,7 +254,8 @@ BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
   std::set<std::string> given;
   for (const auto& smoke : o.smokes) {
     fs::path p(smoke);
-    if (smoke.empty() || p.is_absolute())
+    if (smoke.empty()) throw BadUsage("bisect SMOKE '': a smoke config or folder, got an empty path");
+    if (p.is_absolute())
       throw BadUsage("bisect SMOKE '" + smoke + "': a path relative to the repository's root, as each commit has it "
                      "(an absolute path would read the work tree, not the commit)");
     for (const auto& part : p)

@@ -252,6 +252,8 @@ EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
   StackEnv good = read_stack_env(o.good_env), bad = read_stack_env(o.bad_env);
   EnvBisectResult r;
   r.differences = env_differences(good, bad);
+  for (const auto& smoke : o.smokes)
+    if (smoke.empty()) throw BadUsage("bisect-env SMOKE '': a smoke config or folder, got an empty path");
   std::vector<std::string> files = expand_smoke_args(o.smokes);
   std::set<std::string> given;
   for (const auto& f : files)
@@ -266,6 +268,10 @@ EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
     if (interpreter && !c.has_trainer())
       throw BadUsage(f + ": a built-in smoke has no interpreter to set (\"python\" in " + o.good_env + " or " +
                      o.bad_env + "); bisect a trainer smoke, or leave \"python\" out");
+    for (const auto& [other, oc] : configs)
+      if (oc.name == c.name)
+        throw BadUsage("bisect-env: " + f + " and " + other + " are both smoke '" + c.name +
+                       "' (their records would overwrite each other); name each smoke once");
     configs[f] = std::move(c);
   }
   if (r.differences.empty()) {

@@ -13,6 +13,7 @@
 #include "compare/compare.h"
 #include "core/error.h"
 #include "core/float_bits.h"
+#include "core/json_io.h"
 #include "gate/smoke_outputs.h"
 #include "machine/machine_facts.h"
 #include "smoke/golden_store.h"
@@ -167,15 +168,17 @@ std::vector<CalibrationRun> read_records(const std::vector<std::string>& paths, 
         notes.push_back("--records " + f + ": given more than once, counted once");
         continue;
       }
-      RunRecord r;
-      try {
-        r = read_run_record(f);
-      } catch (const Error& e) {
-        if (!folder) throw;  // a file named on its own must be a record
-        std::string why = e.what();
-        left_out.push_back(name + " (" + (why.size() > 80 ? why.substr(0, 77) + "..." : why) + ")");
-        continue;
+      // In a folder of CI artifacts, JSON that is no run record (a report)
+      // is left out; a file that is not valid JSON, or a record that does
+      // not read back, is bad input as anywhere else.
+      if (folder) {
+        nlohmann::json doc = parse_json_file(f);  // exit 2 naming the byte
+        if (!doc.is_object() || !doc.contains("series") || !doc.contains("fingerprint")) {
+          left_out.push_back(name + " (JSON, but no run record)");
+          continue;
+        }
       }
+      RunRecord r = read_run_record(f);
       if (r.smoke != cfg.name) {
         if (!folder) throw BadInput(f, "smoke", "a record of smoke '" + cfg.name + "', got '" + r.smoke + "'");
         left_out.push_back(name + " (smoke " + r.smoke + ")");
@@ -366,6 +369,14 @@ std::vector<std::string> supported_capabilities(const std::string& isa_flags) {
   return out;
 }
 
+std::string calibrate_records_dir(const std::string& file, const std::string& out_dir) {
+  try {
+    return (fs::path(out_dir) / load_smoke_config(file).name / "calibrate").string();
+  } catch (const Error&) {
+    return "";
+  }
+}
+
 Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, Launcher& launcher) {
   SmokeConfig cfg = load_smoke_config(file);
   Calibration c;
@@ -417,6 +428,15 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
                              [](const CalibrateAxis& a) { return a.name == "seed" && a.values.size() > 1; });
 
   // Everything that can be refused is refused before a run starts.
+  std::string dir = (fs::path(o.out_dir) / cfg.name / "calibrate").string();
+  {
+    std::error_code ec;
+    std::string own = fs::weakly_canonical(fs::absolute(dir), ec).string() + "/";
+    for (const auto& r : o.records)
+      if ((fs::weakly_canonical(fs::absolute(r), ec).string() + "/").rfind(own, 0) == 0)
+        throw BadUsage("--records " + r + ": inside " + dir + ", which this calibration clears and fills with its own "
+                       "runs (records from elsewhere are evidence; copy them out first)");
+  }
   std::vector<CalibrationRun> records = read_records(o.records, cfg, c.notes);
   std::vector<std::map<std::string, std::string>> points = product(c.axes);
   if (c.axes.empty()) points.clear();  // --records alone: nothing to run here
@@ -426,7 +446,6 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
                    std::to_string(total));
 
   // The runs here, in parallel while slots are free.
-  std::string dir = (fs::path(o.out_dir) / cfg.name / "calibrate").string();
   clear_smoke_outputs(dir);
   std::vector<ChildRun> children;
   for (const auto& p : points)

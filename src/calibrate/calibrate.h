@@ -106,6 +106,11 @@ struct Calibration {
   TolerancePolicy configured;          ///< the config's tolerances, for comparison
 };
 
+/// The folder calibrate clears and fills with the runs' records:
+/// <out_dir>/<smoke name>/calibrate ("" when the config cannot be read:
+/// calibrate_smoke then says why).
+std::string calibrate_records_dir(const std::string& file, const std::string& out_dir);
+
 /// Calibrates the smoke config `file`. Throws Error: exit 2 for bad options
 /// or records (another smoke's, unreadable), exit 3 for an axis value this
 /// machine cannot run (a capability the CPU lacks), or the failed run's own

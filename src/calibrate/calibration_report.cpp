@@ -330,6 +330,16 @@ std::string with_top_level(const std::string& text, const std::string& key, cons
 
 }  // namespace
 
+void require_writable_config(const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(file, ec)))
+    throw BadUsage(file + ": --write updates a regular file, and this is not one (a symbolic link?)");
+  fs::perms mode = fs::status(file, ec).permissions();
+  if (::access(file.c_str(), W_OK) != 0 || (mode & fs::perms::owner_write) == fs::perms::none)
+    throw EnvironmentError(file + ": --write cannot update the config (read-only)");
+}
+
 void write_calibration_into_config(const Calibration& c) {
   namespace fs = std::filesystem;
   SmokeConfig before = load_smoke_config(c.file);
@@ -348,8 +358,7 @@ void write_calibration_into_config(const Calibration& c) {
   text = with_top_level(text, "calibration", nlohmann::ordered_json::parse(calibration_block(c).dump()));
 
   std::error_code ec;
-  if (::access(c.file.c_str(), W_OK) != 0)
-    throw EnvironmentError(c.file + ": --write cannot write the config (" + std::string(std::strerror(errno)) + ")");
+  require_writable_config(c.file);
   fs::perms mode = fs::status(c.file, ec).permissions();
   // Checked before it lands: a sibling file that must load with the same value hash.
   fs::path check = fs::path(c.file).parent_path() / ("." + fs::path(c.file).filename().string() + ".calibrate-check");

@@ -39,6 +39,11 @@ nlohmann::json calibration_block(const Calibration& c);
 /// "rtol": R}, {"ulp": N}, {"sigma": K}.
 nlohmann::json tolerance_json(const Tolerance& t);
 
+/// Refuses, before any run, a config `--write` could not update: not a
+/// regular file (a symbolic link: exit 2), or one this user may not
+/// write, or read-only by its mode (exit 3).
+void require_writable_config(const std::string& file);
+
 /// Writes the measured recommendations into c.file's "tolerance" section
 /// (tolerance.series.<name>, tolerance.probes.<field>) and replaces its
 /// "calibration" block, keeping every other key and its order. The config

@@ -28,7 +28,7 @@ nlohmann::json commit_json(const CommitInfo& c) {
 nlohmann::json result_json(const BisectResult& r) {
   nlohmann::json j;
   j["lockstep_report"] = "bisect";
-  j["exit"] = to_int(r.code);
+  j["exit"] = StopSignals::received() ? 128 + StopSignals::received() : to_int(r.code);
   j["found"] = r.found;
   j["message"] = r.message;
   if (r.found) {
@@ -57,7 +57,7 @@ nlohmann::json result_json(const BisectResult& r) {
 }  // namespace
 
 int bisect_command(const BisectCliOptions& o) {
-  if (o.json_given) require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect\"", {});
+  if (o.json_given) require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect\"", {}, o.out_dir + "/bisect");
   BisectOptions options;
   options.good = o.good;
   options.bad = o.bad;
@@ -98,7 +98,10 @@ int bisect_env_command(const BisectEnvCliOptions& o) {
   std::vector<std::string> inputs = o.smokes;
   inputs.push_back(o.good_env);
   inputs.push_back(o.bad_env);
-  if (o.json_given) require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect-env\"", inputs);
+  if (o.good_env.empty() || o.bad_env.empty())
+    throw BadUsage(std::string(o.good_env.empty() ? "--good-env" : "--bad-env") + ": an environment file path, got an empty path");
+  if (o.json_given)
+    require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect-env\"", inputs, o.out_dir + "/bisect-env");
   EnvBisectOptions options;
   options.good_env = o.good_env;
   options.bad_env = o.bad_env;

@@ -28,8 +28,12 @@ int calibrate_command(const CalibrateCliOptions& o) {
     throw BadUsage("calibrate " + o.smoke + ": a folder; calibrate takes one smoke config");
   std::vector<std::string> inputs = o.records;
   inputs.push_back(o.smoke);
-  if (!o.json_out.empty() || o.json_given) require_report_file("--json", o.json_out, "\"lockstep_report\": \"calibrate\"", inputs);
-  if (!o.html_out.empty() || o.html_given) require_report_file("--html", o.html_out, "<title>lockstep calibrate ", inputs);
+  // Its own records folder: the smoke's name is read from the config.
+  std::string own = calibrate_records_dir(o.smoke, o.out_dir);
+  if (!o.json_out.empty() || o.json_given)
+    require_report_file("--json", o.json_out, "\"lockstep_report\": \"calibrate\"", inputs, own);
+  if (!o.html_out.empty() || o.html_given) require_report_file("--html", o.html_out, "<title>lockstep calibrate ", inputs, own);
+  if (o.write) require_writable_config(o.smoke);
   std::error_code ec;
   if (!o.json_out.empty() && o.json_out == o.html_out)
     throw BadUsage("--json and --html name the same file " + o.json_out);

@@ -207,11 +207,12 @@ void require_out_folder(const std::string& out, const std::vector<std::string>& 
                         const std::string& goldens_dir);
 
 /// Refuses (BadUsage, exit 2, naming `flag`) a report path that is empty,
-/// a folder, one of `inputs`, not a regular file, or an existing file that
-/// does not hold `signature` (a report this command wrote before): a
-/// report never replaces what the user did not ask for.
+/// a folder, one of `inputs`, inside `own_dir` (the folder the command
+/// clears and fills with its records; "": none), not a regular file, or an
+/// existing file that does not hold `signature` (a report this command
+/// wrote before): a report never replaces what the user did not ask for.
 void require_report_file(const std::string& flag, const std::string& path, const std::string& signature,
-                         const std::vector<std::string>& inputs);
+                         const std::vector<std::string>& inputs, const std::string& own_dir = "");
 
 /// True when the CI variable is set to anything but "", "0" or "false".
 bool running_in_ci();

@@ -55,7 +55,10 @@ SmokeConfig trainer_config_of(const std::string& record, const std::string& give
 
 void write_env_pair(const EnvOptions& o, const std::vector<FieldDiff>& differences) {
   if (o.write_envs.empty()) return;
-  if (o.write_envs.size() != 2 || o.write_envs[0] == o.write_envs[1])
+  std::error_code same;
+  if (o.write_envs.size() != 2 ||
+      std::filesystem::weakly_canonical(std::filesystem::absolute(o.write_envs[0]), same) ==
+          std::filesystem::weakly_canonical(std::filesystem::absolute(o.write_envs[1]), same))
     throw BadUsage("env --write-envs: two different files, the record's and this machine's");
   for (const auto& path : o.write_envs) {
     std::error_code ec;

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "compare/tolerance.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "smoke/golden_store.h"
@@ -75,6 +76,11 @@ int import_command(const ImportOptions& o) {
   write_run_record(o.out, rec);
   std::cout << "import: " << rec.series.size() << " series over " << steps << " steps from " << o.path << "\n  record "
             << o.out << "\n";
+  for (const auto& [name, s] : rec.series)
+    if (s.rounded > 0)
+      std::cout << "  note: " << name << ": every value sits on a " << format_error(s.rounded)
+                << " grid: the source rounded it (marked \"rounded\"; an exact rule, or a tolerance below half the "
+                   "step, is refused on it)\n";
   return 0;
 }
 

@@ -30,9 +30,16 @@ void require_out_folder(const std::string& out, const std::vector<std::string>& 
 }
 
 void require_report_file(const std::string& flag, const std::string& path, const std::string& signature,
-                         const std::vector<std::string>& inputs) {
+                         const std::vector<std::string>& inputs, const std::string& own_dir) {
   if (path.empty()) throw BadUsage(flag + ": a file path for the report, got an empty path");
   std::error_code ec;
+  if (!own_dir.empty()) {
+    std::string dir = fs::weakly_canonical(fs::absolute(own_dir), ec).string() + "/";
+    std::string here = fs::weakly_canonical(fs::absolute(path), ec).string();
+    if (here.rfind(dir, 0) == 0)
+      throw BadUsage(flag + " " + path + ": inside " + own_dir + ", which this command clears and fills with its "
+                     "records; name a file outside it");
+  }
   if (path.back() == '/' || fs::is_directory(path, ec))
     throw BadUsage(flag + " " + path + ": a file path for the report, not a folder");
   for (const auto& in : inputs)

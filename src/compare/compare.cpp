@@ -52,6 +52,10 @@ void require_comparable(const RunRecord& run, const RunRecord& golden,
                      "a finite value, got " + fmt(bad->value) +
                          " (set tolerance.allow_nonfinite_golden in the smoke config to allow it; `lockstep "
                          "compare` reads the config with --config SMOKE)");
+  for (const RunRecord* side : {&golden, &run})
+    for (const auto& [name, s] : side->series)
+      if (std::string why = rounded_series_problem(policy, name, s); !why.empty())
+        throw BadInput(side == &golden ? labels.golden : labels.run, "series." + name + ".rounded", "a rule for it: " + why);
   for (const auto& [name, s] : golden.series) {
     if (policy.for_series(name).rule == Tolerance::Rule::kSigma && s.std.empty())
       throw BadInput(labels.golden, "series." + name + ".std",

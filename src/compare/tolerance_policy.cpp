@@ -1,5 +1,8 @@
 #include "compare/tolerance_policy.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "core/json_io.h"
 
 namespace lockstep {
@@ -61,6 +64,25 @@ TolerancePolicy tolerance_policy_from_json(const JsonView& n) {
     if (r.has("peak_memory_ratio")) p.peak_memory_ratio = r.at("peak_memory_ratio").as_finite(1, 1e6);
   }
   return p;
+}
+
+std::string rounded_series_problem(const TolerancePolicy& policy, const std::string& name, const Series& golden) {
+  if (!(golden.rounded > 0)) return "";
+  Tolerance t = policy.for_series(name);
+  char half[32];
+  std::snprintf(half, sizeof half, "%g", golden.rounded / 2);
+  std::string fix = "; give tolerance.series." + name + " an atol of at least " + half;
+  char grid[32];
+  std::snprintf(grid, sizeof grid, "%g", golden.rounded);
+  if (t.rule == Tolerance::Rule::kExact || t.rule == Tolerance::Rule::kUlp)
+    return "its values are rounded to " + std::string(grid) + " by their source, so the rule " + t.describe() +
+           " would compare the rounding, not the runs" + fix;
+  if (t.rule == Tolerance::Rule::kClose)
+    for (double g : golden.values)
+      if (std::isfinite(g) && t.atol + t.rtol * std::fabs(g) < golden.rounded / 2)
+        return "its values are rounded to " + std::string(grid) + " by their source, and the rule " + t.describe() +
+               " allows less than half that step at " + format_error(g) + fix;
+  return "";
 }
 
 }  // namespace lockstep

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "compare/tolerance.h"
+#include "record/series.h"
 
 namespace lockstep {
 
@@ -50,6 +51,14 @@ struct TolerancePolicy {
   /// The rule for probe statistic `field` ("inputs.std").
   Tolerance for_probe(const std::string& field) const;
 };
+
+/// "" when `policy` can hold series `name` of `golden` (Series::rounded: its
+/// values rounded to a decimal grid), else what is wrong: an exact or ULP
+/// rule compares the rounding, not the runs; a tolerance whose bound
+/// atol + rtol * |g| falls below half the grid step at some value cannot
+/// tell the rounding from a change. From the precision guard of lockstep
+/// import (docs/trainers.md, "Migrating from another tool").
+std::string rounded_series_problem(const TolerancePolicy& policy, const std::string& name, const Series& golden);
 
 /// Parses a "tolerance" section; throws exit-2 Error naming the path.
 TolerancePolicy tolerance_policy_from_json(const JsonView& node);

@@ -137,6 +137,9 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
       throw Error(ExitCode::kNondeterministic, "refusing to bless " + cfg.name +
                                                    ": the trainer consumed other data than the data-only pass, first at " + d);
     validate_golden_candidate(runs[0], o.runs, cfg.tolerance.allow_nonfinite_golden, "bless " + cfg.name);
+    for (const auto& [name, s] : runs[0].series)
+      if (std::string why = rounded_series_problem(cfg.tolerance, name, s); !why.empty())
+        throw BadInput(cfg.file, "tolerance.series." + name, "a rule for series " + name + ": " + why);
     per_seed.push_back(std::move(runs[0]));
   }
 

@@ -42,16 +42,19 @@ std::map<std::string, Series> read_metrics(const MetricsSpec& spec) {
       throw BadUsage("series " + name.substr(0, 64) + (name.size() > 64 ? "..." : "") +
                      ": a series name and tag of at most 1024 characters");
   if (spec.series.size() > 10000) throw BadUsage("at most 10000 series per read");
+  std::map<std::string, Series> out;
   switch (spec.format) {
-    case MetricsFormat::kTensorBoard: return read_tensorboard_metrics(spec);
-    case MetricsFormat::kJsonl: return read_jsonl_metrics(spec);
-    case MetricsFormat::kMllog: return read_mllog_metrics(spec);
-    case MetricsFormat::kCsv: return read_csv_metrics(spec);
-    case MetricsFormat::kMegatron: return read_megatron_metrics(spec);
-    case MetricsFormat::kTorchtitan: return read_torchtitan_metrics(spec);
-    case MetricsFormat::kHfTrainer: return read_hf_trainer_metrics(spec);
+    case MetricsFormat::kTensorBoard: out = read_tensorboard_metrics(spec); break;
+    case MetricsFormat::kJsonl: out = read_jsonl_metrics(spec); break;
+    case MetricsFormat::kMllog: out = read_mllog_metrics(spec); break;
+    case MetricsFormat::kCsv: out = read_csv_metrics(spec); break;
+    case MetricsFormat::kMegatron: return read_megatron_metrics(spec);  // marks by its value_precision
+    case MetricsFormat::kTorchtitan: out = read_torchtitan_metrics(spec); break;
+    case MetricsFormat::kHfTrainer: out = read_hf_trainer_metrics(spec); break;
   }
-  throw BadUsage("unknown metrics format");
+  // The precision guard: values a source rounded are marked so.
+  for (auto& [name, s] : out) s.rounded = decimal_grid(s.values, s.dtype == Series::Dtype::kFloat32);
+  return out;
 }
 
 }  // namespace lockstep

@@ -45,7 +45,9 @@ struct MetricsSpec {
   std::string mllog_step = "step";
 };
 
-/// Reads every requested series. Throws exit-2 Error naming the file, the
+/// Reads every requested series, each marked Series::rounded when its
+/// values sit on a decimal grid (decimal_grid: a source rounded them; the
+/// comparison then refuses an exact rule on it). Throws exit-2 Error naming the file, the
 /// line or byte offset, and the tag, for: a missing file or folder, a bad
 /// CRC or truncated record, malformed JSON/CSV/protobuf, a requested tag
 /// absent, a non-numeric step, steps out of order or missing in the middle,

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <set>
 #include <cstdlib>
 #include <string_view>
 
@@ -55,6 +56,7 @@ std::map<std::string, Series> read_megatron_metrics(const MetricsSpec& spec) {
   uint32_t file = sources.add(spec.path);
   SeriesSet set(spec.series, "metric", sources);
   set.begin_file(file);
+  std::set<std::string> full;  // metrics whose block says "value_precision": "full"
   for (const auto& name : root.keys()) {
     int i = set.find(name);
     if (i < 0) {
@@ -68,7 +70,7 @@ std::map<std::string, Series> read_megatron_metrics(const MetricsSpec& spec) {
     int64_t end = m.has("end_step") ? m.at("end_step").as_int(0, int64_t{1} << 52) : -1;
     int64_t interval = m.has("step_interval") ? m.at("step_interval").as_int(1, int64_t{1} << 40) : 1;
     if (end >= 0 && end < start) m.at("end_step").fail("a step at or after start_step " + std::to_string(start));
-    if (m.has("value_precision")) m.at("value_precision").as_enum({"full", "rounded"});
+    if (m.has("value_precision") && m.at("value_precision").as_enum({"full", "rounded"}) == "full") full.insert(name);
     JsonView values = m.at("values");
     uint64_t n = 0;
     auto add = [&](int64_t step, const JsonView& v, const nlohmann::json& raw) {
@@ -94,7 +96,12 @@ std::map<std::string, Series> read_megatron_metrics(const MetricsSpec& spec) {
       for (const auto& [step, key] : by_step) add(step, values.at(key), raw[key]);
     }
   }
-  return set.finish(spec.path, "among the file's metrics");
+  std::map<std::string, Series> out = set.finish(spec.path, "among the file's metrics");
+  // Megatron's legacy goldens hold 5 decimals unless the block says
+  // "value_precision": "full": those are never marked rounded.
+  for (auto& [name, s] : out)
+    s.rounded = full.count(spec.series.at(name)) ? 0 : decimal_grid(s.values, s.dtype == Series::Dtype::kFloat32);
+  return out;
 }
 
 std::map<std::string, Series> read_torchtitan_metrics(const MetricsSpec& spec) {

@@ -12,6 +12,10 @@
 //                 "step" and the logged keys ("loss", "grad_norm",
 //                 "learning_rate", "epoch"), eval entries mixed in.
 //
+// Every reader's series are checked for a source's rounding (read_metrics
+// marks Series::rounded, the precision guard); a Megatron metric whose
+// block says "value_precision": "full" never is.
+//
 // Each is as strict as the other readers (ingest/series_builder.h): exit 2
 // naming the file and the line or JSON key for malformed input, a
 // non-numeric value or step, and one step logged twice with different

@@ -1,5 +1,6 @@
 #include "record/series.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -37,7 +38,29 @@ nlohmann::json to_json(const Series& series, SeriesPacker* packer) {
   if (!series.steps.empty()) out["steps"] = series.steps;  // integers: always inline
   if (!series.mean.empty()) out["mean"] = numbers(series.mean);
   if (!series.std.empty()) out["std"] = numbers(series.std);
+  if (series.rounded > 0) out["rounded"] = series.rounded;
   return out;
+}
+
+double decimal_grid(const std::vector<double>& values, bool float32, size_t min_distinct) {
+  std::vector<double> finite;
+  for (double v : values)
+    if (std::isfinite(v)) finite.push_back(v);
+  std::sort(finite.begin(), finite.end());
+  size_t distinct = std::unique(finite.begin(), finite.end()) - finite.begin();
+  if (distinct < min_distinct) return 0;
+  for (double grid : {1e-2, 1e-3, 1e-4, 1e-5, 1e-6}) {
+    bool on = true;
+    for (size_t i = 0; i < distinct && on; ++i) {
+      // Within the dtype's rounding of the decimal (float32: half an ulp,
+      // 6e-8 relative); where that is a twentieth of the step, the grid
+      // proves nothing.
+      double r = finite[i] / grid, tol = (float32 ? 1e-7 : 1e-10) * std::fabs(r) + 1e-9;
+      on = tol <= 0.05 && std::fabs(r - std::nearbyint(r)) <= tol;
+    }
+    if (on) return grid;
+  }
+  return 0;
 }
 
 namespace {
@@ -52,7 +75,7 @@ namespace {
 }  // namespace
 
 Series series_from_json(const JsonView& node, SeriesBlob* blob) {
-  node.allow_keys({"dtype", "values", "bits", "steps", "mean", "std"});
+  node.allow_keys({"dtype", "values", "bits", "steps", "mean", "std", "rounded"});
   Series s;
   s.dtype = node.at("dtype").as_enum({"float32", "float64"}) == "float32" ? Series::Dtype::kFloat32
                                                                           : Series::Dtype::kFloat64;
@@ -125,6 +148,7 @@ Series series_from_json(const JsonView& node, SeriesBlob* blob) {
       if (!std::isfinite(s.std[i]) || std::signbit(s.std[i]))  // a standard deviation is never -0.0
         fail_element(sd, i, "a finite number >= 0, got " + format_double(s.std[i]));
   }
+  if (node.has("rounded")) s.rounded = node.at("rounded").as_finite(1e-12, 1);
   return s;
 }
 

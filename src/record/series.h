@@ -36,6 +36,10 @@ struct Series {
   /// step 1): same length as `values`. Empty means values[i] is step i.
   /// Steps are matched by number, never by position.
   std::vector<int64_t> steps;
+  /// > 0: every value sits on a decimal grid of this step (1e-4, 1e-5):
+  /// the source rounded them (lockstep import marks it: decimal_grid());
+  /// an exact rule, or a tolerance below half the step, is refused on it.
+  double rounded = 0;
 
   /// The reference of the sigma rule: `mean` when present, else `values`
   /// (a series built in code with std only).
@@ -46,6 +50,15 @@ struct Series {
 /// 0, 1, ..., n-1. Two series were logged at the same steps exactly when
 /// these are equal (a dense series and its steps spelled out included).
 std::vector<int64_t> step_numbers(const Series& series);
+
+/// The coarsest decimal grid, 1e-2 down to 1e-6, on which every finite
+/// value of `values` sits within the error of reading a decimal into the
+/// dtype (|v/g - round(v/g)| <= 1e-7 |v/g| for float32, half its ulp;
+/// 1e-10 |v/g| for float64), and at most a twentieth of the step, with at
+/// least `min_distinct` distinct values (fewer prove nothing); 0 when none.
+/// Hugging Face's Trainer logged `loss` to 4 decimals until late 2025,
+/// Megatron-LM's legacy goldens hold 5.
+double decimal_grid(const std::vector<double>& values, bool float32, size_t min_distinct = 8);
 
 /// "float32" or "float64".
 const char* dtype_name(Series::Dtype dtype);

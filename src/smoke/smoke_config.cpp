@@ -107,23 +107,42 @@ void check_calibration_block(const JsonView& b) {
   for (const char* k : {"date", "axes", "runs", "multiplier"})
     if (!b.has(k)) b.fail(std::string("a \"") + k + "\" field (the block lockstep calibrate --write writes)");
   std::string date = b.at("date").as_string();
-  static const std::regex kUtc(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)");
-  if (!std::regex_match(date, kUtc)) b.at("date").fail("a UTC time such as \"2026-12-03T10:00:00Z\"");
+  static const std::regex kUtc(R"((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z)");
+  std::smatch m;
+  bool valid = std::regex_match(date, m, kUtc);
+  if (valid) {
+    int y = std::stoi(m[1]), mo = std::stoi(m[2]), d = std::stoi(m[3]);
+    static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    valid = y >= 1970 && mo >= 1 && mo <= 12 && d >= 1 && d <= (mo == 2 && !leap ? 28 : kDays[mo - 1]) &&
+            std::stoi(m[4]) < 24 && std::stoi(m[5]) < 60 && std::stoi(m[6]) < 60;
+  }
+  if (!valid) b.at("date").fail("a UTC time such as \"2026-12-03T10:00:00Z\"");
   int64_t runs = b.at("runs").as_int(2, 1000000);
   if (b.has("repeats")) b.at("repeats").as_int(1, 100);
   b.at("multiplier").as_finite(1, 1000);
   if (b.has("runners")) {
     JsonView r = b.at("runners");
     r.expect_array();
-    for (size_t i = 0; i < r.size(); ++i) r.at(i).as_string();
+    if (r.size() == 0) r.fail("at least one runner");
+    for (size_t i = 0; i < r.size(); ++i)
+      if (r.at(i).as_string().empty()) r.at(i).fail("a runner's name, not empty");
   }
   JsonView a = b.at("axes");
   a.expect_object();
   a.allow_keys({"threads", "capability", "workers", "seed"});
+  static const std::regex kDecimal("(0|[1-9][0-9]{0,19})");
   for (const auto& k : a.keys()) {
     JsonView vs = a.at(k);
     vs.expect_array();
-    for (size_t i = 0; i < vs.size(); ++i) vs.at(i).as_string();
+    if (vs.size() == 0) vs.fail("at least one value");
+    for (size_t i = 0; i < vs.size(); ++i) {
+      std::string v = vs.at(i).as_string();
+      bool ok = k == "capability" ? (v == "default" || v == "avx2" || v == "avx512") : std::regex_match(v, kDecimal);
+      if (ok && k == "threads") ok = v != "0" && v.size() <= 4 && std::stoi(v) <= 1024;
+      if (ok && k == "workers") ok = v.size() <= 2 && std::stoi(v) <= 64;
+      if (!ok) vs.at(i).fail(k == "capability" ? "default, avx2 or avx512" : "a " + k + " value as calibrate --axis takes it");
+    }
   }
   if (b.has("floors")) {
     JsonView f = b.at("floors");
@@ -143,9 +162,16 @@ void check_calibration_block(const JsonView& b) {
     JsonView d = b.at("detection");
     d.expect_object();
     d.allow_keys({"catches_lr_factor", "misses_lr_factor", "not_measured"});
-    for (const char* k : {"catches_lr_factor", "misses_lr_factor"})
-      if (d.has(k)) d.at(k).as_finite(0, 1);
-    if (d.has("not_measured")) d.at("not_measured").as_string();
+    if (d.has("not_measured")) {
+      if (d.has("catches_lr_factor") || d.has("misses_lr_factor"))
+        d.at("not_measured").fail("no catches_lr_factor or misses_lr_factor beside it");
+      if (d.at("not_measured").as_string().empty()) d.at("not_measured").fail("why, not empty");
+    } else {
+      if (!d.has("catches_lr_factor")) d.fail("catches_lr_factor (or not_measured)");
+      double catches = d.at("catches_lr_factor").as_finite(1e-12, 1);
+      if (d.has("misses_lr_factor") && d.at("misses_lr_factor").as_finite(0, 1) >= catches)
+        d.at("misses_lr_factor").fail("a factor below catches_lr_factor (a change missed is smaller than one caught)");
+    }
   }
 }
 

@@ -549,5 +549,33 @@ TEST(Compare, AMovedDataFileIsTheSameInput) {
   EXPECT_EQ(compare_records(run, golden, {}).exit_code(), ExitCode::kRegression);
 }
 
+// The precision guard: a golden whose series a source rounded is refused
+// under an exact rule or a tolerance below half its step, naming the series.
+TEST(Compare, ARoundedGoldenNeedsATolerancePastItsRounding) {
+  RunRecord golden = testing::make_record({2.5, 2.25}, {1.2345, 1.2346});
+  golden.series["grad_norm"].rounded = 1e-4;
+  RunRecord run = testing::make_record({2.5, 2.25}, {1.23451, 1.23462});
+  TolerancePolicy exact;
+  exact.series["grad_norm"] = Tolerance::exact();
+  try {
+    compare_records(run, golden, exact, {"run.json", "golden.json"});
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    std::string m = e.what();
+    EXPECT_NE(m.find("golden.json"), std::string::npos) << m;
+    EXPECT_NE(m.find("series.grad_norm.rounded"), std::string::npos) << m;
+    EXPECT_NE(m.find("rounded to 0.0001 by their source"), std::string::npos) << m;
+    EXPECT_NE(m.find("an atol of at least 5e-05"), std::string::npos) << m;
+  }
+  TolerancePolicy tight;
+  tight.series["grad_norm"] = Tolerance::close(1e-6, 1e-6);
+  EXPECT_THROW(compare_records(run, golden, tight), Error);
+  TolerancePolicy enough;
+  enough.series["grad_norm"] = Tolerance::close(1e-4, 0);
+  enough.same_stack_exact = false;
+  EXPECT_EQ(compare_records(run, golden, enough).exit_code(), ExitCode::kPass);
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -115,5 +115,45 @@ TEST_F(PeerGoldens, HuggingFaceTrainerStateWithEvalEntriesMixedIn) {
   EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"global_step": 3})", {{"loss", "loss"}}), "log_history");
 }
 
+// The precision guard: values a source rounded to 4 decimals (Hugging
+// Face's Trainer until late 2025) are marked so; Megatron's "full" blocks
+// never are; full-precision curves are not.
+TEST_F(PeerGoldens, RoundedValuesAreMarkedWithTheirGrid) {
+  std::string history = R"({"log_history": [)";
+  const double losses[] = {2.3012, 2.2987, 2.2951, 2.2903, 2.2876, 2.2811, 2.2799, 2.2741, 2.2702};
+  for (int i = 0; i < 9; ++i)
+    history += std::string(i ? ", " : "") + "{\"loss\": " + std::to_string(losses[i]).substr(0, 6) + ", \"step\": " +
+               std::to_string((i + 1) * 10) + "}";
+  history += "]}";
+  auto s = read(MetricsFormat::kHfTrainer, history, {{"loss", "loss"}});
+  EXPECT_EQ(s.at("loss").rounded, 1e-4);
+  std::string values;
+  for (int i = 0; i < 9; ++i) values += std::string(i ? ", " : "") + "\"" + std::to_string(i + 1) + "\": " + std::to_string(10.96455 - 0.01237 * i).substr(0, 8);
+  auto legacy = read(MetricsFormat::kMegatron, "{\"lm loss\": {\"values\": {" + values + "}}}", {{"loss", "lm loss"}});
+  EXPECT_EQ(legacy.at("loss").rounded, 1e-5);
+  auto full = read(MetricsFormat::kMegatron, "{\"lm loss\": {\"value_precision\": \"full\", \"values\": {" + values + "}}}",
+                   {{"loss", "lm loss"}});
+  EXPECT_EQ(full.at("loss").rounded, 0);
+  auto exact = read(MetricsFormat::kTorchtitan,
+                    "1 2.301234567891\n2 2.298765432198\n3 2.295123456789\n4 2.290312345678\n5 2.287612345671\n"
+                    "6 2.281112345679\n7 2.279912345673\n8 2.274112345672\n",
+                    {{"loss", "loss"}});
+  EXPECT_EQ(exact.at("loss").rounded, 0);
+}
+
+TEST(DecimalGrid, TheCoarsestGridWithEnoughDistinctValues) {
+  EXPECT_EQ(decimal_grid({0.12, 0.34, 0.56, 0.78, 0.9, 1.02, 1.14, 1.26}, false), 1e-2);
+  EXPECT_EQ(decimal_grid({0.12, 0.34, 0.56}, false), 0);  // three values prove nothing
+  std::vector<double> f32;  // float32 of 4-decimal values still sit on the grid
+  for (double v : {2.3012, 2.2987, 2.2951, 2.2903, 2.2876, 2.2811, 2.2799, 2.2741})
+    f32.push_back(static_cast<double>(static_cast<float>(v)));
+  EXPECT_EQ(decimal_grid(f32, true), 1e-4);
+  EXPECT_EQ(decimal_grid(f32, false), 0);  // as float64, those are not on it
+  // float32 values of 10 cannot show a 1e-5 grid (its ulp there is 1e-6).
+  std::vector<double> big;
+  for (int i = 0; i < 8; ++i) big.push_back(static_cast<double>(static_cast<float>(10.96455 - 0.01237 * i)));
+  EXPECT_EQ(decimal_grid(big, true), 0);
+}
+
 }  // namespace
 }  // namespace lockstep
