@@ -132,6 +132,7 @@ class Bisector {
         missing += (missing.empty() ? "" : ", ") + s + " (no smoke config in it)";
       }
       for (auto& f : expanded) {
+        f = fs::path(f).lexically_normal().string();
         if (std::find(files.begin(), files.end(), f) != files.end())
           throw BadUsage("bisect SMOKE " + s + ": " + fs::relative(f, tree).string() +
                          " is named twice (a folder and a config in it?): name each smoke once");
@@ -260,7 +261,9 @@ BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
                      "(an absolute path would read the work tree, not the commit)");
     for (const auto& part : p)
       if (part == "..") throw BadUsage("bisect SMOKE '" + smoke + "': a path inside the repository (no '..')");
-    if (!given.insert(p.lexically_normal().string()).second)
+    std::string normal = p.lexically_normal().string();
+    while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+    if (!given.insert(normal).second)
       throw BadUsage("bisect SMOKE '" + smoke + "' is given twice: name each smoke once");
   }
   GitHistory git(o.repo);

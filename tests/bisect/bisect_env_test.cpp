@@ -137,6 +137,25 @@ TEST(BisectEnv, TheSearchNamesTheVariableThatMovesTheCurve) {
   EXPECT_EQ(l.calls[0].out, p.out_dir() + "/bisect-env/set-1/unit-1.json");
 }
 
+TEST(BisectEnv, TwoConfigsOfOneSmokeAreRefused) {
+  GateProject p("env-names");
+  std::string copy = (p.root() / "smoke" / "copy.json").string();
+  fs::copy_file(p.smoke_file(), copy);
+  FakeLauncher l;
+  EnvBisectOptions o;
+  o.good_env = write(p, "good.json", R"({"env": {"A": "1"}})");
+  o.bad_env = write(p, "bad.json", R"({"env": {"A": "2"}})");
+  o.smokes = {p.smoke_file(), copy};
+  o.out_dir = p.out_dir();
+  try {
+    bisect_env(o, l);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("are both smoke 'unit'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(l.calls.empty());
+}
+
 TEST(BisectEnv, NothingToSearchWhenTheBadStackPasses) {
   GateProject p("env-pass");
   FakeLauncher l;

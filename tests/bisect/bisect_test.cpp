@@ -232,6 +232,21 @@ TEST(Bisect, BadRevisionsAreRefused) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
     EXPECT_EQ(std::string(e.what()).rfind("'no-such-branch': names no commit of ", 0), 0u) << e.what();
   }
+  for (std::vector<std::string> smokes : {std::vector<std::string>{"/abs/smoke.json"}, {"../smoke"}, {""},
+                                            {"smoke", "smoke/./"}}) {
+    o = repo.options(0, 2);
+    o.smokes = smokes;
+    EXPECT_THROW(bisect(o, l), Error) << smokes.front();
+  }
+  o = repo.options(0, 2);
+  o.smokes = {"smoke", "smoke/unit.json"};  // a folder and a config in it
+  try {
+    bisect(o, l);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is named twice (a folder and a config in it?)"), std::string::npos) << e.what();
+  }
+  l.calls.clear();
   o = repo.options(2, 0);  // reversed
   EXPECT_THROW(bisect(o, l), Error);
   o = repo.options(1, 1);

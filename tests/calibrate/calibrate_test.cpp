@@ -174,6 +174,36 @@ TEST(Calibrate, RecordsFromOtherRunnersJoinTheRunsAndReportsBesideThemAreLeftOut
   EXPECT_EQ(l.calls.size(), calls);
 }
 
+TEST(Calibrate, RecordsInsideItsOwnRecordsFolderAreRefusedBeforeAnyRun) {
+  GateProject p("cal-own");
+  FakeLauncher l;
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1,2")};
+  o.records = {p.out_dir() + "/unit/calibrate/calibrate-1.json"};
+  try {
+    calibrate_smoke(p.smoke_file(), o, l);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("which this calibration clears and fills with its own runs"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(l.calls.empty());
+  EXPECT_EQ(calibrate_records_dir(p.smoke_file(), p.out_dir()), p.out_dir() + "/unit/calibrate");
+}
+
+TEST(Calibrate, AMalformedFileInARecordsFolderIsBadInput) {
+  GateProject p("cal-trunc");
+  std::filesystem::create_directories(p.root() / "ci");
+  write_file_atomically((p.root() / "ci" / "run-1.json").string(), "{\"smoke\": \"unit\", \"series\": {");
+  FakeLauncher l;
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1,2")};
+  o.records = {(p.root() / "ci").string()};
+  EXPECT_THROW(calibrate_smoke(p.smoke_file(), o, l), Error);
+  EXPECT_TRUE(l.calls.empty());
+}
+
 TEST(Calibrate, SeedsBecomeAnAxisOfTheConfigsSeedAndTheNext) {
   GateProject p("cal-seeds");
   FakeLauncher l;

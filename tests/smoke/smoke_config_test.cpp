@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -99,6 +101,40 @@ TEST(SmokeConfig, AugmentationOfNonImageSamplesNamesTheField) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput);
     EXPECT_EQ(std::string(e.what()), p.smoke_file() + ": data.augment: expected augmentation only for image samples: "
                                                       "data.sample_shape must be [C, H, W]");
+  }
+}
+
+// The calibration block calibrate --write leaves is held to its shape.
+TEST(SmokeConfig, AHandMadeCalibrationBlockIsHeldToItsShape) {
+  const nlohmann::json good = {{"date", "2026-12-03T10:00:00Z"}, {"axes", {{"threads", {"1", "2"}}}}, {"runs", 4},
+                               {"multiplier", 1.5}, {"runners", {"host a"}},
+                               {"detection", {{"catches_lr_factor", 0.001}, {"misses_lr_factor", 0.000316}}}};
+  testing::GateProject ok("calibration-ok", [&](nlohmann::json& cfg) { cfg["calibration"] = good; });
+  EXPECT_NO_THROW(load_smoke_config(ok.smoke_file()));
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> bad = {
+      {[](nlohmann::json& b) { b = nlohmann::json::object(); }, "calibration: expected a \"date\" field"},
+      {[](nlohmann::json& b) { b["date"] = "2026-02-30T10:00:00Z"; }, "calibration.date: expected a UTC time"},
+      {[](nlohmann::json& b) { b["axes"] = {{"threads", {"0"}}}; }, "calibration.axes.threads[0]"},
+      {[](nlohmann::json& b) { b["axes"] = {{"capability", {"sse9"}}}; }, "default, avx2 or avx512"},
+      {[](nlohmann::json& b) { b["runners"] = {""}; }, "calibration.runners[0]"},
+      {[](nlohmann::json& b) { b["detection"] = {{"catches_lr_factor", 0.001}, {"misses_lr_factor", 0.01}}; },
+       "a factor below catches_lr_factor"},
+      {[](nlohmann::json& b) { b["detection"] = nlohmann::json::object(); }, "catches_lr_factor (or not_measured)"},
+      {[](nlohmann::json& b) { b["multiplier"] = 0; }, "calibration.multiplier"},
+  };
+  for (const auto& [edit, expected] : bad) {
+    testing::GateProject p("calibration-bad", [&](nlohmann::json& cfg) {
+      nlohmann::json b = good;
+      edit(b);
+      cfg["calibration"] = b;
+    });
+    try {
+      load_smoke_config(p.smoke_file());
+      ADD_FAILURE() << "accepted, expected: " << expected;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
   }
 }
 
