@@ -122,7 +122,9 @@ TEST(SmokeConfig, AHandMadeCalibrationBlockIsHeldToItsShape) {
       {[](nlohmann::json& b) { b["detection"] = nlohmann::json::object(); }, "catches_lr_factor (or not_measured)"},
       {[](nlohmann::json& b) { b["multiplier"] = 0; }, "calibration.multiplier"},
   };
-  for (const auto& [edit, expected] : bad) {
+  for (const auto& c : bad) {
+    const auto& edit = c.first;
+    const std::string& expected = c.second;
     testing::GateProject p("calibration-bad", [&](nlohmann::json& cfg) {
       nlohmann::json b = good;
       edit(b);
