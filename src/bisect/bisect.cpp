@@ -249,7 +249,10 @@ const char* step_word(BisectStep::Verdict v) {
   return "?";
 }
 
-BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
+namespace {
+
+// The options, refused before the history is read.
+void check_options(const BisectOptions& o) {
   if (o.repeats < 1 || o.repeats > 20) throw BadUsage("--repeats: a run count in [1, 20]");
   if (o.smokes.empty()) throw BadUsage("bisect: no SMOKE to run");
   std::set<std::string> given;
@@ -266,6 +269,48 @@ BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
     if (!given.insert(normal).second)
       throw BadUsage("bisect SMOKE '" + smoke + "' is given twice: name each smoke once");
   }
+}
+
+// Why the bisect cannot go on after an end was judged ("" when it can),
+// its exit class in `code`: a flaky end, an end that cannot be judged, a
+// bad end that passes.
+std::string end_problem(const Judged& j, bool good_end, const CommitInfo& c, ExitCode& code) {
+  std::string which = (good_end ? "the good end " : "the bad end ") + c.describe();
+  if (j.nondeterministic) {
+    code = ExitCode::kNondeterministic;
+    return which + " is flaky: " + j.why;
+  }
+  std::string why;
+  if (good_end ? j.verdict != BisectStep::Verdict::kGood : j.verdict == BisectStep::Verdict::kSkip)
+    why = which + " cannot be judged: " + j.why;
+  else if (!good_end && j.verdict == BisectStep::Verdict::kGood)
+    why = "nothing to bisect: " + which + " passes against the good end's records";
+  if (!why.empty()) code = ExitCode::kBadInput;
+  return why;
+}
+
+// The conclusion once (lo, hi) holds no commit left to test: the first bad
+// commit and its divergence from its parent, or the candidates skips hid.
+void conclude(const std::vector<CommitInfo>& line, int lo, int hi,
+              std::map<int, std::map<std::string, RunRecord>>& records, BisectResult& r) {
+  r.code = ExitCode::kRegression;
+  if (hi - lo == 1) {
+    r.found = true;
+    r.first_bad = line[static_cast<size_t>(hi)];
+    r.divergence = divergence(records[hi], records[lo], lo < 0 ? "the good end" : "its parent");
+    r.message = "first bad commit: " + r.first_bad.describe();
+    return;
+  }
+  for (int i = lo + 1; i <= hi; ++i) r.candidates.push_back(line[static_cast<size_t>(i)]);
+  r.message = "the first bad commit is one of " + std::to_string(r.candidates.size()) +
+              " (skipped commits hide the boundary): " + r.candidates.front().hash.substr(0, 7) + " .. " +
+              r.candidates.back().hash.substr(0, 7);
+}
+
+}  // namespace
+
+BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
+  check_options(o);
   GitHistory git(o.repo);
   CommitInfo good = git.resolve(o.good), bad = git.resolve(o.bad);
   std::vector<CommitInfo> line = git.first_parent_range(good.hash, bad.hash);
@@ -291,34 +336,15 @@ BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
     if (o.on_step) o.on_step(s);
   };
 
-  // The ends.
+  // The ends: the good one is the reference, the bad one must fail against it.
   Judged g, x;
   record(b.test(good, nullptr, true, g));
   if (interrupted()) return r;
-  if (g.nondeterministic || r.steps.back().verdict != BisectStep::Verdict::kGood) {
-    r.code = g.nondeterministic ? ExitCode::kNondeterministic : ExitCode::kBadInput;
-    r.message = (g.nondeterministic ? "the good end " + good.describe() + " is flaky: "
-                                    : "the good end " + good.describe() + " cannot be judged: ") + g.why;
-    return r;
-  }
+  if (r.message = end_problem(g, true, good, r.code); !r.message.empty()) return r;
   const std::map<std::string, RunRecord> reference = g.records;
   record(b.test(bad, &reference, true, x));
   if (interrupted()) return r;
-  if (x.nondeterministic) {
-    r.code = ExitCode::kNondeterministic;
-    r.message = "the bad end " + bad.describe() + " is flaky: " + x.why;
-    return r;
-  }
-  if (x.verdict == BisectStep::Verdict::kGood) {
-    r.code = ExitCode::kBadInput;
-    r.message = "nothing to bisect: the bad end " + bad.describe() + " passes against the good end's records";
-    return r;
-  }
-  if (x.verdict == BisectStep::Verdict::kSkip) {
-    r.code = ExitCode::kBadInput;
-    r.message = "the bad end " + bad.describe() + " cannot be judged: " + x.why;
-    return r;
-  }
+  if (r.message = end_problem(x, false, bad, r.code); !r.message.empty()) return r;
 
   // The search: lo is known good (-1: the good end), hi known bad.
   std::map<int, std::map<std::string, RunRecord>> records = {{-1, reference}, {r.range - 1, x.records}};
@@ -335,18 +361,7 @@ BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
     records[i] = j.records;
     (j.verdict == BisectStep::Verdict::kGood ? lo : hi) = i;
   }
-  r.code = ExitCode::kRegression;
-  if (hi - lo == 1) {
-    r.found = true;
-    r.first_bad = line[static_cast<size_t>(hi)];
-    r.divergence = divergence(records[hi], records[lo], lo < 0 ? "the good end" : "its parent");
-    r.message = "first bad commit: " + r.first_bad.describe();
-  } else {
-    for (int i = lo + 1; i <= hi; ++i) r.candidates.push_back(line[static_cast<size_t>(i)]);
-    r.message = "the first bad commit is one of " + std::to_string(r.candidates.size()) +
-                " (skipped commits hide the boundary): " + r.candidates.front().hash.substr(0, 7) + " .. " +
-                r.candidates.back().hash.substr(0, 7);
-  }
+  conclude(line, lo, hi, records, r);
   return r;
 }
 

@@ -246,12 +246,12 @@ std::vector<size_t> ddmin(size_t n, const std::function<bool(const std::vector<s
   return c;
 }
 
-EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
-  if (o.smokes.empty()) throw BadUsage("bisect-env: name a smoke config");
-  if (o.repeats < 1 || o.repeats > 20) throw BadUsage("--repeats: a run count in [1, 20]");
-  StackEnv good = read_stack_env(o.good_env), bad = read_stack_env(o.bad_env);
-  EnvBisectResult r;
-  r.differences = env_differences(good, bad);
+namespace {
+
+// The smoke configs of `o`, each once, by file; refuses an interpreter
+// difference for a built-in smoke and two configs of one smoke.
+std::map<std::string, SmokeConfig> load_configs(const EnvBisectOptions& o, const StackEnv& good,
+                                                const std::vector<EnvDifference>& differences) {
   for (const auto& smoke : o.smokes)
     if (smoke.empty()) throw BadUsage("bisect-env SMOKE '': a smoke config or folder, got an empty path");
   std::vector<std::string> files = expand_smoke_args(o.smokes);
@@ -259,12 +259,12 @@ EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
   for (const auto& f : files)
     if (!given.insert(fs::weakly_canonical(f).string()).second)
       throw BadUsage("bisect-env SMOKE " + f + " is given twice: name each smoke config once");
+  bool interpreter = !good.python.empty() || std::any_of(differences.begin(), differences.end(), [](const EnvDifference& d) {
+                       return d.kind == EnvDifference::Kind::kInterpreter;
+                     });
   std::map<std::string, SmokeConfig> configs;
   for (const auto& f : files) {
     SmokeConfig c = load_smoke_config(f);
-    bool interpreter = !good.python.empty() || std::any_of(r.differences.begin(), r.differences.end(), [](const EnvDifference& d) {
-                         return d.kind == EnvDifference::Kind::kInterpreter;
-                       });
     if (interpreter && !c.has_trainer())
       throw BadUsage(f + ": a built-in smoke has no interpreter to set (\"python\" in " + o.good_env + " or " +
                      o.bad_env + "); bisect a trainer smoke, or leave \"python\" out");
@@ -274,28 +274,36 @@ EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
                        "' (their records would overwrite each other); name each smoke once");
     configs[f] = std::move(c);
   }
-  if (r.differences.empty()) {
-    r.code = ExitCode::kBadInput;
-    r.message = "nothing to search: " + o.good_env + " and " + o.bad_env + " set the same";
-    return r;
-  }
-  std::error_code ec;
-  fs::remove_all(o.out_dir + "/bisect-env", ec);
+  return configs;
+}
 
-  std::map<std::string, RunRecord> reference;  // the good stack's, by config file
-  int sets = 0;
-  // Runs the smokes with `applied`; fills t (failed, why) and says whether
-  // the runs were consistent.
-  auto run_set = [&](const std::vector<size_t>& applied, EnvTest& t) {
+// The runs of the search: each tested set of differences, its runs held
+// bit for bit and compared with the good stack's record (the first set's).
+class EnvSearch {
+ public:
+  EnvSearch(const EnvBisectOptions& o, Launcher& launcher, const StackEnv& good,
+            std::map<std::string, SmokeConfig> configs, EnvBisectResult& r)
+      : o_(o), launcher_(launcher), good_(good), configs_(std::move(configs)), r_(r) {}
+
+  /// Runs the smokes with `applied`, notes the test, and says whether its
+  /// runs settled (agreed and ran); `t.failed` whether they fail.
+  bool run_set(const std::vector<size_t>& applied, EnvTest& t) {
+    bool settled = run(applied, t);
+    note(t);
+    return settled;
+  }
+
+ private:
+  bool run(const std::vector<size_t>& applied, EnvTest& t) {
     t.applied = applied;
-    std::string dir = o.out_dir + "/bisect-env/set-" + std::to_string(++sets);
-    for (const auto& [file, cfg] : configs) {
+    std::string dir = o_.out_dir + "/bisect-env/set-" + std::to_string(++sets_);
+    for (const auto& [file, cfg] : configs_) {
       ChildRun base;
       base.config = file;
-      ChildRun run = apply_differences(base, good, r.differences, applied);
+      ChildRun run = apply_differences(base, good_, r_.differences, applied);
       std::vector<RunRecord> runs;
       try {
-        runs = run_children(launcher, run, dir, cfg.name, o.repeats, o.slots, processes_per_run(cfg));
+        runs = run_children(launcher_, run, dir, cfg.name, o_.repeats, o_.slots, processes_per_run(cfg));
       } catch (const Error& e) {
         t.why = cfg.name + ": exit " + std::to_string(to_int(e.code())) + ": " + e.what();
         t.failed = false;
@@ -307,9 +315,9 @@ EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
         t.failed = false;
         return false;
       }
-      auto ref = reference.find(file);
-      if (ref == reference.end()) {
-        reference[file] = runs.front();
+      auto ref = reference_.find(file);
+      if (ref == reference_.end()) {
+        reference_[file] = runs.front();
         continue;
       }
       Verdict v = compare_records(runs.front(), ref->second, cfg.tolerance,
@@ -320,37 +328,64 @@ EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
       }
     }
     return true;
-  };
-  auto note = [&](const EnvTest& t) {
-    r.tests.push_back(t);
-    r.runs += t.runs;
-    if (!o.on_test) return;
+  }
+
+  void note(const EnvTest& t) {
+    r_.tests.push_back(t);
+    r_.runs += t.runs;
+    if (!o_.on_test) return;
     std::vector<EnvDifference> set;
-    for (size_t i : t.applied) set.push_back(r.differences[i]);
-    std::string which = t.applied.empty() ? "the good stack (" + o.good_env + ")"
-                        : t.applied.size() == r.differences.size() ? "the bad stack, all of " : "";
-    if (t.applied.empty()) set.clear();
+    for (size_t i : t.applied) set.push_back(r_.differences[i]);
+    std::string which = t.applied.empty() ? "the good stack (" + o_.good_env + ")"
+                        : t.applied.size() == r_.differences.size() ? "the bad stack, all of " + set_text(set)
+                                                                    : set_text(set);
     std::string verdict = t.failed ? "fails" : t.runs == 0 || !t.why.empty() ? "did not settle" : "passes";
-    o.on_test(which + (t.applied.empty() ? "" : set_text(set)) + ": " + verdict + " (" + std::to_string(t.runs) + " runs)" +
-              (t.why.empty() ? "" : "\n  " + (t.why.size() > 160 ? t.why.substr(0, 157) + "..." : t.why)));
-  };
+    o_.on_test(which + ": " + verdict + " (" + std::to_string(t.runs) + " runs)" +
+               (t.why.empty() ? "" : "\n  " + (t.why.size() > 160 ? t.why.substr(0, 157) + "..." : t.why)));
+  }
+
+  const EnvBisectOptions& o_;
+  Launcher& launcher_;
+  const StackEnv& good_;
+  std::map<std::string, SmokeConfig> configs_;
+  EnvBisectResult& r_;
+  std::map<std::string, RunRecord> reference_;  // the good stack's, by config file
+  int sets_ = 0;
+};
+
+// An end whose runs did not settle: flaky (exit 4) or not runnable (3).
+ExitCode unsettled(const EnvTest& t) {
+  return t.why.find(" differs from run 1") != std::string::npos ? ExitCode::kNondeterministic : ExitCode::kEnvironment;
+}
+
+}  // namespace
+
+EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
+  if (o.smokes.empty()) throw BadUsage("bisect-env: name a smoke config");
+  if (o.repeats < 1 || o.repeats > 20) throw BadUsage("--repeats: a run count in [1, 20]");
+  StackEnv good = read_stack_env(o.good_env), bad = read_stack_env(o.bad_env);
+  EnvBisectResult r;
+  r.differences = env_differences(good, bad);
+  EnvSearch search(o, launcher, good, load_configs(o, good, r.differences), r);
+  if (r.differences.empty()) {
+    r.code = ExitCode::kBadInput;
+    r.message = "nothing to search: " + o.good_env + " and " + o.bad_env + " set the same";
+    return r;
+  }
+  std::error_code ec;
+  fs::remove_all(o.out_dir + "/bisect-env", ec);
 
   // The ends: the good stack (the reference), then every difference.
-  EnvTest g;
-  bool steady = run_set({}, g);
-  note(g);
-  if (!steady) {
-    r.code = g.why.find(" differs from run 1") != std::string::npos ? ExitCode::kNondeterministic : ExitCode::kEnvironment;
+  EnvTest g, b;
+  if (!search.run_set({}, g)) {
+    r.code = unsettled(g);
     r.message = "the good stack (" + o.good_env + ") cannot serve as the reference: " + g.why;
     return r;
   }
   std::vector<size_t> all(r.differences.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  EnvTest b;
-  steady = run_set(all, b);
-  note(b);
-  if (!steady) {
-    r.code = b.why.find(" differs from run 1") != std::string::npos ? ExitCode::kNondeterministic : ExitCode::kEnvironment;
+  if (!search.run_set(all, b)) {
+    r.code = unsettled(b);
     r.message = "the bad stack (" + o.bad_env + ") is flaky or does not run here: " + b.why;
     return r;
   }
@@ -364,8 +399,7 @@ EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
   std::vector<size_t> found = ddmin(all.size(), [&](const std::vector<size_t>& s) {
     if (s == all) return true;
     EnvTest t;
-    run_set(s, t);
-    note(t);
+    search.run_set(s, t);
     why[s] = t.why;
     return t.failed;
   });

@@ -377,23 +377,21 @@ std::string calibrate_records_dir(const std::string& file, const std::string& ou
   }
 }
 
-Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, Launcher& launcher) {
-  SmokeConfig cfg = load_smoke_config(file);
-  Calibration c;
-  c.smoke = cfg.name;
-  c.file = file;
-  c.date = utc_now();
-  c.rules = o.rules;
-  c.repeats = o.repeats;
-  c.configured = cfg.tolerance;
+namespace {
+
+// The options' numbers, refused before anything else.
+void check_numbers(const CalibrateOptions& o) {
   if (o.repeats < 1 || o.repeats > 100) throw BadUsage("--repeats: a run count in [1, 100]");
   auto finite_in = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
   if (!finite_in(o.rules.multiplier, 1, 1000)) throw BadUsage("--multiplier: a number in [1, 1000]");
   if (!finite_in(o.rules.rtol_floor, 0, 1)) throw BadUsage("--rtol-floor: a number in [0, 1]");
   if (!finite_in(o.rules.atol_floor, 0, 1e6)) throw BadUsage("--atol-floor: a number in [0, 1e6]");
   if (o.seeds < 1 || o.seeds > 100) throw BadUsage("--seeds: a seed count in [1, 100]");
+}
 
-  // The axes: as given, else threads {n, 2n} x every capability here.
+// The axes into c.axes: as given, else threads {n, 2n} x every capability
+// here; --seeds as a seed axis; each checked against the smoke and CPU.
+void choose_axes(const SmokeConfig& cfg, const CalibrateOptions& o, Calibration& c) {
   std::string isa = o.isa_flags.empty() ? cpu_isa_flags() : o.isa_flags;
   std::vector<std::string> capabilities = supported_capabilities(isa);
   c.axes = o.axes;
@@ -411,11 +409,7 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
       for (const auto& v : a.values)
         if (std::find(capabilities.begin(), capabilities.end(), v) == capabilities.end())
           throw EnvironmentError("--axis capability=" + v + ": this CPU cannot run it (cpu.isa: " + isa +
-                                 "; it runs " + [&] {
-                                   std::string s;
-                                   for (const auto& x : capabilities) s += (s.empty() ? "" : ", ") + x;
-                                   return s;
-                                 }() + ")");
+                                 "; it runs " + some(capabilities) + ")");
   }
   if (o.seeds > 1) {
     if (seen.count("seed")) throw BadUsage("--seeds with --axis seed=...: give the seeds one way");
@@ -426,27 +420,21 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   }
   c.seeds_vary = std::any_of(c.axes.begin(), c.axes.end(),
                              [](const CalibrateAxis& a) { return a.name == "seed" && a.values.size() > 1; });
+}
 
-  // Everything that can be refused is refused before a run starts.
-  std::string dir = (fs::path(o.out_dir) / cfg.name / "calibrate").string();
-  {
-    std::error_code ec;
-    std::string own = fs::weakly_canonical(fs::absolute(dir), ec).string() + "/";
-    for (const auto& r : o.records)
-      if ((fs::weakly_canonical(fs::absolute(r), ec).string() + "/").rfind(own, 0) == 0)
-        throw BadUsage("--records " + r + ": inside " + dir + ", which this calibration clears and fills with its own "
-                       "runs (records from elsewhere are evidence; copy them out first)");
-  }
-  std::vector<CalibrationRun> records = read_records(o.records, cfg, c.notes);
-  std::vector<std::map<std::string, std::string>> points = product(c.axes);
-  if (c.axes.empty()) points.clear();  // --records alone: nothing to run here
-  size_t total = points.size() * static_cast<size_t>(o.repeats) + records.size();
-  if (total < 2)
-    throw BadUsage(file + ": calibration needs at least 2 runs (axis points x --repeats, plus --records), got " +
-                   std::to_string(total));
+// --records inside `dir`, which this calibration clears, are refused.
+void refuse_own_records(const std::vector<std::string>& records, const std::string& dir) {
+  std::error_code ec;
+  std::string own = fs::weakly_canonical(fs::absolute(dir), ec).string() + "/";
+  for (const auto& r : records)
+    if ((fs::weakly_canonical(fs::absolute(r), ec).string() + "/").rfind(own, 0) == 0)
+      throw BadUsage("--records " + r + ": inside " + dir + ", which this calibration clears and fills with its own "
+                     "runs (records from elsewhere are evidence; copy them out first)");
+}
 
-  // The runs here, in parallel while slots are free.
-  clear_smoke_outputs(dir);
+// The runs here: `repeats` at every point, into c.runs, records in `dir`.
+void run_points(const std::string& file, const std::vector<std::map<std::string, std::string>>& points,
+                const CalibrateOptions& o, const std::string& dir, int per_run, Launcher& launcher, Calibration& c) {
   std::vector<ChildRun> children;
   for (const auto& p : points)
     for (int r = 1; r <= o.repeats; ++r) {
@@ -460,26 +448,62 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
       cr.source = run.out;
       c.runs.push_back(std::move(cr));
     }
-  const int per_run = processes_per_run(cfg);
   std::vector<RunRecord> made = run_all(launcher, children, o.slots, per_run);
   for (size_t i = 0; i < made.size(); ++i) c.runs[i].record = std::move(made[i]);
-  for (auto& r : records) c.runs.push_back(std::move(r));
+}
 
+// The runners the runs came from, and a note when two runs at one point
+// differ (the gate's repeat check would fail there).
+void note_runners_and_repeats(Calibration& c) {
   std::set<std::string> runners;
   for (const auto& r : c.runs) {
     auto it = r.record.fingerprint.find("runner");
     std::string who = it == r.record.fingerprint.end() ? "(unknown runner)" : it->second.value;
     if (runners.insert(who).second) c.runners.push_back(who);
   }
-  // Two runs at one point that differ: the gate's repeat check fails here.
   for (size_t i = 0; i < c.runs.size(); ++i)
-    for (size_t j = i + 1; j < c.runs.size(); ++j)
-      if (c.runs[i].source != c.runs[j].source && c.runs[i].point == c.runs[j].point && c.runs[i].repeat != c.runs[j].repeat)
-        if (std::string d = first_bit_difference(c.runs[j].record, c.runs[i].record); !d.empty()) {
-          c.notes.push_back("runs at one point differ (" + c.runs[i].label + ", " + c.runs[j].label + ": " + d +
-                            "): this runner is nondeterministic for the smoke, and check would exit 4 here");
-          i = j = c.runs.size();
-        }
+    for (size_t j = i + 1; j < c.runs.size(); ++j) {
+      const CalibrationRun &a = c.runs[i], &b = c.runs[j];
+      if (a.source == b.source || a.point != b.point || a.repeat == b.repeat) continue;
+      if (std::string d = first_bit_difference(b.record, a.record); !d.empty()) {
+        c.notes.push_back("runs at one point differ (" + a.label + ", " + b.label + ": " + d +
+                          "): this runner is nondeterministic for the smoke, and check would exit 4 here");
+        return;
+      }
+    }
+}
+
+}  // namespace
+
+Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, Launcher& launcher) {
+  SmokeConfig cfg = load_smoke_config(file);
+  Calibration c;
+  c.smoke = cfg.name;
+  c.file = file;
+  c.date = utc_now();
+  c.rules = o.rules;
+  c.repeats = o.repeats;
+  c.configured = cfg.tolerance;
+  check_numbers(o);
+  choose_axes(cfg, o, c);
+
+  // Everything that can be refused is refused before a run starts.
+  std::string dir = (fs::path(o.out_dir) / cfg.name / "calibrate").string();
+  refuse_own_records(o.records, dir);
+  std::vector<CalibrationRun> records = read_records(o.records, cfg, c.notes);
+  std::vector<std::map<std::string, std::string>> points = product(c.axes);
+  if (c.axes.empty()) points.clear();  // --records alone: nothing to run here
+  size_t total = points.size() * static_cast<size_t>(o.repeats) + records.size();
+  if (total < 2)
+    throw BadUsage(file + ": calibration needs at least 2 runs (axis points x --repeats, plus --records), got " +
+                   std::to_string(total));
+
+  // The runs here, in parallel while slots are free, then the records.
+  clear_smoke_outputs(dir);
+  const int per_run = processes_per_run(cfg);
+  run_points(file, points, o, dir, per_run, launcher, c);
+  for (auto& r : records) c.runs.push_back(std::move(r));
+  note_runners_and_repeats(c);
 
   c.spreads = measure_spreads(c.runs, c.seeds_vary);
   c.recommended = recommend(c.spreads, c.rules, c.seeds_vary);
@@ -488,13 +512,9 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   if (c.false_alarm.runs == 0)
     c.notes.push_back("no false-alarm estimate: leave-one-out needs 3 runs or more, there are " +
                       std::to_string(c.runs.size()));
-  if (!o.detect) {
-    c.detection.why_not = "not searched (--no-detect)";
-  } else if (points.empty()) {
-    c.detection.why_not = "not searched: no run made here (--records only)";
-  } else {
-    c.detection = search_detection(file, o, c, points.front(), dir, launcher, per_run);
-  }
+  if (!o.detect) c.detection.why_not = "not searched (--no-detect)";
+  else if (points.empty()) c.detection.why_not = "not searched: no run made here (--records only)";
+  else c.detection = search_detection(file, o, c, points.front(), dir, launcher, per_run);
   return c;
 }
 

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
 #include <iostream>
 #include <regex>
 
@@ -179,6 +182,240 @@ CLI::App* add_pending_command(CLI::App& app, const char* name, const char* help,
   return cmd;
 }
 
+// A subcommand and what runs it, with its options bound (one row each).
+struct Command {
+  CLI::App* app;
+  std::function<int()> action;
+};
+
+// `run` and `probe`.
+void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
+  using namespace lockstep;
+  auto run_opts = std::make_shared<RunOptions>();
+  auto* run = add_run_command(app, "run", "Smoke training (and data-only pass) only; writes a run record",
+                              "Record path (default lockstep-out/<smoke>.run.json)", *run_opts);
+  run->add_option("--repeat", run_opts->repeat,
+                  "Run N fresh processes and require bit-identical records (exit 4 naming the first "
+                  "step, metric and parameter that differ)")
+      ->transform(decimal_range(1, 100));
+  auto* stop_after = run->add_option("--stop-after", run_opts->stop_after,
+                                     "Checkpoint after K steps and stop (no record); see --resume")
+                         ->transform(decimal_range(1, 1000000));
+  auto* checkpoint = run->add_option("--checkpoint", run_opts->checkpoint, "Checkpoint file for --stop-after");
+  stop_after->needs(checkpoint);
+  checkpoint->needs(stop_after);
+  auto* resume = run->add_option("--resume", run_opts->resume, "Continue from a --stop-after checkpoint to the end")
+                     ->excludes(stop_after);
+  run->add_option("--lr-scale", run_opts->overrides.lr_scale,
+                  "Multiply the learning rate by F: a planted change, to see what the gate catches (recorded as "
+                  "an input: a golden fails it); a trainer takes part through LOCKSTEP_LR_SCALE")
+      ->check(decimal_number(1e-6, 1e6))
+      ->excludes(resume);
+  run->add_flag("--skip-generator-restore", run_opts->skip_generator_restore,
+                "With --resume: leave the generators unrestored (proves the resume check catches it)")
+      ->needs(resume)
+      ->group("");  // a test hook, hidden from --help
+  out.push_back({run, [run_opts] { return run_command(*run_opts); }});
+  auto probe_opts = std::make_shared<RunOptions>();
+  auto* probe = add_run_command(app, "probe", "Data-only pass; writes batch probes",
+                                "Record path (default lockstep-out/<smoke>.probe.json)", *probe_opts);
+  out.push_back({probe, [probe_opts] { return probe_command(*probe_opts); }});
+}
+
+// `compare` and `import`: records without LibTorch.
+void add_compare_and_import(CLI::App& app, std::vector<Command>& out) {
+  using namespace lockstep;
+  auto cmp_opts = std::make_shared<CompareOptions>();
+  auto* cmp = app.add_subcommand("compare", "Compare a run record against a golden (no LibTorch needed)");
+  cmp->add_option("RUN", cmp_opts->run, "Run record")->required();
+  cmp->add_option("GOLDEN", cmp_opts->golden,
+                  "Golden or run record used as the reference, or a goldens folder (the run's smoke and platform "
+                  "pick the golden)")
+      ->required();
+  cmp->add_option("--config", cmp_opts->config, "Smoke config whose tolerances apply");
+  cmp->add_option("--json", cmp_opts->json_out, "Also write the JSON report to this file");
+  cmp->add_option("--junit", cmp_opts->junit_out, "Also write a JUnit XML report to this file");
+  cmp->add_option("--markdown", cmp_opts->markdown_out, "Also write a Markdown report to this file");
+  cmp->add_option("--html", cmp_opts->html_out, "Also write a self-contained HTML report to this file");
+  out.push_back({cmp, [cmp_opts] { return compare_command(*cmp_opts); }});
+
+  auto o = std::make_shared<ImportOptions>();
+  auto* import = app.add_subcommand(
+      "import", "Read a trainer's own metrics (TensorBoard, JSONL, MLLOG, CSV), or another tool's goldens (Megatron-LM, "
+                "torchtitan, Hugging Face Trainer), into a run record (no LibTorch needed)");
+  import->add_option("FORMAT", o->format,
+                     "tensorboard, jsonl, mllog, csv, megatron (golden_values_*.json), torchtitan (a loss file), "
+                     "hf-trainer (trainer_state.json)")
+      ->required()
+      ->check(CLI::IsMember({"tensorboard", "jsonl", "mllog", "csv", "megatron", "torchtitan", "hf-trainer"}));
+  import->add_option("PATH", o->path, "Metrics file, or a folder of events.out.tfevents.* files")->required();
+  import->add_option("--series", o->series, "NAME=TAG: record the tag (key, column) TAG as series NAME")->required();
+  import->add_option("--out", o->out, "Record path")->required();
+  import->add_option("--name", o->name, "Smoke name in the record")->capture_default_str();
+  auto* step_key = import->add_option("--step-key", o->step_key, "jsonl/csv: the step field")->capture_default_str();
+  auto* mllog_step = import->add_option("--mllog-step", o->mllog_step, "mllog: metadata field giving the step")
+                         ->check(CLI::IsMember({"epoch_num", "samples_count", "step"}))
+                         ->capture_default_str();
+  import->add_option("--probes", o->probes, "Batch probes JSONL of the batches trained on (python/lockstep)");
+  import->add_option("--trainer-report", o->trainer_report,
+                     "lockstep-trainer.json the trainer wrote (python/lockstep): its stack and contract");
+  import->add_option("--device", o->device, "Device the trainer ran on")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  import->add_option("--seed", o->seed, "Seed the trainer ran with (recorded)")->transform(decimal_range(0, UINT64_MAX));
+  out.push_back({import, [o, step_key, mllog_step] {
+                   o->step_key_given = step_key->count() > 0;
+                   o->mllog_step_given = mllog_step->count() > 0;
+                   return import_command(*o);
+                 }});
+}
+
+// `check`, the CI stage, and what runs smokes many times: `calibrate`,
+// `bisect`, `bisect-env`.
+void add_check_family(CLI::App& app, std::vector<Command>& out) {
+  using namespace lockstep;
+  auto o = std::make_shared<CheckOptions>();
+  auto* check = app.add_subcommand("check", "Probe + train + compare against goldens (the CI stage)");
+  check->add_option("SMOKE", o->smokes, "Smoke configs or folders (default: smoke)");
+  check->add_option("--goldens", o->goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
+  check->add_option("--out", o->out_dir, "Folder for run records and reports")->capture_default_str();
+  auto* shard = check->add_option("--shard", o->shard,
+                                  "I/N: check only shard I of N of the suite (smokes dealt by a stable hash of their "
+                                  "names; GitLab: $CI_NODE_INDEX/$CI_NODE_TOTAL)");
+  check->add_option("--repeat", o->repeat, "Fresh runs compared bit for bit (default: config, 2)")
+      ->transform(decimal_range(1, 100));
+  check->add_option("-j,--jobs", o->jobs,
+                    "Child runs at once: smokes, and each smoke's repeats and stopped run, in fresh processes "
+                    "(a run takes one per process it keeps busy: a rank, a trainer's pass); output and verdicts as with -j 1 "
+                    "(default: the CPUs this process may use)")
+      ->transform(decimal_range(1, 256));
+  add_overrides(check, o->overrides);
+  check->add_option("--rerun-failing", o->rerun_failing,
+                    "K: run a smoke that fails against its golden K more times here; reruns that differ from the "
+                    "failing run make it exit 4 (nondeterministic on this runner), else exit 1 stands "
+                    "\"(reproduced K of K)\"")
+      ->transform(decimal_range(1, 20));
+  // check runs on one machine; these only say what to do instead
+  // (docs/distributed.md, "Gating a multi-node run in CI"). Hidden from --help.
+  auto several_machines = std::make_shared<std::string>();
+  for (auto* flag : {"--nnodes", "--node-rank", "--master"}) check->add_option(flag, *several_machines, "")->group("");
+  out.push_back({check, [o, shard, several_machines] {
+                   if (!several_machines->empty())
+                     throw BadUsage("check runs on one machine (its repeat and resume runs follow each result, which "
+                                    "only node 0 sees); on several machines run `lockstep run SMOKE --nnodes N "
+                                    "--node-rank K --master HOST:PORT` on each and `lockstep compare RECORD goldens/` "
+                                    "on node 0 (docs/distributed.md)");
+                   o->shard_given = shard->count() > 0;
+                   return check_command(*o);
+                 }});
+  auto cal = std::make_shared<CalibrateCliOptions>();
+  out.push_back({add_calibrate_command(app, *cal), [cal] { return calibrate_command(*cal); }});
+  auto bis = std::make_shared<BisectCliOptions>();
+  out.push_back({add_bisect_command(app, *bis), [bis] { return bisect_command(*bis); }});
+  auto env = std::make_shared<BisectEnvCliOptions>();
+  out.push_back({add_bisect_env_command(app, *env), [env] { return bisect_env_command(*env); }});
+}
+
+// The goldens: `bless`, `review`, `accept`, `verify-goldens`.
+void add_golden_commands(CLI::App& app, std::vector<Command>& out) {
+  using namespace lockstep;
+  auto o = std::make_shared<BlessOptions>();
+  auto* bless = app.add_subcommand("bless", "Regenerate goldens, with provenance");
+  bless->add_option("SMOKE", o->smokes, "Smoke configs or folders")->required();
+  bless->add_option("--reason", o->reason, "Why the goldens change (recorded)")->required();
+  bless->add_option("--goldens", o->goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
+  bless->add_option("--out", o->out_dir, "Folder for the run records")->capture_default_str();
+  bless->add_option("--runs", o->runs, "Bit-identical runs required")->transform(decimal_range(2, 100))->capture_default_str();
+  bless->add_option("--seeds", o->seeds,
+                    "Also bless these seeds (comma-separated) into a multi-seed golden: per-step mean and "
+                    "std for the sigma rule; the config's seed stays the exact reference");
+  bless->add_flag("--allow-dirty", o->allow_dirty, "Bless from a dirty work tree (recorded)");
+  bless->add_flag("--in-ci", o->in_ci, "Write goldens even though CI is set");
+  bless->add_flag("--no-wait", o->no_wait,
+                  "Exit 3, naming its pid, when another bless or accept holds the goldens folder (default: wait)");
+  out.push_back({bless, [o] { return bless_command(*o); }});
+
+  auto review_opts = std::make_shared<PendingOptions>();
+  auto* review = add_pending_command(app, "review", "Show pending goldens (*.golden.new) against the current ones",
+                                     *review_opts);
+  out.push_back({review, [review_opts] { return review_command(*review_opts); }});
+  auto accept_opts = std::make_shared<PendingOptions>();
+  auto* accept = add_pending_command(app, "accept", "Promote reviewed pending goldens, with a reason", *accept_opts);
+  accept->add_option("--reason", accept_opts->reason, "Why the goldens change (recorded)")->required();
+  accept->add_flag("--in-ci", accept_opts->in_ci, "Write goldens even though CI is set");
+  accept->add_flag("--allow-dirty", accept_opts->allow_dirty,
+                   "Accept although the work tree has changes outside the goldens folder (recorded)");
+  accept->add_flag("--no-wait", accept_opts->no_wait,
+                   "Exit 3, naming its pid, when another bless or accept holds the goldens folder (default: wait)");
+  out.push_back({accept, [accept_opts] { return accept_command(*accept_opts); }});
+
+  auto v = std::make_shared<VerifyOptions>();
+  auto* verify = app.add_subcommand("verify-goldens", "Integrity, provenance and completeness of the golden set");
+  verify->add_option("DIR", v->goldens_dir, "Goldens folder")->capture_default_str();
+  verify->add_option("--smoke", v->smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
+  auto* verify_shard = verify->add_option("--shard", v->shard,
+                     "I/N: only the goldens of the smokes `check --shard I/N` checks (each CI shard verifies its own)");
+  out.push_back({verify, [v, verify_shard] {
+                   v->shard_given = verify_shard->count() > 0;
+                   return verify_goldens_command(*v);
+                 }});
+}
+
+// `hook`, `init` and `env`: the repository and the machine.
+void add_setup_commands(CLI::App& app, std::vector<Command>& out) {
+  using namespace lockstep;
+  auto* hook = app.add_subcommand("hook", "Git hooks");
+  auto init_opts = std::make_shared<InitOptions>();
+  auto* init = app.add_subcommand("init", "Scaffold lockstep in a repository: smoke/, goldens/, .gitignore, the GitLab CI template and .gitlab-ci.yml, "
+      "and the pre-push hook (in a git work tree); never overwrites a file");
+  init->add_option("DIR", init_opts->dir, "Repository folder")->capture_default_str();
+  out.push_back({init, [init_opts] { return init_command(*init_opts); }});
+  out.push_back({hook->add_subcommand("install", "Install the pre-push hook (never overwrites one)"),
+                 [] { return hook_install_command(); }});
+  out.push_back({hook->add_subcommand("uninstall", "Remove the pre-push hook `hook install` wrote"),
+                 [] { return hook_uninstall_command(); }});
+  auto plan_opts = std::make_shared<HookPlanOptions>();
+  auto* hook_plan = hook->add_subcommand("plan", "What the pre-push hook checks and which changed paths trigger it "
+                                                 "(from lockstep.json and the smokes)");
+  hook_plan->add_option("ROOT", plan_opts->root, "Repository root")->capture_default_str();
+  out.push_back({hook_plan, [plan_opts] { return hook_plan_command(*plan_opts); }});
+  hook->require_subcommand(1);
+
+  auto o = std::make_shared<EnvOptions>();
+  auto* env = app.add_subcommand("env", "Print the environment fingerprint, or diff it against a record");
+  env->add_flag("--json", o->json, "Print JSON");
+  auto* env_device = env->add_option("--device", o->device,
+                  "Fingerprint for runs on this device: its platform key (cuda-sm90, ...), CUDA fields "
+                  "tagged relevant; with cuda, exit 3 and the reason when CUDA is not usable")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  env->add_option("--diff", o->diff_record, "Run record or golden to diff against (its device is used)");
+  env->add_option("--config", o->config,
+                  "With a team trainer's record: its smoke config, whose trainer.command[0] is the interpreter "
+                  "asked and whose trainer.packages apply (default: the record's smoke in smoke/ beside its "
+                  "goldens folder)");
+  env->add_option("--write-envs", o->write_envs,
+                  "RECORD_FILE HERE_FILE: with --diff, write the settable differences (variables, the interpreter) "
+                  "as two environment files for `lockstep bisect-env`")
+      ->expected(2);
+  env->add_option("--python", o->python,
+                  "With a team trainer's record: the Python to ask, when trainer.command[0] is a wrapper");
+  out.push_back({env, [o, env_device] {
+                   o->device_given = env_device->count() > 0;
+                   if (!o->write_envs.empty() && o->diff_record.empty())
+                     throw BadUsage("env --write-envs: only with --diff RECORD (the record's values and this machine's)");
+                   // A team trainer's record is diffed without LibTorch, against its own interpreter.
+                   if (!o->diff_record.empty() && is_trainer_record_file(o->diff_record))
+                     return env_trainer_diff_command(*o);
+                   if (!o->config.empty() || !o->python.empty())
+                     throw BadUsage(std::string(o->config.empty() ? "env --python" : "env --config") +
+                                    ": only with --diff of a team trainer's record");
+                   if (!o->diff_record.empty() && is_smoke_config_file(o->diff_record))
+                     throw BadUsage("env --diff " + o->diff_record + ": a smoke config, not a record; pass the "
+                                    "smoke's golden (goldens/<smoke>/<platform>.json) or a run record");
+                   return env_command(*o);
+                 }});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,176 +424,12 @@ int main(int argc, char** argv) {
   CLI::App app{"lockstep: determinism regression checker for LibTorch training stacks"};
   app.set_version_flag("--version", std::string("lockstep ") + LOCKSTEP_VERSION);
   app.require_subcommand(1);
-
-  RunOptions run_opts;
-  auto* run = add_run_command(app, "run", "Smoke training (and data-only pass) only; writes a run record",
-                              "Record path (default lockstep-out/<smoke>.run.json)", run_opts);
-  run->add_option("--repeat", run_opts.repeat,
-                  "Run N fresh processes and require bit-identical records (exit 4 naming the first "
-                  "step, metric and parameter that differ)")
-      ->transform(decimal_range(1, 100));
-  auto* stop_after = run->add_option("--stop-after", run_opts.stop_after,
-                                     "Checkpoint after K steps and stop (no record); see --resume")
-                         ->transform(decimal_range(1, 1000000));
-  auto* checkpoint = run->add_option("--checkpoint", run_opts.checkpoint, "Checkpoint file for --stop-after");
-  stop_after->needs(checkpoint);
-  checkpoint->needs(stop_after);
-  auto* resume = run->add_option("--resume", run_opts.resume, "Continue from a --stop-after checkpoint to the end")
-                     ->excludes(stop_after);
-  run->add_option("--lr-scale", run_opts.overrides.lr_scale,
-                  "Multiply the learning rate by F: a planted change, to see what the gate catches (recorded as "
-                  "an input: a golden fails it); a trainer takes part through LOCKSTEP_LR_SCALE")
-      ->check(decimal_number(1e-6, 1e6))
-      ->excludes(resume);
-  run->add_flag("--skip-generator-restore", run_opts.skip_generator_restore,
-                "With --resume: leave the generators unrestored (proves the resume check catches it)")
-      ->needs(resume)
-      ->group("");  // a test hook, hidden from --help
-  RunOptions probe_opts;
-  auto* probe = add_run_command(app, "probe", "Data-only pass; writes batch probes",
-                                "Record path (default lockstep-out/<smoke>.probe.json)", probe_opts);
-
-  CompareOptions cmp_opts;
-  auto* cmp = app.add_subcommand("compare", "Compare a run record against a golden (no LibTorch needed)");
-  cmp->add_option("RUN", cmp_opts.run, "Run record")->required();
-  cmp->add_option("GOLDEN", cmp_opts.golden,
-                  "Golden or run record used as the reference, or a goldens folder (the run's smoke and platform "
-                  "pick the golden)")
-      ->required();
-  cmp->add_option("--config", cmp_opts.config, "Smoke config whose tolerances apply");
-  cmp->add_option("--json", cmp_opts.json_out, "Also write the JSON report to this file");
-  cmp->add_option("--junit", cmp_opts.junit_out, "Also write a JUnit XML report to this file");
-  cmp->add_option("--markdown", cmp_opts.markdown_out, "Also write a Markdown report to this file");
-  cmp->add_option("--html", cmp_opts.html_out, "Also write a self-contained HTML report to this file");
-
-  ImportOptions import_opts;
-  auto* import = app.add_subcommand(
-      "import", "Read a trainer's own metrics (TensorBoard, JSONL, MLLOG, CSV), or another tool's goldens (Megatron-LM, "
-                "torchtitan, Hugging Face Trainer), into a run record (no LibTorch needed)");
-  import->add_option("FORMAT", import_opts.format,
-                     "tensorboard, jsonl, mllog, csv, megatron (golden_values_*.json), torchtitan (a loss file), "
-                     "hf-trainer (trainer_state.json)")
-      ->required()
-      ->check(CLI::IsMember({"tensorboard", "jsonl", "mllog", "csv", "megatron", "torchtitan", "hf-trainer"}));
-  import->add_option("PATH", import_opts.path, "Metrics file, or a folder of events.out.tfevents.* files")->required();
-  import->add_option("--series", import_opts.series, "NAME=TAG: record the tag (key, column) TAG as series NAME")
-      ->required();
-  import->add_option("--out", import_opts.out, "Record path")->required();
-  import->add_option("--name", import_opts.name, "Smoke name in the record")->capture_default_str();
-  auto* step_key =
-      import->add_option("--step-key", import_opts.step_key, "jsonl/csv: the step field")->capture_default_str();
-  auto* mllog_step = import->add_option("--mllog-step", import_opts.mllog_step, "mllog: metadata field giving the step")
-      ->check(CLI::IsMember({"epoch_num", "samples_count", "step"}))
-      ->capture_default_str();
-  import->add_option("--probes", import_opts.probes, "Batch probes JSONL of the batches trained on (python/lockstep)");
-  import->add_option("--trainer-report", import_opts.trainer_report,
-                     "lockstep-trainer.json the trainer wrote (python/lockstep): its stack and contract");
-  import->add_option("--device", import_opts.device, "Device the trainer ran on")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  import->add_option("--seed", import_opts.seed, "Seed the trainer ran with (recorded)")
-      ->transform(decimal_range(0, UINT64_MAX));
-
-  CheckOptions check_opts;
-  auto* check = app.add_subcommand("check", "Probe + train + compare against goldens (the CI stage)");
-  check->add_option("SMOKE", check_opts.smokes, "Smoke configs or folders (default: smoke)");
-  check->add_option("--goldens", check_opts.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
-  check->add_option("--out", check_opts.out_dir, "Folder for run records and reports")->capture_default_str();
-  auto* shard = check->add_option("--shard", check_opts.shard,
-                    "I/N: check only shard I of N of the suite (smokes dealt by a stable hash of their names; "
-                    "GitLab: $CI_NODE_INDEX/$CI_NODE_TOTAL)");
-  check->add_option("--repeat", check_opts.repeat, "Fresh runs compared bit for bit (default: config, 2)")
-      ->transform(decimal_range(1, 100));
-  check->add_option("-j,--jobs", check_opts.jobs,
-                    "Child runs at once: smokes, and each smoke's repeats and stopped run, in fresh processes "
-                    "(a run takes one per process it keeps busy: a rank, a trainer's pass); output and verdicts as with -j 1 "
-                    "(default: the CPUs this process may use)")
-      ->transform(decimal_range(1, 256));
-  add_overrides(check, check_opts.overrides);
-  check->add_option("--rerun-failing", check_opts.rerun_failing,
-                    "K: run a smoke that fails against its golden K more times here; reruns that differ from the "
-                    "failing run make it exit 4 (nondeterministic on this runner), else exit 1 stands "
-                    "\"(reproduced K of K)\"")
-      ->transform(decimal_range(1, 20));
-
-  CalibrateCliOptions calibrate_opts;
-  auto* calibrate = add_calibrate_command(app, calibrate_opts);
-  BisectCliOptions bisect_opts;
-  auto* bisect_cmd = add_bisect_command(app, bisect_opts);
-  BisectEnvCliOptions bisect_env_opts;
-  auto* bisect_env_cmd = add_bisect_env_command(app, bisect_env_opts);
-
-  // check and bless run on one machine; these only say what to do instead
-  // (docs/distributed.md, "Gating a multi-node run in CI"). Hidden from --help.
-  std::string several_machines;
-  for (auto* flag : {"--nnodes", "--node-rank", "--master"})
-    check->add_option(flag, several_machines, "")->group("");
-
-  BlessOptions bless_opts;
-  auto* bless = app.add_subcommand("bless", "Regenerate goldens, with provenance");
-  bless->add_option("SMOKE", bless_opts.smokes, "Smoke configs or folders")->required();
-  bless->add_option("--reason", bless_opts.reason, "Why the goldens change (recorded)")->required();
-  bless->add_option("--goldens", bless_opts.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
-  bless->add_option("--out", bless_opts.out_dir, "Folder for the run records")->capture_default_str();
-  bless->add_option("--runs", bless_opts.runs, "Bit-identical runs required")->transform(decimal_range(2, 100))->capture_default_str();
-  bless->add_option("--seeds", bless_opts.seeds,
-                    "Also bless these seeds (comma-separated) into a multi-seed golden: per-step mean and "
-                    "std for the sigma rule; the config's seed stays the exact reference");
-  bless->add_flag("--allow-dirty", bless_opts.allow_dirty, "Bless from a dirty work tree (recorded)");
-  bless->add_flag("--in-ci", bless_opts.in_ci, "Write goldens even though CI is set");
-  bless->add_flag("--no-wait", bless_opts.no_wait,
-                  "Exit 3, naming its pid, when another bless or accept holds the goldens folder (default: wait)");
-
-  PendingOptions review_opts;
-  auto* review = add_pending_command(app, "review", "Show pending goldens (*.golden.new) against the current ones",
-                                     review_opts);
-  PendingOptions accept_opts;
-  auto* accept = add_pending_command(app, "accept", "Promote reviewed pending goldens, with a reason", accept_opts);
-  accept->add_option("--reason", accept_opts.reason, "Why the goldens change (recorded)")->required();
-  accept->add_flag("--in-ci", accept_opts.in_ci, "Write goldens even though CI is set");
-  accept->add_flag("--allow-dirty", accept_opts.allow_dirty,
-                   "Accept although the work tree has changes outside the goldens folder (recorded)");
-  accept->add_flag("--no-wait", accept_opts.no_wait,
-                   "Exit 3, naming its pid, when another bless or accept holds the goldens folder (default: wait)");
-
-  VerifyOptions verify_opts;
-  auto* verify = app.add_subcommand("verify-goldens", "Integrity, provenance and completeness of the golden set");
-  verify->add_option("DIR", verify_opts.goldens_dir, "Goldens folder")->capture_default_str();
-  verify->add_option("--smoke", verify_opts.smoke_dir, "Smoke folder (default: smoke/ beside the goldens)");
-  auto* verify_shard = verify->add_option("--shard", verify_opts.shard,
-                     "I/N: only the goldens of the smokes `check --shard I/N` checks (each CI shard verifies its own)");
-
-  auto* hook = app.add_subcommand("hook", "Git hooks");
-  InitOptions init_opts;
-  auto* init = app.add_subcommand("init", "Scaffold lockstep in a repository: smoke/, goldens/, .gitignore, the GitLab CI template and .gitlab-ci.yml, "
-      "and the pre-push hook (in a git work tree); never overwrites a file");
-  init->add_option("DIR", init_opts.dir, "Repository folder")->capture_default_str();
-  auto* hook_install = hook->add_subcommand("install", "Install the pre-push hook (never overwrites one)");
-  auto* hook_uninstall = hook->add_subcommand("uninstall", "Remove the pre-push hook `hook install` wrote");
-  HookPlanOptions hook_plan_opts;
-  auto* hook_plan = hook->add_subcommand("plan", "What the pre-push hook checks and which changed paths trigger it "
-                                                 "(from lockstep.json and the smokes)");
-  hook_plan->add_option("ROOT", hook_plan_opts.root, "Repository root")->capture_default_str();
-  hook->require_subcommand(1);
-
-  EnvOptions env_opts;
-  auto* env = app.add_subcommand("env", "Print the environment fingerprint, or diff it against a record");
-  env->add_flag("--json", env_opts.json, "Print JSON");
-  auto* env_device = env->add_option("--device", env_opts.device,
-                  "Fingerprint for runs on this device: its platform key (cuda-sm90, ...), CUDA fields "
-                  "tagged relevant; with cuda, exit 3 and the reason when CUDA is not usable")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  env->add_option("--diff", env_opts.diff_record, "Run record or golden to diff against (its device is used)");
-  env->add_option("--config", env_opts.config,
-                  "With a team trainer's record: its smoke config, whose trainer.command[0] is the interpreter "
-                  "asked and whose trainer.packages apply (default: the record's smoke in smoke/ beside its "
-                  "goldens folder)");
-  env->add_option("--write-envs", env_opts.write_envs,
-                  "RECORD_FILE HERE_FILE: with --diff, write the settable differences (variables, the interpreter) "
-                  "as two environment files for `lockstep bisect-env`")
-      ->expected(2);
-  env->add_option("--python", env_opts.python,
-                  "With a team trainer's record: the Python to ask, when trainer.command[0] is a wrapper");
+  std::vector<Command> commands;
+  add_run_and_probe(app, commands);
+  add_compare_and_import(app, commands);
+  add_check_family(app, commands);
+  add_golden_commands(app, commands);
+  add_setup_commands(app, commands);
 
   try {
     app.parse(argc, argv);
@@ -367,51 +440,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return run_command(run_opts);
-    if (*probe) return probe_command(probe_opts);
-    if (*cmp) return compare_command(cmp_opts);
-    if (*import) {
-      import_opts.step_key_given = step_key->count() > 0;
-      import_opts.mllog_step_given = mllog_step->count() > 0;
-      return import_command(import_opts);
-    }
-    if (*check) {
-      if (!several_machines.empty())
-        throw BadUsage("check runs on one machine (its repeat and resume runs follow each result, which only node 0 "
-                       "sees); on several machines run `lockstep run SMOKE --nnodes N --node-rank K --master "
-                       "HOST:PORT` on each and `lockstep compare RECORD goldens/` on node 0 (docs/distributed.md)");
-      check_opts.shard_given = shard->count() > 0;
-      return check_command(check_opts);
-    }
-    if (*bless) return bless_command(bless_opts);
-    if (*calibrate) return calibrate_command(calibrate_opts);
-    if (*bisect_cmd) return bisect_command(bisect_opts);
-    if (*bisect_env_cmd) return bisect_env_command(bisect_env_opts);
-    if (*env) {
-      env_opts.device_given = env_device->count() > 0;
-      // A team trainer's record is diffed without LibTorch, against its own interpreter.
-      if (!env_opts.write_envs.empty() && env_opts.diff_record.empty())
-        throw BadUsage("env --write-envs: only with --diff RECORD (the record's values and this machine's)");
-      if (!env_opts.diff_record.empty() && is_trainer_record_file(env_opts.diff_record))
-        return env_trainer_diff_command(env_opts);
-      if (!env_opts.config.empty() || !env_opts.python.empty())
-        throw BadUsage(std::string(env_opts.config.empty() ? "env --python" : "env --config") +
-                       ": only with --diff of a team trainer's record");
-      if (!env_opts.diff_record.empty() && is_smoke_config_file(env_opts.diff_record))
-        throw BadUsage("env --diff " + env_opts.diff_record + ": a smoke config, not a record; pass the smoke's "
-                       "golden (goldens/<smoke>/<platform>.json) or a run record");
-      return env_command(env_opts);
-    }
-    if (*review) return review_command(review_opts);
-    if (*accept) return accept_command(accept_opts);
-    if (*verify) {
-      verify_opts.shard_given = verify_shard->count() > 0;
-      return verify_goldens_command(verify_opts);
-    }
-    if (*hook_install) return hook_install_command();
-    if (*hook_uninstall) return hook_uninstall_command();
-    if (*hook_plan) return hook_plan_command(hook_plan_opts);
-    if (*init) return init_command(init_opts);
+    for (const auto& c : commands)
+      if (*c.app) return c.action();
   } catch (const Error& e) {
     std::cerr << "lockstep: error: " << e.what() << "\n";
     return to_int(e.code());
