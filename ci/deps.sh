@@ -24,6 +24,7 @@ packages=(
   dpkg-dev                # dpkg-deb, used by ci/fetch-data.sh
   libprotobuf-dev protobuf-compiler  # TensorBoard event files (src/ingest/tensorboard.proto)
   libisal-dev             # CRC-32C of TFRecord framing (ISA-L)
+  libsqlite3-dev          # MLflow tracking databases (src/ingest/mlflow.cpp)
 )
 if [ "$profile" = full ]; then
   packages+=(
@@ -32,6 +33,7 @@ if [ "$profile" = full ]; then
     libgtest-dev libgmock-dev libbenchmark-dev
     clang libclang-rt-14-dev  # libFuzzer (ci/fuzz.sh)
     python3-torch python3-numpy python3-xxhash  # python/lockstep, the trainer helper: tests/python, examples/pytorch-trainer
+    chromium-headless-shell  # the HTML pages opened in a real browser (tests/ci/browser_test.sh)
   )
 elif [ "$profile" != image ]; then
   echo "deps: LOCKSTEP_DEPS must be full or image, got '$profile'" >&2

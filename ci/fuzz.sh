@@ -24,11 +24,11 @@ mkdir -p "$sidecar_corpus"
 # nightly run) gives each of them that much, one below 15 that little.
 fuzz_total="${FUZZ_SECONDS:-60}"
 ingest_seconds=$(( fuzz_total > 60 ? fuzz_total : (fuzz_total < 15 ? fuzz_total : 15) ))
-for reader in tensorboard jsonl mllog metrics_csv peer_goldens; do
+for reader in tensorboard jsonl mllog metrics_csv peer_goldens mlflow; do
   reader_corpus="build-san/corpus-$reader"
   mkdir -p "$reader_corpus"
   ./build-san/tests/fuzz/${reader}_fuzz -max_total_time="$ingest_seconds" -max_len=8192 -print_final_stats=1 \
     "$reader_corpus" "tests/fuzz/corpus-$reader" 2>&1 | grep -E "^(Done|stat::|==|SUMMARY|ERROR)" | head -n 20
 done
 echo "fuzz: no crash in ${FUZZ_SECONDS:-60} s (records) + $(( (${FUZZ_SECONDS:-60} + 1) / 2 )) s (sidecars)" \
-  "+ 5 x $ingest_seconds s (metric logs, other tools' goldens)"
+  "+ 6 x $ingest_seconds s (metric logs, other tools' goldens and histories)"

@@ -57,6 +57,8 @@ stage "dependencies" bash ci/deps.sh
 stage "datasets" bash ci/fetch-data.sh
 stage "build" bash ci/build.sh build -DLOCKSTEP_BUILD_TESTS=ON
 stage "ctest" bash -c 'cd build && ctest -j 2 --output-on-failure'
+# The HTML pages (report, review, history) in headless Chromium.
+stage "browser" bash tests/ci/browser_test.sh build
 stage "sanitizer build + tests" bash ci/sanitize.sh
 stage "LibTorch-free check" libtorch_free_check
 # libFuzzer on the record/golden parser, the sidecar and the metric-log

@@ -57,6 +57,8 @@ TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
                         the data-only and training passes, which run at the
                         same time, bind one port; one fails with "Address
                         already in use".
+PYTORCH_TRAINER_LR_DRIFT=x (TEST-ONLY) trains with lr * (1 + x): a silent
+change for the nightly history's tests.
 """
 import argparse
 import os
@@ -201,7 +203,11 @@ def main():
     model = Net(bug).to(ctx.device)
     if multi and not data_only:
         model = torch.nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05 * lockstep.lr_scale(), momentum=0.9)
+    # TEST-ONLY: PYTORCH_TRAINER_LR_DRIFT=x trains with lr * (1 + x), a
+    # change lockstep is not told of (a code change, as the nightly history
+    # tests plant night after night).
+    drift = float(os.environ.get("PYTORCH_TRAINER_LR_DRIFT", "0"))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05 * lockstep.lr_scale() * (1 + drift), momentum=0.9)
     if args.resume:
         ck = torch.load(args.resume, weights_only=False)  # RNG states are Python objects
         if ck["seed"] != ctx.seed:

@@ -19,6 +19,8 @@
 #include "cli/commands.h"
 #include "compare/html_report.h"
 #include "compare/junit_report.h"
+#include "history/ledger.h"
+#include "smoke/golden_store.h"
 #include "compare/markdown_report.h"
 #include "compare/text_report.h"
 #include "core/atomic_file.h"
@@ -106,6 +108,19 @@ int smoke_processes(const std::string& file, int world_size_override) {
   }
 }
 
+// --history DIR: the smoke's night in its ledger (history/ledger.h), the
+// run and its verdict, or the verdict alone when no record was made.
+void enter_history(const SmokeCheck& c, const std::string& dir) {
+  CiFacts ci = ci_facts_from_environment();
+  std::string now = utc_now();
+  // This check's own run: another night may make the very same record.
+  std::string instance = now + " pid " + std::to_string(::getpid()) + " job " + ci.job;
+  LedgerEntry e = c.compared && !c.run.smoke.empty()
+                      ? ledger_entry(c.run, &c.verdict, c.golden_hash, ci, now, instance)
+                      : stopped_entry(c.smoke, c.verdict, ci, now, instance);
+  append_entry(dir, e);
+}
+
 }  // namespace
 
 int check_command(const CheckOptions& o) {
@@ -172,7 +187,8 @@ int check_command(const CheckOptions& o) {
     }
     try {
       print_and_write(c, o.out_dir);
-    } catch (const Error& e) {  // a report or pending golden that cannot be written
+      if (!o.history_dir.empty()) enter_history(c, o.history_dir);
+    } catch (const Error& e) {  // a report, pending golden or ledger entry that cannot be written
       std::cout << "lockstep: " << c.smoke << ": " << exit_class_name(e.code()) << " (exit " << to_int(e.code())
                 << "): " << e.what() << "\n";
       c.verdict = stopped_verdict(c.smoke, e.code(), e.what());

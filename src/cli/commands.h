@@ -37,10 +37,21 @@ int probe_command(const RunOptions& options);
 /// trainer's own metric log (TensorBoard, JSONL, MLLOG, CSV) as a run
 /// record that compare and the reports accept. No LibTorch needed.
 struct ImportOptions {
-  std::string format;                ///< tensorboard | jsonl | mllog | csv
-  std::string path;                  ///< file, or a folder of event files
+  std::string format;                ///< a metrics_format_name(): tensorboard, jsonl, ..., mlflow
+  std::string path;                  ///< file, or a folder of event files (an MLflow run folder)
   std::vector<std::string> series;   ///< NAME=TAG (or NAME alone: the tag is the name)
-  std::string out;                   ///< record path
+  /// The record path; with `golden`, the folder the pending golden goes
+  /// to (<out>/<smoke>/<platform>.golden.new; default lockstep-out).
+  std::string out;
+  /// --golden SMOKE: a smoke config; the import becomes a pending golden
+  /// of that smoke (its name, config hash and seed) for `review` and
+  /// `accept --reason`, its provenance naming the source file.
+  std::string golden;
+  /// With `golden`: the platform key it is filed under; "" = this machine's.
+  std::string platform;
+  std::string run;                   ///< mlflow: run_uuid or run name
+  bool run_given = false;            ///< --run given (refused but for mlflow)
+  bool seed_given = false;           ///< --seed given (with --golden: instead of the smoke's)
   std::string name = "imported";     ///< the record's smoke name
   std::string step_key = "step";     ///< jsonl / csv step field
   std::string mllog_step = "step";   ///< mllog metadata step field
@@ -80,8 +91,39 @@ struct CheckOptions {
   bool shard_given = false; ///< --shard was given (an empty value is an error, not "no sharding")
   int jobs = 0;             ///< -j: child runs at once; 0: the CPUs this process may use
   int rerun_failing = 0;    ///< --rerun-failing K (gate/check.h)
+  std::string history_dir;  ///< --history DIR: one ledger entry per smoke (history/ledger.h); "" none
 };
 int check_command(const CheckOptions& options);
+
+/// `lockstep history DIR [SMOKE]`: the ledgers read back (history/history.h):
+/// the text report, --json / --html files.
+struct HistoryOptions {
+  std::string dir;
+  std::string smoke;       ///< "" = every ledger in dir
+  std::string json_out, html_out;
+  bool skip_bad = false;   ///< leave out malformed lines, naming them
+};
+int history_command(const HistoryOptions& options);
+
+/// `lockstep history add RECORD... --to DIR`: records made elsewhere
+/// (`lockstep run`, `import`) entered as not compared.
+struct HistoryAddOptions {
+  std::vector<std::string> records;
+  std::string to;
+};
+int history_add_command(const HistoryAddOptions& options);
+
+/// `lockstep history push|pull DIR [--branch B] [--remote R]`: the ledgers
+/// kept on a git branch (machine/git_branch_store.h), merged with the
+/// remote's.
+struct HistorySyncOptions {
+  std::string dir;
+  std::string branch = "lockstep-history";
+  std::string remote = "origin";
+  std::string repo = ".";  ///< a path inside the repository
+};
+int history_push_command(const HistorySyncOptions& options);
+int history_pull_command(const HistorySyncOptions& options);
 
 /// `lockstep calibrate SMOKE`: tolerances from runs across stack axes
 /// (calibrate/calibrate.h); prints the report, --json/--html write it,

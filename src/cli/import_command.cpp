@@ -9,6 +9,9 @@
 #include "compare/tolerance.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/hash.h"
+#include "gate/provenance.h"
+#include "smoke/smoke_config.h"
 #include "smoke/golden_store.h"
 #include "machine/machine_facts.h"
 #include "external/trainer_report.h"
@@ -20,19 +23,25 @@
 namespace lockstep {
 namespace fs = std::filesystem;
 
-int import_command(const ImportOptions& o) {
+namespace {
+
+// The MetricsSpec the options ask for; an option the format does not read
+// is refused, not ignored: a user who passes --step-key to a TensorBoard
+// import expects it to matter.
+MetricsSpec spec_of(const ImportOptions& o) {
   MetricsSpec spec;
   spec.format = parse_metrics_format(o.format);
   spec.path = o.path;
   spec.step_key = o.step_key;
   spec.mllog_step = o.mllog_step;
-  // An option the format does not read is refused, not ignored: a user who
-  // passes --step-key to a TensorBoard import expects it to matter.
+  spec.run = o.run;
   if (o.step_key_given && spec.format != MetricsFormat::kJsonl && spec.format != MetricsFormat::kCsv)
     throw BadUsage("--step-key: only jsonl and csv logs have a step field to name (" + o.format +
                    (spec.format == MetricsFormat::kMllog ? ": use --mllog-step)" : ": each event carries its step)"));
   if (o.mllog_step_given && spec.format != MetricsFormat::kMllog)
     throw BadUsage("--mllog-step: only for mllog logs (got " + o.format + ")");
+  if (o.run_given && spec.format != MetricsFormat::kMlflow)
+    throw BadUsage("--run: only for mlflow stores, which hold many runs (got " + o.format + ")");
   for (const auto& s : o.series) {
     size_t eq = s.find('=');
     std::string name = s.substr(0, eq);
@@ -40,9 +49,12 @@ int import_command(const ImportOptions& o) {
     if (name.empty() || tag.empty()) throw BadUsage("--series " + s + ": expected NAME=TAG");
     if (!spec.series.emplace(name, tag).second) throw BadUsage("--series " + s + ": series " + name + " given twice");
   }
-  refuse_overwriting_inputs(o.out, {o.path, o.probes});
-  refuse_overwriting_a_golden(o.out, "the imported record");
+  return spec;
+}
 
+// The series read, with this machine's fingerprint: a run record with no
+// contract applied (its comparisons are in the cross-stack lane).
+RunRecord imported_record(const ImportOptions& o, const MetricsSpec& spec) {
   RunRecord rec;
   rec.series = read_metrics(spec);
   // The run's steps: one past the last step any series logged.
@@ -73,15 +85,115 @@ int import_command(const ImportOptions& o) {
   rec.device = o.device;
   rec.platform = platform_key(rec.fingerprint);
   rec.steps = steps;
-  write_run_record(o.out, rec);
-  std::cout << "import: " << rec.series.size() << " series over " << steps << " steps from " << o.path << "\n  record "
-            << o.out << "\n";
+  return rec;
+}
+
+// "<format> <absolute path> (xxh3 <hex>)": the source a golden's provenance
+// names; a folder (TensorBoard, an MLflow run) has no single hash.
+std::string source_of(const MetricsSpec& spec) {
+  std::string path = fs::absolute(spec.path).lexically_normal().string();
+  std::string out = std::string(metrics_format_name(spec.format)) + " " + path;
+  std::error_code ec;
+  if (fs::is_regular_file(spec.path, ec)) {
+    std::string bytes = read_file(spec.path);
+    out += " (xxh3 " + hex64(xxh3_64(bytes)) + ")";
+  }
+  if (!spec.run.empty()) out += ", run " + spec.run;
+  return out;
+}
+
+// A note for each series a source rounded (the precision guard).
+void print_rounding_notes(const RunRecord& rec) {
   for (const auto& [name, s] : rec.series)
     if (s.rounded > 0)
       std::cout << "  note: " << name << ": every value sits on a " << format_error(s.rounded)
                 << " grid: the source rounded it (marked \"rounded\"; an exact rule, or a tolerance below half the "
                    "step, is refused on it)\n";
+}
+
+// --golden SMOKE: the record as a pending golden of that smoke.
+int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRecord rec) {
+  SmokeConfig cfg = load_smoke_config(o.golden);
+  if (cfg.has_trainer()) {
+    std::string unknown;
+    for (const auto& [name, s] : rec.series)
+      if (!cfg.trainer.series.count(name)) unknown += (unknown.empty() ? "" : ", ") + name;
+    if (!unknown.empty()) {
+      std::string known;
+      for (const auto& [name, tag] : cfg.trainer.series) known += (known.empty() ? "" : ", ") + name;
+      throw BadUsage("--series: " + unknown + ": not a series " + o.golden + " records (trainer.metrics.series: " +
+                     known + "); name each imported series as the smoke does");
+    }
+  }
+  if (!o.platform.empty() && !is_golden_name(o.platform))
+    throw BadUsage("--platform " + o.platform + ": expected a platform key such as cpu-x86_64-avx2 (letters, digits, "
+                   "'.', '_', '-')");
+  // The smoke's run records cfg.steps (a trainer may log 0..steps-1 or
+  // 1..steps); curves running past that would never match one.
+  for (const auto& [name, s] : rec.series) {
+    int64_t last = s.steps.empty() ? static_cast<int64_t>(s.values.size()) - 1 : s.steps.back();
+    if (last > cfg.steps)
+      throw BadUsage("--golden " + o.golden + ": series " + name + " runs to step " + std::to_string(last) +
+                     ", but the smoke runs " + std::to_string(cfg.steps) + " steps; set \"steps\" in the smoke to "
+                     "the imported run's length, or import a log of that many steps");
+  }
+  // The curves' own stack is not known: the golden claims none (this
+  // machine's fingerprint would be a false one), only where they came from.
+  Fingerprint source = {{"import.source", rec.fingerprint.at("import.source")}};
+  for (const auto& [key, field] : rec.fingerprint)
+    if (key.rfind("trainer.", 0) == 0) source.emplace(key, field);  // --trainer-report's facts
+  rec.fingerprint = std::move(source);
+  rec.contract.clear();
+  rec.steps = cfg.steps;
+  rec.smoke = cfg.name;
+  rec.config_hash = cfg.config_hash;
+  rec.seed = o.seed_given ? o.seed : cfg.seed;
+  // Filed where the smoke's runs look: --platform, else the one platform
+  // the smoke declares, else this machine's key (a same-family golden
+  // stands in for another CPU capability).
+  if (!o.platform.empty()) rec.platform = o.platform;
+  else if (cfg.platforms.size() == 1) rec.platform = cfg.platforms.front();
+  std::string out_dir = o.out.empty() ? "lockstep-out" : o.out;
+  std::string path = pending_path(out_dir, rec.smoke, rec.platform);
+  refuse_writing_into_goldens(path, o.golden, "the pending golden");
+  Golden g;
+  g.record = std::move(rec);
+  g.provenance.imported_from = source_of(spec);
+  std::string imported_from = g.provenance.imported_from;
+  g.provenance = stamp_provenance("import", "(pending review: imported from " + imported_from + ")",
+                                  fs::absolute(o.golden).parent_path().string(), 0);
+  g.provenance.imported_from = imported_from;
+  write_golden(path, g);
+  std::cout << "import: " << g.record.series.size() << " series over " << g.record.steps << " steps from " << o.path
+            << "\n  pending golden of " << cfg.name << " for " << g.record.platform << ": " << path
+            << "\n  next: lockstep review " << out_dir << ", then lockstep accept " << out_dir
+            << " --reason \"...\" (the smoke runs " << cfg.steps << " steps; the comparison uses the tolerance "
+               "lane: no lockstep contract made these curves)\n";
+  print_rounding_notes(g.record);
   return 0;
+}
+
+}  // namespace
+
+int import_command(const ImportOptions& o) {
+  MetricsSpec spec = spec_of(o);
+  if (o.golden.empty()) {
+    if (o.out.empty()) throw BadUsage("import: --out RECORD is required (or --golden SMOKE for a pending golden)");
+    if (!o.platform.empty()) throw BadUsage("--platform: only with --golden (a record's platform is this machine's)");
+    refuse_overwriting_inputs(o.out, {o.path, o.probes});
+    refuse_overwriting_a_golden(o.out, "the imported record");
+  }
+  RunRecord rec = imported_record(o, spec);
+  int status = 0;
+  if (!o.golden.empty()) {
+    status = write_pending_import(o, spec, std::move(rec));
+  } else {
+    write_run_record(o.out, rec);
+    std::cout << "import: " << rec.series.size() << " series over " << rec.steps << " steps from " << o.path
+              << "\n  record " << o.out << "\n";
+    print_rounding_notes(rec);
+  }
+  return status;
 }
 
 }  // namespace lockstep

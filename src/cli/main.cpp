@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <tuple>
 #include <vector>
 #include <iostream>
 #include <regex>
@@ -242,30 +243,38 @@ void add_compare_and_import(CLI::App& app, std::vector<Command>& out) {
   auto o = std::make_shared<ImportOptions>();
   auto* import = app.add_subcommand(
       "import", "Read a trainer's own metrics (TensorBoard, JSONL, MLLOG, CSV), or another tool's goldens (Megatron-LM, "
-                "torchtitan, Hugging Face Trainer), into a run record (no LibTorch needed)");
+                "torchtitan, Hugging Face Trainer, MLflow), into a run record or a pending golden (no LibTorch needed)");
   import->add_option("FORMAT", o->format,
                      "tensorboard, jsonl, mllog, csv, megatron (golden_values_*.json), torchtitan (a loss file), "
-                     "hf-trainer (trainer_state.json)")
+                     "hf-trainer (trainer_state.json), mlflow (mlflow.db, or a run folder of the file store)")
       ->required()
-      ->check(CLI::IsMember({"tensorboard", "jsonl", "mllog", "csv", "megatron", "torchtitan", "hf-trainer"}));
+      ->check(CLI::IsMember({"tensorboard", "jsonl", "mllog", "csv", "megatron", "torchtitan", "hf-trainer", "mlflow"}));
   import->add_option("PATH", o->path, "Metrics file, or a folder of events.out.tfevents.* files")->required();
   import->add_option("--series", o->series, "NAME=TAG: record the tag (key, column) TAG as series NAME")->required();
-  import->add_option("--out", o->out, "Record path")->required();
+  import->add_option("--out", o->out,
+                     "Record path; with --golden, the folder for the pending golden (default lockstep-out)");
+  import->add_option("--golden", o->golden,
+                     "Smoke config: write a pending golden of this smoke (then `lockstep review`, `accept --reason`)");
+  import->add_option("--platform", o->platform, "With --golden: the platform key to file it under (default: this machine's)");
   import->add_option("--name", o->name, "Smoke name in the record")->capture_default_str();
   auto* step_key = import->add_option("--step-key", o->step_key, "jsonl/csv: the step field")->capture_default_str();
   auto* mllog_step = import->add_option("--mllog-step", o->mllog_step, "mllog: metadata field giving the step")
                          ->check(CLI::IsMember({"epoch_num", "samples_count", "step"}))
                          ->capture_default_str();
+  auto* run = import->add_option("--run", o->run, "mlflow: the run's run_uuid or name (needed when the store holds several)");
   import->add_option("--probes", o->probes, "Batch probes JSONL of the batches trained on (python/lockstep)");
   import->add_option("--trainer-report", o->trainer_report,
                      "lockstep-trainer.json the trainer wrote (python/lockstep): its stack and contract");
   import->add_option("--device", o->device, "Device the trainer ran on")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  import->add_option("--seed", o->seed, "Seed the trainer ran with (recorded)")->transform(decimal_range(0, UINT64_MAX));
-  out.push_back({import, [o, step_key, mllog_step] {
+  auto* seed = import->add_option("--seed", o->seed, "Seed the trainer ran with (recorded)")
+                   ->transform(decimal_range(0, UINT64_MAX));
+  out.push_back({import, [o, step_key, mllog_step, run, seed] {
                    o->step_key_given = step_key->count() > 0;
                    o->mllog_step_given = mllog_step->count() > 0;
+                   o->run_given = run->count() > 0;
+                   o->seed_given = seed->count() > 0;
                    return import_command(*o);
                  }});
 }
@@ -290,6 +299,8 @@ void add_check_family(CLI::App& app, std::vector<Command>& out) {
                     "(default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
   add_overrides(check, o->overrides);
+  check->add_option("--history", o->history_dir,
+                    "DIR: append each smoke's night to DIR/<smoke>.jsonl, the nightly ledger (`lockstep history DIR`)");
   check->add_option("--rerun-failing", o->rerun_failing,
                     "K: run a smoke that fails against its golden K more times here; reruns that differ from the "
                     "failing run make it exit 4 (nondeterministic on this runner), else exit 1 stands "
@@ -416,6 +427,43 @@ void add_setup_commands(CLI::App& app, std::vector<Command>& out) {
                  }});
 }
 
+// `history` and `history add`: the nightly ledgers.
+void add_history_commands(CLI::App& app, std::vector<Command>& out) {
+  using namespace lockstep;
+  auto o = std::make_shared<HistoryOptions>();
+  auto* history = app.add_subcommand("history", "The nightly ledgers read back: each metric's share of its tolerance "
+                                                "night by night, change points, regressions and drifts (docs/history.md)");
+  history->add_option("DIR", o->dir, "History folder (check --history DIR)");
+  history->add_option("SMOKE", o->smoke, "Only this smoke's ledger");
+  history->add_option("--json", o->json_out, "Also write the JSON report to this file");
+  history->add_option("--html", o->html_out, "Also write the HTML page (trend plots, change points) to this file");
+  history->add_flag("--skip-bad", o->skip_bad, "Leave out malformed ledger lines, naming each, instead of exit 2");
+  auto a = std::make_shared<HistoryAddOptions>();
+  auto* add = history->add_subcommand("add", "Enter records made elsewhere (run, import) into the ledgers, not compared");
+  add->add_option("RECORD", a->records, "Run records")->required();
+  add->add_option("--to", a->to, "History folder")->required();
+  auto push = std::make_shared<HistorySyncOptions>(), pull = std::make_shared<HistorySyncOptions>();
+  for (auto [name, opts, help] : {std::tuple<const char*, HistorySyncOptions*, const char*>{
+                                      "push", push.get(), "Commit the ledgers to a branch (not the work tree) and push it, "
+                                                          "merging the remote's entries"},
+                                  {"pull", pull.get(), "Fetch the branch's ledgers into the folder, merged with its own"}}) {
+    auto* sub = history->add_subcommand(name, help);
+    sub->add_option("DIR", opts->dir, "History folder")->required();
+    sub->add_option("--branch", opts->branch, "Branch")->capture_default_str();
+    sub->add_option("--remote", opts->remote, "Remote name or URL")->capture_default_str();
+    sub->add_option("--repo", opts->repo, "A path in the repository")->capture_default_str();
+    out.push_back({sub, [opts, name = std::string(name)] {
+                     return name == "push" ? history_push_command(*opts) : history_pull_command(*opts);
+                   }});
+  }
+  // The nested commands first: `history add` sets both.
+  out.push_back({add, [a] { return history_add_command(*a); }});
+  out.push_back({history, [o] {
+                   if (o->dir.empty()) throw BadUsage("history: give the history folder (lockstep history DIR)");
+                   return history_command(*o);
+                 }});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -430,6 +478,7 @@ int main(int argc, char** argv) {
   add_check_family(app, commands);
   add_golden_commands(app, commands);
   add_setup_commands(app, commands);
+  add_history_commands(app, commands);
 
   try {
     app.parse(argc, argv);

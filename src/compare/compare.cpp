@@ -238,6 +238,7 @@ void compare_values(Section section, const std::string& name, const std::vector<
       r.max_rel = c.rel_err;
       r.max_rel_at = static_cast<int64_t>(i);
     }
+    r.max_use = std::max(r.max_use, tolerance_use(c, tol));
     if (c.pass) continue;
     if (r.failed++ == 0) {
       r.first_fail = static_cast<int64_t>(i);
@@ -408,6 +409,14 @@ void compare_series(const RunRecord& run, const RunRecord& golden, const Toleran
       continue;
     }
     bool f32 = gs.dtype == Series::Dtype::kFloat32;
+    // TensorBoard's simple_value is float32: against float64 values (a
+    // JSONL log, an imported golden) a difference within float32's
+    // rounding, about 6e-8 relative, is the format's, not the training's.
+    if (gs.dtype != rs.dtype)
+      v.notes.push_back(name + ": the " + v.reference_word + "'s values are " + dtype_name(gs.dtype) + ", the " +
+                        v.subject_word + "'s " + dtype_name(rs.dtype) + " (TensorBoard's simple_value is float32): "
+                        "a difference within float32's rounding, about 6e-8 relative, comes from the format; an "
+                        "exact rule cannot pass unless every value is a float32 one");
     Tolerance tol = policy.for_series(name);
     if (exact) tol = Tolerance::exact();
     const std::vector<double>& reference = tol.rule == Tolerance::Rule::kSigma ? gs.sigma_center() : gs.values;
@@ -716,6 +725,48 @@ std::string first_divergence(const Verdict& v) {
   return moved;
 }
 
+// A golden whose curves `lockstep import --golden` read from another
+// tool's file (its fingerprint holds import.source, and only that) against
+// a run lockstep made: only the series the golden holds are compared, with
+// the smoke's tolerances (no contract, stack, probes or hashes came with
+// the curves; the notes say what was left out).
+bool is_imported_golden(const RunRecord& run, const RunRecord& golden) {
+  return golden.fingerprint.count("import.source") && !run.fingerprint.count("import.source");
+}
+
+Verdict compare_with_imported(const RunRecord& run, const RunRecord& golden, const TolerancePolicy& policy,
+                              Verdict v) {
+  const std::string& source = golden.fingerprint.at("import.source").value;
+  v.lane = Lane::kCrossStack;
+  v.imported_from = source;
+  v.lane_reason = "the " + v.reference_word + "'s curves were imported from " + source +
+                  ": the configured tolerances apply to the series it holds";
+  RunRecord curves;
+  std::string left_out;
+  for (const auto& [name, s] : run.series)
+    if (golden.series.count(name)) curves.series.emplace(name, s);
+    else left_out += (left_out.empty() ? "" : ", ") + name;
+  if (!left_out.empty())
+    v.notes.push_back("series the imported " + v.reference_word + " does not hold, not compared: " + left_out);
+  std::string sections;
+  for (const auto& [what, present] : {std::pair<const char*, bool>{"batch probes", !run.probes.empty() || !run.train_probes.empty()},
+                                      {"hashes", !run.hashes.empty()},
+                                      {"initial weights", !run.init.empty()},
+                                      {"determinism contract and stack", !run.contract.empty()}})
+    if (present) sections += (sections.empty() ? "" : ", ") + std::string(what);
+  if (!sections.empty())
+    v.notes.push_back("not in the imported " + v.reference_word + ", not compared: " + sections);
+  compare_series(curves, golden, policy, false, v);
+  if (v.values_checked == 0 && v.findings.empty())
+    v.findings.push_back({Section::kStructure, "records", -1,
+                          "no series in common with the imported " + v.reference_word +
+                              "; a comparison of nothing never passes"});
+  std::stable_sort(v.findings.begin(), v.findings.end(), causal_order);
+  v.first_divergence = first_divergence(v);
+  v.code = v.findings.empty() ? ExitCode::kPass : ExitCode::kRegression;
+  return v;
+}
+
 }  // namespace
 
 Verdict compare_records(const RunRecord& run, const RunRecord& golden,
@@ -732,6 +783,7 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
     v.notes.push_back("config hash differs: golden " + golden.config_hash + ", run " + run.config_hash +
                       " (the smoke config file changed since the golden was blessed; the input "
                       "config.values_xxh3 says whether a field that determines the values did)");
+  if (is_imported_golden(run, golden)) return compare_with_imported(run, golden, policy, std::move(v));
 
   choose_lane(run, golden, v);
   bool exact = v.lane == Lane::kContractMismatch ||

@@ -45,7 +45,9 @@ std::string render_text(const Verdict& v, bool color) {
   for (const auto& line : v.quote) o << "  | " << printable(line) << "\n";
   if (!v.lane_reason.empty()) o << "lane: " << lane_name(v.lane) << " — " << v.lane_reason << "\n";
 
-  if (v.env_diffs.empty()) {
+  if (!v.imported_from.empty()) {
+    o << "environment: not compared (the imported golden names no stack)\n";
+  } else if (v.env_diffs.empty()) {
     o << "environment: identical fingerprints\n";
   } else {
     o << "environment differences (" << v.env_diffs.size()

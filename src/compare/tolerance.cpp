@@ -37,6 +37,19 @@ std::string format_error(double value) {
   return buf;
 }
 
+double tolerance_use(const ValueCheck& c, const Tolerance& tol) {
+  const double kInf = std::numeric_limits<double>::infinity();
+  if (c.non_finite || !std::isfinite(c.abs_err)) return c.pass ? 0 : kInf;
+  switch (tol.rule) {
+    case Tolerance::Rule::kExact: return c.pass ? 0 : kInf;
+    case Tolerance::Rule::kUlp:
+      return tol.max_ulp == 0 ? (c.ulps == 0 ? 0 : kInf) : static_cast<double>(c.ulps) / static_cast<double>(tol.max_ulp);
+    case Tolerance::Rule::kClose:
+    case Tolerance::Rule::kSigma: return c.allowed > 0 ? c.abs_err / c.allowed : (c.abs_err == 0 ? 0 : kInf);
+  }
+  return kInf;
+}
+
 ValueCheck check_value(double actual, double golden, const Tolerance& tol, bool float32,
                        double golden_std) {
   const double kNaN = std::numeric_limits<double>::quiet_NaN();

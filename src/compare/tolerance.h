@@ -53,6 +53,12 @@ struct ValueCheck {
   double allowed = 0;       ///< the bound applied to abs_err (kClose/kSigma)
 };
 
+/// The share of `tol` that check `c` used (SeriesResult::max_use): abs_err
+/// / allowed (atol/rtol, sigma), ulps / max_ulp (ULP); exact: 0 when it
+/// passed, else +inf; +inf for a non-finite value or an error where
+/// nothing was allowed.
+double tolerance_use(const ValueCheck& c, const Tolerance& tol);
+
 /// Compares `actual` with `golden` under `tol`. `float32` selects the dtype
 /// for exact and ULP rules. `golden_std` is the per-step std (kSigma only).
 ValueCheck check_value(double actual, double golden, const Tolerance& tol, bool float32,

@@ -59,6 +59,11 @@ struct SeriesResult {
   int64_t max_abs_at = -1;
   double max_rel = 0;         ///< largest relative error (golden != 0); NaN if none
   int64_t max_rel_at = -1;
+  /// The largest share of the tolerance a value used: |a-g| / allowed for
+  /// atol/rtol and sigma rules, ulps / max_ulp for ULP rules; for an exact
+  /// rule 0 when every value is bit-identical, else +inf; +inf for a
+  /// non-finite run value. Above 1 fails. The nightly history plots it.
+  double max_use = 0;
 };
 
 /// Everything a report needs.
@@ -70,6 +75,10 @@ struct Verdict {
   std::string subject_word = "run";       ///< what reports call the compared run ("run", "run 2")
   Lane lane = Lane::kSameStack;
   std::string lane_reason;
+  /// The golden's import.source when its curves came from another tool's
+  /// file (`lockstep import --golden`): only its series were compared; ""
+  /// otherwise.
+  std::string imported_from;
   std::vector<FieldDiff> env_diffs;   ///< inputs first, then relevant fields
   std::vector<Finding> findings;      ///< failures in report order
   std::vector<SeriesResult> results;  ///< every series / probe field compared

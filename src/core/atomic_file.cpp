@@ -100,7 +100,12 @@ std::string read_file(const std::string& path) {
     throw BadUsage(path + ": cannot read: larger than " + std::to_string(kMaxReadBytes >> 20) + " MiB");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw BadUsage(path + ": cannot read: " + std::strerror(errno));
-  std::string out(static_cast<size_t>(in.tellg()), '\0');
+  // 64 bytes spare beyond the text: simdjson reads that far past the end
+  // (core/json_io.cpp parses in place, without a copy).
+  auto size = static_cast<size_t>(in.tellg());
+  std::string out;
+  out.reserve(size + 64);
+  out.resize(size);
   in.seekg(0);
   if (!in.read(out.data(), static_cast<std::streamsize>(out.size())))
     throw BadUsage(path + ": cannot read: " + std::strerror(errno));

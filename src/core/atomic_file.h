@@ -49,7 +49,8 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir);
 inline constexpr uint64_t kMaxReadBytes = uint64_t{2} << 30;  // 2 GiB
 
 /// Reads a whole regular file of at most kMaxReadBytes. Throws
-/// Error(kBadInput) "<path>: cannot read: <reason>" otherwise.
+/// Error(kBadInput) "<path>: cannot read: <reason>" otherwise. The string's
+/// capacity holds 64 bytes more than its size (simdjson's padding).
 std::string read_file(const std::string& path);
 
 }  // namespace lockstep

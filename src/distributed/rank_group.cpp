@@ -79,6 +79,33 @@ std::string fact_value(const std::string& all, const std::string& key) {
 }
 
 constexpr const char* kAbortKey = "lockstep/facts/abort";
+constexpr const char* kPublishedKey = "lockstep/facts/published";  // ranks that published their facts
+constexpr const char* kStoppedKey = "lockstep/facts/stopped";      // ranks that read the abort
+
+// Rank 0 serves the TCPStore: once it stops, every other rank's next store
+// call fails ("Broken pipe") before that rank read the verdict. So each
+// rank counts itself stopped, and rank 0 keeps serving until every rank
+// that published its facts has done so and no more have published for
+// kQuiet (the ranks of a node start together, within LibTorch's start-up
+// jitter), at most kMostWait.
+void let_every_rank_read_the_abort(c10d::Store& store, const RankIdentity& me) {
+  constexpr auto kQuiet = std::chrono::milliseconds(1000), kMostWait = std::chrono::milliseconds(10000);
+  try {
+    store.add(kStoppedKey, 1);
+    if (me.rank != 0 || !me.master.set()) return;
+    auto start = std::chrono::steady_clock::now(), quiet_since = start;
+    int64_t seen = -1;
+    while (std::chrono::steady_clock::now() - start < kMostWait) {
+      int64_t published = store.add(kPublishedKey, 0), stopped = store.add(kStoppedKey, 0);
+      auto now = std::chrono::steady_clock::now();
+      if (published != seen) seen = published, quiet_since = now;
+      if (stopped >= published && now - quiet_since >= kQuiet) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const std::exception&) {
+    // The store is gone: nothing left to serve or to tell.
+  }
+}
 
 // Every rank of a run on several machines publishes its node's facts and
 // compares them with rank 0's (docs/distributed.md). The first rank to see
@@ -91,6 +118,7 @@ void agree_before_joining(c10d::Store& store, const RankIdentity& me, const Node
   for (const auto& [k, v] : f.facts) mine += k + "=" + v + "\n";
   auto key_of = [](int r) { return "lockstep/facts/" + std::to_string(r); };
   store.set(key_of(me.rank), bytes(mine));
+  store.add(kPublishedKey, 1);
   // The difference of `theirs` (rank r's) from `zero` (rank 0's), as the
   // abort record "fact\nexpected-text"; "" when they agree.
   auto difference = [&](int r, const std::string& theirs, const std::string& zero) -> std::string {
@@ -107,6 +135,7 @@ void agree_before_joining(c10d::Store& store, const RankIdentity& me, const Node
     return "";
   };
   auto stop = [&](const std::string& record) {
+    let_every_rank_read_the_abort(store, me);
     size_t nl = record.find('\n');
     if (nl == std::string::npos || nl == 0 || nl + 1 >= record.size())  // not a lockstep rank's
       throw EnvironmentError("rank " + std::to_string(me.rank) + ": the store at " + me.master.describe() +

@@ -44,7 +44,9 @@ class RankGroup {
   /// rank first publishes `facts` and compares them with rank 0's: the
   /// first difference is exit-2 BadInput on every rank ("<file>: <fact>:
   /// expected the same on every node; rank R (node K) has ..."), before
-  /// any rank waits in Gloo for ranks that will never come. Throws exit-3
+  /// any rank waits in Gloo for ranks that will never come; rank 0, which
+  /// serves the store, stops only once every rank read that verdict (at
+  /// most 10 s more). Throws exit-3
   /// Error when this build has no Gloo (built without gloo headers) or the
   /// rendezvous fails or times out.
   RankGroup(const RankIdentity& me, std::chrono::milliseconds timeout, RankProgress* progress = nullptr,

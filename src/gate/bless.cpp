@@ -77,6 +77,16 @@ void validate_golden_candidate(const RunRecord& record, int runs, bool allow_non
                    "); a golden holds finite values unless the smoke sets tolerance.allow_nonfinite_golden");
 }
 
+void validate_kept_golden(const Golden& golden, const SmokeConfig& config, const std::string& action) {
+  // An imported golden has no reruns and no contract to hold it to; its
+  // contract differs from any run's, which puts its comparisons in the
+  // cross-stack lane.
+  bool imported = !golden.provenance.imported_from.empty();
+  if (!imported) validate_contract(golden.record, config, action);
+  validate_golden_candidate(golden.record, imported ? 2 /* no reruns to require */ : golden.provenance.runs,
+                            config.tolerance.allow_nonfinite_golden, action);
+}
+
 void add_seed_statistics(const std::vector<RunRecord>& runs, RunRecord& golden) {
   for (auto& [name, series] : golden.series) {
     // Statistics per step: every seed must log the same steps (a trainer

@@ -67,6 +67,14 @@ void validate_golden_candidate(const RunRecord& record, int runs, bool allow_non
 /// exit-2 Error "refusing to <action>: ...".
 void validate_contract(const RunRecord& record, const SmokeConfig& config, const std::string& action);
 
+/// What a golden must hold to be kept for `config` (accept, verify-goldens):
+/// validate_contract and validate_golden_candidate with its provenance's
+/// runs. An imported golden (provenance.imported_from: another tool's
+/// curves, `lockstep import --golden`) was made by no lockstep run: only
+/// its values are held (finite unless allowed). Throws exit-2 Error
+/// "refusing to <action>: ...".
+void validate_kept_golden(const Golden& golden, const SmokeConfig& config, const std::string& action);
+
 /// Refuses (exit 2) when the work tree of `git` has changes outside
 /// `own_folders` (lockstep's own output: the goldens folder, the --out or
 /// pending folder), unless `allow_dirty`: a golden's provenance names the

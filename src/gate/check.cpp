@@ -260,6 +260,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   Golden golden;
   if (found) {
     golden = read_filed_golden(*found, cfg.name);
+    c.golden_hash = golden.content_hash;
     c.verdict = compare_with_golden(cfg, run, golden, *found, dir);
     c.compared = true;
     if (o.rerun_failing > 0 && c.verdict.code == ExitCode::kRegression &&

@@ -72,6 +72,7 @@ struct SmokeCheck {
   std::string records;    ///< for a failure between runs: "records: <a>, <b>"
   RunRecord run;          ///< the run compared (when compared)
   RunRecord golden;       ///< its reference: the golden's record, or run 1 (when compared)
+  std::string golden_hash;  ///< the golden's content_hash (when compared with a golden)
   /// The run as a pending golden (a failed comparison, or no golden yet),
   /// to be written at pending_path for `lockstep review` / `accept`.
   std::optional<Golden> pending;

@@ -91,10 +91,10 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
       throw BadInput(path, "config_hash",
                      cfg->second.config_hash + " (the current " + cfg->second.file + "): this pending golden was "
                      "made from another version of the config; run `lockstep check` again for a fresh one");
-    validate_contract(g.record, cfg->second, "accept " + path);
-    validate_golden_candidate(g.record, g.provenance.runs, cfg->second.tolerance.allow_nonfinite_golden,
-                              "accept " + path);
+    validate_kept_golden(g, cfg->second, "accept " + path);
+    std::string imported_from = g.provenance.imported_from;
     g.provenance = stamp_provenance("accept", reason, git, g.provenance.runs);
+    g.provenance.imported_from = imported_from;
     g.provenance.allow_dirty = allow_dirty;
     std::string target = golden_path(set.goldens_dir, g.record.smoke, g.record.platform);
     if (auto [it, fresh] = source_of.emplace(target, path); !fresh)

@@ -35,6 +35,7 @@ std::string describe_provenance(const Provenance& p) {
   std::string verb = p.action == "bless"    ? "blessed"
                      : p.action == "accept" ? "accepted"
                      : p.action == "check"  ? "left pending by check"
+                     : p.action == "import" ? "imported"
                                             : "written";
   std::string commit = p.git_commit.rfind("(absent", 0) == 0 ? p.git_commit : p.git_commit.substr(0, 12);
   std::string out = verb + " " + p.created_utc + " by " + p.git_author + " at commit " + commit + " (lockstep " +
@@ -43,6 +44,7 @@ std::string describe_provenance(const Provenance& p) {
   if (!p.ci_job_url.empty()) out += " in CI job " + p.ci_job_url;
   if (!p.ci_runner.empty()) out += " on runner " + p.ci_runner;
   if (!p.replaces.empty()) out += ", replacing " + p.replaces;
+  if (!p.imported_from.empty()) out += ", curves imported from " + p.imported_from;
   return out + ": \"" + p.reason + "\"";
 }
 

@@ -215,9 +215,7 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
       problems.push_back(change);
     if (!note.empty()) notes.push_back(note);
     try {  // what bless and accept refuse, a golden may not hold either
-      validate_contract(r, cfg->second, "keep " + path + " as a golden");
-      validate_golden_candidate(r, g.provenance.runs, cfg->second.tolerance.allow_nonfinite_golden,
-                                "keep " + path + " as a golden");
+      validate_kept_golden(g, cfg->second, "keep " + path + " as a golden");
     } catch (const Error& e) {
       problems.push_back(e.what());
     }

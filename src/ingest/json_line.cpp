@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <functional>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_io.h"
 
 namespace lockstep {
 
@@ -114,6 +117,90 @@ const char* json_type_name(simdjson::dom::element value) {
   return "a value";
 }
 
+namespace {
+
+// The first key written twice in an object under `node`, or in an object
+// nested deeper than `depth_left` allows: true (`keys` is scratch space).
+bool duplicate_or_too_deep(simdjson::dom::element node, std::vector<std::string_view>& keys, size_t depth_left) {
+  simdjson::dom::array array;
+  if (node.get_array().get(array) == simdjson::SUCCESS) {
+    if (depth_left == 0) return true;
+    for (simdjson::dom::element child : array)
+      if (duplicate_or_too_deep(child, keys, depth_left - 1)) return true;
+    return false;
+  }
+  simdjson::dom::object object;
+  if (node.get_object().get(object) != simdjson::SUCCESS) return false;
+  if (depth_left == 0) return true;
+  size_t first = keys.size();
+  // Keys that are canonical decimal numbers in increasing order (a
+  // Megatron-LM values block: "1", "2", ..., a million of them) are
+  // distinct without a lookup.
+  bool increasing = true;
+  int64_t previous = -1;
+  for (simdjson::dom::key_value_pair kv : object) {
+    keys.push_back(kv.key);
+    if (increasing) {
+      int64_t k = 0;
+      bool canonical = !kv.key.empty() && kv.key.size() <= 18 && (kv.key[0] != '0' || kv.key.size() == 1);
+      for (char c : kv.key) canonical = canonical && c >= '0' && c <= '9' && (k = k * 10 + (c - '0'), true);
+      increasing = canonical && k > previous;
+      previous = k;
+    }
+    if (duplicate_or_too_deep(kv.value, keys, depth_left - 1)) return true;
+  }
+  // Else each pair for a few keys, an open-addressed table for many.
+  bool twice = false;
+  size_t n = keys.size() - first;
+  if (increasing) {
+  } else if (n <= 16) {
+    for (size_t i = first + 1; i < keys.size() && !twice; ++i)
+      for (size_t j = first; j < i && !twice; ++j) twice = keys[i] == keys[j];
+  } else {
+    // Open addressing over the keys' indices: no allocation per key.
+    size_t cap = 1;
+    while (cap < 2 * n) cap <<= 1;
+    struct Slot {
+      uint64_t hash;
+      uint32_t key;  // 1 + index into keys; 0 = empty
+    };
+    std::vector<Slot> slots(cap, Slot{0, 0});
+    std::hash<std::string_view> hasher;
+    for (size_t i = first; i < keys.size() && !twice; ++i) {
+      uint64_t h = hasher(keys[i]);
+      for (size_t slot = h & (cap - 1);; slot = (slot + 1) & (cap - 1)) {
+        if (slots[slot].key == 0) {
+          slots[slot] = {h, static_cast<uint32_t>(i - first + 1)};
+          break;
+        }
+        if (slots[slot].hash == h && keys[first + slots[slot].key - 1] == keys[i]) {
+          twice = true;
+          break;
+        }
+      }
+    }
+  }
+  keys.resize(first);
+  return twice;
+}
+
+}  // namespace
+
+simdjson::dom::element JsonDocument::parse_file(const std::string& path) {
+  text_ = read_file(path);  // simdjson's padding spare in its capacity
+  simdjson::dom::element root;
+  simdjson::error_code error =
+      text_.capacity() >= text_.size() + simdjson::SIMDJSON_PADDING
+          ? parser_.parse(simdjson::padded_string_view(text_.data(), text_.size(), text_.capacity())).get(root)
+          : parser_.parse(simdjson::padded_string(text_)).get(root);
+  keys_.clear();
+  if (error == simdjson::SUCCESS && !duplicate_or_too_deep(root, keys_, kMaxJsonDepth)) return root;
+  // The strict reader says exactly what and where (byte, key path).
+  parse_json_text(text_, path);
+  throw BadInput(path, "", std::string("JSON lockstep can read (") +
+                               (error == simdjson::SUCCESS ? "a key written twice" : simdjson::error_message(error)) + ")");
+}
+
 void JsonLineParser::check_unique_keys(simdjson::dom::element node, const std::string& file, uint64_t line_number) {
   // Named arrays and objects: the result wrappers are temporaries.
   simdjson::dom::array array;
@@ -128,13 +215,20 @@ void JsonLineParser::check_unique_keys(simdjson::dom::element node, const std::s
     keys_.push_back(kv.key);
     check_unique_keys(kv.value, file, line_number);
   }
-  if (keys_.size() - first > 1) {
+  size_t n = keys_.size() - first;
+  auto twice = [&](std::string_view key) {
+    throw BadInput(file, "line " + std::to_string(line_number),
+                   "each key once in every object; \"" + std::string(key) + "\" is written twice");
+  };
+  if (n > 1 && n <= 16) {  // a metrics line: each pair, cheaper than sorting
+    for (size_t i = first + 1; i < keys_.size(); ++i)
+      for (size_t j = first; j < i; ++j)
+        if (keys_[i].size() == keys_[j].size() && keys_[i] == keys_[j]) twice(keys_[i]);
+  } else if (n > 16) {
     auto begin = keys_.begin() + static_cast<std::ptrdiff_t>(first);
     std::sort(begin, keys_.end());
     auto dup = std::adjacent_find(begin, keys_.end());
-    if (dup != keys_.end())
-      throw BadInput(file, "line " + std::to_string(line_number),
-                     "each key once in every object; \"" + std::string(*dup) + "\" is written twice");
+    if (dup != keys_.end()) twice(*dup);
   }
   keys_.resize(first);
 }

@@ -7,7 +7,8 @@
 //   double v;
 //   if (!json_number(obj["loss"].value_unsafe(), v)) ...;     // 0.5, NaN, "nan", "inf", "-inf"
 //
-// Internal to src/ingest/ (it exposes simdjson types).
+// Internal to src/ingest/ (it exposes simdjson types; a target that uses
+// them links simdjson::simdjson, whose definitions change dom::parser).
 #pragma once
 
 #include <simdjson.h>
@@ -36,6 +37,26 @@ bool json_step(simdjson::dom::element value, int64_t& out);
 
 /// "a number", "a string", "an object", ... for messages.
 const char* json_type_name(simdjson::dom::element value);
+
+/// A whole JSON file (another tool's golden: a Megatron-LM golden-values
+/// file, trainer_state.json), parsed in place with simdjson: millions of
+/// values are read without building a tree of their own.
+///
+///   JsonDocument doc;
+///   simdjson::dom::element root = doc.parse_file("golden_values.json");  // exit 2 if malformed
+class JsonDocument {
+ public:
+  /// Parses `path`: valid JSON (Python's NaN tokens are not), each key
+  /// once in every object, nested at most kMaxJsonDepth deep. Throws the
+  /// exit-2 Error core/json_io.h's parse_json_text gives (the byte offset,
+  /// the duplicate key's path). The result is valid while this lives.
+  simdjson::dom::element parse_file(const std::string& path);
+
+ private:
+  simdjson::dom::parser parser_;
+  std::string text_;
+  std::vector<std::string_view> keys_;
+};
 
 /// Parses lines of one file, reusing its buffers.
 class JsonLineParser {

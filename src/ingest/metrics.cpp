@@ -4,6 +4,7 @@
 #include "ingest/jsonl.h"
 #include "ingest/metrics_csv.h"
 #include "ingest/mllog.h"
+#include "ingest/mlflow.h"
 #include "ingest/peer_goldens.h"
 #include "ingest/tensorboard.h"
 
@@ -18,16 +19,17 @@ const char* metrics_format_name(MetricsFormat format) {
     case MetricsFormat::kMegatron: return "megatron";
     case MetricsFormat::kTorchtitan: return "torchtitan";
     case MetricsFormat::kHfTrainer: return "hf-trainer";
+    case MetricsFormat::kMlflow: return "mlflow";
   }
   return "unknown";
 }
 
 MetricsFormat parse_metrics_format(const std::string& name) {
   for (MetricsFormat f : {MetricsFormat::kTensorBoard, MetricsFormat::kJsonl, MetricsFormat::kMllog, MetricsFormat::kCsv,
-                          MetricsFormat::kMegatron, MetricsFormat::kTorchtitan, MetricsFormat::kHfTrainer})
+                          MetricsFormat::kMegatron, MetricsFormat::kTorchtitan, MetricsFormat::kHfTrainer, MetricsFormat::kMlflow})
     if (name == metrics_format_name(f)) return f;
   throw BadUsage("unknown metrics format \"" + name + "\": expected one of \"tensorboard\", \"jsonl\", \"mllog\", \"csv\", "
-                 "\"megatron\", \"torchtitan\", \"hf-trainer\"");
+                 "\"megatron\", \"torchtitan\", \"hf-trainer\", \"mlflow\"");
 }
 
 std::map<std::string, Series> read_metrics(const MetricsSpec& spec) {
@@ -51,6 +53,7 @@ std::map<std::string, Series> read_metrics(const MetricsSpec& spec) {
     case MetricsFormat::kMegatron: return read_megatron_metrics(spec);  // marks by its value_precision
     case MetricsFormat::kTorchtitan: out = read_torchtitan_metrics(spec); break;
     case MetricsFormat::kHfTrainer: out = read_hf_trainer_metrics(spec); break;
+    case MetricsFormat::kMlflow: out = read_mlflow_metrics(spec); break;
   }
   // The precision guard: values a source rounded are marked so.
   for (auto& [name, s] : out) s.rounded = decimal_grid(s.values, s.dtype == Series::Dtype::kFloat32);

@@ -1,5 +1,6 @@
 // Readers that turn a trainer's own metric logs into lockstep series:
-// TensorBoard event files, JSONL, MLPerf MLLOG and CSV (docs/trainers.md).
+// TensorBoard event files, JSONL, MLPerf MLLOG and CSV (docs/trainers.md),
+// and other tools' goldens and histories (ingest/peer_goldens.h, ingest/mlflow.h).
 //
 //   MetricsSpec spec;
 //   spec.format = MetricsFormat::kTensorBoard;
@@ -21,9 +22,9 @@ namespace lockstep {
 
 /// The log formats a trainer's metrics can be read from, and the goldens
 /// of other tools (ingest/peer_goldens.h).
-enum class MetricsFormat { kTensorBoard, kJsonl, kMllog, kCsv, kMegatron, kTorchtitan, kHfTrainer };
+enum class MetricsFormat { kTensorBoard, kJsonl, kMllog, kCsv, kMegatron, kTorchtitan, kHfTrainer, kMlflow };
 
-/// "tensorboard", "jsonl", "mllog", "csv", "megatron", "torchtitan", "hf-trainer".
+/// "tensorboard", "jsonl", "mllog", "csv", "megatron", "torchtitan", "hf-trainer", "mlflow".
 const char* metrics_format_name(MetricsFormat format);
 
 /// Parses a format name; throws exit-2 BadUsage listing the names.
@@ -43,6 +44,9 @@ struct MetricsSpec {
   /// MLLOG: the metadata field giving the step ("epoch_num", "samples_count"
   /// or "step").
   std::string mllog_step = "step";
+  /// MLflow: the run's run_uuid or name; "" when the store holds one run
+  /// (ingest/mlflow.h).
+  std::string run;
 };
 
 /// Reads every requested series, each marked Series::rounded when its

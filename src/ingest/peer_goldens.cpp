@@ -1,5 +1,6 @@
 #include "ingest/peer_goldens.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <set>
@@ -8,93 +9,125 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "ingest/json_line.h"
 #include "ingest/line_reader.h"
+#include "ingest/number_text.h"
 #include "ingest/series_builder.h"
 
 namespace lockstep {
 
 namespace {
 
-// A decimal step ("12"), or false.
-bool decimal_step(std::string_view text, int64_t& step) {
-  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string_view::npos) return false;
-  step = std::stoll(std::string(text));
-  return true;
+// A metric value: a number, or "nan" / "NaN" / "inf" / "-inf".
+bool metric_value(simdjson::dom::element v, double& out) {
+  std::string_view s;
+  if (v.get_string().get(s) == simdjson::SUCCESS) return (s == "nan" || s == "NaN" || s == "inf" || s == "-inf") && float_repr(s, out);
+  return json_number(v, out);
 }
 
-// A float as Python's repr writes it ("2.3012", "1e-05", "nan", "inf"), or false.
-bool float_repr(std::string_view text, double& value) {
-  if (text.empty() || text.size() > 64) return false;
-  std::string s(text);
-  if (s == "nan" || s == "NaN") return value = NAN, true;
-  if (s == "inf" || s == "Infinity") return value = INFINITY, true;
-  if (s == "-inf" || s == "-Infinity") return value = -INFINITY, true;
-  if (s.find_first_not_of("0123456789+-.eE") != std::string::npos) return false;
-  char* end = nullptr;
-  errno = 0;
-  value = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size() && errno != ERANGE;
+// An integer in [lo, hi] at `path`, else exit 2 naming it.
+int64_t integer_at(simdjson::dom::element v, const std::string& file, const std::string& path, int64_t lo, int64_t hi) {
+  int64_t x;
+  double d;
+  bool ok = v.get_int64().get(x) == simdjson::SUCCESS ||
+            (v.get_double().get(d) == simdjson::SUCCESS && std::floor(d) == d && d >= -9e15 && d <= 9e15 &&
+             (x = static_cast<int64_t>(d), true));
+  if (!ok || x < lo || x > hi)
+    throw BadInput(file, path, "an integer between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                                   json_type_name(v));
+  return x;
 }
 
-// A JSON value as a metric value: a number, or "nan"/"inf"/"-inf".
-bool json_value(const nlohmann::json& v, double& out) {
-  if (v.is_number()) return out = v.get<double>(), true;
-  if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
-    return (s == "nan" || s == "NaN" || s == "inf" || s == "-inf") && float_repr(s, out);
+// One Megatron metric block into builder `b`. Returns whether it says
+// "value_precision": "full".
+bool read_megatron_block(simdjson::dom::element block, const std::string& name, const std::string& file, SeriesBuilder& b) {
+  simdjson::dom::object m;
+  if (block.get_object().get(m) != simdjson::SUCCESS)
+    throw BadInput(file, name, std::string("an object with \"values\", got ") + json_type_name(block));
+  int64_t start = 0, end = -1, interval = 1;
+  bool full = false, have_values = false;
+  simdjson::dom::element values;
+  for (simdjson::dom::key_value_pair kv : m) {
+    std::string path = name + "." + std::string(kv.key);
+    if (kv.key == "start_step") start = integer_at(kv.value, file, path, 0, int64_t{1} << 52);
+    else if (kv.key == "end_step") end = integer_at(kv.value, file, path, 0, int64_t{1} << 52);
+    else if (kv.key == "step_interval") interval = integer_at(kv.value, file, path, 1, int64_t{1} << 40);
+    else if (kv.key == "values") values = kv.value, have_values = true;
+    else if (kv.key == "value_precision") {
+      std::string_view p;
+      if (kv.value.get_string().get(p) != simdjson::SUCCESS || (p != "full" && p != "rounded"))
+        throw BadInput(file, path, "one of \"full\", \"rounded\"");
+      full = p == "full";
+    } else {
+      throw BadInput(file, path, "one of the keys start_step, end_step, step_interval, values, value_precision "
+                                 "(unknown field)");
+    }
   }
-  return false;
+  if (!have_values) throw BadInput(file, name + ".values", "a value (the field is missing)");
+  if (end >= 0 && end < start) throw BadInput(file, name + ".end_step", "a step at or after start_step " + std::to_string(start));
+  uint64_t n = 0;
+  auto add = [&](int64_t step, simdjson::dom::element v, const std::string& path) {
+    double x;
+    if (!metric_value(v, x)) throw BadInput(file, path, "a number or \"nan\"");
+    if (end >= 0 && step > end) throw BadInput(file, path, "a step at most end_step " + std::to_string(end));
+    if (step < start) throw BadInput(file, path, "a step at least start_step " + std::to_string(start));
+    b.add(step, x, Series::Dtype::kFloat64, ++n);
+  };
+  simdjson::dom::array list;
+  simdjson::dom::object by_key;
+  if (values.get_array().get(list) == simdjson::SUCCESS) {  // older goldens: a list from start_step by step_interval
+    int64_t k = 0;
+    for (simdjson::dom::element v : list) {
+      add(start + k * interval, v, name + ".values[" + std::to_string(k) + "]");
+      ++k;
+    }
+  } else if (values.get_object().get(by_key) == simdjson::SUCCESS) {
+    // Steps as numbers, in order: "10" after "9", not after "1".
+    std::vector<std::pair<int64_t, simdjson::dom::key_value_pair>> steps;
+    steps.reserve(by_key.size());
+    for (simdjson::dom::key_value_pair kv : by_key) {
+      int64_t step;
+      if (!decimal_step(kv.key, step))
+        throw BadInput(file, name + ".values." + std::string(kv.key),
+                       "a value under a decimal step key, not '" + std::string(kv.key) + "'");
+      steps.emplace_back(step, kv);
+    }
+    auto by_step = [](const auto& a, const auto& b) { return a.first < b.first; };
+    if (!std::is_sorted(steps.begin(), steps.end(), by_step)) std::stable_sort(steps.begin(), steps.end(), by_step);
+    for (size_t k = 0; k < steps.size(); ++k) {
+      std::string_view key = steps[k].second.key;
+      if (k > 0 && steps[k].first == steps[k - 1].first)
+        throw BadInput(file, name + ".values." + std::string(key),
+                       "one value for step " + std::to_string(steps[k].first) + " (it is also '" +
+                           std::string(steps[k - 1].second.key) + "')");
+      add(steps[k].first, steps[k].second.value, name + ".values." + std::string(key));
+    }
+  } else {
+    throw BadInput(file, name + ".values", std::string("an object of step keys or a list, got ") + json_type_name(values));
+  }
+  return full;
 }
 
 }  // namespace
 
 std::map<std::string, Series> read_megatron_metrics(const MetricsSpec& spec) {
-  nlohmann::json doc = parse_json_file(spec.path);
-  JsonView root(doc, spec.path);
-  root.expect_object();
+  JsonDocument doc;
+  simdjson::dom::object root;
+  if (doc.parse_file(spec.path).get_object().get(root) != simdjson::SUCCESS)
+    throw BadInput(spec.path, "(top level)", "an object");
   IngestSources sources("value");
   uint32_t file = sources.add(spec.path);
   SeriesSet set(spec.series, "metric", sources);
   set.begin_file(file);
   std::set<std::string> full;  // metrics whose block says "value_precision": "full"
-  for (const auto& name : root.keys()) {
+  for (simdjson::dom::key_value_pair kv : root) {
+    std::string name(kv.key);
     int i = set.find(name);
     if (i < 0) {
       set.note_unrequested(name);
       continue;
     }
-    JsonView m = root.at(name);
-    m.expect_object();
-    m.allow_keys({"start_step", "end_step", "step_interval", "values", "value_precision"});
-    int64_t start = m.has("start_step") ? m.at("start_step").as_int(0, int64_t{1} << 52) : 0;
-    int64_t end = m.has("end_step") ? m.at("end_step").as_int(0, int64_t{1} << 52) : -1;
-    int64_t interval = m.has("step_interval") ? m.at("step_interval").as_int(1, int64_t{1} << 40) : 1;
-    if (end >= 0 && end < start) m.at("end_step").fail("a step at or after start_step " + std::to_string(start));
-    if (m.has("value_precision") && m.at("value_precision").as_enum({"full", "rounded"}) == "full") full.insert(name);
-    JsonView values = m.at("values");
-    uint64_t n = 0;
-    auto add = [&](int64_t step, const JsonView& v, const nlohmann::json& raw) {
-      double x;
-      if (!json_value(raw, x)) v.fail("a number or \"nan\"");
-      if (end >= 0 && step > end) v.fail("a step at most end_step " + std::to_string(end));
-      if (step < start) v.fail("a step at least start_step " + std::to_string(start));
-      set.at(static_cast<size_t>(i)).add(step, x, Series::Dtype::kFloat64, ++n);
-    };
-    const nlohmann::json& raw = doc[name]["values"];
-    if (raw.is_array()) {  // older goldens: a list from start_step by step_interval
-      for (size_t k = 0; k < raw.size(); ++k) add(start + static_cast<int64_t>(k) * interval, values.at(k), raw[k]);
-    } else {
-      values.expect_object();
-      // Steps as numbers, in order: "10" after "9", not after "1".
-      std::map<int64_t, std::string> by_step;
-      for (const auto& key : values.keys()) {
-        int64_t step;
-        if (!decimal_step(key, step)) values.at(key).fail("a value under a decimal step key, not '" + key + "'");
-        if (!by_step.emplace(step, key).second)
-          values.at(key).fail("one value for step " + std::to_string(step) + " (it is also '" + by_step[step] + "')");
-      }
-      for (const auto& [step, key] : by_step) add(step, values.at(key), raw[key]);
-    }
+    if (read_megatron_block(kv.value, name, spec.path, set.at(static_cast<size_t>(i)))) full.insert(name);
   }
   std::map<std::string, Series> out = set.finish(spec.path, "among the file's metrics");
   // Megatron's legacy goldens hold 5 decimals unless the block says
@@ -136,34 +169,50 @@ std::map<std::string, Series> read_torchtitan_metrics(const MetricsSpec& spec) {
 }
 
 std::map<std::string, Series> read_hf_trainer_metrics(const MetricsSpec& spec) {
-  nlohmann::json doc = parse_json_file(spec.path);
-  JsonView root(doc, spec.path);
-  root.expect_object();
-  if (!root.has("log_history")) root.fail("a \"log_history\" list (Hugging Face Trainer's trainer_state.json)");
-  JsonView history = root.at("log_history");
-  history.expect_array();
+  JsonDocument doc;
+  simdjson::dom::object root;
+  if (doc.parse_file(spec.path).get_object().get(root) != simdjson::SUCCESS)
+    throw BadInput(spec.path, "(top level)", "an object");
+  simdjson::dom::element history_element;
+  if (root["log_history"].get(history_element) != simdjson::SUCCESS)
+    throw BadInput(spec.path, "(top level)", "a \"log_history\" list (Hugging Face Trainer's trainer_state.json)");
+  simdjson::dom::array history;
+  if (history_element.get_array().get(history) != simdjson::SUCCESS)
+    throw BadInput(spec.path, "log_history", std::string("an array, got ") + json_type_name(history_element));
   IngestSources sources("log_history entry");
   uint32_t file = sources.add(spec.path);
   SeriesSet set(spec.series, "key", sources);
   set.begin_file(file);
-  const nlohmann::json& raw = doc["log_history"];
-  for (size_t k = 0; k < raw.size(); ++k) {
-    JsonView entry = history.at(k);
-    entry.expect_object();
-    bool logs = false;
-    for (const auto& key : entry.keys())
-      if (key != "step" && set.find(key) >= 0) logs = true;
-      else if (key != "step") set.note_unrequested(key);
-    if (!logs) continue;
-    if (!entry.has("step")) entry.fail("a \"step\" in an entry that logs a requested key");
-    int64_t step = entry.at("step").as_int(0, int64_t{1} << 52);
-    for (const auto& key : entry.keys()) {
-      int i = key == "step" ? -1 : set.find(key);
-      if (i < 0) continue;
-      double x;
-      if (!json_value(raw[k][key], x)) entry.at(key).fail("a number or \"nan\"");
-      set.at(static_cast<size_t>(i)).add(step, x, Series::Dtype::kFloat64, k);
+  std::vector<std::pair<int, simdjson::dom::element>> logged;
+  size_t k = 0;
+  for (simdjson::dom::element entry_element : history) {
+    std::string path = "log_history[" + std::to_string(k) + "]";
+    simdjson::dom::object entry;
+    if (entry_element.get_object().get(entry) != simdjson::SUCCESS)
+      throw BadInput(spec.path, path, std::string("an object, got ") + json_type_name(entry_element));
+    logged.clear();
+    bool have_step = false;
+    simdjson::dom::element step_element;
+    for (simdjson::dom::key_value_pair kv : entry) {
+      if (kv.key == "step") {
+        step_element = kv.value;
+        have_step = true;
+      } else if (int i = set.find(kv.key); i >= 0) {
+        logged.emplace_back(i, kv.value);
+      } else {
+        set.note_unrequested(kv.key);
+      }
     }
+    if (!logged.empty()) {
+      if (!have_step) throw BadInput(spec.path, path, "a \"step\" in an entry that logs a requested key");
+      int64_t step = integer_at(step_element, spec.path, path + ".step", 0, int64_t{1} << 52);
+      for (const auto& [i, value] : logged) {
+        double x;
+        if (!metric_value(value, x)) throw BadInput(spec.path, path + "." + set.key(static_cast<size_t>(i)), "a number or \"nan\"");
+        set.at(static_cast<size_t>(i)).add(step, x, Series::Dtype::kFloat64, k);
+      }
+    }
+    ++k;
   }
   return set.finish(spec.path, "in log_history");
 }

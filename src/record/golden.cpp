@@ -25,7 +25,8 @@ nlohmann::json golden_body_json(const Golden& g) {
   for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"action", &p.action},
                                    {"replaces", &p.replaces},
                                    {"ci_job_url", &p.ci_job_url},
-                                   {"ci_runner", &p.ci_runner}})
+                                   {"ci_runner", &p.ci_runner},
+                                   {"imported_from", &p.imported_from}})
     if (!value->empty()) body["provenance"][key] = *value;
   return body;
 }
@@ -61,8 +62,12 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   g.record = run_record_from_json(view);
   JsonView p = view.at("provenance");
   p.allow_keys({"reason", "created_utc", "git_commit", "git_author", "tool_version", "allow_dirty",
-                "runs", "seeds", "action", "replaces", "ci_job_url", "ci_runner"});
-  if (p.has("action")) g.provenance.action = p.at("action").as_enum({"bless", "accept", "check"});
+                "runs", "seeds", "action", "replaces", "ci_job_url", "ci_runner", "imported_from"});
+  if (p.has("action")) g.provenance.action = p.at("action").as_enum({"bless", "accept", "check", "import"});
+  if (p.has("imported_from")) {
+    g.provenance.imported_from = p.at("imported_from").as_string();
+    if (g.provenance.imported_from.empty()) p.at("imported_from").fail("the imported file's format and path (non-empty)");
+  }
   if (p.has("replaces")) {
     g.provenance.replaces = p.at("replaces").as_string();
     if (g.provenance.replaces.size() != 32 ||

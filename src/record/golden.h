@@ -31,15 +31,21 @@ struct Provenance {
   /// Multi-seed golden: every seed blessed (the config's first); empty for
   /// a single-seed golden (and then absent from the JSON).
   std::vector<uint64_t> seeds;
-  /// Who wrote it: "bless", "accept" (a pending golden promoted) or "check"
-  /// (a pending golden a failing check left); "" in goldens made before
-  /// lockstep recorded it (and then absent from the JSON).
+  /// Who wrote it: "bless", "accept" (a pending golden promoted), "check"
+  /// (a pending golden a failing check left) or "import" (a pending golden
+  /// `lockstep import --golden` made from another tool's curves); "" in
+  /// goldens made before lockstep recorded it (and then absent from the JSON).
   std::string action;
   /// content_hash of the golden this one replaced; "" for a new golden.
   std::string replaces;
   /// $CI_JOB_URL and $CI_RUNNER_DESCRIPTION (GitLab) when written in CI; "" otherwise.
   std::string ci_job_url;
   std::string ci_runner;
+  /// "<format> <absolute path> (xxh3 <16 hex digits of the file>)": the
+  /// golden's curves were read from another tool's file by `lockstep import
+  /// --golden`, not made by lockstep's runs (runs is 0; accept takes it
+  /// without the bit-identical reruns and the contract check). "" otherwise.
+  std::string imported_from;
 };
 
 /// A run record blessed as the reference.

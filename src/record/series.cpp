@@ -43,23 +43,31 @@ nlohmann::json to_json(const Series& series, SeriesPacker* packer) {
 }
 
 double decimal_grid(const std::vector<double>& values, bool float32, size_t min_distinct) {
-  std::vector<double> finite;
-  for (double v : values)
-    if (std::isfinite(v)) finite.push_back(v);
-  std::sort(finite.begin(), finite.end());
-  size_t distinct = std::unique(finite.begin(), finite.end()) - finite.begin();
-  if (distinct < min_distinct) return 0;
-  for (double grid : {1e-2, 1e-3, 1e-4, 1e-5, 1e-6}) {
-    bool on = true;
-    for (size_t i = 0; i < distinct && on; ++i) {
+  // Each grid is tried on the values as they come, stopping at the first
+  // one off it (a curve that was not rounded fails on its first value or
+  // so); the distinct values are counted only for a grid that holds.
+  auto on_grid = [&](double grid) {
+    for (double v : values) {
+      if (!std::isfinite(v)) continue;
       // Within the dtype's rounding of the decimal (float32: half an ulp,
       // 6e-8 relative); where that is a twentieth of the step, the grid
       // proves nothing.
-      double r = finite[i] / grid, tol = (float32 ? 1e-7 : 1e-10) * std::fabs(r) + 1e-9;
-      on = tol <= 0.05 && std::fabs(r - std::nearbyint(r)) <= tol;
+      double r = v / grid, tol = (float32 ? 1e-7 : 1e-10) * std::fabs(r) + 1e-9;
+      if (tol > 0.05 || std::fabs(r - std::nearbyint(r)) > tol) return false;
     }
-    if (on) return grid;
-  }
+    return true;
+  };
+  auto enough_distinct = [&] {
+    std::vector<double> distinct;  // at most min_distinct of them
+    for (double v : values) {
+      if (!std::isfinite(v) || std::find(distinct.begin(), distinct.end(), v) != distinct.end()) continue;
+      distinct.push_back(v);
+      if (distinct.size() >= min_distinct) return true;
+    }
+    return distinct.size() >= min_distinct;
+  };
+  for (double grid : {1e-2, 1e-3, 1e-4, 1e-5, 1e-6})
+    if (on_grid(grid)) return enough_distinct() ? grid : 0;
   return 0;
 }
 

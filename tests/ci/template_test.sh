@@ -6,7 +6,8 @@
 #      its own JUnit, and between them every smoke is checked once;
 #   2. a commit that changes a smoke's learning rate: the shard holding it fails;
 #   3. the manual lockstep-bless job: the new golden is its artifact;
-#   4. a 2-rank smoke on two nodes (.lockstep-nodes, parallel: 2) passes.
+#   4. a 2-rank smoke on two nodes (.lockstep-nodes, parallel: 2) passes;
+#   5. two scheduled nights of lockstep-nightly: the ledger kept in the cache.
 #   tests/ci/template_test.sh [BUILD_DIR]   (default build/; needs ci/gitlab-ci-local.sh's install)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -88,6 +89,19 @@ grep -q "example-mlp-2rank: PASS (exit 0)" "$work/glci.log" ||
   { grep -i "example-mlp-2rank" "$work/glci.log" | tail -n 5 >&2; fail "node 0 should compare the record with the golden and pass"; }
 t_nodes=$(now)
 
-awk -v a="$t0" -v b="$t_setup" -v c="$t_check" -v d="$t_fail" -v e="$t_bless" -v f="$t_nodes" 'BEGIN {
-  printf "template_test: init + bless %.1f s; lockstep-check (2 shards) pass %.1f s; fail %.1f s; lockstep-bless %.1f s; lockstep-2-nodes %.1f s\n", b-a, c-b, d-c, e-d, f-e }'
-echo "template_test: the CI template passes, blocks a changed smoke, blesses into an artifact, and gates a smoke on two nodes"
+# 5. Two scheduled nights: the ledger survives in the CI cache, and the
+#    second night's history page and JSON hold both nights.
+lockstep bless smoke/example-mlp.json --reason "lr 0.02 approved" --out "$work/bless-lr" >/dev/null
+git add -A && git commit -qm "the approved golden"
+for night in 1 2; do
+  "$glci" --force-shell-executor --variable CI_PIPELINE_SOURCE=schedule --ignore-predefined-vars CI_PIPELINE_SOURCE \
+    lockstep-nightly >"$work/glci.log" 2>&1 || { tail -n 40 "$work/glci.log" >&2; fail "lockstep-nightly night $night should pass"; }
+done
+grep -q "history: example-mlp: 2 nights" "$work/glci.log" || { tail -n 40 "$work/glci.log" >&2; fail "the second night should read both nights from the cache"; }
+page=$(find .gitlab-ci-local/artifacts -path "*lockstep-nightly*" -name history.html | head -n 1)
+[ -n "$page" ] && grep -q "<svg class=trend" "$page" || fail "lockstep-nightly should leave the history page in its artifacts"
+t_nightly=$(now)
+
+awk -v a="$t0" -v b="$t_setup" -v c="$t_check" -v d="$t_fail" -v e="$t_bless" -v f="$t_nodes" -v g="$t_nightly" 'BEGIN {
+  printf "template_test: init + bless %.1f s; lockstep-check (2 shards) pass %.1f s; fail %.1f s; lockstep-bless %.1f s; lockstep-2-nodes %.1f s; lockstep-nightly x2 %.1f s\n", b-a, c-b, d-c, e-d, f-e, g-f }'
+echo "template_test: the CI template passes, blocks a changed smoke, blesses into an artifact, gates a smoke on two nodes, and keeps the nightly history"

@@ -5,6 +5,7 @@
 // quoted, and `lockstep import`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <functional>
 
@@ -357,6 +358,156 @@ TEST(TrainerCli, ImportReadsMegatronAndTorchtitanGoldensIntoRecordsThatCompare) 
                         (d / "x.json").string());
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("loss.txt"), std::string::npos) << bad.output;
+  fs::remove_all(d);
+}
+
+// A team's MLflow history becomes a smoke's golden: `import mlflow
+// --golden` leaves a pending golden naming the database, `review` shows
+// it, `accept --reason` promotes it (no reruns: no lockstep run made it),
+// verify-goldens keeps it, and the smoke's run is compared with it in the
+// cross-stack lane, where a changed curve fails.
+TEST(TrainerCli, AnMlflowRunBecomesASmokesGoldenThroughReviewAndAccept) {
+  fs::path d = out_dir("import-golden");
+  fs::path smoke = example_smoke_in(d, [](nlohmann::json& c) { c.erase("resume_at"); });
+  std::string run = (d / "run.json").string();
+  ASSERT_EQ(lockstep("run " + smoke.string() + " --out " + run).code, 0);
+  // The same curves as a team's MLflow history: MLflow's tables, written
+  // by Python's sqlite3 as MLflow's store would, rows out of step order.
+  std::string db = (d / "mlflow.db").string();
+  write_file_atomically((d / "make_db.py").string(),
+                        "import json, sqlite3, sys\n"
+                        "series = json.load(open(sys.argv[2]))['series']\n"
+                        "c = sqlite3.connect(sys.argv[1])\n"
+                        "c.executescript('''\n"
+                        "CREATE TABLE runs (run_uuid VARCHAR(32) PRIMARY KEY, name VARCHAR(250));\n"
+                        "CREATE TABLE metrics (key VARCHAR(250) NOT NULL, value FLOAT NOT NULL, timestamp BIGINT NOT NULL,\n"
+                        "  run_uuid VARCHAR(32) NOT NULL, step BIGINT DEFAULT 0 NOT NULL, is_nan BOOLEAN DEFAULT 0 NOT NULL);\n"
+                        "INSERT INTO runs VALUES ('6f1c0a', 'baseline');\n"
+                        "''')\n"
+                        "for key, name in (('train/loss', 'loss'), ('train/grad_norm', 'grad_norm')):\n"
+                        "    for step, v in reversed(list(enumerate(series[name]['values']))):\n"
+                        "        c.execute('INSERT INTO metrics VALUES (?, ?, ?, ?, ?, 0)', (key, v, 1000 + step, '6f1c0a', step))\n"
+                        "c.commit()\n");
+  ASSERT_EQ(shell("python3 " + (d / "make_db.py").string() + " " + db + " " + run).code, 0);
+  std::string out = (d / "out").string(), goldens = (d / "goldens").string();
+  std::string source = "mlflow " + fs::absolute(db).lexically_normal().string() + " (xxh3 ";
+  std::string series = " --series loss=train/loss --series grad_norm=train/grad_norm";
+
+  Result wrong = lockstep("import mlflow " + db + " --run baseline --series lossx=train/loss --golden " + smoke.string());
+  EXPECT_EQ(wrong.code, 2) << wrong.output;
+  EXPECT_NE(wrong.output.find("--series: lossx: not a series " + smoke.string() +
+                              " records (trainer.metrics.series: grad_norm, loss)"),
+            std::string::npos) << wrong.output;
+  Result run_for_jsonl = lockstep("import jsonl " + db + " --run baseline --series loss --out " + (d / "x.json").string());
+  EXPECT_EQ(run_for_jsonl.code, 2) << run_for_jsonl.output;
+  EXPECT_NE(run_for_jsonl.output.find("--run: only for mlflow stores"), std::string::npos) << run_for_jsonl.output;
+
+  Result imported = lockstep("import mlflow " + db + " --run baseline" + series + " --golden " + smoke.string() +
+                             " --platform cpu-x86_64-avx2 --out " + out);
+  ASSERT_EQ(imported.code, 0) << imported.output;
+  EXPECT_TRUE(fs::exists(d / "out" / "pytorch-trainer" / "cpu-x86_64-avx2.golden.new")) << imported.output;
+  Result review = lockstep("review " + out + " --goldens " + goldens);
+  EXPECT_EQ(review.code, 0) << review.output;
+  EXPECT_NE(review.output.find("curves imported from " + source), std::string::npos) << review.output;
+  Result accept = lockstep("accept " + out + " --reason 'moved from MLflow' --allow-dirty --goldens " + goldens);
+  ASSERT_EQ(accept.code, 0) << accept.output;
+  std::string golden_file = goldens + "/pytorch-trainer/cpu-x86_64-avx2.json";
+  nlohmann::json golden = parse_json_file(golden_file), record = parse_json_file(run);
+  EXPECT_EQ(golden["provenance"]["action"], "accept");
+  EXPECT_EQ(golden["provenance"]["runs"], 0);
+  EXPECT_EQ(golden["provenance"]["reason"], "moved from MLflow");
+  EXPECT_EQ(golden["provenance"]["imported_from"].get<std::string>().rfind(source, 0), 0u) << golden["provenance"];
+  EXPECT_EQ(golden["series"]["loss"]["values"], record["series"]["loss"]["values"]);
+  EXPECT_EQ(golden["steps"], 10);
+  Result verify = lockstep("verify-goldens " + goldens + " --smoke " + smoke.parent_path().string());
+  EXPECT_EQ(verify.code, 0) << verify.output;
+
+  // The smoke's run against the imported golden: the cross-stack lane
+  // (no lockstep contract made the golden), where a moved curve fails.
+  Result same = lockstep("compare " + run + " " + golden_file + " --config " + smoke.string());
+  EXPECT_EQ(same.code, 0) << same.output;
+  EXPECT_NE(same.output.find("cross-stack"), std::string::npos) << same.output;
+  // The same run with its loss moved by 1 % at step 2.
+  nlohmann::json moved_record = record;
+  moved_record["series"]["loss"]["values"][2] = record["series"]["loss"]["values"][2].get<double>() * 1.01;
+  write_file_atomically((d / "moved.json").string(), pretty_dump(moved_record));
+  Result moved = lockstep("compare " + (d / "moved.json").string() + " " + golden_file + " --config " + smoke.string());
+  EXPECT_EQ(moved.code, 1) << moved.output;
+  EXPECT_NE(moved.output.find("step 2"), std::string::npos) << moved.output;
+  fs::remove_all(d);
+}
+
+// Thirty nights of the example trainer, each checked with --history: the
+// stack alternates between CPU capabilities night by night, and from night
+// 20 a silent lr drift of growing size (PYTORCH_TRAINER_LR_DRIFT, nothing
+// lockstep is told of) moves the curves. The history names night 20 as the
+// first change on a stack seen before, with that night's stack delta, and
+// classifies the end as the data says; a hand-edited line is exit 2
+// naming it, and skipped with --skip-bad.
+TEST(TrainerCli, ThirtyNightsOfHistoryNameTheNightADriftBegan) {
+  fs::path d = out_dir("history");
+  fs::path smoke = example_smoke_in(d, [](nlohmann::json& c) { c.erase("resume_at"); });
+  std::string out = (d / "out").string(), hist = (d / "history").string();
+  ASSERT_EQ(lockstep("bless " + smoke.string() + " --reason base --allow-dirty --out " + out).code, 0);
+  std::vector<int> codes;
+  for (int n = 1; n <= 30; ++n) {
+    std::string env = std::string("ATEN_CPU_CAPABILITY=") + (n % 2 ? "avx2" : "default");
+    if (n >= 20) env += " PYTORCH_TRAINER_LR_DRIFT=" + std::to_string(2e-4 * (n - 19));
+    Result r = lockstep("check " + smoke.string() + " --repeat 1 --out " + out + " --history " + hist, env);
+    ASSERT_TRUE(r.code == 0 || r.code == 1) << "night " << n << "\n" << r.output;
+    codes.push_back(r.code);
+  }
+  EXPECT_EQ(std::count(codes.begin(), codes.begin() + 19, 0), 19) << "nights 1-19 pass";
+  std::string page = (d / "history.html").string(), json = (d / "history.json").string();
+  Result h = lockstep("history " + hist + " --html " + page + " --json " + json);
+  ASSERT_EQ(h.code, 0) << h.output;
+  EXPECT_NE(h.output.find("history: pytorch-trainer: 30 nights"), std::string::npos) << h.output;
+  EXPECT_NE(h.output.find("first changed on a stack seen before: night 20 ("), std::string::npos) << h.output;
+  size_t first = h.output.find("first changed on a stack seen before: night 20 (");
+  std::string line = first == std::string::npos ? "" : h.output.substr(first, h.output.find('\n', first) - first);
+  EXPECT_NE(line.find("; that night: stack: cpu.capability: AVX2 → "), std::string::npos) << line;
+  EXPECT_NE(line.find("env.ATEN_CPU_CAPABILITY: avx2 → default"), std::string::npos) << line;
+  nlohmann::json report = parse_json_file(json);
+  const nlohmann::json& smoke_history = report["smokes"][0];
+  const nlohmann::json* loss = nullptr;
+  for (const auto& m : smoke_history["metrics"])
+    if (m["name"] == "loss") loss = &m;
+  ASSERT_NE(loss, nullptr);
+  EXPECT_EQ((*loss)["first_change"], 19);
+  // The class the data says: the uses of the last nights.
+  std::vector<double> use;
+  for (const auto& u : (*loss)["use"]) use.push_back(u.is_null() ? -1 : u.is_string() ? 1e300 : u.get<double>());
+  ASSERT_EQ(use.size(), 30u);
+  // Before the drift: bit-identical to the golden on its stack (odd nights),
+  // one and the same small use on the other capability (even nights).
+  for (int n = 0; n < 19; ++n) EXPECT_EQ(use[n], n % 2 == 0 ? 0 : use[1]) << "night " << n + 1;
+  EXPECT_GT(use[1], 0);
+  EXPECT_LT(use[1], 1);
+  bool regression = use[28] > 1 && use[29] > 1;
+  bool rising = use[25] < use[26] && use[26] < use[27] && use[27] < use[28] && use[28] < use[29];
+  EXPECT_TRUE(regression || rising) << (*loss).dump();
+  EXPECT_EQ((*loss)["class"], regression ? "regression" : "drifting") << (*loss).dump();
+  // The page: a trend plot per metric, the change-point table with night 20.
+  std::string html = read_file(page);
+  EXPECT_NE(html.find("<svg class=trend"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>20</td>"), std::string::npos);
+  EXPECT_NE(html.find("loss (on a stack seen before)"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+
+  // A hand-edited line: exit 2 naming file and line; --skip-bad reads the rest.
+  std::string ledger = hist + "/pytorch-trainer.jsonl";
+  std::string text = read_file(ledger);
+  size_t second = text.find('\n') + 1;
+  text.replace(text.find("\"exit\":", second), 8, "\"exit\":9");
+  write_file_atomically(ledger, text);
+  Result bad = lockstep("history " + hist);
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find(ledger + ": line 2: exit: expected an integer in [0, 4], got 9"), std::string::npos)
+      << bad.output;
+  Result skipped = lockstep("history " + hist + " --skip-bad");
+  EXPECT_EQ(skipped.code, 0) << skipped.output;
+  EXPECT_NE(skipped.output.find("29 nights"), std::string::npos) << skipped.output;
+  EXPECT_NE(skipped.output.find("skipped: " + ledger + ": line 2"), std::string::npos) << skipped.output;
   fs::remove_all(d);
 }
 

@@ -81,6 +81,50 @@ TEST(Compare, ContractMismatchFailsAndComparesExactly) {
   EXPECT_EQ(v.first_divergence.rfind("train step 1: loss", 0), 0u) << v.first_divergence;
 }
 
+// An imported golden (`import --golden`: another tool's curves, only
+// import.source in its fingerprint, no contract): its series are compared
+// with the configured tolerances whatever the run's contract and stack;
+// what it does not hold is named in notes, never a failure.
+TEST(Compare, AnImportedGoldensSeriesAreComparedWithTolerancesAlone) {
+  RunRecord g = make_record({2.5, 2.25});
+  g.fingerprint = {{"import.source", {"megatron /ci/golden_values_dev_dgx_h100.json (xxh3 0123456789abcdef)", false}}};
+  g.contract.clear();
+  g.probes.clear();
+  g.hashes.clear();
+  g.series.erase("grad_norm");
+  RunRecord r = make_record({2.5, 2.25 * (1 + 1e-6)});
+  r.contract["intra_op_threads"] = "4";
+  TolerancePolicy policy;
+  policy.series_default = Tolerance::close(0, 1e-4);
+  Verdict v = compare_records(r, g, policy);
+  EXPECT_TRUE(v.passed()) << render_text(v, false);
+  EXPECT_EQ(v.lane, Lane::kCrossStack);
+  EXPECT_EQ(v.imported_from, "megatron /ci/golden_values_dev_dgx_h100.json (xxh3 0123456789abcdef)");
+  EXPECT_EQ(v.values_checked, 2u);
+  std::string text = render_text(v, false);
+  EXPECT_NE(text.find("PASS (an imported golden's curves, within tolerance)"), std::string::npos) << text;
+  EXPECT_NE(text.find("note: series the imported golden does not hold, not compared: grad_norm"), std::string::npos)
+      << text;
+  r.series["loss"].values[1] = 2.3;
+  Verdict moved = compare_records(r, g, policy);
+  ASSERT_FALSE(moved.passed());
+  EXPECT_EQ(moved.first_divergence.rfind("train step 1: loss", 0), 0u) << moved.first_divergence;
+}
+
+// float32 (TensorBoard's simple_value) against float64 is said in a note.
+TEST(Compare, AFloat32RunAgainstAFloat64GoldenSaysSo) {
+  RunRecord g = make_record({2.5});
+  RunRecord r = g;
+  g.series["loss"].dtype = Series::Dtype::kFloat64;
+  r.series["loss"].dtype = Series::Dtype::kFloat32;
+  Verdict v = compare_records(r, g, {});
+  bool said = false;
+  for (const auto& n : v.notes)
+    said = said || n.rfind("loss: the golden's values are float64, the run's float32 (TensorBoard's simple_value is "
+                           "float32)", 0) == 0;
+  EXPECT_TRUE(said) << render_text(v, false);
+}
+
 TEST(Compare, LengthMismatchFailsWithoutPadding) {
   RunRecord g = make_record(std::vector<double>(10, 1.0));
   RunRecord r = make_record(std::vector<double>(9, 1.0));

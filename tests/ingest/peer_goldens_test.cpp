@@ -79,6 +79,12 @@ TEST_F(PeerGoldens, MegatronRefusalsNameTheKey) {
   EXPECT_HAS(missing, "lm-loss");
   EXPECT_HAS(missing, file_);
   EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 1})", {{"loss", "lm loss"}}), file_);
+  // A key written twice, even with the same value, is ambiguous: refused with its path.
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 1, "1": 1}}})", {{"loss", "lm loss"}}),
+             file_ + ": lm loss.values.1: expected each key once; it is written twice, at byte");
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": 2.3, "step": 1, "loss": 2.3}]})",
+                   {{"loss", "loss"}}),
+             "it is written twice");
 }
 
 TEST_F(PeerGoldens, TorchtitanLossFile) {

@@ -1,0 +1,109 @@
+// `lockstep history`: the nightly ledgers read back, and records made
+// elsewhere entered into them. The ledger and the analysis are
+// history/ledger.h and history/history.h; nothing is decided here.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "history/history.h"
+#include "history/ledger.h"
+#include "machine/git_branch_store.h"
+#include "record/run_record.h"
+#include "smoke/golden_store.h"
+
+namespace lockstep {
+
+namespace fs = std::filesystem;
+
+int history_command(const HistoryOptions& o) {
+  for (const std::string* out : {&o.json_out, &o.html_out})
+    if (!out->empty() && fs::is_directory(*out)) throw BadUsage(*out + ": is a folder; name a file to write");
+  std::vector<SmokeHistory> h = load_history(o.dir, o.smoke, o.skip_bad);
+  std::cout << render_history_text(h);
+  if (!o.json_out.empty()) write_file_atomically(o.json_out, render_history_json(h));
+  if (!o.html_out.empty()) write_file_atomically(o.html_out, render_history_html(h));
+  if (!o.json_out.empty()) std::cout << "history: JSON " << o.json_out << "\n";
+  if (!o.html_out.empty()) std::cout << "history: HTML " << o.html_out << "\n";
+  return 0;
+}
+
+int history_add_command(const HistoryAddOptions& o) {
+  // Every record first: one that cannot be read adds none.
+  std::vector<RunRecord> records;
+  for (const auto& path : o.records) records.push_back(read_run_record(path));
+  CiFacts ci = ci_facts_from_environment();
+  for (size_t i = 0; i < records.size(); ++i) {
+    LedgerEntry e = ledger_entry(records[i], nullptr, "", ci, utc_now());
+    append_entry(o.to, e);
+    std::cout << "history: " << o.records[i] << " -> " << ledger_path(o.to, e.smoke) << " (run " << e.run_id.substr(0, 12)
+              << ", not compared)\n";
+  }
+  return 0;
+}
+
+namespace {
+
+BranchStoreOptions store_options(const HistorySyncOptions& o, const std::string& message) {
+  BranchStoreOptions s;
+  s.repo = o.repo;
+  s.branch = o.branch;
+  s.remote = o.remote;
+  s.message = message;
+  return s;
+}
+
+// The ledgers in `dir` (<smoke>.jsonl), name -> text; each is read strictly first.
+std::map<std::string, std::string> ledgers_in(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.size() <= 6 || name.compare(name.size() - 6, 6, ".jsonl") != 0 || name[0] == '.') continue;
+    read_ledger(it->path().string(), false);
+    out[name] = read_file(it->path().string());
+  }
+  return out;
+}
+
+}  // namespace
+
+int history_push_command(const HistorySyncOptions& o) {
+  std::map<std::string, std::string> mine = ledgers_in(o.dir);
+  if (mine.empty()) throw BadInput(o.dir, "", "a history folder holding ledgers (<smoke>.jsonl) to push");
+  PushOutcome p = commit_and_push(mine, store_options(o, "lockstep history: " + std::to_string(mine.size()) + " ledger(s)"),
+                                  merge_ledgers);
+  // The folder now holds what was pushed: the remote's entries too.
+  for (const auto& [name, text] : p.files)
+    if (mine.count(name) == 0 || mine[name] != text) write_file_atomically((fs::path(o.dir) / name).string(), text);
+  std::cout << "history: pushed " << p.files.size() << " ledger(s) to " << o.branch << " at " << o.remote << " (commit "
+            << p.commit.substr(0, 12) << (p.merged ? ", merged with the remote's entries" : "") << ")\n";
+  return 0;
+}
+
+int history_pull_command(const HistorySyncOptions& o) {
+  std::map<std::string, std::string> there = fetch_branch_files(store_options(o, "lockstep history pull"));
+  std::map<std::string, std::string> mine = ledgers_in(o.dir);
+  std::error_code ec;
+  fs::create_directories(o.dir, ec);
+  if (ec) throw io_error(o.dir, "create the history folder", ec.value());
+  size_t written = 0;
+  for (const auto& [name, text] : there) {
+    if (name.size() <= 6 || name.compare(name.size() - 6, 6, ".jsonl") != 0) continue;
+    auto m = mine.find(name);
+    std::string merged = m == mine.end() ? merge_ledgers(name, "", text) : merge_ledgers(name, m->second, text);
+    if (m == mine.end() || merged != m->second) {
+      write_file_atomically((fs::path(o.dir) / name).string(), merged);
+      ++written;
+    }
+  }
+  std::cout << "history: pulled " << there.size() << " ledger(s) from " << o.branch << " at " << o.remote
+            << (there.empty() ? " (the branch does not exist there yet)" : "") << "; " << written << " updated in "
+            << o.dir << "\n";
+  return 0;
+}
+
+}  // namespace lockstep

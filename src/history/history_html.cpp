@@ -1,0 +1,129 @@
+// render_history_html (history/history.h): one page, no script, no network.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "compare/junit_report.h"
+#include "history/history.h"
+
+namespace lockstep {
+
+namespace {
+
+std::string esc(const std::string& s) { return xml_escape(s); }
+
+// A coordinate with one decimal: the page stays small over 365 nights.
+std::string coord(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+std::string use_label(double u) {
+  if (std::isnan(u)) return "not compared";
+  if (std::isinf(u)) return "beyond any tolerance";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", u);
+  return std::string(buf) + " of its tolerance";
+}
+
+// The trend plot of one metric: the use per night (capped at the plot's
+// top, 1.5), the tolerance line at 1, a marker where the stack or the
+// golden changed, a circle per night with its commit and verdict as the
+// hover text (an SVG <title>).
+std::string trend_plot(const SmokeHistory& h, const MetricHistory& m) {
+  const double W = 560, H = 150, L = 36, R = 8, T = 8, B = 18, top = 1.5;
+  size_t n = h.entries.size();
+  auto x = [&](size_t i) { return L + (n <= 1 ? 0.0 : (W - L - R) * static_cast<double>(i) / static_cast<double>(n - 1)); };
+  auto y = [&](double u) { return T + (H - T - B) * (1 - std::min(u, top) / top); };
+  std::ostringstream o;
+  o << "<svg class=trend width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H
+    << "\" role=\"img\" aria-label=\"" << esc(h.smoke + " " + m.name) << ": share of the tolerance used per night\">";
+  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
+    << "\" fill=\"#fafafa\" stroke=\"#ddd\"/>";
+  o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << coord(y(1)) << "\" y2=\"" << coord(y(1))
+    << "\" stroke=\"#d62728\" stroke-dasharray=\"4 3\"/><text x=\"2\" y=\"" << coord(y(1) + 4)
+    << "\" font-size=\"10\">tol 1</text><text x=\"2\" y=\"" << coord(y(0)) << "\" font-size=\"10\">0</text>";
+  for (const NightChange& c : h.changes) {
+    if (c.fingerprint.empty() && !c.golden_changed && !c.platform_changed) continue;
+    o << "<line x1=\"" << coord(x(c.night)) << "\" x2=\"" << coord(x(c.night)) << "\" y1=\"" << T << "\" y2=\""
+      << H - B << "\" stroke=\"" << (c.golden_changed ? "#9467bd" : "#7f7f7f") << "\" stroke-width=\"1\"><title>"
+      << esc("night " + std::to_string(c.night + 1) + ": " + (c.golden_changed ? "golden re-blessed" : "stack changed") +
+             (c.fingerprint.empty() ? "" : " (" + c.fingerprint.front() + (c.fingerprint.size() > 1 ? ", ..." : "") + ")"))
+      << "</title></line>";
+  }
+  std::ostringstream pts;
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isnan(m.use[i])) pts << coord(x(i)) << "," << coord(y(m.use[i])) << " ";
+  o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>";
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(m.use[i])) continue;
+    const LedgerEntry& e = h.entries[i];
+    bool failed = m.use[i] > 1;
+    o << "<circle cx=\"" << coord(x(i)) << "\" cy=\"" << coord(y(m.use[i])) << "\" r=\"" << (failed ? 3 : 2)
+      << "\" fill=\"" << (failed ? "#d62728" : "#1f77b4") << "\"><title>"
+      << esc("night " + std::to_string(i + 1) + " " + e.time_utc.substr(0, 10) + " commit " +
+             (e.commit.empty() || e.commit[0] == '(' ? "(unknown)" : e.commit.substr(0, 12)) + " " + e.verdict + ": " +
+             use_label(m.use[i]))
+      << "</title></circle>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+}  // namespace
+
+std::string render_history_html(const std::vector<SmokeHistory>& history) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>lockstep history</title><style>"
+       "body{font-family:sans-serif;margin:1.5em;max-width:1250px}table{border-collapse:collapse;font-size:12px}"
+       "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}.plots{display:flex;"
+       "flex-wrap:wrap;gap:12px}.plot{border:1px solid #eee;padding:4px}.plot h3{font-size:13px;margin:2px}"
+       ".regression,.suspicious{color:#d62728;font-weight:bold}.drifting{color:#ff7f0e;font-weight:bold}"
+       ".steady{color:#2ca02c}</style></head><body><h1>lockstep: nightly history</h1>"
+       "<p>Each plot: the share of its tolerance a metric used against the golden, night by night (1 is the "
+       "tolerance; above it fails). Grey lines: the stack changed; purple: the golden was re-blessed. Hover a "
+       "night for its commit and verdict.</p>";
+  for (const SmokeHistory& h : history) {
+    o << "<h2 id=\"" << esc(h.smoke) << "\">" << esc(h.smoke) << "</h2><p>" << h.entries.size() << " nights";
+    if (!h.entries.empty())
+      o << ", " << esc(h.entries.front().time_utc.substr(0, 10)) << " to " << esc(h.entries.back().time_utc.substr(0, 10))
+        << "; last verdict " << esc(h.entries.back().verdict);
+    o << ". Ledger <code>" << esc(h.file) << "</code>. Verdicts: <span class=\""
+      << (h.verdicts == Trend::kInsufficientData ? "steady" : trend_name(h.verdicts)) << "\">" << trend_name(h.verdicts)
+      << "</span> (" << esc(h.verdicts_reason) << ").</p>";
+    for (const auto& s : h.skipped) o << "<p>skipped: " << esc(s) << "</p>";
+    o << "<div class=plots>";
+    for (const MetricHistory& m : h.metrics)
+      o << "<div class=plot><h3>" << esc(m.name) << " <span class=\"" << (m.trend == Trend::kInsufficientData ? "steady" : trend_name(m.trend))
+        << "\">" << trend_name(m.trend) << "</span></h3><div style=\"font-size:11px\">" << esc(m.trend_reason)
+        << "</div>" << trend_plot(h, m) << "</div>";
+    o << "</div><h3>Change points</h3>";
+    if (h.changes.empty()) {
+      o << "<p>The values and the stack were the same every night.</p>";
+    } else {
+      o << "<table class=changes><tr><th>night</th><th>date</th><th>commit</th><th>values changed</th><th>stack</th>"
+           "<th>commits since</th><th>golden</th><th>runner</th><th>report</th></tr>";
+      for (const NightChange& c : h.changes) {
+        const LedgerEntry& e = h.entries[c.night];
+        std::string metrics, stack;
+        for (const auto& m : c.metrics)
+          metrics += (metrics.empty() ? "" : ", ") + m +
+                     (std::count(c.unexplained.begin(), c.unexplained.end(), m) ? " (on a stack seen before)" : "");
+        for (const auto& f : c.fingerprint) stack += (stack.empty() ? "" : "<br>") + esc(f);
+        std::string link = !e.ci.report_url.empty() ? e.ci.report_url : e.ci.job_url;
+        o << "<tr><td>" << c.night + 1 << "</td><td>" << esc(e.time_utc.substr(0, 10)) << "</td><td><code>"
+          << esc(e.commit.empty() || e.commit[0] == '(' ? "" : e.commit.substr(0, 12)) << "</code></td><td>" << esc(metrics.empty() ? "(none)" : metrics) << "</td><td>"
+          << (stack.empty() ? "(same)" : stack) << "</td><td>" << esc(c.commits) << "</td><td>"
+          << (c.golden_changed ? "re-blessed" : "same") << "</td><td>" << esc(c.runner) << "</td><td>"
+          << (link.empty() ? "" : "<a href=\"" + esc(link) + "\">report</a>") << "</td></tr>";
+      }
+      o << "</table>";
+    }
+  }
+  o << "</body></html>\n";
+  return o.str();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,327 @@
+#include "history/ledger.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/json_io.h"
+
+namespace lockstep {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+const char* verdict_word(ExitCode code) {
+  switch (code) {
+    case ExitCode::kPass: return "pass";
+    case ExitCode::kRegression: return "fail";
+    case ExitCode::kNondeterministic: return "nondeterministic";
+    case ExitCode::kBadInput: return "bad-input";
+    case ExitCode::kEnvironment: return "environment";
+  }
+  return "fail";
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  double hi = v[mid];
+  if (v.size() % 2) return hi;
+  double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lo + hi) / 2;
+}
+
+// kLedgerPoints evenly spaced indices of n values, first and last included.
+std::vector<size_t> kept_indices(size_t n) {
+  std::vector<size_t> out;
+  if (n <= kLedgerPoints) {
+    for (size_t i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  for (size_t k = 0; k < kLedgerPoints; ++k)
+    out.push_back(static_cast<size_t>(std::llround(static_cast<double>(k) * static_cast<double>(n - 1) /
+                                                   static_cast<double>(kLedgerPoints - 1))));
+  return out;
+}
+
+bool is_hex(const std::string& s, size_t n) {
+  return s.size() == n && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+nlohmann::json number_or_null(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : double_to_json(v); }
+
+}  // namespace
+
+CiFacts ci_facts_from_environment() {
+  CiFacts ci;
+  ci.pipeline = env("CI_PIPELINE_ID");
+  ci.job = env("CI_JOB_ID");
+  ci.job_url = env("CI_JOB_URL");
+  ci.runner = env("CI_RUNNER_DESCRIPTION");
+  ci.report_url = env("LOCKSTEP_REPORT_URL");
+  return ci;
+}
+
+std::string series_content_hash(const Series& series) {
+  std::vector<int64_t> steps = step_numbers(series);
+  std::string bytes(steps.size() * 8 + series.values.size() * 8, '\0');
+  std::memcpy(bytes.data(), steps.data(), steps.size() * 8);  // little-endian hosts, as the sidecar
+  std::memcpy(bytes.data() + steps.size() * 8, series.values.data(), series.values.size() * 8);
+  return xxh3_128_hex(bytes.data(), bytes.size());
+}
+
+LedgerEntry ledger_entry(const RunRecord& run, const Verdict* verdict, const std::string& golden_hash,
+                         const CiFacts& ci, const std::string& time_utc, const std::string& instance) {
+  LedgerEntry e;
+  std::string canon = canonical_dump(to_json(run)) + (instance.empty() ? "" : "\n" + instance);
+  e.run_id = xxh3_128_hex(canon.data(), canon.size());
+  e.time_utc = time_utc;
+  e.smoke = run.smoke;
+  e.platform = run.platform;
+  auto fact = [&](const char* key) {
+    auto it = run.fingerprint.find(key);
+    return it == run.fingerprint.end() ? std::string() : it->second.value;
+  };
+  e.commit = fact("git.commit");
+  e.branch = fact("git.branch");
+  e.ci = ci;
+  for (const auto& [key, field] : run.fingerprint)
+    if (field.relevant) e.fingerprint[key] = field.value;
+  e.verdict = verdict ? verdict_word(verdict->exit_code()) : "not compared";
+  e.exit_code = verdict ? to_int(verdict->exit_code()) : 0;
+  e.lane = verdict && verdict->lane != Lane::kNone ? lane_name(verdict->lane) : "";
+  e.golden = verdict ? golden_hash : "";
+  std::map<std::string, const SeriesResult*> results;
+  if (verdict)
+    for (const SeriesResult& r : verdict->results)
+      if (r.section == Section::kTrain) results[r.name] = &r;
+  for (const auto& [name, s] : run.series) {
+    if (e.series.size() >= kLedgerSeries) break;
+    LedgerSeries ls;
+    std::vector<int64_t> steps = step_numbers(s);
+    for (size_t i : kept_indices(s.values.size())) {
+      ls.steps.push_back(steps[i]);
+      ls.values.push_back(s.values[i]);
+    }
+    ls.count = s.values.size();
+    ls.xxh3 = series_content_hash(s);
+    auto r = results.find(name);
+    ls.use = r == results.end() ? kNaN : r->second->max_use;
+    ls.rule = r == results.end() ? "" : r->second->rule;
+    e.series.emplace(name, std::move(ls));
+  }
+  for (const BatchProbe& p : run.probes) {
+    if (e.probes.size() >= kLedgerProbes) break;
+    e.probes.push_back(p.inputs.xxh3_128);
+  }
+  e.step_time_median_s = median(run.resources.step_time_s);
+  e.peak_rss_bytes = run.resources.peak_rss_bytes;
+  return e;
+}
+
+LedgerEntry stopped_entry(const std::string& smoke, const Verdict& verdict, const CiFacts& ci,
+                          const std::string& time_utc, const std::string& instance) {
+  LedgerEntry e;
+  std::string id = smoke + "\n" + verdict.first_divergence + "\n" + instance;
+  e.run_id = xxh3_128_hex(id.data(), id.size());
+  e.time_utc = time_utc;
+  e.smoke = smoke;
+  e.ci = ci;
+  e.verdict = verdict_word(verdict.exit_code());
+  e.exit_code = to_int(verdict.exit_code());
+  e.step_time_median_s = kNaN;
+  return e;
+}
+
+std::string ledger_path(const std::string& dir, const std::string& smoke) {
+  return (fs::path(dir) / (smoke + ".jsonl")).string();
+}
+
+std::string ledger_line(const LedgerEntry& e) {
+  nlohmann::json series = nlohmann::json::object();
+  for (const auto& [name, s] : e.series) {
+    nlohmann::json values = nlohmann::json::array();
+    for (double v : s.values) values.push_back(double_to_json(v));
+    series[name] = {{"steps", s.steps}, {"values", values}, {"count", s.count}, {"xxh3", s.xxh3},
+                    {"use", number_or_null(s.use)}, {"rule", s.rule}};
+  }
+  nlohmann::json j = {{"schema", "lockstep.history/1"},
+                      {"run_id", e.run_id},
+                      {"time", e.time_utc},
+                      {"smoke", e.smoke},
+                      {"platform", e.platform},
+                      {"commit", e.commit},
+                      {"branch", e.branch},
+                      {"ci", {{"pipeline", e.ci.pipeline}, {"job", e.ci.job}, {"job_url", e.ci.job_url},
+                              {"runner", e.ci.runner}, {"report_url", e.ci.report_url}}},
+                      {"verdict", e.verdict},
+                      {"exit", e.exit_code},
+                      {"lane", e.lane},
+                      {"golden", e.golden},
+                      {"fingerprint", e.fingerprint},
+                      {"series", series},
+                      {"probes", e.probes},
+                      {"step_time_median_s", number_or_null(e.step_time_median_s)},
+                      {"peak_rss_bytes", e.peak_rss_bytes}};
+  return j.dump();
+}
+
+LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, uint64_t line_number) {
+  std::string where = file + ": line " + std::to_string(line_number);
+  nlohmann::json doc = parse_json_text(line, where);
+  JsonView v(doc, where);
+  v.expect_object();
+  v.allow_keys({"schema", "run_id", "time", "smoke", "platform", "commit", "branch", "ci", "verdict", "exit", "lane",
+                "golden", "fingerprint", "series", "probes", "step_time_median_s", "peak_rss_bytes"});
+  if (v.at("schema").as_string() != "lockstep.history/1") v.at("schema").fail("\"lockstep.history/1\"");
+  LedgerEntry e;
+  e.run_id = v.at("run_id").as_string();
+  if (!is_hex(e.run_id, 32)) v.at("run_id").fail("the run record's XXH3-128 (32 lowercase hex digits)");
+  e.time_utc = v.at("time").as_string();
+  if (e.time_utc.size() != 20 || e.time_utc[10] != 'T' || e.time_utc.back() != 'Z')
+    v.at("time").fail("an ISO 8601 UTC time such as 2026-12-03T02:00:00Z");
+  e.smoke = v.at("smoke").as_string();
+  e.platform = v.at("platform").as_string();
+  e.commit = v.at("commit").as_string();
+  e.branch = v.at("branch").as_string();
+  JsonView ci = v.at("ci");
+  ci.allow_keys({"pipeline", "job", "job_url", "runner", "report_url"});
+  e.ci = {ci.at("pipeline").as_string(), ci.at("job").as_string(), ci.at("job_url").as_string(),
+          ci.at("runner").as_string(), ci.at("report_url").as_string()};
+  e.verdict = v.at("verdict").as_enum({"pass", "fail", "nondeterministic", "bad-input", "environment", "not compared"});
+  e.exit_code = static_cast<int>(v.at("exit").as_int(0, 4));
+  e.lane = v.at("lane").as_enum({"", "same-stack", "cross-stack", "contract-mismatch"});
+  e.golden = v.at("golden").as_string();
+  if (!e.golden.empty() && !is_hex(e.golden, 32)) v.at("golden").fail("a golden's content_hash (32 hex digits) or \"\"");
+  JsonView fp = v.at("fingerprint");
+  fp.expect_object();
+  for (const std::string& key : fp.keys()) e.fingerprint[key] = fp.at(key).as_string();
+  JsonView series = v.at("series");
+  series.expect_object();
+  if (series.keys().size() > kLedgerSeries) series.fail("at most " + std::to_string(kLedgerSeries) + " series");
+  for (const std::string& name : series.keys()) {
+    JsonView s = series.at(name);
+    s.allow_keys({"steps", "values", "count", "xxh3", "use", "rule"});
+    LedgerSeries ls;
+    JsonView steps = s.at("steps"), values = s.at("values");
+    steps.expect_array();
+    values.expect_array();
+    if (steps.size() != values.size() || steps.size() > kLedgerPoints)
+      s.fail("as many steps as values, at most " + std::to_string(kLedgerPoints));
+    for (size_t i = 0; i < steps.size(); ++i) {
+      ls.steps.push_back(steps.at(i).as_int(0));
+      if (i > 0 && ls.steps[i] <= ls.steps[i - 1]) steps.at(i).fail("steps in increasing order");
+      ls.values.push_back(values.at(i).as_double());
+    }
+    ls.count = s.at("count").as_uint();
+    if (ls.count < ls.values.size()) s.at("count").fail("at least the number of values kept");
+    ls.xxh3 = s.at("xxh3").as_string();
+    if (!is_hex(ls.xxh3, 32)) s.at("xxh3").fail("the series' XXH3-128 (32 hex digits)");
+    ls.use = s.at("use").raw().is_null() ? kNaN : s.at("use").as_double();
+    if (!std::isnan(ls.use) && !(ls.use >= 0)) s.at("use").fail("a share of the tolerance, 0 or more (or null)");
+    ls.rule = s.at("rule").as_string();
+    e.series.emplace(name, std::move(ls));
+  }
+  JsonView probes = v.at("probes");
+  probes.expect_array();
+  if (probes.size() > kLedgerProbes) probes.fail("at most " + std::to_string(kLedgerProbes) + " probe hashes");
+  for (size_t i = 0; i < probes.size(); ++i) e.probes.push_back(probes.at(i).as_string());
+  e.step_time_median_s = v.at("step_time_median_s").raw().is_null() ? kNaN : v.at("step_time_median_s").as_finite(0, 1e9);
+  e.peak_rss_bytes = v.at("peak_rss_bytes").as_int(-1);
+  return e;
+}
+
+LedgerRead read_ledger(const std::string& file, bool skip_bad) {
+  LedgerRead out;
+  std::string text = read_file(file);
+  std::set<std::string> runs;
+  uint64_t n = 0;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    ++n;
+    if (end == std::string::npos) {
+      // A last line without its newline was cut while being written by
+      // something other than lockstep (whose writes are whole-file).
+      std::string why = "a complete line ending in a newline (the file ends inside line " + std::to_string(n) + ")";
+      if (!skip_bad) throw BadInput(file, "line " + std::to_string(n), why);
+      out.skipped.push_back(file + ": line " + std::to_string(n) + ": expected " + why);
+      break;
+    }
+    std::string line = text.substr(at, end - at);
+    at = end + 1;
+    if (line.empty()) continue;
+    LedgerEntry e;
+    try {
+      if (line.size() > kLedgerLineBytes)
+        throw BadInput(file, "line " + std::to_string(n), "a line of at most " + std::to_string(kLedgerLineBytes >> 20) + " MiB");
+      e = parse_ledger_line(line, file, n);
+    } catch (const Error& error) {
+      if (!skip_bad || error.code() != ExitCode::kBadInput) throw;
+      out.skipped.push_back(error.what());
+      continue;
+    }
+    // Never skipped: which of the two is the run's would be a guess.
+    if (!runs.insert(e.run_id).second)
+      throw BadInput(file, "line " + std::to_string(n), "each run once; run " + e.run_id + " is entered twice");
+    out.entries.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs) {
+  std::vector<LedgerEntry> all;
+  std::set<std::string> runs;
+  for (const auto& [text, side] : {std::pair<const std::string*, const char*>{&theirs, " (the remote's)"}, {&ours, ""}}) {
+    uint64_t n = 0;
+    size_t at = 0;
+    while (at < text->size()) {
+      size_t end = text->find('\n', at);
+      if (end == std::string::npos) end = text->size();
+      std::string line = text->substr(at, end - at);
+      at = end + 1;
+      ++n;
+      if (line.empty()) continue;
+      LedgerEntry e = parse_ledger_line(line, name + side, n);
+      if (runs.insert(e.run_id).second) all.push_back(std::move(e));
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const LedgerEntry& a, const LedgerEntry& b) { return a.time_utc < b.time_utc; });
+  std::string out;
+  for (const auto& e : all) out += ledger_line(e) + "\n";
+  return out;
+}
+
+void append_entry(const std::string& dir, const LedgerEntry& entry) {
+  std::string file = ledger_path(dir, entry.smoke);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw io_error(dir, "create the history folder", ec.value());
+  std::string text;
+  if (fs::exists(file, ec)) {
+    for (const LedgerEntry& e : read_ledger(file, false).entries)
+      if (e.run_id == entry.run_id)
+        throw BadInput(file, "run_id", "a run not yet entered; run " + entry.run_id + " (" + e.time_utc +
+                                           ") is already in the ledger");
+    text = read_file(file);
+  }
+  write_file_atomically(file, text + ledger_line(entry) + "\n");
+}
+
+}  // namespace lockstep

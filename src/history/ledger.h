@@ -1,0 +1,135 @@
+// The nightly's memory: one ledger entry per smoke and run, appended to
+// <dir>/<smoke>.jsonl (docs/history.md), so a curve that drifts night by
+// night inside its tolerance is seen before the night it fails.
+//
+//   LedgerEntry e = ledger_entry(run, &verdict, golden_hash, ci_facts_from_environment(), utc_now());
+//   append_entry("history", e);                 // atomic; a run already there: exit 2
+//   LedgerRead r = read_ledger("history/digits-cnn.jsonl", /*skip_bad=*/false);
+//
+// An entry holds what a later night needs to say what moved and what else
+// changed: when, which commit and CI job, the platform, the verdict and its
+// exit class, the determinism-relevant fingerprint, every series (long ones
+// as kLedgerPoints evenly spaced steps plus the content hash of all of
+// them) with the share of its tolerance it used, each batch probe's content
+// hash, the median step time, the peak memory, and the golden's content
+// hash. One JSON object per line; the file only ever grows (rewritten whole
+// through a temporary file and a rename, so a kill leaves the old or the
+// new file). Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compare/verdict.h"
+#include "record/run_record.h"
+
+namespace lockstep {
+
+/// Most points an entry keeps of one series (evenly spaced, first and last
+/// included); its content hash covers every value.
+inline constexpr size_t kLedgerPoints = 256;
+/// Most batch probe hashes an entry keeps (the first ones).
+inline constexpr size_t kLedgerProbes = 4096;
+/// Most series an entry keeps (by name).
+inline constexpr size_t kLedgerSeries = 64;
+/// Longest ledger line read (an entry at the caps above is under 1 MiB).
+inline constexpr size_t kLedgerLineBytes = size_t{4} << 20;
+
+/// The CI job a run came from ($CI_COMMIT_SHA, $CI_PIPELINE_ID, $CI_JOB_ID,
+/// $CI_JOB_URL, $CI_RUNNER_DESCRIPTION in GitLab); empty when not in CI.
+struct CiFacts {
+  std::string pipeline, job, job_url, runner;
+  std::string report_url;  ///< where this night's report is published, when known
+};
+
+/// CiFacts from GitLab's variables in this process's environment; a report
+/// URL from $LOCKSTEP_REPORT_URL.
+CiFacts ci_facts_from_environment();
+
+/// One series as a ledger keeps it.
+struct LedgerSeries {
+  std::vector<int64_t> steps;   ///< the kept points' step numbers
+  std::vector<double> values;   ///< their values
+  uint64_t count = 0;           ///< values in the run's series
+  std::string xxh3;             ///< XXH3-128 of every step and value (series_content_hash)
+  /// The share of its tolerance the series used against the golden
+  /// (SeriesResult::max_use; +inf beyond any); NaN when not compared.
+  double use;
+  std::string rule;             ///< the rule applied ("" when not compared)
+};
+
+/// One smoke run, as the ledger keeps it.
+struct LedgerEntry {
+  std::string run_id;        ///< XXH3-128 of the run record's canonical JSON (and instance): one entry per run
+  std::string time_utc;      ///< ISO 8601, when the entry was made
+  std::string smoke, platform;
+  std::string commit, branch;  ///< git.commit / git.branch of the run's fingerprint ("" unknown)
+  CiFacts ci;
+  std::string verdict;       ///< "pass", "fail", "nondeterministic", "bad-input", "environment", "not compared"
+  int exit_code = 0;
+  std::string lane;          ///< lane_name() of the comparison; "" when not compared
+  std::string golden;        ///< the golden's content_hash ("" when none was compared)
+  std::map<std::string, std::string> fingerprint;  ///< determinism-relevant fields only
+  std::map<std::string, LedgerSeries> series;
+  std::vector<std::string> probes;  ///< each batch probe's inputs content hash, in order
+  double step_time_median_s;        ///< NaN when the record has no step times
+  int64_t peak_rss_bytes = -1;
+};
+
+/// XXH3-128 (32 hex digits) of a series' steps (step_numbers) and values,
+/// as little-endian int64 and binary64.
+std::string series_content_hash(const Series& series);
+
+/// The entry for `run`, made at `time_utc` (ISO 8601): compared by
+/// `verdict` (nullptr: not compared, e.g. `history add` of a record made
+/// elsewhere) with the golden whose content hash is `golden_hash`. Keeps at
+/// most kLedgerSeries series and kLedgerProbes probe hashes. Its run_id
+/// hashes the record with `instance`, what tells this run from another that
+/// made the same record (a trainer's records of one commit and stack are
+/// bit-identical night after night): `check` gives its time and process,
+/// `history add` nothing, so one record file is one run.
+LedgerEntry ledger_entry(const RunRecord& run, const Verdict* verdict, const std::string& golden_hash,
+                         const CiFacts& ci, const std::string& time_utc, const std::string& instance = "");
+
+/// The entry for a check of `smoke` that stopped before a record was made
+/// (exit 2, 3 or 4 before any comparison): its verdict and exit class, no
+/// series; its run_id hashes the smoke, the verdict's message and
+/// `instance` (as ledger_entry's).
+LedgerEntry stopped_entry(const std::string& smoke, const Verdict& verdict, const CiFacts& ci,
+                          const std::string& time_utc, const std::string& instance);
+
+/// The ledger file of `smoke` in `dir`: <dir>/<smoke>.jsonl.
+std::string ledger_path(const std::string& dir, const std::string& smoke);
+
+/// One entry as its ledger line (no newline).
+std::string ledger_line(const LedgerEntry& entry);
+
+/// Parses one ledger line; throws exit-2 Error naming `file`, the line
+/// and the field for anything malformed, out of range or unknown.
+LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, uint64_t line_number);
+
+/// A ledger read back.
+struct LedgerRead {
+  std::vector<LedgerEntry> entries;  ///< in file order
+  std::vector<std::string> skipped;  ///< "<file>: line N: <why>" (only with skip_bad)
+};
+
+/// Reads a ledger file. A malformed, truncated or hand-edited line is exit
+/// 2 naming the file and line, unless `skip_bad`: then it is left out and
+/// said in `skipped`. Two entries of one run are exit 2 either way.
+LedgerRead read_ledger(const std::string& file, bool skip_bad);
+
+/// The union of two versions of one ledger's text (`ours`, being pushed,
+/// and `theirs`, the remote's: both append-only), each run once, in time
+/// order (their entries first at equal times). Throws exit-2 Error naming
+/// `name` and the side for a malformed line.
+std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs);
+
+/// Appends `entry` to its smoke's ledger in `dir` (created when absent),
+/// atomically. Throws exit-2 Error when the ledger already holds the run
+/// (its run_id) or cannot be read, exit 3 when it cannot be written.
+void append_entry(const std::string& dir, const LedgerEntry& entry);
+
+}  // namespace lockstep

@@ -1,0 +1,341 @@
+#include "ingest/mlflow.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "core/error.h"
+#include "ingest/line_reader.h"
+#include "ingest/number_text.h"
+#include "ingest/series_builder.h"
+
+namespace lockstep {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// One logged point before ordering: MLflow's history is by step, then
+// timestamp; `position` (row id, line) breaks ties and names it.
+struct Point {
+  int64_t step;
+  int64_t timestamp;
+  uint64_t position;
+  double value;
+};
+
+// MLflow writes +-infinity into its database as float64's largest value.
+double from_mlflow(double v) {
+  if (v == DBL_MAX) return std::numeric_limits<double>::infinity();
+  if (v == -DBL_MAX) return -std::numeric_limits<double>::infinity();
+  return v;
+}
+
+// Feeds each builder its points, ordered as MLflow orders a history.
+void add_in_order(SeriesSet& set, std::vector<std::vector<Point>>& points) {
+  for (size_t i = 0; i < points.size(); ++i) {
+    auto& p = points[i];
+    std::sort(p.begin(), p.end(), [](const Point& a, const Point& b) {
+      return a.step != b.step ? a.step < b.step : a.timestamp != b.timestamp ? a.timestamp < b.timestamp
+                                                                             : a.position < b.position;
+    });
+    set.reserve(i, p.size());
+    for (const Point& q : p) set.at(i).add(q.step, q.value, Series::Dtype::kFloat64, q.position);
+    p = {};
+  }
+}
+
+// ---- The tracking database (SQLite) -------------------------------------
+
+struct CloseDb {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+struct Finalize {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using Db = std::unique_ptr<sqlite3, CloseDb>;
+using Statement = std::unique_ptr<sqlite3_stmt, Finalize>;
+
+bool is_sqlite_file(const std::string& path) {
+  char head[16] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(head, sizeof head) && std::string(head, sizeof head) == std::string("SQLite format 3\0", 16);
+}
+
+class Database {
+ public:
+  explicit Database(std::string path) : path_(std::move(path)) {
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+    db_.reset(db);
+    if (rc != SQLITE_OK) fail("", "an SQLite database lockstep can open read-only");
+  }
+
+  // A statement over `sql` with text parameters; exit 2 when it cannot be
+  // prepared (a damaged file, or not MLflow's schema).
+  Statement prepare(const std::string& sql, const std::vector<std::string>& params = {}) const {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_.get(), sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
+      fail("", "an MLflow tracking database whose tables can be read");
+    Statement st(s);
+    for (size_t i = 0; i < params.size(); ++i)
+      sqlite3_bind_text(s, static_cast<int>(i + 1), params[i].c_str(), -1, SQLITE_TRANSIENT);
+    return st;
+  }
+
+  // SQLITE_ROW or SQLITE_DONE; exit 2 for anything else (a damaged page).
+  bool step(sqlite3_stmt* s) const {
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) fail("", "an SQLite database that reads through (a damaged or partly written file?)");
+    return false;
+  }
+
+  std::vector<std::string> column_names(const std::string& table) const {
+    std::vector<std::string> names;
+    Statement st = prepare("PRAGMA table_info(" + table + ")");
+    while (step(st.get())) names.push_back(text(st.get(), 1));
+    return names;
+  }
+
+  static std::string text(sqlite3_stmt* s, int column) {
+    const unsigned char* t = sqlite3_column_text(s, column);
+    return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(s, column)))
+             : std::string();
+  }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& expected) const {
+    std::string why = db_ ? sqlite3_errmsg(db_.get()) : "out of memory";
+    throw BadInput(path_, field, expected + " (sqlite: " + why + ")");
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  Db db_;
+};
+
+// "abc (name: night-1)" for each run of the database, at most 10.
+std::string list_runs(const Database& db, bool have_runs_table) {
+  std::string sql = have_runs_table
+                        ? "SELECT DISTINCT m.run_uuid, r.name FROM metrics m LEFT JOIN runs r ON r.run_uuid = m.run_uuid "
+                          "LIMIT 11"
+                        : "SELECT DISTINCT run_uuid, NULL FROM metrics LIMIT 11";
+  Statement st = db.prepare(sql);
+  std::string out;
+  int n = 0;
+  while (db.step(st.get())) {
+    if (++n > 10) return out + ", ...";
+    std::string name = Database::text(st.get(), 1);
+    out += (out.empty() ? "" : ", ") + Database::text(st.get(), 0) + (name.empty() ? "" : " (name: " + name + ")");
+  }
+  return out;
+}
+
+// The run_uuid `run` names (a uuid, else a run name), or the only run.
+std::string resolve_run(const Database& db, const std::string& run, bool have_runs_table) {
+  if (run.empty()) {
+    Statement st = db.prepare("SELECT DISTINCT run_uuid FROM metrics LIMIT 2");
+    std::vector<std::string> runs;
+    while (db.step(st.get())) runs.push_back(Database::text(st.get(), 0));
+    if (runs.empty()) throw BadInput(db.path(), "metrics", "logged metrics (the table is empty)");
+    if (runs.size() > 1)
+      throw BadInput(db.path(), "run_uuid",
+                     "one run, or --run naming one; it holds several: " + list_runs(db, have_runs_table));
+    return runs[0];
+  }
+  Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid = ?1 LIMIT 1", {run});
+  if (db.step(st.get())) return run;
+  if (have_runs_table) {
+    Statement named = db.prepare("SELECT run_uuid FROM runs WHERE name = ?1 LIMIT 2", {run});
+    std::vector<std::string> uuids;
+    while (db.step(named.get())) uuids.push_back(Database::text(named.get(), 0));
+    if (uuids.size() == 1) return uuids[0];
+    if (uuids.size() > 1)
+      throw BadInput(db.path(), "runs.name", "one run named \"" + run + "\"; several are (" + uuids[0] + ", " +
+                                                 uuids[1] + "): give --run its run_uuid");
+  }
+  throw BadInput(db.path(), "run_uuid",
+                 "a run whose run_uuid or name is \"" + run + "\"; the runs with metrics are: " +
+                     list_runs(db, have_runs_table));
+}
+
+std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
+  Database db(spec.path);
+  std::vector<std::string> columns = db.column_names("metrics");
+  if (columns.empty())
+    throw BadInput(spec.path, "metrics", "MLflow's metrics table (this SQLite database has none: is it an MLflow "
+                                         "tracking database?)");
+  auto has = [&](const char* c) { return std::find(columns.begin(), columns.end(), c) != columns.end(); };
+  for (const char* c : {"key", "value", "run_uuid", "step"})
+    if (!has(c)) throw BadInput(spec.path, std::string("metrics.") + c, "MLflow's column " + std::string(c) + " in the metrics table");
+  bool have_runs_table = !db.column_names("runs").empty();
+  std::string run = resolve_run(db, spec.run, have_runs_table);
+
+  IngestSources sources("row");
+  uint32_t file = sources.add(spec.path);
+  SeriesSet set(spec.series, "key", sources);
+  set.begin_file(file);
+  std::vector<std::vector<Point>> points(set.size());
+  Statement st = db.prepare(std::string("SELECT rowid, key, value, step, ") + (has("is_nan") ? "is_nan" : "0") +
+                                ", " + (has("timestamp") ? "timestamp" : "0") + " FROM metrics WHERE run_uuid = ?1",
+                            {run});
+  sqlite3_stmt* s = st.get();
+  while (db.step(s)) {
+    auto rowid = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+    auto key_text = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+    std::string_view key(key_text ? key_text : "", static_cast<size_t>(sqlite3_column_bytes(s, 1)));
+    int i = set.find(key);
+    if (i < 0) {
+      set.note_unrequested(key);
+      continue;
+    }
+    auto where = [&] { return "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'"; };
+    auto integer = [&](int column, const char* name) {
+      if (sqlite3_column_type(s, column) != SQLITE_INTEGER)
+        throw BadInput(spec.path, where(), std::string("an integer ") + name + ", got " +
+                                             (sqlite3_column_type(s, column) == SQLITE_NULL ? "NULL" : "'" + Database::text(s, column) + "'"));
+      return sqlite3_column_int64(s, column);
+    };
+    int64_t step = integer(3, "step");
+    if (step < 0) throw BadInput(spec.path, where(), "a step of 0 or more, got " + std::to_string(step));
+    bool is_nan = sqlite3_column_type(s, 4) != SQLITE_NULL && integer(4, "is_nan") != 0;
+    int64_t timestamp = sqlite3_column_type(s, 5) == SQLITE_NULL ? 0 : integer(5, "timestamp");
+    double value;
+    int type = sqlite3_column_type(s, 2);
+    if (is_nan) value = std::numeric_limits<double>::quiet_NaN();  // MLflow stores 0 beside is_nan = 1
+    else if (type == SQLITE_FLOAT || type == SQLITE_INTEGER) value = from_mlflow(sqlite3_column_double(s, 2));
+    else
+      throw BadInput(spec.path, where(), "a numeric value, got " + (type == SQLITE_NULL ? std::string("NULL")
+                                                                                      : "'" + Database::text(s, 2) + "'"));
+    points[static_cast<size_t>(i)].push_back({step, timestamp, rowid, value});
+  }
+  add_in_order(set, points);
+  return set.finish(spec.path, "in run " + run + "'s metrics");
+}
+
+// ---- The file store --------------------------------------------------------
+
+// The run folder: `path` itself when it holds metrics/, else the run
+// mlruns/<experiment>/<run> that `run` names (its id, or its name from
+// tags/mlflow.runName).
+fs::path run_folder(const MetricsSpec& spec) {
+  fs::path root(spec.path);
+  std::error_code ec;
+  if (fs::is_directory(root / "metrics", ec)) return root;
+  if (spec.run.empty())
+    throw BadInput(spec.path, "", "an MLflow run's folder (holding metrics/), or the mlruns folder with --run RUN");
+  std::vector<fs::path> found;
+  for (fs::directory_iterator e(root, ec), end; !ec && e != end; e.increment(ec)) {
+    if (!e->is_directory(ec)) continue;
+    for (fs::directory_iterator r(e->path(), ec), rend; !ec && r != rend; r.increment(ec)) {
+      if (!fs::is_directory(r->path() / "metrics", ec)) continue;
+      std::string name;
+      if (std::ifstream tag(r->path() / "tags" / "mlflow.runName"); tag) std::getline(tag, name);
+      if (r->path().filename() == spec.run || name == spec.run) found.push_back(r->path());
+    }
+  }
+  if (found.empty())
+    throw BadInput(spec.path, "", "a run folder <experiment>/<run>/metrics whose run id or mlflow.runName is \"" +
+                                      spec.run + "\" (none is)");
+  if (found.size() > 1)
+    throw BadInput(spec.path, "", "one run named \"" + spec.run + "\"; several are (" + found[0].string() + ", " +
+                                      found[1].string() + "): give --run its id");
+  return found[0];
+}
+
+// A metric key as a relative path under metrics/ (MLflow keeps '/' as
+// folders); exit 2 for one that would leave the folder.
+fs::path key_path(const std::string& key, const std::string& path) {
+  fs::path p(key);
+  bool ok = !key.empty() && key.front() != '/' && key.back() != '/';
+  for (const auto& part : p) ok = ok && !part.empty() && part != "." && part != "..";
+  if (!ok) throw BadInput(path, "key '" + key + "'", "an MLflow metric key (no empty, '.' or '..' parts)");
+  return p;
+}
+
+// Every metric file's key under `metrics` (at most 1000), for "did you mean".
+void note_present_keys(const fs::path& metrics, SeriesSet& set) {
+  std::error_code ec;
+  size_t n = 0;
+  for (fs::recursive_directory_iterator it(metrics, ec), end; !ec && it != end && n < 1000; it.increment(ec), ++n)
+    if (it->is_regular_file(ec)) {
+      std::string key = it->path().lexically_relative(metrics).generic_string();
+      if (set.find(key) < 0) set.note_unrequested(key);
+    }
+}
+
+// One metrics/<key> file: "<timestamp> <value> [<step>]" lines.
+void read_metric_file(const std::string& file, std::vector<Point>& points) {
+  LineReader lines(file);
+  std::string_view line;
+  while (lines.next(line)) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    uint64_t n = lines.line_number();
+    std::string_view fields[4];
+    size_t count = 0, at = 0;
+    while (at < line.size() && count < 4) {
+      size_t end = line.find(' ', at);
+      if (end == std::string_view::npos) end = line.size();
+      fields[count++] = line.substr(at, end - at);
+      at = end + 1;
+    }
+    int64_t timestamp = 0, step = 0;
+    double value;
+    std::string where = "line " + std::to_string(n);
+    if (count < 2 || count > 3 || at < line.size() || fields[0].empty())
+      throw BadInput(file, where, "\"<timestamp> <value> <step>\" (MLflow's metric file line)");
+    if (!decimal_step(fields[0], timestamp))
+      throw BadInput(file, where, "a timestamp in milliseconds first, got '" + std::string(fields[0]) + "'");
+    if (!float_repr(fields[1], value))
+      throw BadInput(file, where, "a number after the timestamp, got '" + std::string(fields[1]) + "'");
+    if (count == 3 && !decimal_step(fields[2], step))
+      throw BadInput(file, where, "a step of 0 or more last, got '" + std::string(fields[2]) + "'");
+    points.push_back({step, timestamp, n, value});
+  }
+}
+
+std::map<std::string, Series> read_mlflow_files(const MetricsSpec& spec) {
+  fs::path run = run_folder(spec);
+  fs::path metrics = run / "metrics";
+  IngestSources sources("line");
+  SeriesSet set(spec.series, "key", sources);
+  std::vector<std::vector<Point>> points(set.size());
+  note_present_keys(metrics, set);
+  for (size_t i = 0; i < set.size(); ++i) {
+    fs::path file = metrics / key_path(set.key(i), spec.path);
+    std::error_code ec;
+    if (!fs::exists(file, ec)) continue;  // finish() names it, with the keys present
+    uint32_t index = sources.add(file.string());
+    set.at(i).begin_file(index);
+    read_metric_file(file.string(), points[i]);
+  }
+  add_in_order(set, points);
+  return set.finish(run.string(), "in " + metrics.string());
+}
+
+}  // namespace
+
+std::map<std::string, Series> read_mlflow_metrics(const MetricsSpec& spec) {
+  std::error_code ec;
+  fs::file_status st = fs::status(spec.path, ec);
+  if (ec || !fs::exists(st))
+    throw BadInput(spec.path, "", "an MLflow tracking database (SQLite) or run folder (it does not exist)");
+  if (fs::is_directory(st)) return read_mlflow_files(spec);
+  if (!fs::is_regular_file(st) || !is_sqlite_file(spec.path))
+    throw BadInput(spec.path, "", "an MLflow tracking database (an SQLite file, \"SQLite format 3\" header) or a run's "
+                                  "folder (mlruns/<experiment>/<run>)");
+  return read_mlflow_database(spec);
+}
+
+}  // namespace lockstep

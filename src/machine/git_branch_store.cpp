@@ -1,0 +1,202 @@
+#include "machine/git_branch_store.h"
+
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "machine/libgit2_session.h"
+
+namespace lockstep {
+
+namespace {
+
+// Owning handles for the libgit2 objects used here.
+template <typename T, void (*Free)(T*)>
+struct Git {
+  T* p = nullptr;
+  Git() = default;
+  Git(const Git&) = delete;
+  Git& operator=(const Git&) = delete;
+  ~Git() {
+    if (p) Free(p);
+  }
+  T** out() { return &p; }
+  T* get() const { return p; }
+};
+using Repo = Git<git_repository, git_repository_free>;
+using Ref = Git<git_reference, git_reference_free>;
+using Commit = Git<git_commit, git_commit_free>;
+using Tree = Git<git_tree, git_tree_free>;
+using Remote = Git<git_remote, git_remote_free>;
+using Builder = Git<git_treebuilder, git_treebuilder_free>;
+using Blob = Git<git_blob, git_blob_free>;
+using Sig = Git<git_signature, git_signature_free>;
+
+[[noreturn]] void fail_env(const std::string& what) { throw EnvironmentError(what + ": " + libgit2_error()); }
+
+std::string oid_hex(const git_oid& id) {
+  char buf[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(buf, sizeof buf, &id);
+  return buf;
+}
+
+class Store {
+ public:
+  explicit Store(const BranchStoreOptions& o) : o_(o) {
+    if (git_repository_open_ext(repo_.out(), o.repo.c_str(), 0, nullptr) != 0)
+      throw BadInput(o.repo, "", "a path inside a git repository (" + libgit2_error() + ")");
+    int rc = git_remote_lookup(remote_.out(), repo_.get(), o.remote.c_str());
+    if (rc != 0 && git_remote_create_anonymous(remote_.out(), repo_.get(), o.remote.c_str()) != 0)
+      throw BadInput(o.repo, "remote", "a remote's name or URL, got \"" + o.remote + "\" (" + libgit2_error() + ")");
+    // A name keeps its remote-tracking ref; a URL fetches into lockstep's own.
+    tracking_ = "refs/remotes/" + std::string(rc == 0 ? o.remote : "lockstep") + "/" + o.branch;
+  }
+
+  // Fetches the remote's branch into tracking_; false when it has none.
+  bool fetch() {
+    std::string spec = "+refs/heads/" + o_.branch + ":" + tracking_;
+    char* specs[] = {spec.data()};
+    git_strarray refspecs{specs, 1};
+    git_fetch_options fo = GIT_FETCH_OPTIONS_INIT;
+    if (git_remote_fetch(remote_.get(), &refspecs, &fo, nullptr) != 0)
+      fail_env("fetching " + o_.branch + " from " + o_.remote);
+    Ref r;
+    return git_reference_lookup(r.out(), repo_.get(), tracking_.c_str()) == 0;
+  }
+
+  // The tip of `ref`, or nullopt-like false.
+  bool tip(const std::string& ref, git_oid& id) {
+    return git_reference_name_to_id(&id, repo_.get(), ref.c_str()) == 0;
+  }
+
+  std::map<std::string, std::string> files_of(const git_oid& commit_id) {
+    Commit c;
+    Tree t;
+    if (git_commit_lookup(c.out(), repo_.get(), &commit_id) != 0 || git_commit_tree(t.out(), c.get()) != 0)
+      fail_env("reading " + o_.branch);
+    std::map<std::string, std::string> out;
+    for (size_t i = 0; i < git_tree_entrycount(t.get()); ++i) {
+      const git_tree_entry* e = git_tree_entry_byindex(t.get(), i);
+      if (git_tree_entry_type(e) != GIT_OBJECT_BLOB) continue;
+      Blob b;
+      if (git_blob_lookup(b.out(), repo_.get(), git_tree_entry_id(e)) != 0) fail_env("reading " + o_.branch);
+      out[git_tree_entry_name(e)] = std::string(static_cast<const char*>(git_blob_rawcontent(b.get())),
+                                                static_cast<size_t>(git_blob_rawsize(b.get())));
+    }
+    return out;
+  }
+
+  // A commit of `files` with `parents`, made the local branch's tip.
+  git_oid commit(const std::map<std::string, std::string>& files, const std::vector<git_oid>& parents) {
+    Builder tb;
+    if (git_treebuilder_new(tb.out(), repo_.get(), nullptr) != 0) fail_env("building the tree");
+    for (const auto& [name, text] : files) {
+      if (name.empty() || name.find('/') != std::string::npos || name[0] == '.')
+        throw BadInput(name, "", "a plain file name for the branch's folder");
+      git_oid blob;
+      if (git_blob_create_from_buffer(&blob, repo_.get(), text.data(), text.size()) != 0 ||
+          git_treebuilder_insert(nullptr, tb.get(), name.c_str(), &blob, GIT_FILEMODE_BLOB) != 0)
+        fail_env("writing " + name + " to the repository");
+    }
+    git_oid tree_id, id;
+    Tree tree;
+    if (git_treebuilder_write(&tree_id, tb.get()) != 0 || git_tree_lookup(tree.out(), repo_.get(), &tree_id) != 0)
+      fail_env("writing the tree");
+    std::vector<std::unique_ptr<Commit>> owned;
+    std::vector<const git_commit*> ps;
+    for (const git_oid& p : parents) {
+      owned.push_back(std::make_unique<Commit>());
+      if (git_commit_lookup(owned.back()->out(), repo_.get(), &p) != 0) fail_env("reading the branch's tip");
+      ps.push_back(owned.back()->get());
+    }
+    Sig sig;
+    if (git_signature_default(sig.out(), repo_.get()) != 0 &&
+        git_signature_now(sig.out(), "lockstep", "lockstep@localhost") != 0)
+      fail_env("making a signature");
+    if (git_commit_create(&id, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, o_.message.c_str(), tree.get(),
+                          ps.size(), ps.data()) != 0)
+      fail_env("committing to " + o_.branch);
+    Ref r;
+    if (git_reference_create(r.out(), repo_.get(), ("refs/heads/" + o_.branch).c_str(), &id, 1, o_.message.c_str()) != 0)
+      fail_env("moving " + o_.branch);
+    return id;
+  }
+
+  // Pushes the local branch; false when the remote rejected it (it moved).
+  bool push() {
+    std::string spec = "refs/heads/" + o_.branch + ":refs/heads/" + o_.branch;
+    char* specs[] = {spec.data()};
+    git_strarray refspecs{specs, 1};
+    git_push_options po = GIT_PUSH_OPTIONS_INIT;
+    std::string rejected;
+    po.callbacks.push_update_reference = [](const char*, const char* status, void* payload) {
+      if (status) *static_cast<std::string*>(payload) = status;
+      return 0;
+    };
+    po.callbacks.payload = &rejected;
+    int rc = git_remote_push(remote_.get(), &refspecs, &po);
+    if (rc == GIT_ENONFASTFORWARD || (rc != 0 && libgit2_error().find("fastforward") != std::string::npos)) return false;
+    if (rc != 0) fail_env("pushing " + o_.branch + " to " + o_.remote);
+    return rejected.empty();
+  }
+
+  std::string tracking() const { return tracking_; }
+  std::string local() const { return "refs/heads/" + o_.branch; }
+
+ private:
+  Libgit2Session session_;
+  BranchStoreOptions o_;
+  Repo repo_;
+  Remote remote_;
+  std::string tracking_;
+};
+
+}  // namespace
+
+PushOutcome commit_and_push(const std::map<std::string, std::string>& files, const BranchStoreOptions& o,
+                            const FileMerge& merge) {
+  Store s(o);
+  PushOutcome out;
+  out.files = files;
+  // First on top of the local branch (as the last pull left it); when the
+  // remote rejects that, on top of the remote's, its files merged in.
+  std::vector<git_oid> parents;
+  git_oid ours;
+  if (s.tip(s.local(), ours)) parents.push_back(ours);
+  for (out.attempts = 1; out.attempts <= o.attempts; ++out.attempts) {
+    git_oid id = s.commit(out.files, parents);
+    out.commit = oid_hex(id);
+    if (s.push()) return out;
+    git_oid theirs;
+    if (!s.fetch() || !s.tip(s.tracking(), theirs))
+      throw EnvironmentError("pushing " + o.branch + " to " + o.remote + ": refused, and the remote has no such branch");
+    for (const auto& [name, text] : s.files_of(theirs)) {
+      auto mine = out.files.find(name);
+      if (mine == out.files.end()) out.files[name] = text;
+      else if (mine->second != text) out.files[name] = merge(name, mine->second, text);
+    }
+    out.merged = true;
+    parents = {theirs, id};
+  }
+  throw EnvironmentError("pushing " + o.branch + " to " + o.remote + ": the remote's branch kept moving (" +
+                         std::to_string(o.attempts) + " attempts); run history push again");
+}
+
+std::map<std::string, std::string> fetch_branch_files(const BranchStoreOptions& o) {
+  Store s(o);
+  git_oid theirs, ours;
+  if (!s.fetch() || !s.tip(s.tracking(), theirs)) return {};
+  if (!s.tip(s.local(), ours)) {
+    // The local branch starts at the remote's (no commit made here).
+    Libgit2Session session;
+    git_repository* repo = nullptr;
+    if (git_repository_open_ext(&repo, o.repo.c_str(), 0, nullptr) == 0) {
+      git_reference* r = nullptr;
+      if (git_reference_create(&r, repo, s.local().c_str(), &theirs, 0, "lockstep history pull") == 0) git_reference_free(r);
+      git_repository_free(repo);
+    }
+  }
+  return s.files_of(theirs);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,127 @@
+// The history read back: each metric classified as the peers' reports do
+// (regression, suspicious, drifting, steady, insufficient data), the first
+// night its values changed and what else changed that night, and the
+// reports naming them.
+#include "history/history.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace lockstep {
+namespace {
+
+#define EXPECT_HAS(text, part) \
+  EXPECT_TRUE((text).find(part) != std::string::npos) << "missing \"" << (part) << "\" in: " << (text)
+
+// A night of smoke "s": `uses` per metric (a for loss), the loss values'
+// hash `loss_hash`, the commit, the stack's threads.
+LedgerEntry night(int day, double loss_use, const std::string& loss_hash, const std::string& threads = "1",
+                  const std::string& golden = std::string(32, 'g')) {
+  LedgerEntry e;
+  e.run_id = std::string(30, '0') + (day < 10 ? "0" : "") + std::to_string(day);
+  e.time_utc = "2026-11-" + std::string(day < 10 ? "0" : "") + std::to_string(day) + "T02:00:00Z";
+  e.smoke = "s";
+  e.platform = "cpu-x86_64-avx2";
+  e.commit = std::string(39, 'a') + std::to_string(day % 10);
+  e.verdict = loss_use > 1 ? "fail" : "pass";
+  e.exit_code = loss_use > 1 ? 1 : 0;
+  e.lane = "cross-stack";
+  e.golden = golden;
+  e.fingerprint = {{"threads.intra_op", threads}, {"torch.version", "1.13.1"}};
+  LedgerSeries loss;
+  loss.steps = {0, 1};
+  loss.values = {2.5, 2.25};
+  loss.count = 2;
+  loss.xxh3 = loss_hash;
+  loss.use = loss_use;
+  loss.rule = "|a-g| <= 1e-06 + 0.0001*|g|";
+  e.series["loss"] = loss;
+  LedgerSeries grad = loss;
+  grad.xxh3 = std::string(32, 'e');
+  grad.use = 0;
+  e.series["grad_norm"] = grad;
+  e.step_time_median_s = std::numeric_limits<double>::quiet_NaN();
+  return e;
+}
+
+const MetricHistory& metric(const SmokeHistory& h, const std::string& name) {
+  for (const auto& m : h.metrics)
+    if (m.name == name) return m;
+  throw std::runtime_error("no metric " + name);
+}
+
+std::string hash(char c) { return std::string(32, c); }
+
+// Night 2 ran on another stack (2 threads) and its values changed with it;
+// night 3 was back on night 1's stack with night 1's values; from night 4
+// the values moved on that same stack: the first change the stack does
+// not explain, where the drift began.
+TEST(History, ADriftFromNightFourIsItsFirstChangeWithWhatElseChanged) {
+  std::vector<LedgerEntry> nights = {night(1, 0, hash('1')), night(2, 0.01, hash('2'), "2"), night(3, 0, hash('1')),
+                                     night(4, 0.2, hash('4')), night(5, 0.3, hash('5')), night(6, 0.5, hash('6')),
+                                     night(7, 0.8, hash('7'))};
+  SmokeHistory h = analyse_history("s", "s.jsonl", nights);
+  const MetricHistory& loss = metric(h, "loss");
+  EXPECT_EQ(loss.trend, Trend::kDrifting);
+  EXPECT_EQ(loss.trend_reason, "used 0.00, 0.20, 0.30, 0.50, 0.80 of its tolerance over the last 5 nights");
+  EXPECT_EQ(loss.first_change, 3) << "night 4 (index 3)";
+  EXPECT_EQ(metric(h, "grad_norm").trend, Trend::kSteady);
+  EXPECT_EQ(metric(h, "grad_norm").first_change, -1);
+  ASSERT_EQ(h.changes.size(), 6u);
+  EXPECT_EQ(h.changes[0].night, 1u);
+  EXPECT_EQ(h.changes[0].metrics, std::vector<std::string>{"loss"});
+  EXPECT_TRUE(h.changes[0].unexplained.empty()) << "a stack not seen before explains it";
+  EXPECT_EQ(h.changes[0].fingerprint, std::vector<std::string>{"threads.intra_op: 1 → 2"});
+  EXPECT_TRUE(h.changes[1].unexplained.empty()) << "night 1's values on night 1's stack";
+  EXPECT_EQ(h.changes[2].night, 3u);
+  EXPECT_EQ(h.changes[2].unexplained, std::vector<std::string>{"loss"});
+  EXPECT_EQ(h.changes[2].commits, "aaaaaaaaaaaa..aaaaaaaaaaaa");
+  std::string text = render_history_text({h});
+  EXPECT_HAS(text, "verdicts: steady (passed every night)");
+  EXPECT_HAS(text, "loss      drifting          last 0.80   of tolerance");
+  EXPECT_HAS(text, "first changed on a stack seen before: night 4 (2026-11-04, commit aaaaaaaaaaaa); that night: "
+                   "commits aaaaaaaaaaaa..aaaaaaaaaaaa");
+  EXPECT_HAS(text, "night 2 (2026-11-02, commit aaaaaaaaaaaa): values of loss; stack: threads.intra_op: 1 → 2");
+  EXPECT_HAS(text, "night 4 (2026-11-04, commit aaaaaaaaaaaa): values of loss (loss unlike the last night on this stack)");
+}
+
+TEST(History, FailuresAtTheEndAreARegressionElsewhereSuspicious) {
+  auto classify = [](std::vector<double> uses) {
+    std::vector<LedgerEntry> nights;
+    for (size_t i = 0; i < uses.size(); ++i) nights.push_back(night(static_cast<int>(i + 1), uses[i], hash('1')));
+    return metric(analyse_history("s", "s.jsonl", nights), "loss");
+  };
+  EXPECT_EQ(classify({0.1, 0.1, 1.5, 2.0}).trend, Trend::kRegression);
+  EXPECT_EQ(classify({0.1, 0.1, 1.5, 2.0}).trend_reason, "failed the last 2 nights in a row");
+  EXPECT_EQ(classify({0.1, 1.5, 0.1, 0.1}).trend, Trend::kSuspicious);
+  EXPECT_EQ(classify({0.1, 0.1, 0.1, 1.5}).trend, Trend::kSuspicious);
+  EXPECT_EQ(classify({0.1, 0.1, 0.1, 1.5}).trend_reason, "1 failed night, the last one alone");
+  EXPECT_EQ(classify({0.1, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()}).trend,
+            Trend::kRegression);
+  EXPECT_EQ(classify({0.5, 0.4, 0.6, 0.5}).trend, Trend::kSteady);
+  EXPECT_EQ(classify({0.5, 0.6}).trend, Trend::kInsufficientData);
+  EXPECT_EQ(classify({0.1, 0.2, 0.3}).trend, Trend::kDrifting) << "3 nights suffice";
+}
+
+TEST(History, AReblessedGoldenIsNamedAndMarkedOnThePage) {
+  std::vector<LedgerEntry> nights = {night(1, 0.1, hash('1')), night(2, 0.1, hash('1')),
+                                     night(3, 0.1, hash('1'), "1", std::string(32, 'f'))};
+  nights[2].ci.report_url = "https://gitlab.example/-/jobs/3/artifacts/report.html";
+  SmokeHistory h = analyse_history("s", "s.jsonl", nights);
+  ASSERT_EQ(h.changes.size(), 1u);
+  EXPECT_TRUE(h.changes[0].golden_changed);
+  std::string html = render_history_html({h});
+  EXPECT_HAS(html, "<td>re-blessed</td>");
+  EXPECT_HAS(html, "<a href=\"https://gitlab.example/-/jobs/3/artifacts/report.html\">report</a>");
+  EXPECT_HAS(html, "<title>night 3 2026-11-03 commit aaaaaaaaaaaa pass: 0.1 of its tolerance</title>");
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  std::string json = render_history_json({h});
+  EXPECT_HAS(json, "\"lockstep_report\": \"history\"");
+  EXPECT_HAS(json, "\"golden_changed\": true");
+}
+
+}  // namespace
+}  // namespace lockstep

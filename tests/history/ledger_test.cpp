@@ -1,0 +1,154 @@
+// The nightly ledger: an entry keeps what a later night compares (long
+// series as evenly spaced points plus the hash of all of them, the share
+// of the tolerance used, probe hashes, the determinism-relevant stack),
+// round-trips through its line exactly, refuses a run entered twice, and a
+// truncated or hand-edited line is exit 2 naming the file and line unless
+// skipped on request.
+#include "history/ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "../record_builder.h"
+#include "compare/compare.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace lockstep {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::make_probe;
+using testing::make_record;
+
+#define EXPECT_HAS(text, part) \
+  EXPECT_TRUE((text).find(part) != std::string::npos) << "missing \"" << (part) << "\" in: " << (text)
+
+fs::path scratch(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("lockstep-ledger-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+TEST(Ledger, AnEntryKeepsTheRunsCurvesStackAndUseAndRoundTrips) {
+  std::vector<double> loss(1000);
+  for (size_t i = 0; i < loss.size(); ++i) loss[i] = 2.0 - 0.001 * static_cast<double>(i);
+  RunRecord golden = make_record(loss);
+  golden.probes = {make_probe(0, 0.5, std::string(32, 'a')), make_probe(1, 0.7, std::string(32, 'b'))};
+  golden.fingerprint["git.commit"] = {"0123456789abcdef0123456789abcdef01234567", false};
+  golden.resources.step_time_s = {0.3, 0.1, 0.2};
+  golden.resources.peak_rss_bytes = 1 << 20;
+  RunRecord run = golden;
+  run.series["loss"].values[500] += 5e-5;  // 5e-5 of an allowed 1e-6 + 1e-4 * 1.5 = 1.51e-4: use 0.331
+  TolerancePolicy policy;
+  policy.same_stack_exact = false;
+  policy.series_default = Tolerance::close(1e-6, 1e-4);
+  Verdict v = compare_records(run, golden, policy);
+  ASSERT_TRUE(v.passed());
+  CiFacts ci{"77", "901", "https://gitlab.example/j/901", "runner-3", ""};
+  LedgerEntry e = ledger_entry(run, &v, std::string(32, 'c'), ci, "2026-12-03T02:00:00Z");
+  EXPECT_EQ(e.smoke, "unit");
+  EXPECT_EQ(e.verdict, "pass");
+  EXPECT_EQ(e.lane, "same-stack");
+  EXPECT_EQ(e.commit, "0123456789abcdef0123456789abcdef01234567");
+  EXPECT_EQ(e.fingerprint.count("torch.version"), 1u);
+  EXPECT_EQ(e.fingerprint.count("os.kernel"), 0u) << "informational fields stay out";
+  const LedgerSeries& s = e.series.at("loss");
+  ASSERT_EQ(s.values.size(), kLedgerPoints);
+  EXPECT_EQ(s.count, 1000u);
+  EXPECT_EQ(s.steps.front(), 0);
+  EXPECT_EQ(s.steps.back(), 999);
+  EXPECT_EQ(s.values.back(), run.series["loss"].values[999]);
+  EXPECT_EQ(s.xxh3, series_content_hash(run.series["loss"]));
+  EXPECT_NE(s.xxh3, series_content_hash(golden.series["loss"]));
+  float g = static_cast<float>(loss[500]);
+  double allowed = 1e-6 + 1e-4 * std::fabs(static_cast<double>(g));
+  EXPECT_DOUBLE_EQ(s.use, std::fabs(run.series["loss"].values[500] - static_cast<double>(g)) / allowed);
+  EXPECT_EQ(e.probes, (std::vector<std::string>{std::string(32, 'a'), std::string(32, 'b')}));
+  EXPECT_DOUBLE_EQ(e.step_time_median_s, 0.2);
+  EXPECT_EQ(e.peak_rss_bytes, 1 << 20);
+
+  LedgerEntry back = parse_ledger_line(ledger_line(e), "l.jsonl", 1);
+  EXPECT_EQ(ledger_line(back), ledger_line(e));
+  EXPECT_EQ(back.series.at("loss").values, s.values);
+  EXPECT_EQ(back.ci.runner, "runner-3");
+
+  LedgerEntry alone = ledger_entry(run, nullptr, "", ci, "2026-12-03T02:00:00Z");
+  EXPECT_EQ(alone.verdict, "not compared");
+  EXPECT_TRUE(std::isnan(alone.series.at("loss").use));
+  EXPECT_EQ(alone.run_id, e.run_id) << "the same run";
+}
+
+TEST(Ledger, AppendsAndRefusesARunEnteredTwice) {
+  fs::path d = scratch("append");
+  RunRecord a = make_record({2.5, 2.25}), b = make_record({2.5, 2.0});
+  append_entry(d.string(), ledger_entry(a, nullptr, "", {}, "2026-12-01T02:00:00Z"));
+  append_entry(d.string(), ledger_entry(b, nullptr, "", {}, "2026-12-02T02:00:00Z"));
+  std::string file = ledger_path(d.string(), "unit");
+  EXPECT_EQ(read_ledger(file, false).entries.size(), 2u);
+  std::string again = error_of([&] { append_entry(d.string(), ledger_entry(a, nullptr, "", {}, "2026-12-03T02:00:00Z")); });
+  EXPECT_HAS(again, file + ": run_id: expected a run not yet entered; run ");
+  EXPECT_HAS(again, "(2026-12-01T02:00:00Z) is already in the ledger");
+  EXPECT_EQ(read_ledger(file, false).entries.size(), 2u) << "nothing written";
+  fs::remove_all(d);
+}
+
+TEST(Ledger, TruncatedOrEditedLinesAreExit2NamingTheLineUnlessSkipped) {
+  fs::path d = scratch("bad");
+  RunRecord a = make_record({2.5, 2.25}), b = make_record({2.5, 2.0}), c = make_record({2.5, 1.5});
+  for (auto [r, t] : {std::pair<RunRecord*, const char*>{&a, "2026-12-01T02:00:00Z"}, {&b, "2026-12-02T02:00:00Z"},
+                      {&c, "2026-12-03T02:00:00Z"}})
+    append_entry(d.string(), ledger_entry(*r, nullptr, "", {}, t));
+  std::string file = ledger_path(d.string(), "unit");
+  std::string text = read_file(file);
+  size_t first_end = text.find('\n'), second_end = text.find('\n', first_end + 1);
+  std::string edited = text.substr(0, first_end + 1) +
+                       std::string(text.substr(first_end + 1, second_end - first_end)).replace(
+                           text.substr(first_end + 1).find("\"verdict\":\"not compared\""), 24, "\"verdict\":\"passed\"    ") +
+                       text.substr(second_end + 1);
+  write_file_atomically(file, edited);
+  std::string e = error_of([&] { read_ledger(file, false); });
+  EXPECT_HAS(e, file + ": line 2: verdict: expected one of");
+  LedgerRead skipped = read_ledger(file, true);
+  EXPECT_EQ(skipped.entries.size(), 2u);
+  ASSERT_EQ(skipped.skipped.size(), 1u);
+  EXPECT_HAS(skipped.skipped[0], "line 2");
+
+  write_file_atomically(file, text.substr(0, text.size() - 40));  // cut inside the last line
+  EXPECT_HAS(error_of([&] { read_ledger(file, false); }),
+             file + ": line 3: expected a complete line ending in a newline (the file ends inside line 3)");
+  EXPECT_EQ(read_ledger(file, true).entries.size(), 2u);
+
+  write_file_atomically(file, text + text.substr(0, first_end + 1));  // night 1 entered again by hand
+  EXPECT_HAS(error_of([&] { read_ledger(file, true); }), file + ": line 4: expected each run once; run ");
+  fs::remove_all(d);
+}
+
+// Two jobs' versions of one ledger (a branch store's merge): each run
+// once, in time order.
+TEST(Ledger, TwoVersionsMergeIntoTheirUnionInTimeOrder) {
+  RunRecord a = make_record({2.5, 2.25}), b = make_record({2.5, 2.0}), c = make_record({2.5, 1.5});
+  std::string night1 = ledger_line(ledger_entry(a, nullptr, "", {}, "2026-12-01T02:00:00Z")) + "\n";
+  std::string night2b = ledger_line(ledger_entry(b, nullptr, "", {}, "2026-12-02T02:00:00Z")) + "\n";
+  std::string night2c = ledger_line(ledger_entry(c, nullptr, "", {}, "2026-12-02T03:00:00Z")) + "\n";
+  EXPECT_EQ(merge_ledgers("s.jsonl", night1 + night2c, night1 + night2b), night1 + night2b + night2c);
+  EXPECT_EQ(merge_ledgers("s.jsonl", night1, ""), night1);
+  EXPECT_HAS(error_of([&] { merge_ledgers("s.jsonl", night1, "{}\n"); }), "s.jsonl (the remote's): line 1: ");
+}
+
+}  // namespace
+}  // namespace lockstep

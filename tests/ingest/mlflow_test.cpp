@@ -1,0 +1,206 @@
+// MLflow's metric history, from both stores written here in MLflow's own
+// shapes: a tracking database with MLflow's tables (metrics with its
+// primary key and is_nan, runs with names), and a file store's
+// mlruns/<experiment>/<run>/metrics/<key> files; and the refusals, each
+// naming the file and the row, line or key.
+#include "ingest/mlflow.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cfloat>
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "core/atomic_file.h"
+#include "ingest/ingest_test_util.h"
+#include "ingest/metrics.h"
+
+namespace lockstep {
+namespace {
+
+namespace fs = std::filesystem;
+
+#define EXPECT_HAS(text, part) \
+  EXPECT_TRUE((text).find(part) != std::string::npos) << "missing \"" << (part) << "\" in: " << (text)
+
+// MLflow's schema as its SQLAlchemy store creates it (the columns lockstep reads).
+constexpr const char* kSchema = R"(
+CREATE TABLE runs (run_uuid VARCHAR(32) NOT NULL, name VARCHAR(250), status VARCHAR(9), start_time BIGINT,
+                   experiment_id INTEGER, PRIMARY KEY (run_uuid));
+CREATE TABLE metrics (key VARCHAR(250) NOT NULL, value FLOAT NOT NULL, timestamp BIGINT NOT NULL,
+                      run_uuid VARCHAR(32) NOT NULL, step BIGINT DEFAULT '0' NOT NULL,
+                      is_nan BOOLEAN DEFAULT '0' NOT NULL,
+                      CONSTRAINT metric_pk PRIMARY KEY (key, timestamp, step, run_uuid, value, is_nan));
+CREATE INDEX index_metrics_run_uuid ON metrics (run_uuid);
+INSERT INTO runs (run_uuid, name) VALUES ('6f1c0a', 'night-1'), ('9b2d4e', 'night-2');
+)";
+
+class MlflowDatabase : public ::testing::Test {
+ protected:
+  IngestTempDir dir_{"mlflow-db"};
+  std::string db_ = dir_.path("mlflow.db");
+
+  void sql(const std::string& statements) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    int rc = sqlite3_exec(db, statements.c_str(), nullptr, nullptr, &error);
+    std::string message = error ? error : "";
+    sqlite3_free(error);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << message;
+  }
+  std::map<std::string, Series> read(const std::string& run, std::map<std::string, std::string> series) {
+    MetricsSpec spec;
+    spec.format = MetricsFormat::kMlflow;
+    spec.path = db_;
+    spec.run = run;
+    spec.series = std::move(series);
+    return read_metrics(spec);
+  }
+  std::string error(const std::string& run, std::map<std::string, std::string> series) {
+    return exit2_message([&] { read(run, series); });
+  }
+};
+
+TEST_F(MlflowDatabase, ReadsARunByUuidOrNameInStepOrder) {
+  sql(kSchema);
+  // Logged out of order, NaN as is_nan = 1 (value 0), +-inf as float64's largest.
+  sql("INSERT INTO metrics VALUES ('train/loss', 2.25, 1001, '6f1c0a', 1, 0), ('train/loss', 2.5, 1000, '6f1c0a', 0, 0),"
+      "('train/loss', 0, 1002, '6f1c0a', 2, 1), ('train/loss', 1.7976931348623157e308, 1003, '6f1c0a', 3, 0),"
+      "('train/loss', -1.7976931348623157e308, 1004, '6f1c0a', 4, 0), ('lr', 0.1, 1000, '6f1c0a', 0, 0),"
+      "('train/loss', 9.0, 1000, '9b2d4e', 0, 0);");
+  for (const std::string run : {"6f1c0a", "night-1"}) {
+    auto s = read(run, {{"loss", "train/loss"}, {"lr", "lr"}});
+    const Series& loss = s.at("loss");
+    ASSERT_EQ(loss.values.size(), 5u) << run;
+    EXPECT_EQ(loss.values[0], 2.5);
+    EXPECT_EQ(loss.values[1], 2.25);
+    EXPECT_TRUE(std::isnan(loss.values[2]));
+    EXPECT_EQ(loss.values[3], INFINITY);
+    EXPECT_EQ(loss.values[4], -INFINITY);
+    EXPECT_TRUE(loss.steps.empty()) << "steps 0..4 are implicit";
+    EXPECT_EQ(loss.dtype, Series::Dtype::kFloat64);
+    EXPECT_EQ(s.at("lr").values, std::vector<double>{0.1});
+  }
+  EXPECT_EQ(read("night-2", {{"loss", "train/loss"}}).at("loss").values, std::vector<double>{9.0});
+}
+
+TEST_F(MlflowDatabase, AReloggedStepIsAcceptedOnlyWithTheSameValue) {
+  sql(kSchema);
+  sql("INSERT INTO metrics VALUES ('loss', 2.5, 1000, '6f1c0a', 0, 0), ('loss', 2.25, 1001, '6f1c0a', 1, 0),"
+      "('loss', 2.25, 2001, '6f1c0a', 1, 0);");
+  EXPECT_EQ(read("", {{"loss", "loss"}}).size(), 1u) << "one run: no --run needed";
+  sql("INSERT INTO metrics VALUES ('loss', 2.0, 3001, '6f1c0a', 1, 0);");
+  std::string e = error("6f1c0a", {{"loss", "loss"}});
+  EXPECT_HAS(e, db_);
+  EXPECT_HAS(e, "row 2");
+  EXPECT_HAS(e, "row 4");
+}
+
+TEST_F(MlflowDatabase, RunsAreNamedWhenNoneOrSeveralMatch) {
+  sql(kSchema);
+  sql("INSERT INTO metrics VALUES ('loss', 1, 1, '6f1c0a', 0, 0), ('loss', 2, 1, '9b2d4e', 0, 0);");
+  std::string several = error("", {{"loss", "loss"}});
+  EXPECT_HAS(several, db_ + ": run_uuid: expected one run, or --run naming one; it holds several: "
+                            "6f1c0a (name: night-1), 9b2d4e (name: night-2)");
+  std::string none = error("night-9", {{"loss", "loss"}});
+  EXPECT_HAS(none, "a run whose run_uuid or name is \"night-9\"; the runs with metrics are: 6f1c0a (name: night-1)");
+  std::string key = error("night-1", {{"loss", "los"}});
+  EXPECT_HAS(key, "key 'los': expected the key of series loss in run 6f1c0a's metrics; it never appears "
+                  "(did you mean 'loss'?)");
+}
+
+TEST_F(MlflowDatabase, ValuesAndStepsOfOtherTypesAreRefusedNamingTheRow) {
+  sql(kSchema);
+  sql("INSERT INTO metrics VALUES ('loss', 'high', 1, '6f1c0a', 0, 0);");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": row 1: key 'loss': expected a numeric value, got 'high'");
+  sql("DELETE FROM metrics; INSERT INTO metrics VALUES ('loss', 1.5, 1, '6f1c0a', 'two', 0);");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), ": key 'loss': expected an integer step, got 'two'");
+  sql("DELETE FROM metrics; INSERT INTO metrics VALUES ('loss', 1.5, 1, '6f1c0a', -3, 0);");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), "expected a step of 0 or more, got -3");
+}
+
+TEST_F(MlflowDatabase, OtherFilesAreRefusedNamingThem) {
+  write_bytes(db_, "key,value\nloss,1\n");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": expected an MLflow tracking database (an SQLite file");
+  fs::remove(db_);
+  sql("CREATE TABLE other (x INTEGER);");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": metrics: expected MLflow's metrics table");
+  fs::remove(db_);
+  sql(kSchema);
+  sql("INSERT INTO metrics VALUES ('loss', 1, 1, '6f1c0a', 0, 0);");
+  std::string whole = read_file(db_);
+  write_bytes(db_, whole.substr(0, 2100));  // cut inside the second page
+  std::string cut = error("", {{"loss", "loss"}});
+  EXPECT_HAS(cut, db_ + ": expected ");
+  EXPECT_HAS(cut, "(sqlite: ");
+}
+
+class MlflowFileStore : public ::testing::Test {
+ protected:
+  IngestTempDir dir_{"mlflow-files"};
+  fs::path run_ = fs::path(dir_.path("mlruns")) / "0" / "6f1c0a";
+
+  void metric(const std::string& key, const std::string& lines) {
+    fs::create_directories((run_ / "metrics" / key).parent_path());
+    write_bytes((run_ / "metrics" / key).string(), lines);
+  }
+  std::map<std::string, Series> read(const std::string& path, const std::string& run,
+                                     std::map<std::string, std::string> series) {
+    MetricsSpec spec;
+    spec.format = MetricsFormat::kMlflow;
+    spec.path = path;
+    spec.run = run;
+    spec.series = std::move(series);
+    return read_metrics(spec);
+  }
+  std::string error(const std::string& path, const std::string& run, std::map<std::string, std::string> series) {
+    return exit2_message([&] { read(path, run, series); });
+  }
+};
+
+TEST_F(MlflowFileStore, ReadsARunFolderOrTheMlrunsFolderWithARun) {
+  metric("train/loss", "1000 2.5 0\n1002 nan 2\n1001 2.25 1\n1003 inf 3\n");
+  metric("lr", "1000 0.1\n");  // an old file: no step column, step 0
+  fs::create_directories(run_ / "tags");
+  write_bytes((run_ / "tags" / "mlflow.runName").string(), "night-1");
+  for (const auto& [path, run] : {std::pair<std::string, std::string>{run_.string(), ""},
+                                  {dir_.path("mlruns"), "6f1c0a"},
+                                  {dir_.path("mlruns"), "night-1"}}) {
+    auto s = read(path, run, {{"loss", "train/loss"}, {"lr", "lr"}});
+    const Series& loss = s.at("loss");
+    ASSERT_EQ(loss.values.size(), 4u) << path << " " << run;
+    EXPECT_EQ(loss.values[0], 2.5);
+    EXPECT_EQ(loss.values[1], 2.25);
+    EXPECT_TRUE(std::isnan(loss.values[2]));
+    EXPECT_EQ(loss.values[3], INFINITY);
+    EXPECT_EQ(s.at("lr").values, std::vector<double>{0.1});
+  }
+}
+
+TEST_F(MlflowFileStore, RefusalsNameTheFileLineOrKey) {
+  metric("train/loss", "1000 2.5 0\n1001 high 1\n");
+  std::string file = (run_ / "metrics" / "train" / "loss").string();
+  EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}),
+             file + ": line 2: expected a number after the timestamp, got 'high'");
+  metric("train/loss", "1000 2.5 0 extra\n");
+  EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}),
+             file + ": line 1: expected \"<timestamp> <value> <step>\"");
+  metric("train/loss", "1000 2.5 0\n1001 2.0 0\n");
+  std::string relog = error(run_.string(), "", {{"loss", "train/loss"}});
+  EXPECT_HAS(relog, "line 1");
+  EXPECT_HAS(relog, "line 2");
+  EXPECT_HAS(error(run_.string(), "", {{"loss", "../../secret"}}),
+             "key '../../secret': expected an MLflow metric key (no empty, '.' or '..' parts)");
+  EXPECT_HAS(error(run_.string(), "", {{"loss", "train/los"}}), "(did you mean 'train/loss'?)");
+  EXPECT_HAS(error(dir_.path("mlruns"), "", {{"loss", "train/loss"}}),
+             "expected an MLflow run's folder (holding metrics/), or the mlruns folder with --run RUN");
+  EXPECT_HAS(error(dir_.path("mlruns"), "night-9", {{"loss", "train/loss"}}),
+             "whose run id or mlflow.runName is \"night-9\" (none is)");
+}
+
+}  // namespace
+}  // namespace lockstep

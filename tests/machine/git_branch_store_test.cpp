@@ -1,0 +1,122 @@
+// Files kept on a branch through a real local bare remote: committed
+// without touching the work tree or the index, pushed, fetched back; and two
+// jobs pushing from the same base both land, the second's rejected push
+// retried after a fetch and a merge of each file.
+#include "machine/git_branch_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+
+namespace lockstep {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string sh(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  char buf[512];
+  while (p && fgets(buf, sizeof buf, p)) out += buf;
+  int rc = p ? ::pclose(p) : -1;
+  EXPECT_EQ(rc, 0) << command << "\n" << out;
+  return out;
+}
+
+class BranchStore : public ::testing::Test {
+ protected:
+  fs::path root_ = fs::temp_directory_path() / ("lockstep-branch-store-" + std::to_string(::getpid()));
+  std::string remote_ = (root_ / "remote.git").string();
+
+  void SetUp() override {
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    sh("git init -q --bare -b main '" + remote_ + "'");
+    for (const char* job : {"a", "b"}) {
+      std::string d = (root_ / job).string();
+      sh("git init -q -b main '" + d + "' && cd '" + d + "' && git config user.name 'CI " + job +
+         "' && git config user.email ci@example.com && echo code > code.txt && git add code.txt && "
+         "git commit -q -m code && git remote add origin '" + remote_ + "'");
+    }
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  BranchStoreOptions in(const char* job) {
+    BranchStoreOptions o;
+    o.repo = (root_ / job).string();
+    return o;
+  }
+};
+
+// Appends the lines of `ours` that `theirs` lacks: a stand-in for the
+// ledgers' union.
+std::string union_lines(const std::string&, const std::string& ours, const std::string& theirs) {
+  std::string out = theirs;
+  size_t at = 0;
+  while (at < ours.size()) {
+    size_t end = ours.find('\n', at);
+    std::string line = ours.substr(at, end - at + 1);
+    if (theirs.find(line) == std::string::npos) out += line;
+    at = end + 1;
+  }
+  return out;
+}
+
+TEST_F(BranchStore, CommitsWithoutTouchingTheWorkTreeAndFetchesBack) {
+  std::string a = (root_ / "a").string();
+  EXPECT_TRUE(fetch_branch_files(in("a")).empty()) << "no branch yet";
+  PushOutcome p = commit_and_push({{"s.jsonl", "night 1\n"}}, in("a"), union_lines);
+  EXPECT_EQ(p.attempts, 1);
+  EXPECT_FALSE(p.merged);
+  EXPECT_EQ(sh("git -C '" + a + "' status --porcelain"), "") << "work tree and index untouched";
+  EXPECT_EQ(sh("git -C '" + a + "' rev-parse --abbrev-ref HEAD"), "main\n");
+  EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:s.jsonl"), "night 1\n");
+  EXPECT_EQ(sh("git -C '" + remote_ + "' rev-parse lockstep-history"), p.commit + "\n");
+  auto back = fetch_branch_files(in("b"));
+  EXPECT_EQ(back, (std::map<std::string, std::string>{{"s.jsonl", "night 1\n"}}));
+  EXPECT_EQ(sh("git -C '" + (root_ / "b").string() + "' rev-parse lockstep-history"), p.commit + "\n")
+      << "pull starts the local branch at the remote's";
+}
+
+TEST_F(BranchStore, TwoJobsFromOneBaseBothLand) {
+  commit_and_push({{"s.jsonl", "night 1\n"}}, in("a"), union_lines);
+  fetch_branch_files(in("b"));  // both jobs pulled night 1
+  commit_and_push({{"s.jsonl", "night 1\nnight 2 (a)\n"}}, in("a"), union_lines);
+  PushOutcome b = commit_and_push({{"s.jsonl", "night 1\nnight 2 (b)\n"}, {"t.jsonl", "t 1\n"}}, in("b"), union_lines);
+  EXPECT_EQ(b.attempts, 2) << "the first push was rejected";
+  EXPECT_TRUE(b.merged);
+  EXPECT_EQ(b.files.at("s.jsonl"), "night 1\nnight 2 (a)\nnight 2 (b)\n");
+  EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:s.jsonl"), "night 1\nnight 2 (a)\nnight 2 (b)\n");
+  EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:t.jsonl"), "t 1\n");
+  EXPECT_EQ(sh("git -C '" + remote_ + "' rev-list --parents -n 1 lockstep-history").size(), 3 * 41u)
+      << "a merge commit: the remote's tip and the rejected commit";
+}
+
+TEST_F(BranchStore, APathOutsideARepositoryOrAnUnknownRemoteIsExit2) {
+  BranchStoreOptions o;
+  o.repo = root_.string();
+  try {
+    commit_and_push({{"s.jsonl", "x\n"}}, o, union_lines);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
+  }
+  o = in("a");
+  o.remote = (root_ / "nowhere.git").string();
+  try {
+    commit_and_push({{"s.jsonl", "x\n"}}, o, union_lines);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kEnvironment) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pushing lockstep-history to " + o.remote), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace lockstep
