@@ -45,7 +45,7 @@ struct NightChange {
   /// this night's stack (none when the stack was not seen before): the
   /// changes the stack does not explain.
   std::vector<std::string> unexplained;
-  std::vector<std::string> fingerprint;   ///< "field: before → after", determinism-relevant
+  std::vector<std::string> fingerprint;   ///< "field: before → after", determinism-relevant or an input
   std::string commits;                    ///< "abc1234..def5678" when the commit moved, else ""
   bool golden_changed = false;            ///< compared with another golden (re-blessed)
   std::string runner;                     ///< "before → after" when the CI runner changed, else ""
@@ -59,7 +59,7 @@ struct MetricHistory {
   Trend trend = Trend::kInsufficientData;
   std::string trend_reason;  ///< e.g. "used 0.12, 0.20, 0.35, 0.51, 0.83 of its tolerance over the last 5 nights"
   /// The first night its values differ from the last night before it on
-  /// the same determinism-relevant stack (platform and fingerprint): a
+  /// the same stack (platform, relevant fingerprint and inputs): a
   /// change the stack does not explain, where a drift began; -1 never.
   long first_change = -1;
 };

@@ -102,7 +102,7 @@ LedgerEntry ledger_entry(const RunRecord& run, const Verdict* verdict, const std
   e.branch = fact("git.branch");
   e.ci = ci;
   for (const auto& [key, field] : run.fingerprint)
-    if (field.relevant) e.fingerprint[key] = field.value;
+    if (field.relevant || field.input) e.fingerprint[key] = field.value;
   e.verdict = verdict ? verdict_word(verdict->exit_code()) : "not compared";
   e.exit_code = verdict ? to_int(verdict->exit_code()) : 0;
   e.lane = verdict && verdict->lane != Lane::kNone ? lane_name(verdict->lane) : "";

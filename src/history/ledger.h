@@ -8,7 +8,7 @@
 //
 // An entry holds what a later night needs to say what moved and what else
 // changed: when, which commit and CI job, the platform, the verdict and its
-// exit class, the determinism-relevant fingerprint, every series (long ones
+// exit class, the determinism-relevant fingerprint and the inputs, every series (long ones
 // as kLedgerPoints evenly spaced steps plus the content hash of all of
 // them) with the share of its tolerance it used, each batch probe's content
 // hash, the median step time, the peak memory, and the golden's content
@@ -71,7 +71,7 @@ struct LedgerEntry {
   int exit_code = 0;
   std::string lane;          ///< lane_name() of the comparison; "" when not compared
   std::string golden;        ///< the golden's content_hash ("" when none was compared)
-  std::map<std::string, std::string> fingerprint;  ///< determinism-relevant fields only
+  std::map<std::string, std::string> fingerprint;  ///< the determinism-relevant fields and the inputs
   std::map<std::string, LedgerSeries> series;
   std::vector<std::string> probes;  ///< each batch probe's inputs content hash, in order
   double step_time_median_s;        ///< NaN when the record has no step times
