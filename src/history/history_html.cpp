@@ -45,14 +45,16 @@ std::string trend_plot(const SmokeHistory& h, const MetricHistory& m) {
   o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << coord(y(1)) << "\" y2=\"" << coord(y(1))
     << "\" stroke=\"#d62728\" stroke-dasharray=\"4 3\"/><text x=\"2\" y=\"" << coord(y(1) + 4)
     << "\" font-size=\"10\">tol 1</text><text x=\"2\" y=\"" << coord(y(0)) << "\" font-size=\"10\">0</text>";
+  // The nights the stack (grey) or the golden (purple) changed, one path
+  // each; what changed is in the change-point table.
+  std::ostringstream stack, golden;
   for (const NightChange& c : h.changes) {
-    if (c.fingerprint.empty() && !c.golden_changed && !c.platform_changed) continue;
-    o << "<line x1=\"" << coord(x(c.night)) << "\" x2=\"" << coord(x(c.night)) << "\" y1=\"" << T << "\" y2=\""
-      << H - B << "\" stroke=\"" << (c.golden_changed ? "#9467bd" : "#7f7f7f") << "\" stroke-width=\"1\"><title>"
-      << esc("night " + std::to_string(c.night + 1) + ": " + (c.golden_changed ? "golden re-blessed" : "stack changed") +
-             (c.fingerprint.empty() ? "" : " (" + c.fingerprint.front() + (c.fingerprint.size() > 1 ? ", ..." : "") + ")"))
-      << "</title></line>";
+    std::string mark = "M" + coord(x(c.night)) + " " + coord(T) + "V" + coord(H - B);
+    if (c.golden_changed) golden << mark;
+    else if (!c.fingerprint.empty() || c.platform_changed) stack << mark;
   }
+  if (!stack.str().empty()) o << "<path d=\"" << stack.str() << "\" stroke=\"#7f7f7f\" stroke-width=\"1\"/>";
+  if (!golden.str().empty()) o << "<path d=\"" << golden.str() << "\" stroke=\"#9467bd\" stroke-width=\"1.5\"/>";
   std::ostringstream pts;
   for (size_t i = 0; i < n; ++i)
     if (!std::isnan(m.use[i])) pts << coord(x(i)) << "," << coord(y(m.use[i])) << " ";
@@ -61,10 +63,11 @@ std::string trend_plot(const SmokeHistory& h, const MetricHistory& m) {
     if (std::isnan(m.use[i])) continue;
     const LedgerEntry& e = h.entries[i];
     bool failed = m.use[i] > 1;
-    o << "<circle cx=\"" << coord(x(i)) << "\" cy=\"" << coord(y(m.use[i])) << "\" r=\"" << (failed ? 3 : 2)
-      << "\" fill=\"" << (failed ? "#d62728" : "#1f77b4") << "\"><title>"
-      << esc("night " + std::to_string(i + 1) + " " + e.time_utc.substr(0, 10) + " commit " +
-             (e.commit.empty() || e.commit[0] == '(' ? "(unknown)" : e.commit.substr(0, 12)) + " " + e.verdict + ": " +
+    // Compact: a year of nights of every metric stays a few MB.
+    o << "<circle cx=\"" << coord(x(i)) << "\" cy=\"" << coord(y(m.use[i])) << "\" r=\"" << (failed ? "3\" class=\"f" : "2")
+      << "\"><title>"
+      << esc("night " + std::to_string(i + 1) + " " + e.time_utc.substr(0, 10) + " " +
+             (e.commit.empty() || e.commit[0] == '(' ? "" : e.commit.substr(0, 10) + " ") + e.verdict + ": " +
              use_label(m.use[i]))
       << "</title></circle>";
   }
@@ -81,7 +84,7 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}.plots{display:flex;"
        "flex-wrap:wrap;gap:12px}.plot{border:1px solid #eee;padding:4px}.plot h3{font-size:13px;margin:2px}"
        ".regression,.suspicious{color:#d62728;font-weight:bold}.drifting{color:#ff7f0e;font-weight:bold}"
-       ".steady{color:#2ca02c}</style></head><body><h1>lockstep: nightly history</h1>"
+       ".steady{color:#2ca02c}svg.trend circle{fill:#1f77b4}svg.trend circle.f{fill:#d62728}</style></head><body><h1>lockstep: nightly history</h1>"
        "<p>Each plot: the share of its tolerance a metric used against the golden, night by night (1 is the "
        "tolerance; above it fails). Grey lines: the stack changed; purple: the golden was re-blessed. Hover a "
        "night for its commit and verdict.</p>";
@@ -105,7 +108,15 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
     } else {
       o << "<table class=changes><tr><th>night</th><th>date</th><th>commit</th><th>values changed</th><th>stack</th>"
            "<th>commits since</th><th>golden</th><th>runner</th><th>report</th></tr>";
-      for (const NightChange& c : h.changes) {
+      // Every change the stack does not explain and every re-bless; of the
+      // rest (stack changes, a lane that alternates runners), the last 100.
+      size_t left_out = 0;
+      for (size_t k = 0; k < h.changes.size(); ++k) {
+        const NightChange& c = h.changes[k];
+        if (c.unexplained.empty() && !c.golden_changed && k + 100 < h.changes.size()) {
+          ++left_out;
+          continue;
+        }
         const LedgerEntry& e = h.entries[c.night];
         std::string metrics, stack;
         for (const auto& m : c.metrics)
@@ -120,6 +131,9 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
           << (link.empty() ? "" : "<a href=\"" + esc(link) + "\">report</a>") << "</td></tr>";
       }
       o << "</table>";
+      if (left_out > 0)
+        o << "<p>" << left_out << " earlier nights whose changes the stack explains are not listed (<code>lockstep "
+          << "history --json</code> has them all).</p>";
     }
   }
   o << "</body></html>\n";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -224,10 +225,19 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
     values.expect_array();
     if (steps.size() != values.size() || steps.size() > kLedgerPoints)
       s.fail("as many steps as values, at most " + std::to_string(kLedgerPoints));
-    for (size_t i = 0; i < steps.size(); ++i) {
-      ls.steps.push_back(steps.at(i).as_int(0));
+    // The raw arrays first (a year of nights is millions of values); a
+    // JsonView, which names the element, only for one that is wrong.
+    const nlohmann::json &raw_steps = steps.raw(), &raw_values = values.raw();
+    ls.steps.reserve(raw_steps.size());
+    ls.values.reserve(raw_values.size());
+    for (size_t i = 0; i < raw_steps.size(); ++i) {
+      const nlohmann::json& st = raw_steps[i];
+      bool plain = st.is_number_integer() && !(st.is_number_unsigned() && st.get<uint64_t>() > INT64_MAX) &&
+                   st.get<int64_t>() >= 0;
+      ls.steps.push_back(plain ? st.get<int64_t>() : steps.at(i).as_int(0));
       if (i > 0 && ls.steps[i] <= ls.steps[i - 1]) steps.at(i).fail("steps in increasing order");
-      ls.values.push_back(values.at(i).as_double());
+      const nlohmann::json& v = raw_values[i];
+      ls.values.push_back(v.is_number() ? v.get<double>() : values.at(i).as_double());
     }
     ls.count = s.at("count").as_uint();
     if (ls.count < ls.values.size()) s.at("count").fail("at least the number of values kept");

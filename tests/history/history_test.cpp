@@ -116,7 +116,7 @@ TEST(History, AReblessedGoldenIsNamedAndMarkedOnThePage) {
   std::string html = render_history_html({h});
   EXPECT_HAS(html, "<td>re-blessed</td>");
   EXPECT_HAS(html, "<a href=\"https://gitlab.example/-/jobs/3/artifacts/report.html\">report</a>");
-  EXPECT_HAS(html, "<title>night 3 2026-11-03 commit aaaaaaaaaaaa pass: 0.1 of its tolerance</title>");
+  EXPECT_HAS(html, "<title>night 3 2026-11-03 aaaaaaaaaa pass: 0.1 of its tolerance</title>");
   EXPECT_EQ(html.find("<script"), std::string::npos);
   std::string json = render_history_json({h});
   EXPECT_HAS(json, "\"lockstep_report\": \"history\"");
