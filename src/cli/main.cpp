@@ -443,10 +443,10 @@ void add_history_commands(CLI::App& app, std::vector<Command>& out) {
   add->add_option("RECORD", a->records, "Run records")->required();
   add->add_option("--to", a->to, "History folder")->required();
   auto push = std::make_shared<HistorySyncOptions>(), pull = std::make_shared<HistorySyncOptions>();
-  for (auto [name, opts, help] : {std::tuple<const char*, HistorySyncOptions*, const char*>{
-                                      "push", push.get(), "Commit the ledgers to a branch (not the work tree) and push it, "
-                                                          "merging the remote's entries"},
-                                  {"pull", pull.get(), "Fetch the branch's ledgers into the folder, merged with its own"}}) {
+  for (auto [name, opts, help] :
+       {std::tuple<const char*, std::shared_ptr<HistorySyncOptions>, const char*>{
+            "push", push, "Commit the ledgers to a branch (not the work tree) and push it, merging the remote's entries"},
+        {"pull", pull, "Fetch the branch's ledgers into the folder, merged with its own"}}) {
     auto* sub = history->add_subcommand(name, help);
     sub->add_option("DIR", opts->dir, "History folder")->required();
     sub->add_option("--branch", opts->branch, "Branch")->capture_default_str();

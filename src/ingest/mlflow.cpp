@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -43,10 +45,11 @@ double from_mlflow(double v) {
 void add_in_order(SeriesSet& set, std::vector<std::vector<Point>>& points) {
   for (size_t i = 0; i < points.size(); ++i) {
     auto& p = points[i];
-    std::sort(p.begin(), p.end(), [](const Point& a, const Point& b) {
+    auto before = [](const Point& a, const Point& b) {
       return a.step != b.step ? a.step < b.step : a.timestamp != b.timestamp ? a.timestamp < b.timestamp
                                                                              : a.position < b.position;
-    });
+    };
+    if (!std::is_sorted(p.begin(), p.end(), before)) std::sort(p.begin(), p.end(), before);
     set.reserve(i, p.size());
     for (const Point& q : p) set.at(i).add(q.step, q.value, Series::Dtype::kFloat64, q.position);
     p = {};
@@ -169,6 +172,66 @@ std::string resolve_run(const Database& db, const std::string& run, bool have_ru
                      list_runs(db, have_runs_table));
 }
 
+// One metrics row of a requested key as a Point; exit 2 naming the row and
+// key for a step, is_nan, timestamp or value of another type.
+Point decode_row(sqlite3_stmt* s, uint64_t rowid, std::string_view key, const std::string& file) {
+  auto where = [&] { return "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'"; };
+  auto integer = [&](int column, const char* name) {
+    if (sqlite3_column_type(s, column) != SQLITE_INTEGER)
+      throw BadInput(file, where(), std::string("an integer ") + name + ", got " +
+                                        (sqlite3_column_type(s, column) == SQLITE_NULL ? "NULL" : "'" + Database::text(s, column) + "'"));
+    return sqlite3_column_int64(s, column);
+  };
+  int64_t step = integer(3, "step");
+  if (step < 0) throw BadInput(file, where(), "a step of 0 or more, got " + std::to_string(step));
+  bool is_nan = sqlite3_column_type(s, 4) != SQLITE_NULL && integer(4, "is_nan") != 0;
+  int64_t timestamp = sqlite3_column_type(s, 5) == SQLITE_NULL ? 0 : integer(5, "timestamp");
+  double value;
+  int type = sqlite3_column_type(s, 2);
+  if (is_nan) value = std::numeric_limits<double>::quiet_NaN();  // MLflow stores 0 beside is_nan = 1
+  else if (type == SQLITE_FLOAT || type == SQLITE_INTEGER) value = from_mlflow(sqlite3_column_double(s, 2));
+  else
+    throw BadInput(file, where(), "a numeric value, got " + (type == SQLITE_NULL ? std::string("NULL")
+                                                                               : "'" + Database::text(s, 2) + "'"));
+  return {step, timestamp, rowid, value};
+}
+
+// The run's requested series from the rows `sql` selects. `stream`: each
+// point fed as it comes, or nullopt as soon as a key's rows are out of
+// (step, timestamp) order; otherwise held and sorted first.
+std::optional<std::map<std::string, Series>> read_rows(const Database& db, const MetricsSpec& spec,
+                                                       const std::string& sql, const std::string& run, bool stream) {
+  IngestSources sources("row");
+  uint32_t file = sources.add(spec.path);
+  SeriesSet set(spec.series, "key", sources);
+  set.begin_file(file);
+  std::vector<std::vector<Point>> points(set.size());
+  std::vector<std::pair<int64_t, int64_t>> last(set.size(), {-1, INT64_MIN});  // (step, timestamp) fed last
+  Statement st = db.prepare(sql, {run});
+  sqlite3_stmt* s = st.get();
+  while (db.step(s)) {
+    auto rowid = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+    auto key_text = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+    std::string_view key(key_text ? key_text : "", static_cast<size_t>(sqlite3_column_bytes(s, 1)));
+    int i = set.find(key);
+    if (i < 0) {
+      set.note_unrequested(key);
+      continue;
+    }
+    Point p = decode_row(s, rowid, key, spec.path);
+    auto k = static_cast<size_t>(i);
+    if (!stream) {
+      points[k].push_back(p);
+      continue;
+    }
+    if (std::make_pair(p.step, p.timestamp) < last[k]) return std::nullopt;
+    last[k] = {p.step, p.timestamp};
+    set.at(k).add(p.step, p.value, Series::Dtype::kFloat64, p.position);
+  }
+  if (!stream) add_in_order(set, points);
+  return set.finish(spec.path, "in run " + run + "'s metrics");
+}
+
 std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
   Database db(spec.path);
   std::vector<std::string> columns = db.column_names("metrics");
@@ -180,47 +243,22 @@ std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
     if (!has(c)) throw BadInput(spec.path, std::string("metrics.") + c, "MLflow's column " + std::string(c) + " in the metrics table");
   bool have_runs_table = !db.column_names("runs").empty();
   std::string run = resolve_run(db, spec.run, have_runs_table);
+  // One run in the table: a plain scan beats the run_uuid index (a lookup per row).
+  bool one_run = [&] {
+    Statement runs = db.prepare("SELECT DISTINCT run_uuid FROM metrics LIMIT 2");
+    int n = 0;
+    while (db.step(runs.get())) ++n;
+    return n == 1;
+  }();
 
-  IngestSources sources("row");
-  uint32_t file = sources.add(spec.path);
-  SeriesSet set(spec.series, "key", sources);
-  set.begin_file(file);
-  std::vector<std::vector<Point>> points(set.size());
-  Statement st = db.prepare(std::string("SELECT rowid, key, value, step, ") + (has("is_nan") ? "is_nan" : "0") +
-                                ", " + (has("timestamp") ? "timestamp" : "0") + " FROM metrics WHERE run_uuid = ?1",
-                            {run});
-  sqlite3_stmt* s = st.get();
-  while (db.step(s)) {
-    auto rowid = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
-    auto key_text = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
-    std::string_view key(key_text ? key_text : "", static_cast<size_t>(sqlite3_column_bytes(s, 1)));
-    int i = set.find(key);
-    if (i < 0) {
-      set.note_unrequested(key);
-      continue;
-    }
-    auto where = [&] { return "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'"; };
-    auto integer = [&](int column, const char* name) {
-      if (sqlite3_column_type(s, column) != SQLITE_INTEGER)
-        throw BadInput(spec.path, where(), std::string("an integer ") + name + ", got " +
-                                             (sqlite3_column_type(s, column) == SQLITE_NULL ? "NULL" : "'" + Database::text(s, column) + "'"));
-      return sqlite3_column_int64(s, column);
-    };
-    int64_t step = integer(3, "step");
-    if (step < 0) throw BadInput(spec.path, where(), "a step of 0 or more, got " + std::to_string(step));
-    bool is_nan = sqlite3_column_type(s, 4) != SQLITE_NULL && integer(4, "is_nan") != 0;
-    int64_t timestamp = sqlite3_column_type(s, 5) == SQLITE_NULL ? 0 : integer(5, "timestamp");
-    double value;
-    int type = sqlite3_column_type(s, 2);
-    if (is_nan) value = std::numeric_limits<double>::quiet_NaN();  // MLflow stores 0 beside is_nan = 1
-    else if (type == SQLITE_FLOAT || type == SQLITE_INTEGER) value = from_mlflow(sqlite3_column_double(s, 2));
-    else
-      throw BadInput(spec.path, where(), "a numeric value, got " + (type == SQLITE_NULL ? std::string("NULL")
-                                                                                      : "'" + Database::text(s, 2) + "'"));
-    points[static_cast<size_t>(i)].push_back({step, timestamp, rowid, value});
-  }
-  add_in_order(set, points);
-  return set.finish(spec.path, "in run " + run + "'s metrics");
+  std::string is_nan = has("is_nan") ? "is_nan" : "0", timestamp = has("timestamp") ? "timestamp" : "0";
+  std::string sql = "SELECT rowid, key, value, step, " + is_nan + ", " + timestamp + " FROM metrics" +
+                    (one_run ? " NOT INDEXED" : "") + " WHERE run_uuid = ?1";
+  // MLflow inserts a metric's points as they are logged: fed to the
+  // builders as they come; rows out of (step, timestamp) order are read
+  // again, held and sorted.
+  if (auto streamed = read_rows(db, spec, sql, run, true)) return *streamed;
+  return *read_rows(db, spec, sql, run, false);
 }
 
 // ---- The file store --------------------------------------------------------
