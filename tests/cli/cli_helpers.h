@@ -77,12 +77,28 @@ inline std::string data_dir() {
 }
 inline const std::string kSmoke = kSourceDir + "/smoke/digits-cnn.json";
 
+// The scratch projects this test process made, removed when it exits
+// (KEEP=1 keeps them, to look at a failure).
+struct ScratchProjects {
+  std::vector<fs::path> made;
+  ~ScratchProjects() {
+    if (std::getenv("KEEP")) return;
+    std::error_code ec;
+    for (const auto& d : made) fs::remove_all(d, ec);
+  }
+};
+inline ScratchProjects& scratch_projects() {
+  static ScratchProjects projects;
+  return projects;
+}
+
 // A scratch project: smoke/<name of `smoke`> (optionally edited) and, once
 // blessed, goldens/. Defaults to the digits-cnn smoke.
 inline fs::path scratch(const std::string& name, const std::function<void(nlohmann::json&)>& edit = {},
                         const std::string& smoke = kSmoke) {
   fs::path d = fs::temp_directory_path() / ("lockstep-cli-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(d);
+  scratch_projects().made.push_back(d);
   fs::create_directories(d / "smoke");
   nlohmann::json cfg = parse_json_file(smoke);
   cfg.erase("platforms");  // a scratch golden is made for whatever platform runs the test
