@@ -15,5 +15,6 @@ bash ci/build.sh build-san -DCMAKE_CXX_COMPILER=clang++ -DLOCKSTEP_WITH_TORCH=OF
   -DLOCKSTEP_BUILD_TESTS=ON
 [ "${1:-}" = "--build-only" ] && exit 0
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS="suppressions=$PWD/ci/lsan.supp:print_suppressions=0"
 (cd build-san && ctest -j 2 -LE python --output-on-failure)
 echo "sanitize: the torch-free tests are clean under ASan and UBSan (build-san/)"

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <tuple>
 #include <vector>
 #include <iostream>
 #include <regex>
@@ -443,18 +442,22 @@ void add_history_commands(CLI::App& app, std::vector<Command>& out) {
   add->add_option("RECORD", a->records, "Run records")->required();
   add->add_option("--to", a->to, "History folder")->required();
   auto push = std::make_shared<HistorySyncOptions>(), pull = std::make_shared<HistorySyncOptions>();
-  for (auto [name, opts, help] :
-       {std::tuple<const char*, std::shared_ptr<HistorySyncOptions>, const char*>{
-            "push", push, "Commit the ledgers to a branch (not the work tree) and push it, merging the remote's entries"},
-        {"pull", pull, "Fetch the branch's ledgers into the folder, merged with its own"}}) {
-    auto* sub = history->add_subcommand(name, help);
+  struct Sync {
+    const char* name;
+    std::shared_ptr<HistorySyncOptions> opts;
+    const char* help;
+  };
+  for (const Sync& sync : {Sync{"push", push, "Commit the ledgers to a branch (not the work tree) and push it, merging "
+                                              "the remote's entries"},
+                           Sync{"pull", pull, "Fetch the branch's ledgers into the folder, merged with its own"}}) {
+    auto* sub = history->add_subcommand(sync.name, sync.help);
+    std::shared_ptr<HistorySyncOptions> opts = sync.opts;
     sub->add_option("DIR", opts->dir, "History folder")->required();
     sub->add_option("--branch", opts->branch, "Branch")->capture_default_str();
     sub->add_option("--remote", opts->remote, "Remote name or URL")->capture_default_str();
     sub->add_option("--repo", opts->repo, "A path in the repository")->capture_default_str();
-    out.push_back({sub, [opts, name = std::string(name)] {
-                     return name == "push" ? history_push_command(*opts) : history_pull_command(*opts);
-                   }});
+    bool is_push = std::string(sync.name) == "push";
+    out.push_back({sub, [opts, is_push] { return is_push ? history_push_command(*opts) : history_pull_command(*opts); }});
   }
   // The nested commands first: `history add` sets both.
   out.push_back({add, [a] { return history_add_command(*a); }});
