@@ -131,6 +131,12 @@ int check_command(const CheckOptions& o) {
   DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
     std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
   });
+  // --history: its ledgers read first, so a bad one is said before any run.
+  if (!o.history_dir.empty()) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(o.history_dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().extension() == ".jsonl") read_ledger(it->path().string(), false);
+  }
   std::vector<std::string> names = suite_smoke_names(files);
   if (o.shard_given) {
     Shard shard = parse_shard(o.shard);

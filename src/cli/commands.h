@@ -41,14 +41,17 @@ struct ImportOptions {
   std::string path;                  ///< file, or a folder of event files (an MLflow run folder)
   std::vector<std::string> series;   ///< NAME=TAG (or NAME alone: the tag is the name)
   /// The record path; with `golden`, the folder the pending golden goes
-  /// to (<out>/<smoke>/<platform>.golden.new; default lockstep-out).
+  /// to (<out>/<smoke>/<platform>.golden.new; default lockstep-import).
   std::string out;
   /// --golden SMOKE: a smoke config; the import becomes a pending golden
   /// of that smoke (its name, config hash and seed) for `review` and
   /// `accept --reason`, its provenance naming the source file.
   std::string golden;
-  /// With `golden`: the platform key it is filed under; "" = this machine's.
+  /// With `golden`: the platform key it is filed under; "" = the smoke's
+  /// one declared platform, else this machine's.
   std::string platform;
+  /// With `golden`: added to every step (-1 for a log counting from 1).
+  int64_t step_offset = 0;
   std::string run;                   ///< mlflow: run_uuid or run name
   bool run_given = false;            ///< --run given (refused but for mlflow)
   bool seed_given = false;           ///< --seed given (with --golden: instead of the smoke's)

@@ -3,6 +3,7 @@
 // history/ledger.h and history/history.h; nothing is decided here.
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "cli/commands.h"
 #include "core/atomic_file.h"
@@ -19,9 +20,20 @@ namespace lockstep {
 namespace fs = std::filesystem;
 
 int history_command(const HistoryOptions& o) {
-  for (const std::string* out : {&o.json_out, &o.html_out})
-    if (!out->empty() && fs::is_directory(*out)) throw BadUsage(*out + ": is a folder; name a file to write");
   std::vector<SmokeHistory> h = load_history(o.dir, o.smoke, o.skip_bad);
+  // A report never lands on a ledger it read, on another ledger of the
+  // folder, or on a golden.
+  std::vector<std::string> ledgers;
+  for (const auto& s : h) ledgers.push_back(s.file);
+  for (const std::string* out : {&o.json_out, &o.html_out}) {
+    if (out->empty()) continue;
+    if (fs::is_directory(*out)) throw BadUsage(*out + ": is a folder; name a file to write");
+    refuse_overwriting_inputs(*out, ledgers);
+    if (fs::path(*out).extension() == ".jsonl" &&
+        fs::weakly_canonical(fs::absolute(*out)).parent_path() == fs::weakly_canonical(fs::absolute(o.dir)))
+      throw BadUsage(*out + ": a report would stand among the ledgers of " + o.dir + " as one; name another file");
+    refuse_overwriting_a_golden(*out, *out == o.json_out ? "the --json report" : "the --html page");
+  }
   std::cout << render_history_text(h);
   if (!o.json_out.empty()) write_file_atomically(o.json_out, render_history_json(h));
   if (!o.html_out.empty()) write_file_atomically(o.html_out, render_history_html(h));
@@ -35,11 +47,26 @@ int history_add_command(const HistoryAddOptions& o) {
   std::vector<RunRecord> records;
   for (const auto& path : o.records) records.push_back(read_run_record(path));
   CiFacts ci = ci_facts_from_environment();
+  std::vector<LedgerEntry> entries;
+  std::set<std::string> ids;
   for (size_t i = 0; i < records.size(); ++i) {
-    LedgerEntry e = ledger_entry(records[i], nullptr, "", ci, utc_now());
-    append_entry(o.to, e);
-    std::cout << "history: " << o.records[i] << " -> " << ledger_path(o.to, e.smoke) << " (run " << e.run_id.substr(0, 12)
-              << ", not compared)\n";
+    entries.push_back(ledger_entry(records[i], nullptr, "", ci, utc_now()));
+    ledger_path(o.to, entries.back().smoke);  // a smoke name that makes a ledger's file name
+    if (!ids.insert(entries.back().run_id).second)
+      throw BadUsage(o.records[i] + ": the same run as an earlier RECORD (run " + entries.back().run_id.substr(0, 12) +
+                     "); nothing was added");
+    std::error_code ec;
+    std::string file = ledger_path(o.to, entries.back().smoke);
+    if (fs::exists(file, ec))
+      for (const LedgerEntry& e : read_ledger(file, false).entries)
+        if (e.run_id == entries.back().run_id)
+          throw BadInput(file, "run_id", "a run not yet entered; " + o.records[i] + " (run " + e.run_id + ", " +
+                                             e.time_utc + ") is already in the ledger; nothing was added");
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    append_entry(o.to, entries[i]);
+    std::cout << "history: " << o.records[i] << " -> " << ledger_path(o.to, entries[i].smoke) << " (run "
+              << entries[i].run_id.substr(0, 12) << ", not compared)\n";
   }
   return 0;
 }
@@ -63,7 +90,10 @@ std::map<std::string, std::string> ledgers_in(const std::string& dir) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (name.size() <= 6 || name.compare(name.size() - 6, 6, ".jsonl") != 0 || name[0] == '.') continue;
-    read_ledger(it->path().string(), false);
+    for (const LedgerEntry& e : read_ledger(it->path().string(), false).entries)
+      if (e.smoke + ".jsonl" != name)
+        throw BadInput(it->path().string(), "smoke", "entries of smoke \"" + name.substr(0, name.size() - 6) +
+                                                         "\" only (the file's name); one is of \"" + e.smoke + "\"");
     out[name] = read_file(it->path().string());
   }
   return out;

@@ -128,14 +128,19 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
   if (!o.platform.empty() && !is_golden_name(o.platform))
     throw BadUsage("--platform " + o.platform + ": expected a platform key such as cpu-x86_64-avx2 (letters, digits, "
                    "'.', '_', '-')");
-  // The smoke's run records cfg.steps (a trainer may log 0..steps-1 or
-  // 1..steps); curves running past that would never match one.
-  for (const auto& [name, s] : rec.series) {
-    int64_t last = s.steps.empty() ? static_cast<int64_t>(s.values.size()) - 1 : s.steps.back();
-    if (last > cfg.steps)
-      throw BadUsage("--golden " + o.golden + ": series " + name + " runs to step " + std::to_string(last) +
-                     ", but the smoke runs " + std::to_string(cfg.steps) + " steps; set \"steps\" in the smoke to "
-                     "the imported run's length, or import a log of that many steps");
+  // The smoke's runs record steps 0..steps-1; a log that counts from 1
+  // (Hugging Face, Megatron-LM) is shifted with --step-offset -1.
+  for (auto& [name, s] : rec.series) {
+    if (s.steps.empty() && o.step_offset == 0 && static_cast<int64_t>(s.values.size()) == cfg.steps) continue;
+    std::vector<int64_t> steps = step_numbers(s);
+    for (int64_t& k : steps) k += o.step_offset;
+    if (steps.front() < 0 || steps.back() >= cfg.steps)
+      throw BadUsage("--golden " + o.golden + ": series " + name + " covers steps " + std::to_string(steps.front()) +
+                     ".." + std::to_string(steps.back()) + (o.step_offset ? " (with --step-offset)" : "") +
+                     ", but the smoke's runs log steps 0.." + std::to_string(cfg.steps - 1) +
+                     (steps.front() == 1 && steps.back() == cfg.steps ? "; a log that counts from 1 needs --step-offset -1"
+                                                                       : "; set \"steps\" in the smoke to the imported run's length"));
+    s.steps = steps.size() == static_cast<size_t>(cfg.steps) && steps.front() == 0 ? std::vector<int64_t>{} : steps;
   }
   // The curves' own stack is not known: the golden claims none (this
   // machine's fingerprint would be a false one), only where they came from.
@@ -153,7 +158,8 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
   // stands in for another CPU capability).
   if (!o.platform.empty()) rec.platform = o.platform;
   else if (cfg.platforms.size() == 1) rec.platform = cfg.platforms.front();
-  std::string out_dir = o.out.empty() ? "lockstep-out" : o.out;
+  // Not lockstep-out: a check clears its smoke's folder there.
+  std::string out_dir = o.out.empty() ? "lockstep-import" : o.out;
   std::string path = pending_path(out_dir, rec.smoke, rec.platform);
   refuse_writing_into_goldens(path, o.golden, "the pending golden");
   Golden g;
@@ -179,9 +185,19 @@ int import_command(const ImportOptions& o) {
   MetricsSpec spec = spec_of(o);
   if (o.golden.empty()) {
     if (o.out.empty()) throw BadUsage("import: --out RECORD is required (or --golden SMOKE for a pending golden)");
+    if (o.step_offset != 0) throw BadUsage("--step-offset: only with --golden (a record keeps the log's own steps)");
     if (!o.platform.empty()) throw BadUsage("--platform: only with --golden (a record's platform is this machine's)");
     refuse_overwriting_inputs(o.out, {o.path, o.probes});
+    std::error_code ec;
+    if (fs::is_directory(o.path, ec)) {  // a TensorBoard or MLflow run folder: nothing inside it is written
+      fs::path in = fs::weakly_canonical(fs::absolute(o.path)), out = fs::weakly_canonical(fs::absolute(o.out));
+      if (std::mismatch(in.begin(), in.end(), out.begin(), out.end()).first == in.end())
+        throw BadUsage("--out " + o.out + ": inside the folder read (" + o.path + "); write the record elsewhere");
+    }
     refuse_overwriting_a_golden(o.out, "the imported record");
+    if (!is_golden_name(o.name))
+      throw BadUsage("--name " + o.name + ": a smoke name of 1 to 100 letters, digits, '.', '_' and '-', not starting "
+                     "with '.'");
   }
   RunRecord rec = imported_record(o, spec);
   int status = 0;

@@ -251,10 +251,15 @@ void add_compare_and_import(CLI::App& app, std::vector<Command>& out) {
   import->add_option("PATH", o->path, "Metrics file, or a folder of events.out.tfevents.* files")->required();
   import->add_option("--series", o->series, "NAME=TAG: record the tag (key, column) TAG as series NAME")->required();
   import->add_option("--out", o->out,
-                     "Record path; with --golden, the folder for the pending golden (default lockstep-out)");
+                     "Record path; with --golden, the folder for the pending golden (default lockstep-import)");
   import->add_option("--golden", o->golden,
                      "Smoke config: write a pending golden of this smoke (then `lockstep review`, `accept --reason`)");
-  import->add_option("--platform", o->platform, "With --golden: the platform key to file it under (default: this machine's)");
+  import->add_option("--platform", o->platform,
+                     "With --golden: the platform key to file it under (default: the smoke's one declared platform, "
+                     "else this machine's)");
+  import->add_option("--step-offset", o->step_offset,
+                     "With --golden: added to every step (-1 for a log that counts from 1: Hugging Face, Megatron-LM)")
+      ->check(CLI::Range(int64_t{-1000000}, int64_t{1000000}));
   import->add_option("--name", o->name, "Smoke name in the record")->capture_default_str();
   auto* step_key = import->add_option("--step-key", o->step_key, "jsonl/csv: the step field")->capture_default_str();
   auto* mllog_step = import->add_option("--mllog-step", o->mllog_step, "mllog: metadata field giving the step")

@@ -414,9 +414,9 @@ void compare_series(const RunRecord& run, const RunRecord& golden, const Toleran
     // rounding, about 6e-8 relative, is the format's, not the training's.
     if (gs.dtype != rs.dtype)
       v.notes.push_back(name + ": the " + v.reference_word + "'s values are " + dtype_name(gs.dtype) + ", the " +
-                        v.subject_word + "'s " + dtype_name(rs.dtype) + " (TensorBoard's simple_value is float32): "
-                        "a difference within float32's rounding, about 6e-8 relative, comes from the format; an "
-                        "exact rule cannot pass unless every value is a float32 one");
+                        v.subject_word + "'s " + dtype_name(rs.dtype) + " (a float32 log, such as TensorBoard's "
+                        "simple_value, against a float64 one): a difference within float32's rounding, about 6e-8 "
+                        "relative, comes from the format; an exact rule cannot pass unless every value is a float32 one");
     Tolerance tol = policy.for_series(name);
     if (exact) tol = Tolerance::exact();
     const std::vector<double>& reference = tol.rule == Tolerance::Rule::kSigma ? gs.sigma_center() : gs.values;
@@ -730,37 +730,75 @@ std::string first_divergence(const Verdict& v) {
 // a run lockstep made: only the series the golden holds are compared, with
 // the smoke's tolerances (no contract, stack, probes or hashes came with
 // the curves; the notes say what was left out).
-bool is_imported_golden(const RunRecord& run, const RunRecord& golden) {
-  return golden.fingerprint.count("import.source") && !run.fingerprint.count("import.source");
+bool is_imported(const RunRecord& r) { return r.fingerprint.count("import.source") > 0; }
+
+// One side's curves came from another tool's file (its fingerprint holds
+// import.source, lockstep import): the golden (a check against an imported
+// golden), or the run (review of an imported pending golden).
+bool one_side_imported(const RunRecord& run, const RunRecord& golden) { return is_imported(run) != is_imported(golden); }
+
+// `from`'s series restricted to the names, and the steps, `to` holds: an
+// imported side keeps what the other tool logged (every k steps, some
+// metrics), and only that is compared.
+RunRecord curves_like(const RunRecord& from, const RunRecord& to, std::vector<std::string>& left_out) {
+  RunRecord curves;
+  for (const auto& [name, s] : from.series) {
+    auto other = to.series.find(name);
+    if (other == to.series.end()) {
+      left_out.push_back(name);
+      continue;
+    }
+    std::vector<int64_t> want = step_numbers(other->second), have = step_numbers(s);
+    if (want == have || !std::includes(have.begin(), have.end(), want.begin(), want.end())) {
+      curves.series.emplace(name, s);  // the same steps, or other ones: compare_series says which
+      continue;
+    }
+    Series kept = s;
+    kept.values.clear();
+    kept.mean.clear();
+    kept.std.clear();
+    size_t j = 0;
+    for (size_t i = 0; i < have.size() && j < want.size(); ++i)
+      if (have[i] == want[j]) {
+        kept.values.push_back(s.values[i]);
+        ++j;
+      }
+    kept.steps = want;
+    curves.series.emplace(name, std::move(kept));
+  }
+  return curves;
 }
 
 Verdict compare_with_imported(const RunRecord& run, const RunRecord& golden, const TolerancePolicy& policy,
                               Verdict v) {
-  const std::string& source = golden.fingerprint.at("import.source").value;
+  bool golden_imported = is_imported(golden);
+  const RunRecord& imported = golden_imported ? golden : run;
+  const RunRecord& made = golden_imported ? run : golden;
+  const std::string& word = golden_imported ? v.reference_word : v.subject_word;
+  const std::string& source = imported.fingerprint.at("import.source").value;
   v.lane = Lane::kCrossStack;
   v.imported_from = source;
-  v.lane_reason = "the " + v.reference_word + "'s curves were imported from " + source +
-                  ": the configured tolerances apply to the series it holds";
-  RunRecord curves;
-  std::string left_out;
-  for (const auto& [name, s] : run.series)
-    if (golden.series.count(name)) curves.series.emplace(name, s);
-    else left_out += (left_out.empty() ? "" : ", ") + name;
-  if (!left_out.empty())
-    v.notes.push_back("series the imported " + v.reference_word + " does not hold, not compared: " + left_out);
+  v.lane_reason = "the " + word + "'s curves were imported from " + source +
+                  ": the configured tolerances apply to the series and steps it holds";
+  std::vector<std::string> left_out;
+  RunRecord curves = curves_like(made, imported, left_out);
+  if (!left_out.empty()) {
+    std::string names;
+    for (const auto& n : left_out) names += (names.empty() ? "" : ", ") + n;
+    v.notes.push_back("series the imported " + word + " does not hold, not compared: " + names);
+  }
   std::string sections;
-  for (const auto& [what, present] : {std::pair<const char*, bool>{"batch probes", !run.probes.empty() || !run.train_probes.empty()},
-                                      {"hashes", !run.hashes.empty()},
-                                      {"initial weights", !run.init.empty()},
-                                      {"determinism contract and stack", !run.contract.empty()}})
+  for (const auto& [what, present] : {std::pair<const char*, bool>{"batch probes", !made.probes.empty() || !made.train_probes.empty()},
+                                      {"hashes", !made.hashes.empty()},
+                                      {"initial weights", !made.init.empty()},
+                                      {"determinism contract and stack", !made.contract.empty()}})
     if (present) sections += (sections.empty() ? "" : ", ") + std::string(what);
-  if (!sections.empty())
-    v.notes.push_back("not in the imported " + v.reference_word + ", not compared: " + sections);
-  compare_series(curves, golden, policy, false, v);
+  if (!sections.empty()) v.notes.push_back("not in the imported " + word + ", not compared: " + sections);
+  if (golden_imported) compare_series(curves, golden, policy, false, v);
+  else compare_series(run, curves, policy, false, v);
   if (v.values_checked == 0 && v.findings.empty())
     v.findings.push_back({Section::kStructure, "records", -1,
-                          "no series in common with the imported " + v.reference_word +
-                              "; a comparison of nothing never passes"});
+                          "no series in common with the imported " + word + "; a comparison of nothing never passes"});
   std::stable_sort(v.findings.begin(), v.findings.end(), causal_order);
   v.first_divergence = first_divergence(v);
   v.code = v.findings.empty() ? ExitCode::kPass : ExitCode::kRegression;
@@ -783,7 +821,7 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
     v.notes.push_back("config hash differs: golden " + golden.config_hash + ", run " + run.config_hash +
                       " (the smoke config file changed since the golden was blessed; the input "
                       "config.values_xxh3 says whether a field that determines the values did)");
-  if (is_imported_golden(run, golden)) return compare_with_imported(run, golden, policy, std::move(v));
+  if (one_side_imported(run, golden)) return compare_with_imported(run, golden, policy, std::move(v));
 
   choose_lane(run, golden, v);
   bool exact = v.lane == Lane::kContractMismatch ||

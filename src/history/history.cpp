@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <cstdio>
 #include <iomanip>
 #include <sstream>
 
@@ -26,13 +27,14 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 // ("(absent: not a git repository ...)").
 std::string short_commit(const std::string& c) { return c.empty() || c[0] == '(' ? "" : c.substr(0, 12); }
 
+// A share of the tolerance: 0, or 3 significant digits (0.00104, 0.83, 12.5).
 std::string use_text(double u) {
   if (std::isnan(u)) return "-";
   if (std::isinf(u)) return "beyond";
-  std::ostringstream o;
-  o.precision(u < 10 ? 2 : 3);
-  o << std::fixed << u;
-  return o.str();
+  if (u == 0) return "0";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", u);
+  return buf;
 }
 
 // The class of one metric from its uses per night (NaN: not compared).
@@ -79,14 +81,17 @@ NightChange change_between(const LedgerEntry& before, const LedgerEntry& after, 
   }
   if (before.commit != after.commit && !short_commit(before.commit).empty() && !short_commit(after.commit).empty())
     c.commits = short_commit(before.commit) + ".." + short_commit(after.commit);
-  c.golden_changed = before.golden != after.golden;
+  c.golden_changed = !before.golden.empty() && !after.golden.empty() && before.golden != after.golden;
   if (before.ci.runner != after.ci.runner)
     c.runner = (before.ci.runner.empty() ? "(none)" : before.ci.runner) + " → " +
                (after.ci.runner.empty() ? "(none)" : after.ci.runner);
   c.platform_changed = before.platform != after.platform;
+  if (c.platform_changed) c.platform = before.platform + " → " + after.platform;
   for (const auto& [name, s] : after.series) {
     auto b = before.series.find(name);
     if (b == before.series.end() || b->second.xxh3 != s.xxh3) c.metrics.push_back(name);
+    if (b != before.series.end() && !b->second.rule.empty() && !s.rule.empty() && b->second.rule != s.rule)
+      c.rules.push_back(name + ": " + b->second.rule + " → " + s.rule);
   }
   return c;
 }
@@ -110,7 +115,8 @@ std::string what_else(const NightChange& c) {
   if (!c.commits.empty()) add("commits " + c.commits);
   if (c.golden_changed) add("another golden (re-blessed)");
   if (!c.runner.empty()) add("runner " + c.runner);
-  if (c.platform_changed) add("another platform");
+  if (c.platform_changed) add("platform " + c.platform);
+  if (!c.rules.empty()) add("tolerance " + c.rules.front() + (c.rules.size() > 1 ? ", and " + std::to_string(c.rules.size() - 1) + " more" : ""));
   return out.empty() ? "nothing else recorded changed" : out;
 }
 
@@ -148,7 +154,8 @@ SmokeHistory analyse_history(std::string smoke, std::string file, std::vector<Le
     h.metrics.push_back(std::move(m));
   }
   MetricHistory verdicts;  // a night's verdict as a use: 0 passed, 2 did not
-  for (const auto& e : h.entries) verdicts.use.push_back(e.exit_code == 0 ? 0.0 : 2.0);
+  for (const auto& e : h.entries)
+    verdicts.use.push_back(e.verdict == "not compared" ? kNaN : e.exit_code == 0 ? 0.0 : 2.0);
   classify(verdicts);
   h.verdicts = verdicts.trend;
   h.verdicts_reason = verdicts.trend == Trend::kDrifting || verdicts.trend == Trend::kSteady
@@ -176,7 +183,7 @@ SmokeHistory analyse_history(std::string smoke, std::string file, std::vector<Le
         if (m.name == name && m.first_change < 0) m.first_change = static_cast<long>(i);
     }
     last_of_stack[stack] = i;
-    if (!c.metrics.empty() || !c.fingerprint.empty() || c.golden_changed || c.platform_changed)
+    if (!c.metrics.empty() || !c.fingerprint.empty() || c.golden_changed || c.platform_changed || !c.rules.empty())
       h.changes.push_back(std::move(c));
   }
   return h;
@@ -280,7 +287,7 @@ std::string render_history_json(const std::vector<SmokeHistory>& history) {
     nlohmann::json changes = nlohmann::json::array();
     for (const auto& c : h.changes)
       changes.push_back({{"night", c.night}, {"metrics", c.metrics}, {"unexplained", c.unexplained},
-                         {"fingerprint", c.fingerprint},
+                         {"fingerprint", c.fingerprint}, {"rules", c.rules}, {"platform", c.platform},
                          {"commits", c.commits}, {"golden_changed", c.golden_changed}, {"runner", c.runner},
                          {"platform_changed", c.platform_changed}});
     smokes.push_back({{"smoke", h.smoke}, {"ledger", h.file}, {"verdicts", trend_name(h.verdicts)},

@@ -50,6 +50,8 @@ struct NightChange {
   bool golden_changed = false;            ///< compared with another golden (re-blessed)
   std::string runner;                     ///< "before → after" when the CI runner changed, else ""
   bool platform_changed = false;
+  std::string platform;                   ///< "before → after" when the platform changed
+  std::vector<std::string> rules;         ///< "metric: rule before → rule after", a tolerance edited
 };
 
 /// One metric of one smoke, night by night.

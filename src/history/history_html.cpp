@@ -102,7 +102,13 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
       o << "<div class=plot><h3>" << esc(m.name) << " <span class=\"" << (m.trend == Trend::kInsufficientData ? "steady" : trend_name(m.trend))
         << "\">" << trend_name(m.trend) << "</span></h3><div style=\"font-size:11px\">" << esc(m.trend_reason)
         << "</div>" << trend_plot(h, m) << "</div>";
-    o << "</div><h3>Change points</h3>";
+    o << "</div>";
+    std::string reports;
+    for (size_t i = 0; i < h.entries.size(); ++i)
+      if (!h.entries[i].ci.report_url.empty())
+        reports += "<a href=\"" + esc(h.entries[i].ci.report_url) + "\">" + std::to_string(i + 1) + "</a> ";
+    if (!reports.empty()) o << "<p>Reports, night by night: " << reports << "</p>";
+    o << "<h3>Change points</h3>";
     if (h.changes.empty()) {
       o << "<p>The values and the stack were the same every night.</p>";
     } else {

@@ -65,6 +65,22 @@ bool is_hex(const std::string& s, size_t n) {
   return s.size() == n && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
+// "YYYY-MM-DDTHH:MM:SSZ" with every field in its range.
+bool is_utc_time(const std::string& t) {
+  if (t.size() != 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':' || t[19] != 'Z')
+    return false;
+  auto num = [&](size_t at, size_t n, int lo, int hi) {
+    int v = 0;
+    for (size_t i = at; i < at + n; ++i) {
+      if (t[i] < '0' || t[i] > '9') return false;
+      v = v * 10 + (t[i] - '0');
+    }
+    return v >= lo && v <= hi;
+  };
+  return num(0, 4, 1970, 9999) && num(5, 2, 1, 12) && num(8, 2, 1, 31) && num(11, 2, 0, 23) && num(14, 2, 0, 59) &&
+         num(17, 2, 0, 60);
+}
+
 nlohmann::json number_or_null(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : double_to_json(v); }
 
 }  // namespace
@@ -150,7 +166,15 @@ LedgerEntry stopped_entry(const std::string& smoke, const Verdict& verdict, cons
   return e;
 }
 
+bool is_ledger_smoke_name(const std::string& smoke) {
+  if (smoke.empty() || smoke.size() > 100 || smoke[0] == '.') return false;
+  return smoke.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos;
+}
+
 std::string ledger_path(const std::string& dir, const std::string& smoke) {
+  if (!is_ledger_smoke_name(smoke))
+    throw BadInput(dir, "smoke", "a smoke name of 1 to 100 letters, digits, '.', '_' and '-', not starting with '.' "
+                                 "(the ledger's file name), got \"" + smoke + "\"");
   return (fs::path(dir) / (smoke + ".jsonl")).string();
 }
 
@@ -195,8 +219,7 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   e.run_id = v.at("run_id").as_string();
   if (!is_hex(e.run_id, 32)) v.at("run_id").fail("the run record's XXH3-128 (32 lowercase hex digits)");
   e.time_utc = v.at("time").as_string();
-  if (e.time_utc.size() != 20 || e.time_utc[10] != 'T' || e.time_utc.back() != 'Z')
-    v.at("time").fail("an ISO 8601 UTC time such as 2026-12-03T02:00:00Z");
+  if (!is_utc_time(e.time_utc)) v.at("time").fail("an ISO 8601 UTC time such as 2026-12-03T02:00:00Z");
   e.smoke = v.at("smoke").as_string();
   e.platform = v.at("platform").as_string();
   e.commit = v.at("commit").as_string();
@@ -207,6 +230,11 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
           ci.at("runner").as_string(), ci.at("report_url").as_string()};
   e.verdict = v.at("verdict").as_enum({"pass", "fail", "nondeterministic", "bad-input", "environment", "not compared"});
   e.exit_code = static_cast<int>(v.at("exit").as_int(0, 4));
+  static const std::map<std::string, int> kExitOf = {{"pass", 0}, {"fail", 1}, {"bad-input", 2}, {"environment", 3},
+                                                     {"nondeterministic", 4}, {"not compared", 0}};
+  if (kExitOf.at(e.verdict) != e.exit_code)
+    v.at("exit").fail(std::to_string(kExitOf.at(e.verdict)) + " for the verdict \"" + e.verdict + "\"");
+  if (!is_ledger_smoke_name(v.at("smoke").as_string())) v.at("smoke").fail("a smoke name (letters, digits, '.', '_', '-')");
   e.lane = v.at("lane").as_enum({"", "same-stack", "cross-stack", "contract-mismatch"});
   e.golden = v.at("golden").as_string();
   if (!e.golden.empty() && !is_hex(e.golden, 32)) v.at("golden").fail("a golden's content_hash (32 hex digits) or \"\"");
@@ -297,7 +325,7 @@ LedgerRead read_ledger(const std::string& file, bool skip_bad) {
 
 std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs) {
   std::vector<LedgerEntry> all;
-  std::set<std::string> runs;
+  std::map<std::string, std::string> seen;  // run_id -> its line
   for (const auto& [text, side] : {std::pair<const std::string*, const char*>{&theirs, " (the remote's)"}, {&ours, ""}}) {
     uint64_t n = 0;
     size_t at = 0;
@@ -309,7 +337,19 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
       ++n;
       if (line.empty()) continue;
       LedgerEntry e = parse_ledger_line(line, name + side, n);
-      if (runs.insert(e.run_id).second) all.push_back(std::move(e));
+      std::string stem = name.size() > 6 ? name.substr(0, name.size() - 6) : name;
+      if (e.smoke != stem)
+        throw BadInput(name + side, "line " + std::to_string(n), "entries of smoke \"" + stem + "\" only; one is of \"" +
+                                                                   e.smoke + "\"");
+      auto known = seen.find(e.run_id);
+      if (known == seen.end()) {
+        seen.emplace(e.run_id, line);
+        all.push_back(std::move(e));
+      } else if (known->second != line) {
+        throw BadInput(name + side, "line " + std::to_string(n),
+                       "run " + e.run_id + " as the other side has it; the two sides disagree about it (a ledger "
+                       "edited by hand?): fix one before merging");
+      }
     }
   }
   std::stable_sort(all.begin(), all.end(), [](const LedgerEntry& a, const LedgerEntry& b) { return a.time_utc < b.time_utc; });

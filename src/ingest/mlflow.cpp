@@ -234,6 +234,12 @@ std::optional<std::map<std::string, Series>> read_rows(const Database& db, const
 
 std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
   Database db(spec.path);
+  {
+    Statement kind = db.prepare("SELECT type FROM sqlite_master WHERE name = 'metrics'");
+    if (db.step(kind.get()) && Database::text(kind.get(), 0) != "table")
+      throw BadInput(spec.path, "metrics", "MLflow's metrics table, got a " + Database::text(kind.get(), 0) +
+                                               " of that name (a view may never end)");
+  }
   std::vector<std::string> columns = db.column_names("metrics");
   if (columns.empty())
     throw BadInput(spec.path, "metrics", "MLflow's metrics table (this SQLite database has none: is it an MLflow "
@@ -269,19 +275,34 @@ std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
 fs::path run_folder(const MetricsSpec& spec) {
   fs::path root(spec.path);
   std::error_code ec;
-  if (fs::is_directory(root / "metrics", ec)) return root;
+  // The run's name: tags/mlflow.runName, a small regular file (a FIFO or a
+  // device there is no name).
+  auto run_name = [](const fs::path& run) {
+    std::error_code e;
+    fs::path tag = run / "tags" / "mlflow.runName";
+    if (!fs::is_regular_file(tag, e) || fs::file_size(tag, e) > 4096) return std::string();
+    std::string name;
+    if (std::ifstream in(tag); in) std::getline(in, name);
+    return name;
+  };
+  auto matches = [&](const fs::path& run) { return run.filename() == spec.run || run_name(run) == spec.run; };
+  if (fs::is_directory(root / "metrics", ec)) {
+    if (!spec.run.empty() && !matches(root))
+      throw BadInput(spec.path, "", "the run \"" + spec.run + "\" that --run names; this run folder is " +
+                                        root.filename().string() + (run_name(root).empty() ? "" : " (" + run_name(root) + ")"));
+    return root;
+  }
   if (spec.run.empty())
     throw BadInput(spec.path, "", "an MLflow run's folder (holding metrics/), or the mlruns folder with --run RUN");
   std::vector<fs::path> found;
-  for (fs::directory_iterator e(root, ec), end; !ec && e != end; e.increment(ec)) {
-    if (!e->is_directory(ec)) continue;
-    for (fs::directory_iterator r(e->path(), ec), rend; !ec && r != rend; r.increment(ec)) {
-      if (!fs::is_directory(r->path() / "metrics", ec)) continue;
-      std::string name;
-      if (std::ifstream tag(r->path() / "tags" / "mlflow.runName"); tag) std::getline(tag, name);
-      if (r->path().filename() == spec.run || name == spec.run) found.push_back(r->path());
-    }
-  }
+  auto search = [&](const fs::path& experiment) {
+    std::error_code e;
+    for (fs::directory_iterator r(experiment, e), rend; !e && r != rend; r.increment(e))
+      if (fs::is_directory(r->path() / "metrics", e) && matches(r->path())) found.push_back(r->path());
+  };
+  search(root);  // an experiment's folder
+  for (fs::directory_iterator e(root, ec), end; !ec && e != end; e.increment(ec))
+    if (e->is_directory(ec) && !fs::is_directory(e->path() / "metrics", ec)) search(e->path());  // mlruns/
   if (found.empty())
     throw BadInput(spec.path, "", "a run folder <experiment>/<run>/metrics whose run id or mlflow.runName is \"" +
                                       spec.run + "\" (none is)");
@@ -331,7 +352,7 @@ void read_metric_file(const std::string& file, std::vector<Point>& points) {
     int64_t timestamp = 0, step = 0;
     double value;
     std::string where = "line " + std::to_string(n);
-    if (count < 2 || count > 3 || at < line.size() || fields[0].empty())
+    if (count < 2 || count > 3 || at < line.size() || fields[0].empty() || line.back() == ' ')
       throw BadInput(file, where, "\"<timestamp> <value> <step>\" (MLflow's metric file line)");
     if (!decimal_step(fields[0], timestamp))
       throw BadInput(file, where, "a timestamp in milliseconds first, got '" + std::string(fields[0]) + "'");

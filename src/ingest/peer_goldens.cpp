@@ -78,7 +78,10 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   if (values.get_array().get(list) == simdjson::SUCCESS) {  // older goldens: a list from start_step by step_interval
     int64_t k = 0;
     for (simdjson::dom::element v : list) {
-      add(start + k * interval, v, name + ".values[" + std::to_string(k) + "]");
+      std::string path = name + ".values[" + std::to_string(k) + "]";
+      if (k > ((int64_t{1} << 52) - start) / interval)  // start + k * interval past 2^52, before it overflows
+        throw BadInput(file, path, "a step below 2^52 (start_step + index * step_interval)");
+      add(start + k * interval, v, path);
       ++k;
     }
   } else if (values.get_object().get(by_key) == simdjson::SUCCESS) {

@@ -32,6 +32,12 @@ using Builder = Git<git_treebuilder, git_treebuilder_free>;
 using Blob = Git<git_blob, git_blob_free>;
 using Sig = Git<git_signature, git_signature_free>;
 
+// A name that stays inside the folder it is written to.
+bool plain_name(const std::string& name) {
+  return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
+         name.find('\\') == std::string::npos && name.find('\0') == std::string::npos;
+}
+
 [[noreturn]] void fail_env(const std::string& what) { throw EnvironmentError(what + ": " + libgit2_error()); }
 
 std::string oid_hex(const git_oid& id) {
@@ -45,7 +51,15 @@ class Store {
   explicit Store(const BranchStoreOptions& o) : o_(o) {
     if (git_repository_open_ext(repo_.out(), o.repo.c_str(), 0, nullptr) != 0)
       throw BadInput(o.repo, "", "a path inside a git repository (" + libgit2_error() + ")");
+    int valid = 0;
+    if (git_reference_name_is_valid(&valid, ("refs/heads/" + o.branch).c_str()) != 0 || !valid ||
+        o.branch.find('*') != std::string::npos || o.branch.rfind("refs/", 0) == 0 || o.branch == "HEAD")
+      throw BadInput(o.repo, "branch", "a branch name git accepts (no spaces, '..', '~', '*'), got \"" + o.branch + "\"");
     int rc = git_remote_lookup(remote_.out(), repo_.get(), o.remote.c_str());
+    bool looks_like_url = o.remote.find(':') != std::string::npos || o.remote.find('/') != std::string::npos;
+    if (rc != 0 && !looks_like_url)
+      throw BadInput(o.repo, "remote", "a remote of this repository (git remote -v lists them) or a URL; it has no "
+                                       "remote named \"" + o.remote + "\"");
     if (rc != 0 && git_remote_create_anonymous(remote_.out(), repo_.get(), o.remote.c_str()) != 0)
       throw BadInput(o.repo, "remote", "a remote's name or URL, got \"" + o.remote + "\" (" + libgit2_error() + ")");
     // A name keeps its remote-tracking ref; a URL fetches into lockstep's own.
@@ -78,6 +92,10 @@ class Store {
     for (size_t i = 0; i < git_tree_entrycount(t.get()); ++i) {
       const git_tree_entry* e = git_tree_entry_byindex(t.get(), i);
       if (git_tree_entry_type(e) != GIT_OBJECT_BLOB) continue;
+      std::string name = git_tree_entry_name(e);
+      if (!plain_name(name))
+        throw BadInput(o_.remote, o_.branch + ":" + name,
+                       "plain file names in the branch's folder (no '/', '..', or leading '.')");
       Blob b;
       if (git_blob_lookup(b.out(), repo_.get(), git_tree_entry_id(e)) != 0) fail_env("reading " + o_.branch);
       out[git_tree_entry_name(e)] = std::string(static_cast<const char*>(git_blob_rawcontent(b.get())),
@@ -91,8 +109,7 @@ class Store {
     Builder tb;
     if (git_treebuilder_new(tb.out(), repo_.get(), nullptr) != 0) fail_env("building the tree");
     for (const auto& [name, text] : files) {
-      if (name.empty() || name.find('/') != std::string::npos || name[0] == '.')
-        throw BadInput(name, "", "a plain file name for the branch's folder");
+      if (!plain_name(name)) throw BadInput(name, "", "a plain file name for the branch's folder");
       git_oid blob;
       if (git_blob_create_from_buffer(&blob, repo_.get(), text.data(), text.size()) != 0 ||
           git_treebuilder_insert(nullptr, tb.get(), name.c_str(), &blob, GIT_FILEMODE_BLOB) != 0)

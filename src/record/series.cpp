@@ -66,6 +66,11 @@ double decimal_grid(const std::vector<double>& values, bool float32, size_t min_
     }
     return distinct.size() >= min_distinct;
   };
+  // Whole numbers (a count: Megatron-LM's num-zeros, tokens) are exact,
+  // not a rounded decimal.
+  bool whole = true;
+  for (double v : values) whole = whole && (!std::isfinite(v) || v == std::floor(v));
+  if (whole) return 0;
   for (double grid : {1e-2, 1e-3, 1e-4, 1e-5, 1e-6})
     if (on_grid(grid)) return enough_distinct() ? grid : 0;
   return 0;

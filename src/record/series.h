@@ -55,7 +55,8 @@ std::vector<int64_t> step_numbers(const Series& series);
 /// value of `values` sits within the error of reading a decimal into the
 /// dtype (|v/g - round(v/g)| <= 1e-7 |v/g| for float32, half its ulp;
 /// 1e-10 |v/g| for float64), and at most a twentieth of the step, with at
-/// least `min_distinct` distinct values (fewer prove nothing); 0 when none.
+/// least `min_distinct` distinct values (fewer prove nothing); 0 when none,
+/// and 0 for whole numbers (a count is exact, not a rounded decimal).
 /// Hugging Face's Trainer logged `loss` to 4 decimals until late 2025,
 /// Megatron-LM's legacy goldens hold 5.
 double decimal_grid(const std::vector<double>& values, bool float32, size_t min_distinct = 8);

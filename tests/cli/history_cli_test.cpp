@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
+fs::path fresh(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("lockstep-history-cli-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
@@ -25,7 +25,7 @@ fs::path scratch(const std::string& name) {
 }
 
 TEST(HistoryCli, TwoJobsPushingOneAfterTheOtherKeepBothNights) {
-  fs::path d = scratch("branch");
+  fs::path d = fresh("branch");
   std::string remote = (d / "remote.git").string();
   // The team repository: wine-mlp's smoke and golden, on a bare remote.
   ASSERT_EQ(shell("git init -q --bare -b main '" + remote + "' && git init -q -b main '" + (d / "seed").string() +
@@ -66,7 +66,7 @@ TEST(HistoryCli, TwoJobsPushingOneAfterTheOtherKeepBothNights) {
 }
 
 TEST(HistoryCli, ARecordIsAddedOnceAndAFolderWithoutLedgersIsExit2) {
-  fs::path d = scratch("add");
+  fs::path d = fresh("add");
   std::string run = (d / "run.json").string();
   ASSERT_EQ(lockstep("run " + kSourceDir + "/smoke/wine-mlp.json --out " + run).code, 0);
   Result add = lockstep("history add " + run + " --to " + (d / "h").string());
@@ -87,6 +87,65 @@ TEST(HistoryCli, ARecordIsAddedOnceAndAFolderWithoutLedgersIsExit2) {
   Result push_nothing = lockstep("history push " + (d / "empty").string(), "", d.string());
   EXPECT_EQ(push_nothing.code, 2) << push_nothing.output;
   fs::remove_all(d);
+}
+
+// What the history and import commands write never lands on what they read
+// or outside their folder.
+TEST(HistoryCli, OutputsStayOffTheirInputsAndInsideTheirFolders) {
+  fs::path d = fresh("outputs");
+  std::string run = (d / "run.json").string(), hist = (d / "h").string();
+  ASSERT_EQ(lockstep("run " + kSourceDir + "/smoke/wine-mlp.json --out " + run).code, 0);
+  ASSERT_EQ(lockstep("history add " + run + " --to " + hist).code, 0);
+  std::string ledger = hist + "/wine-mlp.jsonl", before = read_file(ledger);
+  Result onto_ledger = lockstep("history " + hist + " --json " + ledger);
+  EXPECT_EQ(onto_ledger.code, 2) << onto_ledger.output;
+  Result beside = lockstep("history " + hist + " --html " + hist + "/report.jsonl");
+  EXPECT_EQ(beside.code, 2) << beside.output;
+  EXPECT_NE(beside.output.find("would stand among the ledgers"), std::string::npos) << beside.output;
+  EXPECT_EQ(read_file(ledger), before);
+  Result escape = lockstep("import jsonl " + (d / "log.jsonl").string() + " --series loss --name ../escaped --out " +
+                           (d / "x.json").string());
+  EXPECT_EQ(escape.code, 2) << escape.output;
+  EXPECT_NE(escape.output.find("--name ../escaped: a smoke name of 1 to 100 letters"), std::string::npos)
+      << escape.output;
+  // A run folder read: nothing is written inside it.
+  fs::create_directories(d / "run1" / "metrics");
+  write_file_atomically((d / "run1" / "metrics" / "loss").string(), "1000 2.5 0\n1001 2.25 1\n");
+  Result inside = lockstep("import mlflow " + (d / "run1").string() + " --series loss --out " +
+                           (d / "run1" / "metrics" / "loss").string());
+  EXPECT_EQ(inside.code, 2) << inside.output;
+  EXPECT_NE(inside.output.find("inside the folder read"), std::string::npos) << inside.output;
+  EXPECT_EQ(read_file((d / "run1" / "metrics" / "loss").string()), "1000 2.5 0\n1001 2.25 1\n");
+}
+
+// A log that counts its steps from 1 (Hugging Face, Megatron-LM) is a
+// golden of a smoke that logs 0..steps-1 only with --step-offset -1; its
+// review is in the tolerance lane, on the series it holds.
+TEST(HistoryCli, AOneBasedLogBecomesAPendingGoldenWithAStepOffset) {
+  fs::path d = scratch("offset", {}, kSourceDir + "/smoke/wine-mlp.json");
+  fs::create_directories(d / "goldens");
+  fs::copy(kSourceDir + "/goldens/wine-mlp", d / "goldens" / "wine-mlp");
+  std::string smoke = (d / "smoke" / "wine-mlp.json").string();
+  nlohmann::json golden = parse_json_file(kSourceDir + "/goldens/wine-mlp/cpu-x86_64-avx2.json");
+  nlohmann::json state = {{"global_step", 10}, {"log_history", nlohmann::json::array()}};
+  for (int i = 0; i < 10; ++i)
+    state["log_history"].push_back({{"step", i + 1}, {"loss", golden["series"]["loss"]["values"][i]}});
+  write_file_atomically((d / "trainer_state.json").string(), state.dump());
+  std::string import = "import hf-trainer " + (d / "trainer_state.json").string() + " --series loss=loss --golden " +
+                       smoke + " --platform cpu-x86_64-avx2 --out " + (d / "pending").string();
+  Result unshifted = lockstep(import);
+  EXPECT_EQ(unshifted.code, 2) << unshifted.output;
+  EXPECT_NE(unshifted.output.find("covers steps 1..10, but the smoke's runs log steps 0..9; a log that counts from 1 "
+                                  "needs --step-offset -1"),
+            std::string::npos) << unshifted.output;
+  Result shifted = lockstep(import + " --step-offset -1");
+  ASSERT_EQ(shifted.code, 0) << shifted.output;
+  Result review = lockstep("review " + (d / "pending").string() + " --goldens " + (d / "goldens").string());
+  EXPECT_EQ(review.code, 0) << review.output;
+  EXPECT_NE(review.output.find("PASS (an imported golden's curves, within tolerance)"), std::string::npos)
+      << review.output;
+  EXPECT_NE(review.output.find("lane: cross-stack"), std::string::npos) << review.output;
+  EXPECT_EQ(review.output.find("contract-mismatch"), std::string::npos) << review.output;
 }
 
 }  // namespace

@@ -120,8 +120,8 @@ TEST(Compare, AFloat32RunAgainstAFloat64GoldenSaysSo) {
   Verdict v = compare_records(r, g, {});
   bool said = false;
   for (const auto& n : v.notes)
-    said = said || n.rfind("loss: the golden's values are float64, the run's float32 (TensorBoard's simple_value is "
-                           "float32)", 0) == 0;
+    said = said || n.rfind("loss: the golden's values are float64, the run's float32 (a float32 log, such as "
+                           "TensorBoard's simple_value, against a float64 one)", 0) == 0;
   EXPECT_TRUE(said) << render_text(v, false);
 }
 

@@ -145,9 +145,14 @@ TEST(Ledger, TwoVersionsMergeIntoTheirUnionInTimeOrder) {
   std::string night1 = ledger_line(ledger_entry(a, nullptr, "", {}, "2026-12-01T02:00:00Z")) + "\n";
   std::string night2b = ledger_line(ledger_entry(b, nullptr, "", {}, "2026-12-02T02:00:00Z")) + "\n";
   std::string night2c = ledger_line(ledger_entry(c, nullptr, "", {}, "2026-12-02T03:00:00Z")) + "\n";
-  EXPECT_EQ(merge_ledgers("s.jsonl", night1 + night2c, night1 + night2b), night1 + night2b + night2c);
-  EXPECT_EQ(merge_ledgers("s.jsonl", night1, ""), night1);
-  EXPECT_HAS(error_of([&] { merge_ledgers("s.jsonl", night1, "{}\n"); }), "s.jsonl (the remote's): line 1: ");
+  EXPECT_EQ(merge_ledgers("unit.jsonl", night1 + night2c, night1 + night2b), night1 + night2b + night2c);
+  EXPECT_EQ(merge_ledgers("unit.jsonl", night1, ""), night1);
+  EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", night1, "{}\n"); }), "unit.jsonl (the remote's): line 1: ");
+  // One run that the two sides tell differently: refused, never a silent pick.
+  std::string edited = night1;
+  edited.replace(edited.find("\"peak_rss_bytes\":-1"), 19, "\"peak_rss_bytes\":77");
+  EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", edited, night1); }), "the two sides disagree about it");
+  EXPECT_HAS(error_of([&] { merge_ledgers("other.jsonl", night1, ""); }), "entries of smoke \"other\" only");
 }
 
 }  // namespace

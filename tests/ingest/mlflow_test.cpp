@@ -139,6 +139,12 @@ TEST_F(MlflowDatabase, OtherFilesAreRefusedNamingThem) {
   EXPECT_HAS(cut, "(sqlite: ");
 }
 
+TEST_F(MlflowDatabase, AViewNamedMetricsIsRefusedNotRead) {
+  sql("CREATE VIEW metrics AS WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c) "
+      "SELECT 'loss' AS key, 1.0 AS value, 0 AS timestamp, 'r1' AS run_uuid, x AS step, 0 AS is_nan FROM c;");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": metrics: expected MLflow's metrics table, got a view of that name");
+}
+
 class MlflowFileStore : public ::testing::Test {
  protected:
   IngestTempDir dir_{"mlflow-files"};
@@ -200,6 +206,14 @@ TEST_F(MlflowFileStore, RefusalsNameTheFileLineOrKey) {
              "expected an MLflow run's folder (holding metrics/), or the mlruns folder with --run RUN");
   EXPECT_HAS(error(dir_.path("mlruns"), "night-9", {{"loss", "train/loss"}}),
              "whose run id or mlflow.runName is \"night-9\" (none is)");
+  EXPECT_HAS(error(run_.string(), "night-9", {{"loss", "train/loss"}}),
+             "expected the run \"night-9\" that --run names; this run folder is 6f1c0a");
+  metric("train/loss", "1000 2.5 0 \n");
+  EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}), file + ": line 1: expected \"<timestamp> <value> <step>\"");
+  // The experiment's folder with --run finds the run too.
+  metric("train/loss", "1000 2.5 0\n");
+  EXPECT_EQ(read((fs::path(dir_.path("mlruns")) / "0").string(), "6f1c0a", {{"loss", "train/loss"}}).at("loss").values,
+            std::vector<double>{2.5});
 }
 
 }  // namespace

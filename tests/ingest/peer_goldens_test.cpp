@@ -150,6 +150,7 @@ TEST_F(PeerGoldens, RoundedValuesAreMarkedWithTheirGrid) {
 TEST(DecimalGrid, TheCoarsestGridWithEnoughDistinctValues) {
   EXPECT_EQ(decimal_grid({0.12, 0.34, 0.56, 0.78, 0.9, 1.02, 1.14, 1.26}, false), 1e-2);
   EXPECT_EQ(decimal_grid({0.12, 0.34, 0.56}, false), 0);  // three values prove nothing
+  EXPECT_EQ(decimal_grid({0, 3, 7, 12, 15, 20, 31, 44, 52}, false), 0);  // whole numbers: a count, exact
   std::vector<double> f32;  // float32 of 4-decimal values still sit on the grid
   for (double v : {2.3012, 2.2987, 2.2951, 2.2903, 2.2876, 2.2811, 2.2799, 2.2741})
     f32.push_back(static_cast<double>(static_cast<float>(v)));
