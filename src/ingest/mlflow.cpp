@@ -258,7 +258,7 @@ std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
   }();
 
   std::string is_nan = has("is_nan") ? "is_nan" : "0", timestamp = has("timestamp") ? "timestamp" : "0";
-  std::string sql = "SELECT rowid, key, value, step, " + is_nan + ", " + timestamp + " FROM metrics" +
+  std::string sql = "SELECT _rowid_, key, value, step, " + is_nan + ", " + timestamp + " FROM metrics" +
                     (one_run ? " NOT INDEXED" : "") + " WHERE run_uuid = ?1";
   // MLflow inserts a metric's points as they are logged: fed to the
   // builders as they come; rows out of (step, timestamp) order are read
@@ -292,8 +292,25 @@ fs::path run_folder(const MetricsSpec& spec) {
                                         root.filename().string() + (run_name(root).empty() ? "" : " (" + run_name(root) + ")"));
     return root;
   }
-  if (spec.run.empty())
-    throw BadInput(spec.path, "", "an MLflow run's folder (holding metrics/), or the mlruns folder with --run RUN");
+  if (spec.run.empty()) {
+    // Name the runs there (an experiment's folder, or mlruns/), at most 10.
+    std::string runs;
+    size_t n = 0;
+    auto list = [&](const fs::path& experiment, const std::string& prefix) {
+      std::error_code e;
+      for (fs::directory_iterator r(experiment, e), rend; !e && r != rend && n <= 10; r.increment(e))
+        if (fs::is_directory(r->path() / "metrics", e) && ++n <= 10) {
+          std::string name = run_name(r->path());
+          runs += (runs.empty() ? "" : ", ") + prefix + r->path().filename().string() + (name.empty() ? "" : " (" + name + ")");
+        }
+    };
+    list(root, "");
+    for (fs::directory_iterator e(root, ec), end; !ec && e != end; e.increment(ec))
+      if (e->is_directory(ec) && !fs::is_directory(e->path() / "metrics", ec)) list(e->path(), e->path().filename().string() + "/");
+    throw BadInput(spec.path, "", "an MLflow run's folder (holding metrics/), or this folder with --run RUN" +
+                                      (runs.empty() ? std::string(" (it holds no run)")
+                                                    : "; its runs: " + runs + (n > 10 ? ", ..." : "")));
+  }
   std::vector<fs::path> found;
   auto search = [&](const fs::path& experiment) {
     std::error_code e;

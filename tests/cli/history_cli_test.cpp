@@ -79,6 +79,10 @@ TEST(HistoryCli, ARecordIsAddedOnceAndAFolderWithoutLedgersIsExit2) {
   EXPECT_EQ(shown.code, 0) << shown.output;
   EXPECT_NE(shown.output.find("history: wine-mlp: 1 night, "), std::string::npos) << shown.output;
   EXPECT_NE(shown.output.find("last verdict not compared"), std::string::npos) << shown.output;
+  Result golden = lockstep("history add " + kSourceDir + "/goldens/wine-mlp/cpu-x86_64-avx2.json --to " + (d / "h").string());
+  EXPECT_EQ(golden.code, 2) << golden.output;
+  EXPECT_NE(golden.output.find("expected a run record (lockstep run or import --out); this is a golden"),
+            std::string::npos) << golden.output;
   fs::create_directories(d / "empty");
   Result none = lockstep("history " + (d / "empty").string());
   EXPECT_EQ(none.code, 2) << none.output;

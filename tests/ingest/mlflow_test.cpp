@@ -203,7 +203,7 @@ TEST_F(MlflowFileStore, RefusalsNameTheFileLineOrKey) {
              "key '../../secret': expected an MLflow metric key (no empty, '.' or '..' parts)");
   EXPECT_HAS(error(run_.string(), "", {{"loss", "train/los"}}), "(did you mean 'train/loss'?)");
   EXPECT_HAS(error(dir_.path("mlruns"), "", {{"loss", "train/loss"}}),
-             "expected an MLflow run's folder (holding metrics/), or the mlruns folder with --run RUN");
+             "expected an MLflow run's folder (holding metrics/), or this folder with --run RUN; its runs: 0/6f1c0a");
   EXPECT_HAS(error(dir_.path("mlruns"), "night-9", {{"loss", "train/loss"}}),
              "whose run id or mlflow.runName is \"night-9\" (none is)");
   EXPECT_HAS(error(run_.string(), "night-9", {{"loss", "train/loss"}}),
