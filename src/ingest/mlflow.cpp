@@ -145,16 +145,22 @@ std::string list_runs(const Database& db, bool have_runs_table) {
 }
 
 // The run_uuid `run` names (a uuid, else a run name), or the only run.
+// Whether the table holds a run other than `run`: a seek on MLflow's
+// run_uuid index (a DISTINCT would walk all of it).
+bool another_run(const Database& db, const std::string& run) {
+  Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid < ?1 OR run_uuid > ?1 LIMIT 1", {run});
+  return db.step(st.get());
+}
+
 std::string resolve_run(const Database& db, const std::string& run, bool have_runs_table) {
   if (run.empty()) {
-    Statement st = db.prepare("SELECT DISTINCT run_uuid FROM metrics LIMIT 2");
-    std::vector<std::string> runs;
-    while (db.step(st.get())) runs.push_back(Database::text(st.get(), 0));
-    if (runs.empty()) throw BadInput(db.path(), "metrics", "logged metrics (the table is empty)");
-    if (runs.size() > 1)
+    Statement first = db.prepare("SELECT run_uuid FROM metrics LIMIT 1");
+    if (!db.step(first.get())) throw BadInput(db.path(), "metrics", "logged metrics (the table is empty)");
+    std::string only = Database::text(first.get(), 0);
+    if (another_run(db, only))
       throw BadInput(db.path(), "run_uuid",
                      "one run, or --run naming one; it holds several: " + list_runs(db, have_runs_table));
-    return runs[0];
+    return only;
   }
   Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid = ?1 LIMIT 1", {run});
   if (db.step(st.get())) return run;
@@ -250,12 +256,7 @@ std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
   bool have_runs_table = !db.column_names("runs").empty();
   std::string run = resolve_run(db, spec.run, have_runs_table);
   // One run in the table: a plain scan beats the run_uuid index (a lookup per row).
-  bool one_run = [&] {
-    Statement runs = db.prepare("SELECT DISTINCT run_uuid FROM metrics LIMIT 2");
-    int n = 0;
-    while (db.step(runs.get())) ++n;
-    return n == 1;
-  }();
+  bool one_run = spec.run.empty() || !another_run(db, run);
 
   std::string is_nan = has("is_nan") ? "is_nan" : "0", timestamp = has("timestamp") ? "timestamp" : "0";
   std::string sql = "SELECT _rowid_, key, value, step, " + is_nan + ", " + timestamp + " FROM metrics" +
