@@ -121,6 +121,35 @@ void enter_history(const SmokeCheck& c, const std::string& dir) {
   append_entry(dir, e);
 }
 
+// The files of shard `spec` ("I/N") of the suite, said on a line.
+std::vector<std::string> shard_files(const std::vector<std::string>& files, const std::string& spec) {
+  std::vector<std::string> names = suite_smoke_names(files);
+  std::vector<std::string> mine;
+  std::string listed;
+  for (size_t i : shard_members(names, parse_shard(spec))) {
+    mine.push_back(files[i]);
+    listed += (listed.empty() ? "" : ", ") + names[i];
+  }
+  std::cout << "check: shard " << spec << ": " << mine.size() << " of " << files.size() << " smokes"
+            << (listed.empty() ? "" : " (" + listed + ")") << "\n";
+  return mine;
+}
+
+// A checked smoke printed, its reports and pending golden written, its
+// night entered with --history; its verdict, or the write's failure as one.
+Verdict report_smoke(SmokeCheck& c, const CheckOptions& o) {
+  try {
+    print_and_write(c, o.out_dir);
+    if (!o.history_dir.empty()) enter_history(c, o.history_dir);
+  } catch (const Error& e) {  // a report, pending golden or ledger entry that cannot be written
+    std::cout << "lockstep: " << c.smoke << ": " << exit_class_name(e.code()) << " (exit " << to_int(e.code())
+              << "): " << e.what() << "\n";
+    c.verdict = stopped_verdict(c.smoke, e.code(), e.what());
+  }
+  std::cout << std::flush;
+  return std::move(c.verdict);
+}
+
 }  // namespace
 
 int check_command(const CheckOptions& o) {
@@ -132,24 +161,9 @@ int check_command(const CheckOptions& o) {
     std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
   });
   // --history: its ledgers read first, so a bad one is said before any run.
-  if (!o.history_dir.empty()) {
-    std::error_code ec;
-    for (std::filesystem::directory_iterator it(o.history_dir, ec), end; !ec && it != end; it.increment(ec))
-      if (it->path().extension() == ".jsonl") read_ledger(it->path().string(), false);
-  }
-  std::vector<std::string> names = suite_smoke_names(files);
-  if (o.shard_given) {
-    Shard shard = parse_shard(o.shard);
-    std::vector<std::string> mine;
-    std::string listed;
-    for (size_t i : shard_members(names, shard)) {
-      mine.push_back(files[i]);
-      listed += (listed.empty() ? "" : ", ") + names[i];
-    }
-    std::cout << "check: shard " << o.shard << ": " << mine.size() << " of " << files.size() << " smokes"
-              << (listed.empty() ? "" : " (" + listed + ")") << "\n";
-    files = std::move(mine);
-  }
+  if (!o.history_dir.empty())
+    for (const std::string& ledger : ledger_files(o.history_dir)) read_ledger(ledger, false);
+  if (o.shard_given) files = shard_files(files, o.shard);
   CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
   options.rerun_failing = o.rerun_failing;
   SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
@@ -191,16 +205,7 @@ int check_command(const CheckOptions& o) {
       ready.wait(lock, [&] { return done[i].has_value(); });
       c = std::move(*done[i]);
     }
-    try {
-      print_and_write(c, o.out_dir);
-      if (!o.history_dir.empty()) enter_history(c, o.history_dir);
-    } catch (const Error& e) {  // a report, pending golden or ledger entry that cannot be written
-      std::cout << "lockstep: " << c.smoke << ": " << exit_class_name(e.code()) << " (exit " << to_int(e.code())
-                << "): " << e.what() << "\n";
-      c.verdict = stopped_verdict(c.smoke, e.code(), e.what());
-    }
-    std::cout << std::flush;
-    verdicts.push_back(std::move(c.verdict));
+    verdicts.push_back(report_smoke(c, o));
   }
   for (auto& w : workers) w.join();
   // GitLab: artifacts:reports:junit: lockstep-out/junit.xml

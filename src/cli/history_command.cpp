@@ -95,16 +95,13 @@ BranchStoreOptions store_options(const HistorySyncOptions& o, const std::string&
 // The ledgers in `dir` (<smoke>.jsonl), name -> text; each is read strictly first.
 std::map<std::string, std::string> ledgers_in(const std::string& dir) {
   std::map<std::string, std::string> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.size() <= 6 || name.compare(name.size() - 6, 6, ".jsonl") != 0 || name[0] == '.') continue;
-    for (const LedgerEntry& e : read_ledger(it->path().string(), false).entries)
+  for (const std::string& file : ledger_files(dir)) {
+    std::string name = fs::path(file).filename().string();
+    for (const LedgerEntry& e : read_ledger(file, false).entries)
       if (e.smoke + ".jsonl" != name)
-        throw BadInput(it->path().string(), "smoke", "entries of smoke \"" + name.substr(0, name.size() - 6) +
-                                                         "\" only (the file's name); one is of \"" + e.smoke + "\"");
-    out[name] = read_file(it->path().string());
+        throw BadInput(file, "smoke", "entries of smoke \"" + name.substr(0, name.size() - 6) +
+                                          "\" only (the file's name); one is of \"" + e.smoke + "\"");
+    out[name] = read_file(file);
   }
   return out;
 }

@@ -125,30 +125,17 @@ std::string input_hash_word(const std::string& field) {
   return field.size() > 5 && field.compare(field.size() - 5, 5, "_xxh3") == 0 ? "xxh3" : "value";
 }
 
-void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
-  v.env_diffs = diff_fingerprints(golden.fingerprint, run.fingerprint);
-  std::vector<std::string> contract_diffs;
-  for (const auto& key : key_union(golden.contract, run.contract)) {
-    auto g = golden.contract.find(key);
-    auto r = run.contract.find(key);
-    std::string gv = g == golden.contract.end() ? "(missing)" : g->second;
-    std::string rv = r == run.contract.end() ? "(missing)" : r->second;
-    if (gv == rv) continue;
-    contract_diffs.push_back(key);
-    v.findings.push_back({Section::kContract, "contract." + key, -1,
-                          v.reference_word + " " + gv + ", " + v.subject_word + " " + rv +
-                              ": a run is never accepted against a golden made under another "
-                              "determinism contract"});
-  }
+// The inputs that differ (v.env_diffs): a finding each ("input changed"),
+// or a note when the golden predates the field; true when the only change
+// is where an input lives (is_location_field), its content the same.
+bool judge_inputs(const RunRecord& run, const RunRecord& golden, Verdict& v) {
   // Inputs never choose the lane: a changed input is the change under
   // test, and fails whatever the values say. A config whose only changed
   // field says where an input lives (data.path), that input's content
   // unchanged, is the same input moved (is_location_field).
   bool content_changed = false, moved_only = false;
   for (const auto& d : v.env_diffs) content_changed = content_changed || (d.input && d.name != "config.values_xxh3");
-  size_t relevant = 0;
   for (const auto& d : v.env_diffs) {
-    relevant += d.relevant ? 1 : 0;
     if (!d.input) continue;
     if (d.name == "config.values_xxh3" && !content_changed && !run.config.empty() && !golden.config.empty()) {
       std::vector<std::string> fields = differing_config_fields(golden.config, run.config);
@@ -182,6 +169,28 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
                           "changed cannot be named; re-bless it to have changed inputs named by field");
     }
   }
+
+  return moved_only;
+}
+
+void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
+  v.env_diffs = diff_fingerprints(golden.fingerprint, run.fingerprint);
+  std::vector<std::string> contract_diffs;
+  for (const auto& key : key_union(golden.contract, run.contract)) {
+    auto g = golden.contract.find(key);
+    auto r = run.contract.find(key);
+    std::string gv = g == golden.contract.end() ? "(missing)" : g->second;
+    std::string rv = r == run.contract.end() ? "(missing)" : r->second;
+    if (gv == rv) continue;
+    contract_diffs.push_back(key);
+    v.findings.push_back({Section::kContract, "contract." + key, -1,
+                          v.reference_word + " " + gv + ", " + v.subject_word + " " + rv +
+                              ": a run is never accepted against a golden made under another "
+                              "determinism contract"});
+  }
+  bool moved_only = judge_inputs(run, golden, v);
+  size_t relevant = 0;
+  for (const auto& d : v.env_diffs) relevant += d.relevant ? 1 : 0;
 
   // The same input, moved: not listed as a changed input (the note says it).
   if (moved_only)

@@ -193,13 +193,8 @@ std::vector<SmokeHistory> load_history(const std::string& dir, const std::string
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw BadInput(dir, "", "a history folder (of <smoke>.jsonl ledgers)");
   std::vector<std::string> files;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 && name[0] != '.' &&
-        (smoke.empty() || name == smoke + ".jsonl"))
-      files.push_back(it->path().string());
-  }
-  std::sort(files.begin(), files.end());
+  for (const std::string& file : ledger_files(dir))
+    if (smoke.empty() || fs::path(file).filename() == smoke + ".jsonl") files.push_back(file);
   if (files.empty())
     throw BadInput(dir, "", smoke.empty() ? "a ledger (<smoke>.jsonl): the folder has none"
                                           : "the ledger " + smoke + ".jsonl: the folder has none");

@@ -178,6 +178,18 @@ std::string ledger_path(const std::string& dir, const std::string& smoke) {
   return (fs::path(dir) / (smoke + ".jsonl")).string();
 }
 
+std::vector<std::string> ledger_files(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 && name[0] != '.')
+      files.push_back(it->path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 std::string ledger_line(const LedgerEntry& e) {
   nlohmann::json series = nlohmann::json::object();
   for (const auto& [name, s] : e.series) {

@@ -103,6 +103,10 @@ LedgerEntry stopped_entry(const std::string& smoke, const Verdict& verdict, cons
 /// The ledger file of `smoke` in `dir`: <dir>/<smoke>.jsonl.
 std::string ledger_path(const std::string& dir, const std::string& smoke);
 
+/// The ledgers in `dir`: its <smoke>.jsonl files (not hidden ones), sorted;
+/// none when `dir` is absent.
+std::vector<std::string> ledger_files(const std::string& dir);
+
 /// One entry as its ledger line (no newline).
 std::string ledger_line(const LedgerEntry& entry);
 
