@@ -121,9 +121,10 @@ void enter_history(const SmokeCheck& c, const std::string& dir) {
   append_entry(dir, e);
 }
 
-// The files of shard `spec` ("I/N") of the suite, said on a line.
-std::vector<std::string> shard_files(const std::vector<std::string>& files, const std::string& spec) {
-  std::vector<std::string> names = suite_smoke_names(files);
+// The files of shard `spec` ("I/N") of the suite, whose smokes are
+// `names` (suite_smoke_names), said on a line.
+std::vector<std::string> shard_files(const std::vector<std::string>& files, const std::vector<std::string>& names,
+                                     const std::string& spec) {
   std::vector<std::string> mine;
   std::string listed;
   for (size_t i : shard_members(names, parse_shard(spec))) {
@@ -163,7 +164,9 @@ int check_command(const CheckOptions& o) {
   // --history: its ledgers read first, so a bad one is said before any run.
   if (!o.history_dir.empty())
     for (const std::string& ledger : ledger_files(o.history_dir)) read_ledger(ledger, false);
-  if (o.shard_given) files = shard_files(files, o.shard);
+  // Two configs of one name are refused before any run (one golden each).
+  std::vector<std::string> names = suite_smoke_names(files);
+  if (o.shard_given) files = shard_files(files, names, o.shard);
   CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
   options.rerun_failing = o.rerun_failing;
   SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
