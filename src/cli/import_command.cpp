@@ -195,6 +195,7 @@ int import_command(const ImportOptions& o) {
         throw BadUsage("--out " + o.out + ": inside the folder read (" + o.path + "); write the record elsewhere");
     }
     refuse_overwriting_a_golden(o.out, "the imported record");
+    refuse_replacing_other_than_a_record(o.out, "--out");
     if (!is_golden_name(o.name))
       throw BadUsage("--name " + o.name + ": a smoke name of 1 to 100 letters, digits, '.', '_' and '-', not starting "
                      "with '.'");

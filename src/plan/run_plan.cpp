@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "record/run_record.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {
@@ -68,6 +69,7 @@ void refuse_unsafe_outputs(const RunPlan& p) {
   if (!ec && fs::is_regular_file(s) && fs::file_size(p.out, ec) < (uintmax_t{4} << 20) && !ec &&
       is_smoke_config_file(p.out))
     throw BadUsage(p.out + ": refusing to write a run record over a smoke config");
+  refuse_replacing_other_than_a_record(p.out, "--out");
 }
 
 // --nnodes, --node-rank and --master, checked and resolved: node 0's

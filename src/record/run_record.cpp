@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 
 #include "core/atomic_file.h"
@@ -182,6 +184,30 @@ const std::vector<std::string_view>& run_record_keys() {
       "contract", "config", "fingerprint", "series", "series_data", "hashes", "init", "resources", "probes",
       "train_probes", "module_trace"};
   return keys;
+}
+
+void refuse_replacing_other_than_a_record(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path target = fs::weakly_canonical(fs::absolute(path), ec);  // through links: what the write replaces
+  if (ec || !fs::is_regular_file(target, ec)) return;
+  std::string why;
+  if (fs::file_size(target, ec) > (uintmax_t{256} << 20)) {  // series past 4,096 steps go to a sidecar
+    why = "larger than any record";
+  } else {
+    std::ifstream in(target, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Records are written pretty (a top-level key indented by 2) or, by
+    // other tools, compact; a scan, not a parse: this runs before each run.
+    size_t first = text.find_first_not_of(" \t\r\n");
+    bool record = first != std::string::npos && text[first] == '{' &&
+                  (text.find("\n  \"schema\": \"lockstep.run/") != std::string::npos ||
+                   text.find("\"schema\":\"lockstep.run/") != std::string::npos);
+    if (!record) why = "not a lockstep run record";
+  }
+  if (!why.empty())
+    throw BadUsage(flag + " " + path + ": refusing to write a run record over a file that is " + why +
+                   " (--out replaces only an earlier record; name a new file, e.g. lockstep-out/<smoke>.run.json)");
 }
 
 RunRecord read_run_record(const std::string& path) {

@@ -161,6 +161,18 @@ TEST(RunPlan, OutputsNeverLandOnInputsGoldensOrTheCheckpoint) {
   fs::copy_file(r.smoke, other);
   r.out = other;
   EXPECT_EQ(p.refusal(r), other + ": refusing to write a run record over a smoke config");
+  // Any other file is left alone too; an earlier record is replaced.
+  std::string readme = p.p.out_dir() + "/README.md";
+  write_file_atomically(readme, "# notes\n");
+  r.out = readme;
+  EXPECT_EQ(p.refusal(r), "--out " + readme + ": refusing to write a run record over a file that is not a lockstep "
+                          "run record (--out replaces only an earlier record; name a new file, e.g. "
+                          "lockstep-out/<smoke>.run.json)");
+  std::string earlier = p.p.out_dir() + "/earlier.json";
+  write_file_atomically(earlier, "{\n  \"platform\": \"cpu\",\n  \"schema\": \"lockstep.run/1\"\n}\n");
+  r.out = earlier;
+  EXPECT_EQ(p.refusal(r), "(planned)");
+  EXPECT_EQ(read_file(readme), "# notes\n");
 }
 
 TEST(RunPlan, ASingleProcessResumesFromAFileNotAFolder) {
