@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ingest speed, every reader side by side (docs/development.md, "Benchmarks"):
 # the same curves, STEPS steps x 8 metrics (default 1,000,000), written in
-# each format a team may bring, read by `lockstep import` (best of 3, wall
+# each format a team may bring, read by `lockstep import` (best of 5, wall
 # time), and printed as values per second and as a ratio to the JSONL
 # reader's rate (goal: every other reader >= 0.5). Also, against their goals:
 #   JSONL import in MB/s (goal >= 250);
@@ -76,10 +76,10 @@ mkdir -p "$work/tb"
 
 series="--series loss=loss --series grad_norm=grad_norm --series lr=lr --series param_norm=param_norm \
 --series loss_scale=loss_scale --series accuracy=accuracy --series tokens_per_s=tokens_per_s --series weight_decay=weight_decay"
-# best_of CMD...: the best wall time of 3 runs, in seconds.
+# best_of CMD...: the best wall time of 5 runs, in seconds.
 best_of() {
   local best=""
-  for _ in 1 2 3; do
+  for _ in 1 2 3 4 5; do
     local t0 t1
     t0=$(date +%s.%N)
     "$@" >/dev/null
@@ -123,7 +123,7 @@ names = ["jsonl", "csv", "tensorboard", "megatron", "torchtitan", "hf-trainer", 
 rest = sys.argv[5:]
 rate = {n: int(rest[2 * i + 1]) / float(rest[2 * i]) for i, n in enumerate(names)}
 sec = {n: float(rest[2 * i]) for i, n in enumerate(names)}
-print(f"ingest: {steps} steps x 8 metrics; `lockstep import`, best of 3 (wall)")
+print(f"ingest: {steps} steps x 8 metrics; `lockstep import`, best of 5 (wall)")
 for n in names:
     ratio = rate[n] / rate["jsonl"]
     goal = "" if n == "jsonl" else ("   (goal >= 0.5: met)" if ratio >= 0.5 else "   (goal >= 0.5: NOT met)")

@@ -181,24 +181,27 @@ std::string resolve_run(const Database& db, const std::string& run, bool have_ru
 // One metrics row of a requested key as a Point; exit 2 naming the row and
 // key for a step, is_nan, timestamp or value of another type.
 Point decode_row(sqlite3_stmt* s, uint64_t rowid, std::string_view key, const std::string& file) {
-  auto where = [&] { return "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'"; };
-  auto integer = [&](int column, const char* name) {
-    if (sqlite3_column_type(s, column) != SQLITE_INTEGER)
-      throw BadInput(file, where(), std::string("an integer ") + name + ", got " +
-                                        (sqlite3_column_type(s, column) == SQLITE_NULL ? "NULL" : "'" + Database::text(s, column) + "'"));
-    return sqlite3_column_int64(s, column);
+  // One sqlite3_column_type call per column: the API calls are most of a
+  // row's cost once SQLite has the page.
+  auto bad = [&](int column, int type, const std::string& expected) {
+    return BadInput(file, "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'",
+                    expected + ", got " + (type == SQLITE_NULL ? "NULL" : "'" + Database::text(s, column) + "'"));
   };
-  int64_t step = integer(3, "step");
-  if (step < 0) throw BadInput(file, where(), "a step of 0 or more, got " + std::to_string(step));
-  bool is_nan = sqlite3_column_type(s, 4) != SQLITE_NULL && integer(4, "is_nan") != 0;
-  int64_t timestamp = sqlite3_column_type(s, 5) == SQLITE_NULL ? 0 : integer(5, "timestamp");
+  const int step_type = sqlite3_column_type(s, 3), nan_type = sqlite3_column_type(s, 4),
+            time_type = sqlite3_column_type(s, 5), value_type = sqlite3_column_type(s, 2);
+  if (step_type != SQLITE_INTEGER) throw bad(3, step_type, "an integer step");
+  int64_t step = sqlite3_column_int64(s, 3);
+  if (step < 0)
+    throw BadInput(file, "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'",
+                   "a step of 0 or more, got " + std::to_string(step));
+  if (nan_type != SQLITE_INTEGER && nan_type != SQLITE_NULL) throw bad(4, nan_type, "an integer is_nan");
+  if (time_type != SQLITE_INTEGER && time_type != SQLITE_NULL) throw bad(5, time_type, "an integer timestamp");
+  bool is_nan = nan_type == SQLITE_INTEGER && sqlite3_column_int64(s, 4) != 0;
+  int64_t timestamp = time_type == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 5);
   double value;
-  int type = sqlite3_column_type(s, 2);
   if (is_nan) value = std::numeric_limits<double>::quiet_NaN();  // MLflow stores 0 beside is_nan = 1
-  else if (type == SQLITE_FLOAT || type == SQLITE_INTEGER) value = from_mlflow(sqlite3_column_double(s, 2));
-  else
-    throw BadInput(file, where(), "a numeric value, got " + (type == SQLITE_NULL ? std::string("NULL")
-                                                                               : "'" + Database::text(s, 2) + "'"));
+  else if (value_type == SQLITE_FLOAT || value_type == SQLITE_INTEGER) value = from_mlflow(sqlite3_column_double(s, 2));
+  else throw bad(2, value_type, "a numeric value");
   return {step, timestamp, rowid, value};
 }
 
