@@ -178,29 +178,43 @@ std::string resolve_run(const Database& db, const std::string& run, bool have_ru
                      list_runs(db, have_runs_table));
 }
 
+// The columns of one selected row (_rowid_, key, value, step, is_nan,
+// timestamp), each taken once. The connection is opened NOMUTEX, where
+// SQLite makes no difference between protected and unprotected values
+// (sqlite3.org/c3ref/value.html), so the sqlite3_value_* calls read them
+// directly: a column call per field was most of a row's cost.
+struct Row {
+  explicit Row(sqlite3_stmt* s) : stmt(s) {
+    for (int i = 0; i < 6; ++i) column[i] = sqlite3_column_value(s, i);
+  }
+  int type(int i) const { return sqlite3_value_type(column[i]); }
+  int64_t integer(int i) const { return sqlite3_value_int64(column[i]); }
+  std::string_view text(int i) const {
+    auto t = reinterpret_cast<const char*>(sqlite3_value_text(column[i]));
+    return {t ? t : "", static_cast<size_t>(sqlite3_value_bytes(column[i]))};
+  }
+  sqlite3_stmt* stmt;
+  sqlite3_value* column[6];
+};
+
 // One metrics row of a requested key as a Point; exit 2 naming the row and
 // key for a step, is_nan, timestamp or value of another type.
-Point decode_row(sqlite3_stmt* s, uint64_t rowid, std::string_view key, const std::string& file) {
-  // One sqlite3_column_type call per column: the API calls are most of a
-  // row's cost once SQLite has the page.
+Point decode_row(const Row& row, uint64_t rowid, std::string_view key, const std::string& file) {
+  auto where = [&] { return "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'"; };
   auto bad = [&](int column, int type, const std::string& expected) {
-    return BadInput(file, "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'",
-                    expected + ", got " + (type == SQLITE_NULL ? "NULL" : "'" + Database::text(s, column) + "'"));
+    return BadInput(file, where(), expected + ", got " + (type == SQLITE_NULL ? "NULL" : "'" + Database::text(row.stmt, column) + "'"));
   };
-  const int step_type = sqlite3_column_type(s, 3), nan_type = sqlite3_column_type(s, 4),
-            time_type = sqlite3_column_type(s, 5), value_type = sqlite3_column_type(s, 2);
+  const int step_type = row.type(3), nan_type = row.type(4), time_type = row.type(5), value_type = row.type(2);
   if (step_type != SQLITE_INTEGER) throw bad(3, step_type, "an integer step");
-  int64_t step = sqlite3_column_int64(s, 3);
-  if (step < 0)
-    throw BadInput(file, "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'",
-                   "a step of 0 or more, got " + std::to_string(step));
+  int64_t step = row.integer(3);
+  if (step < 0) throw BadInput(file, where(), "a step of 0 or more, got " + std::to_string(step));
   if (nan_type != SQLITE_INTEGER && nan_type != SQLITE_NULL) throw bad(4, nan_type, "an integer is_nan");
   if (time_type != SQLITE_INTEGER && time_type != SQLITE_NULL) throw bad(5, time_type, "an integer timestamp");
-  bool is_nan = nan_type == SQLITE_INTEGER && sqlite3_column_int64(s, 4) != 0;
-  int64_t timestamp = time_type == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 5);
+  bool is_nan = nan_type == SQLITE_INTEGER && row.integer(4) != 0;
+  int64_t timestamp = time_type == SQLITE_NULL ? 0 : row.integer(5);
   double value;
   if (is_nan) value = std::numeric_limits<double>::quiet_NaN();  // MLflow stores 0 beside is_nan = 1
-  else if (value_type == SQLITE_FLOAT || value_type == SQLITE_INTEGER) value = from_mlflow(sqlite3_column_double(s, 2));
+  else if (value_type == SQLITE_FLOAT || value_type == SQLITE_INTEGER) value = from_mlflow(sqlite3_value_double(row.column[2]));
   else throw bad(2, value_type, "a numeric value");
   return {step, timestamp, rowid, value};
 }
@@ -219,15 +233,15 @@ std::optional<std::map<std::string, Series>> read_rows(const Database& db, const
   Statement st = db.prepare(sql, {run});
   sqlite3_stmt* s = st.get();
   while (db.step(s)) {
-    auto rowid = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
-    auto key_text = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
-    std::string_view key(key_text ? key_text : "", static_cast<size_t>(sqlite3_column_bytes(s, 1)));
+    Row row(s);
+    auto rowid = static_cast<uint64_t>(row.integer(0));
+    std::string_view key = row.text(1);
     int i = set.find(key);
     if (i < 0) {
       set.note_unrequested(key);
       continue;
     }
-    Point p = decode_row(s, rowid, key, spec.path);
+    Point p = decode_row(row, rowid, key, spec.path);
     auto k = static_cast<size_t>(i);
     if (!stream) {
       points[k].push_back(p);

@@ -23,7 +23,8 @@ bool float_repr(std::string_view text, double& value) {
   if (text == "nan" || text == "NaN") return value = std::numeric_limits<double>::quiet_NaN(), true;
   if (text == "inf" || text == "Infinity") return value = std::numeric_limits<double>::infinity(), true;
   if (text == "-inf" || text == "-Infinity") return value = -std::numeric_limits<double>::infinity(), true;
-  if (text.find_first_not_of("0123456789+-.eE") != std::string_view::npos) return false;
+  for (char ch : text)  // not find_first_not_of: that runs a memchr over the set per byte
+    if (!((ch >= '0' && ch <= '9') || ch == '+' || ch == '-' || ch == '.' || ch == 'e' || ch == 'E')) return false;
   // from_chars takes no leading '+' (strtod did; Python never writes one).
   std::string_view body = text[0] == '+' ? text.substr(1) : text;
   if (body.empty() || body[0] == '+' || (body[0] == '-' && text[0] == '+')) return false;

@@ -149,20 +149,30 @@ std::map<std::string, Series> read_torchtitan_metrics(const MetricsSpec& spec) {
   b.begin_file(file);
   LineReader lines(spec.path);
   std::string_view line;
+  // Byte loops, not find_first_of/not_of: those search their set with a
+  // memchr per byte, most of the reader's time on a million lines.
   while (lines.next(line)) {
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const size_t size = line.size();
+    auto blank = [&](size_t i, bool cr) { return line[i] == ' ' || line[i] == '\t' || (cr && line[i] == '\r'); };
+    auto skip = [&](size_t i, bool cr) {  // past spaces, tabs (and CRs)
+      while (i < size && blank(i, cr)) ++i;
+      return i;
+    };
+    auto field_end = [&](size_t i, bool cr) {
+      while (i < size && !blank(i, cr)) ++i;
+      return i;
+    };
+    size_t a = skip(0, false);
+    if (skip(a, true) == size) continue;  // a blank line
     uint64_t n = lines.line_number();
-    size_t a = line.find_first_not_of(" \t");
-    size_t gap = line.find_first_of(" \t", a);
-    size_t c = gap == std::string_view::npos ? gap : line.find_first_not_of(" \t", gap);
-    size_t e = c == std::string_view::npos ? c : line.find_first_of(" \t\r", c);
+    size_t gap = field_end(a, false), c = skip(gap, false), e = field_end(c, true);
     int64_t step;
     double value;
-    if (c == std::string_view::npos || (e != std::string_view::npos && line.find_first_not_of(" \t\r", e) != std::string_view::npos))
+    if (c == size || skip(e, true) != size)
       throw BadInput(spec.path, "line " + std::to_string(n), "\"<step> <loss>\" (two fields)");
     if (!decimal_step(line.substr(a, gap - a), step))
       throw BadInput(spec.path, "line " + std::to_string(n), "a decimal step first, got '" + std::string(line.substr(a, gap - a)) + "'");
-    std::string_view v = line.substr(c, e == std::string_view::npos ? std::string_view::npos : e - c);
+    std::string_view v = line.substr(c, e - c);
     if (!float_repr(v, value))
       throw BadInput(spec.path, "line " + std::to_string(n), "a number after the step, got '" + std::string(v) + "'");
     b.add(step, value, Series::Dtype::kFloat64, n);

@@ -97,6 +97,15 @@ TEST_F(PeerGoldens, TorchtitanLossFile) {
   EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 10.8\n1 10.9\n", {{"loss", "loss"}}), "line 2");
   EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 10.8 3\n", {{"loss", "loss"}}), "(two fields)");
   EXPECT_THROW(read(MetricsFormat::kTorchtitan, "1 10.8\n", {{"loss", "loss"}, {"b", "b"}}), Error);
+  // Blanks: spaces and tabs around and between the fields, CRLF lines, a
+  // line of blanks and a CR skipped; a CR inside a line is no separator.
+  auto blanks = read(MetricsFormat::kTorchtitan, "  1\t 10.5  \r\n \t\r\n2 9.5\t\r\n", {{"loss", "loss"}});
+  EXPECT_EQ(blanks.at("loss").values, (std::vector<double>{10.5, 9.5}));
+  EXPECT_EQ(blanks.at("loss").steps, (std::vector<int64_t>{1, 2}));
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 \r\n", {{"loss", "loss"}}), "line 1: expected \"<step> <loss>\" (two fields)");
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1\r2 3\n", {{"loss", "loss"}}), "a decimal step first, got '1\\x0d2'");
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 2\r3\n", {{"loss", "loss"}}), "(two fields)");
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 0x1p3\n", {{"loss", "loss"}}), "a number after the step, got '0x1p3'");
 }
 
 TEST_F(PeerGoldens, HuggingFaceTrainerStateWithEvalEntriesMixedIn) {
