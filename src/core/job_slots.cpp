@@ -58,7 +58,15 @@ void JobSlots::release(int n) {
   freed_.notify_all();
 }
 
-void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task) {
+SlotLoan::SlotLoan(JobSlots* slots, int n) : slots_(n > 0 ? slots : nullptr), n_(n) {
+  if (slots_) slots_->release(n_);
+}
+
+SlotLoan::~SlotLoan() {
+  if (slots_) slots_->acquire(n_);
+}
+
+void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task, int held) {
   const size_t n = tasks.size();
   std::vector<std::exception_ptr> errors(n);
   // 0: not started; 1: taken by this thread; 2: taken by its helper.
@@ -94,7 +102,12 @@ void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots,
       failed = true;
     }
   }
-  for (auto& t : helpers) t.join();
+  bool helped = false;
+  for (size_t i = 1; i < n; ++i) helped = helped || owner[i] == 2;
+  {
+    SlotLoan idle(helped ? slots : nullptr, held);  // this thread only waits now
+    for (auto& t : helpers) t.join();
+  }
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
 }

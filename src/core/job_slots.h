@@ -58,6 +58,23 @@ class SlotHold {
   int n_;
 };
 
+/// Slots a thread holds, given back for a scope in which it only waits (for
+/// its helpers): another job may use them meanwhile. Taken again, waiting
+/// until they are free, when the scope ends. Null `slots` or `n` 0: nothing.
+///
+///   { SlotLoan idle(slots, 1); helper.join(); }
+class SlotLoan {
+ public:
+  SlotLoan(JobSlots* slots, int n);
+  ~SlotLoan();
+  SlotLoan(const SlotLoan&) = delete;
+  SlotLoan& operator=(const SlotLoan&) = delete;
+
+ private:
+  JobSlots* slots_;
+  int n_;
+};
+
 /// The CPUs this process may run on (its affinity mask: a CI job's cgroup
 /// or `taskset`), at least 1: the default of `check -j` and `calibrate -j`.
 int available_cpus();
@@ -70,8 +87,10 @@ int available_cpus();
 /// waits for a slot, so nested users never wait on each other. The first
 /// task this thread runs that throws ends its share, as a serial run
 /// would; rethrows the exception of the lowest-index task that threw,
-/// after every started task has ended.
-void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task = 1);
+/// after every started task has ended. `held`: the slots this thread holds
+/// (0: none), lent back (SlotLoan) while it waits for its helpers at the end.
+void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task = 1,
+               int held = 0);
 
 /// Runs every task on a pool of `slots`' capacity threads, tasks started in
 /// index order as their slots come free (task i holds `need[i]` slots,

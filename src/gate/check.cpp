@@ -63,26 +63,34 @@ void add_pending(SmokeCheck& c, const RunRecord& run, const std::string& file, c
   c.pending_path = pending_path(o.out_dir, run.smoke, run.platform);
 }
 
-// The resume check's first half: `resume_at` steps and a checkpoint. It
-// needs nothing from the straight runs, so with a spare job slot it runs
-// beside them (check -j); otherwise, or before its result is needed,
-// finish() runs it in this thread, as a serial check would.
-class StoppedRun {
+// The resume check's two fresh runs: `resume_at` steps and a checkpoint,
+// then a run that continues from it. They need nothing from the straight
+// runs, so with spare job slots (check -j) they run beside them, the
+// second as soon as the first has left its checkpoint; otherwise, or when
+// their result is needed before a slot came free, finish() runs them in
+// this thread, as a serial check would. A check that ends without them (a
+// failed comparison) starts no further run: the destructor waits only for
+// the one under way.
+class ResumeRuns {
  public:
-  StoppedRun(Launcher& launcher, const ChildRun& base, int64_t resume_at, const std::string& dir)
-      : launcher_(launcher), stop_(base) {
+  ResumeRuns(Launcher& launcher, const ChildRun& base, int64_t resume_at, const std::string& dir)
+      : launcher_(launcher), stop_(base), resume_(base) {
     stop_.out = dir + "/resume-part.json";
     stop_.stop_after = resume_at;
     stop_.checkpoint = dir + "/resume-at-" + std::to_string(resume_at) + ".ckpt";
+    resume_.out = dir + "/resumed.json";
+    resume_.resume = stop_.checkpoint;
   }
-  ~StoppedRun() {
+  ~ResumeRuns() {
+    abandoned_ = true;
     int expected = 0;
     owner_.compare_exchange_strong(expected, 1);  // never started: nobody will
     if (slots_) slots_->notify();
     if (thread_.joinable()) thread_.join();
   }
-  /// Lets the run start in a thread of its own as soon as `slots` has `n`
-  /// free slots, unless finish() is reached first (it then runs here).
+  /// Lets the two runs start in a thread of their own as soon as `slots`
+  /// has `n` free slots, unless finish() is reached first (it then runs
+  /// them here).
   void start_early(JobSlots* slots, int n) {
     if (!slots || n > slots->capacity()) return;
     slots_ = slots;
@@ -91,7 +99,7 @@ class StoppedRun {
       int expected = 0;
       if (owner_.compare_exchange_strong(expected, 2)) {
         try {
-          launcher_.run_to_checkpoint(stop_);
+          run_both();
         } catch (...) {
           error_ = std::current_exception();
         }
@@ -99,36 +107,37 @@ class StoppedRun {
       slots->release(n);
     });
   }
-  /// The checkpoint, once the run has ended; throws what the run threw.
-  const std::string& finish() {
+  /// The resumed run's record, once both runs have ended; throws what a
+  /// run threw. `held`: the slots the calling thread holds, lent while it
+  /// waits for the runs' thread.
+  const RunRecord& finish(int held) {
     int expected = 0;
     bool here = owner_.compare_exchange_strong(expected, 1);
     if (slots_) slots_->notify();  // a waiting thread gives up
-    if (thread_.joinable()) thread_.join();
-    if (here) launcher_.run_to_checkpoint(stop_);
+    if (thread_.joinable()) {
+      SlotLoan idle(here ? nullptr : slots_, held);
+      thread_.join();
+    }
+    if (here) run_both();
     if (error_) std::rethrow_exception(error_);
-    return stop_.checkpoint;
+    return resumed_;
   }
 
  private:
+  void run_both() {
+    launcher_.run_to_checkpoint(stop_);
+    if (!abandoned_) resumed_ = launcher_.run(resume_);
+  }
+
   Launcher& launcher_;
-  ChildRun stop_;
+  ChildRun stop_, resume_;
   JobSlots* slots_ = nullptr;
-  std::atomic<int> owner_{0};  ///< 0: not started; 1: finish() runs it; 2: the thread does
+  std::atomic<int> owner_{0};  ///< 0: not started; 1: finish() runs them; 2: the thread does
+  std::atomic<bool> abandoned_{false};
   std::thread thread_;
   std::exception_ptr error_;
+  RunRecord resumed_;
 };
-
-// The resume check: a fresh process that continues from the stopped run's
-// checkpoint, compared bit for bit with the uninterrupted run. "" when
-// they agree, else the first divergence.
-std::string resume_difference(Launcher& launcher, const ChildRun& base, StoppedRun& stopped, const std::string& dir,
-                              const RunRecord& straight) {
-  ChildRun resume = base;
-  resume.out = dir + "/resumed.json";
-  resume.resume = stopped.finish();
-  return first_bit_difference(launcher.run(resume), straight);
-}
 
 // Step 1's failure: run `i` differs from run 1 in the same job (exit 4),
 // with the same reports as a regression, comparing run N with run 1.
@@ -172,7 +181,7 @@ Verdict compare_with_golden(const SmokeConfig& cfg, const RunRecord& run, Golden
 // failure stands, reproduced. Returns true when the verdict became exit 4.
 bool rerun_failure(Launcher& launcher, const ChildRun& base, const std::string& dir, const RunRecord& run,
                    int reruns, JobSlots* slots, int per_run, Verdict& v) {
-  std::vector<RunRecord> again = run_children(launcher, base, dir, "rerun", reruns, slots, per_run);
+  std::vector<RunRecord> again = run_children(launcher, base, dir, "rerun", reruns, slots, per_run, per_run);
   auto it = run.fingerprint.find("runner");
   std::string runner = it == run.fingerprint.end() ? "this runner" : it->second.value;
   std::string k = std::to_string(reruns);
@@ -235,13 +244,14 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // `check --world-size N` over a suite: it sizes the multi-rank smokes;
   // a single-process smoke runs as it is.
   if (!cfg.distributed.configured) base.overrides.world_size = 0;
-  StoppedRun stopped(launcher, base, cfg.resume_at, dir);
+  ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
   SmokeConfig sized = cfg;  // the processes of one run, counted against check -j's slots
   if (cfg.distributed.configured && base.overrides.world_size > 0)
     sized.distributed.world_size = base.overrides.world_size;
   const int per_run = processes_per_run(sized);
-  if (cfg.resume_at > 0) stopped.start_early(o.slots, per_run);
-  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots, per_run);
+  if (cfg.resume_at > 0) resume_runs.start_early(o.slots, per_run);
+  // The check's thread holds per_run slots (the caller's), lent while it waits.
+  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run);
   c.ran = true;
   const RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
@@ -273,7 +283,9 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // 4. The resume check, when the comparison passed (or there is no golden yet).
   std::string resume_note;
   if (cfg.resume_at > 0 && (!found || c.verdict.passed())) {
-    if (std::string diff = resume_difference(launcher, base, stopped, dir, run); !diff.empty())
+    // A fresh process continued from the stopped run's checkpoint, bit for
+    // bit against the uninterrupted run.
+    if (std::string diff = first_bit_difference(resume_runs.finish(per_run), run); !diff.empty())
       return resume_failure(cfg, diff, found ? c.verdict.lane : Lane::kNone, dir);
     resume_note = "resumed at step " + std::to_string(cfg.resume_at) + " from a checkpoint in " +
                   (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " fresh rank processes"

@@ -50,8 +50,10 @@ struct CheckSmokeOptions {
   int repeat = 0;                            ///< fresh runs; 0: the config's `repeat` (default 2)
   RunOverrides overrides;                    ///< passed on to every child run
   /// check -j: the job slots this smoke's child runs may also use (its
-  /// repeats, and its resume check's stopped run, start at once while a
-  /// slot is free); null: one child at a time. The launcher must then be
+  /// repeats, and its resume check's two runs, start at once while slots
+  /// are free); null: one child at a time. The caller holds one run's
+  /// slots (processes_per_run) for the smoke, lent back while the check
+  /// only waits for runs in other threads. The launcher must then be
   /// thread-safe.
   JobSlots* slots = nullptr;
   /// check --rerun-failing K: a smoke whose golden comparison fails (exit

@@ -117,7 +117,8 @@ RunRecord ProcessLauncher::run(const ChildRun& run) {
 void ProcessLauncher::run_to_checkpoint(const ChildRun& run) { spawn(run); }
 
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
-                                    const std::string& prefix, int n, JobSlots* slots, int slots_per_run) {
+                                    const std::string& prefix, int n, JobSlots* slots, int slots_per_run,
+                                    int held) {
   std::vector<RunRecord> runs(static_cast<size_t>(std::max(n, 0)));
   std::vector<std::function<void()>> tasks;
   for (int i = 1; i <= n; ++i)
@@ -126,7 +127,7 @@ std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, co
       r.out = dir + "/" + prefix + "-" + std::to_string(i) + ".json";
       runs[static_cast<size_t>(i - 1)] = launcher.run(r);
     });
-  run_tasks(tasks, slots, slots_per_run);
+  run_tasks(tasks, slots, slots_per_run, held);
   return runs;
 }
 

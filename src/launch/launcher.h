@@ -88,10 +88,11 @@ std::vector<std::string> child_args(const ChildRun& run);
 /// `slots`, runs start at once while `slots_per_run` slots are free (core/job_slots.h's
 /// run_tasks; `launcher` must then be thread-safe, as ProcessLauncher and
 /// SmokeLauncher are); the error of the lowest-numbered failed run is
-/// thrown, as in a serial run.
+/// thrown, as in a serial run. `held`: the slots the calling thread holds,
+/// lent while it waits for the runs in other threads.
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
                                     const std::string& prefix, int n, JobSlots* slots = nullptr,
-                                    int slots_per_run = 1);
+                                    int slots_per_run = 1, int held = 0);
 
 /// Where the first run that is not bit-identical to runs[0] differs:
 /// {its 0-based index, first_bit_difference()}, or {0, ""} when all agree.

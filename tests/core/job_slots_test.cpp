@@ -68,6 +68,60 @@ TEST(RunTasks, SpareSlotsRunTasksAtOnce) {
   EXPECT_FALSE(slots.try_acquire(1));
 }
 
+// A caller that has run its share and only waits for a helper lends its
+// slot: another job (here a thread of the test) runs meanwhile, and the
+// caller holds its slot again once run_tasks returns.
+TEST(RunTasks, AWaitingCallerLendsItsSlot) {
+  JobSlots slots(2);
+  SlotHold mine(slots, 1);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool helper_started = false, other_job_ran = false;
+  auto slow = [&] {  // the helper's task: ends once another job got a slot
+    std::unique_lock<std::mutex> lock(mu);
+    helper_started = true;
+    cv.notify_all();
+    if (!cv.wait_for(lock, std::chrono::seconds(30), [&] { return other_job_ran; }))
+      throw std::runtime_error("no slot was lent");
+  };
+  auto quick = [&] {  // the caller's task: returns once the helper runs
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return helper_started; });
+  };
+  std::thread other([&] {
+    {
+      std::unique_lock<std::mutex> lock(mu);  // both slots are taken from here on
+      cv.wait_for(lock, std::chrono::seconds(30), [&] { return helper_started; });
+    }
+    SlotHold job(slots, 1);  // waits for the lent slot
+    std::lock_guard<std::mutex> lock(mu);
+    other_job_ran = true;
+    cv.notify_all();
+  });
+  run_tasks({quick, slow}, &slots, 1, /*held=*/1);
+  other.join();
+  EXPECT_TRUE(other_job_ran);
+  EXPECT_TRUE(slots.try_acquire(1));  // the helper's slot is back, the caller's held again
+  EXPECT_FALSE(slots.try_acquire(1));
+}
+
+// SlotLoan gives back and takes again; nothing for null slots or n 0.
+TEST(SlotLoan, GivesBackForItsScope) {
+  JobSlots slots(1);
+  SlotHold mine(slots, 1);
+  {
+    SlotLoan idle(&slots, 1);
+    EXPECT_TRUE(slots.try_acquire(1));
+    slots.release(1);
+  }
+  EXPECT_FALSE(slots.try_acquire(1));
+  {
+    SlotLoan none(&slots, 0);
+    SlotLoan null(nullptr, 1);
+    EXPECT_FALSE(slots.try_acquire(1));
+  }
+}
+
 TEST(RunTasks, WithoutSlotsTasksRunInOrderAndTheFirstErrorEndsThem) {
   std::string order;
   EXPECT_THROW(run_tasks({[&] { order += "a"; }, [&] {
