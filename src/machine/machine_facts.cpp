@@ -49,9 +49,14 @@ std::string cpu_isa_flags() {
 
 std::string cpu_capability_from_isa(const std::string& isa_flags) {
   std::string flags = " " + isa_flags + " ";
-  if (flags.find(" avx512f ") != std::string::npos) return "AVX512";
-  if (flags.find(" avx2 ") != std::string::npos) return "AVX2";
-  return "DEFAULT";
+  auto has = [&](const char* f) { return flags.find(" " + std::string(f) + " ") != std::string::npos; };
+  const bool avx2 = has("avx2") && has("fma");
+  const bool avx512 = avx2 && has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq");
+  const char* asked = std::getenv("ATEN_CPU_CAPABILITY");
+  std::string request = asked ? asked : "";
+  if (request == "avx512" && avx512) return "AVX512";
+  if (request == "default") return "DEFAULT";
+  return avx2 ? "AVX2" : "DEFAULT";
 }
 
 std::string os_pretty_name() {

@@ -27,9 +27,13 @@ std::string cpuinfo_field(const std::string& name);
 /// BLAS, sorted and space-separated; "(absent: ...)" without /proc/cpuinfo.
 std::string cpu_isa_flags();
 
-/// The ATen CPU capability a PyTorch on this CPU would pick by default,
-/// from cpu_isa_flags(): "AVX512" (avx512f), "AVX2" (avx2) or "DEFAULT";
-/// for records whose trainer did not report its own.
+/// The ATen CPU capability LibTorch 1.13 picks on this CPU, from
+/// cpu_isa_flags() and $ATEN_CPU_CAPABILITY: what that variable asks for
+/// ("avx512", "avx2", "default") when the CPU has it, else "AVX2" (avx2
+/// and fma) or "DEFAULT" -- 1.13 runs its AVX512 kernels only on request,
+/// so the key matches the runs of a smoke on the same machine
+/// (cpu-x86_64-avx2). For records whose trainer did not report its own
+/// (imports, trainers without the Python helper).
 std::string cpu_capability_from_isa(const std::string& isa_flags);
 
 /// Which runner made a run (fingerprint field `runner`, informational):
