@@ -281,34 +281,33 @@ void compare_values(Section section, const std::string& name, const std::vector<
 
 // ---- 3. data probes -------------------------------------------------------------
 
-void compare_probe_lists(const std::string& list_name, const std::vector<BatchProbe>& run,
-                         const std::vector<BatchProbe>& golden, const TolerancePolicy& policy,
-                         bool exact, Verdict& v) {
-  if (run.size() != golden.size()) {
-    v.findings.push_back({Section::kData, list_name, -1,
-                          "batch count " + std::to_string(golden.size()) + " vs " +
-                              std::to_string(run.size()) + " (" + v.reference_word + " vs " + v.subject_word + ")"});
-    return;
-  }
-  if (golden.empty()) return;
-
-  // Structural and hash checks per batch; statistics per field across batches.
-  // Multi-rank records interleave the ranks' batches (entry b is batch
-  // b / W of rank b % W): say whose batch b is, in the run.
+// " (rank 1's batch 3)" for entry b of a multi-rank record, whose entries
+// interleave the ranks' batches (entry b is batch b / W of rank b % W);
+// "" for a single process.
+std::string rank_note(const std::vector<BatchProbe>& run, size_t b) {
   int64_t world = 0;
   for (const auto& p : run) world = std::max(world, p.rank + 1);
-  auto rank_of = [&](size_t b) {
-    if (run[b].rank < 0 || world <= 0) return std::string();
-    return " (rank " + std::to_string(run[b].rank) + "'s batch " + std::to_string(static_cast<int64_t>(b) / world) + ")";
-  };
-  size_t other_samples = 0;
-  int64_t first_other = -1;
-  int64_t first_hash_diff = -1;
+  if (run[b].rank < 0 || world <= 0) return "";
+  return " (rank " + std::to_string(run[b].rank) + "'s batch " + std::to_string(static_cast<int64_t>(b) / world) + ")";
+}
+
+// What the per-batch pass found beyond its own findings.
+struct BatchDiffs {
+  size_t other_samples = 0;      ///< batches whose sample indices differ
+  int64_t first_other = -1;      ///< the first of them
+  int64_t first_hash_diff = -1;  ///< the first batch whose bytes differ
+};
+
+// Per batch of two lists of equal length: a shape, dtype or NaN/Inf count
+// that changed is a finding; other samples and other bytes are counted.
+BatchDiffs compare_batches(const std::string& list_name, const std::vector<BatchProbe>& run,
+                           const std::vector<BatchProbe>& golden, Verdict& v) {
+  BatchDiffs d;
   for (size_t b = 0; b < golden.size(); ++b) {
     const BatchProbe& g = golden[b];
     const BatchProbe& r = run[b];
     std::string where = list_name + "[" + std::to_string(b) + "]";
-    if (g.sample_index_hash != r.sample_index_hash && other_samples++ == 0) first_other = static_cast<int64_t>(b);
+    if (g.sample_index_hash != r.sample_index_hash && d.other_samples++ == 0) d.first_other = static_cast<int64_t>(b);
     for (const char* part : {"inputs", "labels"}) {
       const TensorStats& gs = std::string(part) == "inputs" ? g.inputs : g.labels;
       const TensorStats& rs = std::string(part) == "inputs" ? r.inputs : r.labels;
@@ -321,19 +320,17 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
                               "NaN/Inf counts " + v.reference_word + " " + std::to_string(gs.nan_count) + "/" +
                                   std::to_string(gs.inf_count) + ", run " + std::to_string(rs.nan_count) +
                                   "/" + std::to_string(rs.inf_count)});
-      if (gs.xxh3_128 != rs.xxh3_128 && first_hash_diff < 0) first_hash_diff = static_cast<int64_t>(b);
+      if (gs.xxh3_128 != rs.xxh3_128 && d.first_hash_diff < 0) d.first_hash_diff = static_cast<int64_t>(b);
     }
   }
+  return d;
+}
 
-  if (first_other >= 0)  // one finding: the first batch, and how many differ
-    v.findings.push_back({Section::kData, list_name + "[" + std::to_string(first_other) + "].sample_index_hash",
-                          first_other,
-                          "batch " + std::to_string(first_other) + rank_of(static_cast<size_t>(first_other)) +
-                              " holds other samples than in " + (v.reference_word == "golden" ? "the golden" : v.reference_word) +
-                              " (sampler order changed); " +
-                              std::to_string(other_samples) + " of " + std::to_string(golden.size()) +
-                              " batches do"});
-
+// Each statistic of inputs and labels across the batches, under its rule
+// (exact in an exact lane); true when one failed.
+bool compare_probe_statistics(const std::string& list_name, const std::vector<BatchProbe>& run,
+                              const std::vector<BatchProbe>& golden, const TolerancePolicy& policy, bool exact,
+                              Verdict& v) {
   size_t findings_before = v.findings.size();
   for (const char* part : {"inputs", "labels"}) {
     for (const auto& stat : tensor_stat_names()) {
@@ -348,33 +345,55 @@ void compare_probe_lists(const std::string& list_name, const std::vector<BatchPr
       compare_values(Section::kData, list_name + "." + field, a, g, {}, tol, false, "batch", v);
     }
   }
-  bool stats_failed = v.findings.size() > findings_before;
+  return v.findings.size() > findings_before;
+}
 
-  if (first_hash_diff >= 0) {
-    // "bit-level only": the bytes changed but no statistic moved by more
-    // than 1e-7 relative (e.g. x/255 vs x*(1/255)).
-    bool tiny = true;
-    const BatchProbe& g = golden[static_cast<size_t>(first_hash_diff)];
-    const BatchProbe& r = run[static_cast<size_t>(first_hash_diff)];
-    for (const auto& stat : tensor_stat_names()) {
-      for (int part = 0; part < 2; ++part) {
-        double gv = tensor_stat(part ? g.labels : g.inputs, stat);
-        double rv = tensor_stat(part ? r.labels : r.inputs, stat);
-        if (check_value(rv, gv, Tolerance::close(0, 1e-7), false).pass) continue;
+// Batch `b`'s bytes differ: "bit-level only" when no statistic moved by
+// more than 1e-7 relative (e.g. x/255 vs x*(1/255)). A finding when
+// `binding` (an exact lane, or statistics that failed too), else a note.
+void report_hash_difference(const std::string& list_name, const std::vector<BatchProbe>& run,
+                            const std::vector<BatchProbe>& golden, int64_t b, bool binding, Verdict& v) {
+  bool tiny = true;
+  const BatchProbe& g = golden[static_cast<size_t>(b)];
+  const BatchProbe& r = run[static_cast<size_t>(b)];
+  for (const auto& stat : tensor_stat_names())
+    for (int part = 0; part < 2; ++part)
+      if (!check_value(tensor_stat(part ? r.labels : r.inputs, stat), tensor_stat(part ? g.labels : g.inputs, stat),
+                       Tolerance::close(0, 1e-7), false)
+               .pass)
         tiny = false;
-      }
-    }
-    std::string kind = tiny ? "bit-level only: the bytes differ but every statistic agrees within 1e-7 relative"
-                            : "the bytes and the statistics differ";
-    std::string what = "content hash differs from batch " + std::to_string(first_hash_diff) +
-                       rank_of(static_cast<size_t>(first_hash_diff)) + " (" + kind + ")";
-    if (exact || stats_failed) {
-      v.findings.push_back({Section::kData, list_name + "[" + std::to_string(first_hash_diff) + "].xxh3_128",
-                            first_hash_diff, what});
-    } else {
-      v.notes.push_back(list_name + ": " + what + "; expected across stacks, statistics within tolerance");
-    }
+  std::string kind = tiny ? "bit-level only: the bytes differ but every statistic agrees within 1e-7 relative"
+                          : "the bytes and the statistics differ";
+  std::string what = "content hash differs from batch " + std::to_string(b) + rank_note(run, static_cast<size_t>(b)) +
+                     " (" + kind + ")";
+  if (binding)
+    v.findings.push_back({Section::kData, list_name + "[" + std::to_string(b) + "].xxh3_128", b, what});
+  else
+    v.notes.push_back(list_name + ": " + what + "; expected across stacks, statistics within tolerance");
+}
+
+void compare_probe_lists(const std::string& list_name, const std::vector<BatchProbe>& run,
+                         const std::vector<BatchProbe>& golden, const TolerancePolicy& policy,
+                         bool exact, Verdict& v) {
+  if (run.size() != golden.size()) {
+    v.findings.push_back({Section::kData, list_name, -1,
+                          "batch count " + std::to_string(golden.size()) + " vs " +
+                              std::to_string(run.size()) + " (" + v.reference_word + " vs " + v.subject_word + ")"});
+    return;
   }
+  if (golden.empty()) return;
+  // Structural and hash checks per batch; statistics per field across batches.
+  BatchDiffs d = compare_batches(list_name, run, golden, v);
+  if (d.first_other >= 0)  // one finding: the first batch, and how many differ
+    v.findings.push_back({Section::kData, list_name + "[" + std::to_string(d.first_other) + "].sample_index_hash",
+                          d.first_other,
+                          "batch " + std::to_string(d.first_other) + rank_note(run, static_cast<size_t>(d.first_other)) +
+                              " holds other samples than in " +
+                              (v.reference_word == "golden" ? "the golden" : v.reference_word) +
+                              " (sampler order changed); " + std::to_string(d.other_samples) + " of " +
+                              std::to_string(golden.size()) + " batches do"});
+  bool stats_failed = compare_probe_statistics(list_name, run, golden, policy, exact, v);
+  if (d.first_hash_diff >= 0) report_hash_difference(list_name, run, golden, d.first_hash_diff, exact || stats_failed, v);
 }
 
 // ---- 4. training series -----------------------------------------------------------

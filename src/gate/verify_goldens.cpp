@@ -150,32 +150,19 @@ void stale_stacks(const std::map<std::string, std::vector<std::pair<std::string,
   }
 }
 
-}  // namespace
-
-GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& smoke_dir_option, Shard shard) {
-  std::error_code ec;
-  if (!fs::is_directory(goldens_dir, ec)) throw BadUsage(goldens_dir + ": no such goldens folder");
-  std::string smoke_dir = smoke_dir_option.empty()
-                              ? (fs::absolute(goldens_dir).lexically_normal().parent_path() / "smoke").string()
-                              : smoke_dir_option;
-  std::map<std::string, SmokeConfig> smokes = load_smoke_folder(smoke_dir);
-  // This shard's smokes (every smoke without --shard); files of no known
-  // smoke are shard 1's.
-  std::vector<std::string> names;
-  for (const auto& [name, _] : smokes) names.push_back(name);
-  std::set<std::string> mine;
-  for (size_t i : shard_members(names, shard)) mine.insert(names[i]);
-  auto in_shard = [&](const std::string& smoke) {
-    return shard.count == 0 || (smokes.count(smoke) ? mine.count(smoke) > 0 : shard.index == 1);
-  };
-  for (auto it = smokes.begin(); it != smokes.end();) it = mine.count(it->first) ? std::next(it) : smokes.erase(it);
-
+// One audit: this shard's smokes, and what the goldens folder holds for them.
+struct Audit {
+  std::string goldens_dir, smoke_dir;
+  Shard shard;
+  std::map<std::string, SmokeConfig> smokes;  ///< this shard's smokes
+  std::vector<std::string> names;             ///< every smoke of the suite, sorted
   std::vector<std::string> problems, notes;
-  std::map<std::string, std::vector<std::pair<std::string, Golden>>> by_smoke;  // smoke -> (path, golden)
-  std::vector<std::string> files = golden_files(goldens_dir, in_shard, problems);
-  std::sort(files.begin(), files.end());
+  std::map<std::string, std::vector<std::pair<std::string, Golden>>> by_smoke;  ///< smoke -> (path, golden)
 
-  for (const auto& path : files) {
+  // A file under the goldens folder: a golden that must read, be filed
+  // where it belongs, match its smoke's steps and values and be one bless
+  // would keep; or a lock file.
+  void file(const std::string& path) {
     fs::path p(path);
     if (p.extension() != ".json") {
       std::string why = not_a_golden(path);
@@ -184,14 +171,14 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
                         "harmless: the next bless or accept takes it over (or rm -- '" + path + "')");
       else
         problems.push_back(why);
-      continue;
+      return;
     }
     Golden g;
     try {
       g = read_golden(path);
     } catch (const Error& e) {
       problems.push_back(e.what());
-      continue;
+      return;
     }
     if (g.provenance.action == "check")
       problems.push_back(path + ": provenance.action: a pending golden a failing check left, copied into the goldens "
@@ -205,7 +192,7 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
     if (cfg == smokes.end()) {
       if (shard.count == 0 || !std::binary_search(names.begin(), names.end(), r.smoke))
         problems.push_back(path + ": no smoke config named \"" + r.smoke + "\" in " + smoke_dir);
-      continue;  // (or filed under this shard's smoke but holding another shard's: named above)
+      return;  // (or filed under this shard's smoke but holding another shard's: named above)
     }
     std::string note;
     if (r.steps != cfg->second.steps)
@@ -222,23 +209,55 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
     by_smoke[r.smoke].emplace_back(path, std::move(g));
   }
 
-  for (const auto& [name, cfg] : smokes) {
-    for (const auto& platform : cfg.platforms) {
-      if (!fs::exists(golden_path(goldens_dir, name, platform), ec))
-        problems.push_back(golden_path(goldens_dir, name, platform) + ": missing; " + cfg.file +
-                           " declares platform " + platform);
+  // Every platform a smoke declares has its golden; a smoke that declares
+  // none has at least one.
+  void declared_platforms() {
+    std::error_code ec;
+    for (const auto& [name, cfg] : smokes) {
+      for (const auto& platform : cfg.platforms) {
+        if (!fs::exists(golden_path(goldens_dir, name, platform), ec))
+          problems.push_back(golden_path(goldens_dir, name, platform) + ": missing; " + cfg.file +
+                             " declares platform " + platform);
+      }
+      if (cfg.platforms.empty() && !by_smoke.count(name))
+        problems.push_back(cfg.file + ": smoke " + name + " has no golden in " + goldens_dir);
     }
-    if (cfg.platforms.empty() && !by_smoke.count(name))
-      problems.push_back(cfg.file + ": smoke " + name + " has no golden in " + goldens_dir);
   }
+};
 
-  stale_stacks(by_smoke, problems);
+}  // namespace
+
+GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& smoke_dir_option, Shard shard) {
+  std::error_code ec;
+  if (!fs::is_directory(goldens_dir, ec)) throw BadUsage(goldens_dir + ": no such goldens folder");
+  Audit a;
+  a.goldens_dir = goldens_dir;
+  a.smoke_dir = smoke_dir_option.empty()
+                    ? (fs::absolute(goldens_dir).lexically_normal().parent_path() / "smoke").string()
+                    : smoke_dir_option;
+  a.shard = shard;
+  a.smokes = load_smoke_folder(a.smoke_dir);
+  // This shard's smokes (every smoke without --shard); files of no known
+  // smoke are shard 1's.
+  for (const auto& [name, _] : a.smokes) a.names.push_back(name);
+  std::set<std::string> mine;
+  for (size_t i : shard_members(a.names, shard)) mine.insert(a.names[i]);
+  auto in_shard = [&](const std::string& smoke) {
+    return shard.count == 0 || (a.smokes.count(smoke) ? mine.count(smoke) > 0 : shard.index == 1);
+  };
+  for (auto it = a.smokes.begin(); it != a.smokes.end();) it = mine.count(it->first) ? std::next(it) : a.smokes.erase(it);
+
+  std::vector<std::string> files = golden_files(goldens_dir, in_shard, a.problems);
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) a.file(path);
+  a.declared_platforms();
+  stale_stacks(a.by_smoke, a.problems);
 
   GoldensAudit audit;
-  for (const auto& [_, g] : by_smoke) audit.goldens += g.size();
-  audit.smokes = smokes.size();
-  audit.problems = std::move(problems);
-  audit.notes = std::move(notes);
+  for (const auto& [_, g] : a.by_smoke) audit.goldens += g.size();
+  audit.smokes = a.smokes.size();
+  audit.problems = std::move(a.problems);
+  audit.notes = std::move(a.notes);
   return audit;
 }
 

@@ -11,13 +11,16 @@
 
 namespace lockstep {
 
-GitState read_git_state(const std::string& path) {
-  static Libgit2Session lib;
-  GitState st;
+namespace {
+
+// The repository holding `path`, opened (null with st.error set when none
+// opens). A checkout another user owns is read anyway, and said in
+// st.owner_note.
+git_repository* open_repository(const std::string& path, GitState& st) {
   git_buf root = {nullptr, 0, 0};
   if (git_repository_discover(&root, path.c_str(), 0, nullptr) != 0) {
     st.error = "not in a git repository (" + path + ")";
-    return st;
+    return nullptr;
   }
   git_repository* raw = nullptr;
   int rc = git_repository_open(&raw, root.ptr);
@@ -41,8 +44,43 @@ GitState read_git_state(const std::string& path) {
   git_buf_dispose(&root);
   if (rc != 0) {
     st.error = libgit2_error();
-    return st;
+    return nullptr;
   }
+  return raw;
+}
+
+// The changed and untracked files, sorted, lockstep's own lock files left
+// out (core/directory_lock.h: held while bless records the git state).
+std::vector<std::string> dirty_files(git_repository* repo) {
+  std::vector<std::string> files;
+  git_status_options opts = GIT_STATUS_OPTIONS_INIT;
+  opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS;
+  git_status_list* list = nullptr;
+  if (git_status_list_new(&list, repo, &opts) == 0) {
+    for (size_t i = 0; i < git_status_list_entrycount(list); ++i) {
+      const git_status_entry* e = git_status_byindex(list, i);
+      const git_diff_delta* d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
+      if (d && d->new_file.path) {
+        std::string path = d->new_file.path;
+        if (path != ".lockstep.lock" && !(path.size() > 15 && path.compare(path.size() - 15, 15, "/.lockstep.lock") == 0))
+          files.push_back(path);
+      }
+    }
+    git_status_list_free(list);
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
+}  // namespace
+
+GitState read_git_state(const std::string& path) {
+  static Libgit2Session lib;
+  GitState st;
+  git_repository* raw = open_repository(path, st);
+  if (!raw) return st;
   std::unique_ptr<git_repository, decltype(&git_repository_free)> repo(raw, git_repository_free);
   st.in_repo = true;
   if (const char* wd = git_repository_workdir(repo.get())) st.workdir = wd;
@@ -63,7 +101,6 @@ GitState read_git_state(const std::string& path) {
   } else {
     st.branch = "(unborn)";
   }
-
   git_config* cfg = nullptr;
   if (git_repository_config_snapshot(&cfg, repo.get()) == 0) {
     const char* name = nullptr;
@@ -73,27 +110,7 @@ GitState read_git_state(const std::string& path) {
     st.author = std::string(name ? name : "(no user.name)") + " <" + (email ? email : "") + ">";
     git_config_free(cfg);
   }
-
-  git_status_options opts = GIT_STATUS_OPTIONS_INIT;
-  opts.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
-  opts.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS;
-  git_status_list* list = nullptr;
-  if (git_status_list_new(&list, repo.get(), &opts) == 0) {
-    for (size_t i = 0; i < git_status_list_entrycount(list); ++i) {
-      const git_status_entry* e = git_status_byindex(list, i);
-      const git_diff_delta* d = e->index_to_workdir ? e->index_to_workdir : e->head_to_index;
-      // lockstep's own lock file (core/directory_lock.h) is held while
-      // bless records the git state: it is not a change of the tree.
-      if (d && d->new_file.path) {
-        std::string path = d->new_file.path;
-        if (path != ".lockstep.lock" && !(path.size() > 15 && path.compare(path.size() - 15, 15, "/.lockstep.lock") == 0))
-          st.dirty_files.push_back(path);
-      }
-    }
-    git_status_list_free(list);
-  }
-  std::sort(st.dirty_files.begin(), st.dirty_files.end());
-  st.dirty_files.erase(std::unique(st.dirty_files.begin(), st.dirty_files.end()), st.dirty_files.end());
+  st.dirty_files = dirty_files(repo.get());
   return st;
 }
 
