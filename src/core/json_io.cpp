@@ -241,7 +241,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path)
                          std::to_string(d->second));
     return out;
   } catch (const nlohmann::json::parse_error& e) {
-    std::string where = "byte " + std::to_string(e.byte);
+    // nlohmann counts from 1; every offset lockstep names counts from 0.
+    std::string where = "byte " + std::to_string(e.byte > 0 ? e.byte - 1 : 0);
     std::string message = e.what();
     // nlohmann reports data after a complete value as "expected end of input".
     bool trailing = message.find("; expected end of input") != std::string::npos;

@@ -188,6 +188,9 @@ bool duplicate_or_too_deep(simdjson::dom::element node, std::vector<std::string_
 
 simdjson::dom::element JsonDocument::parse_file(const std::string& path) {
   text_ = read_file(path);  // simdjson's padding spare in its capacity
+  // A UTF-8 byte-order mark (an editor's) is not JSON, but the strict
+  // reader (core/json_io.h) skips it as nlohmann does: so does this one.
+  if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0) text_.erase(0, 3);
   simdjson::dom::element root;
   simdjson::error_code error =
       text_.capacity() >= text_.size() + simdjson::SIMDJSON_PADDING

@@ -21,12 +21,12 @@ TEST(ParseJson, TruncatedNamesFileAndSaysTruncated) {
   ExitCode code{};
   std::string msg = error_of([] { parse_json_text("{\"a\": [1, 2", "goldens/x.json"); }, &code);
   EXPECT_EQ(code, ExitCode::kBadInput);
-  EXPECT_EQ(msg, "goldens/x.json: byte 12: expected complete JSON (file is truncated or empty)");
+  EXPECT_EQ(msg, "goldens/x.json: byte 11: expected complete JSON (file is truncated or empty)");
 }
 
 TEST(ParseJson, SyntaxErrorGivesOffset) {
   std::string msg = error_of([] { parse_json_text("{\"a\": x}", "c.json"); });
-  EXPECT_EQ(msg, "c.json: byte 7: expected valid JSON (syntax error)");
+  EXPECT_EQ(msg, "c.json: byte 6: expected valid JSON (syntax error)");
 }
 
 // A key written twice could show one value to a reviewer and the other to
@@ -70,9 +70,9 @@ TEST(ParseJson, NestingDeeperThanTheLimitIsRefusedAtItsByte) {
 
 TEST(ParseJson, TrailingDataIsNotCalledTruncated) {
   EXPECT_EQ(error_of([] { parse_json_text("{\"a\": 1}x", "t.json"); }),
-            "t.json: byte 9: expected nothing after the JSON value (trailing data)");
+            "t.json: byte 8: expected nothing after the JSON value (trailing data)");
   EXPECT_EQ(error_of([] { parse_json_text("{\"a\": 1}\n{\"a\": 2}\n", "t.json"); }),
-            "t.json: byte 10: expected nothing after the JSON value (trailing data)");
+            "t.json: byte 9: expected nothing after the JSON value (trailing data)");
 }
 
 TEST(JsonView, UnknownKeySuggestsSpelling) {

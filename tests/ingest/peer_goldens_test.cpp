@@ -55,6 +55,17 @@ TEST_F(PeerGoldens, MegatronGoldenValuesByStringStep) {
   EXPECT_EQ(s.at("zeros").values, (std::vector<double>{0, 3}));
 }
 
+// A file an editor saved with a UTF-8 byte-order mark reads as without it,
+// as lockstep's own JSON files do; the mark anywhere else is no JSON.
+TEST_F(PeerGoldens, AByteOrderMarkBeforeTheJsonIsSkipped) {
+  const std::string golden = R"({"lm loss": {"start_step": 1, "end_step": 2, "step_interval": 1, "values": {"1": 1.5, "2": 1.25}}})";
+  auto s = read(MetricsFormat::kMegatron, "\xEF\xBB\xBF" + golden, {{"loss", "lm loss"}});
+  EXPECT_EQ(s.at("loss").values, (std::vector<double>{1.5, 1.25}));
+  EXPECT_HAS(error(MetricsFormat::kMegatron, " \xEF\xBB\xBF" + golden, {{"loss", "lm loss"}}), "byte 1: expected valid JSON");
+  auto hf = read(MetricsFormat::kHfTrainer, "\xEF\xBB\xBF{\"log_history\": [{\"step\": 1, \"loss\": 2.5}]}", {{"loss", "loss"}});
+  EXPECT_EQ(hf.at("loss").values, (std::vector<double>{2.5}));
+}
+
 TEST_F(PeerGoldens, MegatronOlderListsRunFromStartStepByInterval) {
   auto s = read(MetricsFormat::kMegatron,
                 R"({"lm loss": {"start_step": 0, "end_step": 10, "step_interval": 5, "values": [10.8, 10.5, 10.1]}})",
