@@ -24,18 +24,29 @@
 namespace lockstep {
 
 int compare_command(const CompareOptions& o) {
-  const std::pair<const char*, const std::string*> outputs[] = {
-      {"the --json report", &o.json_out}, {"the --junit report", &o.junit_out},
-      {"the --markdown report", &o.markdown_out}, {"the --html report", &o.html_out}};
+  // Each report, its flag and what an earlier report of its kind holds: an
+  // existing file is replaced only when it is one (cli/out_folder.cpp).
+  struct Output {
+    const char* what;
+    const char* flag;
+    const std::string* path;
+    const char* signature;
+  };
+  const Output outputs[] = {{"the --json report", "--json", &o.json_out, "\"lane_reason\": "},
+                            {"the --junit report", "--junit", &o.junit_out, "<testsuites name=\"lockstep\""},
+                            {"the --markdown report", "--markdown", &o.markdown_out, "### lockstep: "},
+                            {"the --html report", "--html", &o.html_out, "<title>lockstep: "}};
   std::error_code dir_ec;
   const bool goldens_folder = std::filesystem::is_directory(o.golden, dir_ec);
-  for (const auto& [what, out] : outputs) {
+  for (const auto& [what, flag, out, signature] : outputs) {
+    if (out->empty()) continue;
     if (!pending_platform_of(std::filesystem::path(*out).filename().string()).empty())
       throw BadUsage(*out + ": " + what + " must not be named *.golden.new: review and accept would take it for a "
                      "pending golden");
     refuse_overwriting_inputs(*out, {o.run, o.golden, o.config});
     if (goldens_folder) refuse_writing_into_folder_of_goldens(*out, o.golden, what);
     else refuse_overwriting_a_golden(*out, what);
+    require_report_file(flag, *out, signature, {o.run, o.golden, o.config});
   }
   TolerancePolicy policy;
   if (!o.config.empty()) policy = load_smoke_config(o.config).tolerance;

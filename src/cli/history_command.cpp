@@ -33,6 +33,8 @@ int history_command(const HistoryOptions& o) {
         fs::weakly_canonical(fs::absolute(*out)).parent_path() == fs::weakly_canonical(fs::absolute(o.dir)))
       throw BadUsage(*out + ": a report would stand among the ledgers of " + o.dir + " as one; name another file");
     refuse_overwriting_a_golden(*out, *out == o.json_out ? "the --json report" : "the --html page");
+    if (*out == o.json_out) require_report_file("--json", *out, "\"lockstep_report\": \"history\"", ledgers);
+    else require_report_file("--html", *out, "<title>lockstep history</title>", ledgers);
   }
   std::cout << render_history_text(h);
   if (!o.json_out.empty()) write_file_atomically(o.json_out, render_history_json(h));

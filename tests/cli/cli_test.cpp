@@ -121,6 +121,27 @@ TEST_F(Cli, OneUlpInTheGoldenLossFailsExactAndPassesWithRtol) {
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
+// A report replaces only an earlier report of its kind: a note of the
+// user's named by --json (or --junit, --markdown, --html) stays as it was.
+TEST_F(Cli, CompareReportsReplaceOnlyEarlierReports) {
+  const std::vector<std::string> flags = {"--json", "--junit", "--markdown", "--html"};
+  std::string all;
+  for (const auto& f : flags) all += " " + f + " " + out("report" + f.substr(2));
+  for (int i = 0; i < 2; ++i) {  // written, then replaced
+    Result r = lockstep("compare " + golden_ + " " + golden_ + all);
+    EXPECT_EQ(r.code, 0) << r.output;
+  }
+  std::string notes = out("notes.txt");
+  for (const auto& f : flags) {
+    write_file_atomically(notes, "my notes\n");
+    Result r = lockstep("compare " + golden_ + " " + golden_ + " " + f + " " + notes);
+    EXPECT_EQ(r.code, 2) << f << r.output;
+    EXPECT_NE(r.output.find(f + " " + notes + ": refusing to overwrite a file that is not an earlier report of this "
+                            "command"), std::string::npos) << r.output;
+    EXPECT_EQ(read_file(notes), "my notes\n") << f;
+  }
+}
+
 // A goldens folder in place of a golden: the run's smoke and platform pick it.
 TEST_F(Cli, CompareFindsTheRunsGoldenInAGoldensFolder) {
   std::string run = out("folder-run.json");
