@@ -71,7 +71,7 @@ int history_add_command(const HistoryAddOptions& o) {
     std::string file = ledger_path(o.to, entries.back().smoke);
     if (fs::exists(file, ec))
       for (const LedgerEntry& e : read_ledger(file, false).entries)
-        if (e.run_id == entries.back().run_id)
+        if (e.run_id == entries.back().run_id || (!e.record_xxh3.empty() && e.record_xxh3 == entries.back().record_xxh3))
           throw BadInput(file, "run_id", "a run not yet entered; " + o.records[i] + " (run " + e.run_id + ", " +
                                              e.time_utc + ") is already in the ledger; nothing was added");
   }

@@ -106,7 +106,9 @@ std::string series_content_hash(const Series& series) {
 LedgerEntry ledger_entry(const RunRecord& run, const Verdict* verdict, const std::string& golden_hash,
                          const CiFacts& ci, const std::string& time_utc, const std::string& instance) {
   LedgerEntry e;
-  std::string canon = canonical_dump(to_json(run)) + (instance.empty() ? "" : "\n" + instance);
+  std::string canon = canonical_dump(to_json(run));
+  e.record_xxh3 = xxh3_128_hex(canon.data(), canon.size());
+  if (!instance.empty()) canon += "\n" + instance;
   e.run_id = xxh3_128_hex(canon.data(), canon.size());
   e.time_utc = time_utc;
   e.smoke = run.smoke;
@@ -200,6 +202,7 @@ std::string ledger_line(const LedgerEntry& e) {
   }
   nlohmann::json j = {{"schema", "lockstep.history/1"},
                       {"run_id", e.run_id},
+                      {"record_xxh3", e.record_xxh3},
                       {"time", e.time_utc},
                       {"smoke", e.smoke},
                       {"platform", e.platform},
@@ -224,12 +227,17 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   nlohmann::json doc = parse_json_text(line, where);
   JsonView v(doc, where);
   v.expect_object();
-  v.allow_keys({"schema", "run_id", "time", "smoke", "platform", "commit", "branch", "ci", "verdict", "exit", "lane",
+  v.allow_keys({"schema", "run_id", "record_xxh3", "time", "smoke", "platform", "commit", "branch", "ci", "verdict", "exit", "lane",
                 "golden", "fingerprint", "series", "probes", "step_time_median_s", "peak_rss_bytes"});
   if (v.at("schema").as_string() != "lockstep.history/1") v.at("schema").fail("\"lockstep.history/1\"");
   LedgerEntry e;
   e.run_id = v.at("run_id").as_string();
   if (!is_hex(e.run_id, 32)) v.at("run_id").fail("the run record's XXH3-128 (32 lowercase hex digits)");
+  if (v.has("record_xxh3")) {
+    e.record_xxh3 = v.at("record_xxh3").as_string();
+    if (!e.record_xxh3.empty() && !is_hex(e.record_xxh3, 32))
+      v.at("record_xxh3").fail("the run record's own XXH3-128 (32 lowercase hex digits), or \"\"");
+  }
   e.time_utc = v.at("time").as_string();
   if (!is_utc_time(e.time_utc)) v.at("time").fail("an ISO 8601 UTC time such as 2026-12-03T02:00:00Z");
   e.smoke = v.at("smoke").as_string();
@@ -337,7 +345,9 @@ LedgerRead read_ledger(const std::string& file, bool skip_bad) {
 
 std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs) {
   std::vector<LedgerEntry> all;
-  std::map<std::string, std::string> seen;  // run_id -> its line
+  // run_id -> (its entry in `all`, its line without record_xxh3, which a
+  // ledger written before it was kept lacks)
+  std::map<std::string, std::pair<size_t, std::string>> seen;
   for (const auto& [text, side] : {std::pair<const std::string*, const char*>{&theirs, " (the remote's)"}, {&ours, ""}}) {
     uint64_t n = 0;
     size_t at = 0;
@@ -353,11 +363,17 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
       if (e.smoke != stem)
         throw BadInput(name + side, "line " + std::to_string(n), "entries of smoke \"" + stem + "\" only; one is of \"" +
                                                                    e.smoke + "\"");
+      LedgerEntry bare = e;
+      bare.record_xxh3.clear();
+      std::string compared = ledger_line(bare);
       auto known = seen.find(e.run_id);
       if (known == seen.end()) {
-        seen.emplace(e.run_id, line);
+        seen.emplace(e.run_id, std::make_pair(all.size(), compared));
         all.push_back(std::move(e));
-      } else if (known->second != line) {
+      } else if (known->second.second == compared) {
+        LedgerEntry& kept = all[known->second.first];
+        if (kept.record_xxh3.empty()) kept.record_xxh3 = e.record_xxh3;
+      } else {
         throw BadInput(name + side, "line " + std::to_string(n),
                        "run " + e.run_id + " as the other side has it; the two sides disagree about it (a ledger "
                        "edited by hand?): fix one before merging");

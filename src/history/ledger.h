@@ -63,6 +63,10 @@ struct LedgerSeries {
 /// One smoke run, as the ledger keeps it.
 struct LedgerEntry {
   std::string run_id;        ///< XXH3-128 of the run record's canonical JSON (and instance): one entry per run
+  /// XXH3-128 of the run record's canonical JSON alone ("" for a night
+  /// without a record, or a ledger written before it was kept): `history
+  /// add` enters a record once, even one a check entered with its instance.
+  std::string record_xxh3;
   std::string time_utc;      ///< ISO 8601, when the entry was made
   std::string smoke, platform;
   std::string commit, branch;  ///< git.commit / git.branch of the run's fingerprint ("" unknown)

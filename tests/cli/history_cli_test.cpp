@@ -75,6 +75,15 @@ TEST(HistoryCli, ARecordIsAddedOnceAndAFolderWithoutLedgersIsExit2) {
   Result again = lockstep("history add " + run + " --to " + (d / "h").string());
   EXPECT_EQ(again.code, 2) << again.output;
   EXPECT_NE(again.output.find("run_id: expected a run not yet entered"), std::string::npos) << again.output;
+  // The record a check entered (its run id holds the check's instance) is
+  // the same record: not added again.
+  std::string checked = (d / "h2").string();
+  Result check = lockstep("check " + kSourceDir + "/smoke/wine-mlp.json --repeat 1 --out " + (d / "out").string() +
+                          " --history " + checked);
+  EXPECT_EQ(check.code, 0) << check.output;
+  Result entered = lockstep("history add " + (d / "out" / "wine-mlp" / "run-1.json").string() + " --to " + checked);
+  EXPECT_EQ(entered.code, 2) << entered.output;
+  EXPECT_NE(entered.output.find(") is already in the ledger; nothing was added"), std::string::npos) << entered.output;
   Result shown = lockstep("history " + (d / "h").string());
   EXPECT_EQ(shown.code, 0) << shown.output;
   EXPECT_NE(shown.output.find("history: wine-mlp: 1 night, "), std::string::npos) << shown.output;

@@ -153,6 +153,26 @@ TEST(Ledger, TwoVersionsMergeIntoTheirUnionInTimeOrder) {
   edited.replace(edited.find("\"peak_rss_bytes\":-1"), 19, "\"peak_rss_bytes\":77");
   EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", edited, night1); }), "the two sides disagree about it");
   EXPECT_HAS(error_of([&] { merge_ledgers("other.jsonl", night1, ""); }), "entries of smoke \"other\" only");
+  // A line written before record_xxh3 was kept is the same run as the line
+  // with it: merged into the line that has it.
+  LedgerEntry old = parse_ledger_line(night1, "unit.jsonl", 1);
+  ASSERT_EQ(old.record_xxh3.size(), 32u);
+  old.record_xxh3.clear();
+  nlohmann::json older = nlohmann::json::parse(ledger_line(old));
+  older.erase("record_xxh3");
+  EXPECT_EQ(merge_ledgers("unit.jsonl", older.dump() + "\n", night1), night1);
+  EXPECT_EQ(merge_ledgers("unit.jsonl", night1, older.dump() + "\n"), night1);
+}
+
+// A run entered by a check carries its instance in its run id, but its
+// record's own hash is the record's alone.
+TEST(Ledger, TheRecordHashLeavesTheInstanceOut) {
+  RunRecord a = make_record({2.5, 2.25});
+  LedgerEntry plain = ledger_entry(a, nullptr, "", {}, "2026-12-01T02:00:00Z");
+  LedgerEntry checked = ledger_entry(a, nullptr, "", {}, "2026-12-01T02:00:00Z", "2026-12-01T02:00:00Z pid 7 job 9");
+  EXPECT_NE(plain.run_id, checked.run_id);
+  EXPECT_EQ(plain.record_xxh3, checked.record_xxh3);
+  EXPECT_EQ(plain.record_xxh3, plain.run_id);
 }
 
 }  // namespace
