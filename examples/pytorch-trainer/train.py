@@ -42,6 +42,9 @@ TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
                         torch's global generator, after model init drew
                         from it: runs repeat, batch 0 differs from the
                         golden (sample index hash); resume breaks too.
+  urandom_sampler       the shuffle generator seeded from os.urandom: every
+                        pass, the training pass too, draws another order;
+                        lockstep names the seed, not the worker count.
   global_random         the shift drawn from Python's global `random` (which
                         the DataLoader seeds per worker): runs repeat; batch
                         0 differs from the golden and with num_workers.
@@ -71,8 +74,8 @@ import torch.nn.functional as F
 
 import lockstep
 
-BUGS = ("no_worker_init_fn", "no_sampler_generator", "global_random", "nondeterministic_op", "rank_local_loss",
-        "fixed_master_port")
+BUGS = ("no_worker_init_fn", "no_sampler_generator", "urandom_sampler", "global_random", "nondeterministic_op",
+        "rank_local_loss", "fixed_master_port")
 
 
 class Digits(torch.utils.data.Dataset):
@@ -190,10 +193,15 @@ def main():
         sampler = torch.utils.data.distributed.DistributedSampler(
             dataset, num_replicas=ctx.world_size, rank=ctx.rank, shuffle=True,
             seed=ctx.stream_seed("sampler") % 2**62, drop_last=True)
+    generator = ctx.generator
+    if bug == "no_sampler_generator":
+        generator = None
+    elif bug == "urandom_sampler":
+        generator = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") % 2**62)
     loader = torch.utils.data.DataLoader(
         dataset, batch_size=32 // ctx.world_size, shuffle=not multi, sampler=sampler, drop_last=True,
         num_workers=args.num_workers,
-        generator=None if bug == "no_sampler_generator" else ctx.generator,
+        generator=generator,
         worker_init_fn=None if bug == "no_worker_init_fn" else ctx.worker_init_fn)
     ctx.register_loader(loader)
 

@@ -315,8 +315,10 @@ std::vector<std::string> free_loopback_ports(size_t n) {
 // The data-only passes at other DataLoader worker counts must give the
 // batches of the first, bit for bit: a difference is exit 4 naming the
 // batch (the trainer's batches depend on how many workers load them).
-void require_same_batches(const std::vector<BatchProbe>& first, int first_workers, const std::vector<BatchProbe>& other,
-                          int workers, const std::string& first_path, const std::string& path) {
+// Returns that message, "" when they agree.
+std::string worker_count_difference(const std::vector<BatchProbe>& first, int first_workers,
+                                    const std::vector<BatchProbe>& other, int workers, const std::string& first_path,
+                                    const std::string& path) {
   auto count = [](int w) { return std::to_string(w) + (w == 1 ? " DataLoader worker" : " DataLoader workers"); };
   const std::string why =
       ": the trainer's batches depend on its worker count (augmentation or noise drawn from a stream each worker "
@@ -324,15 +326,35 @@ void require_same_batches(const std::vector<BatchProbe>& first, int first_worker
       "generator seeded per sample instead, docs/trainers.md). Probes: " + first_path + ", " + path;
   for (size_t i = 0; i < std::min(first.size(), other.size()); ++i)
     if (std::string d = batch_content_difference(first[i], other[i]); !d.empty())
-      throw Error(ExitCode::kNondeterministic,
-                  "the data-only pass with " + count(workers) + " differs from the one with " + count(first_workers) +
-                      " at batch " + std::to_string(i) +
-                      (first[i].rank >= 0 ? " (rank " + std::to_string(first[i].rank) + ")" : std::string()) + ": " +
-                      d + why);
+      return "the data-only pass with " + count(workers) + " differs from the one with " + count(first_workers) +
+             " at batch " + std::to_string(i) +
+             (first[i].rank >= 0 ? " (rank " + std::to_string(first[i].rank) + ")" : std::string()) + ": " + d + why;
   if (first.size() != other.size())
-    throw Error(ExitCode::kNondeterministic, "the data-only pass with " + count(workers) + " probed " +
-                                                 std::to_string(other.size()) + " batches, the one with " +
-                                                 count(first_workers) + " " + std::to_string(first.size()) + why);
+    return "the data-only pass with " + count(workers) + " probed " + std::to_string(other.size()) +
+           " batches, the one with " + count(first_workers) + " " + std::to_string(first.size()) + why;
+  return "";
+}
+
+// A worker-count difference (`deferred`) is only the cause when the
+// batches repeat at one worker count: the training pass ran the first
+// data-only pass's count, so batches it trained on that differ from that
+// pass's are not fixed by the seed at all (a sampler or generator seeded
+// from the clock or os.urandom), which is said instead. Throws exit 4.
+[[noreturn]] void throw_data_pass_difference(const std::string& deferred, const std::vector<BatchProbe>& data,
+                                             const std::vector<BatchProbe>* trained, int workers,
+                                             const std::string& data_path, const std::string& trained_what) {
+  if (trained)
+    for (size_t i = 0; i < std::min(data.size(), trained->size()); ++i)
+      if (std::string d = batch_content_difference(data[i], (*trained)[i]); !d.empty())
+        throw Error(ExitCode::kNondeterministic,
+                    "the training pass and the data-only pass, both with " + std::to_string(workers) +
+                        (workers == 1 ? " DataLoader worker" : " DataLoader workers") + ", differ at batch " +
+                        std::to_string(i) +
+                        (data[i].rank >= 0 ? " (rank " + std::to_string(data[i].rank) + ")" : std::string()) + ": " +
+                        d + ": the batches are not fixed by the seed (a sampler, shuffle or augmentation generator "
+                        "seeded from the clock or os.urandom, or not seeded; docs/trainers.md); the passes at other "
+                        "worker counts differ too. Probes: " + data_path + ", " + trained_what);
+  throw Error(ExitCode::kNondeterministic, deferred);
 }
 
 // A multi-rank trainer's ranks must log the same value of every series
@@ -547,10 +569,12 @@ std::pair<TrainerReport, std::string> check_reports(const TrainerLayout& l, cons
 }
 
 // The data-only passes' probes: one list (every rank's, interleaved), the
-// same at every worker count bit for bit (exit 4 naming the batch).
-std::vector<BatchProbe> read_data_probes(const TrainerLayout& l, const PassPlan& p) {
+// same at every worker count bit for bit. The first difference goes to
+// `difference` (with the first pass's path in `first_path`), to be judged
+// against the training pass's batches (throw_data_pass_difference).
+std::vector<BatchProbe> read_data_probes(const TrainerLayout& l, const PassPlan& p, std::string& difference,
+                                         std::string& first_path) {
   std::vector<BatchProbe> first;
-  std::string first_path;
   for (size_t k = 0; k < p.data_outs.size(); ++k) {
     std::vector<std::vector<BatchProbe>> per_rank;
     std::string path;
@@ -564,8 +588,8 @@ std::vector<BatchProbe> read_data_probes(const TrainerLayout& l, const PassPlan&
     if (k == 0) {
       first = std::move(probes);
       first_path = path;
-    } else {
-      require_same_batches(first, l.worker_counts.front(), probes, l.worker_counts[k], first_path, path);
+    } else if (difference.empty()) {
+      difference = worker_count_difference(first, l.worker_counts.front(), probes, l.worker_counts[k], first_path, path);
     }
   }
   return first;
@@ -727,13 +751,19 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   PassPlan plan = plan_passes(l, o, stopping, resuming);
   run_passes(c, plan.passes, l.multi);
   auto [report, report_path] = check_reports(l, plan, o.train);
-  if (!plan.data_outs.empty()) rec.probes = read_data_probes(l, plan);
+  std::string worker_difference, data_path;
+  if (!plan.data_outs.empty()) rec.probes = read_data_probes(l, plan, worker_difference, data_path);
   else if (!t.has_data_pass() && o.train) result.notes.push_back(missing_data_pass_note(c));
+  if (!worker_difference.empty() && (!o.train || resuming))
+    throw_data_pass_difference(worker_difference, rec.probes, nullptr, 0, data_path, "");
   if (o.train) {
     const int64_t first = resuming ? resume.at : 0, end = stopping ? resume.at : c.steps;
     TrainedOutputs out;
     read_metrics_of_ranks(l, plan, first, end, out, result.notes);
     read_trained_batches_and_trace(l, plan, first, end, out, result.notes);
+    if (!worker_difference.empty())
+      throw_data_pass_difference(worker_difference, rec.probes, &out.train_probes, l.worker_counts.front(), data_path,
+                                 "the training pass's batches (" + plan.train_out + ")");
     if (resuming) merge_with_stopped_run(resume, partial_path(o.resume), c.trace.steps, out);
     if (!stopping)
       for (auto& [name, s] : out.series) compact_steps(s);

@@ -311,6 +311,15 @@ TEST(TrainerCli, BatchesThatDependOnTheWorkerCountAreExitFourNamingTheBatch) {
                             "workers at batch 0: inputs (xxh3 "),
             std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("Python's global random"), std::string::npos) << bad.output;
+  // An order that no seed fixes differs between the passes at one worker
+  // count too: the seed is named, not the worker count.
+  Result unseeded = lockstep("run " + smoke.string() + " --out " + (d / "run.json").string(),
+                             "PYTORCH_TRAINER_BUG=urandom_sampler");
+  EXPECT_EQ(unseeded.code, 4) << unseeded.output;
+  EXPECT_NE(unseeded.output.find("the training pass and the data-only pass, both with 2 DataLoader workers, differ at "
+                                 "batch 0: "),
+            std::string::npos) << unseeded.output;
+  EXPECT_NE(unseeded.output.find("the batches are not fixed by the seed"), std::string::npos) << unseeded.output;
   fs::remove_all(d);
 }
 
