@@ -80,7 +80,7 @@ RunRecord imported_record(const ImportOptions& o, const MetricsSpec& spec) {
   if (!o.trainer_report.empty()) add_trainer_facts(read_trainer_report(o.trainer_report), o.trainer_report, rec);
   rec.fingerprint["import.source"] = {std::string(metrics_format_name(spec.format)) + " " + o.path, false};
   rec.smoke = o.name;
-  rec.config_hash = "0000000000000000";
+  rec.config_hash = kNoConfigHash;
   rec.seed = o.seed;
   rec.device = o.device;
   rec.platform = platform_key(rec.fingerprint);

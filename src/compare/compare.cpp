@@ -806,6 +806,7 @@ Verdict compare_with_imported(const RunRecord& run, const RunRecord& golden, con
   const std::string& source = imported.fingerprint.at("import.source").value;
   v.lane = Lane::kCrossStack;
   v.imported_from = source;
+  v.imported_side = word;
   v.lane_reason = "the " + word + "'s curves were imported from " + source +
                   ": the configured tolerances apply to the series and steps it holds";
   std::vector<std::string> left_out;
@@ -815,11 +816,26 @@ Verdict compare_with_imported(const RunRecord& run, const RunRecord& golden, con
     for (const auto& n : left_out) names += (names.empty() ? "" : ", ") + n;
     v.notes.push_back("series the imported " + word + " does not hold, not compared: " + names);
   }
+  // What an import brought along (--probes, --trainer-report) is compared
+  // under the configured tolerances; what it lacks is said.
+  auto both = [](const std::vector<BatchProbe>& a, const std::vector<BatchProbe>& b) { return !a.empty() && !b.empty(); };
+  if (both(run.probes, golden.probes)) compare_probe_lists("probes", run.probes, golden.probes, policy, false, v);
+  if (both(run.train_probes, golden.train_probes))
+    compare_probe_lists("train_probes", run.train_probes, golden.train_probes, policy, false, v);
+  if (!made.contract.empty() && !imported.contract.empty())
+    for (const auto& [key, value] : made.contract) {
+      auto other = imported.contract.find(key);
+      std::string theirs = other == imported.contract.end() ? "(missing)" : other->second;
+      if (theirs != value)
+        v.notes.push_back("determinism contract: " + key + " " + value + " here, " + theirs + " in the imported " + word);
+    }
   std::string sections;
-  for (const auto& [what, present] : {std::pair<const char*, bool>{"batch probes", !made.probes.empty() || !made.train_probes.empty()},
-                                      {"hashes", !made.hashes.empty()},
-                                      {"initial weights", !made.init.empty()},
-                                      {"determinism contract and stack", !made.contract.empty()}})
+  for (const auto& [what, present] :
+       {std::pair<const char*, bool>{"batch probes", (!made.probes.empty() && imported.probes.empty()) ||
+                                                          (!made.train_probes.empty() && imported.train_probes.empty())},
+        {"hashes", !made.hashes.empty()},
+        {"initial weights", !made.init.empty()},
+        {"determinism contract", !made.contract.empty() && imported.contract.empty()}})
     if (present) sections += (sections.empty() ? "" : ", ") + std::string(what);
   if (!sections.empty()) v.notes.push_back("not in the imported " + word + ", not compared: " + sections);
   if (golden_imported) compare_series(curves, golden, policy, false, v);
@@ -845,7 +861,9 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   v.golden_label = labels.golden;
   v.reference_word = labels.reference_word;
   v.subject_word = labels.subject_word;
-  if (run.config_hash != golden.config_hash)
+  // (A plain import names no config: its hash is zeros.)
+  if (run.config_hash != golden.config_hash && !(one_side_imported(run, golden) &&
+                                                 (run.config_hash == kNoConfigHash || golden.config_hash == kNoConfigHash)))
     v.notes.push_back("config hash differs: golden " + golden.config_hash + ", run " + run.config_hash +
                       " (the smoke config file changed since the golden was blessed; the input "
                       "config.values_xxh3 says whether a field that determines the values did)");

@@ -46,7 +46,8 @@ std::string render_text(const Verdict& v, bool color) {
   if (!v.lane_reason.empty()) o << "lane: " << lane_name(v.lane) << " — " << v.lane_reason << "\n";
 
   if (!v.imported_from.empty()) {
-    o << "environment: not compared (the imported golden names no stack)\n";
+    o << "environment: not compared (the curves of the imported "
+      << (v.imported_side.empty() ? std::string("golden") : v.imported_side) << " came from another tool's file)\n";
   } else if (v.env_diffs.empty()) {
     o << "environment: identical fingerprints\n";
   } else {

@@ -37,7 +37,9 @@ std::string verdict_headline(const Verdict& v) {
   if (v.code == ExitCode::kNondeterministic) return "NONDETERMINISTIC";
   if (!v.passed()) return "FAIL";
   if (v.lane != Lane::kCrossStack) return "PASS";
-  if (!v.imported_from.empty()) return "PASS (an imported golden's curves, within tolerance)";
+  if (!v.imported_from.empty())
+    return "PASS (an imported " + (v.imported_side.empty() ? std::string("golden") : v.imported_side) +
+           "'s curves, within tolerance)";
   size_t n = stack_differences(v);
   return "PASS (cross-stack: " + std::to_string(n) + " stack field" + (n == 1 ? "" : "s") +
          " differ" + (n == 1 ? "s" : "") + ", within tolerance)";

@@ -75,10 +75,12 @@ struct Verdict {
   std::string subject_word = "run";       ///< what reports call the compared run ("run", "run 2")
   Lane lane = Lane::kSameStack;
   std::string lane_reason;
-  /// The golden's import.source when its curves came from another tool's
-  /// file (`lockstep import --golden`): only its series were compared; ""
+  /// The import.source of the side whose curves came from another tool's
+  /// file (`lockstep import`): only what it holds was compared; ""
   /// otherwise.
   std::string imported_from;
+  /// Which side that is: reference_word ("golden") or subject_word ("run").
+  std::string imported_side;
   std::vector<FieldDiff> env_diffs;   ///< inputs first, then relevant fields
   std::vector<Finding> findings;      ///< failures in report order
   std::vector<SeriesResult> results;  ///< every series / probe field compared

@@ -57,10 +57,14 @@ struct Resources {
   bool empty() const { return step_time_s.empty() && peak_rss_bytes < 0 && peak_cuda_bytes < 0; }
 };
 
+/// The config_hash of a record no smoke config made (`lockstep import`
+/// without --golden).
+inline constexpr const char* kNoConfigHash = "0000000000000000";
+
 /// One smoke run: data probes, per-step series, final hashes, and the stack.
 struct RunRecord {
   std::string smoke;        ///< smoke name, e.g. "digits-cnn"
-  std::string config_hash;  ///< XXH3-64 of the canonical smoke config, 16 hex digits
+  std::string config_hash;  ///< XXH3-64 of the canonical smoke config, 16 hex digits (kNoConfigHash: none)
   uint64_t seed = 0;        ///< base seed actually used
   bool seed_overridden = false;  ///< true when LOCKSTEP_SEED replaced the config's seed
   std::string device;       ///< "cpu" or "cuda"
