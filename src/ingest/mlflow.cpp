@@ -67,6 +67,33 @@ struct Finalize {
 using Db = std::unique_ptr<sqlite3, CloseDb>;
 using Statement = std::unique_ptr<sqlite3_stmt, Finalize>;
 
+// The database file's own size against its header (sqlite.org/fileformat2.html,
+// "The Database Header"): page size at offset 16 (1 = 65536), the change
+// counter at 24, the size in pages at 28, valid when the "version-valid-for"
+// number at 92 equals the change counter; the write format at 18 (2 = WAL).
+// A file shorter than its header says, or not a whole number of pages, was
+// cut short: exit 2 naming the byte where it ends.
+void require_whole_database(const std::string& path, bool& wal) {
+  unsigned char h[100] = {};
+  std::ifstream in(path, std::ios::binary);
+  if (!in.read(reinterpret_cast<char*>(h), sizeof h)) throw BadInput(path, "byte 0", "an SQLite database header of 100 bytes");
+  auto be32 = [&](int at) {
+    return (uint64_t{h[at]} << 24) | (uint64_t{h[at + 1]} << 16) | (uint64_t{h[at + 2]} << 8) | uint64_t{h[at + 3]};
+  };
+  uint64_t page = (uint64_t{h[16]} << 8) | h[17];
+  if (page == 1) page = 65536;
+  wal = h[18] == 2;
+  std::error_code ec;
+  uint64_t size = fs::file_size(path, ec);
+  if (ec || page < 512 || (page & (page - 1)) != 0) return;  // SQLite itself says what is wrong
+  uint64_t pages = be32(28);
+  if (size % page != 0 || (pages > 0 && be32(92) == be32(24) && size < pages * page))
+    throw BadInput(path, "byte " + std::to_string(size),
+                   "the whole database: its header says " + std::to_string(pages) + " pages of " + std::to_string(page) +
+                       " bytes (" + std::to_string(pages * page) + "), the file ends at byte " + std::to_string(size) +
+                       " (cut short while being copied?)");
+}
+
 bool is_sqlite_file(const std::string& path) {
   char head[16] = {};
   std::ifstream in(path, std::ios::binary);
@@ -162,6 +189,7 @@ std::string resolve_run(const Database& db, const std::string& run, bool have_ru
                      "one run, or --run naming one; it holds several: " + list_runs(db, have_runs_table));
     return only;
   }
+  // A run id names its run (ids are unique; names need not be).
   Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid = ?1 LIMIT 1", {run});
   if (db.step(st.get())) return run;
   if (have_runs_table) {
@@ -256,17 +284,25 @@ std::optional<std::map<std::string, Series>> read_rows(const Database& db, const
 }
 
 std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
+  bool wal = false;
+  require_whole_database(spec.path, wal);
   Database db(spec.path);
   {
-    Statement kind = db.prepare("SELECT type FROM sqlite_master WHERE name = 'metrics'");
-    if (db.step(kind.get()) && Database::text(kind.get(), 0) != "table")
-      throw BadInput(spec.path, "metrics", "MLflow's metrics table, got a " + Database::text(kind.get(), 0) +
-                                               " of that name (a view may never end)");
+    // SQLite's names ignore case: METRICS is the metrics table's name too.
+    Statement kind = db.prepare("SELECT lower(name), type FROM sqlite_master WHERE lower(name) IN ('metrics', 'runs') "
+                                "AND type <> 'table' AND type <> 'index'");
+    if (db.step(kind.get()))
+      throw BadInput(spec.path, Database::text(kind.get(), 0),
+                     "MLflow's " + Database::text(kind.get(), 0) + " table, got a " + Database::text(kind.get(), 1) +
+                         " of that name (a view may never end)");
   }
   std::vector<std::string> columns = db.column_names("metrics");
   if (columns.empty())
-    throw BadInput(spec.path, "metrics", "MLflow's metrics table (this SQLite database has none: is it an MLflow "
-                                         "tracking database?)");
+    throw BadInput(spec.path, "metrics",
+                   "MLflow's metrics table (this SQLite database has none: is it an MLflow tracking database?" +
+                       std::string(wal ? " It is in WAL mode: its latest writes are in " + spec.path +
+                                             "-wal, which must be copied along with it)"
+                                       : ")"));
   auto has = [&](const char* c) { return std::find(columns.begin(), columns.end(), c) != columns.end(); };
   for (const char* c : {"key", "value", "run_uuid", "step"})
     if (!has(c)) throw BadInput(spec.path, std::string("metrics.") + c, "MLflow's column " + std::string(c) + " in the metrics table");
@@ -329,15 +365,22 @@ fs::path run_folder(const MetricsSpec& spec) {
                                       (runs.empty() ? std::string(" (it holds no run)")
                                                     : "; its runs: " + runs + (n > 10 ? ", ..." : "")));
   }
-  std::vector<fs::path> found;
+  // A run id names its run (ids are unique; names need not be); deleted
+  // runs (mlruns/.trash) are no candidates.
+  std::vector<fs::path> found, by_id;
   auto search = [&](const fs::path& experiment) {
     std::error_code e;
     for (fs::directory_iterator r(experiment, e), rend; !e && r != rend; r.increment(e))
-      if (fs::is_directory(r->path() / "metrics", e) && matches(r->path())) found.push_back(r->path());
+      if (fs::is_directory(r->path() / "metrics", e) && matches(r->path())) {
+        found.push_back(r->path());
+        if (r->path().filename() == spec.run) by_id.push_back(r->path());
+      }
   };
   search(root);  // an experiment's folder
   for (fs::directory_iterator e(root, ec), end; !ec && e != end; e.increment(ec))
-    if (e->is_directory(ec) && !fs::is_directory(e->path() / "metrics", ec)) search(e->path());  // mlruns/
+    if (e->is_directory(ec) && e->path().filename() != ".trash" && !fs::is_directory(e->path() / "metrics", ec))
+      search(e->path());  // mlruns/
+  if (by_id.size() == 1) return by_id[0];
   if (found.empty())
     throw BadInput(spec.path, "", "a run folder <experiment>/<run>/metrics whose run id or mlflow.runName is \"" +
                                       spec.run + "\" (none is)");

@@ -134,15 +134,37 @@ TEST_F(MlflowDatabase, OtherFilesAreRefusedNamingThem) {
   sql("INSERT INTO metrics VALUES ('loss', 1, 1, '6f1c0a', 0, 0);");
   std::string whole = read_file(db_);
   write_bytes(db_, whole.substr(0, 2100));  // cut inside the second page
-  std::string cut = error("", {{"loss", "loss"}});
-  EXPECT_HAS(cut, db_ + ": expected ");
-  EXPECT_HAS(cut, "(sqlite: ");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": byte 2100: expected the whole database: its header says ");
+  // Cut at a page boundary: shorter than the header's page count.
+  write_bytes(db_, whole.substr(0, whole.size() - 4096));
+  EXPECT_HAS(error("", {{"loss", "loss"}}), "the file ends at byte " + std::to_string(whole.size() - 4096) +
+                                                " (cut short while being copied?)");
+  // A damaged page is SQLite's to name.
+  std::string damaged = whole;
+  for (size_t i = 4096; i < damaged.size(); ++i) damaged[i] = '\x5a';
+  write_bytes(db_, damaged);
+  std::string broken = error("", {{"loss", "loss"}});
+  EXPECT_HAS(broken, db_ + ": ");
+  EXPECT_HAS(broken, "(sqlite: ");
 }
 
 TEST_F(MlflowDatabase, AViewNamedMetricsIsRefusedNotRead) {
   sql("CREATE VIEW metrics AS WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c) "
       "SELECT 'loss' AS key, 1.0 AS value, 0 AS timestamp, 'r1' AS run_uuid, x AS step, 0 AS is_nan FROM c;");
   EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": metrics: expected MLflow's metrics table, got a view of that name");
+}
+
+// SQLite's names ignore case: a view METRICS or RUNS is refused as well.
+TEST_F(MlflowDatabase, AViewOfEitherNameInAnyCaseIsRefused) {
+  sql("CREATE VIEW METRICS AS WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c) "
+      "SELECT 'loss' AS key, 1.0 AS value, 0 AS timestamp, 'r1' AS run_uuid, x AS step, 0 AS is_nan FROM c;");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": metrics: expected MLflow's metrics table, got a view of that name");
+  fs::remove(db_);
+  sql(kSchema);
+  sql("DROP TABLE runs; CREATE VIEW Runs AS WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c) "
+      "SELECT 'r' || x AS run_uuid, 'night-1' AS name FROM c;");
+  sql("INSERT INTO metrics VALUES ('loss', 1, 1, '6f1c0a', 0, 0);");
+  EXPECT_HAS(error("night-1", {{"loss", "loss"}}), db_ + ": runs: expected MLflow's runs table, got a view of that name");
 }
 
 class MlflowFileStore : public ::testing::Test {
@@ -185,6 +207,26 @@ TEST_F(MlflowFileStore, ReadsARunFolderOrTheMlrunsFolderWithARun) {
     EXPECT_EQ(loss.values[3], INFINITY);
     EXPECT_EQ(s.at("lr").values, std::vector<double>{0.1});
   }
+}
+
+// --run names a run by its id before any run's name; deleted runs
+// (mlruns/.trash) are no candidates.
+TEST_F(MlflowFileStore, AnIdWinsOverANameAndTheTrashIsNotSearched) {
+  metric("loss", "1000 2.5 0\n");
+  fs::path other = run_.parent_path() / "7c3b1d";
+  fs::create_directories(other / "metrics");
+  write_bytes((other / "metrics" / "loss").string(), "1000 9.5 0\n");
+  fs::create_directories(other / "tags");
+  write_bytes((other / "tags" / "mlflow.runName").string(), "6f1c0a");  // named like the other run's id
+  EXPECT_EQ(read(dir_.path("mlruns"), "6f1c0a", {{"loss", "loss"}}).at("loss").values, std::vector<double>{2.5});
+  fs::path trashed = fs::path(dir_.path("mlruns")) / ".trash" / "5a5a5a";
+  fs::create_directories(trashed / "metrics");
+  write_bytes((trashed / "metrics" / "loss").string(), "1000 7.5 0\n");
+  fs::create_directories(trashed / "tags");
+  write_bytes((trashed / "tags" / "mlflow.runName").string(), "night-1");
+  fs::create_directories(run_ / "tags");
+  write_bytes((run_ / "tags" / "mlflow.runName").string(), "night-1");
+  EXPECT_EQ(read(dir_.path("mlruns"), "night-1", {{"loss", "loss"}}).at("loss").values, std::vector<double>{2.5});
 }
 
 TEST_F(MlflowFileStore, RefusalsNameTheFileLineOrKey) {
