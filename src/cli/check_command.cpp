@@ -161,9 +161,23 @@ int check_command(const CheckOptions& o) {
   DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
     std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
   });
-  // --history: its ledgers read first, so a bad one is said before any run.
-  if (!o.history_dir.empty())
+  // --history: a folder beside the goldens, its ledgers read first, so a
+  // bad one is said before any run.
+  if (!o.history_dir.empty()) {
+    std::error_code ec;
+    if (std::filesystem::exists(o.history_dir, ec) && !std::filesystem::is_directory(o.history_dir, ec))
+      throw BadUsage("--history " + o.history_dir + ": a folder for the ledgers (<smoke>.jsonl), and this is a file");
+    std::string here = std::filesystem::weakly_canonical(std::filesystem::absolute(o.history_dir), ec).string() + "/";
+    for (const auto& file : files) {
+      std::string goldens =
+          std::filesystem::weakly_canonical(std::filesystem::absolute(goldens_root(file, o.goldens_dir)), ec).string() + "/";
+      if (here.rfind(goldens, 0) == 0)
+        throw BadUsage("--history " + o.history_dir + ": inside the goldens folder " + goldens +
+                       " (goldens are written only by bless and accept); keep the ledgers beside it, e.g. "
+                       "lockstep-history");
+    }
     for (const std::string& ledger : ledger_files(o.history_dir)) read_ledger(ledger, false);
+  }
   // Two configs of one name are refused before any run (one golden each).
   std::vector<std::string> names = suite_smoke_names(files);
   if (o.shard_given) files = shard_files(files, names, o.shard);

@@ -2,6 +2,7 @@
 // this machine's fingerprint, for `compare` and the reports. The readers
 // are ingest/metrics.h; nothing is decided here.
 #include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <iostream>
 
@@ -88,6 +89,26 @@ RunRecord imported_record(const ImportOptions& o, const MetricsSpec& spec) {
   return rec;
 }
 
+// "1 series, steps 1..5 (5 values)": what the log held, as it numbers its
+// steps (a record's `steps` is one past the last).
+std::string steps_said(const RunRecord& rec) {
+  int64_t first = INT64_MAX, last = -1;
+  size_t values = 0;
+  bool same = true;
+  for (const auto& [name, s] : rec.series) {
+    std::vector<int64_t> steps = step_numbers(s);
+    if (steps.empty()) continue;
+    first = std::min(first, steps.front());
+    last = std::max(last, steps.back());
+    same = same && (values == 0 || values == s.values.size());
+    values = std::max(values, s.values.size());
+  }
+  std::string out = std::to_string(rec.series.size()) + " series";
+  if (last < 0) return out;
+  return out + ", steps " + std::to_string(first) + ".." + std::to_string(last) + " (" + (same ? "" : "up to ") +
+         std::to_string(values) + " value" + (values == 1 ? "" : "s") + (rec.series.size() > 1 ? " each" : "") + ")";
+}
+
 // "<format> <absolute path> (xxh3 <hex>)": the source a golden's provenance
 // names; a folder (TensorBoard, an MLflow run) has no single hash.
 std::string source_of(const MetricsSpec& spec) {
@@ -134,12 +155,23 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
     if (s.steps.empty() && o.step_offset == 0 && static_cast<int64_t>(s.values.size()) == cfg.steps) continue;
     std::vector<int64_t> steps = step_numbers(s);
     for (int64_t& k : steps) k += o.step_offset;
+    const std::string covers = "--golden " + o.golden + ": series " + name + " covers steps " +
+                               std::to_string(steps.front()) + ".." + std::to_string(steps.back()) +
+                               (o.step_offset ? " (with --step-offset " + std::to_string(o.step_offset) + ")" : "");
     if (steps.front() < 0 || steps.back() >= cfg.steps)
-      throw BadUsage("--golden " + o.golden + ": series " + name + " covers steps " + std::to_string(steps.front()) +
-                     ".." + std::to_string(steps.back()) + (o.step_offset ? " (with --step-offset)" : "") +
-                     ", but the smoke's runs log steps 0.." + std::to_string(cfg.steps - 1) +
-                     (steps.front() == 1 && steps.back() == cfg.steps ? "; a log that counts from 1 needs --step-offset -1"
-                                                                       : "; set \"steps\" in the smoke to the imported run's length"));
+      throw BadUsage(covers + ", but the smoke's runs log steps 0.." + std::to_string(cfg.steps - 1) +
+                     (o.step_offset == 0 && steps.front() == 1 && steps.back() == cfg.steps
+                          ? "; a log that counts from 1 (torchtitan, Hugging Face, Megatron-LM) needs --step-offset -1"
+                          : "; set \"steps\" in the smoke to the imported run's length"));
+    // A log that stops early (a run cut short) would pass every check on
+    // its first steps: it must reach the smoke's last step, within the
+    // widest gap between the steps it logs (every k steps).
+    int64_t gap = 0;
+    for (size_t i = 1; i < steps.size(); ++i) gap = std::max(gap, steps[i] - steps[i - 1]);
+    if (steps.back() + gap < cfg.steps - 1)
+      throw BadUsage(covers + ", but the smoke's runs log steps 0.." + std::to_string(cfg.steps - 1) +
+                     ": the log stops early (a run cut short?); import a log of the whole run, or set \"steps\" in "
+                     "the smoke to " + std::to_string(steps.back() + 1));
     s.steps = steps.size() == static_cast<size_t>(cfg.steps) && steps.front() == 0 ? std::vector<int64_t>{} : steps;
   }
   // The curves' own stack is not known: the golden claims none (this
@@ -170,7 +202,7 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
                                   fs::absolute(o.golden).parent_path().string(), 0);
   g.provenance.imported_from = imported_from;
   write_golden(path, g);
-  std::cout << "import: " << g.record.series.size() << " series over " << g.record.steps << " steps from " << o.path
+  std::cout << "import: " << steps_said(g.record) << " from " << o.path
             << "\n  pending golden of " << cfg.name << " for " << g.record.platform << ": " << path
             << "\n  next: lockstep review " << out_dir << ", then lockstep accept " << out_dir
             << " --reason \"...\" (the smoke runs " << cfg.steps << " steps; the comparison uses the tolerance "
@@ -183,17 +215,19 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
 
 int import_command(const ImportOptions& o) {
   MetricsSpec spec = spec_of(o);
+  std::error_code ec;
+  if (fs::is_directory(o.path, ec)) {  // a TensorBoard or MLflow run folder: nothing inside it is written
+    const std::string out = o.out.empty() ? (o.golden.empty() ? "" : "lockstep-import") : o.out;
+    fs::path in = fs::weakly_canonical(fs::absolute(o.path)), to = fs::weakly_canonical(fs::absolute(out));
+    if (!out.empty() && std::mismatch(in.begin(), in.end(), to.begin(), to.end()).first == in.end())
+      throw BadUsage("--out " + out + ": inside the folder read (" + o.path + "); write " +
+                     (o.golden.empty() ? "the record" : "the pending golden") + " elsewhere");
+  }
   if (o.golden.empty()) {
     if (o.out.empty()) throw BadUsage("import: --out RECORD is required (or --golden SMOKE for a pending golden)");
     if (o.step_offset != 0) throw BadUsage("--step-offset: only with --golden (a record keeps the log's own steps)");
     if (!o.platform.empty()) throw BadUsage("--platform: only with --golden (a record's platform is this machine's)");
     refuse_overwriting_inputs(o.out, {o.path, o.probes});
-    std::error_code ec;
-    if (fs::is_directory(o.path, ec)) {  // a TensorBoard or MLflow run folder: nothing inside it is written
-      fs::path in = fs::weakly_canonical(fs::absolute(o.path)), out = fs::weakly_canonical(fs::absolute(o.out));
-      if (std::mismatch(in.begin(), in.end(), out.begin(), out.end()).first == in.end())
-        throw BadUsage("--out " + o.out + ": inside the folder read (" + o.path + "); write the record elsewhere");
-    }
     refuse_overwriting_a_golden(o.out, "the imported record");
     refuse_replacing_other_than_a_record(o.out, "--out");
     if (!is_golden_name(o.name))
@@ -206,7 +240,7 @@ int import_command(const ImportOptions& o) {
     status = write_pending_import(o, spec, std::move(rec));
   } else {
     write_run_record(o.out, rec);
-    std::cout << "import: " << rec.series.size() << " series over " << rec.steps << " steps from " << o.path
+    std::cout << "import: " << steps_said(rec) << " from " << o.path
               << "\n  record " << o.out << "\n";
     print_rounding_notes(rec);
   }

@@ -69,7 +69,8 @@ std::vector<PendingReview> review_pending(const PendingSet& set) {
       r.current_provenance = current.provenance;
       r.current_hash = current.content_hash;
       r.golden = std::move(current.record);
-      r.verdict = compare_records(pending.record, r.golden, policy, {path, r.current});
+      // The pending golden is the subject: "pending golden" in the reports.
+      r.verdict = compare_records(pending.record, r.golden, policy, {path, r.current, "golden", "pending golden"});
     }
     r.pending = std::move(pending.record);
     out.push_back(std::move(r));

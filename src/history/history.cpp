@@ -200,12 +200,8 @@ std::vector<SmokeHistory> load_history(const std::string& dir, const std::string
                                           : "the ledger " + smoke + ".jsonl: the folder has none");
   std::vector<SmokeHistory> out;
   for (const auto& file : files) {
-    LedgerRead r = read_ledger(file, skip_bad);
+    LedgerRead r = read_ledger(file, skip_bad);  // each entry of the smoke the file is named for
     std::string name = fs::path(file).stem().string();
-    for (const auto& e : r.entries)
-      if (e.smoke != name)
-        throw BadInput(file, "smoke", "entries of smoke \"" + name + "\" only (the file's name); one is of \"" +
-                                          e.smoke + "\"");
     SmokeHistory h = analyse_history(name, file, std::move(r.entries));
     h.skipped = std::move(r.skipped);
     out.push_back(std::move(h));

@@ -330,6 +330,13 @@ LedgerRead read_ledger(const std::string& file, bool skip_bad) {
       if (line.size() > kLedgerLineBytes)
         throw BadInput(file, "line " + std::to_string(n), "a line of at most " + std::to_string(kLedgerLineBytes >> 20) + " MiB");
       e = parse_ledger_line(line, file, n);
+      // <smoke>.jsonl holds that smoke's nights only (check and history
+      // add append by the smoke's name).
+      std::string stem = fs::path(file).filename().string();
+      stem = stem.size() > 6 ? stem.substr(0, stem.size() - 6) : stem;
+      if (e.smoke != stem)
+        throw BadInput(file, "line " + std::to_string(n) + ": smoke",
+                       "\"" + stem + "\", the smoke this ledger is named for; got \"" + e.smoke + "\"");
     } catch (const Error& error) {
       if (!skip_bad || error.code() != ExitCode::kBadInput) throw;
       out.skipped.push_back(error.what());

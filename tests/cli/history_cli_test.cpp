@@ -129,6 +129,20 @@ TEST(HistoryCli, OutputsStayOffTheirInputsAndInsideTheirFolders) {
   EXPECT_EQ(inside.code, 2) << inside.output;
   EXPECT_NE(inside.output.find("inside the folder read"), std::string::npos) << inside.output;
   EXPECT_EQ(read_file((d / "run1" / "metrics" / "loss").string()), "1000 2.5 0\n1001 2.25 1\n");
+  Result pending_inside = lockstep("import mlflow " + (d / "run1").string() + " --series loss --golden " + kSourceDir +
+                                   "/smoke/wine-mlp.json --out " + (d / "run1" / "metrics").string());
+  EXPECT_EQ(pending_inside.code, 2) << pending_inside.output;
+  EXPECT_NE(pending_inside.output.find("inside the folder read (" + (d / "run1").string() +
+                                       "); write the pending golden elsewhere"),
+            std::string::npos) << pending_inside.output;
+  EXPECT_FALSE(fs::exists(d / "run1" / "metrics" / "wine-mlp"));
+  // History lands beside the goldens, never among them.
+  Result among = lockstep("check " + kSourceDir + "/smoke/wine-mlp.json --repeat 1 --out " + (d / "out").string() +
+                          " --history " + kSourceDir + "/goldens");
+  EXPECT_EQ(among.code, 2) << among.output;
+  EXPECT_NE(among.output.find("--history " + kSourceDir + "/goldens: inside the goldens folder"), std::string::npos)
+      << among.output;
+  EXPECT_FALSE(fs::exists(kSourceDir + "/goldens/wine-mlp.jsonl"));
 }
 
 // A log that counts its steps from 1 (Hugging Face, Megatron-LM) is a
@@ -149,13 +163,24 @@ TEST(HistoryCli, AOneBasedLogBecomesAPendingGoldenWithAStepOffset) {
   Result unshifted = lockstep(import);
   EXPECT_EQ(unshifted.code, 2) << unshifted.output;
   EXPECT_NE(unshifted.output.find("covers steps 1..10, but the smoke's runs log steps 0..9; a log that counts from 1 "
-                                  "needs --step-offset -1"),
+                                  "(torchtitan, Hugging Face, Megatron-LM) needs --step-offset -1"),
             std::string::npos) << unshifted.output;
+  // A log of the first steps only is not a golden of the whole run.
+  nlohmann::json cut = state;
+  cut["log_history"].erase(cut["log_history"].begin() + 3, cut["log_history"].end());
+  write_file_atomically((d / "cut_state.json").string(), cut.dump());
+  Result early = lockstep("import hf-trainer " + (d / "cut_state.json").string() + " --series loss=loss --golden " +
+                          smoke + " --step-offset -1 --out " + (d / "pending").string());
+  EXPECT_EQ(early.code, 2) << early.output;
+  EXPECT_NE(early.output.find("covers steps 0..2 (with --step-offset -1), but the smoke's runs log steps 0..9: the log "
+                              "stops early"),
+            std::string::npos) << early.output;
+  EXPECT_FALSE(fs::exists(d / "pending"));
   Result shifted = lockstep(import + " --step-offset -1");
   ASSERT_EQ(shifted.code, 0) << shifted.output;
   Result review = lockstep("review " + (d / "pending").string() + " --goldens " + (d / "goldens").string());
   EXPECT_EQ(review.code, 0) << review.output;
-  EXPECT_NE(review.output.find("PASS (an imported golden's curves, within tolerance)"), std::string::npos)
+  EXPECT_NE(review.output.find("PASS (an imported pending golden's curves, within tolerance)"), std::string::npos)
       << review.output;
   EXPECT_NE(review.output.find("lane: cross-stack"), std::string::npos) << review.output;
   EXPECT_EQ(review.output.find("contract-mismatch"), std::string::npos) << review.output;

@@ -330,7 +330,7 @@ TEST(TrainerCli, ImportReadsAJsonlLogIntoARecordThatCompares) {
   write_file_atomically((d / "b.jsonl").string(), "{\"step\": 0, \"loss\": 1.5}\n{\"step\": 1, \"loss\": 1.25}\n");
   Result a = lockstep("import jsonl " + (d / "a.jsonl").string() + " --series loss --out " + (d / "a.json").string());
   ASSERT_EQ(a.code, 0) << a.output;
-  EXPECT_NE(a.output.find("import: 1 series over 2 steps"), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("import: 1 series, steps 0..1 (2 values) from "), std::string::npos) << a.output;
   Result b = lockstep("import jsonl " + (d / "b.jsonl").string() + " --series loss=loss --out " +
                       (d / "b.json").string());
   ASSERT_EQ(b.code, 0) << b.output;

@@ -104,6 +104,15 @@ TEST(Ledger, AppendsAndRefusesARunEnteredTwice) {
   EXPECT_HAS(again, file + ": run_id: expected a run not yet entered; run ");
   EXPECT_HAS(again, "(2026-12-01T02:00:00Z) is already in the ledger");
   EXPECT_EQ(read_ledger(file, false).entries.size(), 2u) << "nothing written";
+  // A ledger holding another smoke's night is refused before anything is
+  // appended to it.
+  fs::copy_file(file, (d / "other.jsonl").string());
+  RunRecord c = make_record({2.5, 1.5});
+  c.smoke = "other";
+  std::string foreign = error_of([&] { append_entry(d.string(), ledger_entry(c, nullptr, "", {}, "2026-12-04T02:00:00Z")); });
+  EXPECT_HAS(foreign, (d / "other.jsonl").string() + ": line 1: smoke: expected \"other\", the smoke this ledger is "
+                      "named for; got \"unit\"");
+  EXPECT_EQ(read_ledger(file, false).entries.size(), 2u);
   fs::remove_all(d);
 }
 
