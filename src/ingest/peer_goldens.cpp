@@ -66,7 +66,10 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   if (!have_values) throw BadInput(file, name + ".values", "a value (the field is missing)");
   if (end >= 0 && end < start) throw BadInput(file, name + ".end_step", "a step at or after start_step " + std::to_string(start));
   uint64_t n = 0;
+  int64_t last = -1, gap = interval;  // the widest step between two values, at least step_interval
   auto add = [&](int64_t step, simdjson::dom::element v, const std::string& path) {
+    if (last >= 0) gap = std::max(gap, step - last);
+    last = std::max(last, step);
     double x;
     if (!metric_value(v, x)) throw BadInput(file, path, "a number or \"nan\"");
     if (end >= 0 && step > end) throw BadInput(file, path, "a step at most end_step " + std::to_string(end));
@@ -108,6 +111,13 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   } else {
     throw BadInput(file, name + ".values", std::string("an object of step keys or a list, got ") + json_type_name(values));
   }
+  // Values that stop a whole interval short of end_step: a golden cut
+  // short (end_step may be the last step logged or one interval past it).
+  if (end >= 0 && last >= 0 && last + gap < end)
+    throw BadInput(file, name + ".values",
+                   "values up to end_step " + std::to_string(end) + " (every " + std::to_string(interval) +
+                       " step(s) from start_step " + std::to_string(start) + "); they stop at step " +
+                       std::to_string(last));
   return full;
 }
 

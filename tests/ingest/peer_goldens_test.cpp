@@ -66,6 +66,22 @@ TEST_F(PeerGoldens, AByteOrderMarkBeforeTheJsonIsSkipped) {
   EXPECT_EQ(hf.at("loss").values, (std::vector<double>{2.5}));
 }
 
+// Values that stop an interval or more short of end_step are a golden cut
+// short; end_step one interval past the last value is Megatron-LM's own.
+TEST_F(PeerGoldens, MegatronValuesMustReachEndStep) {
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"start_step": 0, "end_step": 10, "values": [1, 2, 3]}})",
+                   {{"loss", "lm loss"}}),
+             "lm loss.values: expected values up to end_step 10 (every 1 step(s) from start_step 0); they stop at step 2");
+  EXPECT_HAS(error(MetricsFormat::kMegatron,
+                   R"({"lm loss": {"start_step": 1, "end_step": 9, "step_interval": 1, "values": {"1": 1, "2": 2}}})",
+                   {{"loss", "lm loss"}}),
+             "they stop at step 2");
+  auto s = read(MetricsFormat::kMegatron,
+                R"({"lm loss": {"start_step": 0, "end_step": 10, "step_interval": 5, "values": [1.5, 1.25]}})",
+                {{"loss", "lm loss"}});
+  EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{0, 5}));
+}
+
 TEST_F(PeerGoldens, MegatronOlderListsRunFromStartStepByInterval) {
   auto s = read(MetricsFormat::kMegatron,
                 R"({"lm loss": {"start_step": 0, "end_step": 10, "step_interval": 5, "values": [10.8, 10.5, 10.1]}})",
