@@ -58,7 +58,7 @@ const char* kExampleSmoke = R"({
 // beside the trainer.
 // .gitlab-ci-local/: gitlab-ci-local's own folder after a local pipeline
 // run (bless refuses a work tree holding untracked files).
-const char* kIgnored[] = {"lockstep-out/", ".lockstep.lock", ".*.tmp.*", ".gitlab-ci-local/"};
+const char* kIgnored[] = {"lockstep-out/", "lockstep-import/", ".lockstep.lock", ".*.tmp.*", ".gitlab-ci-local/"};
 
 const char* kGitlabCi = R"(# lockstep: blocks a merge request whose smoke training or batch checksums
 # move away from goldens/ (ci/templates/lockstep.gitlab-ci.yml says more).
@@ -145,7 +145,7 @@ int init_command(const InitOptions& o) {
   if (!added.empty()) {
     if (!text.empty() && text.back() != '\n') text += "\n";
     write_file_atomically(ignore.string(), text + added);
-    say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, the lock file, temporaries, .gitlab-ci-local/)");
+    say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, lockstep-import/, the lock file, temporaries, .gitlab-ci-local/)");
   } else {
     say("kept .gitignore (it has lockstep's entries)");
   }
@@ -157,7 +157,7 @@ int init_command(const InitOptions& o) {
                            "lockstep nor in its source tree (a broken install)");
   fs::path ci = root / "ci" / "templates" / "lockstep.gitlab-ci.yml";
   if (create_file(ci, read_file(tmpl)))
-    say("created " + rel(ci, root) + " (the jobs: lockstep-check, lockstep-gpu, lockstep-bless)");
+    say("created " + rel(ci, root) + " (the jobs: lockstep-check, lockstep-nightly, lockstep-gpu, lockstep-bless)");
   else
     say("kept " + rel(ci, root));
   fs::path gitlab = root / ".gitlab-ci.yml";
