@@ -18,6 +18,7 @@
 #include "external/trainer_report.h"
 #include "ingest/metrics.h"
 #include "ingest/probes_jsonl.h"
+#include "record/golden.h"
 #include "record/platform_key.h"
 #include "record/run_record.h"
 
@@ -193,7 +194,18 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
   // Not lockstep-out: a check clears its smoke's folder there.
   std::string out_dir = o.out.empty() ? "lockstep-import" : o.out;
   std::string path = pending_path(out_dir, rec.smoke, rec.platform);
-  refuse_writing_into_goldens(path, o.golden, "the pending golden");
+  // An earlier import's pending golden (not yet accepted) is replaced;
+  // anything else that holds a golden is not.
+  std::error_code pending_ec;
+  bool earlier_import = false;
+  if (fs::is_regular_file(path, pending_ec)) {
+    try {
+      earlier_import = read_golden(path).provenance.action == "import";
+    } catch (const Error&) {
+    }
+  }
+  if (earlier_import) refuse_writing_into_folder_of_goldens(path, goldens_root(o.golden, ""), "the pending golden", false);
+  else refuse_writing_into_goldens(path, o.golden, "the pending golden");
   Golden g;
   g.record = std::move(rec);
   g.provenance.imported_from = source_of(spec);

@@ -21,14 +21,14 @@ std::string goldens_root(const std::string& config_file, const std::string& over
 }
 
 void refuse_writing_into_folder_of_goldens(const std::string& path, const std::string& goldens_dir,
-                                           const std::string& what) {
+                                           const std::string& what, bool also_over_a_golden) {
   if (path.empty()) return;
   std::error_code ec;
   std::string goldens = fs::weakly_canonical(fs::absolute(goldens_dir), ec).string() + "/";
   if (fs::weakly_canonical(fs::absolute(path), ec).string().rfind(goldens, 0) == 0)
     throw BadUsage(path + ": refusing to write " + what + " into the goldens folder " + goldens +
                    " (goldens are written only by `lockstep bless` and `lockstep accept`)");
-  refuse_overwriting_a_golden(path, what);
+  if (also_over_a_golden) refuse_overwriting_a_golden(path, what);
 }
 
 void refuse_writing_into_goldens(const std::string& path, const std::string& config_file, const std::string& what) {

@@ -41,8 +41,11 @@ void refuse_overwriting_a_golden(const std::string& path, const std::string& wha
 
 /// Throws exit-2 Error when `path` (an output; "" is fine) lies inside the
 /// folder `goldens_dir`. `what` names the output.
+///
+/// `also_over_a_golden`: also refuse_overwriting_a_golden(path) (false only
+/// where an earlier pending golden of the same command is replaced).
 void refuse_writing_into_folder_of_goldens(const std::string& path, const std::string& goldens_dir,
-                                           const std::string& what);
+                                           const std::string& what, bool also_over_a_golden = true);
 
 /// goldens/<smoke>/<platform>.json
 std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform);
