@@ -214,6 +214,11 @@ RunRecord read_run_record(const std::string& path) {
   nlohmann::json doc = parse_json_file(path);
   JsonView view(doc, path);
   view.expect_object();
+  // Another JSON file (a report, a config, a ledger line) is named as
+  // such, before its keys are taken for a record's misspelt ones.
+  if (!doc.contains("schema") && !doc.contains("series") && !doc.contains("probes"))
+    view.fail(std::string("a lockstep run record (\"schema\": \"") + kRunSchema +
+              "\", from lockstep run or import --out); this JSON has none of its keys (a report? a config?)");
   view.allow_keys(run_record_keys());
   return run_record_from_json(view, sidecar_dir_of(path));
 }
