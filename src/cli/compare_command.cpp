@@ -64,11 +64,18 @@ int compare_command(const CompareOptions& o) {
       if (!is_golden_name(*value))
         throw BadInput(o.run, field, "a name of letters, digits, '.', '_' and '-' (it picks the golden in " + o.golden +
                                          "), got \"" + input_excerpt(*value) + "\"");
-    auto found = find_golden(o.golden, run.smoke, run.platform);
+    // The smoke's own folder (goldens/<smoke>/) stands for its goldens
+    // folder, as a user who points at the goldens may mean.
+    std::string root = o.golden;
+    std::filesystem::path named = std::filesystem::path(o.golden).lexically_normal();
+    if (named.filename().empty()) named = named.parent_path();
+    if (named.filename() == run.smoke && !std::filesystem::is_directory(named / run.smoke, ec))
+      root = named.parent_path().empty() ? "." : named.parent_path().string();
+    auto found = find_golden(root, run.smoke, run.platform);
     if (!found)
       throw BadInput(o.golden, "",
                      "a golden for smoke '" + run.smoke + "' on platform " + run.platform + " (or its family) in " +
-                         (std::filesystem::path(o.golden) / run.smoke).lexically_normal().string() +
+                         (std::filesystem::path(root) / run.smoke).lexically_normal().string() +
                          "/, found none; create one with `lockstep bless`");
     golden_path = found->path;
     if (!found->exact_platform)

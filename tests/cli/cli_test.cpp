@@ -150,6 +150,9 @@ TEST_F(Cli, CompareFindsTheRunsGoldenInAGoldensFolder) {
   Result r = lockstep("compare " + run + " " + goldens);
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find(golden_), std::string::npos) << "the verdict names the golden it used\n" << r.output;
+  Result own = lockstep("compare " + run + " " + goldens + "/digits-cnn/");  // the smoke's own folder
+  EXPECT_EQ(own.code, 0) << own.output;
+  EXPECT_NE(own.output.find(golden_), std::string::npos) << own.output;
   fs::path empty = project_ / "no-goldens";
   fs::create_directories(empty);
   Result none = lockstep("compare " + run + " " + empty.string());
