@@ -181,9 +181,13 @@ bool another_run(const Database& db, const std::string& run) {
 
 std::string resolve_run(const Database& db, const std::string& run, bool have_runs_table) {
   if (run.empty()) {
-    Statement first = db.prepare("SELECT run_uuid FROM metrics LIMIT 1");
+    Statement first = db.prepare("SELECT run_uuid, typeof(run_uuid), _rowid_ FROM metrics LIMIT 1");
     if (!db.step(first.get())) throw BadInput(db.path(), "metrics", "logged metrics (the table is empty)");
     std::string only = Database::text(first.get(), 0);
+    if (Database::text(first.get(), 1) != "text")  // MLflow's run ids are text; another type never matches one
+      throw BadInput(db.path(), "row " + Database::text(first.get(), 2) + ": run_uuid",
+                     "a run id (text), got " + Database::text(first.get(), 1) +
+                         (Database::text(first.get(), 1) == "null" ? "" : " '" + only + "'"));
     if (another_run(db, only))
       throw BadInput(db.path(), "run_uuid",
                      "one run, or --run naming one; it holds several: " + list_runs(db, have_runs_table));
@@ -413,10 +417,11 @@ void note_present_keys(const fs::path& metrics, SeriesSet& set) {
 
 // One metrics/<key> file: "<timestamp> <value> [<step>]" lines.
 void read_metric_file(const std::string& file, std::vector<Point>& points) {
-  LineReader lines(file);
+  LineReader lines(file);  // one CR before the LF is dropped there, no more
   std::string_view line;
+  size_t first_count = 0;   // MLflow writes 3 fields (2 before steps existed), the same on every line
+  uint64_t first_line = 0;
   while (lines.next(line)) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     uint64_t n = lines.line_number();
     std::string_view fields[4];
@@ -438,6 +443,13 @@ void read_metric_file(const std::string& file, std::vector<Point>& points) {
       throw BadInput(file, where, "a number after the timestamp, got '" + std::string(fields[1]) + "'");
     if (count == 3 && !decimal_step(fields[2], step))
       throw BadInput(file, where, "a step of 0 or more last, got '" + std::string(fields[2]) + "'");
+    if (first_count == 0) {
+      first_count = count;
+      first_line = n;
+    } else if (count != first_count) {
+      throw BadInput(file, where, std::to_string(first_count) + " fields as on line " + std::to_string(first_line) +
+                                      ", got " + std::to_string(count) + " (a line cut short?)");
+    }
     points.push_back({step, timestamp, n, value});
   }
 }

@@ -154,6 +154,17 @@ TEST_F(MlflowDatabase, AViewNamedMetricsIsRefusedNotRead) {
   EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": metrics: expected MLflow's metrics table, got a view of that name");
 }
 
+// A run id of another type than text (NULL, an integer) never names a run.
+TEST_F(MlflowDatabase, ARunIdThatIsNoTextIsNamed) {
+  sql("CREATE TABLE metrics (key, value, timestamp, run_uuid, step, is_nan);");
+  sql("INSERT INTO metrics VALUES ('loss', 1, 1, NULL, 0, 0);");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": row 1: run_uuid: expected a run id (text), got null");
+  fs::remove(db_);
+  sql("CREATE TABLE metrics (key, value, timestamp, run_uuid, step, is_nan);");
+  sql("INSERT INTO metrics VALUES ('loss', 1, 1, 5, 0, 0);");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": row 1: run_uuid: expected a run id (text), got integer '5'");
+}
+
 // SQLite's names ignore case: a view METRICS or RUNS is refused as well.
 TEST_F(MlflowDatabase, AViewOfEitherNameInAnyCaseIsRefused) {
   sql("CREATE VIEW METRICS AS WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c) "
@@ -252,6 +263,12 @@ TEST_F(MlflowFileStore, RefusalsNameTheFileLineOrKey) {
              "expected the run \"night-9\" that --run names; this run folder is 6f1c0a");
   metric("train/loss", "1000 2.5 0 \n");
   EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}), file + ": line 1: expected \"<timestamp> <value> <step>\"");
+  // A line cut short of its step, and a stray CR, are no line MLflow wrote.
+  metric("train/loss", "1000 2.5 0\n1001 2.25\n");
+  EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}),
+             file + ": line 2: expected 3 fields as on line 1, got 2 (a line cut short?)");
+  metric("train/loss", "1000 2.5 0\r\r\n");
+  EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}), file + ": line 1: expected a step of 0 or more last");
   // The experiment's folder with --run finds the run too.
   metric("train/loss", "1000 2.5 0\n");
   EXPECT_EQ(read((fs::path(dir_.path("mlruns")) / "0").string(), "6f1c0a", {{"loss", "train/loss"}}).at("loss").values,
