@@ -134,22 +134,9 @@ void print_rounding_notes(const RunRecord& rec) {
 }
 
 // --golden SMOKE: the record as a pending golden of that smoke.
-int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRecord rec) {
-  SmokeConfig cfg = load_smoke_config(o.golden);
-  if (cfg.has_trainer()) {
-    std::string unknown;
-    for (const auto& [name, s] : rec.series)
-      if (!cfg.trainer.series.count(name)) unknown += (unknown.empty() ? "" : ", ") + name;
-    if (!unknown.empty()) {
-      std::string known;
-      for (const auto& [name, tag] : cfg.trainer.series) known += (known.empty() ? "" : ", ") + name;
-      throw BadUsage("--series: " + unknown + ": not a series " + o.golden + " records (trainer.metrics.series: " +
-                     known + "); name each imported series as the smoke does");
-    }
-  }
-  if (!o.platform.empty() && !is_golden_name(o.platform))
-    throw BadUsage("--platform " + o.platform + ": expected a platform key such as cpu-x86_64-avx2 (letters, digits, "
-                   "'.', '_', '-')");
+// The imported series on the smoke's steps 0..steps-1, shifted by
+// --step-offset: exit 2 for a log running past them, or stopping early.
+void fit_steps_to_smoke(RunRecord& rec, const SmokeConfig& cfg, const ImportOptions& o) {
   // The smoke's runs record steps 0..steps-1; a log that counts from 1
   // (Hugging Face, Megatron-LM) is shifted with --step-offset -1.
   for (auto& [name, s] : rec.series) {
@@ -175,6 +162,40 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
                      "the smoke to " + std::to_string(steps.back() + 1));
     s.steps = steps.size() == static_cast<size_t>(cfg.steps) && steps.front() == 0 ? std::vector<int64_t>{} : steps;
   }
+}
+
+// The pending golden's path: never inside the goldens folder, and never
+// over a golden, but for an earlier import's pending one (not yet
+// accepted), which is replaced.
+void refuse_unsafe_pending_path(const std::string& path, const std::string& smoke_file) {
+  std::error_code pending_ec;
+  bool earlier_import = false;
+  if (fs::is_regular_file(path, pending_ec)) {
+    try {
+      earlier_import = read_golden(path).provenance.action == "import";
+    } catch (const Error&) {
+    }
+  }
+  refuse_writing_into_folder_of_goldens(path, goldens_root(smoke_file, ""), "the pending golden", !earlier_import);
+}
+
+int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRecord rec) {
+  SmokeConfig cfg = load_smoke_config(o.golden);
+  if (cfg.has_trainer()) {
+    std::string unknown;
+    for (const auto& [name, s] : rec.series)
+      if (!cfg.trainer.series.count(name)) unknown += (unknown.empty() ? "" : ", ") + name;
+    if (!unknown.empty()) {
+      std::string known;
+      for (const auto& [name, tag] : cfg.trainer.series) known += (known.empty() ? "" : ", ") + name;
+      throw BadUsage("--series: " + unknown + ": not a series " + o.golden + " records (trainer.metrics.series: " +
+                     known + "); name each imported series as the smoke does");
+    }
+  }
+  if (!o.platform.empty() && !is_golden_name(o.platform))
+    throw BadUsage("--platform " + o.platform + ": expected a platform key such as cpu-x86_64-avx2 (letters, digits, "
+                   "'.', '_', '-')");
+  fit_steps_to_smoke(rec, cfg, o);
   // The curves' own stack is not known: the golden claims none (this
   // machine's fingerprint would be a false one), only where they came from.
   Fingerprint source = {{"import.source", rec.fingerprint.at("import.source")}};
@@ -194,22 +215,10 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
   // Not lockstep-out: a check clears its smoke's folder there.
   std::string out_dir = o.out.empty() ? "lockstep-import" : o.out;
   std::string path = pending_path(out_dir, rec.smoke, rec.platform);
-  // An earlier import's pending golden (not yet accepted) is replaced;
-  // anything else that holds a golden is not.
-  std::error_code pending_ec;
-  bool earlier_import = false;
-  if (fs::is_regular_file(path, pending_ec)) {
-    try {
-      earlier_import = read_golden(path).provenance.action == "import";
-    } catch (const Error&) {
-    }
-  }
-  if (earlier_import) refuse_writing_into_folder_of_goldens(path, goldens_root(o.golden, ""), "the pending golden", false);
-  else refuse_writing_into_goldens(path, o.golden, "the pending golden");
+  refuse_unsafe_pending_path(path, o.golden);
   Golden g;
   g.record = std::move(rec);
-  g.provenance.imported_from = source_of(spec);
-  std::string imported_from = g.provenance.imported_from;
+  std::string imported_from = source_of(spec);
   g.provenance = stamp_provenance("import", "(pending review: imported from " + imported_from + ")",
                                   fs::absolute(o.golden).parent_path().string(), 0);
   g.provenance.imported_from = imported_from;

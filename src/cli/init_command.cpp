@@ -96,6 +96,57 @@ std::string rel(const fs::path& p, const fs::path& root) { return p.lexically_re
 
 }  // namespace
 
+namespace {
+
+// .gitignore: the entries of kIgnored it lacks, appended.
+void update_gitignore(const fs::path& root) {
+  std::error_code ec;
+  fs::path ignore = root / ".gitignore";
+  std::string text = fs::exists(ignore, ec) ? read_file(ignore.string()) : "";
+  std::string added;
+  for (const char* entry : kIgnored) {
+    bool present = false;
+    size_t at = 0;
+    while (!present && at <= text.size()) {
+      size_t end = text.find('\n', at);
+      if (end == std::string::npos) end = text.size();
+      present = text.compare(at, end - at, entry) == 0;
+      at = end + 1;
+    }
+    if (!present) added += std::string(entry) + "\n";
+  }
+  if (!added.empty()) {
+    if (!text.empty() && text.back() != '\n') text += "\n";
+    write_file_atomically(ignore.string(), text + added);
+    say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, lockstep-import/, the lock file, temporaries, .gitlab-ci-local/)");
+  } else {
+    say("kept .gitignore (it has lockstep's entries)");
+  }
+
+}
+
+// The CI template, and a .gitlab-ci.yml that includes it (kept when there).
+void add_ci_files(const fs::path& root) {
+  std::string tmpl = shipped_path("ci/lockstep.gitlab-ci.yml", "ci/templates/lockstep.gitlab-ci.yml");
+  if (tmpl.empty())
+    throw EnvironmentError("the CI template lockstep.gitlab-ci.yml is neither in share/lockstep/ci beside this "
+                           "lockstep nor in its source tree (a broken install)");
+  fs::path ci = root / "ci" / "templates" / "lockstep.gitlab-ci.yml";
+  if (create_file(ci, read_file(tmpl)))
+    say("created " + rel(ci, root) + " (the jobs: lockstep-check, lockstep-nightly, lockstep-gpu, lockstep-bless)");
+  else
+    say("kept " + rel(ci, root));
+  fs::path gitlab = root / ".gitlab-ci.yml";
+  if (create_file(gitlab, kGitlabCi)) {
+    say("created .gitlab-ci.yml (includes the template; set LOCKSTEP_IMAGE)");
+  } else if (read_file(gitlab.string()).find("lockstep.gitlab-ci.yml") == std::string::npos) {
+    say("kept .gitlab-ci.yml; add to it:\n  include:\n    - local: ci/templates/lockstep.gitlab-ci.yml");
+  } else {
+    say("kept .gitlab-ci.yml (it includes the template)");
+  }
+}
+}  // namespace
+
 int init_command(const InitOptions& o) {
   fs::path root = fs::absolute(o.dir).lexically_normal();
   std::error_code ec;
@@ -127,47 +178,8 @@ int init_command(const InitOptions& o) {
     say("created goldens/ (`lockstep bless smoke/ --reason \"first goldens\"` fills it; commit it)");
   }
 
-  // .gitignore: append the entries it lacks.
-  fs::path ignore = root / ".gitignore";
-  std::string text = fs::exists(ignore, ec) ? read_file(ignore.string()) : "";
-  std::string added;
-  for (const char* entry : kIgnored) {
-    bool present = false;
-    size_t at = 0;
-    while (!present && at <= text.size()) {
-      size_t end = text.find('\n', at);
-      if (end == std::string::npos) end = text.size();
-      present = text.compare(at, end - at, entry) == 0;
-      at = end + 1;
-    }
-    if (!present) added += std::string(entry) + "\n";
-  }
-  if (!added.empty()) {
-    if (!text.empty() && text.back() != '\n') text += "\n";
-    write_file_atomically(ignore.string(), text + added);
-    say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, lockstep-import/, the lock file, temporaries, .gitlab-ci-local/)");
-  } else {
-    say("kept .gitignore (it has lockstep's entries)");
-  }
-
-  // The CI template, and a .gitlab-ci.yml that includes it.
-  std::string tmpl = shipped_path("ci/lockstep.gitlab-ci.yml", "ci/templates/lockstep.gitlab-ci.yml");
-  if (tmpl.empty())
-    throw EnvironmentError("the CI template lockstep.gitlab-ci.yml is neither in share/lockstep/ci beside this "
-                           "lockstep nor in its source tree (a broken install)");
-  fs::path ci = root / "ci" / "templates" / "lockstep.gitlab-ci.yml";
-  if (create_file(ci, read_file(tmpl)))
-    say("created " + rel(ci, root) + " (the jobs: lockstep-check, lockstep-nightly, lockstep-gpu, lockstep-bless)");
-  else
-    say("kept " + rel(ci, root));
-  fs::path gitlab = root / ".gitlab-ci.yml";
-  if (create_file(gitlab, kGitlabCi)) {
-    say("created .gitlab-ci.yml (includes the template; set LOCKSTEP_IMAGE)");
-  } else if (read_file(gitlab.string()).find("lockstep.gitlab-ci.yml") == std::string::npos) {
-    say("kept .gitlab-ci.yml; add to it:\n  include:\n    - local: ci/templates/lockstep.gitlab-ci.yml");
-  } else {
-    say("kept .gitlab-ci.yml (it includes the template)");
-  }
+  update_gitignore(root);
+  add_ci_files(root);
   // The pre-push hook, when DIR is a repository's work tree.
   GitState git = read_git_state(root.string());
   bool hooked = false;

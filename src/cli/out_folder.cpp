@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "smoke/golden_store.h"
 
@@ -49,11 +50,7 @@ void require_report_file(const std::string& flag, const std::string& path, const
   if (!fs::is_regular_file(fs::symlink_status(path, ec)))
     throw BadUsage(flag + " " + path + ": refusing to write over something that is not a regular file");
   // An existing file is replaced only when this command wrote it before.
-  std::string text;
-  {
-    std::ifstream in(path, std::ios::binary);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  std::string text = existing_text(path, kMaxReadBytes).value_or("");
   if (text.find(signature) == std::string::npos)
     throw BadUsage(flag + " " + path + ": refusing to overwrite a file that is not an earlier report of this command "
                    "(remove it, or name a new file)");

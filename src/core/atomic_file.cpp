@@ -112,6 +112,17 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
+std::optional<std::string> existing_text(const std::string& path, uint64_t max_bytes) {
+  std::error_code ec;
+  fs::path target = fs::weakly_canonical(fs::absolute(path), ec);
+  if (ec || !fs::is_regular_file(target, ec)) return std::nullopt;
+  uintmax_t size = fs::file_size(target, ec);
+  if (ec || size > max_bytes) return std::nullopt;
+  std::ifstream in(target, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 namespace {
 
 // Seconds since the epoch when process `pid` started, or -1 (no /proc).

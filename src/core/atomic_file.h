@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,5 +53,12 @@ inline constexpr uint64_t kMaxReadBytes = uint64_t{2} << 30;  // 2 GiB
 /// Error(kBadInput) "<path>: cannot read: <reason>" otherwise. The string's
 /// capacity holds 64 bytes more than its size (simdjson's padding).
 std::string read_file(const std::string& path);
+
+/// The text of what an output about to be written would replace: the
+/// regular file `path` resolves to (through links), when it is at most
+/// `max_bytes`; nullopt when nothing is there, it is no regular file, it is
+/// larger, or it cannot be read. For the refusals that keep an output off
+/// a file it must not replace (a golden, a user's note).
+std::optional<std::string> existing_text(const std::string& path, uint64_t max_bytes);
 
 }  // namespace lockstep

@@ -228,6 +228,22 @@ SmokeCheck resume_failure(const SmokeConfig& cfg, const std::string& diff, Lane 
   return c;
 }
 
+// The processes of one run of `cfg` under `overrides` (check --world-size
+// sizes a multi-rank smoke), counted against check -j's slots.
+int slots_per_run(const SmokeConfig& cfg, const RunOverrides& overrides) {
+  SmokeConfig sized = cfg;
+  if (cfg.distributed.configured && overrides.world_size > 0) sized.distributed.world_size = overrides.world_size;
+  return processes_per_run(sized);
+}
+
+// The note of a resume check that held.
+std::string resumed_note(const SmokeConfig& cfg) {
+  return "resumed at step " + std::to_string(cfg.resume_at) + " from a checkpoint in " +
+         (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " fresh rank processes"
+                                     : std::string("a fresh process")) +
+         ": bit-identical to the uninterrupted run";
+}
+
 SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const CheckSmokeOptions& o,
                         Launcher& launcher) {
   SmokeCheck c;
@@ -245,10 +261,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // a single-process smoke runs as it is.
   if (!cfg.distributed.configured) base.overrides.world_size = 0;
   ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
-  SmokeConfig sized = cfg;  // the processes of one run, counted against check -j's slots
-  if (cfg.distributed.configured && base.overrides.world_size > 0)
-    sized.distributed.world_size = base.overrides.world_size;
-  const int per_run = processes_per_run(sized);
+  const int per_run = slots_per_run(cfg, base.overrides);
   if (cfg.resume_at > 0) resume_runs.start_early(o.slots, per_run);
   // The check's thread holds per_run slots (the caller's), lent while it waits.
   std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run);
@@ -287,10 +300,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     // bit against the uninterrupted run.
     if (std::string diff = first_bit_difference(resume_runs.finish(per_run), run); !diff.empty())
       return resume_failure(cfg, diff, found ? c.verdict.lane : Lane::kNone, dir);
-    resume_note = "resumed at step " + std::to_string(cfg.resume_at) + " from a checkpoint in " +
-                  (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " fresh rank processes"
-                                              : std::string("a fresh process")) +
-                  ": bit-identical to the uninterrupted run";
+    resume_note = resumed_note(cfg);
   }
   // 5. No golden: exit 2 with a pending one.
   if (!found) {

@@ -222,6 +222,44 @@ std::string ledger_line(const LedgerEntry& e) {
   return j.dump();
 }
 
+namespace {
+
+// One series of a ledger line: its kept points (steps increasing), count,
+// hash, use and rule. Throws exit 2 naming the element that is wrong.
+LedgerSeries parse_ledger_series(const JsonView& s) {
+  s.allow_keys({"steps", "values", "count", "xxh3", "use", "rule"});
+  LedgerSeries ls;
+  JsonView steps = s.at("steps"), values = s.at("values");
+  steps.expect_array();
+  values.expect_array();
+  if (steps.size() != values.size() || steps.size() > kLedgerPoints)
+    s.fail("as many steps as values, at most " + std::to_string(kLedgerPoints));
+  // The raw arrays first (a year of nights is millions of values); a
+  // JsonView, which names the element, only for one that is wrong.
+  const nlohmann::json &raw_steps = steps.raw(), &raw_values = values.raw();
+  ls.steps.reserve(raw_steps.size());
+  ls.values.reserve(raw_values.size());
+  for (size_t i = 0; i < raw_steps.size(); ++i) {
+    const nlohmann::json& st = raw_steps[i];
+    bool plain = st.is_number_integer() && !(st.is_number_unsigned() && st.get<uint64_t>() > INT64_MAX) &&
+                 st.get<int64_t>() >= 0;
+    ls.steps.push_back(plain ? st.get<int64_t>() : steps.at(i).as_int(0));
+    if (i > 0 && ls.steps[i] <= ls.steps[i - 1]) steps.at(i).fail("steps in increasing order");
+    const nlohmann::json& v = raw_values[i];
+    ls.values.push_back(v.is_number() ? v.get<double>() : values.at(i).as_double());
+  }
+  ls.count = s.at("count").as_uint();
+  if (ls.count < ls.values.size()) s.at("count").fail("at least the number of values kept");
+  ls.xxh3 = s.at("xxh3").as_string();
+  if (!is_hex(ls.xxh3, 32)) s.at("xxh3").fail("the series' XXH3-128 (32 hex digits)");
+  ls.use = s.at("use").raw().is_null() ? kNaN : s.at("use").as_double();
+  if (!std::isnan(ls.use) && !(ls.use >= 0)) s.at("use").fail("a share of the tolerance, 0 or more (or null)");
+  ls.rule = s.at("rule").as_string();
+  return ls;
+}
+
+}  // namespace
+
 LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, uint64_t line_number) {
   std::string where = file + ": line " + std::to_string(line_number);
   nlohmann::json doc = parse_json_text(line, where);
@@ -264,38 +302,7 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   JsonView series = v.at("series");
   series.expect_object();
   if (series.keys().size() > kLedgerSeries) series.fail("at most " + std::to_string(kLedgerSeries) + " series");
-  for (const std::string& name : series.keys()) {
-    JsonView s = series.at(name);
-    s.allow_keys({"steps", "values", "count", "xxh3", "use", "rule"});
-    LedgerSeries ls;
-    JsonView steps = s.at("steps"), values = s.at("values");
-    steps.expect_array();
-    values.expect_array();
-    if (steps.size() != values.size() || steps.size() > kLedgerPoints)
-      s.fail("as many steps as values, at most " + std::to_string(kLedgerPoints));
-    // The raw arrays first (a year of nights is millions of values); a
-    // JsonView, which names the element, only for one that is wrong.
-    const nlohmann::json &raw_steps = steps.raw(), &raw_values = values.raw();
-    ls.steps.reserve(raw_steps.size());
-    ls.values.reserve(raw_values.size());
-    for (size_t i = 0; i < raw_steps.size(); ++i) {
-      const nlohmann::json& st = raw_steps[i];
-      bool plain = st.is_number_integer() && !(st.is_number_unsigned() && st.get<uint64_t>() > INT64_MAX) &&
-                   st.get<int64_t>() >= 0;
-      ls.steps.push_back(plain ? st.get<int64_t>() : steps.at(i).as_int(0));
-      if (i > 0 && ls.steps[i] <= ls.steps[i - 1]) steps.at(i).fail("steps in increasing order");
-      const nlohmann::json& v = raw_values[i];
-      ls.values.push_back(v.is_number() ? v.get<double>() : values.at(i).as_double());
-    }
-    ls.count = s.at("count").as_uint();
-    if (ls.count < ls.values.size()) s.at("count").fail("at least the number of values kept");
-    ls.xxh3 = s.at("xxh3").as_string();
-    if (!is_hex(ls.xxh3, 32)) s.at("xxh3").fail("the series' XXH3-128 (32 hex digits)");
-    ls.use = s.at("use").raw().is_null() ? kNaN : s.at("use").as_double();
-    if (!std::isnan(ls.use) && !(ls.use >= 0)) s.at("use").fail("a share of the tolerance, 0 or more (or null)");
-    ls.rule = s.at("rule").as_string();
-    e.series.emplace(name, std::move(ls));
-  }
+  for (const std::string& name : series.keys()) e.series.emplace(name, parse_ledger_series(series.at(name)));
   JsonView probes = v.at("probes");
   probes.expect_array();
   if (probes.size() > kLedgerProbes) probes.fail("at most " + std::to_string(kLedgerProbes) + " probe hashes");

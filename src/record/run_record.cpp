@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <optional>
 
 #include "core/atomic_file.h"
@@ -93,6 +91,38 @@ std::vector<BatchProbe> probes_from_json(const JsonView& arr) {
 
 }  // namespace
 
+namespace {
+
+// The "resources" section: step times (inline or in the sidecar `b`),
+// one per step of a record of `steps` steps, each in [0, 1e9] s; peaks and
+// the runner's load.
+Resources resources_from_json(const JsonView& res, SeriesBlob* b, int64_t steps) {
+  Resources out;
+  res.allow_keys({"step_time_s", "peak_rss_bytes", "peak_cuda_bytes", "runner_class", "load_per_core",
+                  "steal_fraction"});
+  if (res.has("runner_class")) out.runner_class = res.at("runner_class").as_string();
+  if (res.has("load_per_core")) out.load_per_core = res.at("load_per_core").as_finite(0, 1e6);
+  if (res.has("steal_fraction")) out.steal_fraction = res.at("steal_fraction").as_finite(0, 1);
+  JsonView t = res.at("step_time_s");
+  out.step_time_s = number_array(t, b);
+  for (size_t i = 0; i < out.step_time_s.size(); ++i) {
+    double x = out.step_time_s[i];
+    if (!(x >= 0 && x <= 1e9)) {  // NaN fails too
+      std::string expected = "a number in [0, 1e9] (seconds), got " + format_double(x);
+      if (t.raw().is_array()) t.at(i).fail(expected);
+      t.fail(expected + " at index " + std::to_string(i));
+    }
+  }
+  if (static_cast<int64_t>(out.step_time_s.size()) != steps)
+    t.fail(std::to_string(steps) + " step times (one per step), got " +
+           std::to_string(out.step_time_s.size()));
+  out.peak_rss_bytes = res.at("peak_rss_bytes").as_int(-1);
+  out.peak_cuda_bytes = res.at("peak_cuda_bytes").as_int(-1);
+  return out;
+}
+
+}  // namespace
+
 RunRecord run_record_from_json(const JsonView& n, const std::optional<std::string>& sidecar_dir) {
   n.expect_object();
   check_schema(n);
@@ -144,29 +174,7 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
     JsonView init = n.at("init");
     for (const auto& k : init.keys()) r.init[k] = init_stats_from_json(init.at(k));
   }
-  if (n.has("resources")) {
-    JsonView res = n.at("resources");
-    res.allow_keys({"step_time_s", "peak_rss_bytes", "peak_cuda_bytes", "runner_class", "load_per_core",
-                    "steal_fraction"});
-    if (res.has("runner_class")) r.resources.runner_class = res.at("runner_class").as_string();
-    if (res.has("load_per_core")) r.resources.load_per_core = res.at("load_per_core").as_finite(0, 1e6);
-    if (res.has("steal_fraction")) r.resources.steal_fraction = res.at("steal_fraction").as_finite(0, 1);
-    JsonView t = res.at("step_time_s");
-    r.resources.step_time_s = number_array(t, b);
-    for (size_t i = 0; i < r.resources.step_time_s.size(); ++i) {
-      double x = r.resources.step_time_s[i];
-      if (!(x >= 0 && x <= 1e9)) {  // NaN fails too
-        std::string expected = "a number in [0, 1e9] (seconds), got " + format_double(x);
-        if (t.raw().is_array()) t.at(i).fail(expected);
-        t.fail(expected + " at index " + std::to_string(i));
-      }
-    }
-    if (static_cast<int64_t>(r.resources.step_time_s.size()) != r.steps)
-      t.fail(std::to_string(r.steps) + " step times (one per step), got " +
-             std::to_string(r.resources.step_time_s.size()));
-    r.resources.peak_rss_bytes = res.at("peak_rss_bytes").as_int(-1);
-    r.resources.peak_cuda_bytes = res.at("peak_cuda_bytes").as_int(-1);
-  }
+  if (n.has("resources")) r.resources = resources_from_json(n.at("resources"), b, r.steps);
   r.probes = probes_from_json(n.at("probes"));
   r.train_probes = probes_from_json(n.at("train_probes"));
   if (n.has("module_trace")) {
@@ -192,11 +200,12 @@ void refuse_replacing_other_than_a_record(const std::string& path, const std::st
   fs::path target = fs::weakly_canonical(fs::absolute(path), ec);  // through links: what the write replaces
   if (ec || !fs::is_regular_file(target, ec)) return;
   std::string why;
-  if (fs::file_size(target, ec) > (uintmax_t{256} << 20)) {  // series past 4,096 steps go to a sidecar
+  // Series past 4,096 steps go to a sidecar: a record is far below this.
+  std::optional<std::string> existing = existing_text(path, uint64_t{256} << 20);
+  if (!existing) {
     why = "larger than any record";
   } else {
-    std::ifstream in(target, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string& text = *existing;
     // Records are written pretty (a top-level key indented by 2) or, by
     // other tools, compact; a scan, not a parse: this runs before each run.
     size_t first = text.find_first_not_of(" \t\r\n");

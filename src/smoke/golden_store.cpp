@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_io.h"
 #include "record/platform_key.h"
@@ -37,13 +36,9 @@ void refuse_writing_into_goldens(const std::string& path, const std::string& con
 
 void refuse_overwriting_a_golden(const std::string& path, const std::string& what) {
   if (path.empty()) return;
-  std::error_code ec;
-  fs::path target = fs::weakly_canonical(fs::absolute(path), ec);  // through links: what the write replaces
-  if (ec || !fs::is_regular_file(target, ec)) return;
-  uintmax_t size = fs::file_size(target, ec);
-  if (ec || size > (uintmax_t{64} << 20)) return;  // a golden is a few megabytes at most
-  std::ifstream in(target, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::optional<std::string> existing = existing_text(path, uint64_t{64} << 20);  // a golden is a few MB at most
+  if (!existing) return;
+  const std::string& text = *existing;
   // A record or report rewritten in place is the common case: no parse
   // unless the golden's key is there at all.
   if (text.find("\"content_hash\"") == std::string::npos) return;
