@@ -121,6 +121,12 @@ class Database {
     return st;
   }
 
+  // Runs a statement without rows (BEGIN); exit 2 when SQLite refuses it.
+  void exec(const std::string& sql) const {
+    Statement st = prepare(sql);
+    step(st.get());
+  }
+
   // SQLITE_ROW or SQLITE_DONE; exit 2 for anything else (a damaged page).
   bool step(sqlite3_stmt* s) const {
     int rc = sqlite3_step(s);
@@ -171,13 +177,23 @@ std::string list_runs(const Database& db, bool have_runs_table) {
   return out;
 }
 
-// The run_uuid `run` names (a uuid, else a run name), or the only run.
-// Whether the table holds a run other than `run`: a seek on MLflow's
+// Whether the table holds a run other than `run` (a run id of another
+// type too: numbers sort before text, blobs after): a seek on MLflow's
 // run_uuid index (a DISTINCT would walk all of it).
 bool another_run(const Database& db, const std::string& run) {
   Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid < ?1 OR run_uuid > ?1 LIMIT 1", {run});
   return db.step(st.get());
 }
+
+// Whether every row of the table is `run`'s: no other run, no row without
+// a run id. Then the rows are read without comparing each one's run_uuid.
+bool only_run(const Database& db, const std::string& run) {
+  if (another_run(db, run)) return false;
+  Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid IS NULL LIMIT 1");
+  return !db.step(st.get());
+}
+
+// The run_uuid `run` names (a uuid, else a run name), or the only run.
 
 std::string resolve_run(const Database& db, const std::string& run, bool have_runs_table) {
   if (run.empty()) {
@@ -311,13 +327,16 @@ std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
   for (const char* c : {"key", "value", "run_uuid", "step"})
     if (!has(c)) throw BadInput(spec.path, std::string("metrics.") + c, "MLflow's column " + std::string(c) + " in the metrics table");
   bool have_runs_table = !db.column_names("runs").empty();
+  // One read transaction: the rows read are the rows checked.
+  db.exec("BEGIN");
   std::string run = resolve_run(db, spec.run, have_runs_table);
-  // One run in the table: a plain scan beats the run_uuid index (a lookup per row).
-  bool one_run = spec.run.empty() || !another_run(db, run);
+  // Every row the run's: a plain scan, no run_uuid read per row (the
+  // run_uuid index would cost a lookup per row).
+  bool one_run = only_run(db, run);
 
   std::string is_nan = has("is_nan") ? "is_nan" : "0", timestamp = has("timestamp") ? "timestamp" : "0";
   std::string sql = "SELECT _rowid_, key, value, step, " + is_nan + ", " + timestamp + " FROM metrics" +
-                    (one_run ? " NOT INDEXED" : "") + " WHERE run_uuid = ?1";
+                    (one_run ? " NOT INDEXED" : " WHERE run_uuid = ?1");
   // MLflow inserts a metric's points as they are logged: fed to the
   // builders as they come; rows out of (step, timestamp) order are read
   // again, held and sorted.

@@ -165,6 +165,16 @@ TEST_F(MlflowDatabase, ARunIdThatIsNoTextIsNamed) {
   EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": row 1: run_uuid: expected a run id (text), got integer '5'");
 }
 
+// A run's rows are its own: a row without a run id, after the run's first,
+// is not read as the run's (the only run is read by a plain scan otherwise).
+TEST_F(MlflowDatabase, ARowWithoutARunIdIsNotTheOnlyRunsRow) {
+  sql("CREATE TABLE metrics (key, value, timestamp, run_uuid, step, is_nan);");
+  sql("INSERT INTO metrics VALUES ('loss', 1.5, 1, '6f1c0a', 0, 0), ('loss', 99, 2, NULL, 1, 0),"
+      "('loss', 1.25, 3, '6f1c0a', 1, 0);");
+  EXPECT_EQ(read("", {{"loss", "loss"}}).at("loss").values, (std::vector<double>{1.5, 1.25}));
+  EXPECT_EQ(read("6f1c0a", {{"loss", "loss"}}).at("loss").values, (std::vector<double>{1.5, 1.25}));
+}
+
 // SQLite's names ignore case: a view METRICS or RUNS is refused as well.
 TEST_F(MlflowDatabase, AViewOfEitherNameInAnyCaseIsRefused) {
   sql("CREATE VIEW METRICS AS WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c) "
