@@ -222,6 +222,26 @@ std::string output_path(const SmokeConfig& c, const std::string& field, const st
   return full;
 }
 
+// A file the config says the trainer writes (`field`, at `path` inside its
+// output folder `out`): exit 2 naming the config's field when the trainer
+// exited 0 without writing it, with what the folder holds (a misspelt
+// name shows there).
+void require_written(const SmokeConfig& c, const std::string& field, const std::string& path, const std::string& out) {
+  std::error_code ec;
+  if (fs::exists(path, ec) || fs::is_symlink(fs::symlink_status(path, ec))) return;  // a dangling link is read, and named
+  std::vector<std::string> held;
+  size_t n = 0;
+  for (fs::recursive_directory_iterator it(out, ec), end; !ec && it != end && n < 200; it.increment(ec), ++n)
+    if (it->is_regular_file(ec)) held.push_back(fs::path(it->path()).lexically_relative(out).generic_string());
+  std::sort(held.begin(), held.end());
+  std::string list;
+  for (size_t i = 0; i < held.size() && i < 10; ++i) list += (i ? ", " : "") + held[i];
+  if (held.size() > 10) list += ", ...";
+  throw BadInput(c.file, field,
+                 "the path the trainer writes; it exited 0 without writing " + path +
+                     (held.empty() ? std::string(" ({out} is empty)") : " ({out} holds " + list + ")"));
+}
+
 // Each series must stay within [first, end) and reach the end of what was
 // trained (its last step within one logging interval of end - 1): a
 // trainer that stopped early without failing would otherwise pass on
@@ -581,6 +601,7 @@ std::vector<BatchProbe> read_data_probes(const TrainerLayout& l, const PassPlan&
     for (int r = 0; r < l.world; ++r) {
       std::string file = l.path("trainer.probes", l.c.trainer.probes, l.rank_dir(p.data_outs[k], r), r, l.worker_counts[k]);
       if (path.empty()) path = file;
+      require_written(l.c, "trainer.probes", file, l.rank_dir(p.data_outs[k], r));
       per_rank.push_back(read_probes_jsonl(file));
     }
     std::vector<BatchProbe> probes =
@@ -616,6 +637,7 @@ void read_metrics_of_ranks(const TrainerLayout& l, const PassPlan& p, int64_t fi
   spec.series = t.series;
   spec.step_key = t.step_key;
   spec.mllog_step = t.mllog_step;
+  require_written(l.c, "trainer.metrics.path", spec.path, l.rank_dir(p.train_out, 0));
   out.series = read_metrics(spec);
   out.metrics_path = spec.path;
   check_coverage(out.series, first, end, spec.path);
@@ -644,6 +666,7 @@ void read_trained_batches_and_trace(const TrainerLayout& l, const PassPlan& p, i
     std::vector<std::vector<BatchProbe>> per_rank;
     for (int r = 0; r < l.world; ++r) {
       std::string probes = l.path("trainer.probes", t.probes, l.rank_dir(p.train_out, r), r, workers);
+      require_written(l.c, "trainer.probes", probes, l.rank_dir(p.train_out, r));
       per_rank.push_back(read_probes_jsonl(probes, first));
       if (static_cast<int64_t>(per_rank.back().size()) != end - first)
         throw BadInput(probes, "", "one probe per step trained (" + std::to_string(end - first) + "), got " +

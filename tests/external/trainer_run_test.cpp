@@ -188,6 +188,21 @@ TEST_F(TrainerRunTest, MissingMetricsOrReportIsBadInput) {
   expect_error(c, ExitCode::kBadInput, "lockstep-trainer.json");
 }
 
+// A metrics or probes path the trainer never writes (a misspelt name) names
+// the config's field and what the trainer wrote instead.
+TEST_F(TrainerRunTest, APathTheTrainerNeverWritesNamesTheConfigField) {
+  SmokeConfig c = config();
+  c.trainer.metrics_path = "{out}/metric.jsonl";
+  const std::string train = (dir_ / "work" / "train").string();
+  expect_error(c, ExitCode::kBadInput,
+               (dir_ / "fake.json").string() + ": trainer.metrics.path: expected the path the trainer writes; it "
+               "exited 0 without writing " + train + "/metric.jsonl ({out} holds env.txt, lockstep-trainer.json, "
+               "metrics.jsonl, probes.jsonl, stderr.log, stdout.log)");
+  c = config();
+  c.trainer.probes = "{out}/probe.jsonl";
+  expect_error(c, ExitCode::kBadInput, ": trainer.probes: expected the path the trainer writes; it exited 0 without writing ");
+}
+
 // The reported CPU capability names the platform and the golden's file: a
 // path or a paragraph there is refused, naming the field.
 TEST_F(TrainerRunTest, ACpuCapabilityThatCannotNameAPlatformIsBadInput) {
