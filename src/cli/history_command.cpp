@@ -124,14 +124,15 @@ int history_push_command(const HistorySyncOptions& o) {
 }
 
 int history_pull_command(const HistorySyncOptions& o) {
-  std::map<std::string, std::string> there = fetch_branch_files(store_options(o, "lockstep history pull"));
+  std::optional<std::map<std::string, std::string>> there = fetch_branch_files(store_options(o, "lockstep history pull"));
   std::map<std::string, std::string> mine = ledgers_in(o.dir);
   std::error_code ec;
   fs::create_directories(o.dir, ec);
   if (ec) throw io_error(o.dir, "create the history folder", ec.value());
-  size_t written = 0;
-  for (const auto& [name, text] : there) {
+  size_t ledgers = 0, written = 0;
+  for (const auto& [name, text] : there ? *there : std::map<std::string, std::string>{}) {
     if (name.size() <= 6 || name.compare(name.size() - 6, 6, ".jsonl") != 0) continue;
+    ++ledgers;
     auto m = mine.find(name);
     std::string merged = m == mine.end() ? merge_ledgers(name, "", text) : merge_ledgers(name, m->second, text);
     if (m == mine.end() || merged != m->second) {
@@ -139,9 +140,10 @@ int history_pull_command(const HistorySyncOptions& o) {
       ++written;
     }
   }
-  std::cout << "history: pulled " << there.size() << " ledger(s) from " << o.branch << " at " << o.remote
-            << (there.empty() ? " (the branch does not exist there yet)" : "") << "; " << written << " updated in "
-            << o.dir << "\n";
+  std::cout << "history: pulled " << ledgers << " ledger(s) from " << o.branch << " at " << o.remote
+            << (!there ? " (the branch does not exist there yet: `lockstep history push` makes it)"
+                       : ledgers == 0 ? " (the branch holds no <smoke>.jsonl ledger)" : "")
+            << "; " << written << " updated in " << o.dir << "\n";
   return 0;
 }
 

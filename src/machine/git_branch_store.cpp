@@ -199,10 +199,10 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
                          std::to_string(o.attempts) + " attempts); run history push again");
 }
 
-std::map<std::string, std::string> fetch_branch_files(const BranchStoreOptions& o) {
+std::optional<std::map<std::string, std::string>> fetch_branch_files(const BranchStoreOptions& o) {
   Store s(o);
   git_oid theirs, ours;
-  if (!s.fetch() || !s.tip(s.tracking(), theirs)) return {};
+  if (!s.fetch() || !s.tip(s.tracking(), theirs)) return std::nullopt;
   if (!s.tip(s.local(), ours)) {
     // The local branch starts at the remote's (no commit made here).
     Libgit2Session session;

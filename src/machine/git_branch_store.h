@@ -4,7 +4,7 @@
 //
 //   BranchStoreOptions o;                          // branch lockstep-history, remote origin
 //   PushOutcome p = commit_and_push({{"digits-cnn.jsonl", text}}, o, merge_ledgers);
-//   std::map<std::string, std::string> there = fetch_branch_files(o);   // `history pull`
+//   auto there = fetch_branch_files(o);   // `history pull`: nullopt before the first push
 //
 // Two CI jobs pushing one after the other both land: a push the remote
 // rejects (its branch moved) is followed by a fetch, a merge of each file
@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace lockstep {
@@ -47,9 +48,9 @@ struct PushOutcome {
 PushOutcome commit_and_push(const std::map<std::string, std::string>& files, const BranchStoreOptions& options,
                             const FileMerge& merge);
 
-/// The files of the remote's branch (fetched); empty when the remote has no
-/// such branch yet. Also points the local branch at it when the local one
-/// is absent. Same errors.
-std::map<std::string, std::string> fetch_branch_files(const BranchStoreOptions& options);
+/// The files of the remote's branch (fetched); nullopt when the remote has
+/// no such branch yet. Also points the local branch at it when the local
+/// one is absent. Same errors.
+std::optional<std::map<std::string, std::string>> fetch_branch_files(const BranchStoreOptions& options);
 
 }  // namespace lockstep

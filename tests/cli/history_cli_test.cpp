@@ -41,6 +41,9 @@ TEST(HistoryCli, TwoJobsPushingOneAfterTheOtherKeepBothNights) {
     std::string dir = (d / job).string();
     Result pull = lockstep("history pull lockstep-history", "", dir);
     EXPECT_EQ(pull.code, 0) << pull.output;
+    EXPECT_NE(pull.output.find("history: pulled 0 ledger(s) from lockstep-history at origin (the branch does not "
+                               "exist there yet: `lockstep history push` makes it); 0 updated in lockstep-history"),
+              std::string::npos) << pull.output;
     Result check = lockstep("check smoke/wine-mlp.json --repeat 1 --out out --history lockstep-history", "", dir);
     EXPECT_EQ(check.code, 0) << check.output;
     return dir;
@@ -59,6 +62,14 @@ TEST(HistoryCli, TwoJobsPushingOneAfterTheOtherKeepBothNights) {
   std::string c = (d / "c").string();
   Result pc = lockstep("history pull lockstep-history", "", c);
   ASSERT_EQ(pc.code, 0) << pc.output;
+  EXPECT_NE(pc.output.find("history: pulled 1 ledger(s) from lockstep-history at origin; 1 updated in lockstep-history"),
+            std::string::npos) << pc.output;
+  // A branch that exists but holds no ledger says so (not "does not exist").
+  ASSERT_EQ(shell("git -C '" + c + "' push -q origin main:other-branch").code, 0);
+  Result po = lockstep("history pull other --branch other-branch", "", c);
+  EXPECT_EQ(po.code, 0) << po.output;
+  EXPECT_NE(po.output.find("history: pulled 0 ledger(s) from other-branch at origin (the branch holds no "
+                           "<smoke>.jsonl ledger); 0 updated in other"), std::string::npos) << po.output;
   Result h = lockstep("history lockstep-history", "", c);
   EXPECT_EQ(h.code, 0) << h.output;
   EXPECT_NE(h.output.find("history: wine-mlp: 2 nights"), std::string::npos) << h.output;

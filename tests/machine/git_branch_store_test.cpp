@@ -70,7 +70,7 @@ std::string union_lines(const std::string&, const std::string& ours, const std::
 
 TEST_F(BranchStore, CommitsWithoutTouchingTheWorkTreeAndFetchesBack) {
   std::string a = (root_ / "a").string();
-  EXPECT_TRUE(fetch_branch_files(in("a")).empty()) << "no branch yet";
+  EXPECT_FALSE(fetch_branch_files(in("a")).has_value()) << "no branch yet";
   PushOutcome p = commit_and_push({{"s.jsonl", "night 1\n"}}, in("a"), union_lines);
   EXPECT_EQ(p.attempts, 1);
   EXPECT_FALSE(p.merged);
@@ -79,7 +79,7 @@ TEST_F(BranchStore, CommitsWithoutTouchingTheWorkTreeAndFetchesBack) {
   EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:s.jsonl"), "night 1\n");
   EXPECT_EQ(sh("git -C '" + remote_ + "' rev-parse lockstep-history"), p.commit + "\n");
   auto back = fetch_branch_files(in("b"));
-  EXPECT_EQ(back, (std::map<std::string, std::string>{{"s.jsonl", "night 1\n"}}));
+  EXPECT_EQ(back, (std::map<std::string, std::string>{{"s.jsonl", "night 1\n"}}));  // an optional holding them
   EXPECT_EQ(sh("git -C '" + (root_ / "b").string() + "' rev-parse lockstep-history"), p.commit + "\n")
       << "pull starts the local branch at the remote's";
 }
