@@ -176,7 +176,13 @@ int check_command(const CheckOptions& o) {
                        " (goldens are written only by bless and accept); keep the ledgers beside it, e.g. "
                        "lockstep-history");
     }
-    for (const std::string& ledger : ledger_files(o.history_dir)) read_ledger(ledger, false);
+    for (const std::string& ledger : ledger_files(o.history_dir)) {
+      // A night's entry replaces the ledger atomically: never through a link.
+      if (std::filesystem::is_symlink(std::filesystem::symlink_status(ledger, ec)))
+        throw BadInput(ledger, "", "a ledger file, not a symbolic link (each night replaces it atomically; link the "
+                                   "history folder instead)");
+      read_ledger(ledger, false);
+    }
   }
   // Two configs of one name are refused before any run (one golden each).
   std::vector<std::string> names = suite_smoke_names(files);

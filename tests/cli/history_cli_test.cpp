@@ -154,6 +154,17 @@ TEST(HistoryCli, OutputsStayOffTheirInputsAndInsideTheirFolders) {
   EXPECT_NE(among.output.find("--history " + kSourceDir + "/goldens: inside the goldens folder"), std::string::npos)
       << among.output;
   EXPECT_FALSE(fs::exists(kSourceDir + "/goldens/wine-mlp.jsonl"));
+  // A ledger that is a link is refused before any run (it is replaced atomically).
+  fs::create_directories(d / "linked");
+  write_file_atomically((d / "elsewhere.jsonl").string(), "");
+  fs::create_symlink(d / "elsewhere.jsonl", d / "linked" / "wine-mlp.jsonl");
+  Result linked = lockstep("check " + kSourceDir + "/smoke/wine-mlp.json --repeat 1 --out " + (d / "out2").string() +
+                           " --history " + (d / "linked").string());
+  EXPECT_EQ(linked.code, 2) << linked.output;
+  EXPECT_NE(linked.output.find((d / "linked" / "wine-mlp.jsonl").string() + ": expected a ledger file, not a symbolic "
+                               "link (each night replaces it atomically; link the history folder instead)"),
+            std::string::npos) << linked.output;
+  EXPECT_FALSE(fs::exists(d / "out2" / "wine-mlp")) << "refused before any run";
 }
 
 // A log that counts its steps from 1 (Hugging Face, Megatron-LM) is a
