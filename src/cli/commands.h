@@ -202,6 +202,7 @@ struct PendingOptions {
   bool in_ci = false;                ///< accept only: write although CI is set
   bool no_wait = false;              ///< accept only: exit 3 instead of waiting for the goldens folder's lock
   bool allow_dirty = false;          ///< accept only: accept from a dirty work tree (recorded)
+  bool allow_narrower = false;       ///< accept only: replace a golden by one that checks less (gate/pending.h)
 };
 int review_command(const PendingOptions& options);
 int accept_command(const PendingOptions& options);

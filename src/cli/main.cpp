@@ -360,6 +360,8 @@ void add_golden_commands(CLI::App& app, std::vector<Command>& out) {
   accept->add_flag("--in-ci", accept_opts->in_ci, "Write goldens even though CI is set");
   accept->add_flag("--allow-dirty", accept_opts->allow_dirty,
                    "Accept although the work tree has changes outside the goldens folder (recorded)");
+  accept->add_flag("--allow-narrower", accept_opts->allow_narrower,
+                   "Replace a golden by one that checks less (fewer series, no batch probes, ...), named on output");
   accept->add_flag("--no-wait", accept_opts->no_wait,
                    "Exit 3, naming its pid, when another bless or accept holds the goldens folder (default: wait)");
   out.push_back({accept, [accept_opts] { return accept_command(*accept_opts); }});

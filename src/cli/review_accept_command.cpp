@@ -31,6 +31,11 @@ int review_command(const PendingOptions& o) {
     }
     std::cout << "   current: " << r.current << " (content " << r.current_hash
               << "), " << printable_message(describe_provenance(r.current_provenance), false) << "\n";
+    if (!r.dropped.empty()) {
+      std::cout << "   NARROWER: the pending golden drops";
+      for (size_t i = 0; i < r.dropped.size(); ++i) std::cout << (i ? ", " : " ") << r.dropped[i];
+      std::cout << ": once accepted (--allow-narrower), checks stop comparing them\n";
+    }
     std::cout << render_text(*r.verdict, isatty(STDOUT_FILENO));
     std::string html = r.path.substr(0, r.path.size() - kPendingGoldenSuffix.size()) + ".review.html";
     write_file_atomically(html, render_html(*r.verdict, r.pending, r.golden));
@@ -51,7 +56,7 @@ int accept_command(const PendingOptions& o) {
               << " (another bless or accept)\n" << std::flush;
   });
   PendingSet set = load_pending(o.dir, o.goldens_dir, o.smoke_dir);
-  for (const auto& a : accept_pending(set, o.reason, o.allow_dirty)) {
+  for (const auto& a : accept_pending(set, o.reason, o.allow_dirty, o.allow_narrower)) {
     for (const auto& t : remove_stale_temporaries(std::filesystem::path(a.target).parent_path().string()))
       std::cout << "removed " << t << " (a temporary of an interrupted write; its process has exited)\n";
     std::string hash = write_golden(a.target, a.golden);
@@ -59,6 +64,11 @@ int accept_command(const PendingOptions& o) {
     std::cout << "accepted " << a.path << " -> " << a.target << " (content " << hash
               << (a.golden.provenance.replaces.empty() ? ", new" : ", replacing " + a.golden.provenance.replaces)
               << ")\n";
+    if (!a.dropped.empty()) {
+      std::cout << "  narrower than the golden it replaces: no longer checked:";
+      for (size_t i = 0; i < a.dropped.size(); ++i) std::cout << (i ? ", " : " ") << a.dropped[i];
+      std::cout << "\n";
+    }
   }
   std::cout << "now commit " << o.goldens_dir << "/ with the same reason\n";
   return 0;

@@ -34,7 +34,11 @@ void require_comparable(const RunRecord& run, const RunRecord& golden,
   // Another smoke first: its seed differing would be the lesser news.
   if (run.smoke != golden.smoke)
     throw BadUsage(labels.run + ": a run of smoke '" + run.smoke + "', but " + labels.golden + " is of smoke '" +
-                   golden.smoke + "': records of different smokes are never compared");
+                   golden.smoke + "': records of different smokes are never compared" +
+                   (run.smoke == "imported" || golden.smoke == "imported"
+                        ? " (`lockstep import` names its record's smoke 'imported' unless --name gives the smoke's "
+                          "name: import again with --name " + (run.smoke == "imported" ? golden.smoke : run.smoke) + ")"
+                        : ""));
   // A seed set by LOCKSTEP_SEED is another experiment, never compared; a
   // seed changed in the config is a changed input (config.values_xxh3),
   // which the comparison names and fails.
@@ -85,10 +89,26 @@ std::string input_label(const std::string& field, const RunRecord& run) {
 // record lacks its fields (a golden made before records kept them) or
 // none differs.
 // An array field's changed elements, "trainer.command[5] "{data}/x" →
-// "{config_dir}/x"", when both sides are arrays of one length; "" else.
+// "{config_dir}/x"", when both sides are arrays of one length; elements
+// added or removed as one change past what both share at either end,
+// "trainer.command[8] added "--lr", "0.051""; "" when either is no array.
 std::vector<std::string> changed_elements(const std::string& key, const std::string& golden, const std::string& run) {
   nlohmann::json g = nlohmann::json::parse(golden, nullptr, false), r = nlohmann::json::parse(run, nullptr, false);
-  if (!g.is_array() || !r.is_array() || g.size() != r.size()) return {};
+  if (!g.is_array() || !r.is_array()) return {};
+  if (g.size() != r.size()) {
+    size_t head = 0, tail = 0;
+    while (head < g.size() && head < r.size() && g[head] == r[head]) ++head;
+    while (tail < g.size() - head && tail < r.size() - head && g[g.size() - 1 - tail] == r[r.size() - 1 - tail]) ++tail;
+    auto part = [&](const nlohmann::json& a) {
+      std::string out;
+      for (size_t i = head; i < a.size() - tail; ++i) out += (i > head ? ", " : "") + canonical_dump(a[i]);
+      return input_excerpt(out);
+    };
+    std::string at = key + "[" + std::to_string(head) + "] ";
+    if (head + tail == g.size()) return {at + "added " + part(r)};
+    if (head + tail == r.size()) return {at + "removed " + part(g)};
+    return {at + part(g) + " → " + part(r)};
+  }
   std::vector<std::string> out;
   for (size_t i = 0; i < g.size(); ++i)
     if (g[i] != r[i])

@@ -342,7 +342,8 @@ std::string worker_count_difference(const std::vector<BatchProbe>& first, int fi
   auto count = [](int w) { return std::to_string(w) + (w == 1 ? " DataLoader worker" : " DataLoader workers"); };
   const std::string why =
       ": the trainer's batches depend on its worker count (augmentation or noise drawn from a stream each worker "
-      "has its own copy of: Python's global random, numpy's global RNG, a generator the dataset owns; draw from a "
+      "has its own copy of: torch's global generator (torch.randn, torch.rand), Python's global random, numpy's "
+      "global RNG, a generator the dataset owns; draw from a "
       "generator seeded per sample instead, docs/trainers.md). Probes: " + first_path + ", " + path;
   for (size_t i = 0; i < std::min(first.size(), other.size()); ++i)
     if (std::string d = batch_content_difference(first[i], other[i]); !d.empty())

@@ -49,7 +49,36 @@ Golden read_pending(const std::string& path) {
   return g;
 }
 
+// "a, b and c".
+std::string listed(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecord& pending) {
+  std::vector<std::string> out, series;
+  for (const auto& [name, _] : current.series)
+    if (pending.series.count(name) == 0) series.push_back(name);
+  if (!series.empty()) {
+    std::string names;
+    for (size_t i = 0; i < series.size() && i < 6; ++i) names += (i ? ", " : "") + series[i];
+    if (series.size() > 6) names += " and " + std::to_string(series.size() - 6) + " more";
+    out.push_back((series.size() == 1 ? "series " : "the series ") + names);
+  }
+  auto lost = [&](bool had, bool has, const char* what) {
+    if (had && !has) out.push_back(what);
+  };
+  lost(!current.probes.empty(), !pending.probes.empty(), "batch probes");
+  lost(!current.train_probes.empty(), !pending.train_probes.empty(), "trained-batch probes");
+  lost(!current.module_trace.entries.empty(), !pending.module_trace.entries.empty(), "module trace");
+  lost(!current.hashes.empty(), !pending.hashes.empty(), "parameter hashes");
+  lost(!current.init.empty(), !pending.init.empty(), "initialisation statistics");
+  lost(!current.contract.empty(), !pending.contract.empty(), "determinism contract");
+  return out;
+}
 
 std::vector<PendingReview> review_pending(const PendingSet& set) {
   std::vector<PendingReview> out;
@@ -71,6 +100,7 @@ std::vector<PendingReview> review_pending(const PendingSet& set) {
       r.golden = std::move(current.record);
       // The pending golden is the subject: "pending golden" in the reports.
       r.verdict = compare_records(pending.record, r.golden, policy, {path, r.current, "golden", "pending golden"});
+      r.dropped = dropped_checks(r.golden, pending.record);
     }
     r.pending = std::move(pending.record);
     out.push_back(std::move(r));
@@ -78,7 +108,8 @@ std::vector<PendingReview> review_pending(const PendingSet& set) {
   return out;
 }
 
-std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason, bool allow_dirty) {
+std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason, bool allow_dirty,
+                                           bool allow_narrower) {
   GitState git = read_git_state(fs::absolute(set.goldens_dir).parent_path().string());
   refuse_dirty_tree(git, {set.goldens_dir, set.dir}, allow_dirty, "accept");
   std::vector<AcceptedGolden> out;
@@ -102,8 +133,18 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
       throw BadInput(path, "", "one pending golden per smoke and platform; " + it->second +
                                    " is another for " + target + " (two downloaded artifacts?): remove one");
     std::error_code ec;
-    if (fs::exists(target, ec)) g.provenance.replaces = read_golden(target).content_hash;
-    out.push_back({path, target, std::move(g)});
+    std::vector<std::string> dropped;
+    if (fs::exists(target, ec)) {
+      Golden current = read_golden(target);
+      g.provenance.replaces = current.content_hash;
+      dropped = dropped_checks(current.record, g.record);
+      // A golden that checks less weakens the gate without a failing check
+      // to show it: only on request.
+      if (!dropped.empty() && !allow_narrower)
+        throw BadInput(path, "", "a golden that checks what " + target + " checks; it drops " + listed(dropped) +
+                                     " (an imported curve?): accept --allow-narrower to replace it anyway");
+    }
+    out.push_back({path, target, std::move(g), std::move(dropped)});
   }
   return out;
 }

@@ -43,8 +43,18 @@ struct PendingReview {
   std::string current;       ///< goldens/<smoke>/<platform>.json
   bool is_new = false;       ///< no current golden: nothing to compare
   std::optional<Verdict> verdict;  ///< pending vs current, with the smoke's tolerances
+  std::vector<std::string> dropped;  ///< dropped_checks(current, pending): accept needs allow_narrower
   RunRecord pending, golden;       ///< the two records (for the HTML report)
 };
+
+/// What a golden replacing `current` with `pending` would stop checking:
+/// the series current holds and pending lacks ("series grad_norm", "the
+/// series a, b and 3 more": six named at most), then "batch probes", "trained-batch probes", "module trace",
+/// "parameter hashes", "initialisation statistics" and "determinism
+/// contract" when current has them and pending has none. Empty when
+/// pending checks all that current does (an imported loss curve replacing
+/// a lockstep run's golden drops most of them).
+std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecord& pending);
 
 /// Reads and compares every pending golden. Throws exit-2 Error for a
 /// malformed or hand-edited pending or current golden.
@@ -55,13 +65,17 @@ struct AcceptedGolden {
   std::string path;    ///< the pending file (to remove once written)
   std::string target;  ///< goldens/<smoke>/<platform>.json
   Golden golden;       ///< with a fresh provenance stamp carrying `reason`
+  std::vector<std::string> dropped;  ///< what the golden it replaces checked and this one does not
 };
 
 /// Validates every pending golden before any is accepted: a clean work
 /// tree unless `allow_dirty` (recorded), its content hash, a smoke config
 /// of its name whose config hash it was made from, validate_contract and
-/// validate_golden_candidate (gate/bless.h). Throws exit-2 Error naming the
-/// file at the first refusal; nothing is accepted then.
-std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason, bool allow_dirty = false);
+/// validate_golden_candidate (gate/bless.h), and unless `allow_narrower`,
+/// nothing the current golden checks dropped (dropped_checks). Throws
+/// exit-2 Error naming the file at the first refusal; nothing is accepted
+/// then.
+std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason, bool allow_dirty = false,
+                                           bool allow_narrower = false);
 
 }  // namespace lockstep

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cfloat>
 #include <climits>
 #include <cmath>
@@ -172,7 +173,8 @@ std::string list_runs(const Database& db, bool have_runs_table) {
   while (db.step(st.get())) {
     if (++n > 10) return out + ", ...";
     std::string name = Database::text(st.get(), 1);
-    out += (out.empty() ? "" : ", ") + Database::text(st.get(), 0) + (name.empty() ? "" : " (name: " + name + ")");
+    out += (out.empty() ? "" : ", ") + input_excerpt(Database::text(st.get(), 0)) +
+           (name.empty() ? "" : " (name: " + input_excerpt(name) + ")");
   }
   return out;
 }
@@ -180,37 +182,39 @@ std::string list_runs(const Database& db, bool have_runs_table) {
 // Whether the table holds a run other than `run` (a run id of another
 // type too: numbers sort before text, blobs after): a seek on MLflow's
 // run_uuid index (a DISTINCT would walk all of it).
+// Byte for byte: a column declared COLLATE NOCASE must not make "aaa" and
+// "AAA" one run.
 bool another_run(const Database& db, const std::string& run) {
-  Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid < ?1 OR run_uuid > ?1 LIMIT 1", {run});
+  Statement st = db.prepare(
+      "SELECT 1 FROM metrics WHERE run_uuid < ?1 COLLATE BINARY OR run_uuid > ?1 COLLATE BINARY LIMIT 1", {run});
   return db.step(st.get());
 }
 
-// Whether every row of the table is `run`'s: no other run, no row without
-// a run id. Then the rows are read without comparing each one's run_uuid.
-bool only_run(const Database& db, const std::string& run) {
-  if (another_run(db, run)) return false;
-  Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid IS NULL LIMIT 1");
-  return !db.step(st.get());
+// A row without a run id is nobody's run: exit 2 naming it (by `rowid`),
+// wherever it is.
+void refuse_rows_without_run(const Database& db, const std::string& rowid) {
+  Statement st = db.prepare("SELECT " + rowid + " FROM metrics WHERE run_uuid IS NULL LIMIT 1");
+  if (db.step(st.get()))
+    throw BadInput(db.path(), "row " + Database::text(st.get(), 0) + ": run_uuid", "a run id (text), got null");
 }
 
 // The run_uuid `run` names (a uuid, else a run name), or the only run.
-
-std::string resolve_run(const Database& db, const std::string& run, bool have_runs_table) {
+std::string resolve_run(const Database& db, const std::string& run, bool have_runs_table, const std::string& rowid) {
   if (run.empty()) {
-    Statement first = db.prepare("SELECT run_uuid, typeof(run_uuid), _rowid_ FROM metrics LIMIT 1");
+    Statement first = db.prepare("SELECT run_uuid, typeof(run_uuid), " + rowid + " FROM metrics LIMIT 1");
     if (!db.step(first.get())) throw BadInput(db.path(), "metrics", "logged metrics (the table is empty)");
     std::string only = Database::text(first.get(), 0);
     if (Database::text(first.get(), 1) != "text")  // MLflow's run ids are text; another type never matches one
       throw BadInput(db.path(), "row " + Database::text(first.get(), 2) + ": run_uuid",
                      "a run id (text), got " + Database::text(first.get(), 1) +
-                         (Database::text(first.get(), 1) == "null" ? "" : " '" + only + "'"));
+                         (Database::text(first.get(), 1) == "null" ? "" : " '" + input_excerpt(only) + "'"));
     if (another_run(db, only))
       throw BadInput(db.path(), "run_uuid",
                      "one run, or --run naming one; it holds several: " + list_runs(db, have_runs_table));
     return only;
   }
   // A run id names its run (ids are unique; names need not be).
-  Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid = ?1 LIMIT 1", {run});
+  Statement st = db.prepare("SELECT 1 FROM metrics WHERE run_uuid = ?1 COLLATE BINARY LIMIT 1", {run});
   if (db.step(st.get())) return run;
   if (have_runs_table) {
     Statement named = db.prepare("SELECT run_uuid FROM runs WHERE name = ?1 LIMIT 2", {run});
@@ -250,7 +254,7 @@ struct Row {
 Point decode_row(const Row& row, uint64_t rowid, std::string_view key, const std::string& file) {
   auto where = [&] { return "row " + std::to_string(rowid) + ": key '" + std::string(key) + "'"; };
   auto bad = [&](int column, int type, const std::string& expected) {
-    return BadInput(file, where(), expected + ", got " + (type == SQLITE_NULL ? "NULL" : "'" + Database::text(row.stmt, column) + "'"));
+    return BadInput(file, where(), expected + ", got " + (type == SQLITE_NULL ? "NULL" : "'" + input_excerpt(Database::text(row.stmt, column)) + "'"));
   };
   const int step_type = row.type(3), nan_type = row.type(4), time_type = row.type(5), value_type = row.type(2);
   if (step_type != SQLITE_INTEGER) throw bad(3, step_type, "an integer step");
@@ -258,7 +262,8 @@ Point decode_row(const Row& row, uint64_t rowid, std::string_view key, const std
   if (step < 0) throw BadInput(file, where(), "a step of 0 or more, got " + std::to_string(step));
   if (nan_type != SQLITE_INTEGER && nan_type != SQLITE_NULL) throw bad(4, nan_type, "an integer is_nan");
   if (time_type != SQLITE_INTEGER && time_type != SQLITE_NULL) throw bad(5, time_type, "an integer timestamp");
-  bool is_nan = nan_type == SQLITE_INTEGER && row.integer(4) != 0;
+  if (nan_type == SQLITE_INTEGER && row.integer(4) != 0 && row.integer(4) != 1) throw bad(4, nan_type, "is_nan 0 or 1");
+  bool is_nan = nan_type == SQLITE_INTEGER && row.integer(4) == 1;
   int64_t timestamp = time_type == SQLITE_NULL ? 0 : row.integer(5);
   double value;
   if (is_nan) value = std::numeric_limits<double>::quiet_NaN();  // MLflow stores 0 beside is_nan = 1
@@ -310,7 +315,7 @@ std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
   {
     // SQLite's names ignore case: METRICS is the metrics table's name too.
     Statement kind = db.prepare("SELECT lower(name), type FROM sqlite_master WHERE lower(name) IN ('metrics', 'runs') "
-                                "AND type <> 'table' AND type <> 'index'");
+                                "AND type = 'view'");
     if (db.step(kind.get()))
       throw BadInput(spec.path, Database::text(kind.get(), 0),
                      "MLflow's " + Database::text(kind.get(), 0) + " table, got a " + Database::text(kind.get(), 1) +
@@ -323,20 +328,31 @@ std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
                        std::string(wal ? " It is in WAL mode: its latest writes are in " + spec.path +
                                              "-wal, which must be copied along with it)"
                                        : ")"));
-  auto has = [&](const char* c) { return std::find(columns.begin(), columns.end(), c) != columns.end(); };
+  // Column names ignore case too (IS_NAN is is_nan).
+  auto has = [&](std::string c) {
+    for (std::string name : columns) {
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      if (name == c) return true;
+    }
+    return false;
+  };
   for (const char* c : {"key", "value", "run_uuid", "step"})
     if (!has(c)) throw BadInput(spec.path, std::string("metrics.") + c, "MLflow's column " + std::string(c) + " in the metrics table");
+  // The row id names rows in messages: under a name no column takes.
+  std::string rowid = !has("_rowid_") ? "_rowid_" : !has("rowid") ? "rowid" : "oid";
+  if (has(rowid)) throw BadInput(spec.path, "metrics", "a table whose row id can be named (columns _rowid_, rowid and oid hide it)");
   bool have_runs_table = !db.column_names("runs").empty();
   // One read transaction: the rows read are the rows checked.
   db.exec("BEGIN");
-  std::string run = resolve_run(db, spec.run, have_runs_table);
+  refuse_rows_without_run(db, rowid);
+  std::string run = resolve_run(db, spec.run, have_runs_table, rowid);
   // Every row the run's: a plain scan, no run_uuid read per row (the
   // run_uuid index would cost a lookup per row).
-  bool one_run = only_run(db, run);
+  bool one_run = !another_run(db, run);
 
   std::string is_nan = has("is_nan") ? "is_nan" : "0", timestamp = has("timestamp") ? "timestamp" : "0";
-  std::string sql = "SELECT _rowid_, key, value, step, " + is_nan + ", " + timestamp + " FROM metrics" +
-                    (one_run ? " NOT INDEXED" : " WHERE run_uuid = ?1");
+  std::string sql = "SELECT " + rowid + ", key, value, step, " + is_nan + ", " + timestamp + " FROM metrics" +
+                    (one_run ? " NOT INDEXED" : " WHERE run_uuid = ?1 COLLATE BINARY");
   // MLflow inserts a metric's points as they are logged: fed to the
   // builders as they come; rows out of (step, timestamp) order are read
   // again, held and sorted.
@@ -404,6 +420,10 @@ fs::path run_folder(const MetricsSpec& spec) {
     if (e->is_directory(ec) && e->path().filename() != ".trash" && !fs::is_directory(e->path() / "metrics", ec))
       search(e->path());  // mlruns/
   if (by_id.size() == 1) return by_id[0];
+  if (by_id.size() > 1)
+    throw BadInput(spec.path, "", "one run with id \"" + spec.run + "\"; several experiments hold one (" +
+                                      by_id[0].string() + ", " + by_id[1].string() +
+                                      "): give the experiment's folder instead of " + spec.path);
   if (found.empty())
     throw BadInput(spec.path, "", "a run folder <experiment>/<run>/metrics whose run id or mlflow.runName is \"" +
                                       spec.run + "\" (none is)");
@@ -417,7 +437,7 @@ fs::path run_folder(const MetricsSpec& spec) {
 // folders); exit 2 for one that would leave the folder.
 fs::path key_path(const std::string& key, const std::string& path) {
   fs::path p(key);
-  bool ok = !key.empty() && key.front() != '/' && key.back() != '/';
+  bool ok = !key.empty() && key.front() != '/' && key.back() != '/' && key.find("//") == std::string::npos;
   for (const auto& part : p) ok = ok && !part.empty() && part != "." && part != "..";
   if (!ok) throw BadInput(path, "key '" + key + "'", "an MLflow metric key (no empty, '.' or '..' parts)");
   return p;

@@ -49,8 +49,8 @@ void add_sorted_by_step(simdjson::dom::object by_key, const std::string& name, c
   for (simdjson::dom::key_value_pair kv : by_key) {
     int64_t step;
     if (!decimal_step(kv.key, step))
-      throw BadInput(file, name + ".values." + std::string(kv.key),
-                     "a value under a decimal step key, not '" + std::string(kv.key) + "'");
+      throw BadInput(file, name + ".values." + input_excerpt(std::string(kv.key)),
+                     "a value under a decimal step key, not '" + input_excerpt(std::string(kv.key)) + "'");
     steps.emplace_back(step, kv);
   }
   auto by_step = [](const auto& a, const auto& b) { return a.first < b.first; };
@@ -58,10 +58,10 @@ void add_sorted_by_step(simdjson::dom::object by_key, const std::string& name, c
   for (size_t k = 0; k < steps.size(); ++k) {
     std::string_view key = steps[k].second.key;
     if (k > 0 && steps[k].first == steps[k - 1].first)
-      throw BadInput(file, name + ".values." + std::string(key),
+      throw BadInput(file, name + ".values." + input_excerpt(std::string(key)),
                      "one value for step " + std::to_string(steps[k].first) + " (it is also '" +
-                         std::string(steps[k - 1].second.key) + "')");
-    add(steps[k].first, steps[k].second.value, [&] { return name + ".values." + std::string(key); });
+                         input_excerpt(std::string(steps[k - 1].second.key)) + "')");
+    add(steps[k].first, steps[k].second.value, [&] { return name + ".values." + input_excerpt(std::string(key)); });
   }
 }
 
@@ -72,11 +72,11 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   if (block.get_object().get(m) != simdjson::SUCCESS)
     throw BadInput(file, name, std::string("an object with \"values\", got ") + json_type_name(block));
   int64_t start = 0, end = -1, interval = 1;
-  bool full = false, have_values = false;
+  bool full = false, have_values = false, have_start = false;
   simdjson::dom::element values;
   for (simdjson::dom::key_value_pair kv : m) {
-    std::string path = name + "." + std::string(kv.key);
-    if (kv.key == "start_step") start = integer_at(kv.value, file, path, 0, int64_t{1} << 52);
+    std::string path = name + "." + input_excerpt(std::string(kv.key));
+    if (kv.key == "start_step") start = integer_at(kv.value, file, path, 0, int64_t{1} << 52), have_start = true;
     else if (kv.key == "end_step") end = integer_at(kv.value, file, path, 0, int64_t{1} << 52);
     else if (kv.key == "step_interval") interval = integer_at(kv.value, file, path, 1, int64_t{1} << 40);
     else if (kv.key == "values") values = kv.value, have_values = true;
@@ -93,12 +93,21 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   if (!have_values) throw BadInput(file, name + ".values", "a value (the field is missing)");
   if (end >= 0 && end < start) throw BadInput(file, name + ".end_step", "a step at or after start_step " + std::to_string(start));
   uint64_t n = 0;
-  int64_t last = -1, gap = interval;  // the widest step between two values, at least step_interval
+  int64_t last = -1;
   // `path()` names the value, built only for a message: a string per value
-  // was a tenth of the reader's time on a million steps.
+  // was a tenth of the reader's time on a million steps. Megatron-LM writes
+  // every step_interval-th step from start_step ("nan" where none was
+  // logged): a step missing or off that grid is a golden cut or edited.
   auto add = [&](int64_t step, simdjson::dom::element v, const auto& path) {
-    if (last >= 0) gap = std::max(gap, step - last);
-    last = std::max(last, step);
+    if (last < 0 && have_start && step != start)
+      throw BadInput(file, path(), "the first value at start_step " + std::to_string(start) +
+                                       " (Megatron-LM writes every step from start_step, \"nan\" where none was "
+                                       "logged), got step " + std::to_string(step));
+    if (last >= 0 && step != last + interval)
+      throw BadInput(file, path(), "step " + std::to_string(last + interval) + " next (every " +
+                                       std::to_string(interval) + " step(s) from start_step " + std::to_string(start) +
+                                       ", \"nan\" where none was logged), got step " + std::to_string(step));
+    last = step;
     double x;
     if (!metric_value(v, x)) throw BadInput(file, path(), "a number or \"nan\"");
     if (end >= 0 && step > end) throw BadInput(file, path(), "a step at most end_step " + std::to_string(end));
@@ -135,7 +144,7 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
       for (simdjson::dom::key_value_pair kv : by_key) {
         int64_t step = 0;
         decimal_step(kv.key, step);
-        add(step, kv.value, [&] { return name + ".values." + std::string(kv.key); });
+        add(step, kv.value, [&] { return name + ".values." + input_excerpt(std::string(kv.key)); });
       }
     } else {
       add_sorted_by_step(by_key, name, file, add);
@@ -145,7 +154,7 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   }
   // Values that stop a whole interval short of end_step: a golden cut
   // short (end_step may be the last step logged or one interval past it).
-  if (end >= 0 && last >= 0 && last + gap < end)
+  if (end >= 0 && last >= 0 && last + interval < end)
     throw BadInput(file, name + ".values",
                    "values up to end_step " + std::to_string(end) + " (every " + std::to_string(interval) +
                        " step(s) from start_step " + std::to_string(start) + "); they stop at step " +

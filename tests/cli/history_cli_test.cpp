@@ -208,6 +208,27 @@ TEST(HistoryCli, AOneBasedLogBecomesAPendingGoldenWithAStepOffset) {
       << review.output;
   EXPECT_NE(review.output.find("lane: cross-stack"), std::string::npos) << review.output;
   EXPECT_EQ(review.output.find("contract-mismatch"), std::string::npos) << review.output;
+  // The loss curve alone would replace a golden that checks far more: said
+  // in review, refused by accept unless asked for.
+  const std::string drops = "the series grad_norm, grad_norm/fc1.bias, grad_norm/fc1.weight, grad_norm/fc2.bias, "
+                            "grad_norm/fc2.weight, grad_norm/head.bias and 3 more, batch probes, trained-batch probes, "
+                            "module trace, parameter hashes, initialisation statistics and determinism contract";
+  EXPECT_NE(review.output.find("NARROWER: the pending golden drops " + drops.substr(0, 60)), std::string::npos)
+      << review.output;
+  std::string accept = "accept " + (d / "pending").string() + " --goldens " + (d / "goldens").string() +
+                       " --smoke " + (d / "smoke").string() + " --reason 'moved from HF' --allow-dirty";
+  Result refused = lockstep(accept);
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("it drops " + drops + " (an imported curve?): accept --allow-narrower to replace it "
+                                "anyway"),
+            std::string::npos) << refused.output;
+  const std::string golden_file = (d / "goldens" / "wine-mlp" / "cpu-x86_64-avx2.json").string();
+  EXPECT_EQ(parse_json_file(golden_file)["provenance"]["action"], "bless") << "the golden is unchanged";
+  Result narrower = lockstep(accept + " --allow-narrower");
+  ASSERT_EQ(narrower.code, 0) << narrower.output;
+  EXPECT_NE(narrower.output.find("  narrower than the golden it replaces: no longer checked: " + drops.substr(0, 40)),
+            std::string::npos) << narrower.output;
+  EXPECT_EQ(parse_json_file(golden_file)["provenance"]["action"], "accept");
 }
 
 }  // namespace

@@ -508,6 +508,22 @@ TEST(Compare, AnotherSmokesGoldenIsNamedBeforeItsSeed) {
   }
 }
 
+// An import made without --name is smoke "imported": the refusal says how
+// to name it.
+TEST(Compare, AnImportWithoutANameIsToldToGiveOne) {
+  RunRecord golden = make_record({2.5});
+  RunRecord run = golden;
+  run.smoke = "imported";
+  try {
+    compare_records(run, golden, {}, {"i.json", "g.json"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "i.json: a run of smoke 'imported', but g.json is of smoke 'unit': records of "
+                                     "different smokes are never compared (`lockstep import` names its record's smoke "
+                                     "'imported' unless --name gives the smoke's name: import again with --name unit)");
+  }
+}
+
 
 // A record-borne name reaches the terminal without its control characters.
 TEST(TextReport, ControlCharactersInNamesArePrintedEscaped) {
@@ -572,6 +588,22 @@ TEST(Compare, AChangedArgumentListNamesTheArgument) {
   EXPECT_EQ(v.first_divergence, "input changed: smoke config unit: trainer.command[5] \"{data}/digits.csv.gz\" → "
                                 "\"{config_dir}/digits.csv.gz\" (xxh3 " + std::string(16, 'a') + " → " +
                                 std::string(16, 'b') + ")");
+  // Arguments added, removed or replaced by others of another count: what
+  // differs between the parts both lists share at either end.
+  const std::string base = "[\"/usr/bin/python3\",\"train.py\",\"--steps\",\"{steps}\",\"--seed\",\"{seed}\"]";
+  const std::map<std::string, std::string> cases = {
+      {"[\"/usr/bin/python3\",\"train.py\",\"--steps\",\"{steps}\",\"--lr\",\"0.051\",\"--seed\",\"{seed}\"]",
+       "trainer.command[4] added \"--lr\", \"0.051\""},
+      {"[\"/usr/bin/python3\",\"train.py\",\"--seed\",\"{seed}\"]", "trainer.command[2] removed \"--steps\", \"{steps}\""},
+      {"[\"/usr/bin/python3\",\"other.py\",\"--fast\",\"--seed\",\"{seed}\"]",
+       "trainer.command[1] \"train.py\", \"--steps\", \"{steps}\" → \"other.py\", \"--fast\""}};
+  golden.config["trainer.command"] = base;
+  for (const auto& [command, change] : cases) {
+    run.config["trainer.command"] = command;
+    v = compare_records(run, golden, {});
+    EXPECT_EQ(v.first_divergence, "input changed: smoke config unit: " + change + " (xxh3 " + std::string(16, 'a') +
+                                      " → " + std::string(16, 'b') + ")");
+  }
 }
 
 // A config whose only changed field is where its data lives, the data's

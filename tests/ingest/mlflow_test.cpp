@@ -165,14 +165,31 @@ TEST_F(MlflowDatabase, ARunIdThatIsNoTextIsNamed) {
   EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": row 1: run_uuid: expected a run id (text), got integer '5'");
 }
 
-// A run's rows are its own: a row without a run id, after the run's first,
-// is not read as the run's (the only run is read by a plain scan otherwise).
-TEST_F(MlflowDatabase, ARowWithoutARunIdIsNotTheOnlyRunsRow) {
+// A row without a run id is nobody's run: refused naming it, wherever it
+// is (the only run is read by a plain scan, which would take it in).
+TEST_F(MlflowDatabase, ARowWithoutARunIdIsRefusedWhereverItIs) {
   sql("CREATE TABLE metrics (key, value, timestamp, run_uuid, step, is_nan);");
   sql("INSERT INTO metrics VALUES ('loss', 1.5, 1, '6f1c0a', 0, 0), ('loss', 99, 2, NULL, 1, 0),"
       "('loss', 1.25, 3, '6f1c0a', 1, 0);");
-  EXPECT_EQ(read("", {{"loss", "loss"}}).at("loss").values, (std::vector<double>{1.5, 1.25}));
-  EXPECT_EQ(read("6f1c0a", {{"loss", "loss"}}).at("loss").values, (std::vector<double>{1.5, 1.25}));
+  for (const std::string run : {"", "6f1c0a"})
+    EXPECT_HAS(error(run, {{"loss", "loss"}}), db_ + ": row 2: run_uuid: expected a run id (text), got null");
+}
+
+// Run ids are compared byte for byte, whatever the column's collation, and
+// column names in any case; a column named _rowid_ does not hide the row id.
+TEST_F(MlflowDatabase, RunIdsAreComparedByteForByteAndColumnsInAnyCase) {
+  sql("CREATE TABLE metrics (KEY TEXT, value FLOAT, timestamp BIGINT, run_uuid TEXT COLLATE NOCASE, STEP BIGINT, "
+      "IS_NAN BOOLEAN, _rowid_ TEXT);");
+  sql("INSERT INTO metrics VALUES ('loss', 1.5, 1, 'aaa', 0, 0, 'x'), ('loss', 0, 2, 'aaa', 1, 1, 'x'),"
+      "('loss', 100, 3, 'AAA', 2, 0, 'x');");
+  EXPECT_HAS(error("", {{"loss", "loss"}}), db_ + ": run_uuid: expected one run, or --run naming one; it holds several");
+  auto aaa = read("aaa", {{"loss", "loss"}}).at("loss").values;
+  ASSERT_EQ(aaa.size(), 2u);
+  EXPECT_EQ(aaa[0], 1.5);
+  EXPECT_TRUE(std::isnan(aaa[1])) << "IS_NAN is is_nan";
+  EXPECT_EQ(read("AAA", {{"loss", "loss"}}).at("loss").values, std::vector<double>{100});
+  sql("INSERT INTO metrics VALUES ('loss', 1, 4, 'AAA', 2, 2, 'x');");
+  EXPECT_HAS(error("AAA", {{"loss", "loss"}}), db_ + ": row 4: key 'loss': expected is_nan 0 or 1, got '2'");
 }
 
 // SQLite's names ignore case: a view METRICS or RUNS is refused as well.
@@ -279,10 +296,20 @@ TEST_F(MlflowFileStore, RefusalsNameTheFileLineOrKey) {
              file + ": line 2: expected 3 fields as on line 1, got 2 (a line cut short?)");
   metric("train/loss", "1000 2.5 0\r\r\n");
   EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}), file + ": line 1: expected a step of 0 or more last");
+  EXPECT_HAS(error(run_.string(), "", {{"loss", "train//loss"}}),
+             "key 'train//loss': expected an MLflow metric key (no empty, '.' or '..' parts)");
   // The experiment's folder with --run finds the run too.
   metric("train/loss", "1000 2.5 0\n");
   EXPECT_EQ(read((fs::path(dir_.path("mlruns")) / "0").string(), "6f1c0a", {{"loss", "train/loss"}}).at("loss").values,
             std::vector<double>{2.5});
+  // One run id in two experiments (a copied run): the experiment is asked for.
+  fs::path copy = fs::path(dir_.path("mlruns")) / "1" / "6f1c0a" / "metrics" / "train";
+  fs::create_directories(copy);
+  write_bytes((copy / "loss").string(), "1000 9.5 0\n");
+  EXPECT_HAS(error(dir_.path("mlruns"), "6f1c0a", {{"loss", "train/loss"}}),
+             "expected one run with id \"6f1c0a\"; several experiments hold one (");
+  EXPECT_HAS(error(dir_.path("mlruns"), "6f1c0a", {{"loss", "train/loss"}}),
+             "): give the experiment's folder instead of " + dir_.path("mlruns"));
 }
 
 }  // namespace

@@ -82,6 +82,30 @@ TEST_F(PeerGoldens, MegatronValuesMustReachEndStep) {
   EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{0, 5}));
 }
 
+// Megatron-LM writes every step_interval-th step from start_step, "nan"
+// where none was logged: a step missing at the start or between, or off
+// the grid, is refused naming the key.
+TEST_F(PeerGoldens, MegatronStepsMustFollowStartStepAndInterval) {
+  EXPECT_HAS(error(MetricsFormat::kMegatron,
+                   R"({"lm loss": {"start_step": 1, "end_step": 5, "step_interval": 1, "values": {"4": 1, "5": 2}}})",
+                   {{"loss", "lm loss"}}),
+             file_ + ": lm loss.values.4: expected the first value at start_step 1 (Megatron-LM writes every step from "
+                     "start_step, \"nan\" where none was logged), got step 4");
+  EXPECT_HAS(error(MetricsFormat::kMegatron,
+                   R"({"lm loss": {"start_step": 1, "end_step": 31, "step_interval": 1, "values": {"1": 1, "11": 2, "21": 3, "31": 4}}})",
+                   {{"loss", "lm loss"}}),
+             file_ + ": lm loss.values.11: expected step 2 next (every 1 step(s) from start_step 1, \"nan\" where none "
+                     "was logged), got step 11");
+  EXPECT_HAS(error(MetricsFormat::kMegatron,
+                   R"({"lm loss": {"start_step": 1, "end_step": 11, "step_interval": 5, "values": {"1": 1, "7": 2, "11": 3}}})",
+                   {{"loss", "lm loss"}}),
+             "lm loss.values.7: expected step 6 next");
+  auto s = read(MetricsFormat::kMegatron,
+                R"({"lm loss": {"start_step": 1, "end_step": 11, "step_interval": 5, "values": {"1": 1, "6": "nan", "11": 3}}})",
+                {{"loss", "lm loss"}});
+  EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{1, 6, 11}));
+}
+
 TEST_F(PeerGoldens, MegatronOlderListsRunFromStartStepByInterval) {
   auto s = read(MetricsFormat::kMegatron,
                 R"({"lm loss": {"start_step": 0, "end_step": 10, "step_interval": 5, "values": [10.8, 10.5, 10.1]}})",
