@@ -842,13 +842,21 @@ Verdict compare_with_imported(const RunRecord& run, const RunRecord& golden, con
   if (both(run.probes, golden.probes)) compare_probe_lists("probes", run.probes, golden.probes, policy, false, v);
   if (both(run.train_probes, golden.train_probes))
     compare_probe_lists("train_probes", run.train_probes, golden.train_probes, policy, false, v);
-  if (!made.contract.empty() && !imported.contract.empty())
+  if (!made.contract.empty() && !imported.contract.empty()) {
+    // One note: an import's report often names few of the contract's fields.
+    std::vector<std::string> differ;
     for (const auto& [key, value] : made.contract) {
       auto other = imported.contract.find(key);
       std::string theirs = other == imported.contract.end() ? "(missing)" : other->second;
-      if (theirs != value)
-        v.notes.push_back("determinism contract: " + key + " " + value + " here, " + theirs + " in the imported " + word);
+      if (theirs != value) differ.push_back(key + " " + value + " here, " + theirs + " there");
     }
+    std::string listed;
+    for (size_t i = 0; i < differ.size() && i < 3; ++i) listed += (i ? "; " : "") + differ[i];
+    if (differ.size() > 3) listed += "; and " + std::to_string(differ.size() - 3) + " more";
+    if (!differ.empty())
+      v.notes.push_back("determinism contract: " + std::to_string(differ.size()) + " field(s) differ from the imported " +
+                        word + "'s (a note, not compared): " + listed);
+  }
   std::string sections;
   for (const auto& [what, present] :
        {std::pair<const char*, bool>{"batch probes", (!made.probes.empty() && imported.probes.empty()) ||

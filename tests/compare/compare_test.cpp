@@ -105,6 +105,15 @@ TEST(Compare, AnImportedGoldensSeriesAreComparedWithTolerancesAlone) {
   EXPECT_NE(text.find("PASS (an imported golden's curves, within tolerance)"), std::string::npos) << text;
   EXPECT_NE(text.find("note: series the imported golden does not hold, not compared: grad_norm"), std::string::npos)
       << text;
+  // A contract the import brought (--trainer-report) that names other
+  // fields: one note, a few fields named.
+  g.contract = {{"mode", "strict"}};
+  r.contract = {{"mode", "strict"}, {"a", "1"}, {"b", "1"}, {"c", "1"}, {"d", "1"}};
+  std::string contract = render_text(compare_records(r, g, policy), false);
+  EXPECT_NE(contract.find("note: determinism contract: 4 field(s) differ from the imported golden's (a note, not "
+                          "compared): a 1 here, (missing) there; b 1 here, (missing) there; c 1 here, (missing) there; "
+                          "and 1 more\n"),
+            std::string::npos) << contract;
   r.series["loss"].values[1] = 2.3;
   Verdict moved = compare_records(r, g, policy);
   ASSERT_FALSE(moved.passed());
