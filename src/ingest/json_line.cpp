@@ -1,6 +1,7 @@
 #include "ingest/json_line.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -184,6 +185,34 @@ bool duplicate_or_too_deep(simdjson::dom::element node, std::vector<std::string_
   return twice;
 }
 
+// The byte offset of the first integer of 20 digits or more outside a
+// string (JSON allows it; simdjson, like most readers, does not), or npos.
+size_t first_long_integer(std::string_view text) {
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      size_t start = i, digits = 0;
+      if (c == '-') ++i;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i, ++digits;
+      bool integer = i >= text.size() || (text[i] != '.' && text[i] != 'e' && text[i] != 'E');
+      if (integer && digits >= 20) return start;
+      while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == 'e' ||
+                                 text[i] == 'E' || text[i] == '+' || text[i] == '-'))
+        ++i;
+      --i;
+    }
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 simdjson::dom::element JsonDocument::parse_file(const std::string& path) {
@@ -200,6 +229,11 @@ simdjson::dom::element JsonDocument::parse_file(const std::string& path) {
   if (error == simdjson::SUCCESS && !duplicate_or_too_deep(root, keys_, kMaxJsonDepth)) return root;
   // The strict reader says exactly what and where (byte, key path).
   parse_json_text(text_, path);
+  if (size_t at = first_long_integer(text_); error == simdjson::NUMBER_ERROR)
+    if (at != std::string_view::npos)
+      throw BadInput(path, "byte " + std::to_string(at),
+                     "a number lockstep can read: an integer of at most 19 digits, or a float (1.5e29), not " +
+                         input_excerpt(std::string(text_.substr(at, std::min<size_t>(40, text_.size() - at)))));
   throw BadInput(path, "", std::string("JSON lockstep can read (") +
                                (error == simdjson::SUCCESS ? "a key written twice" : simdjson::error_message(error)) + ")");
 }

@@ -106,6 +106,15 @@ TEST_F(PeerGoldens, MegatronStepsMustFollowStartStepAndInterval) {
   EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{1, 6, 11}));
 }
 
+// An integer of 20 digits is valid JSON that simdjson does not read: the
+// byte is named.
+TEST_F(PeerGoldens, AnIntegerTooLongToReadIsNamedByItsByte) {
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 123456789012345678901234567890}}})",
+                   {{"loss", "lm loss"}}),
+             file_ + ": byte 29: expected a number lockstep can read: an integer of at most 19 digits, or a float "
+                     "(1.5e29), not 123456789012345678901234567890}}}");
+}
+
 TEST_F(PeerGoldens, MegatronOlderListsRunFromStartStepByInterval) {
   auto s = read(MetricsFormat::kMegatron,
                 R"({"lm loss": {"start_step": 0, "end_step": 10, "step_interval": 5, "values": [10.8, 10.5, 10.1]}})",
