@@ -7,12 +7,16 @@
 #include <cfloat>
 #include <climits>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -120,6 +124,16 @@ class Database {
     for (size_t i = 0; i < params.size(); ++i)
       sqlite3_bind_text(s, static_cast<int>(i + 1), params[i].c_str(), -1, SQLITE_TRANSIENT);
     return st;
+  }
+
+  // Begins a read transaction and takes its shared lock (a first read);
+  // false when SQLite is busy (a writer holds or waits for the file).
+  bool try_begin() const {
+    Statement begin = prepare("BEGIN");
+    if (sqlite3_step(begin.get()) != SQLITE_DONE) return false;
+    Statement read = prepare("SELECT 1 FROM sqlite_master LIMIT 1");
+    int rc = sqlite3_step(read.get());
+    return rc == SQLITE_ROW || rc == SQLITE_DONE;
   }
 
   // Runs a statement without rows (BEGIN); exit 2 when SQLite refuses it.
@@ -272,39 +286,153 @@ Point decode_row(const Row& row, uint64_t rowid, std::string_view key, const std
   return {step, timestamp, rowid, value};
 }
 
-// The run's requested series from the rows `sql` selects. `stream`: each
-// point fed as it comes, or nullopt as soon as a key's rows are out of
-// (step, timestamp) order; otherwise held and sorted first.
-std::optional<std::map<std::string, Series>> read_rows(const Database& db, const MetricsSpec& spec,
-                                                       const std::string& sql, const std::string& run, bool stream) {
-  IngestSources sources("row");
-  uint32_t file = sources.add(spec.path);
-  SeriesSet set(spec.series, "key", sources);
-  set.begin_file(file);
-  std::vector<std::vector<Point>> points(set.size());
-  std::vector<std::pair<int64_t, int64_t>> last(set.size(), {-1, INT64_MIN});  // (step, timestamp) fed last
-  Statement st = db.prepare(sql, {run});
+// (step, timestamp) of the point fed last to each builder; {-1, min} before.
+using LastFed = std::vector<std::pair<int64_t, int64_t>>;
+
+// Feeds point `p` to builder `k` unless it comes before the one fed last
+// (MLflow's order is (step, timestamp)): false then, nothing fed.
+bool feed_in_order(SeriesSet& set, LastFed& last, size_t k, const Point& p) {
+  if (std::make_pair(p.step, p.timestamp) < last[k]) return false;
+  last[k] = {p.step, p.timestamp};
+  set.at(k).add(p.step, p.value, Series::Dtype::kFloat64, p.position);
+  return true;
+}
+
+// Feeds the rows `sql` selects to the builders as they come (MLflow inserts
+// a metric's points as they are logged). False as soon as a key's rows are
+// out of (step, timestamp) order. Throws exit-2 Error for a refused row.
+bool stream_rows(const Database& db, SeriesSet& set, const std::string& sql, const std::vector<std::string>& params,
+                 const std::string& path, LastFed& last) {
+  Statement st = db.prepare(sql, params);
   sqlite3_stmt* s = st.get();
   while (db.step(s)) {
     Row row(s);
-    auto rowid = static_cast<uint64_t>(row.integer(0));
     std::string_view key = row.text(1);
     int i = set.find(key);
     if (i < 0) {
       set.note_unrequested(key);
       continue;
     }
-    Point p = decode_row(row, rowid, key, spec.path);
-    auto k = static_cast<size_t>(i);
-    if (!stream) {
-      points[k].push_back(p);
-      continue;
-    }
-    if (std::make_pair(p.step, p.timestamp) < last[k]) return std::nullopt;
-    last[k] = {p.step, p.timestamp};
-    set.at(k).add(p.step, p.value, Series::Dtype::kFloat64, p.position);
+    if (!feed_in_order(set, last, static_cast<size_t>(i), decode_row(row, static_cast<uint64_t>(row.integer(0)), key, path)))
+      return false;
   }
-  if (!stream) add_in_order(set, points);
+  return true;
+}
+
+// The run's requested series from the rows `sql` selects: streamed, or,
+// when some key's rows are out of (step, timestamp) order, read again,
+// held and sorted.
+std::map<std::string, Series> read_rows(const Database& db, const MetricsSpec& spec, const std::string& sql,
+                                        const std::string& run) {
+  for (bool stream : {true, false}) {
+    IngestSources sources("row");
+    uint32_t file = sources.add(spec.path);
+    SeriesSet set(spec.series, "key", sources);
+    set.begin_file(file);
+    if (stream) {
+      LastFed last(set.size(), {-1, INT64_MIN});
+      if (!stream_rows(db, set, sql, {run}, spec.path, last)) continue;
+    } else {
+      std::vector<std::vector<Point>> points(set.size());
+      Statement st = db.prepare(sql, {run});
+      while (db.step(st.get())) {
+        Row row(st.get());
+        std::string_view key = row.text(1);
+        int i = set.find(key);
+        if (i < 0) set.note_unrequested(key);
+        else points[static_cast<size_t>(i)].push_back(decode_row(row, static_cast<uint64_t>(row.integer(0)), key, spec.path));
+      }
+      add_in_order(set, points);
+    }
+    return set.finish(spec.path, "in run " + run + "'s metrics");
+  }
+  throw std::logic_error("read_rows: unreachable");
+}
+
+// The later half of a split read, decoded by its own thread: (builder,
+// point) in row order, the keys seen but not requested, and the refusal of
+// the row after the last point (raised once the points before it are fed,
+// as a single reader would).
+struct LaterRows {
+  std::vector<std::pair<uint32_t, Point>> points;
+  std::set<std::string> unrequested;  ///< at most 1000, as SeriesSet keeps
+  std::exception_ptr error;
+};
+
+// Decodes the rows `sql` selects on `db` (its own connection: one per
+// thread) into `out`; never throws.
+void decode_rows(const Database& db, const SeriesSet& set, const std::string& sql, const std::string& path,
+                 size_t expected_rows, LaterRows& out) noexcept {
+  try {
+    out.points.reserve(std::min<size_t>(expected_rows, size_t{1} << 22));
+    Statement st = db.prepare(sql);
+    sqlite3_stmt* s = st.get();
+    while (db.step(s)) {
+      Row row(s);
+      std::string_view key = row.text(1);
+      int i = set.find(key);
+      if (i < 0) {
+        if (out.unrequested.size() < 1000) out.unrequested.emplace(key);
+        continue;
+      }
+      out.points.emplace_back(static_cast<uint32_t>(i), decode_row(row, static_cast<uint64_t>(row.integer(0)), key, path));
+    }
+  } catch (...) {
+    out.error = std::current_exception();
+  }
+}
+
+// Tables of this many rows and more are read by two threads, each over its
+// half of the row ids on its own connection: SQLite's scan is most of the
+// time, and it splits.
+constexpr int64_t kSplitRows = int64_t{1} << 16;
+
+// The only run's series read by two threads (see kSplitRows): this one
+// streams the first half into the builders while another decodes the
+// second, fed after it. Nullopt when the table is small, when a second
+// reader cannot share `db`'s view of the file (a writer waiting for its
+// lock; a WAL database, where a second connection may see a later commit)
+// or when rows come out of order: then one reader reads it all (read_rows).
+// `select` is the statement without its WHERE.
+std::optional<std::map<std::string, Series>> read_split(const Database& db, const MetricsSpec& spec,
+                                                        const std::string& select, const std::string& rowid,
+                                                        const std::string& run, bool wal) {
+  if (wal) return std::nullopt;
+  // Each alone: SQLite seeks one end of the table for a lone min() or max().
+  Statement first_row = db.prepare("SELECT min(" + rowid + ") FROM metrics");
+  Statement last_row = db.prepare("SELECT max(" + rowid + ") FROM metrics");
+  if (!db.step(first_row.get()) || !db.step(last_row.get()) || sqlite3_column_type(first_row.get(), 0) != SQLITE_INTEGER)
+    return std::nullopt;
+  const int64_t lo = sqlite3_column_int64(first_row.get(), 0), hi = sqlite3_column_int64(last_row.get(), 0);
+  if (hi - lo < kSplitRows) return std::nullopt;
+  Database second(spec.path);
+  // In rollback-journal mode the first connection's shared lock keeps
+  // writers from committing: the second reads the same file, or is busy.
+  if (!second.try_begin()) return std::nullopt;
+  const int64_t mid = lo + (hi - lo) / 2;
+  IngestSources sources("row");
+  uint32_t file = sources.add(spec.path);
+  SeriesSet set(spec.series, "key", sources);
+  set.begin_file(file);
+  LaterRows later;
+  std::thread t(decode_rows, std::cref(second), std::cref(set),
+                select + " WHERE " + rowid + " > " + std::to_string(mid) + " AND " + rowid + " <= " + std::to_string(hi),
+                std::cref(spec.path), static_cast<size_t>(hi - mid), std::ref(later));
+  LastFed last(set.size(), {-1, INT64_MIN});
+  bool in_order = false;
+  std::exception_ptr error;
+  try {
+    in_order = stream_rows(db, set, select + " WHERE " + rowid + " <= " + std::to_string(mid), {}, spec.path, last);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  t.join();
+  if (error) std::rethrow_exception(error);  // the earlier row's refusal first
+  if (!in_order) return std::nullopt;
+  for (const auto& key : later.unrequested) set.note_unrequested(key);
+  for (const auto& [k, p] : later.points)
+    if (!feed_in_order(set, last, k, p)) return std::nullopt;
+  if (later.error) std::rethrow_exception(later.error);
   return set.finish(spec.path, "in run " + run + "'s metrics");
 }
 
@@ -351,13 +479,11 @@ std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
   bool one_run = !another_run(db, run);
 
   std::string is_nan = has("is_nan") ? "is_nan" : "0", timestamp = has("timestamp") ? "timestamp" : "0";
-  std::string sql = "SELECT " + rowid + ", key, value, step, " + is_nan + ", " + timestamp + " FROM metrics" +
-                    (one_run ? " NOT INDEXED" : " WHERE run_uuid = ?1 COLLATE BINARY");
-  // MLflow inserts a metric's points as they are logged: fed to the
-  // builders as they come; rows out of (step, timestamp) order are read
-  // again, held and sorted.
-  if (auto streamed = read_rows(db, spec, sql, run, true)) return *streamed;
-  return *read_rows(db, spec, sql, run, false);
+  std::string select = "SELECT " + rowid + ", key, value, step, " + is_nan + ", " + timestamp + " FROM metrics";
+  if (one_run)
+    if (auto split = read_split(db, spec, select + " NOT INDEXED", rowid, run, wal)) return *split;
+  std::string sql = select + (one_run ? " NOT INDEXED" : " WHERE run_uuid = ?1 COLLATE BINARY");
+  return read_rows(db, spec, sql, run);
 }
 
 // ---- The file store --------------------------------------------------------

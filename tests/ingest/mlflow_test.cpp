@@ -192,6 +192,40 @@ TEST_F(MlflowDatabase, RunIdsAreComparedByteForByteAndColumnsInAnyCase) {
   EXPECT_HAS(error("AAA", {{"loss", "loss"}}), db_ + ": row 4: key 'loss': expected is_nan 0 or 1, got '2'");
 }
 
+// A table of 2^16 rows and more is read by two threads, each over half of
+// the row ids: the series, the order of a history logged out of order and
+// the row each refusal names are a single reader's.
+TEST_F(MlflowDatabase, ALargeTableReadInTwoHalvesGivesTheSingleReadersResult) {
+  sql(kSchema);
+  // Rows 1..80000: loss at steps 0..39999, lr at steps 0..39999, interleaved
+  // as logged; acc only in the later half.
+  sql("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 39999) "
+      "INSERT INTO metrics SELECT k.key, CASE k.key WHEN 'loss' THEN 2.0 + i / 65536.0 ELSE 0.125 END, 1000 + i, '6f1c0a', "
+      "i, 0 FROM n, (SELECT 'loss' AS key UNION ALL SELECT 'lr') AS k ORDER BY i, k.key;");
+  sql("INSERT INTO metrics VALUES ('acc', 0.5, 99999, '6f1c0a', 0, 0);");
+  auto s = read("", {{"loss", "loss"}, {"lr", "lr"}, {"acc", "acc"}});
+  ASSERT_EQ(s.at("loss").values.size(), 40000u);
+  EXPECT_EQ(s.at("loss").values[39999], 2.0 + 39999 / 65536.0);
+  EXPECT_TRUE(s.at("loss").steps.empty()) << "steps 0..39999 are implicit";
+  EXPECT_EQ(s.at("lr").values, std::vector<double>(40000, 0.125));
+  EXPECT_EQ(s.at("acc").values, std::vector<double>{0.5});
+  EXPECT_HAS(error("", {{"a", "ac"}}), "(did you mean 'acc'?)");
+  // A step of the first half logged again, late (row 80002): sorted as MLflow orders a history.
+  sql("INSERT INTO metrics VALUES ('loss', 2.0, 500, '6f1c0a', 0, 0);");
+  EXPECT_EQ(read("", {{"loss", "loss"}}).at("loss").values.size(), 40000u);
+  // Refusals in both halves: the earlier row's is named; one in the later
+  // half alone is named too.
+  sql("UPDATE metrics SET value = 'high' WHERE _rowid_ IN (30000, 70000);");
+  EXPECT_HAS(error("", {{"loss", "loss"}, {"lr", "lr"}}), db_ + ": row 30000: key 'lr': expected a numeric value, got 'high'");
+  sql("UPDATE metrics SET value = 0.125 WHERE _rowid_ = 30000;");
+  EXPECT_HAS(error("", {{"loss", "loss"}, {"lr", "lr"}}), db_ + ": row 70000: key 'lr': expected a numeric value, got 'high'");
+  // A re-logged step with other bits in the first half comes before a
+  // refusal in the later half, as a single reader meets them.
+  sql("UPDATE metrics SET step = 1 WHERE _rowid_ = 5;");  // loss: step 2 -> 1, a later timestamp
+  std::string both = error("", {{"loss", "loss"}, {"lr", "lr"}});
+  EXPECT_HAS(both, "row 5: key 'loss': expected one value per step; step 1 is logged twice with different values");
+}
+
 // SQLite's names ignore case: a view METRICS or RUNS is refused as well.
 TEST_F(MlflowDatabase, AViewOfEitherNameInAnyCaseIsRefused) {
   sql("CREATE VIEW METRICS AS WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c) "
