@@ -247,13 +247,16 @@ std::map<std::string, Series> read_hf_trainer_metrics(const MetricsSpec& spec) {
   uint32_t file = sources.add(spec.path);
   SeriesSet set(spec.series, "key", sources);
   set.begin_file(file);
+  // Each requested key is logged once per entry at most: room for that
+  // (pages never written are never touched).
+  for (size_t i = 0; i < set.size(); ++i) set.reserve(i, history.size());
   std::vector<std::pair<int, simdjson::dom::element>> logged;
   size_t k = 0;
   for (simdjson::dom::element entry_element : history) {
-    std::string path = "log_history[" + std::to_string(k) + "]";
+    auto path = [&k] { return "log_history[" + std::to_string(k) + "]"; };  // for a message only
     simdjson::dom::object entry;
     if (entry_element.get_object().get(entry) != simdjson::SUCCESS)
-      throw BadInput(spec.path, path, std::string("an object, got ") + json_type_name(entry_element));
+      throw BadInput(spec.path, path(), std::string("an object, got ") + json_type_name(entry_element));
     logged.clear();
     bool have_step = false;
     simdjson::dom::element step_element;
@@ -268,11 +271,13 @@ std::map<std::string, Series> read_hf_trainer_metrics(const MetricsSpec& spec) {
       }
     }
     if (!logged.empty()) {
-      if (!have_step) throw BadInput(spec.path, path, "a \"step\" in an entry that logs a requested key");
-      int64_t step = integer_at(step_element, spec.path, path + ".step", 0, int64_t{1} << 52);
+      if (!have_step) throw BadInput(spec.path, path(), "a \"step\" in an entry that logs a requested key");
+      int64_t step;  // an integer in range as it comes; anything else through integer_at (a float step, a refusal)
+      if (step_element.get_int64().get(step) != simdjson::SUCCESS || step < 0 || step > (int64_t{1} << 52))
+        step = integer_at(step_element, spec.path, path() + ".step", 0, int64_t{1} << 52);
       for (const auto& [i, value] : logged) {
         double x;
-        if (!metric_value(value, x)) throw BadInput(spec.path, path + "." + set.key(static_cast<size_t>(i)), "a number or \"nan\"");
+        if (!metric_value(value, x)) throw BadInput(spec.path, path() + "." + set.key(static_cast<size_t>(i)), "a number or \"nan\"");
         set.at(static_cast<size_t>(i)).add(step, x, Series::Dtype::kFloat64, k);
       }
     }
