@@ -23,6 +23,19 @@ bool ends_token(std::string_view text, size_t at) {
 
 }  // namespace
 
+namespace {
+
+// Steps a scan over text[i]: true when the byte belongs to a JSON string
+// (its quotes included; an escape takes the byte after it along).
+bool in_json_string(std::string_view text, size_t& i, bool& in_string) {
+  if (!in_string) return in_string = text[i] == '"';
+  if (text[i] == '\\') ++i;
+  else if (text[i] == '"') in_string = false;
+  return true;
+}
+
+}  // namespace
+
 std::string_view replace_nonfinite_tokens(std::string_view text, std::string& scratch) {
   if (text.find('N') == text.npos && text.find('I') == text.npos) return text;  // the common line
   static constexpr std::string_view kTokens[] = {"NaN", "Infinity", "-Infinity"};
@@ -34,11 +47,7 @@ std::string_view replace_nonfinite_tokens(std::string_view text, std::string& sc
   bool changed = false;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-      continue;
-    }
+    if (in_string && in_json_string(text, i, in_string)) continue;
     if (is_space(c)) continue;
     bool value_position = previous == ':' || (!stack.empty() && stack.back() == '[' && (previous == '[' || previous == ','));
     if (value_position && (c == 'N' || c == 'I' || c == '-')) {
@@ -191,14 +200,8 @@ size_t first_long_integer(std::string_view text) {
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
+    if (in_json_string(text, i, in_string)) continue;
+    if (c == '-' || (c >= '0' && c <= '9')) {
       size_t start = i, digits = 0;
       if (c == '-') ++i;
       while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i, ++digits;

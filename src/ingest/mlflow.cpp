@@ -298,25 +298,35 @@ bool feed_in_order(SeriesSet& set, LastFed& last, size_t k, const Point& p) {
   return true;
 }
 
-// Feeds the rows `sql` selects to the builders as they come (MLflow inserts
-// a metric's points as they are logged). False as soon as a key's rows are
-// out of (step, timestamp) order. Throws exit-2 Error for a refused row.
-bool stream_rows(const Database& db, SeriesSet& set, const std::string& sql, const std::vector<std::string>& params,
-                 const std::string& path, LastFed& last) {
+// Calls `requested(k, point)` for each row `sql` selects whose key builder
+// `k` reads (decoded, in row order) and `unrequested(key)` for the others;
+// stops, returning false, when `requested` does. Throws exit-2 Error for a
+// refused row.
+template <typename Requested, typename Unrequested>
+bool for_each_row(const Database& db, const SeriesSet& set, const std::string& sql,
+                  const std::vector<std::string>& params, const std::string& path, Requested requested,
+                  Unrequested unrequested) {
   Statement st = db.prepare(sql, params);
   sqlite3_stmt* s = st.get();
   while (db.step(s)) {
     Row row(s);
     std::string_view key = row.text(1);
     int i = set.find(key);
-    if (i < 0) {
-      set.note_unrequested(key);
-      continue;
-    }
-    if (!feed_in_order(set, last, static_cast<size_t>(i), decode_row(row, static_cast<uint64_t>(row.integer(0)), key, path)))
+    if (i < 0) unrequested(key);
+    else if (!requested(static_cast<size_t>(i), decode_row(row, static_cast<uint64_t>(row.integer(0)), key, path)))
       return false;
   }
   return true;
+}
+
+// Feeds the rows `sql` selects to the builders as they come (MLflow inserts
+// a metric's points as they are logged). False as soon as a key's rows are
+// out of (step, timestamp) order. Throws exit-2 Error for a refused row.
+bool stream_rows(const Database& db, SeriesSet& set, const std::string& sql, const std::vector<std::string>& params,
+                 const std::string& path, LastFed& last) {
+  return for_each_row(
+      db, set, sql, params, path, [&](size_t k, const Point& p) { return feed_in_order(set, last, k, p); },
+      [&](std::string_view key) { set.note_unrequested(key); });
 }
 
 // The run's requested series from the rows `sql` selects: streamed, or,
@@ -334,14 +344,9 @@ std::map<std::string, Series> read_rows(const Database& db, const MetricsSpec& s
       if (!stream_rows(db, set, sql, {run}, spec.path, last)) continue;
     } else {
       std::vector<std::vector<Point>> points(set.size());
-      Statement st = db.prepare(sql, {run});
-      while (db.step(st.get())) {
-        Row row(st.get());
-        std::string_view key = row.text(1);
-        int i = set.find(key);
-        if (i < 0) set.note_unrequested(key);
-        else points[static_cast<size_t>(i)].push_back(decode_row(row, static_cast<uint64_t>(row.integer(0)), key, spec.path));
-      }
+      for_each_row(
+          db, set, sql, {run}, spec.path, [&](size_t k, const Point& p) { return points[k].push_back(p), true; },
+          [&](std::string_view key) { set.note_unrequested(key); });
       add_in_order(set, points);
     }
     return set.finish(spec.path, "in run " + run + "'s metrics");
@@ -365,18 +370,12 @@ void decode_rows(const Database& db, const SeriesSet& set, const std::string& sq
                  size_t expected_rows, LaterRows& out) noexcept {
   try {
     out.points.reserve(std::min<size_t>(expected_rows, size_t{1} << 22));
-    Statement st = db.prepare(sql);
-    sqlite3_stmt* s = st.get();
-    while (db.step(s)) {
-      Row row(s);
-      std::string_view key = row.text(1);
-      int i = set.find(key);
-      if (i < 0) {
-        if (out.unrequested.size() < 1000) out.unrequested.emplace(key);
-        continue;
-      }
-      out.points.emplace_back(static_cast<uint32_t>(i), decode_row(row, static_cast<uint64_t>(row.integer(0)), key, path));
-    }
+    for_each_row(
+        db, set, sql, {}, path,
+        [&](size_t k, const Point& p) { return out.points.emplace_back(static_cast<uint32_t>(k), p), true; },
+        [&](std::string_view key) {
+          if (out.unrequested.size() < 1000) out.unrequested.emplace(key);
+        });
   } catch (...) {
     out.error = std::current_exception();
   }
