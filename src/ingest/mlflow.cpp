@@ -1,6 +1,7 @@
 #include "ingest/mlflow.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -99,6 +100,23 @@ void require_whole_database(const std::string& path, bool& wal) {
                        " (cut short while being copied?)");
 }
 
+// What names one version of a file: a replaced file (another inode) or a
+// commit (size, modification time) changes it.
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileIdentity& o) const {
+    return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns;
+  }
+};
+FileIdentity identity_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {st.st_dev, st.st_ino, st.st_size, int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+}
+
 bool is_sqlite_file(const std::string& path) {
   char head[16] = {};
   std::ifstream in(path, std::ios::binary);
@@ -107,11 +125,14 @@ bool is_sqlite_file(const std::string& path) {
 
 class Database {
  public:
-  explicit Database(std::string path) : path_(std::move(path)) {
+  /// `busy_ms`: how long a read waits for a writer's lock (MLflow commits
+  /// often while a run logs) before exit 3.
+  explicit Database(std::string path, int busy_ms = 2000) : path_(std::move(path)) {
     sqlite3* db = nullptr;
     int rc = sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
     db_.reset(db);
     if (rc != SQLITE_OK) fail("", "an SQLite database lockstep can open read-only");
+    sqlite3_busy_timeout(db, busy_ms);
   }
 
   // A statement over `sql` with text parameters; exit 2 when it cannot be
@@ -163,8 +184,14 @@ class Database {
              : std::string();
   }
 
+  // Exit 2 naming what was expected; exit 3 when a writer kept the file
+  // locked (the machine's state, not the file's).
   [[noreturn]] void fail(const std::string& field, const std::string& expected) const {
     std::string why = db_ ? sqlite3_errmsg(db_.get()) : "out of memory";
+    int code = db_ ? sqlite3_errcode(db_.get()) & 0xff : SQLITE_NOMEM;
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+      throw EnvironmentError(path_ + ": another process kept the database locked for writing (an MLflow server "
+                             "logging?): import again, or import a copy (sqlite: " + why + ")");
     throw BadInput(path_, field, expected + " (sqlite: " + why + ")");
   }
 
@@ -360,7 +387,8 @@ std::map<std::string, Series> read_rows(const Database& db, const MetricsSpec& s
 // as a single reader would).
 struct LaterRows {
   std::vector<std::pair<uint32_t, Point>> points;
-  std::set<std::string> unrequested;  ///< at most 1000, as SeriesSet keeps
+  std::vector<std::string> unrequested;  ///< the first 1000 distinct, in row order (as SeriesSet keeps them)
+  std::set<std::string, std::less<>> seen;
   std::exception_ptr error;
 };
 
@@ -374,7 +402,7 @@ void decode_rows(const Database& db, const SeriesSet& set, const std::string& sq
         db, set, sql, {}, path,
         [&](size_t k, const Point& p) { return out.points.emplace_back(static_cast<uint32_t>(k), p), true; },
         [&](std::string_view key) {
-          if (out.unrequested.size() < 1000) out.unrequested.emplace(key);
+          if (out.unrequested.size() < 1000 && out.seen.emplace(key).second) out.unrequested.emplace_back(key);
         });
   } catch (...) {
     out.error = std::current_exception();
@@ -395,20 +423,35 @@ constexpr int64_t kSplitRows = int64_t{1} << 16;
 // `select` is the statement without its WHERE.
 std::optional<std::map<std::string, Series>> read_split(const Database& db, const MetricsSpec& spec,
                                                         const std::string& select, const std::string& rowid,
-                                                        const std::string& run, bool wal) {
-  if (wal) return std::nullopt;
+                                                        const std::string& run, const FileIdentity& opened) {
+  // The journal mode as this connection reads it, inside its transaction:
+  // with its shared lock held nobody can switch the file to WAL.
+  Statement mode = db.prepare("PRAGMA journal_mode");
+  if (!db.step(mode.get()) || Database::text(mode.get(), 0) == "wal") return std::nullopt;
   // Each alone: SQLite seeks one end of the table for a lone min() or max().
   Statement first_row = db.prepare("SELECT min(" + rowid + ") FROM metrics");
   Statement last_row = db.prepare("SELECT max(" + rowid + ") FROM metrics");
   if (!db.step(first_row.get()) || !db.step(last_row.get()) || sqlite3_column_type(first_row.get(), 0) != SQLITE_INTEGER)
     return std::nullopt;
   const int64_t lo = sqlite3_column_int64(first_row.get(), 0), hi = sqlite3_column_int64(last_row.get(), 0);
-  if (hi - lo < kSplitRows) return std::nullopt;
-  Database second(spec.path);
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);  // row ids may span 2^64 - 1
+  if (span < static_cast<uint64_t>(kSplitRows)) return std::nullopt;
   // In rollback-journal mode the first connection's shared lock keeps
-  // writers from committing: the second reads the same file, or is busy.
-  if (!second.try_begin()) return std::nullopt;
-  const int64_t mid = lo + (hi - lo) / 2;
+  // writers from committing: the second reads the same file, or is busy
+  // (then one reader). The same file: the path names the file it named
+  // before the first connection opened it, unchanged (a file replaced by
+  // a rename, or a commit, in between leaves it to one reader, as does a
+  // second open that fails).
+  std::optional<Database> joined;
+  try {
+    joined.emplace(spec.path, 0);
+    if (!joined->try_begin()) return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (!(identity_of(spec.path) == opened)) return std::nullopt;
+  const Database& second = *joined;
+  const auto mid = static_cast<int64_t>(static_cast<uint64_t>(lo) + span / 2);
   IngestSources sources("row");
   uint32_t file = sources.add(spec.path);
   SeriesSet set(spec.series, "key", sources);
@@ -416,7 +459,7 @@ std::optional<std::map<std::string, Series>> read_split(const Database& db, cons
   LaterRows later;
   std::thread t(decode_rows, std::cref(second), std::cref(set),
                 select + " WHERE " + rowid + " > " + std::to_string(mid) + " AND " + rowid + " <= " + std::to_string(hi),
-                std::cref(spec.path), static_cast<size_t>(hi - mid), std::ref(later));
+                std::cref(spec.path), static_cast<size_t>(span / 2), std::ref(later));
   LastFed last(set.size(), {-1, INT64_MIN});
   bool in_order = false;
   std::exception_ptr error;
@@ -437,6 +480,7 @@ std::optional<std::map<std::string, Series>> read_split(const Database& db, cons
 
 std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
   bool wal = false;
+  const FileIdentity opened = identity_of(spec.path);  // before the first connection opens it
   require_whole_database(spec.path, wal);
   Database db(spec.path);
   {
@@ -480,7 +524,7 @@ std::map<std::string, Series> read_mlflow_database(const MetricsSpec& spec) {
   std::string is_nan = has("is_nan") ? "is_nan" : "0", timestamp = has("timestamp") ? "timestamp" : "0";
   std::string select = "SELECT " + rowid + ", key, value, step, " + is_nan + ", " + timestamp + " FROM metrics";
   if (one_run)
-    if (auto split = read_split(db, spec, select + " NOT INDEXED", rowid, run, wal)) return *split;
+    if (auto split = read_split(db, spec, select + " NOT INDEXED", rowid, run, opened)) return *split;
   std::string sql = select + (one_run ? " NOT INDEXED" : " WHERE run_uuid = ?1 COLLATE BINARY");
   return read_rows(db, spec, sql, run);
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/atomic_file.h"
+#include "core/error.h"
 #include "ingest/ingest_test_util.h"
 #include "ingest/metrics.h"
 
@@ -224,6 +225,29 @@ TEST_F(MlflowDatabase, ALargeTableReadInTwoHalvesGivesTheSingleReadersResult) {
   sql("UPDATE metrics SET step = 1 WHERE _rowid_ = 5;");  // loss: step 2 -> 1, a later timestamp
   std::string both = error("", {{"loss", "loss"}, {"lr", "lr"}});
   EXPECT_HAS(both, "row 5: key 'loss': expected one value per step; step 1 is logged twice with different values");
+}
+
+// Row ids that span more than 2^63 (a hand-made table) split without
+// overflow; a database another process keeps locked for writing is exit 3
+// after a wait, not a damaged file.
+TEST_F(MlflowDatabase, RowIdsSpanningTheRangeAndAWriterHoldingTheLock) {
+  sql(kSchema);
+  sql("INSERT INTO metrics (rowid, key, value, timestamp, run_uuid, step, is_nan) VALUES "
+      "(-9223372036854775807, 'loss', 1.5, 1, '6f1c0a', 0, 0), (5, 'loss', 1.25, 2, '6f1c0a', 1, 0), "
+      "(9223372036854775807, 'loss', 1.0, 3, '6f1c0a', 2, 0);");
+  EXPECT_EQ(read("", {{"loss", "loss"}}).at("loss").values, (std::vector<double>{1.5, 1.25, 1.0}));
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(db_.c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(writer, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  try {
+    read("", {{"loss", "loss"}});
+    ADD_FAILURE() << "read a database locked for writing";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kEnvironment) << e.what();
+    EXPECT_HAS(std::string(e.what()), db_ + ": another process kept the database locked for writing");
+  }
+  sqlite3_exec(writer, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(writer);
 }
 
 // SQLite's names ignore case: a view METRICS or RUNS is refused as well.
