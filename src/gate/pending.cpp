@@ -68,6 +68,11 @@ std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecor
     if (series.size() > 6) names += " and " + std::to_string(series.size() - 6) + " more";
     out.push_back((series.size() == 1 ? "series " : "the series ") + names);
   }
+  // A series logged at fewer steps is checked at those steps only.
+  for (const auto& [name, s] : current.series)
+    if (auto it = pending.series.find(name); it != pending.series.end() && it->second.values.size() < s.values.size())
+      out.push_back(std::to_string(s.values.size() - it->second.values.size()) + " of series " + name + "'s " +
+                    std::to_string(s.values.size()) + " steps");
   auto lost = [&](bool had, bool has, const char* what) {
     if (had && !has) out.push_back(what);
   };
@@ -77,6 +82,7 @@ std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecor
   lost(!current.hashes.empty(), !pending.hashes.empty(), "parameter hashes");
   lost(!current.init.empty(), !pending.init.empty(), "initialisation statistics");
   lost(!current.contract.empty(), !pending.contract.empty(), "determinism contract");
+  lost(!current.resources.empty(), !pending.resources.empty(), "resources (step time, peak RSS)");
   return out;
 }
 
@@ -139,10 +145,11 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
       g.provenance.replaces = current.content_hash;
       dropped = dropped_checks(current.record, g.record);
       // A golden that checks less weakens the gate without a failing check
-      // to show it: only on request.
+      // to show it: only on request, and recorded.
       if (!dropped.empty() && !allow_narrower)
         throw BadInput(path, "", "a golden that checks what " + target + " checks; it drops " + listed(dropped) +
                                      " (an imported curve?): accept --allow-narrower to replace it anyway");
+      g.provenance.narrower = listed(dropped);
     }
     out.push_back({path, target, std::move(g), std::move(dropped)});
   }

@@ -45,6 +45,7 @@ std::string describe_provenance(const Provenance& p) {
   if (!p.ci_runner.empty()) out += " on runner " + p.ci_runner;
   if (!p.replaces.empty()) out += ", replacing " + p.replaces;
   if (!p.imported_from.empty()) out += ", curves imported from " + p.imported_from;
+  if (!p.narrower.empty()) out += ", narrower than the golden it replaced (no longer checked: " + p.narrower + ")";
   return out + ": \"" + p.reason + "\"";
 }
 

@@ -125,12 +125,14 @@ std::vector<std::string> golden_files(const std::string& goldens_dir,
 }
 
 // Stale platforms: per smoke and device, every golden must share the
-// LibTorch stack of the newest one; the others are `problems`.
+// LibTorch stack of the newest one; the others are `problems`. An imported
+// golden (another tool's curves) has no stack: neither newer nor stale.
 void stale_stacks(const std::map<std::string, std::vector<std::pair<std::string, Golden>>>& by_smoke,
                   std::vector<std::string>& problems) {
   for (const auto& [name, goldens] : by_smoke) {
     std::map<std::string, std::vector<const std::pair<std::string, Golden>*>> by_device;
-    for (const auto& g : goldens) by_device[g.second.record.device].push_back(&g);
+    for (const auto& g : goldens)
+      if (g.second.provenance.imported_from.empty()) by_device[g.second.record.device].push_back(&g);
     for (auto& [device, list] : by_device) {
       const auto* newest = list.front();
       for (const auto* g : list)

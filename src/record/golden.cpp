@@ -26,7 +26,8 @@ nlohmann::json golden_body_json(const Golden& g) {
                                    {"replaces", &p.replaces},
                                    {"ci_job_url", &p.ci_job_url},
                                    {"ci_runner", &p.ci_runner},
-                                   {"imported_from", &p.imported_from}})
+                                   {"imported_from", &p.imported_from},
+                                   {"narrower", &p.narrower}})
     if (!value->empty()) body["provenance"][key] = *value;
   return body;
 }
@@ -62,11 +63,15 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   g.record = run_record_from_json(view);
   JsonView p = view.at("provenance");
   p.allow_keys({"reason", "created_utc", "git_commit", "git_author", "tool_version", "allow_dirty",
-                "runs", "seeds", "action", "replaces", "ci_job_url", "ci_runner", "imported_from"});
+                "runs", "seeds", "action", "replaces", "ci_job_url", "ci_runner", "imported_from", "narrower"});
   if (p.has("action")) g.provenance.action = p.at("action").as_enum({"bless", "accept", "check", "import"});
   if (p.has("imported_from")) {
     g.provenance.imported_from = p.at("imported_from").as_string();
     if (g.provenance.imported_from.empty()) p.at("imported_from").fail("the imported file's format and path (non-empty)");
+  }
+  if (p.has("narrower")) {
+    g.provenance.narrower = p.at("narrower").as_string();
+    if (g.provenance.narrower.empty()) p.at("narrower").fail("what the replaced golden checked and this one does not (non-empty)");
   }
   if (p.has("replaces")) {
     g.provenance.replaces = p.at("replaces").as_string();
@@ -109,8 +114,11 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   std::string actual = golden_content_hash(body);
   if (actual != g.content_hash)
     view.at("content_hash")
-        .fail("the hash of the golden's content; it does not match: the golden was edited after "
-              "`lockstep bless` (regenerate it with bless instead of editing it)");
+        .fail(g.provenance.imported_from.empty()
+                  ? "the hash of the golden's content; it does not match: the golden was edited after "
+                    "`lockstep bless` (regenerate it with bless instead of editing it)"
+                  : "the hash of the golden's content; it does not match: the golden was edited after "
+                    "`lockstep import` (import the curves again instead of editing it)");
   if (g.record.series.empty() && g.record.probes.empty() && g.record.hashes.empty())
     view.fail("a golden with at least one series, probe or hash (this one is empty)");
   return g;

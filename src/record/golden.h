@@ -46,6 +46,10 @@ struct Provenance {
   /// --golden`, not made by lockstep's runs (runs is 0; accept takes it
   /// without the bit-identical reruns and the contract check). "" otherwise.
   std::string imported_from;
+  /// What the golden this one replaced checked and this one does not
+  /// ("the series lr, batch probes"), when accepted with --allow-narrower;
+  /// "" otherwise.
+  std::string narrower;
 };
 
 /// A run record blessed as the reference.

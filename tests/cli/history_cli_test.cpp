@@ -212,7 +212,8 @@ TEST(HistoryCli, AOneBasedLogBecomesAPendingGoldenWithAStepOffset) {
   // in review, refused by accept unless asked for.
   const std::string drops = "the series grad_norm, grad_norm/fc1.bias, grad_norm/fc1.weight, grad_norm/fc2.bias, "
                             "grad_norm/fc2.weight, grad_norm/head.bias and 3 more, batch probes, trained-batch probes, "
-                            "module trace, parameter hashes, initialisation statistics and determinism contract";
+                            "module trace, parameter hashes, initialisation statistics, determinism contract and "
+                            "resources (step time, peak RSS)";
   EXPECT_NE(review.output.find("NARROWER: the pending golden drops " + drops.substr(0, 60)), std::string::npos)
       << review.output;
   std::string accept = "accept " + (d / "pending").string() + " --goldens " + (d / "goldens").string() +
@@ -229,6 +230,9 @@ TEST(HistoryCli, AOneBasedLogBecomesAPendingGoldenWithAStepOffset) {
   EXPECT_NE(narrower.output.find("  narrower than the golden it replaces: no longer checked: " + drops.substr(0, 40)),
             std::string::npos) << narrower.output;
   EXPECT_EQ(parse_json_file(golden_file)["provenance"]["action"], "accept");
+  EXPECT_EQ(parse_json_file(golden_file)["provenance"]["narrower"], drops);
+  Result verify = lockstep("verify-goldens " + (d / "goldens").string() + " --smoke " + (d / "smoke").string());
+  EXPECT_EQ(verify.code, 0) << verify.output;
 }
 
 }  // namespace

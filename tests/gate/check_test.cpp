@@ -170,6 +170,25 @@ TEST(CheckSmoke, APendingGoldenCopiedIntoTheGoldensIsRefused) {
   EXPECT_NE(all.find(copied + ": provenance.action: a pending golden a failing check left"), std::string::npos) << all;
 }
 
+// An imported golden (another tool's curves) has no LibTorch stack: it
+// makes no lockstep golden of another platform stale, nor is it stale.
+TEST(CheckSmoke, AnImportedGoldenMakesNoOtherPlatformStale) {
+  GateProject p("imported-stale");
+  p.write_golden(make_gate_record());
+  Golden imported;
+  imported.record = make_gate_record();
+  imported.record.platform = "cpu-x86_64-avx512";
+  imported.record.fingerprint = {{"import.source", {"jsonl /ci/loss.jsonl (xxh3 0123456789abcdef)", false}}};
+  imported.provenance.reason = "moved";
+  imported.provenance.imported_from = "jsonl /ci/loss.jsonl (xxh3 0123456789abcdef)";
+  imported.provenance.created_utc = "2999-01-01T00:00:00Z";  // the newest
+  write_golden(p.goldens_dir() + "/unit/cpu-x86_64-avx512.json", imported);
+  GoldensAudit audit = audit_goldens(p.goldens_dir(), "");
+  std::string all;
+  for (const auto& problem : audit.problems) all += problem + "\n";
+  EXPECT_EQ(all.find(": stale: "), std::string::npos) << all;
+}
+
 TEST(CheckSmoke, AGoldenOfTheSameFamilyStandsInWithANote) {
   GateProject p("family");
   RunRecord other = make_gate_record();

@@ -69,6 +69,47 @@ TEST(Pending, ReviewComparesWithTheCurrentGoldenAndAcceptStampsTheReason) {
   EXPECT_EQ(accepted[0].golden.record.series.at("loss").values[0], static_cast<double>(static_cast<float>(2.4)));
 }
 
+// What a replacing golden would stop checking: series (by name, then
+// steps), probes, hashes, the contract, resources.
+TEST(Pending, DroppedChecksNameWhatTheReplacementNoLongerChecks) {
+  RunRecord current = make_gate_record();
+  current.hashes = {{"fc.weight", std::string(32, 'c')}};
+  current.resources.peak_rss_bytes = 1 << 20;
+  EXPECT_TRUE(dropped_checks(current, current).empty());
+  RunRecord pending = current;
+  pending.series.erase("grad_norm");
+  pending.series["loss"].values.pop_back();
+  pending.probes.clear();
+  pending.hashes.clear();
+  pending.contract.clear();
+  pending.resources = {};
+  EXPECT_EQ(dropped_checks(current, pending),
+            (std::vector<std::string>{"series grad_norm", "1 of series loss's 2 steps", "batch probes",
+                                      "parameter hashes", "determinism contract", "resources (step time, peak RSS)"}));
+  RunRecord wider = current;
+  wider.series["lr"] = wider.series["loss"];
+  EXPECT_TRUE(dropped_checks(current, wider).empty()) << "more is never narrower";
+}
+
+// accept refuses a narrower golden unless asked, and then records what it dropped.
+TEST(Pending, ANarrowerGoldenIsAcceptedOnlyOnRequestAndRecorded) {
+  GateProject p("narrower");
+  RunRecord golden = make_gate_record();
+  golden.config_hash = load_smoke_config(p.smoke_file()).config_hash;
+  p.write_golden(golden);
+  RunRecord loss_only = make_gate_record();
+  loss_only.series.erase("grad_norm");
+  write_pending(p, loss_only);
+  PendingSet set = load_pending(p.out_dir(), p.goldens_dir(), "");
+  ASSERT_EQ(review_pending(set)[0].dropped, std::vector<std::string>{"series grad_norm"});
+  EXPECT_NE(expect_refusal(set).find("cpu-x86_64-avx2.golden.new: expected a golden that checks what "),
+            std::string::npos);
+  auto accepted = accept_pending(set, "approved", false, true);
+  ASSERT_EQ(accepted.size(), 1u);
+  EXPECT_EQ(accepted[0].dropped, std::vector<std::string>{"series grad_norm"});
+  EXPECT_EQ(accepted[0].golden.provenance.narrower, "series grad_norm");
+}
+
 TEST(Pending, AcceptRefusesNonFiniteValuesAsBlessDoes) {
   GateProject p("pending-nan");
   RunRecord r = make_gate_record();
