@@ -107,6 +107,17 @@ class ResumeRuns {
       slots->release(n);
     });
   }
+  /// Runs both runs in this thread now, unless start_early's thread has
+  /// them; a run's error is kept for finish(). Never throws.
+  void run_now() noexcept {
+    int expected = 0;
+    if (!owner_.compare_exchange_strong(expected, 2)) return;
+    try {
+      run_both();
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
   /// The resumed run's record, once both runs have ended; throws what a
   /// run threw. `held`: the slots the calling thread holds, lent while it
   /// waits for the runs' thread.
@@ -262,9 +273,16 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   if (!cfg.distributed.configured) base.overrides.world_size = 0;
   ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
   const int per_run = slots_per_run(cfg, base.overrides);
-  if (cfg.resume_at > 0) resume_runs.start_early(o.slots, per_run);
+  // With room for two runs at once (check -j), the resume check's two runs
+  // go first in this thread: they are the smoke's longest chain (the second
+  // needs the first's checkpoint), and the repeats take slots as they come
+  // free; a last smoke otherwise ends on the chain with a core idle. With
+  // one slot they follow the comparison, as a serial check's do.
+  std::function<void()> chain;
+  if (cfg.resume_at > 0 && o.slots && o.slots->capacity() >= 2 * per_run) chain = [&] { resume_runs.run_now(); };
+  else if (cfg.resume_at > 0) resume_runs.start_early(o.slots, per_run);
   // The check's thread holds per_run slots (the caller's), lent while it waits.
-  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run);
+  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run, chain);
   c.ran = true;
   const RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())

@@ -118,9 +118,10 @@ void ProcessLauncher::run_to_checkpoint(const ChildRun& run) { spawn(run); }
 
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
                                     const std::string& prefix, int n, JobSlots* slots, int slots_per_run,
-                                    int held) {
+                                    int held, const std::function<void()>& first) {
   std::vector<RunRecord> runs(static_cast<size_t>(std::max(n, 0)));
   std::vector<std::function<void()>> tasks;
+  if (first) tasks.push_back(first);
   for (int i = 1; i <= n; ++i)
     tasks.push_back([&, i] {
       ChildRun r = base;

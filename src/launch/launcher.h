@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,10 +90,12 @@ std::vector<std::string> child_args(const ChildRun& run);
 /// run_tasks; `launcher` must then be thread-safe, as ProcessLauncher and
 /// SmokeLauncher are); the error of the lowest-numbered failed run is
 /// thrown, as in a serial run. `held`: the slots the calling thread holds,
-/// lent while it waits for the runs in other threads.
+/// lent while it waits for the runs in other threads. `first`, when given,
+/// runs before them in this thread (work at the head of a longer chain,
+/// e.g. the resume check's two runs); it must not throw.
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
                                     const std::string& prefix, int n, JobSlots* slots = nullptr,
-                                    int slots_per_run = 1, int held = 0);
+                                    int slots_per_run = 1, int held = 0, const std::function<void()>& first = {});
 
 /// Where the first run that is not bit-identical to runs[0] differs:
 /// {its 0-based index, first_bit_difference()}, or {0, ""} when all agree.

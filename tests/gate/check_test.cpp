@@ -9,6 +9,7 @@
 #include "compare/markdown_report.h"
 #include "compare/text_report.h"
 #include "core/error.h"
+#include "core/job_slots.h"
 #include "core/atomic_file.h"
 #include "gate/gate_fixture.h"
 #include "gate/verify_goldens.h"
@@ -127,6 +128,30 @@ TEST(CheckSmoke, AnIdenticalResumePassesWithANote) {
   EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
   EXPECT_EQ(c.verdict.notes.back(),
             "resumed at step 1 from a checkpoint in a fresh process: bit-identical to the uninterrupted run");
+}
+
+// With room for two runs (check -j 2) the resume check's two runs come
+// first: they are the smoke's longest chain. With one slot (-j 1) they
+// follow the repeats and the comparison, as a serial check's do. (Every
+// slot is taken here, so the runs happen in this thread, in order.)
+TEST(CheckSmoke, TheResumeChainGoesFirstWhenTwoRunsFit) {
+  GateProject p("resume-first", [](nlohmann::json& cfg) { cfg["resume_at"] = 1; });
+  p.write_golden(make_gate_record());
+  for (int capacity : {1, 2}) {
+    JobSlots slots(capacity);
+    slots.acquire(capacity);  // the check's own slot, and every other one
+    CheckSmokeOptions o = p.check_options();
+    o.slots = &slots;
+    FakeLauncher l;
+    SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+    EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+    std::vector<std::string> order;
+    for (const auto& run : l.calls) order.push_back(std::filesystem::path(run.out).filename().string());
+    const std::vector<std::string> serial = {"run-1.json", "run-2.json", "resumed.json"};
+    const std::vector<std::string> chain_first = {"resumed.json", "run-1.json", "run-2.json"};
+    EXPECT_EQ(order, capacity == 1 ? serial : chain_first) << "capacity " << capacity;
+    slots.release(capacity);
+  }
 }
 
 TEST(CheckSmoke, MissingGoldenIsBadInputWithAPendingGolden) {
