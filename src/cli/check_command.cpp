@@ -151,50 +151,39 @@ Verdict report_smoke(SmokeCheck& c, const CheckOptions& o) {
   return std::move(c.verdict);
 }
 
-}  // namespace
-
-int check_command(const CheckOptions& o) {
-  std::vector<std::string> files = expand_smoke_args(o.smokes);
-  // A wrong --out is one usage error, said once, not a failure per smoke;
-  // two checks writing one --out would read each other's records.
-  require_out_folder(o.out_dir, files, o.goldens_dir);
-  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
-    std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
-  });
-  // --history: a folder beside the goldens, its ledgers read first, so a
-  // bad one is said before any run.
-  if (!o.history_dir.empty()) {
-    std::error_code ec;
-    if (std::filesystem::exists(o.history_dir, ec) && !std::filesystem::is_directory(o.history_dir, ec))
-      throw BadUsage("--history " + o.history_dir + ": a folder for the ledgers (<smoke>.jsonl), and this is a file");
-    std::string here = std::filesystem::weakly_canonical(std::filesystem::absolute(o.history_dir), ec).string() + "/";
-    for (const auto& file : files) {
-      std::string goldens =
-          std::filesystem::weakly_canonical(std::filesystem::absolute(goldens_root(file, o.goldens_dir)), ec).string() + "/";
-      if (here.rfind(goldens, 0) == 0)
-        throw BadUsage("--history " + o.history_dir + ": inside the goldens folder " + goldens +
-                       " (goldens are written only by bless and accept); keep the ledgers beside it, e.g. "
-                       "lockstep-history");
-    }
-    for (const std::string& ledger : ledger_files(o.history_dir)) {
-      // A night's entry replaces the ledger atomically: never through a link.
-      if (std::filesystem::is_symlink(std::filesystem::symlink_status(ledger, ec)))
-        throw BadInput(ledger, "", "a ledger file, not a symbolic link (each night replaces it atomically; link the "
-                                   "history folder instead)");
-      read_ledger(ledger, false);
-    }
+// --history DIR: a folder beside the goldens, its ledgers read first, so a
+// bad one is said before any run.
+void require_history_folder(const CheckOptions& o, const std::vector<std::string>& files) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(o.history_dir, ec) && !fs::is_directory(o.history_dir, ec))
+    throw BadUsage("--history " + o.history_dir + ": a folder for the ledgers (<smoke>.jsonl), and this is a file");
+  std::string here = fs::weakly_canonical(fs::absolute(o.history_dir), ec).string() + "/";
+  for (const auto& file : files) {
+    std::string goldens = fs::weakly_canonical(fs::absolute(goldens_root(file, o.goldens_dir)), ec).string() + "/";
+    if (here.rfind(goldens, 0) == 0)
+      throw BadUsage("--history " + o.history_dir + ": inside the goldens folder " + goldens +
+                     " (goldens are written only by bless and accept); keep the ledgers beside it, e.g. "
+                     "lockstep-history");
   }
-  // Two configs of one name are refused before any run (one golden each).
-  std::vector<std::string> names = suite_smoke_names(files);
-  if (o.shard_given) files = shard_files(files, names, o.shard);
-  CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
-  options.rerun_failing = o.rerun_failing;
+  for (const std::string& ledger : ledger_files(o.history_dir)) {
+    // A night's entry replaces the ledger atomically: never through a link.
+    if (fs::is_symlink(fs::symlink_status(ledger, ec)))
+      throw BadInput(ledger, "", "a ledger file, not a symbolic link (each night replaces it atomically; link the "
+                                 "history folder instead)");
+    read_ledger(ledger, false);
+  }
+}
+
+// Checks `files` and reports each (report_smoke) in suite order. -j N: the
+// smokes are checked by up to N threads, each holding a job slot per
+// process it runs at once; this thread prints and writes each smoke's
+// reports as soon as the smokes before it are done, so the output is the
+// same for any N.
+std::vector<Verdict> check_suite(const std::vector<std::string>& files, CheckSmokeOptions options,
+                                 const CheckOptions& o) {
   SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   std::vector<Verdict> verdicts;
-  // -j N: the smokes are checked by up to N threads, each holding a job
-  // slot per process it runs at once; the main thread prints and writes
-  // each smoke's reports in suite order as soon as the smokes before it
-  // are done, so the output is the same for any N.
   const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
   JobSlots slots(jobs);
   if (jobs > 1) options.slots = &slots;
@@ -231,6 +220,26 @@ int check_command(const CheckOptions& o) {
     verdicts.push_back(report_smoke(c, o));
   }
   for (auto& w : workers) w.join();
+  return verdicts;
+}
+
+}  // namespace
+
+int check_command(const CheckOptions& o) {
+  std::vector<std::string> files = expand_smoke_args(o.smokes);
+  // A wrong --out is one usage error, said once, not a failure per smoke;
+  // two checks writing one --out would read each other's records.
+  require_out_folder(o.out_dir, files, o.goldens_dir);
+  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
+    std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
+  });
+  if (!o.history_dir.empty()) require_history_folder(o, files);
+  // Two configs of one name are refused before any run (one golden each).
+  std::vector<std::string> names = suite_smoke_names(files);
+  if (o.shard_given) files = shard_files(files, names, o.shard);
+  CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
+  options.rerun_failing = o.rerun_failing;
+  std::vector<Verdict> verdicts = check_suite(files, options, o);
   // GitLab: artifacts:reports:junit: lockstep-out/junit.xml
   std::string junit = (std::filesystem::path(o.out_dir) / "junit.xml").string();
   write_file_atomically(junit, render_junit(verdicts));

@@ -255,6 +255,32 @@ std::string resumed_note(const SmokeConfig& cfg) {
          ": bit-identical to the uninterrupted run";
 }
 
+// The smoke's `repeat` fresh runs of `base` (<dir>/run-N.json), with the
+// resume check's two runs set going. With room for two runs at once
+// (check -j), those two go first in this thread: they are the smoke's
+// longest chain (the second needs the first's checkpoint), and the repeats
+// take slots as they come free; a last smoke otherwise ends on the chain
+// with a core idle. With one slot they follow the comparison (finish()),
+// as a serial check's do. This thread holds `per_run` slots (the
+// caller's), lent while it waits.
+std::vector<RunRecord> fresh_runs(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg,
+                                  const CheckSmokeOptions& o, int repeat, int per_run, ResumeRuns& resume_runs,
+                                  const std::string& dir) {
+  std::function<void()> chain;
+  if (cfg.resume_at > 0 && o.slots && o.slots->capacity() >= 2 * per_run) chain = [&] { resume_runs.run_now(); };
+  else if (cfg.resume_at > 0) resume_runs.start_early(o.slots, per_run);
+  return run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run, chain);
+}
+
+// Exit 2 for a smoke with no golden on `platform` (nor its family).
+Verdict no_golden_verdict(const std::string& smoke, const std::string& file, const std::string& root,
+                          const std::string& platform) {
+  return stopped_verdict(smoke, ExitCode::kBadInput,
+                         golden_path(root, smoke, platform) + ": no golden for smoke '" + smoke + "' on platform " +
+                             platform + " (nor any of its family); create one with `lockstep bless " + file +
+                             " --reason \"...\"`");
+}
+
 SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const CheckSmokeOptions& o,
                         Launcher& launcher) {
   SmokeCheck c;
@@ -273,16 +299,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   if (!cfg.distributed.configured) base.overrides.world_size = 0;
   ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
   const int per_run = slots_per_run(cfg, base.overrides);
-  // With room for two runs at once (check -j), the resume check's two runs
-  // go first in this thread: they are the smoke's longest chain (the second
-  // needs the first's checkpoint), and the repeats take slots as they come
-  // free; a last smoke otherwise ends on the chain with a core idle. With
-  // one slot they follow the comparison, as a serial check's do.
-  std::function<void()> chain;
-  if (cfg.resume_at > 0 && o.slots && o.slots->capacity() >= 2 * per_run) chain = [&] { resume_runs.run_now(); };
-  else if (cfg.resume_at > 0) resume_runs.start_early(o.slots, per_run);
-  // The check's thread holds per_run slots (the caller's), lent while it waits.
-  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run, chain);
+  std::vector<RunRecord> runs = fresh_runs(launcher, base, cfg, o, repeat, per_run, resume_runs, dir);
   c.ran = true;
   const RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
@@ -323,11 +340,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // 5. No golden: exit 2 with a pending one.
   if (!found) {
     add_pending(c, run, file, o, repeat, "no golden existed for platform " + run.platform);
-    c.verdict = stopped_verdict(cfg.name, ExitCode::kBadInput,
-                                golden_path(root, cfg.name, run.platform) + ": no golden for smoke '" + cfg.name +
-                                    "' on platform " + run.platform +
-                                    " (nor any of its family); create one with `lockstep bless " + file +
-                                    " --reason \"...\"`");
+    c.verdict = no_golden_verdict(cfg.name, file, root, run.platform);
     return c;
   }
   if (repeat > 1) c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");

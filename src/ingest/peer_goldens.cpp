@@ -65,33 +65,51 @@ void add_sorted_by_step(simdjson::dom::object by_key, const std::string& name, c
   }
 }
 
-// One Megatron metric block into builder `b`. Returns whether it says
-// "value_precision": "full".
-bool read_megatron_block(simdjson::dom::element block, const std::string& name, const std::string& file, SeriesBuilder& b) {
+// A Megatron metric block's fields besides its values.
+struct MegatronBlock {
+  int64_t start = 0, end = -1, interval = 1;
+  bool have_start = false;       ///< start_step given: the first value must be at it
+  bool full = false;             ///< "value_precision": "full"
+  simdjson::dom::element values;
+};
+
+// Reads metric `name`'s block fields; exit 2 naming a field of another
+// type, an unknown field, missing values or end_step before start_step.
+MegatronBlock megatron_block_fields(simdjson::dom::element block, const std::string& name, const std::string& file) {
   simdjson::dom::object m;
   if (block.get_object().get(m) != simdjson::SUCCESS)
     throw BadInput(file, name, std::string("an object with \"values\", got ") + json_type_name(block));
-  int64_t start = 0, end = -1, interval = 1;
-  bool full = false, have_values = false, have_start = false;
-  simdjson::dom::element values;
+  MegatronBlock f;
+  bool have_values = false;
   for (simdjson::dom::key_value_pair kv : m) {
     std::string path = name + "." + input_excerpt(std::string(kv.key));
-    if (kv.key == "start_step") start = integer_at(kv.value, file, path, 0, int64_t{1} << 52), have_start = true;
-    else if (kv.key == "end_step") end = integer_at(kv.value, file, path, 0, int64_t{1} << 52);
-    else if (kv.key == "step_interval") interval = integer_at(kv.value, file, path, 1, int64_t{1} << 40);
-    else if (kv.key == "values") values = kv.value, have_values = true;
+    if (kv.key == "start_step") f.start = integer_at(kv.value, file, path, 0, int64_t{1} << 52), f.have_start = true;
+    else if (kv.key == "end_step") f.end = integer_at(kv.value, file, path, 0, int64_t{1} << 52);
+    else if (kv.key == "step_interval") f.interval = integer_at(kv.value, file, path, 1, int64_t{1} << 40);
+    else if (kv.key == "values") f.values = kv.value, have_values = true;
     else if (kv.key == "value_precision") {
       std::string_view p;
       if (kv.value.get_string().get(p) != simdjson::SUCCESS || (p != "full" && p != "rounded"))
         throw BadInput(file, path, "one of \"full\", \"rounded\"");
-      full = p == "full";
+      f.full = p == "full";
     } else {
       throw BadInput(file, path, "one of the keys start_step, end_step, step_interval, values, value_precision "
                                  "(unknown field)");
     }
   }
   if (!have_values) throw BadInput(file, name + ".values", "a value (the field is missing)");
-  if (end >= 0 && end < start) throw BadInput(file, name + ".end_step", "a step at or after start_step " + std::to_string(start));
+  if (f.end >= 0 && f.end < f.start)
+    throw BadInput(file, name + ".end_step", "a step at or after start_step " + std::to_string(f.start));
+  return f;
+}
+
+// One Megatron metric block into builder `b`. Returns whether it says
+// "value_precision": "full".
+bool read_megatron_block(simdjson::dom::element block, const std::string& name, const std::string& file, SeriesBuilder& b) {
+  const MegatronBlock f = megatron_block_fields(block, name, file);
+  const int64_t start = f.start, end = f.end, interval = f.interval;
+  const bool have_start = f.have_start;
+  const simdjson::dom::element values = f.values;
   uint64_t n = 0;
   int64_t last = -1;
   // `path()` names the value, built only for a message: a string per value
@@ -159,7 +177,7 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
                    "values up to end_step " + std::to_string(end) + " (every " + std::to_string(interval) +
                        " step(s) from start_step " + std::to_string(start) + "); they stop at step " +
                        std::to_string(last));
-  return full;
+  return f.full;
 }
 
 }  // namespace

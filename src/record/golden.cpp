@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 #include "core/atomic_file.h"
 #include "core/hash.h"
@@ -37,6 +38,55 @@ std::string golden_content_hash(const nlohmann::json& body) {
   return xxh3_128_hex(canon.data(), canon.size());
 }
 
+namespace {
+
+// A golden's "provenance" block; `seed` is its record's (a multi-seed
+// golden lists it first). Exit 2 naming the field.
+Provenance provenance_from_json(JsonView p, uint64_t seed) {
+  Provenance out;
+  p.allow_keys({"reason", "created_utc", "git_commit", "git_author", "tool_version", "allow_dirty",
+                "runs", "seeds", "action", "replaces", "ci_job_url", "ci_runner", "imported_from", "narrower"});
+  if (p.has("action")) out.action = p.at("action").as_enum({"bless", "accept", "check", "import"});
+  // Optional, and never empty when present.
+  for (const auto& [key, field, what] :
+       {std::tuple<const char*, std::string*, const char*>{"imported_from", &out.imported_from,
+                                                           "the imported file's format and path (non-empty)"},
+        {"narrower", &out.narrower, "what the replaced golden checked and this one does not (non-empty)"}})
+    if (p.has(key)) {
+      *field = p.at(key).as_string();
+      if (field->empty()) p.at(key).fail(what);
+    }
+  if (p.has("replaces")) {
+    out.replaces = p.at("replaces").as_string();
+    if (out.replaces.size() != 32 || out.replaces.find_first_not_of("0123456789abcdef") != std::string::npos)
+      p.at("replaces").fail("the replaced golden's content_hash (32 lowercase hex digits)");
+  }
+  if (p.has("ci_job_url")) out.ci_job_url = p.at("ci_job_url").as_string();
+  if (p.has("ci_runner")) out.ci_runner = p.at("ci_runner").as_string();
+  out.reason = p.at("reason").as_string();
+  out.created_utc = p.at("created_utc").as_string();
+  out.git_commit = p.at("git_commit").as_string();
+  out.git_author = p.at("git_author").as_string();
+  out.tool_version = p.at("tool_version").as_string();
+  out.allow_dirty = p.at("allow_dirty").as_bool();
+  out.runs = static_cast<int>(p.at("runs").as_int(0, 1000));
+  if (p.has("seeds")) {
+    JsonView seeds = p.at("seeds");
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      uint64_t s = seeds.at(i).as_uint();
+      if (std::find(out.seeds.begin(), out.seeds.end(), s) != out.seeds.end())
+        seeds.at(i).fail("a seed not listed before, got " + std::to_string(s) + " twice");
+      out.seeds.push_back(s);
+    }
+    if (seeds.size() < 2) seeds.fail("two or more seeds (a multi-seed golden)");
+    if (out.seeds.front() != seed)
+      seeds.at(0).fail("the record's own seed " + std::to_string(seed) + " first (its run is the golden)");
+  }
+  return out;
+}
+
+}  // namespace
+
 Golden golden_from_text(const std::string& text, const std::string& path, bool allow_plain_record,
                         const std::optional<std::string>& sidecar_dir) {
   nlohmann::json doc = parse_json_text(text, path);
@@ -61,45 +111,7 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   view.allow_keys(keys);
   Golden g;
   g.record = run_record_from_json(view);
-  JsonView p = view.at("provenance");
-  p.allow_keys({"reason", "created_utc", "git_commit", "git_author", "tool_version", "allow_dirty",
-                "runs", "seeds", "action", "replaces", "ci_job_url", "ci_runner", "imported_from", "narrower"});
-  if (p.has("action")) g.provenance.action = p.at("action").as_enum({"bless", "accept", "check", "import"});
-  if (p.has("imported_from")) {
-    g.provenance.imported_from = p.at("imported_from").as_string();
-    if (g.provenance.imported_from.empty()) p.at("imported_from").fail("the imported file's format and path (non-empty)");
-  }
-  if (p.has("narrower")) {
-    g.provenance.narrower = p.at("narrower").as_string();
-    if (g.provenance.narrower.empty()) p.at("narrower").fail("what the replaced golden checked and this one does not (non-empty)");
-  }
-  if (p.has("replaces")) {
-    g.provenance.replaces = p.at("replaces").as_string();
-    if (g.provenance.replaces.size() != 32 ||
-        g.provenance.replaces.find_first_not_of("0123456789abcdef") != std::string::npos)
-      p.at("replaces").fail("the replaced golden's content_hash (32 lowercase hex digits)");
-  }
-  if (p.has("ci_job_url")) g.provenance.ci_job_url = p.at("ci_job_url").as_string();
-  if (p.has("ci_runner")) g.provenance.ci_runner = p.at("ci_runner").as_string();
-  g.provenance.reason = p.at("reason").as_string();
-  g.provenance.created_utc = p.at("created_utc").as_string();
-  g.provenance.git_commit = p.at("git_commit").as_string();
-  g.provenance.git_author = p.at("git_author").as_string();
-  g.provenance.tool_version = p.at("tool_version").as_string();
-  g.provenance.allow_dirty = p.at("allow_dirty").as_bool();
-  g.provenance.runs = static_cast<int>(p.at("runs").as_int(0, 1000));
-  if (p.has("seeds")) {
-    JsonView seeds = p.at("seeds");
-    for (size_t i = 0; i < seeds.size(); ++i) {
-      uint64_t s = seeds.at(i).as_uint();
-      if (std::find(g.provenance.seeds.begin(), g.provenance.seeds.end(), s) != g.provenance.seeds.end())
-        seeds.at(i).fail("a seed not listed before, got " + std::to_string(s) + " twice");
-      g.provenance.seeds.push_back(s);
-    }
-    if (seeds.size() < 2) seeds.fail("two or more seeds (a multi-seed golden)");
-    if (g.provenance.seeds.front() != g.record.seed)
-      seeds.at(0).fail("the record's own seed " + std::to_string(g.record.seed) + " first (its run is the golden)");
-  }
+  g.provenance = provenance_from_json(view.at("provenance"), g.record.seed);
   // Per-step mean/std exist exactly when the golden is multi-seed.
   for (const auto& [name, series] : g.record.series)
     if (series.mean.empty() != g.provenance.seeds.empty())
