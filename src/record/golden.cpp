@@ -126,11 +126,10 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   std::string actual = golden_content_hash(body);
   if (actual != g.content_hash)
     view.at("content_hash")
-        .fail(g.provenance.imported_from.empty()
-                  ? "the hash of the golden's content; it does not match: the golden was edited after "
-                    "`lockstep bless` (regenerate it with bless instead of editing it)"
-                  : "the hash of the golden's content; it does not match: the golden was edited after "
-                    "`lockstep import` (import the curves again instead of editing it)");
+        .fail(std::string("the hash of the golden's content; it does not match: the golden was edited after ") +
+              (g.provenance.imported_from.empty()
+                   ? "`lockstep bless` (regenerate it with bless instead of editing it)"
+                   : "`lockstep import` (import the curves again instead of editing it)"));
   if (g.record.series.empty() && g.record.probes.empty() && g.record.hashes.empty())
     view.fail("a golden with at least one series, probe or hash (this one is empty)");
   return g;
