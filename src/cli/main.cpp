@@ -500,7 +500,7 @@ int main(int argc, char** argv) {
 
   try {
     for (const auto& c : commands)
-      if (*c.app) return c.action();
+      if (*c.app) return finish_command(c.action());
   } catch (const Error& e) {
     std::cerr << "lockstep: error: " << e.what() << "\n";
     return to_int(e.code());

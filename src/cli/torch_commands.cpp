@@ -8,6 +8,7 @@
 #include <csignal>
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -107,6 +108,13 @@ void print_fingerprint(const Fingerprint& fp) {
 }  // namespace
 
 std::unique_ptr<RecordProducer> builtin_record_producer() { return std::make_unique<BuiltinProducer>(); }
+
+int finish_command(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  ::_exit(code);
+}
 
 int env_command(const EnvOptions& o) {
   EnvReport r = describe_environment({o.device, o.device_given, o.diff_record, fs::current_path().string()});

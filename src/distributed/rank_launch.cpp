@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "distributed/rank_progress.h"
 #include "core/process.h"
+#include "core/torch_start.h"
 
 extern char** environ;
 
@@ -149,6 +150,7 @@ std::string node_label(const RankLaunch& l) {
 std::vector<ProcessSpec> rank_specs(const RankLaunch& l, const std::vector<std::string>& records) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  env = with_torch_start_tunables(std::move(env));  // a faster LibTorch start-up (core/torch_start.h)
   std::string cwd = fs::current_path().string();
   std::vector<ProcessSpec> specs;
   for (int i = 0; i < local_ranks(l); ++i) {
