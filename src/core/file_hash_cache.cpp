@@ -64,8 +64,7 @@ std::string cached_file_xxh3(const std::string& path, int64_t now_ns) {
   {
     std::ifstream in(entry, std::ios::binary);
     std::string stored_key, hash;
-    if (in && std::getline(in, stored_key) && std::getline(in, hash) && stored_key == key && hash.size() == 32 &&
-        hash.find_first_not_of("0123456789abcdef") == std::string::npos)
+    if (in && std::getline(in, stored_key) && std::getline(in, hash) && stored_key == key && is_hex_digest(hash, 32))
       return hash;
   }
   std::string hash = file_xxh3(path);

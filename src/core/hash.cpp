@@ -38,6 +38,10 @@ std::string xxh3_128_hex(const void* data, size_t size) {
   return canonical_hex(XXH3_128bits(data, size));
 }
 
+bool is_hex_digest(std::string_view text, size_t digits) {
+  return text.size() == digits && text.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
 std::string hex64(uint64_t value) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));

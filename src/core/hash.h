@@ -28,6 +28,10 @@ std::string xxh3_128_hex(const void* data, size_t size);
 /// 16 lowercase hex digits of `value`.
 std::string hex64(uint64_t value);
 
+/// Whether `text` is exactly `digits` lowercase hex digits, as xxh3_128_hex
+/// (32) and hex64 (16) write them: how every stored hash is validated.
+bool is_hex_digest(std::string_view text, size_t digits);
+
 /// Incremental XXH3-128: feeding pieces gives the hash of their concatenation.
 class Xxh3Stream {
  public:

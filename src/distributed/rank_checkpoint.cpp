@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/hash.h"
 #include "core/atomic_file.h"
 #include "core/directory_lock.h"
 #include "core/error.h"
@@ -189,7 +190,7 @@ std::vector<std::string> open_rank_checkpoint(const std::string& dir, const std:
     e.allow_keys({"file", "xxh3_128"});
     if (e.at("file").as_string() != rank_name(r)) e.at("file").fail("\"" + rank_name(r) + "\"");
     std::string want = e.at("xxh3_128").as_string();
-    if (want.size() != 32 || want.find_first_not_of("0123456789abcdef") != std::string::npos)
+    if (!is_hex_digest(want, 32))
       e.at("xxh3_128").fail("32 lowercase hex digits, got \"" + input_excerpt(want) + "\"");
     std::string file = dir + "/" + rank_name(r);
     if (!fs::is_regular_file(file, ec))

@@ -61,10 +61,6 @@ std::vector<size_t> kept_indices(size_t n) {
   return out;
 }
 
-bool is_hex(const std::string& s, size_t n) {
-  return s.size() == n && s.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
 // "YYYY-MM-DDTHH:MM:SSZ" with every field in its range.
 bool is_utc_time(const std::string& t) {
   if (t.size() != 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':' || t[19] != 'Z')
@@ -251,7 +247,7 @@ LedgerSeries parse_ledger_series(const JsonView& s) {
   ls.count = s.at("count").as_uint();
   if (ls.count < ls.values.size()) s.at("count").fail("at least the number of values kept");
   ls.xxh3 = s.at("xxh3").as_string();
-  if (!is_hex(ls.xxh3, 32)) s.at("xxh3").fail("the series' XXH3-128 (32 hex digits)");
+  if (!is_hex_digest(ls.xxh3, 32)) s.at("xxh3").fail("the series' XXH3-128 (32 hex digits)");
   ls.use = s.at("use").raw().is_null() ? kNaN : s.at("use").as_double();
   if (!std::isnan(ls.use) && !(ls.use >= 0)) s.at("use").fail("a share of the tolerance, 0 or more (or null)");
   ls.rule = s.at("rule").as_string();
@@ -270,10 +266,10 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   if (v.at("schema").as_string() != "lockstep.history/1") v.at("schema").fail("\"lockstep.history/1\"");
   LedgerEntry e;
   e.run_id = v.at("run_id").as_string();
-  if (!is_hex(e.run_id, 32)) v.at("run_id").fail("the run record's XXH3-128 (32 lowercase hex digits)");
+  if (!is_hex_digest(e.run_id, 32)) v.at("run_id").fail("the run record's XXH3-128 (32 lowercase hex digits)");
   if (v.has("record_xxh3")) {
     e.record_xxh3 = v.at("record_xxh3").as_string();
-    if (!e.record_xxh3.empty() && !is_hex(e.record_xxh3, 32))
+    if (!e.record_xxh3.empty() && !is_hex_digest(e.record_xxh3, 32))
       v.at("record_xxh3").fail("the run record's own XXH3-128 (32 lowercase hex digits), or \"\"");
   }
   e.time_utc = v.at("time").as_string();
@@ -295,7 +291,7 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   if (!is_ledger_smoke_name(v.at("smoke").as_string())) v.at("smoke").fail("a smoke name (letters, digits, '.', '_', '-')");
   e.lane = v.at("lane").as_enum({"", "same-stack", "cross-stack", "contract-mismatch"});
   e.golden = v.at("golden").as_string();
-  if (!e.golden.empty() && !is_hex(e.golden, 32)) v.at("golden").fail("a golden's content_hash (32 hex digits) or \"\"");
+  if (!e.golden.empty() && !is_hex_digest(e.golden, 32)) v.at("golden").fail("a golden's content_hash (32 hex digits) or \"\"");
   JsonView fp = v.at("fingerprint");
   fp.expect_object();
   for (const std::string& key : fp.keys()) e.fingerprint[key] = fp.at(key).as_string();

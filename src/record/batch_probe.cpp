@@ -1,5 +1,6 @@
 #include "record/batch_probe.h"
 
+#include "core/hash.h"
 #include "core/error.h"
 
 #include <cmath>
@@ -56,16 +57,6 @@ std::string batch_content_difference(const BatchProbe& a, const BatchProbe& b) {
   return "";
 }
 
-namespace {
-
-bool is_hex(const std::string& s, size_t digits) {
-  if (s.size() != digits) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
-}  // namespace
 
 TensorStats tensor_stats_from_json(const JsonView& n) {
   n.allow_keys({"shape", "dtype", "xxh3_128", "sum", "mean", "std", "min", "max", "nan_count",
@@ -77,7 +68,7 @@ TensorStats tensor_stats_from_json(const JsonView& n) {
   s.dtype = n.at("dtype").as_enum({"float32", "float64", "float16", "bfloat16", "int64", "int32", "int16",
                                    "int8", "uint8", "bool"});
   s.xxh3_128 = n.at("xxh3_128").as_string();
-  if (!is_hex(s.xxh3_128, 32)) n.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128)");
+  if (!is_hex_digest(s.xxh3_128, 32)) n.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128)");
   s.sum = n.at("sum").as_double();
   s.mean = n.at("mean").as_double();
   s.std = n.at("std").as_double();
@@ -117,7 +108,7 @@ BatchProbe batch_probe_from_json(const JsonView& n) {
   p.batch = n.at("batch").as_int(0);
   if (n.has("rank")) p.rank = n.at("rank").as_int(0, 1023);
   p.sample_index_hash = n.at("sample_index_hash").as_string();
-  if (!is_hex(p.sample_index_hash, 16))
+  if (!is_hex_digest(p.sample_index_hash, 16))
     n.at("sample_index_hash").fail("16 lowercase hex digits (XXH3-64)");
   p.inputs = tensor_stats_from_json(n.at("inputs"));
   p.labels = tensor_stats_from_json(n.at("labels"));

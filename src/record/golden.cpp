@@ -58,7 +58,7 @@ Provenance provenance_from_json(JsonView p, uint64_t seed) {
     }
   if (p.has("replaces")) {
     out.replaces = p.at("replaces").as_string();
-    if (out.replaces.size() != 32 || out.replaces.find_first_not_of("0123456789abcdef") != std::string::npos)
+    if (!is_hex_digest(out.replaces, 32))
       p.at("replaces").fail("the replaced golden's content_hash (32 lowercase hex digits)");
   }
   if (p.has("ci_job_url")) out.ci_job_url = p.at("ci_job_url").as_string();

@@ -3,6 +3,7 @@
 #include <map>
 #include <utility>
 
+#include "core/hash.h"
 #include "core/error.h"
 #include "core/json_io.h"
 
@@ -40,7 +41,7 @@ ModuleTraceEntry module_trace_entry_from_json(const JsonView& n) {
   if (e.module.empty() || e.module.size() > 256)
     n.at("module").fail("a module path of 1 to 256 characters (e.g. \"conv\", \"encoder.layers.0\")");
   e.input_xxh3 = n.at("input_xxh3").as_string();
-  if (e.input_xxh3.size() != 32 || e.input_xxh3.find_first_not_of("0123456789abcdef") != std::string::npos)
+  if (!is_hex_digest(e.input_xxh3, 32))
     n.at("input_xxh3").fail("32 lowercase hex digits (XXH3-128), got \"" + input_excerpt(e.input_xxh3) + "\"");
   e.output = tensor_stats_from_json(n.at("output"));
   if (n.has("rank")) e.rank = n.at("rank").as_int(0, 1023);

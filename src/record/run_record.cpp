@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "core/hash.h"
 #include "core/atomic_file.h"
 #include "core/float_bits.h"
 #include "core/error.h"
@@ -22,7 +23,7 @@ InitStats init_stats_from_json(const JsonView& p) {
   p.allow_keys({"mean", "std", "xxh3_128"});
   InitStats st{p.at("mean").as_finite(-INFINITY, INFINITY), p.at("std").as_finite(0, INFINITY),
                p.at("xxh3_128").as_string()};
-  if (st.xxh3_128.size() != 32 || st.xxh3_128.find_first_not_of("0123456789abcdef") != std::string::npos)
+  if (!is_hex_digest(st.xxh3_128, 32))
     p.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128), got \"" + input_excerpt(st.xxh3_128) + "\"");
   return st;
 }

@@ -58,7 +58,7 @@ bool is_sidecar_of(const std::string& file_name, const std::string& json_name) {
   if (file_name.compare(0, stem.size(), stem) != 0) return false;
   if (file_name.compare(file_name.size() - suffix.size(), suffix.size(), suffix) != 0) return false;
   std::string digits = file_name.substr(stem.size(), kHashDigits);
-  return digits.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return is_hex_digest(digits, kHashDigits);
 }
 
 nlohmann::json SeriesPacker::add(const std::vector<double>& values) {
@@ -111,7 +111,7 @@ SeriesBlob SeriesBlob::open(const JsonView& d, const std::string& dir) {
   int64_t bytes = d.at("bytes").as_int(0, static_cast<int64_t>(kMaxReadBytes));
   if (bytes % 8 != 0) d.at("bytes").fail("a multiple of 8 (binary64 values), got " + std::to_string(bytes));
   std::string hash = d.at("xxh3_128").as_string();
-  if (hash.size() != 32 || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
+  if (!is_hex_digest(hash, 32))
     d.at("xxh3_128").fail("32 lowercase hex digits (XXH3-128), got \"" + input_excerpt(hash) + "\"");
 
   SeriesBlob blob;

@@ -53,5 +53,18 @@ TEST(Xxh3, LengthPrefixedStringsDoNotCollide) {
   EXPECT_NE(a.hex(), b.hex());
 }
 
+// Stored hashes are exactly N lowercase hex digits, as hex64 and
+// xxh3_128_hex write them.
+TEST(HexDigest, ExactlyTheDigitsTheHashesAreWrittenWith) {
+  EXPECT_TRUE(is_hex_digest(hex64(0x0123456789abcdefULL), 16));
+  EXPECT_TRUE(is_hex_digest(xxh3_128_hex("", 0), 32));
+  EXPECT_FALSE(is_hex_digest("0123456789ABCDEF", 16));   // upper case
+  EXPECT_FALSE(is_hex_digest("0123456789abcdeg", 16));   // not hex
+  EXPECT_FALSE(is_hex_digest("0123456789abcde", 16));    // one short
+  EXPECT_FALSE(is_hex_digest("0123456789abcdef0", 16));  // one long
+  EXPECT_FALSE(is_hex_digest("", 16));
+  EXPECT_TRUE(is_hex_digest("", 0));
+}
+
 }  // namespace
 }  // namespace lockstep
