@@ -4,6 +4,7 @@
 #   ci/build.sh                  # LibTorch build, tests included
 #   ci/build.sh build-san -DLOCKSTEP_WITH_TORCH=OFF ...   (ci/sanitize.sh: the torch-free sanitizer build)
 #   LOCKSTEP_USE_BUILD=1 ci/build.sh   # keep an existing build/ (a CI artifact)
+#   LOCKSTEP_TARGETS="lockstep lockstep-torch" ci/build.sh build-sid   # only those targets (ci/stack.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${1:-build}"
@@ -27,4 +28,4 @@ export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_fil
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-cmake --build "$build_dir" -j 2
+cmake --build "$build_dir" -j 2 ${LOCKSTEP_TARGETS:+--target $LOCKSTEP_TARGETS}

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Installs everything lockstep needs to build and test, from Debian 12 packages.
-# Idempotent: packages already present are skipped, so a warm machine pays
-# only for one dpkg query. Nothing is vendored and nothing is downloaded from
-# outside Debian's archive.
-#   ci/deps.sh                          # build + test, Debian's LibTorch 1.13
+# Installs everything lockstep needs to build and test, from Debian's
+# packages: Debian 12 (LibTorch 1.13), Debian 13 (2.6) or sid (2.14). No
+# package name is pinned to one release (the fuzz build's libFuzzer runtime
+# is the default clang's). Idempotent: packages already present are
+# skipped, so a warm machine pays only for one dpkg query. Nothing is
+# vendored and nothing is downloaded from outside Debian's archive.
+#   ci/deps.sh                          # build + test, Debian's LibTorch
+#   LOCKSTEP_DEPS=stack ci/deps.sh      # a stack root (ci/stack.sh): the LibTorch
+#                                       # build, its tests and the Python helper's
 #   LOCKSTEP_DEPS=image ci/deps.sh      # build only, LibTorch from ci/fetch-libtorch.sh
 #                                       # (the CUDA Dockerfile; also Ubuntu 22.04 names)
+#   ci/deps.sh --list                   # print the profile's package names, install nothing
 set -euo pipefail
 
 profile="${LOCKSTEP_DEPS:-full}"
@@ -26,23 +31,58 @@ packages=(
   libisal-dev             # CRC-32C of TFRecord framing (ISA-L)
   libsqlite3-dev          # MLflow tracking databases (src/ingest/mlflow.cpp)
 )
-if [ "$profile" = full ]; then
-  packages+=(
-    libtorch-dev            # LibTorch 1.13 (CPU)
-    libgloo-dev             # gloo/*.h for c10d::ProcessGroupGloo (libtorch-dev does not pull them in)
-    libgtest-dev libgmock-dev libbenchmark-dev
-    clang libclang-rt-14-dev  # libFuzzer (ci/fuzz.sh)
-    python3-torch python3-numpy python3-xxhash  # python/lockstep, the trainer helper: tests/python, examples/pytorch-trainer
-    chromium-headless-shell  # the HTML pages opened in a real browser (tests/ci/browser_test.sh)
-  )
-elif [ "$profile" != image ]; then
-  echo "deps: LOCKSTEP_DEPS must be full or image, got '$profile'" >&2
-  exit 2
+torch_packages=(
+  libtorch-dev            # Debian's LibTorch (CPU): 1.13 on 12, 2.6 on 13, 2.14 on sid
+  libgloo-dev             # gloo/*.h for c10d::ProcessGroupGloo (libtorch-dev does not pull them in)
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-torch python3-numpy python3-xxhash  # python/lockstep, the trainer helper: tests/python, examples/pytorch-trainer
+)
+case "$profile" in
+  full)
+    packages+=("${torch_packages[@]}"
+      clang clang-rt           # libFuzzer (ci/fuzz.sh); clang-rt: see clang_rt_package
+      chromium-headless-shell  # the HTML pages opened in a real browser (tests/ci/browser_test.sh)
+    ) ;;
+  stack) packages+=("${torch_packages[@]}") ;;
+  image) ;;
+  *) echo "deps: LOCKSTEP_DEPS must be full, stack or image, got '$profile'" >&2; exit 2 ;;
+esac
+
+# clang_rt_package: the libFuzzer/sanitizer runtime of the default clang.
+# Debian 13 and sid have the unversioned libclang-rt-dev; Debian 12 only
+# libclang-rt-<major>-dev, <major> being what its `clang` depends on.
+clang_rt_package() {
+  if apt-cache show libclang-rt-dev >/dev/null 2>&1; then
+    echo libclang-rt-dev
+    return
+  fi
+  local major
+  major=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+  if [ -z "$major" ]; then
+    echo "deps: cannot tell the default clang's version (apt-cache depends clang)" >&2
+    return 1
+  fi
+  echo "libclang-rt-${major}-dev"
+}
+
+if [ "${1:-}" = --list ]; then
+  for p in "${packages[@]}"; do
+    [ "$p" = clang-rt ] && p=$(clang_rt_package)
+    echo "$p"
+  done
+  exit 0
 fi
 
+installed() { dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  if [ "$p" = clang-rt ]; then
+    # Any libclang-rt*-dev of the installed clang's major version counts.
+    major=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n 1)
+    { [ -n "$major" ] && { installed "libclang-rt-${major}-dev" || installed libclang-rt-dev; }; } || missing+=("$p")
+    continue
+  fi
+  installed "$p" || missing+=("$p")
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
@@ -50,10 +90,13 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "deps: installing ${missing[*]}"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+for i in "${!missing[@]}"; do
+  [ "${missing[$i]}" = clang-rt ] && missing[$i]=$(clang_rt_package)
+done
+echo "deps: installing ${missing[*]}"
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "deps: done"

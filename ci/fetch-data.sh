@@ -72,10 +72,18 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-(cd "$work" && apt-get download -q "$sklearn_pkg" "$skimage_pkg" >/dev/null 2>&1) || {
+# The pinned versions are Debian 12's; another release (Debian 13, sid)
+# serves its own, whose files must still match the pinned SHA-256s below.
+download() {
+  (cd "$work" && apt-get download -q "$@" >/dev/null 2>&1)
+}
+download "$sklearn_pkg" "$skimage_pkg" || {
   # apt's package lists may be missing on a fresh machine.
   apt-get update -qq >/dev/null
-  (cd "$work" && apt-get download -q "$sklearn_pkg" "$skimage_pkg" >/dev/null 2>&1)
+  download "$sklearn_pkg" "$skimage_pkg" || download "${sklearn_pkg%%=*}" "${skimage_pkg%%=*}" || {
+    echo "fetch-data: cannot download ${sklearn_pkg%%=*} and ${skimage_pkg%%=*} from Debian's archive" >&2
+    exit 3
+  }
 }
 dpkg-deb -x "$work"/python3-sklearn_*.deb "$work/x"
 dpkg-deb -x "$work"/python3-skimage_*.deb "$work/x"

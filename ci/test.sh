@@ -6,7 +6,9 @@
 # must compare without LibTorch and exit 3 for `run`, and whose fuzzers
 # run (ci/fuzz.sh); the image recipes; the GitLab pipeline's wiring and
 # smoke job through gitlab-ci-local; and the Debian package in a scratch
-# team repository with the CI template. Every stage prints its wall time,
+# team repository with the CI template; then the LibTorch build and its
+# torch tests again on Debian 13's LibTorch 2.6, in a root made from Debian's
+# archive (ci/stack.sh trixie). Every stage prints its wall time,
 # and the total at the end, so a slow stage shows in the run that made it so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +55,11 @@ image_recipes() {
   bash tests/ci/dockerfile_test.sh
 }
 
+# as_root COMMAND...: the command as root (ci/stack.sh mounts and chroots).
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
 stage "dependencies" bash ci/deps.sh
 stage "datasets" bash ci/fetch-data.sh
 stage "build" bash ci/build.sh build -DLOCKSTEP_BUILD_TESTS=ON
@@ -75,6 +82,11 @@ stage "gitlab-ci-local" bash ci/gitlab-ci-local.sh
 # helper, and the installed CI template run by gitlab-ci-local (two shards,
 # a blocked change, the bless job).
 stage "package and CI template" bash tests/ci/package_test.sh build
+# LibTorch 2.6 (Debian 13) in a root made from Debian's archive, cached under
+# /var/cache/lockstep/stacks: the LibTorch build, its tests, the Python
+# helper's tests, check smoke/ and the example trainer against the 1.13
+# goldens (ci/stack.sh; `ci/stack.sh sid` does the same for LibTorch 2.14).
+stage "stack: trixie (LibTorch 2.6)" as_root bash ci/stack.sh trixie
 
 echo "== test: stage times"
 printf '   %s\n' "${timings[@]}"

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 // The CUDA caching allocator's header needs the CUDA runtime headers and the
 // header a CUDA build of LibTorch generates (cuda_cmake_macros.h): Debian's
@@ -88,6 +89,90 @@ inline std::string float32_matmul_precision() {
     case at::Float32MatmulPrecision::MEDIUM: return "medium";
   }
   return "unknown";
+}
+
+namespace detail {
+// Detection of Context members that some LibTorch versions lack, so no
+// version number has to be guessed for them.
+template <typename C, typename = void>
+struct HasBF16Reduction : std::false_type {};
+template <typename C>
+struct HasBF16Reduction<C, std::void_t<decltype(std::declval<const C&>().allowBF16ReductionCuBLAS())>>
+    : std::true_type {};
+template <typename C, typename = void>
+struct HasDeterministicMkldnn : std::false_type {};
+template <typename C>
+struct HasDeterministicMkldnn<C, std::void_t<decltype(std::declval<const C&>().deterministicMkldnn())>>
+    : std::true_type {};
+
+// "allowed", "disallowed", or 2.10's split-K forms.
+template <typename Option>
+std::string reduction_option_name(Option option) {
+  if constexpr (std::is_same_v<Option, bool>) {
+    return option ? "allowed" : "disallowed";
+  } else {
+#if LOCKSTEP_TORCH_AT_LEAST(2, 10)
+    switch (option) {
+      case at::CuBLASReductionOption::AllowReducedPrecisionWithSplitK: return "allowed";
+      case at::CuBLASReductionOption::DisallowReducedPrecisionAllowSplitK: return "disallowed (split-K allowed)";
+      case at::CuBLASReductionOption::DisallowReducedPrecisionDisallowSplitK: return "disallowed (no split-K)";
+    }
+#endif
+    return "unknown (" + std::to_string(static_cast<int>(option)) + ")";
+  }
+}
+}  // namespace detail
+
+/// cuBLAS fp16/bf16 GEMMs reducing in reduced precision, "fp16=allowed
+/// bf16=allowed" (PyTorch's default). The getters return bool before 2.10
+/// and at::CuBLASReductionOption (with split-K) from 2.10 (PR #164766);
+/// 1.13 has no bf16 getter ("bf16=unsupported"). A template so that the
+/// branch for a getter this LibTorch lacks is never compiled.
+template <typename Context = at::Context>
+std::string reduced_precision_reductions(const Context& ctx = at::globalContext()) {
+  std::string out = "fp16=" + detail::reduction_option_name(ctx.allowFP16ReductionCuBLAS());
+  if constexpr (detail::HasBF16Reduction<Context>::value)
+    out += " bf16=" + detail::reduction_option_name(ctx.allowBF16ReductionCuBLAS());
+  else
+    out += " bf16=unsupported";
+  return out;
+}
+
+/// oneDNN's deterministic flag ("true"/"false"; 2.x), or "(absent: ...)"
+/// on a LibTorch without it (1.13).
+template <typename Context = at::Context>
+std::string deterministic_mkldnn_state(const Context& ctx = at::globalContext()) {
+  if constexpr (detail::HasDeterministicMkldnn<Context>::value)
+    return ctx.deterministicMkldnn() ? "true" : "false";
+  else
+    return "(absent: this LibTorch has no deterministicMkldnn)";
+}
+
+/// The fp32 precision table, "generic.all=ieee cuda.matmul=none ...", read
+/// through its 2.10 enum API (PR #164387; 2.9's string form is not used:
+/// its signature differs), or "(absent: ...)" before 2.10, where the legacy
+/// TF32 flags and float32_matmul_precision are all there is.
+inline std::string fp32_precision_state() {
+#if LOCKSTEP_TORCH_AT_LEAST(2, 10)
+  const auto& ctx = at::globalContext();
+  std::string out;
+  const std::pair<at::Float32Backend, const char*> backends[] = {
+      {at::Float32Backend::GENERIC, "generic"}, {at::Float32Backend::CUDA, "cuda"}, {at::Float32Backend::MKLDNN, "mkldnn"}};
+  const std::pair<at::Float32Op, const char*> ops[] = {
+      {at::Float32Op::ALL, "all"}, {at::Float32Op::CONV, "conv"}, {at::Float32Op::RNN, "rnn"}, {at::Float32Op::MATMUL, "matmul"}};
+  for (const auto& [backend, backend_name] : backends)
+    for (const auto& [op, op_name] : ops) {
+      try {
+        std::string p = at::precision2str(ctx.float32Precision(backend, op));
+        out += (out.empty() ? "" : " ") + std::string(backend_name) + "." + op_name + "=" + p;
+      } catch (const std::exception&) {
+        // A pair this LibTorch does not define (generic has "all" only).
+      }
+    }
+  return out.empty() ? "(absent: no fp32 precision readable)" : out;
+#else
+  return "(absent: LibTorch < 2.10 has no enum fp32 precision API)";
+#endif
 }
 
 /// torch::cuda::device_count() is size_t in 1.13 and int8 DeviceIndex in

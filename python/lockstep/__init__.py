@@ -78,13 +78,29 @@ python.torch.config_xxh3        yes   XXH3-64 (16 hex digits) of torch.__config_
 python.torch.cpu_capability     yes   the ATen CPU capability torch runs ("AVX2",
                                       "AVX512", "DEFAULT"): names the golden's
                                       platform (cpu-x86_64-avx2)
+python.torch.fp32_precision     yes   torch >= 2.9's per-backend fp32 precision
+                                      ("generic=ieee cuda.matmul=ieee ..."), or
+                                      "(absent: torch < 2.9 ...)"
+python.torch.reduced_precision_reductions
+                                (cuda) cuBLAS fp16/bf16 reduced-precision
+                                      reductions ("fp16=True bf16=True");
+                                      relevant on a CUDA run
+python.torch.inductor           yes   torch._inductor.config's deterministic,
+                                      batch_invariant, fallback_random,
+                                      max_autotune, ... ("name=value ...", those
+                                      this torch has), once the trainer imported
+                                      Inductor (torch.compile); "(absent: ...)"
+                                      before
 python.packages.<name>          (*)   version of every installed distribution
                                       (importlib.metadata; name lowercased,
                                       runs of -_. as "-"; first on sys.path wins).
                                       (*) relevant when the trainer imported it
                                       (a top-level module of it in sys.modules
                                       when the file is written, the last time
-                                      at exit), informational otherwise: an
+                                      at exit; or, for a distribution without
+                                      RECORD or top_level.txt as Debian 13's
+                                      python3-torch, an imported module of its
+                                      name), informational otherwise: an
                                       unrelated package installed in the image
                                       does not move the lane. Python < 3.10
                                       (no packages_distributions): all relevant

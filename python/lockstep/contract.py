@@ -241,6 +241,71 @@ def _cpu_capability(torch, config):
     return "(absent: not in torch.__config__.show())"
 
 
+def _fp32_precision(torch):
+    """torch 2.9's fp32 precision API, "generic=ieee cuda.matmul=ieee ...":
+    each backend's and op's setting ("ieee", "tf32", "bf16", "none": inherit),
+    or "(absent: ...)" on a torch without it (the legacy TF32 flags and
+    float32_matmul_precision, in the contract, are then all there is)."""
+    backends = torch.backends
+    if not hasattr(backends, "fp32_precision"):
+        return "(absent: torch < 2.9 has no torch.backends.fp32_precision)"
+    parts = ["generic=%s" % backends.fp32_precision]
+    for name, obj in (("cuda.matmul", getattr(getattr(backends, "cuda", None), "matmul", None)),
+                      ("cudnn", getattr(backends, "cudnn", None)),
+                      ("cudnn.conv", getattr(getattr(backends, "cudnn", None), "conv", None)),
+                      ("cudnn.rnn", getattr(getattr(backends, "cudnn", None), "rnn", None)),
+                      ("mkldnn", getattr(backends, "mkldnn", None)),
+                      ("mkldnn.matmul", getattr(getattr(backends, "mkldnn", None), "matmul", None)),
+                      ("mkldnn.conv", getattr(getattr(backends, "mkldnn", None), "conv", None)),
+                      ("mkldnn.rnn", getattr(getattr(backends, "mkldnn", None), "rnn", None))):
+        try:
+            value = getattr(obj, "fp32_precision", None) if obj is not None else None
+        except (AttributeError, RuntimeError):
+            value = None
+        if value is not None:
+            parts.append("%s=%s" % (name, value))
+    return " ".join(parts)
+
+
+def _reduced_precision_reductions(torch):
+    """cuBLAS reductions in reduced precision, "fp16=True bf16=True": torch
+    lets fp16/bf16 GEMMs accumulate in that precision unless told otherwise
+    (torch.backends.cuda.matmul.allow_{fp16,bf16}_reduced_precision_reduction;
+    2.10 made them options with split-K)."""
+    matmul = getattr(getattr(torch.backends, "cuda", None), "matmul", None)
+    parts = []
+    for kind in ("fp16", "bf16"):
+        try:
+            value = getattr(matmul, "allow_%s_reduced_precision_reduction" % kind)
+        except (AttributeError, AssertionError, RuntimeError):  # 1.13 asserts on a name it lacks
+            value = "unsupported"
+        parts.append("%s=%s" % (kind, value))
+    return " ".join(parts)
+
+
+# torch._inductor.config settings that change which kernels torch.compile
+# makes or how they reduce (the deterministic and batch-invariant modes of
+# 2025-26 included). Read only once the trainer has imported Inductor.
+_INDUCTOR_SETTINGS = ("deterministic", "batch_invariant", "fallback_random", "max_autotune", "max_autotune_gemm",
+                      "max_autotune_pointwise", "coordinate_descent_tuning", "emulate_precision_casts",
+                      "force_disable_caches", "freezing")
+
+
+def _inductor_settings():
+    """"deterministic=True fallback_random=False ...": those of
+    _INDUCTOR_SETTINGS this torch has, or "(absent: ...)" before the trainer
+    imports torch._inductor (importing it here would cost seconds and could
+    change nothing the trainer runs)."""
+    config = sys.modules.get("torch._inductor.config")
+    if config is None:
+        return "(absent: torch._inductor not imported)"
+    parts = []
+    for name in _INDUCTOR_SETTINGS:
+        if hasattr(config, name):
+            parts.append("%s=%s" % (name, getattr(config, name)))
+    return " ".join(parts) if parts else "(absent: none of the recorded settings in this torch)"
+
+
 _MODULE_DISTRIBUTIONS = None
 
 
@@ -248,17 +313,26 @@ def _imported_distributions():
     """Normalised names of the distributions that provide a top-level module
     now in sys.modules (the trainer, its libraries and this helper imported
     them), or None when this Python cannot map modules to distributions
-    (importlib.metadata.packages_distributions is 3.10+)."""
+    (importlib.metadata.packages_distributions is 3.10+).
+
+    packages_distributions() reads each distribution's RECORD or
+    top_level.txt. Debian 13's and sid's python3-torch and python3-numpy
+    ship dist-info with neither, so a distribution is also taken as imported
+    when its normalised name is that of an imported top-level module that
+    is not the standard library's (torch, numpy)."""
     global _MODULE_DISTRIBUTIONS
     if _MODULE_DISTRIBUTIONS is None:
         get = getattr(importlib.metadata, "packages_distributions", None)
         if get is None:
             return None
         _MODULE_DISTRIBUTIONS = get()
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
     out = set()
-    for name in list(sys.modules):
-        for dist in _MODULE_DISTRIBUTIONS.get(name.partition(".")[0], ()):
+    for top in {name.partition(".")[0] for name in list(sys.modules)}:
+        for dist in _MODULE_DISTRIBUTIONS.get(top, ()):
             out.add(_normalized(dist))
+        if top and top not in stdlib and not top.startswith("_"):
+            out.add(_normalized(top))
     return out
 
 
@@ -281,6 +355,11 @@ def _fingerprint(torch, num_workers, pass_name):
         config = torch.__config__.show()
         fp["python.torch.config_xxh3"] = _field(xxhash.xxh3_64_hexdigest(config.encode()), True)
         fp["python.torch.cpu_capability"] = _field(_cpu_capability(torch, config), True)
+        fp["python.torch.fp32_precision"] = _field(_fp32_precision(torch), True)
+        # cuBLAS only: relevant on a CUDA run.
+        fp["python.torch.reduced_precision_reductions"] = _field(_reduced_precision_reductions(torch),
+                                                                 os.environ.get("LOCKSTEP_DEVICE") == "cuda")
+        fp["python.torch.inductor"] = _field(_inductor_settings(), True)
     # Every installed distribution with metadata (pip's dist-info and
     # egg-info; Debian's python3-* packages mostly have one too), the first
     # found on sys.path winning, as import does; relevant when imported.

@@ -58,7 +58,11 @@ const char* kExampleSmoke = R"({
 // beside the trainer.
 // .gitlab-ci-local/: gitlab-ci-local's own folder after a local pipeline
 // run (bless refuses a work tree holding untracked files).
-const char* kIgnored[] = {"lockstep-out/", "lockstep-import/", ".lockstep.lock", ".*.tmp.*", ".gitlab-ci-local/"};
+// lockstep-history/: the ledger folder of a local `check --history`.
+// __pycache__/: what Python leaves beside a trainer's modules (and the
+// helper's, run from a checkout).
+const char* kIgnored[] = {"lockstep-out/",     "lockstep-import/",   ".lockstep.lock", ".*.tmp.*",
+                          ".gitlab-ci-local/", "lockstep-history/", "__pycache__/"};
 
 const char* kGitlabCi = R"(# lockstep: blocks a merge request whose smoke training or batch checksums
 # move away from goldens/ (ci/templates/lockstep.gitlab-ci.yml says more).
@@ -118,7 +122,8 @@ void update_gitignore(const fs::path& root) {
   if (!added.empty()) {
     if (!text.empty() && text.back() != '\n') text += "\n";
     write_file_atomically(ignore.string(), text + added);
-    say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, lockstep-import/, the lock file, temporaries, .gitlab-ci-local/)");
+    say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, lockstep-import/, lockstep-history/, __pycache__/, the lock file, "
+        "temporaries, .gitlab-ci-local/)");
   } else {
     say("kept .gitignore (it has lockstep's entries)");
   }

@@ -193,8 +193,33 @@ bool judge_inputs(const RunRecord& run, const RunRecord& golden, Verdict& v) {
   return moved_only;
 }
 
+// "(missing)" or "unsupported (...)": a contract setting this side's
+// LibTorch (or lockstep) did not have, so it holds no value to compare.
+bool no_contract_value(const std::string& value) {
+  return value == "(missing)" || value.rfind("unsupported", 0) == 0;
+}
+
+// "LibTorch 1.13.0 → 2.6.0" (or "torch ..." for a trainer's record): the
+// framework versions that differ, "" when none does.
+std::string framework_change(const RunRecord& run, const RunRecord& golden) {
+  std::string out;
+  for (const auto& [field, label] : {std::pair<const char*, const char*>{"torch.version", "LibTorch"},
+                                     {"python.torch", "torch"}}) {
+    auto g = golden.fingerprint.find(field);
+    auto r = run.fingerprint.find(field);
+    if (g == golden.fingerprint.end() || r == run.fingerprint.end() || g->second.value == r->second.value) continue;
+    out += (out.empty() ? "" : ", ") + std::string(label) + " " + g->second.value + " → " + r->second.value;
+  }
+  return out;
+}
+
 void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
   v.env_diffs = diff_fingerprints(golden.fingerprint, run.fingerprint);
+  // A setting one side's torch lacks (fill_uninitialized_memory is
+  // "unsupported" before 2.2) is part of that torch's version change: no
+  // contract mismatch, the stack lane says it. Two values both held that
+  // differ are another contract.
+  const std::string version_change = framework_change(run, golden);
   std::vector<std::string> contract_diffs;
   for (const auto& key : key_union(golden.contract, run.contract)) {
     auto g = golden.contract.find(key);
@@ -202,6 +227,15 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
     std::string gv = g == golden.contract.end() ? "(missing)" : g->second;
     std::string rv = r == run.contract.end() ? "(missing)" : r->second;
     if (gv == rv) continue;
+    if (no_contract_value(gv) || no_contract_value(rv)) {
+      v.notes.push_back("contract." + key + ": " + v.reference_word + " " + gv + ", " + v.subject_word + " " + rv + ": " +
+                        (version_change.empty()
+                             ? "a setting the " + std::string(no_contract_value(gv) ? v.reference_word : v.subject_word) +
+                                   " does not record; not a contract difference (re-bless to pin it)"
+                             : "a setting one side's torch does not have, part of the version change (" + version_change +
+                                   "), compared under the smoke's tolerances"));
+      continue;
+    }
     contract_diffs.push_back(key);
     v.findings.push_back({Section::kContract, "contract." + key, -1,
                           v.reference_word + " " + gv + ", " + v.subject_word + " " + rv +
@@ -222,10 +256,7 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
     std::string named;
     for (size_t i = 0; i < contract_diffs.size() && i < 3; ++i) {
       const std::string& k = contract_diffs[i];
-      auto g = golden.contract.find(k);
-      auto r = run.contract.find(k);
-      named += std::string(i ? ", " : " (") + k + " " + (g == golden.contract.end() ? "(missing)" : g->second) +
-               " → " + (r == run.contract.end() ? "(missing)" : r->second);
+      named += std::string(i ? ", " : " (") + k + " " + golden.contract.at(k) + " → " + run.contract.at(k);
     }
     named += contract_diffs.size() > 3 ? ", ...)" : ")";
     v.lane_reason = std::to_string(contract_diffs.size()) + " determinism contract setting(s) differ" + named +
@@ -235,8 +266,16 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
     v.lane_reason = "every determinism-relevant fingerprint field matches the " + v.reference_word;
   } else {
     v.lane = Lane::kCrossStack;
-    v.lane_reason = std::to_string(relevant) +
-                    " determinism-relevant fingerprint field(s) differ: configured tolerances apply";
+    // The fields in diff_fingerprints' order: versions first.
+    std::string named;
+    size_t shown = 0;
+    for (const auto& d : v.env_diffs) {
+      if (!d.relevant || shown == 3) continue;
+      named += std::string(shown++ ? ", " : " (") + d.name + " " + d.golden + " → " + d.run;
+    }
+    named += relevant > 3 ? ", ...)" : ")";
+    v.lane_reason = std::to_string(relevant) + " determinism-relevant fingerprint field(s) differ" + named +
+                    ": configured tolerances apply";
   }
 }
 
@@ -767,7 +806,8 @@ std::string first_divergence(const Verdict& v) {
     std::string why;
     for (const auto& f : v.findings)
       if (f.section == Section::kContract)
-        why += (why.empty() ? "" : ", ") + f.subject.substr(9) + " " + f.detail.substr(0, f.detail.find(':'));
+        why += (why.empty() ? "" : ", ") + f.subject.substr(9) + " " +
+               f.detail.substr(0, f.detail.rfind(": a run is never accepted"));
     moved += " (the " + v.reference_word + " was made under another determinism contract: " + why + ")";
   }
   return moved;

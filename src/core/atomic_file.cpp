@@ -125,16 +125,20 @@ std::optional<std::string> existing_text(const std::string& path, uint64_t max_b
 
 namespace {
 
-// Seconds since the epoch when process `pid` started, or -1 (no /proc).
+// The start time (seconds since the epoch) of a live process from
+// /proc/<pid>/stat; -1 when it cannot be read; -2 for a zombie or a dead
+// process (state Z or X: exited, not yet reaped, so it writes nothing more;
+// kill(pid, 0) still succeeds for it).
 double process_start(int pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   size_t close = text.rfind(')');  // the command name may hold spaces
-  if (close == std::string::npos) return -1;
+  if (close == std::string::npos || close + 2 >= text.size()) return -1;
   std::istringstream fields(text.substr(close + 2));
   std::string field;
   for (int i = 3; i <= 22 && fields >> field; ++i)
-    if (i == 22) {
+    if (i == 3 && (field == "Z" || field == "X")) return -2;
+    else if (i == 22) {
       std::ifstream boot("/proc/stat");
       std::string key;
       double btime = -1;
@@ -170,7 +174,7 @@ std::vector<TemporaryFile> find_temporaries(const std::string& dir) {
       if (t.pid > 0 && ::stat(t.path.c_str(), &st) == 0 && (::kill(t.pid, 0) == 0 || errno == EPERM)) {
         // Alive, unless the pid was reused by a process younger than the file.
         double started = process_start(t.pid);
-        t.writer_alive = started < 0 || started <= static_cast<double>(st.st_mtime) + 1;
+        t.writer_alive = started != -2 && (started < 0 || started <= static_cast<double>(st.st_mtime) + 1);
       }
     }
     out.push_back(t);

@@ -68,6 +68,7 @@ SlotLoan::~SlotLoan() {
 
 void run_tasks(const std::vector<std::function<void()>>& tasks, JobSlots* slots, int slots_per_task, int held) {
   const size_t n = tasks.size();
+  if (n == 0) return;  // nothing to run (and no empty array for g++ 16 to warn about)
   std::vector<std::exception_ptr> errors(n);
   // 0: not started; 1: taken by this thread; 2: taken by its helper.
   std::unique_ptr<std::atomic<int>[]> owner(new std::atomic<int>[n]);

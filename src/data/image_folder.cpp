@@ -4,6 +4,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,6 +118,20 @@ class StderrCapture {
     if (saved_ < 0 || ::dup2(::fileno(file_), STDERR_FILENO) < 0) restore();
   }
   ~StderrCapture() { restore(); }
+  /// What was written since the last call (at most 64 KiB of it), read
+  /// with pread so the shared file offset stderr writes at never moves.
+  std::string take_new() {
+    std::string out;
+    if (!file_ || saved_ < 0) return out;
+    std::fflush(stderr);
+    struct stat st {};
+    if (::fstat(::fileno(file_), &st) != 0 || st.st_size <= taken_) return out;
+    out.resize(static_cast<size_t>(std::min<off_t>(st.st_size - taken_, off_t{1} << 16)));
+    ssize_t n = ::pread(::fileno(file_), out.data(), out.size(), taken_);
+    out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    taken_ = st.st_size;
+    return out;
+  }
   std::string finish() {
     std::string out;
     if (!file_ || saved_ < 0) return out;
@@ -145,7 +160,19 @@ class StderrCapture {
   }
   std::FILE* file_ = nullptr;
   int saved_ = -1;
+  off_t taken_ = 0;
 };
+
+// libjpeg's warnings that mean pixels are missing: the entropy-coded data
+// stopped before the image was whole (a file cut short, its end marker
+// added back, still decodes, the rest grey). Others ("N extraneous bytes
+// before marker") leave every pixel decoded.
+void refuse_incomplete_jpeg(const std::string& path, const std::string& decoder_said) {
+  for (const char* warning : {"Corrupt JPEG data: premature end of data segment", "Premature end of JPEG file"})
+    if (decoder_said.find(warning) != std::string::npos)
+      throw BadInput(path, "(image)", std::string("a complete image; libjpeg says \"") + warning +
+                                          "\": the file was cut short, so part of the image is missing");
+}
 
 // Counts the decoder's lines into `t` (each distinct one kept once); any
 // line that is not a libpng or libjpeg warning goes back to stderr.
@@ -180,6 +207,18 @@ ImageFolder read_image_folder(const ImageFolderOptions& o) {
 
 namespace {
 
+// Why a folder entry is not loaded, for data.skipped_files: an entry at the
+// root that is no class folder, or one in a class folder that is no image.
+std::string not_loaded_why(const fs::directory_entry& e, bool in_class) {
+  std::error_code ec;
+  if (e.is_symlink(ec) && !fs::exists(e.path(), ec))
+    return "a symbolic link to nothing: an unfetched Git LFS or git-annex file?";
+  if (e.is_directory(ec)) return "a folder; images are read from the class folders only, not below them";
+  if (!e.is_regular_file(ec)) return "not a regular file (a FIFO, socket or device)";
+  if (!in_class) return "a file at the root; images are read from the class folders only";
+  return "not an image name (.png .jpg .jpeg .tif .tiff .bmp)";
+}
+
 ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
   std::error_code ec;
   if (!fs::exists(o.root, ec))
@@ -187,18 +226,24 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
   if (!fs::is_directory(o.root, ec))
     throw BadInput(o.root, "(folder)", "an image folder with one subfolder per class (it is a file)");
   ImageFolder f;
-  for (const auto& e : fs::directory_iterator(o.root, ec))
-    if (e.is_directory() && e.path().filename().string()[0] != '.') f.classes.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(o.root, ec)) {
+    std::string name = e.path().filename().string();
+    if (name[0] == '.') continue;
+    if (e.is_directory()) f.classes.push_back(name);
+    else f.skipped.push_back(name + " (" + not_loaded_why(e, /*in_class=*/false) + ")");
+  }
   std::sort(f.classes.begin(), f.classes.end());  // byte-wise
   if (f.classes.empty()) throw BadInput(o.root, "(folder)", "one subfolder per class (found none)");
 
   std::vector<std::pair<std::string, int64_t>> files;  // relative path, label
   for (size_t label = 0; label < f.classes.size(); ++label)
-    for (const auto& e : fs::directory_iterator(fs::path(o.root) / f.classes[label], ec))
-      if (e.is_regular_file() && is_image_name(e.path().filename().string()))
-        files.emplace_back(f.classes[label] + "/" + e.path().filename().string(), static_cast<int64_t>(label));
-      else if (e.is_regular_file() && e.path().filename().string()[0] != '.')
-        f.skipped.push_back(f.classes[label] + "/" + e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(fs::path(o.root) / f.classes[label], ec)) {
+      std::string name = e.path().filename().string();
+      if (e.is_regular_file() && is_image_name(name))
+        files.emplace_back(f.classes[label] + "/" + name, static_cast<int64_t>(label));
+      else if (name[0] != '.')
+        f.skipped.push_back(f.classes[label] + "/" + name + " (" + not_loaded_why(e, /*in_class=*/true) + ")");
+    }
   std::sort(files.begin(), files.end());  // byte-wise on "class/file"
   std::sort(f.skipped.begin(), f.skipped.end());
   if (files.empty()) throw BadInput(o.root, "(folder)", "at least one image (.png .jpg .jpeg .tif .tiff .bmp)");
@@ -229,6 +274,7 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
     std::string bytes = read_file(path);
     try {
       decode_into(path, bytes, o, t.values.data() + i * t.features);
+      refuse_incomplete_jpeg(path, decoder.take_new());
     } catch (...) {
       account_decoder_output(decoder.finish(), t);  // what it said before failing is shown
       throw;

@@ -46,7 +46,7 @@ std::map<std::string, std::string> apply_determinism_contract(const DeterminismS
   try {
     at::set_num_interop_threads(s.inter_op_threads);
   } catch (const c10::Error& e) {
-    if (at::get_num_interop_threads() != s.inter_op_threads)
+    if (static_cast<int64_t>(at::get_num_interop_threads()) != s.inter_op_threads)  // int in 1.13, size_t in 2.x
       throw EnvironmentError(std::string("cannot set inter-op threads to ") +
                              std::to_string(s.inter_op_threads) + ": " + e.what_without_backtrace());
   }

@@ -117,6 +117,12 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   put("torch.mkldnn", at::get_mkldnn_version().empty() ? absent("no oneDNN") : at::get_mkldnn_version(), true);
   put("torch.openmp", at::get_openmp_version().empty() ? absent("no OpenMP") : at::get_openmp_version(), true);
   put("torch.has_mkl", at::hasMKL() ? "true" : "false", true);
+  // torch 2.x's numerics settings beside the contract: the fp32 precision
+  // table (2.10+), oneDNN's deterministic flag, and cuBLAS's reduced-
+  // precision reductions (cuBLAS only: relevant on a CUDA run).
+  put("torch.fp32_precision", compat::fp32_precision_state(), true);
+  put("torch.deterministic_mkldnn", compat::deterministic_mkldnn_state(), true);
+  put("torch.reduced_precision_reductions", compat::reduced_precision_reductions(), on_cuda);
   put("cpu.capability", config.cpu_capability.empty() ? absent("not in show_config()") : config.cpu_capability,
       true);
 

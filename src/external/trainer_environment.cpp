@@ -164,13 +164,6 @@ TrainerEnvironmentDiff diff_trainer_environment(const std::string& path, const s
     if (!left_out_of_diff(k, f)) ours[k] = f;
   d.compared = theirs.size();
   d.differences = diff_fingerprints(theirs, ours);
-  // Relevant first (diff_fingerprints' order), and among them the Python
-  // packages: an upgraded library is the usual news.
-  auto rank = [](const FieldDiff& f) {
-    return f.relevant ? (f.name.rfind("python.packages.", 0) == 0 ? 0 : 1) : 2;
-  };
-  std::stable_sort(d.differences.begin(), d.differences.end(),
-                   [&](const FieldDiff& a, const FieldDiff& b) { return rank(a) < rank(b); });
   return d;
 }
 

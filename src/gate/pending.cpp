@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include "compare/compare.h"
 #include "core/error.h"
@@ -114,6 +115,43 @@ std::vector<PendingReview> review_pending(const PendingSet& set) {
   return out;
 }
 
+namespace {
+
+// The work-tree files the runs behind a pending golden were made with that
+// no commit holds: its record's git.dirty ("clean", or paths separated by
+// spaces, "(+N more)" at the end), less the goldens and pending folders
+// (relative to the current work tree, as the paths are). Empty when clean
+// or not recorded.
+std::vector<std::string> dirty_when_made(const RunRecord& record, const GitState& git,
+                                         const std::vector<std::string>& own_folders) {
+  auto it = record.fingerprint.find("git.dirty");
+  if (it == record.fingerprint.end() || it->second.value == "clean" || it->second.value.rfind("(absent", 0) == 0)
+    return {};
+  std::vector<std::string> prefixes;  // "goldens/", "lockstep-out/": folders of the work tree, with a slash
+  for (const auto& folder : own_folders) {
+    if (!git.in_repo) break;
+    fs::path rel = fs::absolute(folder).lexically_normal().lexically_relative(fs::path(git.workdir).lexically_normal());
+    std::string r = rel.generic_string();
+    if (!r.empty() && r != "." && r.rfind("..", 0) != 0) prefixes.push_back(r.back() == '/' ? r : r + "/");
+  }
+  std::vector<std::string> out;
+  std::istringstream words(it->second.value);
+  for (std::string f; words >> f;) {
+    if (f.rfind("(+", 0) == 0) {  // "(+N more)": the summary's tail
+      std::string rest;
+      std::getline(words, rest);
+      out.push_back(f + rest);
+      break;
+    }
+    bool own = false;
+    for (const auto& prefix : prefixes) own = own || f.rfind(prefix, 0) == 0;
+    if (!own) out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason, bool allow_dirty,
                                            bool allow_narrower) {
   GitState git = read_git_state(fs::absolute(set.goldens_dir).parent_path().string());
@@ -130,6 +168,14 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
                      cfg->second.config_hash + " (the current " + cfg->second.file + "): this pending golden was "
                      "made from another version of the config; run `lockstep check` again for a fresh one");
     validate_kept_golden(g, cfg->second, "accept " + path);
+    // Runs made from uncommitted code pin what no commit holds, even once
+    // the tree is committed since (with other code): as bless, only with
+    // --allow-dirty, which is recorded.
+    if (std::vector<std::string> made_dirty = dirty_when_made(g.record, git, {set.goldens_dir, set.dir});
+        !made_dirty.empty() && !allow_dirty)
+      throw BadUsage(path + ": its runs were made from a dirty work tree (git.dirty: " + listed(made_dirty) +
+                     "): the golden would pin code no commit holds; check again from a clean commit, or accept "
+                     "--allow-dirty, which is recorded");
     std::string imported_from = g.provenance.imported_from;
     g.provenance = stamp_provenance("accept", reason, git, g.provenance.runs);
     g.provenance.imported_from = imported_from;

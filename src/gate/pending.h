@@ -69,7 +69,9 @@ struct AcceptedGolden {
 };
 
 /// Validates every pending golden before any is accepted: a clean work
-/// tree unless `allow_dirty` (recorded), its content hash, a smoke config
+/// tree, and runs made from a clean one (the record's git.dirty, less the
+/// goldens and pending folders), unless `allow_dirty` (recorded); its
+/// content hash, a smoke config
 /// of its name whose config hash it was made from, validate_contract and
 /// validate_golden_candidate (gate/bless.h), and unless `allow_narrower`,
 /// nothing the current golden checks dropped (dropped_checks). Throws

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/atomic_file.h"
+#include "core/directory_lock.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_io.h"
@@ -401,6 +402,10 @@ void append_entry(const std::string& dir, const LedgerEntry& entry) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw io_error(dir, "create the history folder", ec.value());
+  // Read, append and rename under the folder's lock: two adds at once
+  // (two nightlies, `history add` in a loop) would each rewrite the ledger
+  // from what it held before the other's line.
+  DirectoryLock lock(dir, /*wait=*/true);
   std::string text;
   if (fs::exists(file, ec)) {
     for (const LedgerEntry& e : read_ledger(file, false).entries)

@@ -136,7 +136,7 @@ LedgerRead read_ledger(const std::string& file, bool skip_bad);
 std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs);
 
 /// Appends `entry` to its smoke's ledger in `dir` (created when absent),
-/// atomically. Throws exit-2 Error when the ledger already holds the run
+/// atomically, holding `dir`'s DirectoryLock: concurrent appends all land. Throws exit-2 Error when the ledger already holds the run
 /// (its run_id) or cannot be read, exit 3 when it cannot be written.
 void append_entry(const std::string& dir, const LedgerEntry& entry);
 

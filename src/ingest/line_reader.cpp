@@ -75,6 +75,10 @@ bool LineReader::next(std::string_view& line) {
                      "a line of at most " + std::to_string(max_line_) + " bytes (the file is not a line-based log)");
     if (nl || (eof_ && end_ > pos_)) {
       line = std::string_view(start, length);
+      if (!nl && final_newline_ && !is_blank_line(line))
+        throw BadInput(path_, "line " + std::to_string(line_ + 1),
+                       "a line ending in a newline; the file ends mid-line (cut short while being written, or "
+                       "copied in part), so its last value cannot be trusted");
       pos_ += nl ? length + 1 : length;
       ++line_;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);

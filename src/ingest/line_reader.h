@@ -36,6 +36,12 @@ class LineReader {
   /// line when a line is longer than the cap.
   bool next(std::string_view& line);
 
+  /// From now on a last line that does not end in "\n" (and is not blank)
+  /// is exit 2 naming it: for logs whose lines a cut could leave parseable
+  /// ("1.125" cut to "1.1": CSV, torchtitan's loss file), where only the
+  /// missing newline shows the file was cut short.
+  void require_final_newline() { final_newline_ = true; }
+
   /// 1-based number of the line last returned by next().
   uint64_t line_number() const { return line_; }
   const std::string& path() const { return path_; }
@@ -48,6 +54,7 @@ class LineReader {
   size_t max_line_;
   int fd_ = -1;
   bool eof_ = false;
+  bool final_newline_ = false;
   std::vector<char> buf_;
   size_t pos_ = 0, end_ = 0;
   uint64_t line_ = 0;

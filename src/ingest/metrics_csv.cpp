@@ -128,6 +128,7 @@ std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
   SeriesSet set(spec.series, "column", sources);
   set.begin_file(file);
   LineReader lines(spec.path);
+  lines.require_final_newline();  // a cut value would parse
   std::vector<std::string> cells;
   std::string_view line;
 

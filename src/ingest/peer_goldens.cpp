@@ -217,6 +217,7 @@ std::map<std::string, Series> read_torchtitan_metrics(const MetricsSpec& spec) {
   SeriesBuilder b("the loss", sources);
   b.begin_file(file);
   LineReader lines(spec.path);
+  lines.require_final_newline();  // a cut value would parse
   std::string_view line;
   // Byte loops, not find_first_of/not_of: those search their set with a
   // memchr per byte, most of the reader's time on a million lines.

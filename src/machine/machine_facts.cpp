@@ -80,6 +80,11 @@ const std::map<std::string, bool>& numerics_env_vars() {
       // recorded (cuda.gpu_name, compute capability, SM count) and relevant.
       {"ATEN_CPU_CAPABILITY", true},     {"CUDA_VISIBLE_DEVICES", false},
       {"NCCL_ALGO", true},               {"NCCL_PROTO", true},
+      // NVLS (NVLink SHARP) reduces in the switch; the channel and CTA
+      // counts change how a collective is split, so its summation order.
+      {"NCCL_NVLS_ENABLE", true},        {"NCCL_MIN_NCHANNELS", true},
+      {"NCCL_MAX_NCHANNELS", true},      {"NCCL_MIN_CTAS", true},
+      {"NCCL_MAX_CTAS", true},           {"NCCL_CUMEM_ENABLE", false},
       {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", true},
       {"TORCH_BLAS_PREFER_CUBLASLT", true},
       {"CUBLASLT_WORKSPACE_SIZE", true}, {"DNNL_MAX_CPU_ISA", true},
@@ -131,6 +136,22 @@ Fingerprint machine_fingerprint(const MachineOptions& opt) {
     }
     bool thread_count = name == "OMP_NUM_THREADS" || name == "MKL_NUM_THREADS";
     put("env." + name, value, relevant && !(thread_count && opt.threads_pinned));
+  }
+  // Inductor's settings from the environment (TORCHINDUCTOR_DETERMINISTIC,
+  // ..._FORCE_DISABLE_CACHES, ..._MAX_AUTOTUNE, ...): every one that is set,
+  // relevant (torch.compile's kernels and their choices follow them).
+  auto inductor = [&](const std::string& name, const std::string& value) {
+    if (name.rfind(kInductorEnvPrefix, 0) == 0 && name.size() > sizeof kInductorEnvPrefix - 1)
+      put("env." + name, value.empty() ? "(set, empty)" : value, true);
+  };
+  if (opt.use_env) {
+    for (const auto& [name, value] : opt.env) inductor(name, value);
+  } else {
+    for (char** e = environ; e && *e; ++e) {
+      std::string entry = *e;
+      size_t eq = entry.find('=');
+      if (eq != std::string::npos) inductor(entry.substr(0, eq), entry.substr(eq + 1));
+    }
   }
 
   // CUDA (relevant only for CUDA runs): the driver through its own API.

@@ -48,6 +48,11 @@ std::string os_pretty_name();
 /// thread placement (name -> determinism-relevant).
 const std::map<std::string, bool>& numerics_env_vars();
 
+/// Every environment variable with this prefix that is set is recorded as
+/// env.<NAME>, relevant: PyTorch Inductor's settings (torch._inductor.config
+/// reads TORCHINDUCTOR_<KEY>).
+inline constexpr char kInductorEnvPrefix[] = "TORCHINDUCTOR_";
+
 /// git.commit, git.branch and git.dirty of the repository holding
 /// `repo_path` (informational), or "(absent: <why>)" outside one.
 void add_git_fields(Fingerprint& fp, const std::string& repo_path);

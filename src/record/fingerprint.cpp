@@ -20,14 +20,31 @@ std::vector<FieldDiff> diff_fingerprints(const Fingerprint& golden, const Finger
     FieldDiff d{name, g == golden.end() ? "(missing)" : g->second.value,
                 r == run.end() ? "(missing)" : r->second.value, relevant, input};
     // A field one side lacks and the other could not read ("(absent: no
-    // NVIDIA driver)", a field added since) holds no value on either side.
-    auto no_value = [](const std::string& v) { return v == "(missing)" || v.rfind("(absent: ", 0) == 0; };
+    // NVIDIA driver)", a field added since) or an environment variable
+    // unset ("(unset)", one a newer lockstep records) holds no value on
+    // either side.
+    auto no_value = [](const std::string& v) {
+      return v == "(missing)" || v == "(unset)" || v.rfind("(absent: ", 0) == 0;
+    };
     if (d.golden != d.run && !(no_value(d.golden) && no_value(d.run) && (d.golden == "(missing)" || d.run == "(missing)")))
       out.push_back(d);
   }
-  auto rank = [](const FieldDiff& d) { return d.input ? 0 : d.relevant ? 1 : 2; };
-  std::stable_sort(out.begin(), out.end(), [&](const FieldDiff& a, const FieldDiff& b) { return rank(a) < rank(b); });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const FieldDiff& a, const FieldDiff& b) { return diff_rank(a) < diff_rank(b); });
   return out;
+}
+
+int diff_rank(const FieldDiff& d) {
+  // The framework, CUDA, cuDNN and driver versions: what a stack upgrade changes.
+  static const char* const kVersions[] = {"torch.version",     "python.torch",          "cuda.runtime",
+                                          "python.torch.cuda", "cuda.cudnn",            "python.torch.cudnn",
+                                          "nvidia.driver_version", "cuda.driver_api_version"};
+  bool package = d.name.rfind("python.packages.", 0) == 0;
+  if (d.input) return 0;
+  if (std::find(std::begin(kVersions), std::end(kVersions), d.name) != std::end(kVersions)) return 1;
+  if (d.name.rfind("determinism.", 0) == 0) return 2;
+  if (d.relevant) return package ? 3 : 4;
+  return package ? 6 : 5;  // a package the trainer did not import: last
 }
 
 nlohmann::json to_json(const Fingerprint& fp) {

@@ -43,13 +43,22 @@ struct FieldDiff {
   bool input = false;
 };
 
-/// Differences: inputs first, then determinism-relevant fields, then the
-/// rest, each by name. A field is an input (or relevant) when either side
+/// Differences in diff_rank's order, each group by name: inputs; the
+/// framework, CUDA, cuDNN and driver versions; the contract
+/// (determinism.*); the Python packages the trainer imported; the other
+/// determinism-relevant fields; informational fields; last, packages the
+/// trainer did not import. A field is an input (or relevant) when either side
 /// tags it so; an input is never also counted relevant. A field absent on
 /// one side and "(absent: <why>)" on the other is no difference: neither
 /// holds a value (a CUDA field a CPU machine could not read, recorded by a
-/// newer lockstep than the golden's).
+/// newer lockstep than the golden's); so is one absent on one side and
+/// "(unset)" on the other (an environment variable a newer lockstep
+/// records, not set).
 std::vector<FieldDiff> diff_fingerprints(const Fingerprint& golden, const Fingerprint& run);
+
+/// The group of a difference in that order, 0 (input) to 6 (a package
+/// not imported): what a stack upgrade changed comes before what follows.
+int diff_rank(const FieldDiff& d);
 
 /// {"name": {"value": "...", "relevant": true}, ...}; an input field also
 /// has "input": true (absent means false).

@@ -257,7 +257,7 @@ void stamp_smoke_record(const SmokeConfig& cfg, const SmokeRunOptions& o, std::p
     std::string list;
     for (size_t i = 0; i < table.skipped.size() && i < 10; ++i) list += (i ? ", " : "") + table.skipped[i];
     if (table.skipped.size() > 10) list += ", ... (" + std::to_string(table.skipped.size() - 10) + " more)";
-    std::string line = std::to_string(table.skipped.size()) + " file(s) that are not images: " + list;
+    std::string line = std::to_string(table.skipped.size()) + " file(s) not loaded: " + list;
     rec.fingerprint["data.skipped_files"] = {line, false, false};
     out.notes.push_back(cfg.data.path + ": skipped " + line);
   }

@@ -1,5 +1,6 @@
 #include "train/torchscript_model.h"
 
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -74,6 +75,11 @@ class TorchScriptModel : public SmokeModel {
 
 torch::jit::Module load_module(const std::string& path) {
   if (path.empty()) throw BadUsage("model torchscript needs model.path (a module saved with torch.jit.save)");
+  // TorchScript graphs run unfused, on every LibTorch: the profiling
+  // executor's TensorExpr fuser fuses nothing on CPU in 1.13, while
+  // Debian's 2.6 compiles fused CPU kernels with LLVM (minutes per graph on
+  // two cores, and other kernels than the unfused ops compute).
+  torch::jit::setTensorExprFuserEnabled(false);
   try {
     return torch::jit::load(path);
   } catch (const c10::Error& e) {

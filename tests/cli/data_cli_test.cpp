@@ -173,7 +173,7 @@ TEST(DataCli, PathsThatAreNotUtf8AreWrittenEscaped) {
   Result r = lockstep("run " + smoke_of(p) + " --out " + (p / "r.json").string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(parse_json_file((p / "r.json").string())["fingerprint"]["data.skipped_files"]["value"],
-            "1 file(s) that are not images: " + cls + "/notes\\xe9.txt");
+            "1 file(s) not loaded: " + cls + "/notes\\xe9.txt (not an image name (.png .jpg .jpeg .tif .tiff .bmp))");
 
   fs::path odd = p / "team\xff";
   fs::create_directories(odd);

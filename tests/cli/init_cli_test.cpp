@@ -22,7 +22,7 @@ TEST(InitCli, ScaffoldsARepositoryWhoseExampleBlessesAndChecks) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("created smoke/example-mlp.json"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::is_directory(d / "goldens"));
-  EXPECT_EQ(read_file((d / ".gitignore").string()), "lockstep-out/\nlockstep-import/\n.lockstep.lock\n.*.tmp.*\n.gitlab-ci-local/\n");
+  EXPECT_EQ(read_file((d / ".gitignore").string()), "lockstep-out/\nlockstep-import/\n.lockstep.lock\n.*.tmp.*\n.gitlab-ci-local/\nlockstep-history/\n__pycache__/\n");
   EXPECT_EQ(read_file((d / "ci/templates/lockstep.gitlab-ci.yml").string()),
             read_file(kSourceDir + "/ci/templates/lockstep.gitlab-ci.yml"));
   EXPECT_NE(read_file((d / ".gitlab-ci.yml").string()).find("  - local: ci/templates/lockstep.gitlab-ci.yml\n"),
@@ -56,7 +56,7 @@ TEST(InitCli, NeverOverwritesAndASecondRunChangesNothing) {
   EXPECT_FALSE(fs::exists(d / "smoke" / "example-mlp.json"));
   EXPECT_EQ(read_file((d / "smoke" / "ours.json").string()), "{}");
   // Entries it lacks are appended; the team's own lines stay as they are.
-  EXPECT_EQ(read_file((d / ".gitignore").string()), "*.pyc\nlockstep-out/\nlockstep-import/\n.lockstep.lock\n.*.tmp.*\n.gitlab-ci-local/\n");
+  EXPECT_EQ(read_file((d / ".gitignore").string()), "*.pyc\nlockstep-out/\nlockstep-import/\n.lockstep.lock\n.*.tmp.*\n.gitlab-ci-local/\nlockstep-history/\n__pycache__/\n");
   EXPECT_EQ(read_file((d / ".gitlab-ci.yml").string()), "stages: [test]\n");
   EXPECT_NE(r.output.find("kept .gitlab-ci.yml; add to it:\n  include:\n    - local: ci/templates/lockstep.gitlab-ci.yml"),
             std::string::npos)

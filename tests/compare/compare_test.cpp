@@ -81,6 +81,76 @@ TEST(Compare, ContractMismatchFailsAndComparesExactly) {
   EXPECT_EQ(v.first_divergence.rfind("train step 1: loss", 0), 0u) << v.first_divergence;
 }
 
+// A contract setting the golden's LibTorch did not have (fill_uninitialized
+// _memory is "unsupported" before 2.2) is part of the version change: the
+// cross-stack lane, values under the tolerances, the version named first,
+// a note, no contract finding.
+TEST(Compare, ASettingTheGoldensTorchLackedIsAStackChangeNotAContractMismatch) {
+  RunRecord g = make_record({2.5, 2.25});
+  g.contract["fill_uninitialized_memory"] = "unsupported (LibTorch < 2.2)";
+  g.fingerprint["determinism.fill_uninitialized_memory"] = {"unsupported (LibTorch < 2.2)", true};
+  g.fingerprint["cpu.capability"] = {"AVX2", true};
+  RunRecord r = g;
+  r.contract["fill_uninitialized_memory"] = "true";
+  r.fingerprint["determinism.fill_uninitialized_memory"].value = "true";
+  r.fingerprint["torch.version"].value = "2.6.0";
+  r.fingerprint["cpu.capability"].value = "AVX512";
+  r.series["loss"].values[1] = std::nextafter(2.25f, 3.0f);
+  TolerancePolicy policy;
+  policy.series_default = Tolerance::close(0, 1e-6);
+  Verdict v = compare_records(r, g, policy);
+  EXPECT_EQ(v.lane, Lane::kCrossStack);
+  EXPECT_TRUE(v.findings.empty());
+  EXPECT_EQ(v.lane_reason,
+            "3 determinism-relevant fingerprint field(s) differ (torch.version 1.13.0 → 2.6.0, "
+            "determinism.fill_uninitialized_memory unsupported (LibTorch < 2.2) → true, cpu.capability AVX2 → AVX512): "
+            "configured tolerances apply");
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_EQ(v.notes[0],
+            "contract.fill_uninitialized_memory: golden unsupported (LibTorch < 2.2), run true: a setting one side's "
+            "torch does not have, part of the version change (LibTorch 1.13.0 → 2.6.0), compared under the smoke's "
+            "tolerances");
+  EXPECT_EQ(v.env_diffs[0].name, "torch.version");
+
+  // Beyond the tolerance it fails, the version first in the reason.
+  r.series["loss"].values[1] = 2.5;
+  Verdict moved = compare_records(r, g, policy);
+  EXPECT_EQ(moved.lane, Lane::kCrossStack);
+  EXPECT_EQ(moved.findings.size(), 1u);
+  EXPECT_EQ(moved.lane_reason.rfind("3 determinism-relevant fingerprint field(s) differ (torch.version", 0), 0u);
+
+  // Both sides holding a value that differs is another contract.
+  g.contract["fill_uninitialized_memory"] = "false";
+  EXPECT_EQ(compare_records(r, g, policy).lane, Lane::kContractMismatch);
+}
+
+// A contract field the golden does not record at all (a lockstep older
+// than the field) on one stack: a note to re-bless, not a mismatch.
+TEST(Compare, AContractFieldTheGoldenPredatesIsANote) {
+  RunRecord g = make_record({2.5});
+  RunRecord r = g;
+  r.contract["inductor_deterministic"] = "true";
+  Verdict v = compare_records(r, g, {});
+  EXPECT_EQ(v.lane, Lane::kSameStack);
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_EQ(v.notes[0], "contract.inductor_deterministic: golden (missing), run true: a setting the golden does not "
+                        "record; not a contract difference (re-bless to pin it)");
+}
+
+// The first divergence names a contract value whole, colons and all.
+TEST(Compare, TheContractInTheFirstDivergenceKeepsItsColons) {
+  RunRecord g = make_record({2.5, 2.25});
+  g.contract["cublas_workspace_config"] = ":4096:8";
+  RunRecord r = g;
+  r.contract["cublas_workspace_config"] = ":16:8";
+  r.series["loss"].values[1] = 2.5;
+  Verdict v = compare_records(r, g, {});
+  EXPECT_EQ(v.lane, Lane::kContractMismatch);
+  EXPECT_NE(v.first_divergence.find("another determinism contract: cublas_workspace_config golden :4096:8, run :16:8)"),
+            std::string::npos)
+      << v.first_divergence;
+}
+
 // An imported golden (`import --golden`: another tool's curves, only
 // import.source in its fingerprint, no contract): its series are compared
 // with the configured tolerances whatever the run's contract and stack;
@@ -476,7 +546,9 @@ TEST(Compare, AChangedInputAcrossStacksStillFails) {
   run.fingerprint["model.torchscript_xxh3"].value = std::string(32, 'd');
   Verdict v = compare_records(run, golden, {});
   EXPECT_EQ(v.lane, Lane::kCrossStack);
-  EXPECT_EQ(v.lane_reason, "1 determinism-relevant fingerprint field(s) differ: configured tolerances apply");
+  EXPECT_EQ(v.lane_reason,
+            "1 determinism-relevant fingerprint field(s) differ (torch.version 1.13.0 → 2.11.0): configured tolerances "
+            "apply");
   EXPECT_EQ(v.exit_code(), ExitCode::kRegression);
   EXPECT_EQ(v.first_divergence.rfind("input changed: TorchScript model (code and parameters), xxh3 ", 0), 0u)
       << v.first_divergence;

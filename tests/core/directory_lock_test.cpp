@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "core/atomic_file.h"
@@ -89,6 +91,30 @@ TEST(Temporaries, OnlyThoseOfAnExitedWriterAreRemoved) {
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_TRUE(fs::exists(alive));
   EXPECT_TRUE(fs::exists(older));
+  fs::remove_all(d);
+}
+
+// A writer that exited but is not reaped yet (a zombie: kill(pid, 0)
+// still succeeds) writes nothing more: its temporary is stale.
+TEST(Temporaries, AZombieWritersTemporaryIsStale) {
+  fs::path d = scratch("zombie");
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  // A zombie until waited for: wait for /proc to say so.
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    if (text.find(") Z ") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(::kill(child, 0), 0);
+  std::string zombie = (d / (".a.json.tmp." + std::to_string(child) + ".Ab12Cd")).string();
+  write_file_atomically(zombie, "partial");
+  auto found = find_temporaries(d.string());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_FALSE(found[0].writer_alive);
+  EXPECT_EQ(remove_stale_temporaries(d.string()), std::vector<std::string>{zombie});
+  ::waitpid(child, nullptr, 0);
   fs::remove_all(d);
 }
 

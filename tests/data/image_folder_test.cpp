@@ -3,12 +3,17 @@
 #include "data/image_folder.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
 
 namespace lockstep {
 namespace {
@@ -68,16 +73,62 @@ TEST(ImageFolder, ManifestSampleHashesEveryNthFilesContent) {
   fs::remove_all(root);
 }
 
-// Files that are not images are skipped by the listing rule, and named.
-TEST(ImageFolder, NonImageFilesAreListedAsSkipped) {
+// A JPEG cut in half with its end marker (FF D9) added back decodes, the
+// rest of the image grey; libjpeg only warns ("premature end of data
+// segment"). It is refused, naming the file.
+TEST(ImageFolder, AJpegCutShortWithItsEndMarkerAddedBackIsRefused) {
+  fs::path root = make_folder("cut-jpeg");
+  cv::Mat noise(64, 64, CV_8UC3);
+  cv::randu(noise, cv::Scalar::all(0), cv::Scalar::all(255));
+  std::vector<uchar> jpeg;
+  ASSERT_TRUE(cv::imencode(".jpg", noise, jpeg));
+  jpeg.resize(jpeg.size() / 2);
+  jpeg.push_back(0xFF);
+  jpeg.push_back(0xD9);
+  {
+    std::ofstream out(root / "dog/cut.jpg", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+  }
+  try {
+    read(root, 0);
+    ADD_FAILURE() << "a cut JPEG was loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), (root / "dog/cut.jpg").string() +
+                                         ": (image): expected a complete image; libjpeg says \"Corrupt JPEG data: "
+                                         "premature end of data segment\": the file was cut short, so part of the "
+                                         "image is missing");
+  }
+  fs::remove_all(root);
+}
+
+// Every entry that is not loaded is named with its reason (dotfiles
+// aside): files that are not images, a dangling symbolic link (what an
+// unfetched Git LFS or git-annex file looks like), a FIFO, a folder named
+// like an image, images below a class folder and files at the root.
+TEST(ImageFolder, EveryEntryNotLoadedIsNamedWithItsReason) {
   fs::path root = make_folder("skipped");
-  for (const char* f : {"cat/notes.txt", "dog/frame.gif", "dog/array.npy", "dog/.hidden"}) {
+  for (const char* f : {"cat/notes.txt", "dog/frame.gif", "dog/array.npy", "dog/.hidden", "readme.png"}) {
     std::ofstream out(root / f);
     out << "x";
   }
+  fs::create_symlink("../../.git/annex/objects/xx/6.png", root / "dog/6.png");
+  ASSERT_EQ(::mkfifo((root / "cat/pipe.png").c_str(), 0600), 0);
+  fs::create_directories(root / "cat/deeper.png");
+  fs::create_directories(root / "cat/sub");
+  fs::copy_file(root / "dog/4.png", root / "cat/sub/4.png");
   ImageFolder f = read(root, 0);
   EXPECT_EQ(f.files.size(), 6u);
-  EXPECT_EQ(f.skipped, (std::vector<std::string>{"cat/notes.txt", "dog/array.npy", "dog/frame.gif"}));
+  EXPECT_EQ(f.skipped,
+            (std::vector<std::string>{
+                "cat/deeper.png (a folder; images are read from the class folders only, not below them)",
+                "cat/notes.txt (not an image name (.png .jpg .jpeg .tif .tiff .bmp))",
+                "cat/pipe.png (not a regular file (a FIFO, socket or device))",
+                "cat/sub (a folder; images are read from the class folders only, not below them)",
+                "dog/6.png (a symbolic link to nothing: an unfetched Git LFS or git-annex file?)",
+                "dog/array.npy (not an image name (.png .jpg .jpeg .tif .tiff .bmp))",
+                "dog/frame.gif (not an image name (.png .jpg .jpeg .tif .tiff .bmp))",
+                "readme.png (a file at the root; images are read from the class folders only)"}));
   EXPECT_EQ(f.table.skipped, f.skipped);
 }
 

@@ -120,6 +120,27 @@ TEST(Pending, AcceptRefusesNonFiniteValuesAsBlessDoes) {
             "values unless the smoke sets tolerance.allow_nonfinite_golden");
 }
 
+// Runs made from uncommitted code (the record's git.dirty) pin what no
+// commit holds, even once the tree was committed since: refused unless
+// --allow-dirty, which is recorded.
+TEST(Pending, AcceptRefusesAGoldenWhoseRunsWereMadeFromADirtyTree) {
+  GateProject p("pending-dirty");
+  RunRecord r = make_gate_record();
+  r.fingerprint["git.dirty"] = {"trainer/train.py", false};
+  std::string path = write_pending(p, r);
+  PendingSet set = load_pending(p.out_dir(), p.goldens_dir(), "");
+  EXPECT_EQ(expect_refusal(set),
+            path + ": its runs were made from a dirty work tree (git.dirty: trainer/train.py): the golden would pin "
+                   "code no commit holds; check again from a clean commit, or accept --allow-dirty, which is recorded");
+  auto accepted = accept_pending(set, "approved", /*allow_dirty=*/true);
+  ASSERT_EQ(accepted.size(), 1u);
+  EXPECT_TRUE(accepted[0].golden.provenance.allow_dirty);
+  // A clean tree's runs are accepted as they are.
+  r.fingerprint["git.dirty"] = {"clean", false};
+  write_pending(p, r);
+  EXPECT_EQ(accept_pending(load_pending(p.out_dir(), p.goldens_dir(), ""), "approved").size(), 1u);
+}
+
 TEST(Pending, AcceptRefusesAPendingGoldenOfAnotherConfigVersion) {
   GateProject p("pending-config");
   Golden g;

@@ -7,6 +7,8 @@
 #include "history/ledger.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -113,6 +115,36 @@ TEST(Ledger, AppendsAndRefusesARunEnteredTwice) {
   EXPECT_HAS(foreign, (d / "other.jsonl").string() + ": line 1: smoke: expected \"other\", the smoke this ledger is "
                       "named for; got \"unit\"");
   EXPECT_EQ(read_ledger(file, false).entries.size(), 2u);
+  fs::remove_all(d);
+}
+
+// Adds from many processes at once (two nightlies, `history add` in a
+// loop) all land: each reads, appends and renames under the folder's lock.
+TEST(Ledger, ConcurrentAppendsFromManyProcessesKeepEveryLine) {
+  fs::path d = scratch("concurrent");
+  constexpr int kWriters = 16;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kWriters; ++i) {
+    pid_t child = ::fork();
+    if (child == 0) {
+      int code = 0;
+      try {
+        RunRecord r = make_record({2.5, 2.0 + 0.01 * i});
+        append_entry(d.string(), ledger_entry(r, nullptr, "", {}, "2026-12-01T02:00:" + std::to_string(10 + i) + "Z"));
+      } catch (...) {
+        code = 1;
+      }
+      ::_exit(code);
+    }
+    children.push_back(child);
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(read_ledger(ledger_path(d.string(), "unit"), false).entries.size(), static_cast<size_t>(kWriters));
+  EXPECT_FALSE(fs::exists(d / ".lockstep.lock"));
   fs::remove_all(d);
 }
 

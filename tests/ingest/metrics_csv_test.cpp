@@ -44,6 +44,16 @@ TEST_F(Csv, DataframeRegressionLayoutWithIndexColumn) {
   EXPECT_EQ(out.at("learning_rate").values, (std::vector<double>{0.1, 0.05, 0.025}));
 }
 
+// A file cut mid-line (a trainer killed while writing, a copy cut short)
+// could leave a last value that still parses ("1.125" cut to "1.1"): a last
+// line without its newline is exit 2 naming the line. A blank one is not.
+TEST_F(Csv, ALastLineWithoutItsNewlineIsACutFile) {
+  EXPECT_EQ(error("step,loss\n0,1.5\n1,1.1"),
+            file_ + ": line 3: expected a line ending in a newline; the file ends mid-line (cut short while being "
+                    "written, or copied in part), so its last value cannot be trusted");
+  EXPECT_EQ(read("step,loss\n0,1.5\n1,1.125\n  ").at("loss").values, (std::vector<double>{1.5, 1.125}));
+}
+
 // pytest-regressions' num_regression writes pandas' index as the first,
 // unnamed column and no step column: that index is the step, by default
 // and when named with the step key "".

@@ -166,6 +166,9 @@ TEST_F(PeerGoldens, TorchtitanLossFile) {
   EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1\r2 3\n", {{"loss", "loss"}}), "a decimal step first, got '1\\x0d2'");
   EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 2\r3\n", {{"loss", "loss"}}), "(two fields)");
   EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 0x1p3\n", {{"loss", "loss"}}), "a number after the step, got '0x1p3'");
+  // Cut mid-line: "1.125" cut to "1.1" would parse; the missing newline says so.
+  EXPECT_HAS(error(MetricsFormat::kTorchtitan, "1 10.8\n2 1.1", {{"loss", "loss"}}),
+             file_ + ": line 2: expected a line ending in a newline; the file ends mid-line");
 }
 
 TEST_F(PeerGoldens, HuggingFaceTrainerStateWithEvalEntriesMixedIn) {

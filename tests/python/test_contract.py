@@ -68,10 +68,16 @@ def protocol_env(out, **overrides):
 
 
 def run_snippet(code, env, cwd=None, expect_rc=0):
-    """Runs `code` in a fresh interpreter; returns (the JSON its last stdout
-    line holds, or None, stderr)."""
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=cwd,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    """Runs `code` as a script file in a fresh interpreter; returns (the JSON
+    its last stdout line holds, or None, stderr). A file, not `python -c`:
+    under the forkserver and spawn start methods (Python 3.14's default on
+    Linux) DataLoader workers import __main__ from its path."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "snippet.py")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(code))
+        r = subprocess.run([sys.executable, script], env=env, cwd=cwd,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
     if r.returncode != expect_rc:
         raise AssertionError("snippet exited %d, expected %d\nstdout:\n%s\nstderr:\n%s"
                              % (r.returncode, expect_rc, r.stdout, r.stderr))
@@ -178,6 +184,30 @@ print(json.dumps({"contract": ctx.contract, "torch": torch_state(), "seed": ctx.
         self.assertTrue(fp["python.packages.xxhash"]["relevant"])
         self.assertTrue(any(not fp[k]["relevant"] for k in packages))  # something installed, never imported
         self.assertTrue(all(k == k.lower() for k in packages))
+
+    def test_a_distribution_without_record_is_relevant_when_its_module_is_imported(self):
+        # Debian 13's and sid's python3-torch and python3-numpy ship dist-info
+        # without RECORD or top_level.txt: packages_distributions() cannot map
+        # them, so the distribution's own name is matched to the imported
+        # top-level modules.
+        site = os.path.join(self.tmp, "site")
+        for name, version in (("plainmod", "1.0"), ("otherdist", "2.0")):
+            info = os.path.join(site, "%s-%s.dist-info" % (name, version))
+            os.makedirs(info)
+            with open(os.path.join(info, "METADATA"), "w") as f:
+                f.write("Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
+        os.makedirs(os.path.join(site, "plainmod"))
+        open(os.path.join(site, "plainmod", "__init__.py"), "w").close()
+        code = """
+import json, sys
+sys.path.insert(0, %r)
+import plainmod, lockstep
+fp = lockstep.stack_fingerprint()
+print(json.dumps({k: fp[k] for k in ("python.packages.plainmod", "python.packages.otherdist")}))
+""" % site
+        got, _ = run_snippet(code, protocol_env(self.out))
+        self.assertEqual(got, {"python.packages.plainmod": {"value": "1.0", "relevant": True},
+                               "python.packages.otherdist": {"value": "2.0", "relevant": False}})
 
     @needs_torch
     def test_keeps_a_deterministic_cublas_value_and_refuses_others(self):
@@ -314,9 +344,10 @@ def run(ctx, init):
     ctx.register_loader(loader)
     return [{k: int(v) for k, v in d.items()} for d in loader]
 
-ctx = lockstep.apply_contract()
-print(json.dumps({"a": run(ctx, ctx.worker_init_fn), "b": run(ctx, ctx.worker_init_fn), "none": run(ctx, None),
-                  "num_workers": ctx.fingerprint["loader.num_workers"]["value"]}))
+if __name__ == "__main__":  # the workers of forkserver and spawn import this file
+    ctx = lockstep.apply_contract()
+    print(json.dumps({"a": run(ctx, ctx.worker_init_fn), "b": run(ctx, ctx.worker_init_fn), "none": run(ctx, None),
+                      "num_workers": ctx.fingerprint["loader.num_workers"]["value"]}))
 """
         got, _ = run_snippet(code, protocol_env(self.out))
         a, b, none = got["a"], got["b"], got["none"]

@@ -12,18 +12,38 @@ std::vector<std::string> names(const std::vector<FieldDiff>& diffs) {
   return out;
 }
 
-TEST(DiffFingerprints, InputsThenRelevantThenTheRestEachByName) {
+TEST(DiffFingerprints, InputsThenVersionsThenContractThenRelevantThenTheRest) {
   Fingerprint golden = {{"torch.version", {"1.13.0", true}},  {"os.kernel", {"6.1", false}},
                         {"cpu.isa", {"avx2", true}},          {"data.file_xxh3", {"aa", false, true}},
-                        {"git.commit", {"abc", false}}};
+                        {"git.commit", {"abc", false}},       {"cpu.capability", {"AVX2", true}},
+                        {"determinism.fill_uninitialized_memory", {"unsupported (LibTorch < 2.2)", true}}};
   Fingerprint run = golden;
   run["torch.version"].value = "2.4.0";
   run["os.kernel"].value = "6.2";
   run["data.file_xxh3"].value = "bb";
   run["cpu.isa"].relevant = false;  // relevant on either side counts
   run["cpu.isa"].value = "avx512f";
+  run["cpu.capability"].value = "AVX512";
+  run["determinism.fill_uninitialized_memory"].value = "true";
   EXPECT_EQ(names(diff_fingerprints(golden, run)),
-            (std::vector<std::string>{"data.file_xxh3 !", "cpu.isa *", "torch.version *", "os.kernel"}));
+            (std::vector<std::string>{"data.file_xxh3 !", "torch.version *", "determinism.fill_uninitialized_memory *",
+                                      "cpu.capability *", "cpu.isa *", "os.kernel"}));
+}
+
+// A trainer's stack: torch and its CUDA before the contract; the packages
+// it imported before other relevant fields; a package it never imported
+// after every informational field.
+TEST(DiffFingerprints, ImportedPackagesBeforeOtherFieldsAndUnimportedOnesLast) {
+  Fingerprint golden = {{"python.torch", {"1.13.1", true}},         {"python.version", {"3.11.2", true}},
+                        {"python.packages.numpy", {"1.24.2", true}}, {"python.packages.zipp", {"1.0", false}},
+                        {"python.executable", {"/usr/bin/python3", false}},
+                        {"determinism.mode", {"strict", true}},      {"python.torch.cuda", {"(absent)", true}}};
+  Fingerprint run = golden;
+  for (auto& [name, field] : run) field.value += "x";
+  EXPECT_EQ(names(diff_fingerprints(golden, run)),
+            (std::vector<std::string>{"python.torch *", "python.torch.cuda *", "determinism.mode *",
+                                      "python.packages.numpy *", "python.version *", "python.executable",
+                                      "python.packages.zipp"}));
 }
 
 // A field one side lacks and the other could not read holds no value on
@@ -33,6 +53,7 @@ TEST(DiffFingerprints, MissingAgainstAbsentIsNoDifference) {
   Fingerprint golden = {{"device", {"cpu", true}}};
   Fingerprint run = {{"device", {"cpu", true}},
                      {"cuda.sm_count", {"(absent: libcuda.so.1 not found (no NVIDIA driver))", false}},
+                     {"env.NCCL_NVLS_ENABLE", {"(unset)", true}},  // a variable a newer lockstep records
                      {"cuda.gpu_name", {"NVIDIA H200", false}}};
   std::vector<FieldDiff> d = diff_fingerprints(golden, run);
   ASSERT_EQ(d.size(), 1u);
