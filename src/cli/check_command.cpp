@@ -118,7 +118,9 @@ void enter_history(const SmokeCheck& c, const std::string& dir) {
   LedgerEntry e = c.compared && !c.run.smoke.empty()
                       ? ledger_entry(c.run, &c.verdict, c.golden_hash, ci, now, instance)
                       : stopped_entry(c.smoke, c.verdict, ci, now, instance);
-  append_entry(dir, e);
+  append_entry(dir, e, [&](int pid) {
+    std::cout << "check: waiting for process " << pid << ", which writes to the history " << dir << "\n" << std::flush;
+  });
 }
 
 // The files of shard `spec` ("I/N") of the suite, whose smokes are
@@ -166,6 +168,12 @@ void require_history_folder(const CheckOptions& o, const std::vector<std::string
                      " (goldens are written only by bless and accept); keep the ledgers beside it, e.g. "
                      "lockstep-history");
   }
+  // The output folder is check's (it holds that folder's lock while the
+  // ledger would take it again, and clears what it wrote before).
+  std::string out = fs::weakly_canonical(fs::absolute(o.out_dir), ec).string() + "/";
+  if (here.rfind(out, 0) == 0)
+    throw BadUsage("--history " + o.history_dir + ": inside the output folder " + o.out_dir +
+                   " (check's own, rewritten every run); keep the ledgers beside it, e.g. lockstep-history");
   for (const std::string& ledger : ledger_files(o.history_dir)) {
     // A night's entry replaces the ledger atomically: never through a link.
     if (fs::is_symlink(fs::symlink_status(ledger, ec)))

@@ -76,7 +76,9 @@ int history_add_command(const HistoryAddOptions& o) {
                                              e.time_utc + ") is already in the ledger; nothing was added");
   }
   for (size_t i = 0; i < entries.size(); ++i) {
-    append_entry(o.to, entries[i]);
+    append_entry(o.to, entries[i], [&](int pid) {
+      std::cout << "history: waiting for process " << pid << ", which writes to " << o.to << "\n" << std::flush;
+    });
     std::cout << "history: " << o.records[i] << " -> " << ledger_path(o.to, entries[i].smoke) << " (run "
               << entries[i].run_id.substr(0, 12) << ", not compared)\n";
   }

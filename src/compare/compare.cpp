@@ -1,6 +1,8 @@
 #include "compare/compare.h"
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
@@ -194,20 +196,50 @@ bool judge_inputs(const RunRecord& run, const RunRecord& golden, Verdict& v) {
 }
 
 // "(missing)" or "unsupported (...)": a contract setting this side's
-// LibTorch (or lockstep) did not have, so it holds no value to compare.
+// LibTorch (or torch) did not have, so it holds no value to compare.
 bool no_contract_value(const std::string& value) {
   return value == "(missing)" || value.rfind("unsupported", 0) == 0;
 }
 
-// "LibTorch 1.13.0 → 2.6.0" (or "torch ..." for a trainer's record): the
-// framework versions that differ, "" when none does.
+// The contract settings whose presence depends on the torch version: the
+// only ones a version change may leave without a value on one side
+// (fill_uninitialized_memory from 2.1/2.2, warn_only from 1.11,
+// float32_matmul_precision from 1.12, the legacy TF32 getters that newer
+// torch may refuse). Never lockstep's own (mode, threads, workspace).
+bool version_dependent_setting(const std::string& key) {
+  static const char* const kKeys[] = {"fill_uninitialized_memory", "deterministic_algorithms_warn_only",
+                                      "float32_matmul_precision", "allow_tf32_cublas", "allow_tf32_cudnn"};
+  return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
+}
+
+// The leading "major.minor.patch" of a version string as numbers
+// ("2.6.0+debian" and "2.6.0" are one version; "1.13.0a0" is 1.13.0);
+// empty when it does not start with a number.
+std::vector<long> version_numbers(const std::string& text) {
+  std::vector<long> out;
+  size_t i = 0;
+  while (out.size() < 3 && i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    long n = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 100000) n = n * 10 + (text[i++] - '0');
+    out.push_back(n);
+    if (i < text.size() && text[i] == '.') ++i;
+    else break;
+  }
+  return out;
+}
+
+// "LibTorch 1.13.0 → 2.6.0" (or "torch ..." for a trainer's record) when
+// both sides name a framework version and the numbers differ; "" else (a
+// suffix or a space alone is no version change).
 std::string framework_change(const RunRecord& run, const RunRecord& golden) {
   std::string out;
   for (const auto& [field, label] : {std::pair<const char*, const char*>{"torch.version", "LibTorch"},
                                      {"python.torch", "torch"}}) {
     auto g = golden.fingerprint.find(field);
     auto r = run.fingerprint.find(field);
-    if (g == golden.fingerprint.end() || r == run.fingerprint.end() || g->second.value == r->second.value) continue;
+    if (g == golden.fingerprint.end() || r == run.fingerprint.end()) continue;
+    std::vector<long> gv = version_numbers(g->second.value), rv = version_numbers(r->second.value);
+    if (gv.empty() || rv.empty() || gv == rv) continue;
     out += (out.empty() ? "" : ", ") + std::string(label) + " " + g->second.value + " → " + r->second.value;
   }
   return out;
@@ -215,10 +247,10 @@ std::string framework_change(const RunRecord& run, const RunRecord& golden) {
 
 void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
   v.env_diffs = diff_fingerprints(golden.fingerprint, run.fingerprint);
-  // A setting one side's torch lacks (fill_uninitialized_memory is
-  // "unsupported" before 2.2) is part of that torch's version change: no
-  // contract mismatch, the stack lane says it. Two values both held that
-  // differ are another contract.
+  // A version-dependent setting one side's torch lacks (fill_uninitialized
+  // _memory is "unsupported" before 2.2) is part of that torch's version
+  // change: no contract mismatch, the stack lane says it. Everything else
+  // that differs, a value against none included, is another contract.
   const std::string version_change = framework_change(run, golden);
   std::vector<std::string> contract_diffs;
   for (const auto& key : key_union(golden.contract, run.contract)) {
@@ -226,14 +258,12 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
     auto r = run.contract.find(key);
     std::string gv = g == golden.contract.end() ? "(missing)" : g->second;
     std::string rv = r == run.contract.end() ? "(missing)" : r->second;
-    if (gv == rv) continue;
-    if (no_contract_value(gv) || no_contract_value(rv)) {
-      v.notes.push_back("contract." + key + ": " + v.reference_word + " " + gv + ", " + v.subject_word + " " + rv + ": " +
-                        (version_change.empty()
-                             ? "a setting the " + std::string(no_contract_value(gv) ? v.reference_word : v.subject_word) +
-                                   " does not record; not a contract difference (re-bless to pin it)"
-                             : "a setting one side's torch does not have, part of the version change (" + version_change +
-                                   "), compared under the smoke's tolerances"));
+    if (gv == rv || (no_contract_value(gv) && no_contract_value(rv))) continue;  // neither holds a value
+    if (!version_change.empty() && version_dependent_setting(key) &&
+        no_contract_value(gv) != no_contract_value(rv)) {
+      v.notes.push_back("contract." + key + ": " + v.reference_word + " " + gv + ", " + v.subject_word + " " + rv +
+                        ": a setting one side's torch does not have, part of the version change (" + version_change +
+                        "), compared under the smoke's tolerances");
       continue;
     }
     contract_diffs.push_back(key);
@@ -256,7 +286,11 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
     std::string named;
     for (size_t i = 0; i < contract_diffs.size() && i < 3; ++i) {
       const std::string& k = contract_diffs[i];
-      named += std::string(i ? ", " : " (") + k + " " + golden.contract.at(k) + " → " + run.contract.at(k);
+      auto value = [&k](const std::map<std::string, std::string>& m) {
+        auto it = m.find(k);
+        return it == m.end() ? std::string("(missing)") : it->second;
+      };
+      named += std::string(i ? ", " : " (") + k + " " + value(golden.contract) + " → " + value(run.contract);
     }
     named += contract_diffs.size() > 3 ? ", ...)" : ")";
     v.lane_reason = std::to_string(contract_diffs.size()) + " determinism contract setting(s) differ" + named +

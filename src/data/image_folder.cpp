@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -112,12 +114,28 @@ class StderrCapture {
  public:
   StderrCapture() {
     std::fflush(stderr);
-    file_ = std::tmpfile();
-    if (!file_) return;
+    // In $TMPDIR (std::tmpfile ignores it), removed at once.
+    const char* dir = std::getenv("TMPDIR");
+    std::string name = std::string(dir && *dir ? dir : "/tmp") + "/.lockstep-decoder-XXXXXX";
+    int fd = ::mkstemp(name.data());
+    if (fd < 0) return;
+    ::unlink(name.c_str());
+    file_ = ::fdopen(fd, "w+");
+    if (!file_) {
+      ::close(fd);
+      return;
+    }
     saved_ = ::dup(STDERR_FILENO);
     if (saved_ < 0 || ::dup2(::fileno(file_), STDERR_FILENO) < 0) restore();
+    std::clearerr(stderr);  // intact() counts this capture's failed writes only
   }
   ~StderrCapture() { restore(); }
+  /// Whether stderr goes to the capture file and every write so far
+  /// landed there (a full disk makes the decoder's warnings vanish).
+  bool intact() {
+    std::fflush(stderr);
+    return file_ && saved_ >= 0 && !std::ferror(stderr);
+  }
   /// What was written since the last call (at most 64 KiB of it), read
   /// with pread so the shared file offset stderr writes at never moves.
   std::string take_new() {
@@ -162,6 +180,13 @@ class StderrCapture {
   int saved_ = -1;
   off_t taken_ = 0;
 };
+
+// A .jpg or .jpeg name, in any case.
+bool is_jpeg_name(const std::string& name) {
+  std::string ext = fs::path(name).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".jpg" || ext == ".jpeg";
+}
 
 // libjpeg's warnings that mean pixels are missing: the entropy-coded data
 // stopped before the image was whole (a file cut short, its end marker
@@ -212,7 +237,9 @@ namespace {
 std::string not_loaded_why(const fs::directory_entry& e, bool in_class) {
   std::error_code ec;
   if (e.is_symlink(ec) && !fs::exists(e.path(), ec))
-    return "a symbolic link to nothing: an unfetched Git LFS or git-annex file?";
+    return ec == std::errc::too_many_symbolic_link_levels
+               ? "a symbolic link loop"
+               : "a symbolic link to nothing: an unfetched Git LFS or git-annex file?";
   if (e.is_directory(ec)) return "a folder; images are read from the class folders only, not below them";
   if (!e.is_regular_file(ec)) return "not a regular file (a FIFO, socket or device)";
   if (!in_class) return "a file at the root; images are read from the class folders only";
@@ -228,8 +255,9 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
   ImageFolder f;
   for (const auto& e : fs::directory_iterator(o.root, ec)) {
     std::string name = e.path().filename().string();
+    std::error_code entry_ec;
     if (name[0] == '.') continue;
-    if (e.is_directory()) f.classes.push_back(name);
+    if (e.is_directory(entry_ec)) f.classes.push_back(name);
     else f.skipped.push_back(name + " (" + not_loaded_why(e, /*in_class=*/false) + ")");
   }
   std::sort(f.classes.begin(), f.classes.end());  // byte-wise
@@ -239,9 +267,11 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
   for (size_t label = 0; label < f.classes.size(); ++label)
     for (const auto& e : fs::directory_iterator(fs::path(o.root) / f.classes[label], ec)) {
       std::string name = e.path().filename().string();
-      if (e.is_regular_file() && is_image_name(name))
+      std::error_code entry_ec;
+      if (name[0] == '.') continue;  // dotfiles: never looked at
+      if (e.is_regular_file(entry_ec) && is_image_name(name))
         files.emplace_back(f.classes[label] + "/" + name, static_cast<int64_t>(label));
-      else if (name[0] != '.')
+      else
         f.skipped.push_back(f.classes[label] + "/" + name + " (" + not_loaded_why(e, /*in_class=*/true) + ")");
     }
   std::sort(files.begin(), files.end());  // byte-wise on "class/file"
@@ -274,6 +304,11 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
     std::string bytes = read_file(path);
     try {
       decode_into(path, bytes, o, t.values.data() + i * t.features);
+      // A cut JPEG shows only in libjpeg's warnings: without them it
+      // cannot be told from a whole one.
+      if (is_jpeg_name(rel) && !decoder.intact())
+        throw EnvironmentError(path + ": cannot tell whether this JPEG is whole: libjpeg's warnings could not be "
+                               "caught (no room for a temporary file in $TMPDIR or /tmp?)");
       refuse_incomplete_jpeg(path, decoder.take_new());
     } catch (...) {
       account_decoder_output(decoder.finish(), t);  // what it said before failing is shown

@@ -397,7 +397,7 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
   return out;
 }
 
-void append_entry(const std::string& dir, const LedgerEntry& entry) {
+void append_entry(const std::string& dir, const LedgerEntry& entry, const std::function<void(int)>& on_wait) {
   std::string file = ledger_path(dir, entry.smoke);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -405,7 +405,7 @@ void append_entry(const std::string& dir, const LedgerEntry& entry) {
   // Read, append and rename under the folder's lock: two adds at once
   // (two nightlies, `history add` in a loop) would each rewrite the ledger
   // from what it held before the other's line.
-  DirectoryLock lock(dir, /*wait=*/true);
+  DirectoryLock lock(dir, /*wait=*/true, on_wait);
   std::string text;
   if (fs::exists(file, ec)) {
     for (const LedgerEntry& e : read_ledger(file, false).entries)

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -138,6 +139,8 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
 /// Appends `entry` to its smoke's ledger in `dir` (created when absent),
 /// atomically, holding `dir`'s DirectoryLock: concurrent appends all land. Throws exit-2 Error when the ledger already holds the run
 /// (its run_id) or cannot be read, exit 3 when it cannot be written.
-void append_entry(const std::string& dir, const LedgerEntry& entry);
+/// `on_wait(pid)` is called once when another process holds the lock
+/// (DirectoryLock), before waiting for it.
+void append_entry(const std::string& dir, const LedgerEntry& entry, const std::function<void(int)>& on_wait = {});
 
 }  // namespace lockstep

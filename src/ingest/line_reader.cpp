@@ -75,7 +75,7 @@ bool LineReader::next(std::string_view& line) {
                      "a line of at most " + std::to_string(max_line_) + " bytes (the file is not a line-based log)");
     if (nl || (eof_ && end_ > pos_)) {
       line = std::string_view(start, length);
-      if (!nl && final_newline_ && !is_blank_line(line))
+      if (!nl && final_newline_ && !is_blank_line(line.substr(0, line.find_last_not_of('\r') + 1)))
         throw BadInput(path_, "line " + std::to_string(line_ + 1),
                        "a line ending in a newline; the file ends mid-line (cut short while being written, or "
                        "copied in part), so its last value cannot be trusted");

@@ -259,7 +259,8 @@ void stamp_smoke_record(const SmokeConfig& cfg, const SmokeRunOptions& o, std::p
     if (table.skipped.size() > 10) list += ", ... (" + std::to_string(table.skipped.size() - 10) + " more)";
     std::string line = std::to_string(table.skipped.size()) + " file(s) not loaded: " + list;
     rec.fingerprint["data.skipped_files"] = {line, false, false};
-    out.notes.push_back(cfg.data.path + ": skipped " + line);
+    // A file name may hold a newline or bytes that are not UTF-8: escaped.
+    out.notes.push_back(printable_message(cfg.data.path + ": skipped " + line, /*keep_line_breaks=*/false));
   }
   if (table.decoder_lines > 0) {
     std::string distinct;

@@ -154,6 +154,14 @@ TEST(HistoryCli, OutputsStayOffTheirInputsAndInsideTheirFolders) {
   EXPECT_NE(among.output.find("--history " + kSourceDir + "/goldens: inside the goldens folder"), std::string::npos)
       << among.output;
   EXPECT_FALSE(fs::exists(kSourceDir + "/goldens/wine-mlp.jsonl"));
+  // Nor in check's own output folder (whose lock check holds): refused, not a wait.
+  Result in_out = lockstep("check " + kSourceDir + "/smoke/wine-mlp.json --repeat 1 --out " + (d / "out").string() +
+                           " --history " + (d / "out").string());
+  EXPECT_EQ(in_out.code, 2) << in_out.output;
+  EXPECT_NE(in_out.output.find("--history " + (d / "out").string() + ": inside the output folder " +
+                               (d / "out").string() + " (check's own, rewritten every run)"),
+            std::string::npos)
+      << in_out.output;
   // A ledger that is a link is refused before any run (it is replaced atomically).
   fs::create_directories(d / "linked");
   write_file_atomically((d / "elsewhere.jsonl").string(), "");

@@ -124,17 +124,39 @@ TEST(Compare, ASettingTheGoldensTorchLackedIsAStackChangeNotAContractMismatch) {
   EXPECT_EQ(compare_records(r, g, policy).lane, Lane::kContractMismatch);
 }
 
-// A contract field the golden does not record at all (a lockstep older
-// than the field) on one stack: a note to re-bless, not a mismatch.
-TEST(Compare, AContractFieldTheGoldenPredatesIsANote) {
+// Only a version-dependent setting, only across a real version change,
+// may lack a value on one side. A run cannot step out of the contract by
+// not saying, by a cosmetic version change, or through lockstep's own
+// settings; a golden lacking a setting under the same torch is no excuse.
+TEST(Compare, OnlyAVersionDependentSettingAcrossARealVersionChangeMayLackAValue) {
   RunRecord g = make_record({2.5});
-  RunRecord r = g;
-  r.contract["inductor_deterministic"] = "true";
-  Verdict v = compare_records(r, g, {});
-  EXPECT_EQ(v.lane, Lane::kSameStack);
-  ASSERT_EQ(v.notes.size(), 1u);
-  EXPECT_EQ(v.notes[0], "contract.inductor_deterministic: golden (missing), run true: a setting the golden does not "
-                        "record; not a contract difference (re-bless to pin it)");
+  g.contract["deterministic_algorithms"] = "true";
+  g.contract["fill_uninitialized_memory"] = "true";
+  auto lane = [&](RunRecord r, const RunRecord& reference) { return compare_records(r, reference, {}).lane; };
+  RunRecord silent = g;
+  silent.contract.erase("deterministic_algorithms");
+  EXPECT_EQ(lane(silent, g), Lane::kContractMismatch);  // same torch
+  EXPECT_EQ(lane(g, silent), Lane::kContractMismatch);  // the golden silent
+  silent.fingerprint["torch.version"].value = "2.6.0";
+  EXPECT_EQ(lane(silent, g), Lane::kContractMismatch);  // not a version-dependent setting
+  RunRecord mode = g;
+  mode.contract["mode"] = "unsupported (x)";
+  mode.fingerprint["torch.version"].value = "2.6.0";
+  EXPECT_EQ(lane(mode, g), Lane::kContractMismatch);  // lockstep's own setting
+  RunRecord cosmetic = g;
+  cosmetic.contract["fill_uninitialized_memory"] = "unsupported (x)";
+  for (const char* version : {"1.13.0 ", "1.13.0+cpu", "1.13.0a0"}) {
+    cosmetic.fingerprint["torch.version"].value = version;
+    EXPECT_EQ(lane(cosmetic, g), Lane::kContractMismatch) << version;  // no version change
+  }
+  cosmetic.fingerprint["torch.version"].value = "2.6.0+debian";
+  EXPECT_EQ(lane(cosmetic, g), Lane::kCrossStack);  // a downgrade's check: the older side lacks it
+  // Neither side holding a value is no difference.
+  RunRecord neither = g;
+  neither.contract["fill_uninitialized_memory"] = "unsupported (LibTorch < 2.2)";
+  RunRecord other = neither;
+  other.contract.erase("fill_uninitialized_memory");
+  EXPECT_EQ(lane(other, neither), Lane::kSameStack);
 }
 
 // The first divergence names a contract value whole, colons and all.

@@ -114,6 +114,10 @@ TEST(ImageFolder, EveryEntryNotLoadedIsNamedWithItsReason) {
   }
   fs::create_symlink("../../.git/annex/objects/xx/6.png", root / "dog/6.png");
   ASSERT_EQ(::mkfifo((root / "cat/pipe.png").c_str(), 0600), 0);
+  fs::create_symlink("l2", root / "cat/l1");  // a loop: named; a dotfile loop: never looked at
+  fs::create_symlink("l1", root / "cat/l2");
+  fs::create_symlink(".h2", root / "cat/.h1");
+  fs::create_symlink(".h1", root / "cat/.h2");
   fs::create_directories(root / "cat/deeper.png");
   fs::create_directories(root / "cat/sub");
   fs::copy_file(root / "dog/4.png", root / "cat/sub/4.png");
@@ -122,6 +126,8 @@ TEST(ImageFolder, EveryEntryNotLoadedIsNamedWithItsReason) {
   EXPECT_EQ(f.skipped,
             (std::vector<std::string>{
                 "cat/deeper.png (a folder; images are read from the class folders only, not below them)",
+                "cat/l1 (a symbolic link loop)",
+                "cat/l2 (a symbolic link loop)",
                 "cat/notes.txt (not an image name (.png .jpg .jpeg .tif .tiff .bmp))",
                 "cat/pipe.png (not a regular file (a FIFO, socket or device))",
                 "cat/sub (a folder; images are read from the class folders only, not below them)",
