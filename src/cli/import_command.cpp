@@ -11,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "gate/bless.h"
 #include "gate/provenance.h"
 #include "smoke/smoke_config.h"
 #include "smoke/golden_store.h"
@@ -212,6 +213,15 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
   // stands in for another CPU capability).
   if (!o.platform.empty()) rec.platform = o.platform;
   else if (cfg.platforms.size() == 1) rec.platform = cfg.platforms.front();
+  // The smoke's runs are what the golden is compared with: its device, and
+  // a platform key of that device.
+  rec.device = cfg.device;
+  if (std::string family = rec.platform.substr(0, rec.platform.find('-'));
+      (family == "cpu" || family == "cuda") && family != rec.device)
+    throw BadUsage("--platform " + rec.platform + ": a " + family + " platform key, but smoke " + cfg.name +
+                   " runs on device " + cfg.device + "; give a " + cfg.device + " platform key");
+  // A curve rounded by its source is refused here, not first at accept.
+  refuse_rounded_series(rec, cfg, "import " + o.path + " as a golden of " + cfg.name);
   // Not lockstep-out: a check clears its smoke's folder there.
   std::string out_dir = o.out.empty() ? "lockstep-import" : o.out;
   std::string path = pending_path(out_dir, rec.smoke, rec.platform);

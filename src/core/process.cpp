@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -84,29 +85,46 @@ extern "C" void kill_trainers_and_reraise(int sig) {
 }
 
 // Installs the handler for SIGINT, SIGTERM and SIGHUP while trainers run.
+// One registry for the process, shared by every thread that runs trainers
+// (check -j, calibrate and bisect run them from several): the handler is
+// installed by the first user and the previous one restored by the last;
+// each user clears only the groups it added. The slots are written under
+// the mutex and read by the handler without it (each one sig_atomic_t).
+std::mutex g_groups_mutex;
+int g_signal_users = 0;
+struct sigaction g_old_actions[3];
+
 class TrainerSignals {
  public:
   TrainerSignals() {
+    std::lock_guard<std::mutex> lock(g_groups_mutex);
+    if (g_signal_users++ > 0) return;
     struct sigaction sa {};
     sa.sa_handler = kill_trainers_and_reraise;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &old_[i]);
+    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &sa, &g_old_actions[i]);
   }
   ~TrainerSignals() {
-    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &old_[i], nullptr);
-    for (int i = 0; i < kMaxGroups; ++i) g_groups[i] = 0;
+    std::lock_guard<std::mutex> lock(g_groups_mutex);
+    for (int slot : slots_) g_groups[slot] = 0;
+    if (--g_signal_users == 0)
+      for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &g_old_actions[i], nullptr);
   }
+  TrainerSignals(const TrainerSignals&) = delete;
+  TrainerSignals& operator=(const TrainerSignals&) = delete;
   void add(pid_t group) {
+    std::lock_guard<std::mutex> lock(g_groups_mutex);
     for (int i = 0; i < kMaxGroups; ++i)
       if (g_groups[i] == 0) {
         g_groups[i] = group;
+        slots_.push_back(i);
         return;
       }
   }
 
  private:
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[3];
+  std::vector<int> slots_;  ///< the g_groups slots this user filled
 };
 
 }  // namespace
@@ -312,6 +330,14 @@ pid_t spawn(const ProcessSpec& spec) {
 }
 
 }  // namespace
+
+std::vector<pid_t> trainer_groups_registered() {
+  std::lock_guard<std::mutex> lock(g_groups_mutex);
+  std::vector<pid_t> out;
+  for (int i = 0; i < kMaxGroups; ++i)
+    if (g_groups[i] > 0) out.push_back(static_cast<pid_t>(g_groups[i]));
+  return out;
+}
 
 std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure,
                                           std::chrono::milliseconds peer_grace) {

@@ -104,6 +104,11 @@ inline constexpr std::chrono::milliseconds kPeerExitGrace{1500};
 std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure = false,
                                           std::chrono::milliseconds peer_grace = kPeerExitGrace);
 
+/// The process groups the signal handler would kill now (the processes
+/// every thread's run_process/run_processes has started and not yet
+/// finished with): for tests and diagnostics.
+std::vector<pid_t> trainer_groups_registered();
+
 /// The last `n` lines of the text file at `path` (at most the last 64 KiB
 /// read); "" when it is missing or empty.
 std::string tail_lines(const std::string& path, int n);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "compare/change_summary.h"
+#include "compare/tolerance_policy.h"
 #include "core/error.h"
 #include "core/float_bits.h"
 #include "machine/git_state.h"
@@ -85,6 +86,13 @@ void validate_kept_golden(const Golden& golden, const SmokeConfig& config, const
   if (!imported) validate_contract(golden.record, config, action);
   validate_golden_candidate(golden.record, imported ? 2 /* no reruns to require */ : golden.provenance.runs,
                             config.tolerance.allow_nonfinite_golden, action);
+  refuse_rounded_series(golden.record, config, action);
+}
+
+void refuse_rounded_series(const RunRecord& record, const SmokeConfig& config, const std::string& action) {
+  for (const auto& [name, series] : record.series)
+    if (std::string why = rounded_series_problem(config.tolerance, name, series); !why.empty())
+      throw BadUsage("refusing to " + action + ": series " + name + ": " + why + " (in " + config.file + ")");
 }
 
 void add_seed_statistics(const std::vector<RunRecord>& runs, RunRecord& golden) {

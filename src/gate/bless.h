@@ -71,9 +71,17 @@ void validate_contract(const RunRecord& record, const SmokeConfig& config, const
 /// validate_contract and validate_golden_candidate with its provenance's
 /// runs. An imported golden (provenance.imported_from: another tool's
 /// curves, `lockstep import --golden`) was made by no lockstep run: only
-/// its values are held (finite unless allowed). Throws exit-2 Error
-/// "refusing to <action>: ...".
+/// its values are held (finite unless allowed). Either way the precision
+/// guard (refuse_rounded_series). Throws exit-2 Error "refusing to
+/// <action>: ...".
 void validate_kept_golden(const Golden& golden, const SmokeConfig& config, const std::string& action);
+
+/// The precision guard of every comparison (compare/tolerance_policy.h,
+/// rounded_series_problem) applied where a golden is kept: a series its
+/// source rounded ("rounded" set, e.g. a log printing 4 decimals) under a
+/// rule of the smoke's that would compare the rounding. Throws exit-2 Error
+/// "refusing to <action>: series NAME: ..." naming the config.
+void refuse_rounded_series(const RunRecord& record, const SmokeConfig& config, const std::string& action);
 
 /// Refuses (exit 2) when the work tree of `git` has changes outside
 /// `own_folders` (lockstep's own output: the goldens folder, the --out or

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "core/atomic_file.h"
+#include "core/error.h"
 #include "core/hash.h"
 #include "core/json_io.h"
 #include "record/series_file.h"
@@ -87,6 +88,36 @@ Provenance provenance_from_json(JsonView p, uint64_t seed) {
 
 }  // namespace
 
+namespace {
+
+// A golden's parts agree with each other: its platform key with its
+// device; for a golden lockstep made (not imported), a recorded stack
+// whose device and determinism.* fields are the record's device and
+// contract. The content hash is unkeyed, so anyone can recompute it after
+// an edit: these catch a hand-made golden whose parts contradict, which
+// would otherwise drop to another lane or pass (docs/decisions.md).
+void check_consistency(const Golden& g, JsonView& view) {
+  const RunRecord& r = g.record;
+  std::string family = r.platform.substr(0, r.platform.find('-'));
+  if ((family == "cpu" || family == "cuda") && family != r.device)
+    view.at("device").fail("\"" + family + "\", the device of its platform key " + r.platform + ", got \"" +
+                           input_excerpt(r.device) + "\"");
+  if (!g.provenance.imported_from.empty() || r.fingerprint.count("import.source")) return;  // no stack claimed
+  if (r.fingerprint.empty())
+    view.at("fingerprint").fail("the stack the golden was made on (it is empty: with no stack to compare, every "
+                                "run would land in the same-stack lane)");
+  if (auto device = r.fingerprint.find("device"); device != r.fingerprint.end() && device->second.value != r.device)
+    view.at("fingerprint").at("device").fail("{\"value\": \"" + r.device + "\"}, the record's device, got \"" +
+                                             input_excerpt(device->second.value) + "\"");
+  for (const auto& [key, value] : r.contract)
+    if (auto f = r.fingerprint.find("determinism." + key); f != r.fingerprint.end() && f->second.value != value)
+      view.at("fingerprint").at("determinism." + key)
+          .fail("{\"value\": \"" + input_excerpt(value) + "\"}, the contract's " + key + ", got \"" +
+                input_excerpt(f->second.value) + "\"");
+}
+
+}  // namespace
+
 Golden golden_from_text(const std::string& text, const std::string& path, bool allow_plain_record,
                         const std::optional<std::string>& sidecar_dir) {
   nlohmann::json doc = parse_json_text(text, path);
@@ -132,6 +163,7 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
                    : "`lockstep import` (import the curves again instead of editing it)"));
   if (g.record.series.empty() && g.record.probes.empty() && g.record.hashes.empty())
     view.fail("a golden with at least one series, probe or hash (this one is empty)");
+  check_consistency(g, view);
   return g;
 }
 

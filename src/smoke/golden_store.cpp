@@ -124,6 +124,12 @@ Golden read_filed_golden(const GoldenLookup& found, const std::string& smoke) {
   if (golden.record.smoke != smoke)
     throw BadInput(found.path, "smoke", "\"" + smoke + "\" (the smoke this golden is filed under), got \"" +
                                             input_excerpt(golden.record.smoke) + "\"");
+  // As verify-goldens holds it (gate/bless.h, validate_golden_candidate):
+  // a golden lockstep made is two bit-identical runs or more.
+  if (golden.provenance.imported_from.empty() && golden.provenance.runs < 2)
+    throw BadInput(found.path, "provenance.runs",
+                   "2 or more (a golden is made of bit-identical runs in fresh processes), got " +
+                       std::to_string(golden.provenance.runs));
   std::string filed_as = std::filesystem::path(found.path).stem().string();
   if (golden.record.platform != filed_as)
     throw BadInput(found.path, "platform", "\"" + filed_as + "\" (the platform it is filed under), got \"" +

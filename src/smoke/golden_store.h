@@ -79,8 +79,8 @@ std::optional<GoldenLookup> find_golden(const std::string& root, const std::stri
 
 /// Reads the golden find_golden() found for `smoke` and holds it to where
 /// it is filed: a golden (provenance and content hash, read_golden()), made
-/// by bless or accept (not a pending one a failing check left), of `smoke`,
-/// for the platform its file name says. Throws exit-2 BadInput naming the
+/// by bless or accept (not a pending one a failing check left) from 2 runs
+/// or more unless imported, of `smoke`, for the platform its file name says. Throws exit-2 BadInput naming the
 /// file and the field otherwise. `check` and `compare RUN GOLDENS_DIR`
 /// read goldens through it, so a record copied into the folder never
 /// passes as one.

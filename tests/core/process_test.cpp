@@ -10,6 +10,9 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <algorithm>
+#include <atomic>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -128,6 +131,34 @@ TEST_F(Process, StopAllOnFailureKillsThePeersOfTheFirstFailure) {
   EXPECT_EQ(both[0].exit_status, 3);
   EXPECT_TRUE(both[1].ok());
   EXPECT_FALSE(both[1].stopped_for_peer);
+}
+
+// The signal handler's registry is the process's, shared by every thread
+// that runs trainers (check -j, calibrate, bisect): one thread's runs
+// ending neither unregisters another thread's process group nor takes the
+// handler away while that group runs, so Ctrl-C still kills it.
+TEST_F(Process, OneThreadsRunsEndingKeepAnotherThreadsGroupRegistered) {
+  std::thread a([&] {
+    ProcessSpec slow = sh("echo $$ > slow.pid; sleep 3");
+    run_process(slow);
+  });
+  // Wait for the slow one to be running.
+  for (int i = 0; i < 300 && !fs::exists(dir_ / "slow.pid"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::vector<pid_t> slow_group = trainer_groups_registered();
+  ASSERT_EQ(slow_group.size(), 1u);
+  std::thread b([&] { run_process(sh("true")); });  // starts and ends while the slow one runs
+  b.join();
+  EXPECT_EQ(trainer_groups_registered(), slow_group)
+      << "the slow process's group was unregistered by another thread's run";
+  struct sigaction current {};
+  sigaction(SIGTERM, nullptr, &current);
+  EXPECT_NE(current.sa_handler, SIG_DFL) << "another thread's run took the handler away";
+  a.join();
+  EXPECT_TRUE(trainer_groups_registered().empty());
+  sigaction(SIGTERM, nullptr, &current);
+  EXPECT_EQ(current.sa_handler, SIG_DFL);  // restored by the last user
 }
 
 }  // namespace

@@ -195,6 +195,24 @@ TEST(CheckSmoke, APendingGoldenCopiedIntoTheGoldensIsRefused) {
   EXPECT_NE(all.find(copied + ": provenance.action: a pending golden a failing check left"), std::string::npos) << all;
 }
 
+// A golden of fewer than two runs is refused by check as verify-goldens
+// refuses it, naming the field.
+TEST(CheckSmoke, AGoldenOfFewerThanTwoRunsIsRefused) {
+  GateProject p("one-run");
+  FakeLauncher l;
+  Golden g;
+  g.record = make_gate_record();
+  g.provenance.reason = "made by hand";
+  g.provenance.runs = 0;
+  std::string path = p.goldens_dir() + "/unit/cpu-x86_64-avx2.json";
+  write_golden(path, g);
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
+  EXPECT_EQ(c.verdict.first_divergence,
+            path + ": provenance.runs: expected 2 or more (a golden is made of bit-identical runs in fresh "
+                   "processes), got 0");
+}
+
 // An imported golden (another tool's curves) has no LibTorch stack: it
 // makes no lockstep golden of another platform stale, nor is it stale.
 TEST(CheckSmoke, AnImportedGoldenMakesNoOtherPlatformStale) {

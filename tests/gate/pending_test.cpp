@@ -141,6 +141,22 @@ TEST(Pending, AcceptRefusesAGoldenWhoseRunsWereMadeFromADirtyTree) {
   EXPECT_EQ(accept_pending(load_pending(p.out_dir(), p.goldens_dir(), ""), "approved").size(), 1u);
 }
 
+// The precision guard holds where a golden is kept, not only in check: a
+// curve its source rounded (4 decimals) is refused for an exact smoke.
+TEST(Pending, AcceptRefusesASeriesItsSourceRoundedUnderAnExactRule) {
+  GateProject p("pending-rounded", [](nlohmann::json& c) { c["tolerance"] = {{"series", {{"default", {{"exact", true}}}}}}; });
+  RunRecord r = make_gate_record();
+  r.series["loss"].rounded = 1e-4;
+  std::string path = write_pending(p, r);
+  std::string what = expect_refusal(load_pending(p.out_dir(), p.goldens_dir(), ""));
+  EXPECT_EQ(what.rfind("refusing to accept " + path + ": series loss: its values are rounded to 0.0001 by their "
+                       "source, so the rule exact would compare the rounding, not the runs; give "
+                       "tolerance.series.loss an atol of at least 5e-05 (in ",
+                       0),
+            0u)
+      << what;
+}
+
 TEST(Pending, AcceptRefusesAPendingGoldenOfAnotherConfigVersion) {
   GateProject p("pending-config");
   Golden g;

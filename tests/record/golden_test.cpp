@@ -165,5 +165,48 @@ TEST(Golden, EmptyGoldenIsExit2) {
   EXPECT_THROW(read_golden(path), Error);
 }
 
+// The content hash is unkeyed (anyone can recompute it after an edit): a
+// golden whose parts contradict each other is exit 2 naming the field,
+// whatever its hash says.
+TEST(Golden, AGoldenWhosePartsContradictIsExit2NamingTheField) {
+  auto refusal = [](Golden g) {
+    std::string path = temp_path("inconsistent.json");
+    write_golden(path, g);  // a valid, recomputed hash
+    try {
+      read_golden(path);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      return std::string(e.what()).substr(path.size());
+    }
+    return std::string("(read)");
+  };
+  Golden g = sample();
+  g.record.fingerprint["device"] = {"cpu", true};
+  g.record.contract["deterministic_algorithms"] = "true";
+  g.record.fingerprint["determinism.deterministic_algorithms"] = {"true", true};
+  EXPECT_EQ(refusal(g), "(read)");
+
+  Golden cuda = g;
+  cuda.record.device = "cuda";
+  EXPECT_EQ(refusal(cuda), ": device: expected \"cpu\", the device of its platform key cpu-x86_64-avx2, got \"cuda\"");
+  Golden empty = g;
+  empty.record.fingerprint.clear();
+  EXPECT_EQ(refusal(empty), ": fingerprint: expected the stack the golden was made on (it is empty: with no stack "
+                            "to compare, every run would land in the same-stack lane)");
+  Golden device = g;
+  device.record.fingerprint["device"].value = "cuda";
+  EXPECT_EQ(refusal(device), ": fingerprint.device: expected {\"value\": \"cpu\"}, the record's device, got \"cuda\"");
+  Golden contract = g;
+  contract.record.contract["deterministic_algorithms"] = "false";
+  EXPECT_EQ(refusal(contract), ": fingerprint.determinism.deterministic_algorithms: expected {\"value\": \"false\"}, "
+                               "the contract's deterministic_algorithms, got \"true\"");
+  // An imported golden claims no stack: an empty-but-for-its-source
+  // fingerprint is what it is.
+  Golden imported = g;
+  imported.record.fingerprint = {{"import.source", {"megatron x.json", false}}};
+  imported.record.contract.clear();
+  EXPECT_EQ(refusal(imported), "(read)");
+}
+
 }  // namespace
 }  // namespace lockstep
