@@ -7,11 +7,14 @@
 #   2. the wall time of `lockstep check smoke/` after the build (goal < 30 s
 #      on 2 cores).
 #   bench/run_vs_bare_loop.sh [N]     (default 7; needs ci/fetch-data.sh)
+#   LOCKSTEP_BUILD_DIR=build-trixie bench/run_vs_bare_loop.sh   (another build
+#   folder: in a stack root, ci/stack.sh trixie --run '...')
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-7}"
-bash ci/build.sh build -DLOCKSTEP_BUILD_BENCH=ON >/dev/null
-ninja -C build -j2 bare_train_loop >/dev/null
+build_dir="${LOCKSTEP_BUILD_DIR:-build}"
+bash ci/build.sh "$build_dir" -DLOCKSTEP_BUILD_BENCH=ON >/dev/null
+ninja -C "$build_dir" -j2 bare_train_loop >/dev/null
 data="${LOCKSTEP_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data}/digits.csv.gz"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -23,12 +26,12 @@ seconds() {  # wall seconds of one command
   awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}' 
 }
 for _ in $(seq "$n"); do
-  seconds ./build/lockstep run smoke/digits-cnn.json --out "$work/r.json" --quiet >>"$work/lockstep"
-  seconds ./build/bench/bare_train_loop "$data" >>"$work/bare"
+  seconds "./$build_dir/lockstep" run smoke/digits-cnn.json --out "$work/r.json" --quiet >>"$work/lockstep"
+  seconds "./$build_dir/bench/bare_train_loop" "$data" >>"$work/bare"
 done
 l=$(median <"$work/lockstep"); b=$(median <"$work/bare")
 printf 'lockstep run (process):  %.3f s   median of %d\n' "$l" "$n"
 printf 'bare LibTorch loop:      %.3f s\n' "$b"
 printf 'ratio:                   %.2f   (goal <= 1.05)\n' "$(awk -v a="$l" -v b="$b" 'BEGIN {print a / b}')"
-s=$(seconds ./build/lockstep check smoke/ --out "$work/check")
+s=$(seconds "./$build_dir/lockstep" check smoke/ --out "$work/check")
 printf 'check smoke/ (%d smokes): %.1f s   (goal < 30 s)\n' "$(ls smoke/*.json | wc -l)" "$s"

@@ -6,6 +6,8 @@
 #   ci/stack.sh trixie        # what `ci/test.sh` runs
 #   ci/stack.sh sid
 #   ci/stack.sh sid --shell   # the same root, mounted, with a shell in it
+#   ci/stack.sh trixie --run 'LOCKSTEP_BUILD_DIR=build-trixie bash bench/run_vs_bare_loop.sh 5'
+#                             # one command in it, in the clone (/src)
 #
 # What it does, as root:
 #   1. The root: `mmdebstrap --variant=apt` with the packages of
@@ -33,7 +35,7 @@ suite="${1:-}"
 mode="${2:-}"
 case "$suite" in
   trixie|sid) ;;
-  *) echo "usage: ci/stack.sh trixie|sid [--shell]" >&2; exit 2 ;;
+  *) echo "usage: ci/stack.sh trixie|sid [--shell | --run COMMAND]" >&2; exit 2 ;;
 esac
 if [ "$(id -u)" -ne 0 ]; then
   echo "stack: needs root (mmdebstrap, chroot, mounts): sudo bash ci/stack.sh $suite" >&2
@@ -114,6 +116,11 @@ in_root() {
 if [ "$mode" = --shell ]; then
   in_root "cd /src && exec bash -i" || true
   exit 0
+fi
+if [ "$mode" = --run ]; then
+  status=0
+  in_root "cd /src && ${3:?--run needs a command}" || status=$?
+  exit "$status"
 fi
 
 build="build-$suite"

@@ -70,7 +70,11 @@ include:
   - local: ci/templates/lockstep.gitlab-ci.yml
 
 variables:
-  LOCKSTEP_IMAGE: "lockstep:cpu"   # an image with lockstep installed (Dockerfile.cpu in lockstep's repository)
+  # An image with lockstep installed: lockstep:cpu (Dockerfile.cpu in lockstep's
+  # repository) runs built-in smokes only, it has no Python. A smoke with a
+  # "trainer" section needs your trainer's own image with python3, its torch and
+  # lockstep's .deb installed (docs/install.md).
+  LOCKSTEP_IMAGE: "lockstep:cpu"
 )";
 
 void say(const std::string& what) { std::cout << what << "\n"; }
