@@ -57,12 +57,10 @@ clang_rt_package() {
     return
   fi
   local major
-  major=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
-  if [ -z "$major" ]; then
-    echo "deps: cannot tell the default clang's version (apt-cache depends clang)" >&2
-    return 1
-  fi
-  echo "libclang-rt-${major}-dev"
+  major=$( (apt-cache depends clang 2>/dev/null || true) | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+  # No package lists to ask (before apt-get update): the unversioned name,
+  # which Debian 12 (bookworm-updates), 13 and sid all have.
+  if [ -z "$major" ]; then echo libclang-rt-dev; else echo "libclang-rt-${major}-dev"; fi
 }
 
 if [ "${1:-}" = --list ]; then
@@ -78,7 +76,7 @@ missing=()
 for p in "${packages[@]}"; do
   if [ "$p" = clang-rt ]; then
     # Any libclang-rt*-dev of the installed clang's major version counts.
-    major=$(clang --version 2>/dev/null | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n 1)
+    major=$( (clang --version 2>/dev/null || true) | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n 1)
     { [ -n "$major" ] && { installed "libclang-rt-${major}-dev" || installed libclang-rt-dev; }; } || missing+=("$p")
     continue
   fi

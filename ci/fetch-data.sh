@@ -72,16 +72,36 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The pinned versions are Debian 12's; another release (Debian 13, sid)
-# serves its own, whose files must still match the pinned SHA-256s below.
+# The pinned versions are Debian 12's. Another release (Debian 13, sid)
+# does not serve them through apt, and its own differ in their bytes (the
+# goldens pin the files' hashes): there the same .debs come from the
+# archive's pool, by URL, checked against their pinned SHA-256.
 download() {
   (cd "$work" && apt-get download -q "$@" >/dev/null 2>&1)
 }
+declare -A pool=(
+  [python3-sklearn]="pool/main/s/scikit-learn/python3-sklearn_1.2.1+dfsg-1_all.deb ca0c6be401d14871c7e93cfdd8d1f561595dc65e6e2ad2501d568aee7f7efc58"
+  [python3-skimage]="pool/main/s/skimage/python3-skimage_0.19.3-8_all.deb 728d88c3e3440f1f3712de0805dc834d29248ff07e1eec8c0f3da07606f752f9"
+)
+from_pool() {
+  local mirror name file sum
+  mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -n 1 || true)
+  [ -n "$mirror" ] || mirror=$(sed -n 's/^deb  *\(http[^ ]*\) .*/\1/p' /etc/apt/sources.list 2>/dev/null | grep -v security | head -n 1 || true)
+  [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+  for name in python3-sklearn python3-skimage; do
+    read -r file sum <<<"${pool[$name]}"
+    curl -fsSL --retry 2 -o "$work/$(basename "$file")" "${mirror%/}/$file" || return 1
+    echo "$sum  $work/$(basename "$file")" | sha256sum --check --status || {
+      echo "fetch-data: ${mirror%/}/$file does not match its pinned SHA-256 $sum" >&2
+      exit 2
+    }
+  done
+}
 download "$sklearn_pkg" "$skimage_pkg" || {
   # apt's package lists may be missing on a fresh machine.
-  apt-get update -qq >/dev/null
-  download "$sklearn_pkg" "$skimage_pkg" || download "${sklearn_pkg%%=*}" "${skimage_pkg%%=*}" || {
-    echo "fetch-data: cannot download ${sklearn_pkg%%=*} and ${skimage_pkg%%=*} from Debian's archive" >&2
+  apt-get update -qq >/dev/null || true
+  download "$sklearn_pkg" "$skimage_pkg" || from_pool || {
+    echo "fetch-data: cannot download $sklearn_pkg and $skimage_pkg from Debian's archive" >&2
     exit 3
   }
 }

@@ -33,9 +33,16 @@ cd "$(dirname "$0")/.."
 
 suite="${1:-}"
 mode="${2:-}"
+usage() { echo "usage: ci/stack.sh trixie|sid [--shell | --run 'COMMAND']" >&2; exit 2; }
 case "$suite" in
   trixie|sid) ;;
-  *) echo "usage: ci/stack.sh trixie|sid [--shell | --run COMMAND]" >&2; exit 2 ;;
+  *) usage ;;
+esac
+# Checked before minutes are spent: an unknown mode is no build.
+case "$mode" in
+  "" | --shell) [ $# -le 2 ] || usage ;;
+  --run) [ $# -eq 3 ] && [ -n "$3" ] || usage ;;  # one argument: quote the command
+  *) usage ;;
 esac
 if [ "$(id -u)" -ne 0 ]; then
   echo "stack: needs root (mmdebstrap, chroot, mounts): sudo bash ci/stack.sh $suite" >&2
@@ -97,7 +104,10 @@ echo "stack: $suite root unpacked ($(elapsed))"
 ccache_dir="$cache/ccache-$suite"
 data_dir="${LOCKSTEP_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data}"
 mkdir -p "$ccache_dir" "$data_dir" "$root/src" "$root/ccache" "$root/data"
-bind() { mount --bind "$1" "$2"; mounts+=("$2"); }
+# Every mount is private: on a host whose mounts propagate (systemd makes /
+# shared), devpts and tmpfs mounted over the root's /dev bind would
+# otherwise show on the host's /dev/pts and /dev/shm too.
+bind() { mount --bind "$1" "$2"; mount --make-private "$2"; mounts+=("$2"); }
 mount -t proc proc "$root/proc"; mounts+=("$root/proc")
 mount -t sysfs sys "$root/sys"; mounts+=("$root/sys")
 bind /dev "$root/dev"
@@ -119,7 +129,7 @@ if [ "$mode" = --shell ]; then
 fi
 if [ "$mode" = --run ]; then
   status=0
-  in_root "cd /src && ${3:?--run needs a command}" || status=$?
+  in_root "cd /src && $3" || status=$?
   exit "$status"
 fi
 

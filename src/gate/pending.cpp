@@ -155,7 +155,6 @@ std::vector<std::string> dirty_when_made(const RunRecord& record, const GitState
 std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::string& reason, bool allow_dirty,
                                            bool allow_narrower) {
   GitState git = read_git_state(fs::absolute(set.goldens_dir).parent_path().string());
-  refuse_dirty_tree(git, {set.goldens_dir, set.dir}, allow_dirty, "accept");
   std::vector<AcceptedGolden> out;
   std::map<std::string, std::string> source_of;  // target golden -> pending file
   for (const auto& path : set.files) {
@@ -173,9 +172,9 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
     // --allow-dirty, which is recorded.
     if (std::vector<std::string> made_dirty = dirty_when_made(g.record, git, {set.goldens_dir, set.dir});
         !made_dirty.empty() && !allow_dirty)
-      throw BadUsage(path + ": its runs were made from a dirty work tree (git.dirty: " + listed(made_dirty) +
-                     "): the golden would pin code no commit holds; check again from a clean commit, or accept "
-                     "--allow-dirty, which is recorded");
+      throw BadUsage(path + ": its runs were made from uncommitted files (git.dirty: " + listed(made_dirty) +
+                     "), so no commit is known to reproduce it: commit them, run `lockstep check` again and accept "
+                     "the pending golden that check leaves; or accept --allow-dirty, which is recorded");
     std::string imported_from = g.provenance.imported_from;
     g.provenance = stamp_provenance("accept", reason, git, g.provenance.runs);
     g.provenance.imported_from = imported_from;
@@ -199,6 +198,9 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
     }
     out.push_back({path, target, std::move(g), std::move(dropped)});
   }
+  // After the pending goldens' own refusals, so one made from uncommitted
+  // files is said first (committing alone would not make it acceptable).
+  refuse_dirty_tree(git, {set.goldens_dir, set.dir}, allow_dirty, "accept");
   return out;
 }
 

@@ -130,8 +130,9 @@ TEST(Pending, AcceptRefusesAGoldenWhoseRunsWereMadeFromADirtyTree) {
   std::string path = write_pending(p, r);
   PendingSet set = load_pending(p.out_dir(), p.goldens_dir(), "");
   EXPECT_EQ(expect_refusal(set),
-            path + ": its runs were made from a dirty work tree (git.dirty: trainer/train.py): the golden would pin "
-                   "code no commit holds; check again from a clean commit, or accept --allow-dirty, which is recorded");
+            path + ": its runs were made from uncommitted files (git.dirty: trainer/train.py), so no commit is "
+                   "known to reproduce it: commit them, run `lockstep check` again and accept the pending golden that "
+                   "check leaves; or accept --allow-dirty, which is recorded");
   auto accepted = accept_pending(set, "approved", /*allow_dirty=*/true);
   ASSERT_EQ(accepted.size(), 1u);
   EXPECT_TRUE(accepted[0].golden.provenance.allow_dirty);
