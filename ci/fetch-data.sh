@@ -85,9 +85,7 @@ declare -A pool=(
 )
 from_pool() {
   local mirror name file sum
-  mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -n 1 || true)
-  [ -n "$mirror" ] || mirror=$(sed -n 's/^deb  *\(http[^ ]*\) .*/\1/p' /etc/apt/sources.list 2>/dev/null | grep -v security | head -n 1 || true)
-  [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+  mirror=$(bash "$(dirname "$0")/debian-mirror.sh")
   for name in python3-sklearn python3-skimage; do
     read -r file sum <<<"${pool[$name]}"
     curl -fsSL --retry 2 -o "$work/$(basename "$file")" "${mirror%/}/$file" || return 1

@@ -54,11 +54,7 @@ mkdir -p "$cache"
 t0=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
 
-# The mirror this machine's apt uses (deb822 or one-line sources), else Debian's.
-mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -n 1 || true)
-[ -n "$mirror" ] || mirror=$(sed -n 's/^deb  *\(http[^ ]*\) .*/\1/p' /etc/apt/sources.list 2>/dev/null | grep -v security | head -n 1 || true)
-[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-
+mirror=$(bash ci/debian-mirror.sh)
 packages=$(LOCKSTEP_DEPS=stack bash ci/deps.sh --list | sort -u | paste -sd, -)
 key=$(printf '%s\n%s\n' "$suite" "$packages" | sha256sum | cut -c1-12)
 tarball="$cache/$suite-$key.tar"

@@ -214,6 +214,76 @@ extern "C" void kill_own_group(int) {
   ::_exit(127);
 }
 
+// The watcher, in the forked child: leads the program's process group,
+// kills the group when this process's parent dies (PR_SET_PDEATHSIG), else
+// waits for the program and ends as it ended. Async-signal-safe calls only.
+[[noreturn]] void run_watcher(const ProcessSpec& spec, const std::string& program, std::vector<char*>& argv,
+                              std::vector<char*>& envp, int report, pid_t parent) {
+  // The watcher: its own process group, so a timeout and our death kill
+  // every process the program starts.
+  ::setpgid(0, 0);
+  // Only stdio and our report pipe: another thread's spawn may have its
+  // report pipe open now, and its end would otherwise stay open in this
+  // watcher (and the program) until this program ends.
+  close_descriptors_but(report);
+  struct sigaction on_parent_death {};
+  on_parent_death.sa_handler = kill_own_group;
+  sigemptyset(&on_parent_death.sa_mask);
+  ::sigaction(kParentDeathSignal, &on_parent_death, nullptr);
+  ::prctl(PR_SET_PDEATHSIG, kParentDeathSignal);
+  if (::getppid() != parent) kill_own_group(0);  // we died before the line above
+  // Signals to the group (a timeout's SIGTERM, a terminal's) are the
+  // program's to act on; the watcher only waits for it.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::sigaction(sig, &ignore, nullptr);
+  const pid_t watched = ::fork();
+  if (watched < 0) {
+    int e[2] = {5, errno};
+    ssize_t ignored = ::write(report, e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  if (watched == 0) exec_program(spec, program, argv, envp, report, parent);
+  ::close(report);
+  int status = 0;
+  while (::waitpid(watched, &status, 0) < 0)
+    if (errno != EINTR) ::_exit(127);
+  if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+  // Ends as the program ended: by the same signal.
+  const int sig = WTERMSIG(status);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(sig, &dfl, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::kill(::getpid(), sig);
+  ::_exit(128 + sig);
+}
+
+// Throws what a start that failed before the exec reported: `failed` is
+// {what failed (0 the exec, 1..4 stdio or the folder, 5 the fork), errno};
+// returns for an errno of 0.
+void raise_start_failure(const ProcessSpec& spec, const std::string& program, const std::string& starting,
+                         const int failed[2]) {
+  const int rc = failed[1];
+  if (failed[0] != 0) {
+    if (failed[0] == 5) throw EnvironmentError("cannot start " + starting + " " + program + ": fork: " + std::strerror(rc));
+    const char* const what[] = {"", "/dev/null", spec.stdout_path.c_str(), spec.stderr_path.c_str(),
+                                spec.cwd.c_str()};
+    throw io_error(what[failed[0] >= 1 && failed[0] <= 4 ? failed[0] : 1],
+                   failed[0] == 4 ? "enter the folder of " + starting : "open for " + starting, rc);
+  }
+  if (rc == ENOENT)  // the program exists (resolved above): its #! interpreter does not
+    throw BadUsage(spec.what + ": " + program + ": cannot be executed: the interpreter on its #! line "
+                   "was not found");
+  if (rc == ENOEXEC || rc == EACCES)
+    throw BadUsage(spec.what + ": " + program + ": cannot be executed (" + std::strerror(rc) + ")");
+  if (rc != 0) throw EnvironmentError("cannot start " + starting + " " + program + ": " + std::strerror(rc));
+}
+
 // Starts `spec` in its own process group (under its watcher, the group's
 // leader, whose pid this returns).
 pid_t spawn(const ProcessSpec& spec) {
@@ -257,50 +327,7 @@ pid_t spawn(const ProcessSpec& spec) {
     ::close(report[1]);
     throw EnvironmentError("cannot start " + starting + " " + program + ": fork: " + std::strerror(e));
   }
-  if (pid == 0) {
-    // The watcher: its own process group, so a timeout and our death kill
-    // every process the program starts.
-    ::setpgid(0, 0);
-    // Only stdio and our report pipe: another thread's spawn may have its
-    // report pipe open now, and its end would otherwise stay open in this
-    // watcher (and the program) until this program ends.
-    close_descriptors_but(report[1]);
-    struct sigaction on_parent_death {};
-    on_parent_death.sa_handler = kill_own_group;
-    sigemptyset(&on_parent_death.sa_mask);
-    ::sigaction(kParentDeathSignal, &on_parent_death, nullptr);
-    ::prctl(PR_SET_PDEATHSIG, kParentDeathSignal);
-    if (::getppid() != parent) kill_own_group(0);  // we died before the line above
-    // Signals to the group (a timeout's SIGTERM, a terminal's) are the
-    // program's to act on; the watcher only waits for it.
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::sigaction(sig, &ignore, nullptr);
-    const pid_t watched = ::fork();
-    if (watched < 0) {
-      int e[2] = {5, errno};
-      ssize_t ignored = ::write(report[1], e, sizeof e);
-      (void)ignored;
-      ::_exit(127);
-    }
-    if (watched == 0) exec_program(spec, program, argv, envp, report[1], parent);
-    ::close(report[1]);
-    int status = 0;
-    while (::waitpid(watched, &status, 0) < 0)
-      if (errno != EINTR) ::_exit(127);
-    if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
-    // Ends as the program ended: by the same signal.
-    const int sig = WTERMSIG(status);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigaction(sig, &dfl, nullptr);
-    sigset_t only;
-    sigemptyset(&only);
-    sigaddset(&only, sig);
-    ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
-    ::kill(::getpid(), sig);
-    ::_exit(128 + sig);
-  }
+  if (pid == 0) run_watcher(spec, program, argv, envp, report[1], parent);
   ::setpgid(pid, pid);  // also here: the signal handler may kill the group before the child ran
   ::close(report[1]);
   int failed[2] = {0, 0};
@@ -312,20 +339,7 @@ pid_t spawn(const ProcessSpec& spec) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const int rc = failed[1];
-  if (failed[0] != 0) {
-    if (failed[0] == 5) throw EnvironmentError("cannot start " + starting + " " + program + ": fork: " + std::strerror(rc));
-    const char* const what[] = {"", "/dev/null", spec.stdout_path.c_str(), spec.stderr_path.c_str(),
-                                        spec.cwd.c_str()};
-    throw io_error(what[failed[0] >= 1 && failed[0] <= 4 ? failed[0] : 1],
-                   failed[0] == 4 ? "enter the folder of " + starting : "open for " + starting, rc);
-  }
-  if (rc == ENOENT)  // the program exists (resolved above): its #! interpreter does not
-    throw BadUsage(spec.what + ": " + program + ": cannot be executed: the interpreter on its #! line "
-                   "was not found");
-  if (rc == ENOEXEC || rc == EACCES)
-    throw BadUsage(spec.what + ": " + program + ": cannot be executed (" + std::strerror(rc) + ")");
-  if (rc != 0) throw EnvironmentError("cannot start " + starting + " " + program + ": " + std::strerror(rc));
+  raise_start_failure(spec, program, starting, failed);
   return pid;
 }
 
@@ -339,14 +353,53 @@ std::vector<pid_t> trainer_groups_registered() {
   return out;
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One process of run_processes: its watcher's pid and its clocks.
+struct Running {
+  pid_t pid = 0;
+  Clock::time_point start, deadline, kill_at;
+  bool term_sent = false, done = false;
+};
+
+// One look at a running process: reaps it when it ended (and kills what it
+// left in its group), sends its group SIGTERM at the deadline and SIGKILL
+// 5 s later. Returns true when it failed just now (ended not ok, or timed
+// out). Throws exit-3 Error when waitpid fails.
+bool poll_running(Running& r, ProcessOutcome& out) {
+  int status = 0;
+  pid_t got = waitpid(r.pid, &status, WNOHANG);
+  if (got < 0 && errno != EINTR) throw EnvironmentError(std::string("waitpid: ") + std::strerror(errno));
+  auto now = Clock::now();
+  if (got == r.pid) {
+    // Workers the trainer left behind must not outlive it.
+    ::kill(-r.pid, SIGKILL);
+    r.done = true;
+    out.wall_s = std::chrono::duration<double>(now - r.start).count();
+    if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
+    else out.exit_status = WEXITSTATUS(status);
+    return !out.ok();
+  }
+  if (!r.term_sent && now >= r.deadline) {
+    out.timed_out = true;
+    r.term_sent = true;
+    ::kill(-r.pid, SIGTERM);
+    r.kill_at = now + std::chrono::seconds(5);
+    return true;
+  }
+  if (r.term_sent && now >= r.kill_at) {
+    ::kill(-r.pid, SIGKILL);
+    r.kill_at = now + std::chrono::hours(1);
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs, bool stop_all_on_failure,
                                           std::chrono::milliseconds peer_grace) {
-  using Clock = std::chrono::steady_clock;
-  struct Running {
-    pid_t pid = 0;
-    Clock::time_point start, deadline, kill_at;
-    bool term_sent = false, done = false;
-  };
   std::vector<Running> running(specs.size());
   std::vector<ProcessOutcome> out(specs.size());
   TrainerSignals signals;
@@ -374,34 +427,14 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs,
   while (left > 0) {
     bool failed = false;
     for (size_t i = 0; i < specs.size(); ++i) {
-      Running& r = running[i];
-      if (r.done) continue;
-      int status = 0;
-      pid_t got = waitpid(r.pid, &status, WNOHANG);
-      if (got < 0 && errno != EINTR) {
+      if (running[i].done) continue;
+      try {
+        failed = poll_running(running[i], out[i]) || failed;
+      } catch (...) {
         kill_started();
-        throw EnvironmentError(std::string("waitpid: ") + std::strerror(errno));
+        throw;
       }
-      auto now = Clock::now();
-      if (got == r.pid) {
-        // Workers the trainer left behind must not outlive it.
-        ::kill(-r.pid, SIGKILL);
-        r.done = true;
-        --left;
-        out[i].wall_s = std::chrono::duration<double>(now - r.start).count();
-        if (WIFSIGNALED(status)) out[i].signal = WTERMSIG(status);
-        else out[i].exit_status = WEXITSTATUS(status);
-        if (!out[i].ok()) failed = true;
-      } else if (!r.term_sent && now >= r.deadline) {
-        out[i].timed_out = true;
-        r.term_sent = true;
-        ::kill(-r.pid, SIGTERM);
-        r.kill_at = now + std::chrono::seconds(5);
-        failed = true;
-      } else if (r.term_sent && now >= r.kill_at) {
-        ::kill(-r.pid, SIGKILL);
-        r.kill_at = now + std::chrono::hours(1);
-      }
+      if (running[i].done) --left;
     }
     if (stop_all_on_failure && failed && !stopping) {
       // Everything still running only waits for the one that failed; a

@@ -4,6 +4,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,10 +25,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_image_name(const std::string& name) {
-  if (name.empty() || name[0] == '.') return false;
+// ".png" for "a/B.PNG": the extension, lower-cased.
+std::string lower_extension(const std::string& name) {
   std::string ext = fs::path(name).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+bool is_jpeg_name(const std::string& name) {
+  std::string ext = lower_extension(name);
+  return ext == ".jpg" || ext == ".jpeg";
+}
+
+bool is_image_name(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;
+  std::string ext = lower_extension(name);
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".tif" || ext == ".tiff" || ext == ".bmp";
 }
 
@@ -44,13 +56,12 @@ int interpolation_flag(const std::string& name) {
 // JPEG and PNG decoders accept truncated files (libjpeg fills the rest with
 // grey), so the end marker is checked first.
 void check_complete(const std::string& path, const std::string& bytes) {
-  std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string ext = lower_extension(path);
   auto tail_has = [&](const std::string& marker, size_t window) {
     size_t from = bytes.size() > window ? bytes.size() - window : 0;
     return bytes.find(marker, from) != std::string::npos;
   };
-  if ((ext == ".jpg" || ext == ".jpeg") && !tail_has(std::string("\xff\xd9", 2), 64))
+  if (is_jpeg_name(path) && !tail_has(std::string("\xff\xd9", 2), 64))
     throw BadInput(path, "(image)", "a complete JPEG ending with the EOI marker FF D9 (the file is truncated)");
   if (ext == ".png" && !tail_has("IEND", 16))
     throw BadInput(path, "(image)", "a complete PNG ending with an IEND chunk (the file is truncated)");
@@ -114,12 +125,11 @@ class StderrCapture {
  public:
   StderrCapture() {
     std::fflush(stderr);
-    // In $TMPDIR (std::tmpfile ignores it), removed at once.
+    // An unnamed file in $TMPDIR (std::tmpfile ignores it), else /tmp.
     const char* dir = std::getenv("TMPDIR");
-    std::string name = std::string(dir && *dir ? dir : "/tmp") + "/.lockstep-decoder-XXXXXX";
-    int fd = ::mkstemp(name.data());
+    int fd = ::open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && dir && *dir) fd = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return;
-    ::unlink(name.c_str());
     file_ = ::fdopen(fd, "w+");
     if (!file_) {
       ::close(fd);
@@ -181,13 +191,6 @@ class StderrCapture {
   off_t taken_ = 0;
 };
 
-// A .jpg or .jpeg name, in any case.
-bool is_jpeg_name(const std::string& name) {
-  std::string ext = fs::path(name).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".jpg" || ext == ".jpeg";
-}
-
 // libjpeg's warnings that mean pixels are missing: the entropy-coded data
 // stopped before the image was whole (a file cut short, its end marker
 // added back, still decodes, the rest grey). Others ("N extraneous bytes
@@ -246,13 +249,12 @@ std::string not_loaded_why(const fs::directory_entry& e, bool in_class) {
   return "not an image name (.png .jpg .jpeg .tif .tiff .bmp)";
 }
 
-ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
+// The images of the folder as (path relative to the root, label), sorted
+// byte-wise; fills f.classes and f.skipped (every entry not loaded, with
+// its reason). Throws exit-2 Error for a folder without classes or images,
+// or a class without images.
+std::vector<std::pair<std::string, int64_t>> list_image_folder(const ImageFolderOptions& o, ImageFolder& f) {
   std::error_code ec;
-  if (!fs::exists(o.root, ec))
-    throw BadInput(o.root, "(folder)", "an image folder with one subfolder per class (it does not exist)");
-  if (!fs::is_directory(o.root, ec))
-    throw BadInput(o.root, "(folder)", "an image folder with one subfolder per class (it is a file)");
-  ImageFolder f;
   for (const auto& e : fs::directory_iterator(o.root, ec)) {
     std::string name = e.path().filename().string();
     std::error_code entry_ec;
@@ -285,6 +287,18 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
     if (!has_image[label])
       throw BadInput((fs::path(o.root) / f.classes[label]).string(), "(class folder)",
                      "at least one image (.png .jpg .jpeg .tif .tiff .bmp) in every class folder, found none");
+
+  return files;
+}
+
+ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
+  std::error_code ec;
+  if (!fs::exists(o.root, ec))
+    throw BadInput(o.root, "(folder)", "an image folder with one subfolder per class (it does not exist)");
+  if (!fs::is_directory(o.root, ec))
+    throw BadInput(o.root, "(folder)", "an image folder with one subfolder per class (it is a file)");
+  ImageFolder f;
+  const std::vector<std::pair<std::string, int64_t>> files = list_image_folder(o, f);
 
   CsvTable& t = f.table;
   t.rows = static_cast<int64_t>(files.size());

@@ -81,22 +81,19 @@ bool is_capture_only_field(const std::string& field) {
          field == "cuda.cudnn" || field == "cuda.nccl";
 }
 
-Fingerprint capture_fingerprint(const CaptureOptions& opt) {
-  // The machine's fields come from their one writer; this adds LibTorch's.
-  MachineOptions machine;
-  machine.device = opt.device;
-  machine.repo_path = opt.repo_path;
-  auto mode = opt.contract.find("mode");
-  machine.threads_pinned = mode != opt.contract.end() && (mode->second == "strict" || mode->second == "default");
-  machine.cuda_library = opt.cuda_library;
-  machine.nvml_library = opt.nvml_library;
-  Fingerprint fp = machine_fingerprint(machine);
-  auto put = [&fp](const std::string& k, const std::string& v, bool relevant) {
-    fp[k] = FingerprintField{v.empty() ? absent("empty") : v, relevant};
-  };
-  bool on_cuda = opt.device == "cuda";
+namespace {
 
-  // LibTorch.
+// fp[k] = v ("(absent: empty)" for an empty value).
+void put_field(Fingerprint& fp, const std::string& k, const std::string& v, bool relevant) {
+  fp[k] = FingerprintField{v.empty() ? absent("empty") : v, relevant};
+}
+
+// LibTorch's own fields: version, library and its hash, build settings,
+// oneDNN/OpenMP/MKL, the 2.x numerics settings, the CPU capability.
+// Returns show_config() parsed, which the CUDA fields read too.
+TorchConfigText put_libtorch_fields(const CaptureOptions& opt, Fingerprint& fp) {
+  auto put = [&fp](const std::string& k, const std::string& v, bool relevant) { put_field(fp, k, v, relevant); };
+  const bool on_cuda = opt.device == "cuda";
   put("torch.version", TORCH_VERSION, true);
   std::string torch_cpu = library_of(reinterpret_cast<const void*>(&at::show_config));
   put("torch.library", torch_cpu.empty() ? absent("dladdr failed") : torch_cpu, false);
@@ -126,6 +123,45 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   put("cpu.capability", config.cpu_capability.empty() ? absent("not in show_config()") : config.cpu_capability,
       true);
 
+  return config;
+}
+
+// CUDA as LibTorch sees it: the runtime libraries as loaded (the versions
+// that run, not those compiled against). How many GPUs are visible does
+// not change a run on device 0: informational.
+void put_cuda_fields(const TorchConfigText& config, bool on_cuda, Fingerprint& fp) {
+  auto put = [&fp](const std::string& k, const std::string& v, bool relevant) { put_field(fp, k, v, relevant); };
+  const auto& settings = config.build_settings;
+  put("cuda.torch_devices", std::to_string(compat::cuda_device_count()), false);
+  bool torch_cuda = build_setting_is_on(settings.count("USE_CUDA") ? settings.at("USE_CUDA") : "");
+  std::string no_cuda_why = torch_cuda ? "not in show_config()" : "CPU-only LibTorch";
+  put("cuda.runtime", config.cuda_runtime.empty() ? absent(no_cuda_why) : config.cuda_runtime, on_cuda);
+  std::string cudnn_why;
+  std::string cudnn = loaded_cudnn_version(&cudnn_why);
+  if (cudnn.empty() && !config.cudnn.empty()) cudnn = config.cudnn + " (from show_config(); " + cudnn_why + ")";
+  put("cuda.cudnn", cudnn.empty() ? absent(torch_cuda ? cudnn_why : no_cuda_why) : cudnn, on_cuda);
+  std::string nccl_why;
+  std::string nccl = loaded_nccl_version(&nccl_why);
+  put("cuda.nccl", nccl.empty() ? absent(nccl_why) : nccl, on_cuda);
+}
+
+}  // namespace
+
+Fingerprint capture_fingerprint(const CaptureOptions& opt) {
+  // The machine's fields come from their one writer; this adds LibTorch's.
+  MachineOptions machine;
+  machine.device = opt.device;
+  machine.repo_path = opt.repo_path;
+  auto mode = opt.contract.find("mode");
+  machine.threads_pinned = mode != opt.contract.end() && (mode->second == "strict" || mode->second == "default");
+  machine.cuda_library = opt.cuda_library;
+  machine.nvml_library = opt.nvml_library;
+  Fingerprint fp = machine_fingerprint(machine);
+  auto put = [&fp](const std::string& k, const std::string& v, bool relevant) { put_field(fp, k, v, relevant); };
+  bool on_cuda = opt.device == "cuda";
+
+  const TorchConfigText config = put_libtorch_fields(opt, fp);
+
   // Threads.
   put("threads.intra_op", std::to_string(at::get_num_threads()), true);
   put("threads.inter_op", std::to_string(at::get_num_interop_threads()), true);
@@ -148,20 +184,7 @@ Fingerprint capture_fingerprint(const CaptureOptions& opt) {
   // Determinism contract as read back.
   for (const auto& [k, v] : opt.contract) put("determinism." + k, v, true);
 
-  // CUDA as LibTorch sees it: the runtime libraries as loaded (the versions
-  // that run, not those compiled against). How many GPUs are visible does
-  // not change a run on device 0: informational.
-  put("cuda.torch_devices", std::to_string(compat::cuda_device_count()), false);
-  bool torch_cuda = build_setting_is_on(settings.count("USE_CUDA") ? settings.at("USE_CUDA") : "");
-  std::string no_cuda_why = torch_cuda ? "not in show_config()" : "CPU-only LibTorch";
-  put("cuda.runtime", config.cuda_runtime.empty() ? absent(no_cuda_why) : config.cuda_runtime, on_cuda);
-  std::string cudnn_why;
-  std::string cudnn = loaded_cudnn_version(&cudnn_why);
-  if (cudnn.empty() && !config.cudnn.empty()) cudnn = config.cudnn + " (from show_config(); " + cudnn_why + ")";
-  put("cuda.cudnn", cudnn.empty() ? absent(torch_cuda ? cudnn_why : no_cuda_why) : cudnn, on_cuda);
-  std::string nccl_why;
-  std::string nccl = loaded_nccl_version(&nccl_why);
-  put("cuda.nccl", nccl.empty() ? absent(nccl_why) : nccl, on_cuda);
+  put_cuda_fields(config, on_cuda, fp);
   return fp;
 }
 

@@ -30,17 +30,23 @@ bool under(const std::string& file, const std::string& dir) {
 
 }  // namespace
 
-void refuse_dirty_tree(const GitState& git, const std::vector<std::string>& own_folders, bool allow_dirty,
-                       const std::string& command) {
-  if (!git.in_repo || allow_dirty) return;
-  std::vector<std::string> dirty;
-  for (const auto& f : git.dirty_files) {
+std::vector<std::string> outside_folders(const GitState& git, const std::vector<std::string>& files,
+                                         const std::vector<std::string>& own_folders) {
+  std::vector<std::string> out;
+  for (const auto& f : files) {
     std::string path = (fs::path(git.workdir) / f).lexically_normal().string();
     bool own = false;
     for (const auto& folder : own_folders)
       own = own || under(path, fs::absolute(folder).lexically_normal().string());
-    if (!own) dirty.push_back(f);
+    if (!own) out.push_back(f);
   }
+  return out;
+}
+
+void refuse_dirty_tree(const GitState& git, const std::vector<std::string>& own_folders, bool allow_dirty,
+                       const std::string& command) {
+  if (!git.in_repo || allow_dirty) return;
+  std::vector<std::string> dirty = outside_folders(git, git.dirty_files, own_folders);
   if (dirty.empty()) return;
   std::string list;
   for (size_t i = 0; i < dirty.size() && i < 10; ++i) list += "\n  " + dirty[i];

@@ -83,6 +83,12 @@ void validate_kept_golden(const Golden& golden, const SmokeConfig& config, const
 /// "refusing to <action>: series NAME: ..." naming the config.
 void refuse_rounded_series(const RunRecord& record, const SmokeConfig& config, const std::string& action);
 
+/// The work-tree paths of `files` (relative to git.workdir, as git names
+/// them) that lie outside every folder of `own_folders` (goldens/, --out):
+/// the changes lockstep's own outputs are not.
+std::vector<std::string> outside_folders(const GitState& git, const std::vector<std::string>& files,
+                                         const std::vector<std::string>& own_folders);
+
 /// Refuses (exit 2) when the work tree of `git` has changes outside
 /// `own_folders` (lockstep's own output: the goldens folder, the --out or
 /// pending folder), unless `allow_dirty`: a golden's provenance names the

@@ -127,26 +127,19 @@ std::vector<std::string> dirty_when_made(const RunRecord& record, const GitState
   auto it = record.fingerprint.find("git.dirty");
   if (it == record.fingerprint.end() || it->second.value == "clean" || it->second.value.rfind("(absent", 0) == 0)
     return {};
-  std::vector<std::string> prefixes;  // "goldens/", "lockstep-out/": folders of the work tree, with a slash
-  for (const auto& folder : own_folders) {
-    if (!git.in_repo) break;
-    fs::path rel = fs::absolute(folder).lexically_normal().lexically_relative(fs::path(git.workdir).lexically_normal());
-    std::string r = rel.generic_string();
-    if (!r.empty() && r != "." && r.rfind("..", 0) != 0) prefixes.push_back(r.back() == '/' ? r : r + "/");
-  }
-  std::vector<std::string> out;
+  std::vector<std::string> files;
+  std::string tail;  // "(+N more)": the summary's last words
   std::istringstream words(it->second.value);
   for (std::string f; words >> f;) {
-    if (f.rfind("(+", 0) == 0) {  // "(+N more)": the summary's tail
-      std::string rest;
-      std::getline(words, rest);
-      out.push_back(f + rest);
+    if (f.rfind("(+", 0) == 0) {
+      std::getline(words, tail);
+      tail = f + tail;
       break;
     }
-    bool own = false;
-    for (const auto& prefix : prefixes) own = own || f.rfind(prefix, 0) == 0;
-    if (!own) out.push_back(f);
+    files.push_back(f);
   }
+  std::vector<std::string> out = git.in_repo ? outside_folders(git, files, own_folders) : files;
+  if (!tail.empty()) out.push_back(tail);
   return out;
 }
 

@@ -122,16 +122,23 @@ bool parse_csv_step(std::string_view s, int64_t& out) {
   return r.ec == std::errc() && r.ptr == whole.data() + whole.size();
 }
 
-std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
-  IngestSources sources("line");
-  uint32_t file = sources.add(spec.path);
-  SeriesSet set(spec.series, "column", sources);
-  set.begin_file(file);
-  LineReader lines(spec.path);
-  lines.require_final_newline();  // a cut value would parse
+namespace {
+
+// Where a CSV metrics file keeps what is read: its column count, the step
+// column (and the name messages give it), a column per requested series.
+struct CsvColumns {
+  size_t count = 0;
+  size_t step = 0;
+  std::string step_name;
+  std::vector<size_t> values;  ///< one per series of `set`, in its order
+};
+
+// Reads the header (the first line that is not blank) of `lines` and finds
+// the step and series columns. Throws exit-2 Error naming the file and the
+// column or line.
+CsvColumns read_csv_header(const MetricsSpec& spec, LineReader& lines, SeriesSet& set) {
   std::vector<std::string> cells;
   std::string_view line;
-
   // The header: the first line that is not blank.
   bool have_header = false;
   while (!have_header && lines.next(line)) have_header = !is_blank_line(line);
@@ -178,9 +185,31 @@ std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
   } else {
     step_column = column_of(spec.step_key, "step");
   }
-  const std::string step_name = step_column == 0 && unnamed_index ? std::string("(unnamed index)") : spec.step_key;
-  std::vector<size_t> value_columns;
-  for (size_t i = 0; i < set.size(); ++i) value_columns.push_back(column_of(set.key(i), "metric"));
+  CsvColumns out;
+  out.count = columns;
+  out.step = step_column;
+  out.step_name = step_column == 0 && unnamed_index ? std::string("(unnamed index)") : spec.step_key;
+  for (size_t i = 0; i < set.size(); ++i) out.values.push_back(column_of(set.key(i), "metric"));
+  return out;
+}
+
+}  // namespace
+
+
+std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
+  IngestSources sources("line");
+  uint32_t file = sources.add(spec.path);
+  SeriesSet set(spec.series, "column", sources);
+  set.begin_file(file);
+  LineReader lines(spec.path);
+  lines.require_final_newline();  // a cut value would parse
+  std::vector<std::string> cells;
+  std::string_view line;
+
+  const CsvColumns col = read_csv_header(spec, lines, set);
+  const size_t columns = col.count, step_column = col.step;
+  const std::string& step_name = col.step_name;
+  const std::vector<size_t>& value_columns = col.values;
 
   while (lines.next(line)) {
     if (is_blank_line(line)) continue;
