@@ -16,6 +16,8 @@
 #include "core/json_io.h"
 #include "gate/smoke_outputs.h"
 #include "machine/machine_facts.h"
+#include "record/golden.h"
+#include "record/platform_key.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {
@@ -452,6 +454,40 @@ void run_points(const std::string& file, const std::vector<std::map<std::string,
   for (size_t i = 0; i < made.size(); ++i) c.runs[i].record = std::move(made[i]);
 }
 
+// The golden `check` compares such runs with (their platform and stack
+// label, golden_store.h find_golden), and whether run 1 holds against it
+// under the recommended rules; a note when the runs carry several stack
+// labels (their spread then includes the stack change).
+void note_golden(const SmokeConfig& cfg, const std::string& file, Calibration& c) {
+  if (c.runs.empty()) return;
+  std::set<std::string> labels;
+  for (const auto& r : c.runs) labels.insert(r.record.stack.empty() ? "(none)" : r.record.stack);
+  if (labels.size() > 1) {
+    std::string named;
+    for (const auto& l : labels) named += (named.empty() ? "" : ", ") + l;
+    c.notes.push_back("the runs carry several stack labels (" + named +
+                      "): their spread includes the stack change, as the cross-stack lane's tolerance does");
+  }
+  const RunRecord& first = c.runs.front().record;
+  auto found = find_golden(goldens_root(file, ""), cfg.name, first.platform, first.stack);
+  if (!found) {
+    c.notes.push_back("no golden yet for platform " + golden_key(first.platform, first.stack) +
+                      ": check will ask for one (lockstep bless)");
+    return;
+  }
+  try {
+    Golden g = read_filed_golden(*found, cfg.name);
+    std::string why = first_failing_value(first, g.record, c.recommended, {}, nullptr);
+    std::string stand_in = stand_in_note(*found, first.platform, first.stack);
+    c.notes.push_back("check compares these runs with " + found->path +
+                      (stand_in.empty() ? "" : " (" + stand_in + ")") +
+                      "; run 1 against it under the recommended rules: " +
+                      (why.empty() ? "within them" : "fails first at " + why));
+  } catch (const Error& e) {
+    c.notes.push_back(std::string("the golden check would use cannot be read: ") + e.what());
+  }
+}
+
 // The runners the runs came from, and a note when two runs at one point
 // differ (the gate's repeat check would fail there).
 void note_runners_and_repeats(Calibration& c) {
@@ -508,6 +544,7 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   c.spreads = measure_spreads(c.runs, c.seeds_vary);
   c.recommended = recommend(c.spreads, c.rules, c.seeds_vary);
   self_check(c, cfg.tolerance);
+  note_golden(cfg, file, c);
   c.false_alarm = leave_one_out(c.runs, c.rules, c.seeds_vary);
   if (c.false_alarm.runs == 0)
     c.notes.push_back("no false-alarm estimate: leave-one-out needs 3 runs or more, there are " +

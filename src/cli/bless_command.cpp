@@ -15,6 +15,7 @@
 #include "core/directory_lock.h"
 #include "core/error.h"
 #include "gate/bless.h"
+#include "record/platform_key.h"
 #include "cli/smoke_launcher.h"
 #include "launch/launcher.h"
 #include "smoke/golden_store.h"
@@ -88,8 +89,14 @@ int bless_command(const BlessOptions& o) {
     if (b.seeds > 1) std::cout << " per seed, " << b.seeds << " seeds";
     std::cout << ", content " << hash << ")\n";
     if (std::string note = b.data_pass_note; !note.empty()) std::cout << "  note: " << note << "\n";
-    if (!b.replaces)
-      std::cout << "  new golden (none existed for platform " << b.golden.record.platform << ")\n";
+    if (!b.undeclared_note.empty()) std::cout << "  note: " << b.undeclared_note << "\n";
+    const RunRecord& made = b.golden.record;
+    if (!b.replaces && b.stand_in.empty())
+      std::cout << "  new golden (none existed for platform " << golden_key(made.platform, made.stack) << ")\n";
+    else if (!b.replaces)
+      std::cout << "  new golden for platform " << golden_key(made.platform, made.stack) << "; until now check compared "
+                << "such runs with " << b.stand_in << (b.changes.empty() ? ": no value changed against it\n"
+                                                                          : "; changes against it:\n" + b.changes);
     else if (b.changes.empty())
       std::cout << "  no value changed against the golden it replaces\n";
     else

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "smoke/golden_store.h"
 #include "record/golden.h"
+#include "record/platform_key.h"
 
 namespace lockstep {
 
@@ -54,9 +55,9 @@ int compare_command(const CompareOptions& o) {
   RunRecord run;
   Golden golden;
   std::string golden_path = o.golden;
-  std::string stand_in;  // a same-family golden compared in place of the platform's own
+  std::string stand_in;  // a same-family or unlabeled golden compared in place of the run's own
   if (std::filesystem::is_directory(o.golden, ec)) {
-    // A goldens folder: the run's smoke and platform pick the golden, as in
+    // A goldens folder: the run's smoke, platform and stack label pick the golden, as in
     // `check` (smoke/golden_store.h).
     run = read_golden_or_record(o.run).record;
     // The two name a path under the folder: plain names only.
@@ -71,15 +72,15 @@ int compare_command(const CompareOptions& o) {
     if (named.filename().empty()) named = named.parent_path();
     if (named.filename() == run.smoke && !std::filesystem::is_directory(named / run.smoke, ec))
       root = named.parent_path().empty() ? "." : named.parent_path().string();
-    auto found = find_golden(root, run.smoke, run.platform);
+    auto found = find_golden(root, run.smoke, run.platform, run.stack);
     if (!found)
       throw BadInput(o.golden, "",
-                     "a golden for smoke '" + run.smoke + "' on platform " + run.platform + " (or its family) in " +
+                     "a golden for smoke '" + run.smoke + "' on platform " + golden_key(run.platform, run.stack) +
+                         " (or its family) in " +
                          (std::filesystem::path(root) / run.smoke).lexically_normal().string() +
                          "/, found none; create one with `lockstep bless`");
     golden_path = found->path;
-    if (!found->exact_platform)
-      stand_in = "no golden for platform " + run.platform + "; compared against " + found->path + " of the same family";
+    stand_in = stand_in_note(*found, run.platform, run.stack);
     golden = read_filed_golden(*found, run.smoke);
   } else {
     // The two files are read in parallel: for long records, reading is most

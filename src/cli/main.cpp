@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "smoke/golden_store.h"
 
 namespace {
 
@@ -499,6 +500,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    stack_label();  // a malformed LOCKSTEP_STACK is refused before any run, not after one
     for (const auto& c : commands)
       if (*c.app) return finish_command(c.action());
   } catch (const Error& e) {

@@ -25,12 +25,18 @@ int review_command(const PendingOptions& o) {
   for (const auto& r : review_pending(set)) {
     std::cout << "== " << r.path << "\n   pending: " << printable_message(describe_provenance(r.provenance), false)
               << "\n";
-    if (r.is_new) {
+    if (r.is_new && r.stand_in.empty()) {
       std::cout << "   new golden: no " << r.current << " yet\n\n";
       continue;
     }
-    std::cout << "   current: " << r.current << " (content " << r.current_hash
-              << "), " << printable_message(describe_provenance(r.current_provenance), false) << "\n";
+    if (r.is_new)
+      std::cout << "   new golden: no " << r.current << " yet; compared with the golden check uses until then: "
+                << r.stand_in << " (content " << r.current_hash << "), "
+                << printable_message(describe_provenance(r.current_provenance), false) << "\n   note: "
+                << printable_message(r.stand_in_note, false) << "\n";
+    else
+      std::cout << "   current: " << r.current << " (content " << r.current_hash
+                << "), " << printable_message(describe_provenance(r.current_provenance), false) << "\n";
     if (!r.dropped.empty()) {
       std::cout << "   NARROWER: the pending golden drops";
       for (size_t i = 0; i < r.dropped.size(); ++i) std::cout << (i ? ", " : " ") << r.dropped[i];

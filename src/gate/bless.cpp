@@ -1,7 +1,5 @@
 #include "gate/bless.h"
 
-#include "gate/check.h"
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +13,7 @@
 #include "gate/check.h"
 #include "gate/provenance.h"
 #include "gate/smoke_outputs.h"
+#include "record/platform_key.h"
 #include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"
 
@@ -26,6 +25,18 @@ namespace {
 bool under(const std::string& file, const std::string& dir) {
   auto rel = fs::path(file).lexically_relative(dir);
   return !rel.empty() && rel.native().rfind("..", 0) != 0;
+}
+
+// "" unless `cfg` declares platforms and `platform` is not one of them.
+std::string undeclared_platform_note(const SmokeConfig& cfg, const std::string& platform) {
+  if (cfg.platforms.empty() ||
+      std::find(cfg.platforms.begin(), cfg.platforms.end(), platform) != cfg.platforms.end())
+    return "";
+  std::string declared;
+  for (const auto& p : cfg.platforms) declared += (declared.empty() ? "" : ", ") + p;
+  return "platform " + platform + " is not among the platforms " + cfg.file + " declares (" + declared +
+         "): this stack picks another CPU capability or GPU; add it to \"platforms\" so verify-goldens requires "
+         "its golden, or run with ATEN_CPU_CAPABILITY to keep the declared one";
 }
 
 }  // namespace
@@ -177,13 +188,17 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
   b.golden.provenance.allow_dirty = o.allow_dirty;
   if (per_seed.size() > 1) b.golden.provenance.seeds = seeds;
 
-  b.path = golden_path(root, cfg.name, b.golden.record.platform);
+  const RunRecord& made = b.golden.record;
+  b.path = golden_path(root, cfg.name, golden_key(made.platform, made.stack));
   std::error_code ec;
   b.replaces = fs::exists(b.path, ec);
-  if (b.replaces) {
+  b.undeclared_note = undeclared_platform_note(cfg, made.platform);
+  std::optional<GoldenLookup> stand_in;
+  if (!b.replaces && (stand_in = find_golden(root, cfg.name, made.platform, made.stack))) b.stand_in = stand_in->path;
+  if (b.replaces || stand_in) {
     try {
-      Golden previous = read_golden_or_record(b.path);
-      b.golden.provenance.replaces = previous.content_hash;
+      Golden previous = read_golden_or_record(b.replaces ? b.path : b.stand_in);
+      if (b.replaces) b.golden.provenance.replaces = previous.content_hash;
       b.changes = describe_changes(previous.record, b.golden.record);
     } catch (const Error& e) {
       b.changes = "  (the previous golden could not be read: " + std::string(e.what()) + ")\n";

@@ -39,10 +39,16 @@ struct BlessSmokeOptions {
 /// A golden ready to be written.
 struct BlessedGolden {
   std::string smoke;
-  std::string path;        ///< goldens/<smoke>/<platform>.json
+  std::string path;        ///< goldens/<smoke>/<platform>[@<stack>].json
   Golden golden;           ///< record, seed statistics and provenance
   bool replaces = false;   ///< a golden already exists at path
-  std::string changes;     ///< describe_changes() against it ("" when none changed)
+  /// When !replaces: the golden check compared such runs with until now (a
+  /// same-family or unlabeled one, golden_store.h find_golden); "" for none.
+  std::string stand_in;
+  std::string changes;     ///< describe_changes() against the replaced golden or the stand-in ("" when none changed)
+  /// "" unless the smoke declares "platforms" and this golden's platform is
+  /// not among them (a stack that picks another CPU capability): says so.
+  std::string undeclared_note;
   size_t seeds = 1;        ///< seeds blessed
   /// missing_data_pass_note() of the smoke: "" unless a trainer smoke
   /// writes no batch probes (its golden then pins no batches).

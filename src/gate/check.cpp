@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "gate/provenance.h"
 #include "gate/smoke_outputs.h"
+#include "record/platform_key.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {
@@ -60,7 +61,7 @@ void add_pending(SmokeCheck& c, const RunRecord& run, const std::string& file, c
   g.provenance =
       stamp_provenance("check", "(pending review: " + why + ")", fs::absolute(file).parent_path().string(), repeat);
   c.pending = std::move(g);
-  c.pending_path = pending_path(o.out_dir, run.smoke, run.platform);
+  c.pending_path = pending_path(o.out_dir, run.smoke, golden_key(run.platform, run.stack));
 }
 
 // The resume check's two fresh runs: `resume_at` steps and a checkpoint,
@@ -180,9 +181,8 @@ Verdict compare_with_golden(const SmokeConfig& cfg, const RunRecord& run, Golden
   apply_package_relevance(cfg.trainer, judged.fingerprint);
   apply_package_relevance(cfg.trainer, golden.record.fingerprint);
   Verdict v = compare_records(judged, golden.record, cfg.tolerance, {dir + "/run-1.json", found.path});
-  if (!found.exact_platform)
-    v.notes.insert(v.notes.begin(),
-                   "no golden for platform " + run.platform + "; compared against " + found.path + " of the same family");
+  if (std::string note = stand_in_note(found, run.platform, run.stack); !note.empty())
+    v.notes.insert(v.notes.begin(), note);
   return v;
 }
 
@@ -272,12 +272,16 @@ std::vector<RunRecord> fresh_runs(Launcher& launcher, const ChildRun& base, cons
   return run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run, chain);
 }
 
-// Exit 2 for a smoke with no golden on `platform` (nor its family).
+// Exit 2 for a smoke with no golden for `run`'s platform and stack label
+// (nor its family).
 Verdict no_golden_verdict(const std::string& smoke, const std::string& file, const std::string& root,
-                          const std::string& platform) {
+                          const RunRecord& run) {
+  std::string label = run.stack.empty() ? "" : std::string(kStackVariable) + "=" + run.stack + " ";
   return stopped_verdict(smoke, ExitCode::kBadInput,
-                         golden_path(root, smoke, platform) + ": no golden for smoke '" + smoke + "' on platform " +
-                             platform + " (nor any of its family); create one with `lockstep bless " + file +
+                         golden_path(root, smoke, golden_key(run.platform, run.stack)) + ": no golden for smoke '" +
+                             smoke + "' on platform " + run.platform +
+                             (run.stack.empty() ? "" : " under stack label " + run.stack + " nor unlabeled") +
+                             " (nor any of its family); create one with `" + label + "lockstep bless " + file +
                              " --reason \"...\"`");
 }
 
@@ -314,7 +318,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   //    it is the finding to report (data batch 0 rather than a resumed run
   //    that also differs), and it costs no further runs.
   std::string root = goldens_root(file, o.goldens_dir);
-  auto found = find_golden(root, cfg.name, run.platform);
+  auto found = find_golden(root, cfg.name, run.platform, run.stack);
   Golden golden;
   if (found) {
     golden = read_filed_golden(*found, cfg.name);
@@ -339,14 +343,18 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   }
   // 5. No golden: exit 2 with a pending one.
   if (!found) {
-    add_pending(c, run, file, o, repeat, "no golden existed for platform " + run.platform);
-    c.verdict = no_golden_verdict(cfg.name, file, root, run.platform);
+    add_pending(c, run, file, o, repeat, "no golden existed for platform " + golden_key(run.platform, run.stack));
+    c.verdict = no_golden_verdict(cfg.name, file, root, run);
     return c;
   }
   if (repeat > 1) c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
   else c.verdict.notes.push_back("one run only (repeat 1): run-to-run determinism was not checked in this job");
   if (!resume_note.empty()) c.verdict.notes.push_back(resume_note);
   if (!c.verdict.passed()) add_pending(c, run, file, o, repeat, "check failed: " + c.verdict.first_divergence);
+  // A stack label's first runs, compared with the unlabeled golden: the
+  // pending golden is the one to accept for the label (review shows both).
+  else if (!found->exact_stack)
+    add_pending(c, run, file, o, repeat, "no golden for stack " + run.stack + " yet; passed against " + found->path);
   c.run = run;
   c.golden = std::move(golden.record);
   return c;

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "gate/bless.h"
 #include "gate/provenance.h"
+#include "record/platform_key.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {
@@ -33,13 +34,13 @@ PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, 
 namespace {
 
 // A pending golden, held to where check filed it:
-// <smoke>/<platform>.golden.new. One moved into another smoke's folder
+// <smoke>/<platform>[@<stack>].golden.new. One moved into another smoke's folder
 // (or renamed) would otherwise replace a golden it was not made for.
 Golden read_pending(const std::string& path) {
   Golden g = read_golden(path);
   fs::path p(path);
   std::string file = p.filename().string();
-  std::string platform = pending_platform_of(file);
+  auto [platform, stack] = split_golden_key(pending_platform_of(file));
   std::string smoke = p.parent_path().filename().string();
   if (g.record.smoke != smoke)
     throw BadInput(path, "smoke", "\"" + smoke + "\" (the folder it is filed in), got \"" +
@@ -47,6 +48,10 @@ Golden read_pending(const std::string& path) {
   if (g.record.platform != platform)
     throw BadInput(path, "platform", "\"" + platform + "\" (its file name), got \"" +
                                          input_excerpt(g.record.platform) + "\"");
+  if (g.record.stack != stack)
+    throw BadInput(path, "stack", (stack.empty() ? std::string("none (its file name has no stack label)")
+                                                 : "\"" + stack + "\" (its file name)") +
+                                      ", got " + (g.record.stack.empty() ? "none" : "\"" + input_excerpt(g.record.stack) + "\""));
   return g;
 }
 
@@ -87,31 +92,54 @@ std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecor
   return out;
 }
 
+namespace {
+
+// `pending` against the golden at `path` under its smoke's tolerances.
+Verdict review_against(const PendingSet& set, const std::string& path, const Golden& pending,
+                       const std::string& golden_path, const RunRecord& golden) {
+  TolerancePolicy policy;
+  if (auto it = set.smokes.find(pending.record.smoke); it != set.smokes.end()) policy = it->second.tolerance;
+  // The pending golden is the subject: "pending golden" in the reports.
+  return compare_records(pending.record, golden, policy, {path, golden_path, "golden", "pending golden"});
+}
+
+PendingReview review_one(const PendingSet& set, const std::string& path) {
+  PendingReview r;
+  r.path = path;
+  Golden pending = read_pending(path);
+  r.reason = pending.provenance.reason;
+  r.provenance = pending.provenance;
+  const RunRecord& p = pending.record;
+  r.current = golden_path(set.goldens_dir, p.smoke, golden_key(p.platform, p.stack));
+  std::error_code ec;
+  r.is_new = !fs::exists(r.current, ec);
+  if (!r.is_new) {
+    Golden current = read_golden(r.current);
+    r.current_provenance = current.provenance;
+    r.current_hash = current.content_hash;
+    r.golden = std::move(current.record);
+    r.verdict = review_against(set, path, pending, r.current, r.golden);
+    r.dropped = dropped_checks(r.golden, p);
+  } else if (auto found = find_golden(set.goldens_dir, p.smoke, p.platform, p.stack)) {
+    // What check compared such a run with: the family's, or the unlabeled
+    // golden a stack label falls back to.
+    Golden stand_in = read_filed_golden(*found, p.smoke);
+    r.stand_in = found->path;
+    r.stand_in_note = stand_in_note(*found, p.platform, p.stack);
+    r.current_provenance = stand_in.provenance;
+    r.current_hash = stand_in.content_hash;
+    r.golden = std::move(stand_in.record);
+    r.verdict = review_against(set, path, pending, r.stand_in, r.golden);
+  }
+  r.pending = std::move(pending.record);
+  return r;
+}
+
+}  // namespace
+
 std::vector<PendingReview> review_pending(const PendingSet& set) {
   std::vector<PendingReview> out;
-  for (const auto& path : set.files) {
-    PendingReview r;
-    r.path = path;
-    Golden pending = read_pending(path);
-    r.reason = pending.provenance.reason;
-    r.provenance = pending.provenance;
-    r.current = golden_path(set.goldens_dir, pending.record.smoke, pending.record.platform);
-    std::error_code ec;
-    r.is_new = !fs::exists(r.current, ec);
-    if (!r.is_new) {
-      TolerancePolicy policy;
-      if (auto it = set.smokes.find(pending.record.smoke); it != set.smokes.end()) policy = it->second.tolerance;
-      Golden current = read_golden(r.current);
-      r.current_provenance = current.provenance;
-      r.current_hash = current.content_hash;
-      r.golden = std::move(current.record);
-      // The pending golden is the subject: "pending golden" in the reports.
-      r.verdict = compare_records(pending.record, r.golden, policy, {path, r.current, "golden", "pending golden"});
-      r.dropped = dropped_checks(r.golden, pending.record);
-    }
-    r.pending = std::move(pending.record);
-    out.push_back(std::move(r));
-  }
+  for (const auto& path : set.files) out.push_back(review_one(set, path));
   return out;
 }
 
@@ -172,7 +200,7 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
     g.provenance = stamp_provenance("accept", reason, git, g.provenance.runs);
     g.provenance.imported_from = imported_from;
     g.provenance.allow_dirty = allow_dirty;
-    std::string target = golden_path(set.goldens_dir, g.record.smoke, g.record.platform);
+    std::string target = golden_path(set.goldens_dir, g.record.smoke, golden_key(g.record.platform, g.record.stack));
     if (auto [it, fresh] = source_of.emplace(target, path); !fresh)
       throw BadInput(path, "", "one pending golden per smoke and platform; " + it->second +
                                    " is another for " + target + " (two downloaded artifacts?): remove one");

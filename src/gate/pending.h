@@ -40,11 +40,17 @@ struct PendingReview {
   Provenance provenance;     ///< the pending golden's
   Provenance current_provenance;  ///< the current golden's (when !is_new)
   std::string current_hash;       ///< the current golden's content_hash (when !is_new)
-  std::string current;       ///< goldens/<smoke>/<platform>.json
-  bool is_new = false;       ///< no current golden: nothing to compare
-  std::optional<Verdict> verdict;  ///< pending vs current, with the smoke's tolerances
+  std::string current;       ///< goldens/<smoke>/<platform>[@<stack>].json
+  bool is_new = false;       ///< no current golden: nothing it replaces
+  /// When is_new: the golden `check` compares such a run with instead (a
+  /// same-family or, under a stack label, the unlabeled golden,
+  /// golden_store.h find_golden), and stand_in_note() of it; "" for none.
+  std::string stand_in, stand_in_note;
+  /// pending vs current (or vs the stand-in when is_new), with the smoke's
+  /// tolerances; empty when there is neither.
+  std::optional<Verdict> verdict;
   std::vector<std::string> dropped;  ///< dropped_checks(current, pending): accept needs allow_narrower
-  RunRecord pending, golden;       ///< the two records (for the HTML report)
+  RunRecord pending, golden;       ///< the two records (for the HTML report; golden: current or stand-in)
 };
 
 /// What a golden replacing `current` with `pending` would stop checking:

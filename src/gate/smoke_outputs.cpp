@@ -16,7 +16,7 @@ bool is_smoke_output_name(const std::string& name) {
   static const std::regex kOutput(
       R"(((run|rerun|bless|bless-seed-[0-9]+|calibrate|detect)-[0-9]+\.json|resume-part\.json|resume-at-[0-9]+\.ckpt|resumed\.json)(\..+)?)"
       R"(|report\.(json|md|html))");
-  if (std::string platform = pending_platform_of(name); !platform.empty()) return is_golden_name(platform);
+  if (std::string key = pending_platform_of(name); !key.empty()) return is_golden_key(key);
   return std::regex_match(name, kOutput);
 }
 

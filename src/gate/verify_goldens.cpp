@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "gate/bless.h"
 #include "record/golden.h"
+#include "record/platform_key.h"
 #include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"
 
@@ -124,29 +125,63 @@ std::vector<std::string> golden_files(const std::string& goldens_dir,
   return files;
 }
 
-// Stale platforms: per smoke and device, every golden must share the
-// LibTorch stack of the newest one; the others are `problems`. An imported
-// golden (another tool's curves) has no stack: neither newer nor stale.
+// The stack a golden was made on: LibTorch's version and library hash, and
+// a trainer's torch ("python.torch"), as far as the record has them.
+std::string made_on(const RunRecord& r) {
+  std::string out = "LibTorch " + field(r, "torch.version") + " (library " + field(r, "torch.library_xxh3") + ")";
+  if (r.fingerprint.count("python.torch")) out += ", torch " + field(r, "python.torch");
+  return out;
+}
+
+using GoldenList = std::vector<const std::pair<std::string, Golden>*>;
+
+// The newest golden of `list` (by provenance time).
+const std::pair<std::string, Golden>* newest_of(const GoldenList& list) {
+  const auto* newest = list.front();
+  for (const auto* g : list)
+    if (g->second.provenance.created_utc > newest->second.provenance.created_utc) newest = g;
+  return newest;
+}
+
+// Stale platforms: per smoke, device and stack label, every golden must
+// share the stack (made_on) of the newest one; the others are `problems`.
+// Across labels: a label on the unlabeled goldens' own stack is left over
+// from a finished migration (a problem); one on another stack is a
+// migration in progress (a note naming the stack the label leaves behind).
+// An imported golden (another tool's curves) has no stack: neither newer
+// nor stale.
 void stale_stacks(const std::map<std::string, std::vector<std::pair<std::string, Golden>>>& by_smoke,
-                  std::vector<std::string>& problems) {
+                  std::vector<std::string>& problems, std::vector<std::string>& notes) {
   for (const auto& [name, goldens] : by_smoke) {
-    std::map<std::string, std::vector<const std::pair<std::string, Golden>*>> by_device;
+    std::map<std::string, std::map<std::string, GoldenList>> by_device;  // device -> stack label -> goldens
     for (const auto& g : goldens)
-      if (g.second.provenance.imported_from.empty()) by_device[g.second.record.device].push_back(&g);
-    for (auto& [device, list] : by_device) {
-      const auto* newest = list.front();
-      for (const auto* g : list)
-        if (g->second.provenance.created_utc > newest->second.provenance.created_utc) newest = g;
-      std::string stack = field(newest->second.record, "torch.version") + " " +
-                          field(newest->second.record, "torch.library_xxh3");
-      for (const auto* g : list) {
-        std::string other = field(g->second.record, "torch.version") + " " + field(g->second.record, "torch.library_xxh3");
-        if (other != stack)
-          problems.push_back(g->first + ": stale: made on LibTorch " + field(g->second.record, "torch.version") +
-                             " (library " + field(g->second.record, "torch.library_xxh3") + "), while " +
-                             newest->first + " was re-blessed on " + field(newest->second.record, "torch.version") +
-                             " (library " + field(newest->second.record, "torch.library_xxh3") +
-                             "); re-bless it on the new stack");
+      if (g.second.provenance.imported_from.empty())
+        by_device[g.second.record.device][g.second.record.stack].push_back(&g);
+    for (auto& [device, by_label] : by_device) {
+      for (auto& [label, list] : by_label) {
+        const auto* newest = newest_of(list);
+        std::string stack = made_on(newest->second.record);
+        for (const auto* g : list)
+          if (made_on(g->second.record) != stack)
+            problems.push_back(g->first + ": stale: made on " + made_on(g->second.record) + ", while " +
+                               newest->first + " was re-blessed on " + stack + "; re-bless it on the new stack" +
+                               (label.empty() ? "" : std::string(" (") + kStackVariable + "=" + label + ")"));
+      }
+      auto unlabeled = by_label.find("");
+      if (unlabeled == by_label.end()) continue;
+      const auto* base = newest_of(unlabeled->second);
+      for (auto& [label, list] : by_label) {
+        if (label.empty()) continue;
+        const auto* labeled = newest_of(list);
+        if (made_on(labeled->second.record) == made_on(base->second.record))
+          problems.push_back(labeled->first + ": stack label " + label + " holds a golden made on the unlabeled " +
+                             base->first + "'s own stack (" + made_on(base->second.record) +
+                             "): the migration is over; remove the label's goldens (git rm " + labeled->first +
+                             ") and " + kStackVariable + " from the CI job");
+        else
+          notes.push_back(labeled->first + ": migration in progress: stack label " + label + " on " +
+                          made_on(labeled->second.record) + "; the unlabeled " + base->first +
+                          " stays on the stack left behind, " + made_on(base->second.record));
       }
     }
   }
@@ -187,9 +222,9 @@ struct Audit {
                          "folder by hand; promote it with `lockstep accept DIR --reason ...` instead");
     const RunRecord& r = g.record;
     std::string dir_smoke = p.parent_path().filename().string();
-    if (r.smoke != dir_smoke || r.platform != p.stem().string())
+    if (r.smoke != dir_smoke || golden_key(r.platform, r.stack) != p.stem().string())
       problems.push_back(path + ": filed as " + dir_smoke + "/" + p.stem().string() + " but holds smoke " + r.smoke +
-                         " on platform " + r.platform);
+                         " on platform " + r.platform + (r.stack.empty() ? "" : " under stack label " + r.stack));
     auto cfg = smokes.find(r.smoke);
     if (cfg == smokes.end()) {
       if (shard.count == 0 || !std::binary_search(names.begin(), names.end(), r.smoke))
@@ -211,8 +246,8 @@ struct Audit {
     by_smoke[r.smoke].emplace_back(path, std::move(g));
   }
 
-  // Every platform a smoke declares has its golden; a smoke that declares
-  // none has at least one.
+  // Every platform a smoke declares has its (unlabeled) golden; a smoke
+  // that declares none has at least one.
   void declared_platforms() {
     std::error_code ec;
     for (const auto& [name, cfg] : smokes) {
@@ -253,7 +288,7 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
   std::sort(files.begin(), files.end());
   for (const auto& path : files) a.file(path);
   a.declared_platforms();
-  stale_stacks(a.by_smoke, a.problems);
+  stale_stacks(a.by_smoke, a.problems, a.notes);
 
   GoldensAudit audit;
   for (const auto& [_, g] : a.by_smoke) audit.goldens += g.size();

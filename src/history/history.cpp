@@ -202,17 +202,29 @@ std::vector<SmokeHistory> load_history(const std::string& dir, const std::string
   for (const auto& file : files) {
     LedgerRead r = read_ledger(file, skip_bad);  // each entry of the smoke the file is named for
     std::string name = fs::path(file).stem().string();
-    SmokeHistory h = analyse_history(name, file, std::move(r.entries));
-    h.skipped = std::move(r.skipped);
-    out.push_back(std::move(h));
+    std::map<std::string, std::vector<LedgerEntry>> by_stack;  // "" (unlabeled) first
+    for (auto& e : r.entries) by_stack[e.stack].push_back(std::move(e));
+    if (by_stack.empty()) by_stack[""];
+    bool first = true;
+    for (auto& [stack, entries] : by_stack) {
+      SmokeHistory h = analyse_history(name, file, std::move(entries));
+      h.stack = stack;
+      if (first) h.skipped = std::move(r.skipped);  // said once per ledger
+      first = false;
+      out.push_back(std::move(h));
+    }
   }
   return out;
+}
+
+std::string history_title(const SmokeHistory& h) {
+  return h.stack.empty() ? h.smoke : h.smoke + " (stack " + h.stack + ")";
 }
 
 std::string render_history_text(const std::vector<SmokeHistory>& history) {
   std::ostringstream o;
   for (const SmokeHistory& h : history) {
-    o << "history: " << h.smoke << ": " << h.entries.size() << " night" << (h.entries.size() == 1 ? "" : "s");
+    o << "history: " << history_title(h) << ": " << h.entries.size() << " night" << (h.entries.size() == 1 ? "" : "s");
     if (!h.entries.empty())
       o << ", " << h.entries.front().time_utc.substr(0, 10) << " .. " << h.entries.back().time_utc.substr(0, 10)
         << ", last verdict " << h.entries.back().verdict;
@@ -281,7 +293,7 @@ std::string render_history_json(const std::vector<SmokeHistory>& history) {
                          {"fingerprint", c.fingerprint}, {"rules", c.rules}, {"platform", c.platform},
                          {"commits", c.commits}, {"golden_changed", c.golden_changed}, {"runner", c.runner},
                          {"platform_changed", c.platform_changed}});
-    smokes.push_back({{"smoke", h.smoke}, {"ledger", h.file}, {"verdicts", trend_name(h.verdicts)},
+    smokes.push_back({{"smoke", h.smoke}, {"stack", h.stack}, {"ledger", h.file}, {"verdicts", trend_name(h.verdicts)},
                       {"verdicts_reason", h.verdicts_reason}, {"nights", nights}, {"metrics", metrics},
                       {"changes", changes}, {"skipped", h.skipped}});
   }

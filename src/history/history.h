@@ -69,6 +69,10 @@ struct MetricHistory {
 /// One smoke's ledger, analysed.
 struct SmokeHistory {
   std::string smoke;
+  /// The stack label of its nights (LOCKSTEP_STACK; "" none): a ledger
+  /// holding two stacks' nights (a migration's two CI jobs) is analysed as
+  /// two histories, never as one stack changing every night.
+  std::string stack;
   std::string file;                    ///< its ledger
   std::vector<LedgerEntry> entries;    ///< the nights, in time order
   std::vector<MetricHistory> metrics;  ///< by name
@@ -83,8 +87,12 @@ struct SmokeHistory {
 /// Analyses one smoke's entries (sorted here by time, then file order).
 SmokeHistory analyse_history(std::string smoke, std::string file, std::vector<LedgerEntry> entries);
 
+/// "digits-cnn", or "digits-cnn (stack torch2)" under a stack label.
+std::string history_title(const SmokeHistory& h);
+
 /// Reads every ledger in `dir` (<smoke>.jsonl), or only `smoke`'s, and
-/// analyses each. Throws exit-2 Error when `dir` is not a folder or holds
+/// analyses each, one SmokeHistory per stack label its nights carry (the
+/// unlabeled first). Throws exit-2 Error when `dir` is not a folder or holds
 /// no ledger (of `smoke`), and whatever read_ledger throws.
 std::vector<SmokeHistory> load_history(const std::string& dir, const std::string& smoke, bool skip_bad);
 

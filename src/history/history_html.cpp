@@ -39,7 +39,7 @@ std::string trend_plot(const SmokeHistory& h, const MetricHistory& m) {
   auto y = [&](double u) { return T + (H - T - B) * (1 - std::min(u, top) / top); };
   std::ostringstream o;
   o << "<svg class=trend width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H
-    << "\" role=\"img\" aria-label=\"" << esc(h.smoke + " " + m.name) << ": share of the tolerance used per night\">";
+    << "\" role=\"img\" aria-label=\"" << esc(history_title(h) + " " + m.name) << ": share of the tolerance used per night\">";
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
     << "\" fill=\"#fafafa\" stroke=\"#ddd\"/>";
   o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << coord(y(1)) << "\" y2=\"" << coord(y(1))
@@ -89,7 +89,7 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
        "tolerance; above it fails). Grey lines: the stack changed; purple: the golden was re-blessed. Hover a "
        "night for its commit and verdict.</p>";
   for (const SmokeHistory& h : history) {
-    o << "<h2 id=\"" << esc(h.smoke) << "\">" << esc(h.smoke) << "</h2><p>" << h.entries.size() << " nights";
+    o << "<h2 id=\"" << esc(h.stack.empty() ? h.smoke : h.smoke + "@" + h.stack) << "\">" << esc(history_title(h)) << "</h2><p>" << h.entries.size() << " nights";
     if (!h.entries.empty())
       o << ", " << esc(h.entries.front().time_utc.substr(0, 10)) << " to " << esc(h.entries.back().time_utc.substr(0, 10))
         << "; last verdict " << esc(h.entries.back().verdict);

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_io.h"
+#include "record/platform_key.h"
 
 namespace lockstep {
 
@@ -110,6 +111,7 @@ LedgerEntry ledger_entry(const RunRecord& run, const Verdict* verdict, const std
   e.time_utc = time_utc;
   e.smoke = run.smoke;
   e.platform = run.platform;
+  e.stack = run.stack;
   auto fact = [&](const char* key) {
     auto it = run.fingerprint.find(key);
     return it == run.fingerprint.end() ? std::string() : it->second.value;
@@ -216,6 +218,7 @@ std::string ledger_line(const LedgerEntry& e) {
                       {"probes", e.probes},
                       {"step_time_median_s", number_or_null(e.step_time_median_s)},
                       {"peak_rss_bytes", e.peak_rss_bytes}};
+  if (!e.stack.empty()) j["stack"] = e.stack;
   return j.dump();
 }
 
@@ -262,7 +265,7 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   nlohmann::json doc = parse_json_text(line, where);
   JsonView v(doc, where);
   v.expect_object();
-  v.allow_keys({"schema", "run_id", "record_xxh3", "time", "smoke", "platform", "commit", "branch", "ci", "verdict", "exit", "lane",
+  v.allow_keys({"schema", "run_id", "record_xxh3", "time", "smoke", "platform", "stack", "commit", "branch", "ci", "verdict", "exit", "lane",
                 "golden", "fingerprint", "series", "probes", "step_time_median_s", "peak_rss_bytes"});
   if (v.at("schema").as_string() != "lockstep.history/1") v.at("schema").fail("\"lockstep.history/1\"");
   LedgerEntry e;
@@ -277,6 +280,10 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   if (!is_utc_time(e.time_utc)) v.at("time").fail("an ISO 8601 UTC time such as 2026-12-03T02:00:00Z");
   e.smoke = v.at("smoke").as_string();
   e.platform = v.at("platform").as_string();
+  if (v.has("stack")) {
+    e.stack = v.at("stack").as_string();
+    if (!is_stack_label(e.stack)) v.at("stack").fail("a stack label (letters, digits, '.', '_', '-'; 1..40)");
+  }
   e.commit = v.at("commit").as_string();
   e.branch = v.at("branch").as_string();
   JsonView ci = v.at("ci");

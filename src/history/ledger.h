@@ -70,6 +70,7 @@ struct LedgerEntry {
   std::string record_xxh3;
   std::string time_utc;      ///< ISO 8601, when the entry was made
   std::string smoke, platform;
+  std::string stack;         ///< the run's stack label ("" none; "stack" absent in the line): history keeps each apart
   std::string commit, branch;  ///< git.commit / git.branch of the run's fingerprint ("" unknown)
   CiFacts ci;
   std::string verdict;       ///< "pass", "fail", "nondeterministic", "bad-input", "environment", "not compared"

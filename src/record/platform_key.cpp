@@ -31,6 +31,22 @@ std::string platform_key(const Fingerprint& fp) {
   return "cpu-" + (arch.empty() ? std::string("unknown") : arch) + "-" + isa;
 }
 
+bool is_stack_label(const std::string& label) {
+  return !label.empty() && label.size() <= 40 && std::isalnum(static_cast<unsigned char>(label.front())) &&
+         label.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+             std::string::npos;
+}
+
+std::string golden_key(const std::string& platform, const std::string& stack) {
+  return stack.empty() ? platform : platform + "@" + stack;
+}
+
+std::pair<std::string, std::string> split_golden_key(const std::string& key) {
+  auto at = key.find('@');
+  if (at == std::string::npos) return {key, ""};
+  return {key.substr(0, at), key.substr(at + 1)};
+}
+
 std::string platform_family(const std::string& key) {
   auto last = key.rfind('-');
   auto first = key.find('-');

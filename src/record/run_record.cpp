@@ -11,6 +11,7 @@
 #include "core/float_bits.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "record/platform_key.h"
 #include "record/series_file.h"
 
 namespace lockstep {
@@ -48,6 +49,7 @@ nlohmann::json to_json(const RunRecord& r, SeriesPacker* packer) {
           {"hashes", r.hashes},
           {"probes", probes},
           {"train_probes", train_probes}};
+  if (!r.stack.empty()) out["stack"] = r.stack;
   if (!r.config.empty()) out["config"] = r.config;
   if (!r.module_trace.empty()) out["module_trace"] = to_json(r.module_trace);
   if (!r.init.empty()) {
@@ -146,6 +148,12 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
   r.seed_overridden = seed.at("overridden").as_bool();
   r.device = n.at("device").as_string();
   r.platform = n.at("platform").as_string();
+  if (n.has("stack")) {
+    r.stack = n.at("stack").as_string();
+    if (!is_stack_label(r.stack))
+      n.at("stack").fail("a stack label (1..40 letters, digits, '.', '_' and '-', starting with a letter or digit), got \"" +
+                         input_excerpt(r.stack) + "\"");
+  }
   r.steps = n.at("steps").as_int(0);
   JsonView contract = n.at("contract");
   for (const auto& k : contract.keys()) r.contract[k] = contract.at(k).as_string();
@@ -189,7 +197,7 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
 
 const std::vector<std::string_view>& run_record_keys() {
   static const std::vector<std::string_view> keys = {
-      "schema", "smoke",  "config_hash", "seed",   "device", "platform",    "steps",
+      "schema", "smoke",  "config_hash", "seed",   "device", "platform", "stack", "steps",
       "contract", "config", "fingerprint", "series", "series_data", "hashes", "init", "resources", "probes",
       "train_probes", "module_trace"};
   return keys;

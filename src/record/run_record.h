@@ -69,6 +69,10 @@ struct RunRecord {
   bool seed_overridden = false;  ///< true when LOCKSTEP_SEED replaced the config's seed
   std::string device;       ///< "cpu" or "cuda"
   std::string platform;     ///< golden platform key, e.g. "cpu-x86_64-avx2"
+  /// Stack label ($LOCKSTEP_STACK, record/platform_key.h): a golden made
+  /// under one is filed as "<platform>@<stack>"; "" for none ("stack"
+  /// absent in the JSON).
+  std::string stack;
   int64_t steps = 0;        ///< optimiser steps configured
   /// The determinism contract as applied and read back ("mode", "intra_op_threads",
   /// "deterministic_algorithms", ...). A run is never accepted against a

@@ -1,6 +1,7 @@
 #include "smoke/finish_record.h"
 
 #include "record/platform_key.h"
+#include "smoke/golden_store.h"
 
 namespace lockstep {
 
@@ -14,6 +15,7 @@ void finish_record(const SmokeConfig& config, const RecordIdentity& id, RunRecor
   rec.config = config.values_fields;
   rec.fingerprint["config.values_xxh3"] = {config.values_hash, false, true};
   rec.platform = platform_key(rec.fingerprint);
+  rec.stack = stack_label();
 }
 
 }  // namespace lockstep

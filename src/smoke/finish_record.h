@@ -27,9 +27,10 @@ struct RecordIdentity {
 
 /// Stamps `rec` from `config` and `id`: smoke, config_hash, seed,
 /// seed_overridden, device, steps, config (the value fields),
-/// fingerprint["config.values_xxh3"], and platform = platform_key(fingerprint)
-/// (record/platform_key.h). Call it after every other fingerprint field is
-/// set. Throws nothing.
+/// fingerprint["config.values_xxh3"], platform = platform_key(fingerprint)
+/// (record/platform_key.h) and stack = $LOCKSTEP_STACK (golden_store.h).
+/// Call it after every other fingerprint field is set. Throws BadUsage only
+/// for a malformed LOCKSTEP_STACK (main() refuses one before any run).
 void finish_record(const SmokeConfig& config, const RecordIdentity& id, RunRecord& rec);
 
 }  // namespace lockstep

@@ -1,6 +1,7 @@
 #include "smoke/golden_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <vector>
@@ -53,8 +54,8 @@ void refuse_overwriting_a_golden(const std::string& path, const std::string& wha
                    "`lockstep bless` and `lockstep accept`)");
 }
 
-std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform) {
-  return (fs::path(root) / smoke / (platform + ".json")).string();
+std::string golden_path(const std::string& root, const std::string& smoke, const std::string& key) {
+  return (fs::path(root) / smoke / (key + ".json")).string();
 }
 
 std::string pending_platform_of(const std::string& file_name) {
@@ -63,8 +64,8 @@ std::string pending_platform_of(const std::string& file_name) {
   return file_name.substr(0, file_name.size() - n);
 }
 
-std::string pending_path(const std::string& out_dir, const std::string& smoke, const std::string& platform) {
-  return (fs::path(out_dir) / smoke / (platform + std::string(kPendingGoldenSuffix))).string();
+std::string pending_path(const std::string& out_dir, const std::string& smoke, const std::string& key) {
+  return (fs::path(out_dir) / smoke / (key + std::string(kPendingGoldenSuffix))).string();
 }
 
 std::vector<std::string> find_pending(const std::string& dir) {
@@ -90,23 +91,66 @@ std::string utc_now() {
   return buf;
 }
 
-std::optional<GoldenLookup> find_golden(const std::string& root, const std::string& smoke,
-                                        const std::string& platform) {
-  std::string exact = golden_path(root, smoke, platform);
+namespace {
+
+// The golden of `platform` under exactly `stack`, else the first (by name)
+// of its family under exactly `stack`.
+std::optional<GoldenLookup> find_under_label(const std::string& root, const std::string& smoke,
+                                             const std::string& platform, const std::string& stack) {
+  std::string exact = golden_path(root, smoke, golden_key(platform, stack));
   std::error_code ec;
-  if (fs::exists(exact, ec)) return GoldenLookup{exact, true};
+  if (fs::exists(exact, ec)) return GoldenLookup{exact, true, true};
 
   std::string family = platform_family(platform);
   std::vector<std::string> candidates;
   for (const auto& e : fs::directory_iterator(fs::path(root) / smoke, ec)) {
     std::string name = e.path().filename().string();
     if (e.path().extension() != ".json") continue;
-    std::string key = name.substr(0, name.size() - 5);
-    if (platform_family(key) == family) candidates.push_back(e.path().string());
+    auto [key_platform, key_stack] = split_golden_key(name.substr(0, name.size() - 5));
+    if (key_stack == stack && platform_family(key_platform) == family) candidates.push_back(e.path().string());
   }
   if (candidates.empty()) return std::nullopt;
   std::sort(candidates.begin(), candidates.end());
-  return GoldenLookup{candidates.front(), false};
+  return GoldenLookup{candidates.front(), false, true};
+}
+
+}  // namespace
+
+std::optional<GoldenLookup> find_golden(const std::string& root, const std::string& smoke,
+                                        const std::string& platform, const std::string& stack) {
+  if (auto found = find_under_label(root, smoke, platform, stack)) return found;
+  if (stack.empty()) return std::nullopt;
+  auto unlabeled = find_under_label(root, smoke, platform, "");
+  if (unlabeled) unlabeled->exact_stack = false;
+  return unlabeled;
+}
+
+std::string stand_in_note(const GoldenLookup& found, const std::string& platform, const std::string& stack) {
+  if (!found.exact_stack)
+    return "no golden for stack " + stack + " (" + kStackVariable + ") on platform " + platform +
+           (found.exact_platform ? "" : " or its family") + "; compared against the unlabeled " + found.path +
+           "; when this stack's values are right, file its own golden: " + kStackVariable + "=" + stack +
+           " lockstep bless ..., or accept the pending golden";
+  if (!found.exact_platform)
+    return "no golden for platform " + golden_key(platform, stack) + "; compared against " + found.path +
+           " of the same family";
+  return "";
+}
+
+bool is_golden_key(const std::string& key) {
+  auto [platform, stack] = split_golden_key(key);
+  return is_golden_name(platform) && (key.find('@') == std::string::npos || is_stack_label(stack));
+}
+
+std::string stack_label() {
+  const char* v = std::getenv(kStackVariable);
+  if (!v || !*v) return "";
+  std::string label = v;
+  if (!is_stack_label(label))
+    throw BadUsage(std::string(kStackVariable) + "=" + input_excerpt(label) +
+                   ": expected a stack label (1..40 letters, digits, '.', '_' and '-', starting with a letter or "
+                   "digit, such as torch2 or lts); it names golden files <platform>@<label>.json");
+  return label;
 }
 
 bool is_golden_name(const std::string& name) {
@@ -130,10 +174,15 @@ Golden read_filed_golden(const GoldenLookup& found, const std::string& smoke) {
     throw BadInput(found.path, "provenance.runs",
                    "2 or more (a golden is made of bit-identical runs in fresh processes), got " +
                        std::to_string(golden.provenance.runs));
-  std::string filed_as = std::filesystem::path(found.path).stem().string();
-  if (golden.record.platform != filed_as)
-    throw BadInput(found.path, "platform", "\"" + filed_as + "\" (the platform it is filed under), got \"" +
+  auto [platform, stack] = split_golden_key(std::filesystem::path(found.path).stem().string());
+  if (golden.record.platform != platform)
+    throw BadInput(found.path, "platform", "\"" + platform + "\" (the platform it is filed under), got \"" +
                                                input_excerpt(golden.record.platform) + "\"");
+  if (golden.record.stack != stack)
+    throw BadInput(found.path, "stack",
+                   (stack.empty() ? std::string("no stack label (the file name has none)")
+                                  : "\"" + stack + "\" (the stack label it is filed under)") +
+                       ", got " + (golden.record.stack.empty() ? "none" : "\"" + input_excerpt(golden.record.stack) + "\""));
   return golden;
 }
 

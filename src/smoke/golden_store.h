@@ -1,4 +1,7 @@
-// Where goldens live: <goldens>/<smoke>/<platform>.json (docs/architecture.md, "Records and goldens").
+// Where goldens live: <goldens>/<smoke>/<platform>.json, or
+// <goldens>/<smoke>/<platform>@<stack>.json for runs under a stack label
+// (LOCKSTEP_STACK; docs/platforms.md, "Migrating to another stack";
+// docs/architecture.md, "Records and goldens").
 //
 // The goldens folder defaults to `goldens/` beside the folder that holds
 // the smoke config (smoke/digits-cnn.json -> goldens/), so commands work
@@ -8,6 +11,9 @@
 //   auto found = find_golden(root, "digits-cnn", "cpu-x86_64-avx512");
 //   // exact platform file, else another golden of the same family
 //   // (cpu-x86_64-*), compared in the cross-stack lane
+//   auto labeled = find_golden(root, "digits-cnn", "cpu-x86_64-avx2", "torch2");
+//   // cpu-x86_64-avx2@torch2.json, else its family under torch2, else the
+//   // unlabeled goldens as above (labeled->exact_stack == false)
 #pragma once
 
 #include <optional>
@@ -24,6 +30,18 @@ namespace lockstep {
 /// (no path parts, nothing hidden). A smoke's "name" must be one; `compare
 /// RUN GOLDENS_DIR` holds a record's smoke and platform to it.
 bool is_golden_name(const std::string& name);
+
+/// Whether `key` may name a golden file: a golden name without '@', or
+/// "<platform>@<stack>" with is_stack_label(stack) (record/platform_key.h).
+bool is_golden_key(const std::string& key);
+
+/// The name of the variable that sets the stack label.
+inline constexpr const char* kStackVariable = "LOCKSTEP_STACK";
+
+/// This process's stack label: $LOCKSTEP_STACK, "" when unset or empty.
+/// Throws exit-2 BadUsage naming the variable when it is not a stack label
+/// (record/platform_key.h, is_stack_label).
+std::string stack_label();
 
 /// The goldens folder for a smoke config, or `override_dir` when non-empty.
 std::string goldens_root(const std::string& config_file, const std::string& override_dir);
@@ -47,18 +65,19 @@ void refuse_overwriting_a_golden(const std::string& path, const std::string& wha
 void refuse_writing_into_folder_of_goldens(const std::string& path, const std::string& goldens_dir,
                                            const std::string& what, bool also_over_a_golden = true);
 
-/// goldens/<smoke>/<platform>.json
-std::string golden_path(const std::string& root, const std::string& smoke, const std::string& platform);
+/// goldens/<smoke>/<key>.json, `key` a golden key ("<platform>[@<stack>]").
+std::string golden_path(const std::string& root, const std::string& smoke, const std::string& key);
 
-/// The ending of a pending golden's file name: <platform>.golden.new.
+/// The ending of a pending golden's file name: <key>.golden.new.
 inline constexpr std::string_view kPendingGoldenSuffix = ".golden.new";
 
-/// The platform a pending golden's file name gives, "cpu-x86_64-avx2" for
-/// "cpu-x86_64-avx2.golden.new"; "" when `file_name` is not one.
+/// The golden key a pending golden's file name gives, "cpu-x86_64-avx2"
+/// for "cpu-x86_64-avx2.golden.new" ("cpu-x86_64-avx2@torch2" for
+/// "cpu-x86_64-avx2@torch2.golden.new"); "" when `file_name` is not one.
 std::string pending_platform_of(const std::string& file_name);
 
-/// Pending golden written by a failing `check`: <out>/<smoke>/<platform>.golden.new
-std::string pending_path(const std::string& out_dir, const std::string& smoke, const std::string& platform);
+/// Pending golden written by a failing `check`: <out>/<smoke>/<key>.golden.new
+std::string pending_path(const std::string& out_dir, const std::string& smoke, const std::string& key);
 
 /// Every *.golden.new file under `dir` (recursively), sorted byte-wise.
 std::vector<std::string> find_pending(const std::string& dir);
@@ -70,17 +89,27 @@ std::string utc_now();
 struct GoldenLookup {
   std::string path;
   bool exact_platform = true;  ///< false: a same-family golden stands in
+  bool exact_stack = true;     ///< false: an unlabeled golden stands in for the run's stack label
 };
 
-/// The golden for `platform`, else the first (by name) golden of the same
-/// platform family; nullopt when the smoke has none usable.
+/// The golden for `platform` under stack label `stack` ("" for none), else
+/// the first (by name) golden of the same platform family under that label;
+/// for a label with neither, the unlabeled golden found the same way (a
+/// migration's first run on the new stack). An unlabeled run never uses a
+/// labeled golden. nullopt when the smoke has none usable.
 std::optional<GoldenLookup> find_golden(const std::string& root, const std::string& smoke,
-                                        const std::string& platform);
+                                        const std::string& platform, const std::string& stack = "");
+
+/// What a stand-in golden means for a run on `platform` under `stack`, said
+/// as a check note ("no golden for platform ...; compared against ..."),
+/// "" when `found` is the run's own. Throws nothing.
+std::string stand_in_note(const GoldenLookup& found, const std::string& platform, const std::string& stack);
 
 /// Reads the golden find_golden() found for `smoke` and holds it to where
 /// it is filed: a golden (provenance and content hash, read_golden()), made
 /// by bless or accept (not a pending one a failing check left) from 2 runs
-/// or more unless imported, of `smoke`, for the platform its file name says. Throws exit-2 BadInput naming the
+/// or more unless imported, of `smoke`, for the platform and stack label
+/// its file name says. Throws exit-2 BadInput naming the
 /// file and the field otherwise. `check` and `compare RUN GOLDENS_DIR`
 /// read goldens through it, so a record copied into the folder never
 /// passes as one.

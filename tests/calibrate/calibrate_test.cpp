@@ -152,9 +152,10 @@ TEST(Calibrate, RecordsFromOtherRunnersJoinTheRunsAndReportsBesideThemAreLeftOut
   EXPECT_EQ(c.runners, (std::vector<std::string>{"host here", "ci runner gpu-1 (#7)"}));
   EXPECT_EQ(c.notes.at(0), "--records " + (p.root() / "ci" / "run-1.json").string() +
                               ": the same record as one read before, counted once");
-  ASSERT_EQ(c.notes.size(), 2u);
+  ASSERT_EQ(c.notes.size(), 3u);
   EXPECT_EQ(c.notes.at(1).rfind("--records " + (p.root() / "ci").string() + ": 1 file(s) left out: report.json (", 0), 0u)
       << c.notes.at(1);
+  EXPECT_EQ(c.notes.at(2), "no golden yet for platform cpu-x86_64-avx2: check will ask for one (lockstep bless)");
   EXPECT_EQ(c.recommended.at("grad_norm").tolerance.rule, Tolerance::Rule::kClose);
   // A record named on its own must be one of this smoke, and of this
   // version of its config; both are refused before anything runs.
@@ -172,6 +173,36 @@ TEST(Calibrate, RecordsFromOtherRunnersJoinTheRunsAndReportsBesideThemAreLeftOut
     EXPECT_NE(std::string(e.what()).find("fingerprint.config.values_xxh3"), std::string::npos) << e.what();
   }
   EXPECT_EQ(l.calls.size(), calls);
+}
+
+// Calibrate names the golden check would use for its runs (their stack
+// label's, else the unlabeled one standing in) and judges run 1 against it
+// under the rules it recommends; runs of several stack labels are said to
+// spread over the stack change.
+TEST(Calibrate, ItJudgesItsRunsAgainstTheGoldenCheckUsesUnderTheirStackLabel) {
+  GateProject p("cal-stack");
+  RunRecord golden = make_gate_record();
+  golden.series["loss"].values[0] = static_cast<float>(2.4);
+  std::string unlabeled = p.write_golden(golden);
+  std::filesystem::create_directories(p.root() / "ci");
+  RunRecord other = make_gate_record();
+  other.fingerprint["config.values_xxh3"] = {load_smoke_config(p.smoke_file()).values_hash, false, true};
+  write_run_record((p.root() / "ci" / "run-1.json").string(), other);  // unlabeled
+  FakeLauncher l;
+  l.record.stack = "torch2";
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1")};
+  o.records = {(p.root() / "ci").string()};
+  o.detect = false;
+  Calibration c = calibrate_smoke(p.smoke_file(), o, l);
+  ASSERT_EQ(c.notes.size(), 2u);
+  EXPECT_EQ(c.notes[0], "the runs carry several stack labels ((none), torch2): their spread includes the stack "
+                        "change, as the cross-stack lane's tolerance does");
+  EXPECT_EQ(c.notes[1].rfind("check compares these runs with " + unlabeled + " (no golden for stack torch2 "
+                             "(LOCKSTEP_STACK) on platform cpu-x86_64-avx2; compared against the unlabeled " +
+                             unlabeled, 0), 0u) << c.notes[1];
+  EXPECT_NE(c.notes[1].find("; run 1 against it under the recommended rules: fails first at loss at step 0: "),
+            std::string::npos) << c.notes[1];
 }
 
 TEST(Calibrate, RecordsInsideItsOwnRecordsFolderAreRefusedBeforeAnyRun) {

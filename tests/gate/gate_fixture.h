@@ -80,14 +80,15 @@ class GateProject {
   std::string goldens_dir() const { return (root_ / "goldens").string(); }
   std::filesystem::path root() const { return root_; }
 
-  /// Blesses `record` by hand as goldens/unit/<platform>.json.
+  /// Blesses `record` by hand as goldens/unit/<platform>[@<stack>].json.
   std::string write_golden(const RunRecord& record, const std::string& platform = "") {
     Golden g;
     g.record = record;
     if (!platform.empty()) g.record.platform = platform;
     g.provenance.reason = "test golden";
     g.provenance.runs = 2;
-    std::string path = (root_ / "goldens" / "unit" / (g.record.platform + ".json")).string();
+    std::string key = g.record.stack.empty() ? g.record.platform : g.record.platform + "@" + g.record.stack;
+    std::string path = (root_ / "goldens" / "unit" / (key + ".json")).string();
     lockstep::write_golden(path, g);
     return path;
   }

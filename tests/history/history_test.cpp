@@ -6,9 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <string>
+
+#include "core/atomic_file.h"
+#include "history/ledger.h"
 
 namespace lockstep {
 namespace {
@@ -86,6 +92,40 @@ TEST(History, ADriftFromNightFourIsItsFirstChangeWithWhatElseChanged) {
                    "commits aaaaaaaaaaaa..aaaaaaaaaaaa");
   EXPECT_HAS(text, "night 2 (2026-11-02, commit aaaaaaaaaaaa): values of loss; stack: threads.intra_op: 1 → 2");
   EXPECT_HAS(text, "night 4 (2026-11-04, commit aaaaaaaaaaaa): values of loss (loss unlike the last night on this stack)");
+}
+
+// A migration's two CI jobs write one ledger: the nights of each stack label
+// are a history of their own, so neither stack reads as changing every
+// night, and the label survives the ledger line.
+TEST(History, EachStackLabelOfALedgerIsItsOwnHistory) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("lockstep-history-stacks-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string lines;
+  for (int day = 1; day <= 6; ++day) {
+    LedgerEntry e = night(day, 0.1, hash(day % 2 ? '1' : '2'), "1", hash('a'));
+    if (day % 2 == 0) {
+      e.stack = "torch2";
+      e.fingerprint["torch.version"] = "2.6.0";
+    }
+    lines += ledger_line(e) + "\n";
+  }
+  write_file_atomically((dir / "s.jsonl").string(), lines);
+  std::vector<SmokeHistory> h = load_history(dir.string(), "", false);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].stack, "");
+  EXPECT_EQ(h[1].stack, "torch2");
+  for (const auto& one : h) {
+    EXPECT_EQ(one.entries.size(), 3u);
+    EXPECT_TRUE(one.changes.empty()) << history_title(one) << ": " << one.changes.size() << " change points";
+    EXPECT_EQ(metric(one, "loss").first_change, -1);
+  }
+  EXPECT_EQ(history_title(h[1]), "s (stack torch2)");
+  std::string text = render_history_text(h);
+  EXPECT_HAS(text, "history: s: 3 nights, 2026-11-01 .. 2026-11-05");
+  EXPECT_HAS(text, "history: s (stack torch2): 3 nights, 2026-11-02 .. 2026-11-06");
+  fs::remove_all(dir);
 }
 
 TEST(History, FailuresAtTheEndAreARegressionElsewhereSuspicious) {

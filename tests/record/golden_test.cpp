@@ -61,6 +61,34 @@ TEST(Golden, ConfigFieldsRoundTripAndAreOptional) {
   }
 }
 
+// A stack label round-trips; a record without one writes no "stack" (goldens
+// made before labels keep their content hash); one that could not name a
+// file is exit 2 naming the field.
+TEST(Golden, StackLabelRoundTripsAndIsOptional) {
+  Golden g = sample();
+  std::string plain = temp_path("no-stack.json");
+  write_golden(plain, g);
+  EXPECT_FALSE(parse_json_file(plain).contains("stack"));
+  EXPECT_EQ(read_golden(plain).record.stack, "");
+  g.record.stack = "torch2";
+  std::string path = temp_path("stack.json");
+  write_golden(path, g);
+  EXPECT_EQ(read_golden(path).record.stack, "torch2");
+  nlohmann::json doc = parse_json_file(path);
+  doc["stack"] = "../x";
+  write_file_atomically(path, pretty_dump(doc));
+  try {
+    read_golden_or_record(path);
+    FAIL() << "a stack label with a path in it";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("stack: expected a stack label (1..40 letters, digits, '.', '_' and '-', "
+                                         "starting with a letter or digit), got \"../x\""),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Golden, SeedsInitAndResourcesRoundTrip) {
   Golden g = sample();
   g.provenance.seeds = {42, 1, 2};  // the record's seed first

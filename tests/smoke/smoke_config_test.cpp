@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gate/gate_fixture.h"
+#include "record/platform_key.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {
@@ -158,6 +160,61 @@ TEST(GoldenStore, ExactPlatformFirstThenTheFamilyByName) {
   EXPECT_EQ(goldens_root("/r/smoke/a.json", ""), "/r/goldens");
   EXPECT_EQ(pending_path("out", "s", "cuda-sm90"), "out/s/cuda-sm90.golden.new");
   fs::remove_all(root);
+}
+
+// Under a stack label: the label's own golden, then its family under the
+// label, then the unlabeled goldens (a migration's first runs); an
+// unlabeled run never takes a labeled golden.
+TEST(GoldenStore, AStackLabelPicksItsOwnGoldensFirstThenTheUnlabeled) {
+  fs::path root = fs::temp_directory_path() / ("lockstep-golden-stack-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  for (const char* f : {"cpu-x86_64-avx2.json", "cpu-x86_64-avx512@torch2.json", "cuda-sm90@torch2.json"})
+    write_file_atomically((root / "s" / f).string(), "{}");
+  auto own_family = find_golden(root.string(), "s", "cpu-x86_64-avx2", "torch2");
+  ASSERT_TRUE(own_family.has_value());
+  EXPECT_EQ(own_family->path, (root / "s" / "cpu-x86_64-avx512@torch2.json").string());
+  EXPECT_FALSE(own_family->exact_platform);
+  EXPECT_TRUE(own_family->exact_stack);
+  auto fallback = find_golden(root.string(), "s", "cpu-x86_64-avx2", "lts");
+  ASSERT_TRUE(fallback.has_value());
+  EXPECT_EQ(fallback->path, (root / "s" / "cpu-x86_64-avx2.json").string());
+  EXPECT_TRUE(fallback->exact_platform);
+  EXPECT_FALSE(fallback->exact_stack);
+  auto cuda = find_golden(root.string(), "s", "cuda-sm90", "torch2");
+  ASSERT_TRUE(cuda.has_value());
+  EXPECT_TRUE(cuda->exact_platform && cuda->exact_stack);
+  EXPECT_FALSE(find_golden(root.string(), "s", "cuda-sm90").has_value());  // unlabeled: never a labeled one
+  EXPECT_EQ(stand_in_note(*cuda, "cuda-sm90", "torch2"), "");
+  EXPECT_EQ(pending_path("out", "s", golden_key("cuda-sm90", "torch2")), "out/s/cuda-sm90@torch2.golden.new");
+  EXPECT_EQ(pending_platform_of("cuda-sm90@torch2.golden.new"), "cuda-sm90@torch2");
+  EXPECT_EQ(split_golden_key("cuda-sm90@torch2"), (std::pair<std::string, std::string>{"cuda-sm90", "torch2"}));
+  fs::remove_all(root);
+}
+
+TEST(GoldenStore, TheStackLabelComesFromItsVariableAndMustNameAFile) {
+  ::unsetenv("LOCKSTEP_STACK");
+  EXPECT_EQ(stack_label(), "");
+  ::setenv("LOCKSTEP_STACK", "", 1);
+  EXPECT_EQ(stack_label(), "");
+  ::setenv("LOCKSTEP_STACK", "torch-2.6_dev", 1);
+  EXPECT_EQ(stack_label(), "torch-2.6_dev");
+  for (const char* bad : {"a/b", "@x", "-x", ".x", "a b", "x@y"}) {
+    ::setenv("LOCKSTEP_STACK", bad, 1);
+    try {
+      stack_label();
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      EXPECT_EQ(std::string(e.what()).rfind(std::string("LOCKSTEP_STACK=") + bad + ": expected a stack label", 0), 0u)
+          << e.what();
+    }
+  }
+  ::unsetenv("LOCKSTEP_STACK");
+  EXPECT_TRUE(is_golden_key("cpu-x86_64-avx2@torch2"));
+  EXPECT_FALSE(is_golden_key("cpu-x86_64-avx2@"));
+  EXPECT_FALSE(is_golden_key("cpu-x86_64-avx2@a@b"));
+  EXPECT_TRUE(is_stack_label(std::string(40, 'a')));
+  EXPECT_FALSE(is_stack_label(std::string(41, 'a')));
 }
 
 // The config as an input: what determines the values, as parsed. Writing a
