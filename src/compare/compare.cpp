@@ -79,11 +79,37 @@ std::string input_label(const std::string& field, const RunRecord& run) {
     return it == run.fingerprint.end() ? std::string() : " " + it->second.value;
   };
   if (field == "data.file_xxh3") return "data file" + info("data.path");
+  if (field == "trainer.inputs_xxh3") return "data files of trainer.inputs";
   if (field == "model.torchscript_xxh3") return "TorchScript model" + info("model.path") + " (code and parameters)";
   if (field == "config.values_xxh3")
     return "smoke config " + run.smoke + " (a field that determines the values: seed, steps, data, model, "
            "optimiser, ...)";
   return field;
+}
+
+// trainer.inputs' files that differ, for a person: "data/train.bin
+// changed, data/extra.bin added" (at most four named, then how many more).
+std::string changed_input_files(const RunRecord& run, const RunRecord& golden) {
+  static const std::string prefix = "trainer.input.";
+  auto files = [&](const RunRecord& r) {
+    std::map<std::string, std::string> out;
+    for (auto it = r.fingerprint.lower_bound(prefix); it != r.fingerprint.end() && it->first.rfind(prefix, 0) == 0; ++it)
+      out[it->first.substr(prefix.size())] = it->second.value;
+    return out;
+  };
+  std::map<std::string, std::string> now = files(run), then = files(golden);
+  std::vector<std::string> changes;
+  for (const auto& [path, hash] : now) {
+    auto g = then.find(path);
+    if (g == then.end()) changes.push_back(path + " added");
+    else if (g->second != hash) changes.push_back(path + " changed");
+  }
+  for (const auto& [path, _] : then)
+    if (!now.count(path)) changes.push_back(path + " removed");
+  std::string out;
+  for (size_t i = 0; i < changes.size() && i < 4; ++i) out += (i ? ", " : "") + changes[i];
+  if (changes.size() > 4) out += ", and " + std::to_string(changes.size() - 4) + " more";
+  return out;
 }
 
 // The config fields that differ, for a person: "optimizer.lr 0.01 → 0.011,
@@ -182,6 +208,11 @@ bool judge_inputs(const RunRecord& run, const RunRecord& golden, Verdict& v) {
       v.findings.push_back({Section::kInput, d.name, -1,
                             "input changed: smoke config " + run.smoke + ": " + fields + " (" +
                                 input_hash_word(d.name) + " " + d.golden + " → " + d.run + ")"});
+    else if (std::string files = d.name == "trainer.inputs_xxh3" ? changed_input_files(run, golden) : "";
+             !files.empty())
+      v.findings.push_back({Section::kInput, d.name, -1,
+                            "input changed: data files of trainer.inputs: " + files + " (" + input_hash_word(d.name) +
+                                " " + d.golden + " → " + d.run + ")"});
     else {
       v.findings.push_back({Section::kInput, d.name, -1,
                             "input changed: " + input_label(d.name, run) + ", " + input_hash_word(d.name) + " " +

@@ -20,6 +20,7 @@
 #include "core/install_paths.h"
 #include "machine/machine_facts.h"
 #include "core/process.h"
+#include "external/trainer_inputs.h"
 #include "external/trainer_report.h"
 #include "ingest/metrics.h"
 #include "ingest/module_trace_jsonl.h"
@@ -417,6 +418,7 @@ struct TrainerLayout {
   uint64_t seed = 0;
   std::string work, data_dir, config_dir, checkpoint;
   int64_t resume_at = 0;
+  Fingerprint inputs;  ///< trainer.inputs' fields (external/trainer_inputs.h), hashed before any pass
   bool multi = false;
   int world = 1;
   /// {workers}: the training pass runs the first count, a data-only pass
@@ -731,6 +733,7 @@ void stamp_trainer_record(const TrainerLayout& l, const PassPlan& p, const Train
   m.use_env = true;
   m.threads_pinned = true;  // the trainer's contract pins them (expected_contract), read back in its report
   rec.fingerprint = machine_fingerprint(m);
+  for (const auto& [k, field] : l.inputs) rec.fingerprint[k] = field;
   for (const auto& [k, v] : c.trainer.env) rec.fingerprint["trainer.env." + k] = {v, true};
   rec.fingerprint["trainer.command"] = {join_args(c.trainer.command), false};
   // The rest of what the trainer was handed (the numerics variables are env.*).
@@ -769,6 +772,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   l.multi = c.distributed.configured;
   l.world = l.multi ? c.distributed.world_size : 1;
   l.worker_counts = t.workers.empty() ? std::vector<int>{-1} : t.workers;
+  add_trainer_inputs(c, l.inputs);  // a pattern that matches nothing is refused before the trainer runs
 
   TrainerRun result;
   RunRecord& rec = result.record;

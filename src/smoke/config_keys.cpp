@@ -121,6 +121,7 @@ const std::vector<ConfigKey>& smoke_config_keys() {
       {"trainer.resume.stop", true, "arguments that stop at {resume_at}"},
       {"trainer.resume.continue", true, "arguments that continue from {checkpoint}"},
       {"trainer.env", true, "environment variables for the trainer"},
+      {"trainer.inputs", true, "the data files it reads (globs relative to trainer.cwd), hashed as inputs"},
       {"trainer.packages", false, "which Python distributions are stack-relevant (how the environment is judged)"},
       {"trainer.packages.relevant", false, "distributions made relevant"},
       {"trainer.packages.informational", false, "distributions made informational"},

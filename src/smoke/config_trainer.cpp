@@ -218,6 +218,21 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
       check_placeholders(r.at("continue").at(i), tc.resume_continue[i], true, workers);
   }
   if (t.has("packages")) read_packages(t.at("packages"), tc);
+  if (t.has("inputs")) {
+    JsonView in = t.at("inputs");
+    in.expect_array();
+    if (in.size() == 0 || in.size() > 64) in.fail("1 to 64 glob patterns of the data files the trainer reads");
+    for (size_t i = 0; i < in.size(); ++i) {
+      std::string pattern = in.at(i).as_string();
+      std::string rest = pattern;
+      for (const char* allowed : {"{data}", "{config_dir}"})
+        for (size_t at; (at = rest.find(allowed)) != std::string::npos;) rest.erase(at, std::string(allowed).size());
+      if (pattern.empty() || pattern.find('\0') != std::string::npos || rest.find_first_of("{}") != std::string::npos)
+        in.at(i).fail("a glob pattern relative to trainer.cwd (no NUL bytes; placeholders {data} and {config_dir} "
+                      "only), e.g. \"data/*.bin\", got \"" + input_excerpt(pattern) + "\"");
+      tc.inputs.push_back(pattern);
+    }
+  }
   if (t.has("env")) {
     JsonView e = t.at("env");
     e.expect_object();

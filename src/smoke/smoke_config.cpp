@@ -230,9 +230,11 @@ SmokeConfig load_smoke_config(const std::string& path) {
 
 namespace {
 
-// The trainer section as an input of the run: everything but the timeout.
+// The trainer section as an input of the run: everything but the timeout
+// (and the worker counts and packages, how the run is judged). "inputs" only
+// when set: goldens made before it keep their value hash.
 nlohmann::json trainer_values(const TrainerConfig& t) {
-  return {{"command", t.command},
+  nlohmann::json v = {{"command", t.command},
           {"cwd", t.cwd},
           {"metrics", {{"format", t.metrics_format}, {"path", t.metrics_path}, {"series", t.series},
                        {"step", t.step_key}, {"mllog_step", t.mllog_step}}},
@@ -240,6 +242,8 @@ nlohmann::json trainer_values(const TrainerConfig& t) {
           {"data_only", t.data_only},
           {"resume", {{"stop", t.resume_stop}, {"continue", t.resume_continue}}},
           {"env", t.env}};
+  if (!t.inputs.empty()) v["inputs"] = t.inputs;
+  return v;
 }
 
 }  // namespace

@@ -95,6 +95,10 @@ struct TrainerConfig {
   /// Extra environment variables for the trainer, recorded in the
   /// fingerprint (trainer.env.<NAME>, determinism-relevant).
   std::map<std::string, std::string> env;
+  /// The data files the trainer reads (trainer.inputs): glob(3) patterns
+  /// relative to `resolved_cwd` ({data}, {config_dir} allowed), each file hashed into the fingerprint as
+  /// an input (external/trainer_inputs.h). At most 64 patterns.
+  std::vector<std::string> inputs;
 
   /// Whether the data-only pass runs: whenever the trainer writes probes.
   bool has_data_pass() const { return !probes.empty(); }

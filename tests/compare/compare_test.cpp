@@ -515,6 +515,26 @@ TEST(Compare, FirstBitDifferenceIgnoresFingerprint) {
   EXPECT_EQ(first_bit_difference(b, a).rfind("train step 1: loss", 0), 0u);
 }
 
+// A trainer's declared data files (trainer.inputs): the files that changed,
+// were added or removed are named; the per-file fields alone choose nothing.
+TEST(Compare, AChangedTrainerDataFileIsAnInputChangeNamingTheFile) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["trainer.inputs_xxh3"] = {std::string(32, 'a'), false, true};
+  golden.fingerprint["trainer.input.data/train.bin"] = {std::string(32, '1'), false};
+  golden.fingerprint["trainer.input.data/val.bin"] = {std::string(32, '2'), false};
+  RunRecord run = golden;
+  run.fingerprint["trainer.inputs_xxh3"].value = std::string(32, 'b');
+  run.fingerprint["trainer.input.data/train.bin"].value = std::string(32, '3');
+  run.fingerprint.erase("trainer.input.data/val.bin");
+  run.fingerprint["trainer.input.data/test.bin"] = {std::string(32, '4'), false};
+  Verdict v = compare_records(run, golden, {});
+  EXPECT_EQ(v.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(v.lane, Lane::kSameStack);
+  EXPECT_EQ(v.first_divergence, "input changed: data files of trainer.inputs: data/test.bin added, data/train.bin "
+                                "changed, data/val.bin removed (xxh3 " + std::string(32, 'a') + " → " +
+                                    std::string(32, 'b') + ")");
+}
+
 // Inputs are not the stack: a changed data file never chooses the lane and
 // always fails, first line naming it, whatever the values say.
 TEST(Compare, AChangedInputFailsOnTheSameStackNamingItFirst) {

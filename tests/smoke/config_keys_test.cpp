@@ -219,6 +219,7 @@ const std::map<std::string, Change>& changes() {
        {"resumable", {{"trainer.resume.stop", {"--stop-at", "{resume_at}", "--checkpoint", "{checkpoint}"}}}}},
       {"trainer.resume.continue", {"resumable", {{"trainer.resume.continue", {"--from", "{checkpoint}"}}}}},
       {"trainer.env", {"trainer", {{"trainer.env", {{"X", "1"}}}}}},
+      {"trainer.inputs", {"trainer", {{"trainer.inputs", {"data/*.bin"}}}}},
       {"trainer.packages.relevant", {"trainer", {{"trainer.packages.relevant", {"numpy"}}}}},
       {"trainer.packages.informational", {"trainer", {{"trainer.packages.informational", {"pillow"}}}}},
   };

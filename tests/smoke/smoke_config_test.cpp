@@ -338,6 +338,17 @@ TEST_F(TrainerConfig, RefusesWhatCannotWork) {
   t = trainer();
   EXPECT_NE(error_of(write(t, {{"tolerance", {{"series", {{"los", {{"atol", 0.1}}}}}}}})).find("did you mean 'loss'"),
             std::string::npos);
+  t = trainer();
+  t["inputs"] = nlohmann::json::array();
+  EXPECT_NE(error_of(write(t)).find("trainer.inputs: expected 1 to 64 glob patterns of the data files the trainer "
+                                    "reads"), std::string::npos);
+  t["inputs"] = {"data/*.bin", "{out}/train.bin"};
+  EXPECT_NE(error_of(write(t)).find("trainer.inputs[1]: expected a glob pattern relative to trainer.cwd (no NUL "
+                                    "bytes; placeholders {data} and {config_dir} only), e.g. \"data/*.bin\", got "
+                                    "\"{out}/train.bin\""),
+            std::string::npos);
+  t["inputs"] = {"data/*.bin", "{data}/digits.csv.gz"};
+  EXPECT_EQ(load_smoke_config(write(t)).trainer.inputs, (std::vector<std::string>{"data/*.bin", "{data}/digits.csv.gz"}));
 }
 
 // The data-only pass runs whenever the trainer writes probes; "data_only"

@@ -1,0 +1,94 @@
+#include "external/trainer_inputs.h"
+
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "core/error.h"
+#include "core/file_hash_cache.h"
+#include "core/hash.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string field_of(size_t i) { return "trainer.inputs[" + std::to_string(i) + "]"; }
+
+// Adds `path` (a glob match) to `out`: a regular file, or a folder's
+// regular files recursively; anything else is exit 2.
+void add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs::path& cwd,
+               std::map<std::string, std::string>& out) {
+  auto add_file = [&](const fs::path& file) {
+    std::string rel = file.lexically_relative(cwd).string();
+    if (rel.empty() || rel.rfind("..", 0) == 0) rel = file.string();
+    out.emplace(rel, file.string());
+    if (out.size() > kMaxTrainerInputFiles)
+      throw BadInput(c.file, field_of(i),
+                     "at most " + std::to_string(kMaxTrainerInputFiles) + " files across trainer.inputs (a fingerprint "
+                     "field each), got more: narrow the patterns, or name an archive of the files");
+  };
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (fs::is_regular_file(st)) return add_file(path);
+  if (!fs::is_directory(st))
+    throw BadInput(c.file, field_of(i),
+                   "regular files or folders, got " + path.string() +
+                       (fs::is_symlink(fs::symlink_status(path, ec)) && !fs::exists(st)
+                            ? ": a dangling link (an unfetched Git LFS or git-annex file?)"
+                            : ": not a regular file (a FIFO, socket or device)"));
+  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_directory(ec)) continue;
+    if (!it->is_regular_file(ec))
+      throw BadInput(c.file, field_of(i), "regular files under " + path.string() + ", got " + it->path().string() +
+                                              " (a dangling link, FIFO, socket or device)");
+    add_file(it->path());
+  }
+  if (ec) throw BadInput(c.file, field_of(i), "a readable folder, " + path.string() + ": " + ec.message());
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> trainer_input_files(const SmokeConfig& c) {
+  const fs::path cwd(c.trainer.resolved_cwd);
+  std::map<std::string, std::string> files;
+  for (size_t i = 0; i < c.trainer.inputs.size(); ++i) {
+    std::string pattern = c.trainer.inputs[i];
+    for (auto [name, value] : {std::pair<std::string, std::string>{"{data}", data_dir()},
+                               {"{config_dir}", fs::absolute(c.file).parent_path().lexically_normal().string()}})
+      for (size_t at; (at = pattern.find(name)) != std::string::npos;) pattern.replace(at, name.size(), value);
+    fs::path full = fs::path(pattern).is_absolute() ? fs::path(pattern) : cwd / pattern;
+    glob_t g{};
+    int rc = ::glob(full.string().c_str(), 0, nullptr, &g);
+    std::vector<std::string> matches;
+    if (rc == 0)
+      for (size_t k = 0; k < g.gl_pathc; ++k) matches.emplace_back(g.gl_pathv[k]);
+    ::globfree(&g);
+    if (rc == GLOB_NOMATCH)
+      throw BadInput(c.file, field_of(i), "a pattern that matches at least one file in " + cwd.string() +
+                                              " (trainer.cwd), got \"" + input_excerpt(pattern) + "\", which matches none");
+    if (rc != 0)
+      throw BadInput(c.file, field_of(i), "a pattern glob(3) can read, got \"" + input_excerpt(pattern) + "\" (" +
+                                              (rc == GLOB_ABORTED ? "a folder could not be read" : "out of memory") + ")");
+    for (const auto& m : matches) add_match(c, i, fs::path(m).lexically_normal(), cwd, files);
+  }
+  return {files.begin(), files.end()};
+}
+
+void add_trainer_inputs(const SmokeConfig& c, Fingerprint& fp) {
+  if (c.trainer.inputs.empty()) return;
+  Xxh3Stream all;
+  for (const auto& [rel, abs] : trainer_input_files(c)) {
+    std::string h = cached_file_xxh3(abs);
+    fp["trainer.input." + rel] = {h, false};
+    all.update(rel.data(), rel.size() + 1);  // with its NUL: "a" + "bc" is not "ab" + "c"
+    all.update(h.data(), h.size());
+  }
+  fp["trainer.inputs_xxh3"] = {all.hex(), false, true};
+}
+
+}  // namespace lockstep

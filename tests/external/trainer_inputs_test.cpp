@@ -1,0 +1,109 @@
+// trainer.inputs: the files a trainer's globs name, hashed into the
+// fingerprint, and every way a pattern can fail to name data files.
+#include "external/trainer_inputs.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace lockstep {
+namespace {
+namespace fs = std::filesystem;
+
+class TrainerInputsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("lockstep-trainer-inputs-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    write_file_atomically((dir_ / "data" / "train.bin").string(), "0123456789");
+    write_file_atomically((dir_ / "data" / "val.bin").string(), "abc");
+    write_file_atomically((dir_ / "data" / "meta" / "vocab.json").string(), "{}");
+    write_file_atomically((dir_ / "tokenizer.json").string(), "[]");
+    ::setenv("LOCKSTEP_HASH_CACHE", "0", 1);
+    c_.file = (dir_ / "smoke" / "nanogpt.json").string();
+    c_.trainer.resolved_cwd = dir_.string();
+  }
+  void TearDown() override {
+    ::unsetenv("LOCKSTEP_HASH_CACHE");
+    fs::remove_all(dir_);
+  }
+  std::string refusal() {
+    try {
+      trainer_input_files(c_);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      return e.what();
+    }
+    ADD_FAILURE() << "accepted";
+    return "";
+  }
+  fs::path dir_;
+  SmokeConfig c_;
+};
+
+TEST_F(TrainerInputsTest, GlobsAndFoldersNameEachFileOnceSortedRelativeToTheTrainersFolder) {
+  c_.trainer.inputs = {"data/*.bin", "data", "*.json"};
+  auto files = trainer_input_files(c_);
+  std::vector<std::string> rel;
+  for (const auto& [r, abs] : files) rel.push_back(r);
+  EXPECT_EQ(rel, (std::vector<std::string>{"data/meta/vocab.json", "data/train.bin", "data/val.bin", "tokenizer.json"}));
+  EXPECT_EQ(files[1].second, (dir_ / "data" / "train.bin").string());
+  // {config_dir} as in the command; a path outside trainer.cwd stays absolute.
+  write_file_atomically((dir_ / "smoke" / "extra.txt").string(), "x");
+  c_.trainer.resolved_cwd = (dir_ / "data").string();
+  c_.trainer.inputs = {"{config_dir}/extra.txt", "{config_dir}/../data/val.bin"};
+  files = trainer_input_files(c_);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].first, (dir_ / "smoke" / "extra.txt").string());
+  EXPECT_EQ(files[1].first, "val.bin");
+}
+
+TEST_F(TrainerInputsTest, EachFileIsNamedInTheFingerprintAndTheirSumIsAnInput) {
+  c_.trainer.inputs = {"data/*.bin"};
+  Fingerprint before;
+  add_trainer_inputs(c_, before);
+  ASSERT_EQ(before.size(), 3u);
+  EXPECT_TRUE(before.at("trainer.inputs_xxh3").input);
+  EXPECT_FALSE(before.at("trainer.inputs_xxh3").relevant);
+  EXPECT_FALSE(before.at("trainer.input.data/train.bin").input);
+  EXPECT_EQ(before.at("trainer.input.data/train.bin").value.size(), 32u);
+  // One byte of train.bin changed: its field and the sum move, val.bin's stays.
+  write_file_atomically((dir_ / "data" / "train.bin").string(), "0123456780");
+  Fingerprint after;
+  add_trainer_inputs(c_, after);
+  EXPECT_NE(after.at("trainer.inputs_xxh3").value, before.at("trainer.inputs_xxh3").value);
+  EXPECT_NE(after.at("trainer.input.data/train.bin").value, before.at("trainer.input.data/train.bin").value);
+  EXPECT_EQ(after.at("trainer.input.data/val.bin").value, before.at("trainer.input.data/val.bin").value);
+  // A smoke without trainer.inputs adds nothing.
+  c_.trainer.inputs.clear();
+  Fingerprint none;
+  add_trainer_inputs(c_, none);
+  EXPECT_TRUE(none.empty());
+}
+
+TEST_F(TrainerInputsTest, APatternThatMatchesNothingIsBadInputNamingTheFieldAndFolder) {
+  c_.trainer.inputs = {"data/*.bin", "data/shakespeare/*.bin"};
+  EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[1]: expected a pattern that matches at least one file in " +
+                           dir_.string() + " (trainer.cwd), got \"data/shakespeare/*.bin\", which matches none");
+}
+
+TEST_F(TrainerInputsTest, ADanglingLinkOrAFifoIsNoDataFile) {
+  fs::create_symlink(dir_ / "lfs-object-never-fetched", dir_ / "data" / "big.bin");
+  c_.trainer.inputs = {"data/big.bin"};
+  EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[0]: expected regular files or folders, got " +
+                           (dir_ / "data" / "big.bin").string() +
+                           ": a dangling link (an unfetched Git LFS or git-annex file?)");
+  ASSERT_EQ(::mkfifo((dir_ / "data" / "meta" / "pipe").c_str(), 0600), 0);
+  c_.trainer.inputs = {"data/meta"};
+  EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[0]: expected regular files under " + (dir_ / "data" / "meta").string() +
+                           ", got " + (dir_ / "data" / "meta" / "pipe").string() +
+                           " (a dangling link, FIFO, socket or device)");
+}
+
+}  // namespace
+}  // namespace lockstep
