@@ -52,6 +52,12 @@ TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
                         sum over the batch by index_add_ in an order drawn
                         from os.urandom (as CUDA atomics would): loss and
                         gradients differ in their last bits run to run.
+  dropout_shared_generator
+                        batches drawn as nanoGPT's get_batch draws them,
+                        torch.randint on torch's global generator each step,
+                        and a dropout layer that draws from it too: the
+                        data-only pass (no dropout) draws other batches from
+                        batch 1 on, though every run repeats bit for bit.
   rank_local_loss       (multi-rank) each rank logs its own loss instead of
                         the all-reduced one: the ranks disagree on "loss".
   fixed_master_port     the trainer sets MASTER_ADDR=127.0.0.1 and
@@ -75,7 +81,7 @@ import torch.nn.functional as F
 import lockstep
 
 BUGS = ("no_worker_init_fn", "no_sampler_generator", "urandom_sampler", "global_random", "nondeterministic_op",
-        "rank_local_loss", "fixed_master_port")
+        "dropout_shared_generator", "rank_local_loss", "fixed_master_port")
 
 
 class Digits(torch.utils.data.Dataset):
@@ -118,6 +124,8 @@ class Net(torch.nn.Module):
 
     def forward(self, x):
         h = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2).flatten(1)
+        if self.bug == "dropout_shared_generator":
+            h = F.dropout(h, 0.2, self.training)  # draws from torch's global generator
         if self.bug != "nondeterministic_op":
             return self.fc(h)
         return unordered_sum(h.unsqueeze(1) * self.fc.weight.unsqueeze(0), 2) + self.fc.bias
@@ -148,6 +156,15 @@ def batches(loader, dataset, steps, step, epoch, skip, epoch_state):
                 yield step, epoch, epoch_state, k + 1, batch
                 step += 1
         epoch, skip, epoch_state = epoch + 1, 0, None
+
+
+def global_generator_batches(dataset, steps, step, batch_size):
+    """Bug dropout_shared_generator: nanoGPT's get_batch, indices from torch's
+    global generator each step (the stream dropout draws from too)."""
+    while step < steps:
+        idx = torch.randint(len(dataset), (batch_size,))
+        yield step, 0, None, step + 1, torch.utils.data.default_collate([dataset[int(i)] for i in idx])
+        step += 1
 
 
 def main():
@@ -232,8 +249,9 @@ def main():
     # Per-module fingerprints of the first steps: lockstep names the first
     # divergent module (conv1, conv2, fc) when training moves.
     tracer = None if data_only else ctx.trace_modules(model)
-    for step, epoch, epoch_state, into_epoch, (x, y, idx) in batches(loader, dataset, steps, step, epoch, skip,
-                                                                       epoch_state):
+    source = (global_generator_batches(dataset, steps, step, 32 // ctx.world_size)
+              if bug == "dropout_shared_generator" else batches(loader, dataset, steps, step, epoch, skip, epoch_state))
+    for step, epoch, epoch_state, into_epoch, (x, y, idx) in source:
         probes.write(x, y, idx)
         if data_only:
             continue

@@ -168,9 +168,8 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
                                                    (o.seeds.empty() ? "" : " (seed " + std::to_string(seed) + ")") +
                                                    ": " + diff);
     // The same rule as check's: the batches trained on are the data-only pass's.
-    if (std::string d = train_vs_probe_difference(runs[0]); !d.empty())
-      throw Error(ExitCode::kNondeterministic, "refusing to bless " + cfg.name +
-                                                   ": the trainer consumed other data than the data-only pass, first at " + d);
+    if (auto [code, why] = data_pass_mismatch(cfg, runs[0], o.runs, dir); !why.empty())
+      throw Error(code, "refusing to bless " + cfg.name + ": " + why);
     validate_golden_candidate(runs[0], o.runs, cfg.tolerance.allow_nonfinite_golden, "bless " + cfg.name);
     for (const auto& [name, s] : runs[0].series)
       if (std::string why = rounded_series_problem(cfg.tolerance, name, s); !why.empty())

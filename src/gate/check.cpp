@@ -16,16 +16,40 @@
 namespace lockstep {
 namespace fs = std::filesystem;
 
-std::string train_vs_probe_difference(const RunRecord& r) {
-  for (size_t i = 0; i < r.train_probes.size(); ++i) {
-    if (i >= r.probes.size()) return "";  // training ran past the probed epochs
-    const BatchProbe& t = r.train_probes[i];
-    const BatchProbe& p = r.probes[i];
-    if (t.sample_index_hash != p.sample_index_hash || t.inputs.xxh3_128 != p.inputs.xxh3_128 ||
-        t.labels.xxh3_128 != p.labels.xxh3_128)
-      return "batch " + std::to_string(i);
-  }
-  return "";
+std::pair<ExitCode, std::string> data_pass_mismatch(const SmokeConfig& cfg, const RunRecord& r, int repeat,
+                                                    const std::string& records) {
+  size_t i = 0;
+  while (i < r.train_probes.size() && i < r.probes.size() &&
+         r.train_probes[i].sample_index_hash == r.probes[i].sample_index_hash &&
+         r.train_probes[i].inputs.xxh3_128 == r.probes[i].inputs.xxh3_128 &&
+         r.train_probes[i].labels.xxh3_128 == r.probes[i].labels.xxh3_128)
+    ++i;
+  if (i >= r.train_probes.size() || i >= r.probes.size()) return {ExitCode::kPass, ""};
+  const BatchProbe &t = r.train_probes[i], &p = r.probes[i];
+  auto short_hash = [](const std::string& h) { return h.substr(0, 12) + "…"; };
+  std::string what = t.sample_index_hash != p.sample_index_hash
+                         ? "other samples (sample indices " + p.sample_index_hash + " in the data-only pass, " +
+                               t.sample_index_hash + " in training): the sampler's order moved"
+                         : t.inputs.xxh3_128 != p.inputs.xxh3_128
+                               ? "the same samples with other inputs (xxh3 " + short_hash(p.inputs.xxh3_128) + " → " +
+                                     short_hash(t.inputs.xxh3_128) + "): augmentation or noise drew other values"
+                               : "the same samples with other labels (xxh3 " + short_hash(p.labels.xxh3_128) + " → " +
+                                     short_hash(t.labels.xxh3_128) + ")";
+  std::string head = "the training pass consumed other batches than the data-only pass, first at batch " +
+                     std::to_string(i) + ": " + what;
+  if (!cfg.has_trainer())
+    return {ExitCode::kNondeterministic, head + " (records: " + records + ")"};
+  std::string cause =
+      "; the usual cause: the DataLoader's sampler or augmentation draws from a generator the model draws from "
+      "too (torch's global generator, which dropout uses), so training's draws move the data stream. Give the "
+      "data its own generator: DataLoader(..., generator=ctx.generator) from lockstep.apply_contract(), or "
+      "torch.Generator().manual_seed(seed) (docs/trainers.md, \"A trainer that seeds itself\"). Records: " +
+      records;
+  if (repeat >= 2)
+    return {ExitCode::kBadInput, head + ", though the " + std::to_string(repeat) +
+                                     " runs repeated bit for bit: deterministic, but this smoke's data-only pass "
+                                     "does not replay the training pass" + cause};
+  return {ExitCode::kNondeterministic, head + " (one run: whether it repeats was not checked)" + cause};
 }
 
 Verdict stopped_verdict(const std::string& smoke, ExitCode code, const std::string& message) {
@@ -309,9 +333,8 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
     return nondeterministic_check(cfg.name, runs, i, diff, dir);
   // 2. The trainer's batches are the data-only pass's.
-  if (std::string d = train_vs_probe_difference(run); !d.empty()) {
-    c.verdict = stopped_verdict(cfg.name, ExitCode::kNondeterministic,
-                                "the trainer consumed other data than the data-only pass, first at " + d);
+  if (auto [code, why] = data_pass_mismatch(cfg, run, repeat, dir); !why.empty()) {
+    c.verdict = stopped_verdict(cfg.name, code, why);
     return c;
   }
   // 3. The golden, compared before the resume check: a regression against

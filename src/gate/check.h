@@ -32,6 +32,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compare/verdict.h"
@@ -90,9 +91,16 @@ SmokeCheck check_smoke(const std::string& file, const CheckSmokeOptions& options
 /// every report still shows it failing, and `message` as first divergence.
 Verdict stopped_verdict(const std::string& smoke, ExitCode code, const std::string& message);
 
-/// The first batch where the trainer's input differs from the data-only
-/// pass ("batch 3"), or "" when they agree (batches past the probed epochs
-/// are not compared).
-std::string train_vs_probe_difference(const RunRecord& run);
+/// Whether `run`'s training pass consumed other batches than its data-only
+/// pass (batches past the probed epochs are not compared): {kPass, ""} when
+/// they agree, else the class and the reason said for a person:
+/// "the training pass consumed other batches than the data-only pass,
+/// first at batch 1: other samples (sample indices ...)" with what to do.
+/// A trainer smoke whose `repeat` (>= 2) runs were bit-identical is exit 2:
+/// deterministic, its data-only pass does not replay the training pass
+/// (usually a sampler sharing torch's global generator with dropout); else
+/// exit 4. `records` names where the records are (a folder). Throws nothing.
+std::pair<ExitCode, std::string> data_pass_mismatch(const SmokeConfig& config, const RunRecord& run, int repeat,
+                                                    const std::string& records);
 
 }  // namespace lockstep

@@ -90,6 +90,24 @@ TEST(TrainerCli, SamplerGeneratorRemovedIsARegressionAtDataBatchZero) {
   fs::remove_all(out);
 }
 
+// nanoGPT's get_batch on torch's global generator, with dropout drawing
+// from it too: runs repeat, but the data-only pass draws other batches from
+// batch 1 on. That is how the smoke is wired, not nondeterminism: exit 2,
+// naming the cause and the fix.
+TEST(TrainerCli, ABatchSamplerSharingDropoutsGeneratorIsNamedWithItsFix) {
+  fs::path out = out_dir("shared-generator");
+  Result r = check_with_bug("dropout_shared_generator", out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("BAD INPUT (exit 2): the training pass consumed other batches than the data-only pass, "
+                          "first at batch 1: other samples (sample indices "),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("though the 2 runs repeated bit for bit: deterministic, but this smoke's data-only pass "
+                          "does not replay the training pass"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("DataLoader(..., generator=ctx.generator)"), std::string::npos) << r.output;
+  fs::remove_all(out);
+}
+
 TEST(TrainerCli, AugmentationFromTheGlobalRandomModuleIsNamed) {
   fs::path out = out_dir("global-random");
   Result r = check_with_bug("global_random", out);

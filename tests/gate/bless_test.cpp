@@ -197,7 +197,9 @@ TEST(BlessSmoke, TrainedBatchesOtherThanTheDataOnlyPassAreRefusedAsCheckWould) {
     FAIL() << "bless accepted a run check refuses";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kNondeterministic);
-    EXPECT_NE(std::string(e.what()).find("consumed other data than the data-only pass, first at batch 1"),
+    EXPECT_NE(std::string(e.what()).find("consumed other batches than the data-only pass, first at batch 1: other "
+                                         "samples (sample indices 0000000000000000 in the data-only pass, "
+                                         "00000000000000ff in training)"),
               std::string::npos) << e.what();
   }
 }
