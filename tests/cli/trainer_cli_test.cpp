@@ -301,6 +301,36 @@ TEST(TrainerCli, AMissingDataOnlyPassIsSaidAndAnEmptyArgumentListRunsIt) {
   fs::remove_all(d);
 }
 
+// trainer.inputs: a data file the 10 batches never sample (here one the
+// trainer does not read at all) changed by one byte is a changed input
+// naming the file, though every value is the same; a pattern that matches
+// nothing is exit 2 before the trainer runs.
+TEST(TrainerCli, AChangedDeclaredDataFileIsAChangedInputNamingTheFile) {
+  fs::path d = out_dir("inputs");
+  fs::create_directories(d / "data");
+  write_file_atomically((d / "data" / "vocab.txt").string(), "a b c\n");
+  fs::path smoke = example_smoke_in(d, [&](nlohmann::json& c) {
+    c["trainer"]["inputs"] = {"{data}/digits.csv.gz", (d / "data" / "*.txt").string()};
+  });
+  Result a = lockstep("run " + smoke.string() + " --out " + (d / "a.json").string());
+  ASSERT_EQ(a.code, 0) << a.output;
+  write_file_atomically((d / "data" / "vocab.txt").string(), "a b d\n");
+  Result b = lockstep("run " + smoke.string() + " --out " + (d / "b.json").string());
+  ASSERT_EQ(b.code, 0) << b.output;
+  Result cmp = lockstep("compare " + (d / "b.json").string() + " " + (d / "a.json").string());
+  EXPECT_EQ(cmp.code, 1) << cmp.output;
+  EXPECT_NE(cmp.output.find("input changed: data files of trainer.inputs: " + (d / "data" / "vocab.txt").string() +
+                            " changed (xxh3 "),
+            std::string::npos) << cmp.output;
+  fs::path none = example_smoke_in(d / "none", [](nlohmann::json& c) { c["trainer"]["inputs"] = {"data/*.bin"}; });
+  Result refused = lockstep("run " + none.string() + " --out " + (d / "c.json").string());
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  EXPECT_NE(refused.output.find(none.string() + ": trainer.inputs[0]: expected a pattern that matches at least one "
+                                "file in "),
+            std::string::npos) << refused.output;
+  fs::remove_all(d);
+}
+
 // trainer.workers runs the data-only pass at each worker count: a bug
 // that depends on the count (augmentation from the global `random`, which
 // the DataLoader seeds per worker) is exit 4 naming the batch, even when
