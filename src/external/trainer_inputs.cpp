@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/file_hash_cache.h"
 #include "core/hash.h"
+#include "smoke/smoke_config.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;
@@ -21,10 +24,19 @@ std::string field_of(size_t i) { return "trainer.inputs[" + std::to_string(i) + 
 // Adds `path` (a glob match) to `out`: a regular file, or a folder's
 // regular files recursively; anything else is exit 2.
 void add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs::path& cwd,
-               std::map<std::string, std::string>& out) {
+               const std::vector<std::pair<std::string, std::string>>& places, std::map<std::string, std::string>& out) {
+  auto under = [](const fs::path& file, const fs::path& dir) {
+    std::string rel = file.lexically_relative(dir).string();
+    return rel.empty() || rel.rfind("..", 0) == 0 ? std::string() : rel;
+  };
   auto add_file = [&](const fs::path& file) {
-    std::string rel = file.lexically_relative(cwd).string();
-    if (rel.empty() || rel.rfind("..", 0) == 0) rel = file.string();
+    // The data cache first (where it lies differs most between machines),
+    // then trainer.cwd, then the config's folder, else the absolute path.
+    std::string rel;
+    if (std::string in = under(file, places[0].second); !in.empty()) rel = places[0].first + "/" + in;
+    if (rel.empty()) rel = under(file, cwd);
+    if (std::string in = under(file, places[1].second); rel.empty() && !in.empty()) rel = places[1].first + "/" + in;
+    if (rel.empty()) rel = file.string();
     out.emplace(rel, file.string());
     if (out.size() > kMaxTrainerInputFiles)
       throw BadInput(c.file, field_of(i),
@@ -55,11 +67,16 @@ void add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs::p
 
 std::vector<std::pair<std::string, std::string>> trainer_input_files(const SmokeConfig& c) {
   const fs::path cwd(c.trainer.resolved_cwd);
+  // The placeholders, as the command has them; a file under one is named
+  // through it ("{data}/digits.csv.gz"), so the name is the same on every
+  // machine whatever its data cache's folder.
+  const std::vector<std::pair<std::string, std::string>> places = {
+      {"{data}", fs::absolute(data_dir()).lexically_normal().string()},
+      {"{config_dir}", fs::absolute(c.file).parent_path().lexically_normal().string()}};
   std::map<std::string, std::string> files;
   for (size_t i = 0; i < c.trainer.inputs.size(); ++i) {
     std::string pattern = c.trainer.inputs[i];
-    for (auto [name, value] : {std::pair<std::string, std::string>{"{data}", data_dir()},
-                               {"{config_dir}", fs::absolute(c.file).parent_path().lexically_normal().string()}})
+    for (const auto& [name, value] : places)
       for (size_t at; (at = pattern.find(name)) != std::string::npos;) pattern.replace(at, name.size(), value);
     fs::path full = fs::path(pattern).is_absolute() ? fs::path(pattern) : cwd / pattern;
     glob_t g{};
@@ -70,11 +87,12 @@ std::vector<std::pair<std::string, std::string>> trainer_input_files(const Smoke
     ::globfree(&g);
     if (rc == GLOB_NOMATCH)
       throw BadInput(c.file, field_of(i), "a pattern that matches at least one file in " + cwd.string() +
-                                              " (trainer.cwd), got \"" + input_excerpt(pattern) + "\", which matches none");
+                                              " (trainer.cwd), got \"" + input_excerpt(c.trainer.inputs[i]) +
+                                              "\", which matches none");
     if (rc != 0)
-      throw BadInput(c.file, field_of(i), "a pattern glob(3) can read, got \"" + input_excerpt(pattern) + "\" (" +
-                                              (rc == GLOB_ABORTED ? "a folder could not be read" : "out of memory") + ")");
-    for (const auto& m : matches) add_match(c, i, fs::path(m).lexically_normal(), cwd, files);
+      throw BadInput(c.file, field_of(i), "a pattern glob(3) can read, got \"" + input_excerpt(c.trainer.inputs[i]) +
+                                              "\" (out of memory)");
+    for (const auto& m : matches) add_match(c, i, fs::path(m).lexically_normal(), cwd, places, files);
   }
   return {files.begin(), files.end()};
 }

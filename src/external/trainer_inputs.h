@@ -21,9 +21,10 @@ namespace lockstep {
 /// At most this many files across trainer.inputs (a fingerprint field each).
 inline constexpr size_t kMaxTrainerInputFiles = 10000;
 
-/// The files trainer.inputs names, as {path relative to trainer.cwd (or
-/// absolute when outside it), absolute path}, sorted by the first, each
-/// once: every match of each glob (glob(3), relative to trainer.cwd;
+/// The files trainer.inputs names, as {name, absolute path}, sorted by
+/// name, each once. The name is the path under {data} ("{data}/digits.csv.gz":
+/// the same on every machine), else relative to trainer.cwd, else under
+/// {config_dir}, else absolute. The files: every match of each glob (glob(3), relative to trainer.cwd;
 /// {data} and {config_dir} replaced as in the command), a
 /// matched folder's regular files recursively. Throws exit-2 BadInput
 /// naming the config, the field (trainer.inputs[i]) and what was expected:

@@ -53,14 +53,22 @@ TEST_F(TrainerInputsTest, GlobsAndFoldersNameEachFileOnceSortedRelativeToTheTrai
   for (const auto& [r, abs] : files) rel.push_back(r);
   EXPECT_EQ(rel, (std::vector<std::string>{"data/meta/vocab.json", "data/train.bin", "data/val.bin", "tokenizer.json"}));
   EXPECT_EQ(files[1].second, (dir_ / "data" / "train.bin").string());
-  // {config_dir} as in the command; a path outside trainer.cwd stays absolute.
+  // Placeholders as in the command; a file under one is named through it
+  // (the data cache's folder differs between machines), one under neither
+  // nor trainer.cwd by its absolute path.
   write_file_atomically((dir_ / "smoke" / "extra.txt").string(), "x");
+  write_file_atomically((dir_ / "cache" / "digits.csv.gz").string(), "y");
+  write_file_atomically((dir_ / "elsewhere.txt").string(), "z");
+  ::setenv("LOCKSTEP_DATA_DIR", (dir_ / "cache").c_str(), 1);
   c_.trainer.resolved_cwd = (dir_ / "data").string();
-  c_.trainer.inputs = {"{config_dir}/extra.txt", "{config_dir}/../data/val.bin"};
+  c_.trainer.inputs = {"{config_dir}/extra.txt", "{config_dir}/../data/val.bin", "{data}/*.gz",
+                       (dir_ / "elsewhere.txt").string()};
   files = trainer_input_files(c_);
-  ASSERT_EQ(files.size(), 2u);
-  EXPECT_EQ(files[0].first, (dir_ / "smoke" / "extra.txt").string());
-  EXPECT_EQ(files[1].first, "val.bin");
+  ::unsetenv("LOCKSTEP_DATA_DIR");
+  std::vector<std::string> names;
+  for (const auto& [name, abs] : files) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{(dir_ / "elsewhere.txt").string(), "val.bin", "{config_dir}/extra.txt",
+                                             "{data}/digits.csv.gz"}));
 }
 
 TEST_F(TrainerInputsTest, EachFileIsNamedInTheFingerprintAndTheirSumIsAnInput) {
