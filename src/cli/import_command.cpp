@@ -134,6 +134,29 @@ void print_rounding_notes(const RunRecord& rec) {
                    "step, is refused on it)\n";
 }
 
+// A note for each series with steps its source marked not logged
+// (Megatron-LM's "nan"): holes in the series' step grid, left out, not
+// taken as NaN values.
+void print_not_logged_notes(const RunRecord& rec) {
+  for (const auto& [name, s] : rec.series) {
+    if (s.steps.size() < 2) continue;
+    int64_t k = INT64_MAX;
+    for (size_t i = 1; i < s.steps.size(); ++i) k = std::min(k, s.steps[i] - s.steps[i - 1]);
+    std::vector<int64_t> missing;
+    size_t count = 0;
+    for (size_t i = 1; i < s.steps.size(); ++i)
+      for (int64_t step = s.steps[i - 1] + k; step < s.steps[i]; step += k, ++count)
+        if (missing.size() < 8) missing.push_back(step);
+    if (count == 0) continue;
+    std::string listed;
+    for (int64_t m : missing) listed += (listed.empty() ? "" : ", ") + std::to_string(m);
+    if (count > missing.size()) listed += ", and " + std::to_string(count - missing.size()) + " more";
+    std::cout << "  note: " << name << ": " << count << " of " << s.values.size() + count
+              << " steps not logged in the source (\"nan\"): " << listed
+              << "; left out, so checks compare the logged steps only\n";
+  }
+}
+
 // --golden SMOKE: the record as a pending golden of that smoke.
 // The imported series on the smoke's steps 0..steps-1, shifted by
 // --step-offset: exit 2 for a log running past them, or stopping early.
@@ -239,6 +262,7 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
             << " --reason \"...\" (the smoke runs " << cfg.steps << " steps; the comparison uses the tolerance "
                "lane: no lockstep contract made these curves)\n";
   print_rounding_notes(g.record);
+  print_not_logged_notes(g.record);
   return 0;
 }
 
@@ -274,6 +298,7 @@ int import_command(const ImportOptions& o) {
     std::cout << "import: " << steps_said(rec) << " from " << o.path
               << "\n  record " << o.out << "\n";
     print_rounding_notes(rec);
+    print_not_logged_notes(rec);
   }
   return status;
 }

@@ -22,6 +22,7 @@ namespace lockstep {
 
 int review_command(const PendingOptions& o) {
   PendingSet set = load_pending(o.dir, o.goldens_dir, o.smoke_dir);
+  for (const auto& orphan : set.orphans) std::cout << "review: " << orphan << "\n";
   for (const auto& r : review_pending(set)) {
     std::cout << "== " << r.path << "\n   pending: " << printable_message(describe_provenance(r.provenance), false)
               << "\n";
@@ -44,7 +45,9 @@ int review_command(const PendingOptions& o) {
     }
     std::cout << render_text(*r.verdict, isatty(STDOUT_FILENO));
     std::string html = r.path.substr(0, r.path.size() - kPendingGoldenSuffix.size()) + ".review.html";
-    write_file_atomically(html, render_html(*r.verdict, r.pending, r.golden));
+    write_file_atomically(html, render_html(*r.verdict, r.pending, r.golden,
+                                            {"pending golden: " + describe_provenance(r.provenance),
+                                             "golden: " + describe_provenance(r.current_provenance)}));
     std::cout << "   HTML: " << html << "\n\n";
   }
   std::cout << "review: the verdicts above are pending against current; if the change is approved: "
@@ -62,6 +65,7 @@ int accept_command(const PendingOptions& o) {
               << " (another bless or accept)\n" << std::flush;
   });
   PendingSet set = load_pending(o.dir, o.goldens_dir, o.smoke_dir);
+  for (const auto& orphan : set.orphans) std::cout << "accept: " << orphan << "\n";
   for (const auto& a : accept_pending(set, o.reason, o.allow_dirty, o.allow_narrower)) {
     for (const auto& t : remove_stale_temporaries(std::filesystem::path(a.target).parent_path().string()))
       std::cout << "removed " << t << " (a temporary of an interrupted write; its process has exited)\n";

@@ -195,6 +195,13 @@ constexpr size_t kTableRows = 100;
 std::string probe_table(const std::vector<BatchProbe>& run, const std::vector<BatchProbe>& golden, const Verdict& v) {
   std::ostringstream o;
   std::string ref = esc(v.reference_word), sub = esc(v.subject_word);
+  // One side without probes (imported curves, a record of no data-only
+  // pass): nothing was compared, which is no failure.
+  if (run.empty() || golden.empty()) {
+    if (run.empty() && golden.empty()) return "<p>no batch probes on either side</p>";
+    return "<p>the " + (golden.empty() ? ref : sub) + " holds no batch probes, the " + (golden.empty() ? sub : ref) +
+           " " + std::to_string(std::max(run.size(), golden.size())) + ": not compared</p>";
+  }
   o << "<table><tr><th>batch</th><th>samples</th><th>inputs hash</th><th>mean " << ref << "</th><th>mean " << sub
     << "</th><th>std " << ref << "</th><th>std " << sub << "</th><th>labels hash</th></tr>";
   size_t n = std::min(run.size(), golden.size());
@@ -287,7 +294,8 @@ std::string trace_grid(const Verdict& v) {
 
 }  // namespace
 
-std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord& golden) {
+std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord& golden,
+                        const std::vector<std::string>& provenance) {
   std::ostringstream o;
   o << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>lockstep: " << esc(v.smoke)
     << "</title><style>body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
@@ -306,6 +314,11 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
   if (!v.lane_reason.empty()) o << "<p><b>Lane:</b> " << lane_name(v.lane) << " — " << esc(v.lane_reason) << "</p>";
   o << "<p>" << esc(v.subject_word) << ": <code>" << esc(v.run_label) << "</code><br>" << esc(v.reference_word)
     << ": <code>" << esc(v.golden_label) << "</code></p>";
+  if (!provenance.empty()) {
+    o << "<p><b>Provenance</b>";
+    for (const auto& line : provenance) o << "<br>" << esc(line);
+    o << "</p>";
+  }
   if (!v.env_diffs.empty()) {
     o << "<h2>Environment differences</h2><table><tr><th>field</th><th>" << esc(v.reference_word) << "</th><th>"
       << esc(v.subject_word) << "</th></tr>";

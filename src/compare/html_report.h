@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "compare/verdict.h"
 #include "record/run_record.h"
@@ -16,6 +17,9 @@ namespace lockstep {
 
 /// The page. `run` and `golden` must be the records `verdict` was made from
 /// (the verdict holds the judgement, the records the values to plot).
-std::string render_html(const Verdict& verdict, const RunRecord& run, const RunRecord& golden);
+/// `provenance`: lines said under the two labels (who made each side, when
+/// and why: `review` gives the pending and the current golden's).
+std::string render_html(const Verdict& verdict, const RunRecord& run, const RunRecord& golden,
+                        const std::vector<std::string>& provenance = {});
 
 }  // namespace lockstep

@@ -16,8 +16,10 @@ namespace lockstep {
 /// Collects the last error block of a child's output, line by line.
 class ChildErrorReader {
  public:
-  /// Reads one line (without its newline).
-  void feed(const std::string& line) {
+  /// Reads one line (without its newline); true when it belongs to an
+  /// error block (said again by whoever reports reason(): not worth
+  /// echoing).
+  bool feed(const std::string& line) {
     if (line.rfind("lockstep: error: ", 0) == 0) {
       reason_ = line.substr(17);
       in_error_ = true;
@@ -26,6 +28,7 @@ class ChildErrorReader {
     } else {
       in_error_ = false;
     }
+    return in_error_;
   }
   /// The message without its "lockstep: error: " prefix, quoted lines
   /// joined with newlines; "" when no error line was seen.

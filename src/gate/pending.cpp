@@ -27,7 +27,22 @@ PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, 
   s.files = find_pending(dir);
   if (s.files.empty()) throw BadUsage(dir + ": no pending goldens (*.golden.new) to review");
   std::error_code ec;
-  if (fs::is_directory(s.smoke_dir, ec)) s.smokes = load_smoke_folder(s.smoke_dir);
+  if (!fs::is_directory(s.smoke_dir, ec)) return s;
+  s.smokes = load_smoke_folder(s.smoke_dir);
+  std::vector<std::string> kept;
+  for (auto& file : s.files) {
+    std::string smoke = fs::path(file).parent_path().filename().string();
+    if (s.smokes.count(smoke)) kept.push_back(std::move(file));
+    else
+      s.orphans.push_back(file + ": left out: no smoke config named \"" + smoke + "\" in " + s.smoke_dir +
+                          " (deleted or renamed since the check?); remove it");
+  }
+  s.files = std::move(kept);
+  if (s.files.empty()) {
+    std::string all;
+    for (const auto& o : s.orphans) all += "\n  " + o;
+    throw BadUsage(dir + ": no pending golden of a smoke in " + s.smoke_dir + ":" + all);
+  }
   return s;
 }
 

@@ -27,10 +27,16 @@ struct PendingSet {
   std::string smoke_dir;    ///< the smoke configs (default: smoke/ beside the goldens)
   std::vector<std::string> files;              ///< *.golden.new, sorted byte-wise
   std::map<std::string, SmokeConfig> smokes;   ///< by name; empty when smoke_dir is absent
+  /// Pending goldens of a smoke `smoke_dir` no longer has (deleted or
+  /// renamed since the check), each with why it is left out: review and
+  /// accept say so and go on with `files`.
+  std::vector<std::string> orphans;
 };
 
-/// Finds the pending goldens under `dir`. Throws exit-2 Error when there
-/// are none or a smoke config in `smoke_dir` is malformed.
+/// Finds the pending goldens under `dir`; those filed under a smoke the
+/// smoke folder does not hold go to `orphans`. Throws exit-2 Error when
+/// there are none (or only orphans) or a smoke config in `smoke_dir` is
+/// malformed.
 PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, const std::string& smoke_dir);
 
 /// One pending golden against the current one.

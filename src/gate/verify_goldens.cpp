@@ -232,6 +232,10 @@ struct Audit {
       return;  // (or filed under this shard's smoke but holding another shard's: named above)
     }
     std::string note;
+    if (r.seed != cfg->second.seed)
+      problems.push_back(path + ": seed.base: " + std::to_string(r.seed) + ", but " + cfg->second.file +
+                         " has seed " + std::to_string(cfg->second.seed) + " (a golden is made with its config's "
+                         "seed); re-bless");
     if (r.steps != cfg->second.steps)
       problems.push_back(path + ": " + std::to_string(r.steps) + " steps, but " + cfg->second.file + " now has " +
                          std::to_string(cfg->second.steps) + "; re-bless");

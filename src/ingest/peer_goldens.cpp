@@ -110,6 +110,7 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   const int64_t start = f.start, end = f.end, interval = f.interval;
   const bool have_start = f.have_start;
   const simdjson::dom::element values = f.values;
+  b.allow_gaps();  // the grid is checked here; "nan" steps are left out
   uint64_t n = 0;
   int64_t last = -1;
   // `path()` names the value, built only for a message: a string per value
@@ -130,6 +131,10 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
     if (!metric_value(v, x)) throw BadInput(file, path(), "a number or \"nan\"");
     if (end >= 0 && step > end) throw BadInput(file, path(), "a step at most end_step " + std::to_string(end));
     if (step < start) throw BadInput(file, path(), "a step at least start_step " + std::to_string(start));
+    // "nan" is Megatron-LM's "not logged at this step" (a resumed run's
+    // _2nd file before its resume): an absent step, not a value.
+    std::string_view text;
+    if (v.get_string().get(text) == simdjson::SUCCESS && (text == "nan" || text == "NaN")) return;
     b.add(step, x, Series::Dtype::kFloat64, ++n);
   };
   simdjson::dom::array list;

@@ -145,7 +145,7 @@ void SeriesBuilder::merge_files() {
 Series SeriesBuilder::finish() {
   if (!sorted_) merge_files();  // overlapping files: a restarted run re-logged steps
   size_t n = steps_.size();
-  if (n >= 3) {
+  if (n >= 3 && !gaps_) {
     int64_t k = steps_[1] - steps_[0];  // both non-negative: no overflow
     for (size_t i = 2; i < n; ++i) {
       int64_t gap = steps_[i] - steps_[i - 1];

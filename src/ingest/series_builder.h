@@ -74,6 +74,11 @@ class SeriesBuilder {
   /// of other bits, a change of dtype, or too many values.
   void add(int64_t step, double value, Series::Dtype dtype, uint64_t position);
 
+  /// The steps may leave holes in their grid: the reader checks the grid
+  /// itself and skips steps its source marks not logged (Megatron-LM's
+  /// "nan"); finish() then checks only the order.
+  void allow_gaps() { gaps_ = true; }
+
   /// Number of points kept so far (re-logged duplicates are not counted).
   size_t size() const { return steps_.size(); }
 
@@ -107,6 +112,7 @@ class SeriesBuilder {
   int64_t last_step_in_file_ = -1;  // last step of the current file, -1 before its first
   size_t last_in_file_ = 0;          // index of that point
   bool sorted_ = true;               // steps_ strictly ascending so far
+  bool gaps_ = false;                // allow_gaps()
   bool have_dtype_ = false;
   Series::Dtype dtype_ = Series::Dtype::kFloat64;
   uint64_t dtype_origin_ = 0;

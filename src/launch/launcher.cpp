@@ -68,9 +68,10 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   if (cwd_ec) throw EnvironmentError("the current folder cannot be read: " + cwd_ec.message());
   p.timeout_s = timeout_s_;
 
-  // The child's stderr goes to <out>.log, is echoed to ours, and its error
-  // line becomes this error's message: a report (JUnit in GitLab) must say
-  // why a run failed, not "see above". Its stdout is ours.
+  // The child's stderr goes to <out>.log, is echoed to ours but for its
+  // error block, which becomes this error's message (said once, by whoever
+  // reports it: a report, JUnit in GitLab, must say why a run failed, not
+  // "see above"). Its stdout is ours.
   std::string log = run.out + ".log";
   std::error_code dir_ec;
   std::filesystem::create_directories(std::filesystem::absolute(log).parent_path(), dir_ec);
@@ -86,10 +87,8 @@ void ProcessLauncher::spawn(const ChildRun& run) {
     std::ifstream in(log, std::ios::binary);
     std::string line;
     ChildErrorReader err;
-    while (std::getline(in, line)) {
-      std::cerr << line << "\n";
-      err.feed(line);
-    }
+    while (std::getline(in, line))
+      if (!err.feed(line)) std::cerr << line << "\n";  // the error itself is this error's message
     if (!err.reason().empty()) reason = err.reason();
   }
   std::error_code ec;

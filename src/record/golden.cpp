@@ -102,6 +102,11 @@ void check_consistency(const Golden& g, JsonView& view) {
   if ((family == "cpu" || family == "cuda") && family != r.device)
     view.at("device").fail("\"" + family + "\", the device of its platform key " + r.platform + ", got \"" +
                            input_excerpt(r.device) + "\"");
+  // A golden of a training run (steps) pins at least one series; `{}`
+  // would compare nothing and pass every run.
+  if (r.steps > 0 && r.series.empty())
+    view.at("series").fail("at least one series (a golden of " + std::to_string(r.steps) +
+                           " training steps pins its loss, at least), got none");
   if (!g.provenance.imported_from.empty() || r.fingerprint.count("import.source")) return;  // no stack claimed
   if (r.fingerprint.empty())
     view.at("fingerprint").fail("the stack the golden was made on (it is empty: with no stack to compare, every "

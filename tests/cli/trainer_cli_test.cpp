@@ -415,6 +415,18 @@ TEST(TrainerCli, ImportReadsMegatronAndTorchtitanGoldensIntoRecordsThatCompare) 
                         (d / "x.json").string());
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("loss.txt"), std::string::npos) << bad.output;
+  // A resumed run's _2nd file: "nan" before the resume is "not logged",
+  // said by import and left out, never NaN values.
+  write_file_atomically((d / "golden_values_dev_dgx_h100_2nd.json").string(),
+                        R"({"lm loss": {"start_step": 1, "end_step": 5, "step_interval": 1,
+                            "values": {"1": "nan", "2": 10.96, "3": "nan", "4": 10.94, "5": 10.93}}})");
+  Result second = lockstep("import megatron " + (d / "golden_values_dev_dgx_h100_2nd.json").string() +
+                           " --series 'loss=lm loss' --out " + (d / "second.json").string());
+  ASSERT_EQ(second.code, 0) << second.output;
+  EXPECT_NE(second.output.find("1 series, steps 2..5 (3 values)"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("note: loss: 1 of 4 steps not logged in the source (\"nan\"): 3; left out, so "
+                               "checks compare the logged steps only"),
+            std::string::npos) << second.output;
   fs::remove_all(d);
 }
 

@@ -35,6 +35,25 @@ TEST(Html, PlotPerSeriesDivergenceMarkedNoNetwork) {
 
 // The module trace grid: one row per module path (escaped), one column per
 // (step, phase), the first divergent cell marked.
+// A golden without batch probes (imported curves) beside a run with them:
+// not compared, said plainly, never a red count on a passing page.
+TEST(Html, ProbesOnOneSideOnlyAreSaidNotComparedNotRed) {
+  RunRecord g = testing::make_record({2.5, 2.25});
+  RunRecord r = g;
+  g.fingerprint = {{"import.source", {"jsonl /ci/loss.jsonl (xxh3 0123456789abcdef)", false}}};
+  g.contract.clear();
+  r.probes = {testing::make_probe(0, 1.0), testing::make_probe(1, 2.0)};
+  Verdict v = compare_records(r, g, {});
+  ASSERT_EQ(v.exit_code(), ExitCode::kPass) << v.first_divergence;
+  std::string html = render_html(v, r, g);
+  EXPECT_NE(html.find("<p>the golden holds no batch probes, the run 2: not compared</p>"), std::string::npos);
+  EXPECT_EQ(html.find("batch count"), std::string::npos);
+  // Provenance lines, escaped, under the labels (review's pending and current).
+  std::string with = render_html(v, r, g, {"pending golden: made by check <ci>", "golden: blessed"});
+  EXPECT_NE(with.find("<p><b>Provenance</b><br>pending golden: made by check &lt;ci&gt;<br>golden: blessed</p>"),
+            std::string::npos);
+}
+
 TEST(Html, ModuleTraceGridMarksTheFirstDivergentCell) {
   RunRecord g = testing::make_record({2.5, 2.25});
   auto entry = [](int64_t step, TracePhase phase, const char* module, char hash) {

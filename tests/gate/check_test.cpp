@@ -249,6 +249,21 @@ TEST(CheckSmoke, AGoldenOfFewerThanTwoRunsIsRefused) {
                    "processes), got 0");
 }
 
+// A golden whose seed is not its config's (a forged or hand-edited one,
+// its content hash recomputed) is a problem for verify-goldens.
+TEST(CheckSmoke, AGoldenOfAnotherSeedThanItsConfigIsAVerifyGoldensProblem) {
+  GateProject p("other-seed");
+  RunRecord r = make_gate_record();
+  r.seed = 7;
+  std::string path = p.write_golden(r);
+  GoldensAudit audit = audit_goldens(p.goldens_dir(), "");
+  std::string all;
+  for (const auto& problem : audit.problems) all += problem + "\n";
+  EXPECT_NE(all.find(path + ": seed.base: 7, but " + p.smoke_file() + " has seed 42 (a golden is made with its "
+                     "config's seed); re-bless"),
+            std::string::npos) << all;
+}
+
 // An imported golden (another tool's curves) has no LibTorch stack: it
 // makes no lockstep golden of another platform stale, nor is it stale.
 TEST(CheckSmoke, AnImportedGoldenMakesNoOtherPlatformStale) {

@@ -158,6 +158,36 @@ TEST(Pending, AcceptRefusesASeriesItsSourceRoundedUnderAnExactRule) {
       << what;
 }
 
+// A pending golden of a smoke deleted since the check is left out, said,
+// and the others are reviewed and accepted; only such ones is exit 2.
+TEST(Pending, APendingGoldenOfADeletedSmokeIsLeftOutAndSaid) {
+  GateProject p("pending-orphan");
+  std::string kept = write_pending(p, make_gate_record());
+  RunRecord gone = make_gate_record();
+  gone.smoke = "gone";
+  Golden g;
+  g.record = gone;
+  g.provenance.reason = "(pending review: no golden existed for platform cpu-x86_64-avx2)";
+  g.provenance.runs = 2;
+  std::string orphan = p.out_dir() + "/gone/cpu-x86_64-avx2.golden.new";
+  write_golden(orphan, g);
+  PendingSet set = load_pending(p.out_dir(), p.goldens_dir(), "");
+  EXPECT_EQ(set.files, std::vector<std::string>{kept});
+  ASSERT_EQ(set.orphans.size(), 1u);
+  EXPECT_EQ(set.orphans[0], orphan + ": left out: no smoke config named \"gone\" in " + set.smoke_dir +
+                                " (deleted or renamed since the check?); remove it");
+  EXPECT_EQ(accept_pending(set, "approved").size(), 1u);
+  std::filesystem::remove(kept);
+  try {
+    load_pending(p.out_dir(), p.goldens_dir(), "");
+    ADD_FAILURE() << "only a deleted smoke's pending golden was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), p.out_dir() + ": no pending golden of a smoke in " + set.smoke_dir + ":\n  " +
+                                         set.orphans[0]);
+  }
+}
+
 TEST(Pending, AcceptRefusesAPendingGoldenOfAnotherConfigVersion) {
   GateProject p("pending-config");
   Golden g;
@@ -200,12 +230,17 @@ TEST(Pending, AFolderThatIsNotThereIsSaidSo) {
 TEST(Pending, MisfiledOrDuplicatePendingGoldensAreRefused) {
   GateProject p("pending-filing");
   std::string path = write_pending(p, make_gate_record());
+  // Moved into the folder of another smoke the suite has.
+  nlohmann::json other = parse_json_file(p.smoke_file());
+  other["name"] = "other";
+  write_file_atomically((p.root() / "smoke" / "other.json").string(), pretty_dump(other));
   std::string moved = p.out_dir() + "/other/cpu-x86_64-avx2.golden.new";
   std::filesystem::create_directories(p.out_dir() + "/other");
   std::filesystem::rename(path, moved);
   PendingSet set = load_pending(p.out_dir(), p.goldens_dir(), "");
   EXPECT_EQ(expect_refusal(set), moved + ": smoke: expected \"other\" (the folder it is filed in), got \"unit\"");
   std::filesystem::remove_all(p.out_dir() + "/other");
+  std::filesystem::remove(p.root() / "smoke" / "other.json");
 
   path = write_pending(p, make_gate_record());
   std::string renamed = p.out_dir() + "/unit/cpu-x86_64-zzz.golden.new";

@@ -228,6 +228,10 @@ TEST(Golden, AGoldenWhosePartsContradictIsExit2NamingTheField) {
   contract.record.contract["deterministic_algorithms"] = "false";
   EXPECT_EQ(refusal(contract), ": fingerprint.determinism.deterministic_algorithms: expected {\"value\": \"false\"}, "
                                "the contract's deterministic_algorithms, got \"true\"");
+  Golden no_series = g;
+  no_series.record.series.clear();
+  EXPECT_EQ(refusal(no_series), ": series: expected at least one series (a golden of 3 training steps pins its "
+                                "loss, at least), got none");
   // An imported golden claims no stack: an empty-but-for-its-source
   // fingerprint is what it is.
   Golden imported = g;
