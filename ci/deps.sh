@@ -43,7 +43,9 @@ case "$profile" in
       clang clang-rt           # libFuzzer (ci/fuzz.sh); clang-rt: see clang_rt_package
       chromium-headless-shell  # the HTML pages opened in a real browser (tests/ci/browser_test.sh)
     ) ;;
-  stack) packages+=("${torch_packages[@]}") ;;
+  stack) packages+=("${torch_packages[@]}"
+      python3-dev python3-setuptools  # torch.compile: Inductor builds its C++ kernels with them (tests/ci/compiled_trainer_test.sh)
+    ) ;;
   image) ;;
   *) echo "deps: LOCKSTEP_DEPS must be full, stack or image, got '$profile'" >&2; exit 2 ;;
 esac

@@ -26,7 +26,9 @@
 #      compared in the cross-stack lane under the smokes' tolerances), and
 #      the same for examples/pytorch-trainer (the Python helper on this
 #      stack's torch against a torch 1.13 golden), then the stack migration
-#      of docs/platforms.md as written (tests/ci/migration_test.sh).
+#      of docs/platforms.md as written (tests/ci/migration_test.sh), and
+#      the example trainer through torch.compile blessed and checked
+#      (tests/ci/compiled_trainer_test.sh).
 # Every mount is undone on exit, whatever the outcome. Exit: 0 passed, 1 a
 # test or the check failed, 2 usage, 3 the root could not be made.
 set -euo pipefail
@@ -154,5 +156,8 @@ in_root "cd /src/examples/pytorch-trainer && ../../$build/lockstep check smoke/ 
 # The stack migration of docs/platforms.md, as written: the 1.13 golden
 # checked under a stack label, reviewed, accepted, left behind, retired.
 in_root "cd /src && bash tests/ci/migration_test.sh $build" || status=1
+# The example trainer through torch.compile: Inductor under the strict
+# contract, its repeat and resume checks bit for bit.
+in_root "cd /src && bash tests/ci/compiled_trainer_test.sh $build" || status=1
 echo "stack: $suite: $([ "$status" -eq 0 ] && echo passed || echo FAILED) ($(elapsed))"
 exit "$status"

@@ -32,6 +32,12 @@ batches do not depend on num_workers; ctx.worker_init_fn seeds each worker's
 global RNGs as a safety net. Resume restores the loader generator's state
 captured at the epoch's start and skips the epoch's consumed batches.
 
+--compile trains through torch.compile (torch >= 2.0; Inductor needs a C++
+compiler, the Python headers and setuptools): under lockstep's strict
+contract its kernels run deterministically, so the compiled smoke repeats
+and resumes bit for bit as the eager one does (tests/ci/compiled_trainer_test.sh
+checks it on Debian 13's torch 2.6 and sid's 2.14).
+
 TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
 (what lockstep sees, 10 steps, 2 workers):
   no_worker_init_fn     no worker_init_fn, and the noise drawn from a numpy
@@ -178,6 +184,8 @@ def main():
     ap.add_argument("--stop-after", type=int)
     ap.add_argument("--checkpoint")
     ap.add_argument("--resume")
+    ap.add_argument("--compile", action="store_true",
+                    help="train through torch.compile (Inductor; torch >= 2.0): the compiled smoke")
     args = ap.parse_args()
     bug = os.environ.get("PYTORCH_TRAINER_BUG", "")
     if bug and bug not in BUGS:
@@ -188,6 +196,8 @@ def main():
         ap.error("--stop-after must be >= 1")
     if args.num_workers < 0:
         ap.error("--num-workers must be >= 0")
+    if args.compile and not hasattr(torch, "compile"):
+        ap.error("--compile needs torch >= 2.0 (torch.compile); this is torch %s" % torch.__version__)
     if not os.path.isfile(args.data):
         ap.error("no data file %s (ci/fetch-data.sh fetches digits.csv.gz)" % args.data)
 
@@ -228,6 +238,9 @@ def main():
     model = Net(bug).to(ctx.device)
     if multi and not data_only:
         model = torch.nn.parallel.DistributedDataParallel(model)
+    # --compile: the forward and backward through Inductor; the module itself
+    # (its state_dict, the tracer's hooks) stays the one checkpointed.
+    forward = torch.compile(model) if args.compile and not data_only else model
     # TEST-ONLY: PYTORCH_TRAINER_LR_DRIFT=x trains with lr * (1 + x), a
     # change lockstep is not told of (a code change, as the nightly history
     # tests plant night after night).
@@ -258,7 +271,7 @@ def main():
         x, y = x.to(ctx.device), y.to(ctx.device)
         tracer.step(step)
         opt.zero_grad()
-        out = model(x)
+        out = forward(x)
         if bug == "nondeterministic_op":
             loss = unordered_sum(F.cross_entropy(out, y, reduction="none"), 0) / len(y)
         else:

@@ -47,6 +47,15 @@ def _on_grad(t, fn):
         t.register_hook(lambda g: fn(g) and None)
 
 
+def _eager(torch, fn):
+    """``fn`` run eagerly when the model runs under torch.compile: dynamo
+    does not trace the tracer's hooks (it would compile the hashing, which
+    reads the tensors' bytes, and can get their views wrong); a graph break
+    at each traced module instead. torch < 2.1 has no torch.compiler."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return disable(fn) if disable is not None else fn
+
+
 def _hook_takes_kwargs(torch):
     import inspect
     return "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_pre_hook).parameters
@@ -174,7 +183,7 @@ class ModuleTracer(_Closing):
             _on_grad(y, lambda g: flowed_in.__setitem__("xxh3", digest(g)))
             _on_grad(x, lambda g: self._write(step, name, "backward", flowed_in.get("xxh3", digest(g[:0])), g))
             return None
-        return pre_hook, hook
+        return _eager(torch, pre_hook), _eager(torch, hook)
 
     def _remove(self):
         for h in self._handles:
