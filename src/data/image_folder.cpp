@@ -82,9 +82,46 @@ cv::Mat to_channels(const cv::Mat& img, int channels, const std::string& path) {
   return out;
 }
 
+// The width and height a PNG (IHDR), JPEG (the first SOFn) or BMP
+// (BITMAPINFOHEADER) header declares; {0, 0} when not found (TIFF, or a
+// header too short: the decoder then says what is wrong).
+std::pair<uint64_t, uint64_t> declared_size(const std::string& path, const std::string& bytes) {
+  auto u8 = [&](size_t i) { return static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])); };
+  auto be16 = [&](size_t i) { return u8(i) << 8 | u8(i + 1); };
+  auto be32 = [&](size_t i) { return be16(i) << 16 | be16(i + 2); };
+  std::string ext = lower_extension(path);
+  if (ext == ".png" && bytes.size() >= 24 && bytes.compare(12, 4, "IHDR") == 0) return {be32(16), be32(20)};
+  if (ext == ".bmp" && bytes.size() >= 26 && bytes.compare(0, 2, "BM") == 0) {
+    auto le32 = [&](size_t i) { return u8(i) | u8(i + 1) << 8 | u8(i + 2) << 16 | u8(i + 3) << 24; };
+    uint64_t w = le32(18), h = le32(22);
+    if (h & 0x80000000u) h = (~h + 1) & 0xffffffffu;  // a negative height: top-down rows
+    return {w, h};
+  }
+  if (is_jpeg_name(path)) {
+    for (size_t i = 2; i + 9 < bytes.size();) {  // after SOI, marker segments FF xx <len16>
+      if (u8(i) != 0xff) break;
+      uint64_t marker = u8(i + 1);
+      if (marker == 0xd8 || marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7)) { i += 2; continue; }
+      bool sof = marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
+      if (sof) return {be16(i + 7), be16(i + 5)};
+      i += 2 + be16(i + 2);
+    }
+  }
+  return {0, 0};
+}
+
 // One image -> C*H*W floats at `dst`.
 void decode_into(const std::string& path, const std::string& bytes, const ImageFolderOptions& o, float* dst) {
   check_complete(path, bytes);
+  // Decoding costs up to 8 bytes a pixel (16-bit RGBA) whatever the file's
+  // size: a 0.9 MB PNG may declare 30000 x 30000. Refused from its header.
+  if (auto [w, h] = declared_size(path, bytes);
+      w > kMaxImagePixels || h > kMaxImagePixels || w * h > kMaxImagePixels)  // each below 2^32: no overflow
+    throw BadInput(path, "(image)", "at most " + std::to_string(kMaxImagePixels) + " pixels (8192 x 8192), got " +
+                                        std::to_string(w) + " x " + std::to_string(h) +
+                                        " declared in its header (decoding it would take up to " +
+                                        std::to_string(static_cast<uint64_t>(static_cast<double>(w) * h * 8 / 1048576)) +
+                                        " MiB)");
   cv::Mat raw;
   try {
     raw = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<char*>(bytes.data())),

@@ -30,7 +30,10 @@ TrainerReport read_trainer_report(const std::string& path) {
   for (const auto& k : c.keys()) r.contract[k] = c.at(k).as_string();
   JsonView f = v.at("fingerprint");
   f.expect_object();
-  for (const auto& k : f.keys()) {
+  const std::vector<std::string> keys = f.keys();
+  if (keys.size() > kMaxFingerprintFields)
+    f.fail("at most " + std::to_string(kMaxFingerprintFields) + " fields, got " + std::to_string(keys.size()));
+  for (const auto& k : keys) {
     JsonView field = f.at(k);
     field.allow_keys({"value", "relevant"});
     if (k.empty() || k.size() > 256) field.fail("a field name of 1 to 256 characters");

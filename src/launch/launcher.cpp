@@ -84,8 +84,21 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   // trainer's stderr quoted under it).
   std::string reason = "(no error message)";
   {
+    // The last MiB only: a child that wrote gigabytes (a runaway warning
+    // loop) costs no more memory; the whole log stays in the file.
+    constexpr std::streamoff kTail = std::streamoff{1} << 20;
     std::ifstream in(log, std::ios::binary);
+    in.seekg(0, std::ios::end);
+    std::streamoff size = in.tellg();
     std::string line;
+    if (size > kTail) {
+      in.seekg(size - kTail);
+      std::getline(in, line);  // a partial line
+      std::cerr << "(the child's stderr is over 1 MiB: its first " << size - kTail << " bytes are not shown; all of it is in "
+                << log << ")\n";
+    } else {
+      in.seekg(0);
+    }
     ChildErrorReader err;
     while (std::getline(in, line))
       if (!err.feed(line)) std::cerr << line << "\n";  // the error itself is this error's message

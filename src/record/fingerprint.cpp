@@ -58,7 +58,10 @@ nlohmann::json to_json(const Fingerprint& fp) {
 
 Fingerprint fingerprint_from_json(const JsonView& node) {
   Fingerprint fp;
-  for (const auto& key : node.keys()) {
+  const std::vector<std::string> keys = node.keys();
+  if (keys.size() > kMaxFingerprintFields)
+    node.fail("at most " + std::to_string(kMaxFingerprintFields) + " fields, got " + std::to_string(keys.size()));
+  for (const auto& key : keys) {
     JsonView f = node.at(key);
     f.allow_keys({"value", "relevant", "input"});
     FingerprintField field{f.at("value").as_string(), f.at("relevant").as_bool(), false};

@@ -34,6 +34,11 @@ struct FingerprintField {
 /// Field name ("torch.version", "cpu.capability", ...) to value.
 using Fingerprint = std::map<std::string, FingerprintField>;
 
+/// The most fields a fingerprint read from a file may hold (a record's, a
+/// golden's, a trainer's report): the machine's ~200, a trainer's Python
+/// packages and up to 10,000 trainer.inputs files fit; more is exit 2.
+inline constexpr size_t kMaxFingerprintFields = 20000;
+
 /// A field that differs between two fingerprints.
 struct FieldDiff {
   std::string name;

@@ -102,6 +102,48 @@ TEST(ImageFolder, AJpegCutShortWithItsEndMarkerAddedBackIsRefused) {
   fs::remove_all(root);
 }
 
+// An image whose header declares more than kMaxImagePixels is refused
+// before it is decoded (a 30000 x 30000 PNG of a few kB would take 3.6 GB):
+// PNG, JPEG and BMP, each naming the file and the size.
+TEST(ImageFolder, AnImageDeclaringTooManyPixelsIsRefusedFromItsHeader) {
+  auto encoded = [](const std::string& ext) {
+    std::vector<uchar> out;
+    EXPECT_TRUE(cv::imencode(ext, cv::Mat(16, 16, CV_8UC3, cv::Scalar(1, 2, 3)), out));
+    return out;
+  };
+  auto be16 = [](std::vector<uchar>& b, size_t at, uint32_t v) { b[at] = uchar(v >> 8), b[at + 1] = uchar(v); };
+  std::vector<uchar> png = encoded(".png");
+  be16(png, 16, 0), be16(png, 18, 30000), be16(png, 20, 0), be16(png, 22, 30000);  // IHDR width, height
+  std::vector<uchar> jpeg = encoded(".jpg");
+  for (size_t i = 2; i + 9 < jpeg.size();) {  // the SOF0 segment's height and width
+    if (jpeg[i + 1] == 0xC0) {
+      be16(jpeg, i + 5, 30000), be16(jpeg, i + 7, 30000);
+      break;
+    }
+    i += 2 + (size_t{jpeg[i + 2]} << 8 | jpeg[i + 3]);
+  }
+  std::vector<uchar> bmp = encoded(".bmp");
+  bmp[18] = 0x30, bmp[19] = 0x75, bmp[22] = 0x30, bmp[23] = 0x75;  // 30000 little-endian
+  for (const auto& [name, bytes] : {std::pair<std::string, std::vector<uchar>>{"big.png", png},
+                                    {"big.jpg", jpeg}, {"big.bmp", bmp}}) {
+    fs::path root = make_folder("big-" + name.substr(4));
+    {
+      std::ofstream out(root / "dog" / name, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    try {
+      read(root, 0);
+      ADD_FAILURE() << name << " was loaded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      EXPECT_EQ(std::string(e.what()), (root / "dog" / name).string() +
+                                           ": (image): expected at most 67108864 pixels (8192 x 8192), got 30000 x "
+                                           "30000 declared in its header (decoding it would take up to 6866 MiB)");
+    }
+    fs::remove_all(root);
+  }
+}
+
 // Every entry that is not loaded is named with its reason (dotfiles
 // aside): files that are not images, a dangling symbolic link (what an
 // unfetched Git LFS or git-annex file looks like), a FIFO, a folder named

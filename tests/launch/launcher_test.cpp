@@ -76,6 +76,23 @@ TEST_F(FakeExecutable, ExitTwoStaysBadInputWithTheChildsReason) {
   EXPECT_TRUE(fs::exists(child().out + ".log"));
 }
 
+// A child that wrote megabytes to stderr: only the last MiB is read and
+// echoed (memory stays bounded), its error still found at the end.
+TEST_F(FakeExecutable, OnlyTheLastMebibyteOfALongChildLogIsRead) {
+  ProcessLauncher l(script("head -c 3000000 /dev/zero | tr '\\0' 'x' >&2; echo >&2; "
+                           "echo 'lockstep: error: smoke/a.json: steps: expected an integer' >&2; exit 2"));
+  ::testing::internal::CaptureStderr();
+  try {
+    l.run(child());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "`lockstep run smoke/a.json` failed: smoke/a.json: steps: expected an integer");
+  }
+  std::string echoed = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(echoed.rfind("(the child's stderr is over 1 MiB: its first ", 0), 0u) << echoed.substr(0, 200);
+  EXPECT_LE(echoed.size(), (size_t{1} << 20) + 1000);
+}
+
 TEST_F(FakeExecutable, AnyOtherFailureIsEnvironment) {
   ProcessLauncher l(script("echo 'lockstep: error: CUDA is not usable' >&2; exit 3"));
   try {

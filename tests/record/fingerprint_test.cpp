@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
+#include "core/json_io.h"
+
 namespace lockstep {
 namespace {
 
@@ -63,6 +66,24 @@ TEST(DiffFingerprints, MissingAgainstAbsentIsNoDifference) {
   Fingerprint other = run;
   other["cuda.sm_count"].value = "(absent: cuInit failed: CUDA_ERROR_NO_DEVICE (100))";
   EXPECT_EQ(names(diff_fingerprints(run, other)), (std::vector<std::string>{"cuda.sm_count"}));
+}
+
+// A fingerprint read from a file holds at most kMaxFingerprintFields
+// fields: more is exit 2 naming the field, not memory without bound.
+TEST(Fingerprint, MoreFieldsThanTheCapIsBadInput) {
+  nlohmann::json doc = {{"fingerprint", nlohmann::json::object()}};
+  for (size_t i = 0; i <= kMaxFingerprintFields; ++i)
+    doc["fingerprint"]["f" + std::to_string(i)] = {{"value", "x"}, {"relevant", false}};
+  JsonView v(doc, "run.json");
+  try {
+    fingerprint_from_json(v.at("fingerprint"));
+    FAIL() << "read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), "run.json: fingerprint: expected at most 20000 fields, got 20001");
+  }
+  doc["fingerprint"].erase("f0");
+  EXPECT_EQ(fingerprint_from_json(JsonView(doc, "run.json").at("fingerprint")).size(), kMaxFingerprintFields);
 }
 
 }  // namespace
