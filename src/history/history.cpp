@@ -37,6 +37,14 @@ std::string use_text(double u) {
   return buf;
 }
 
+// "last 0.3 of tolerance", "last beyond tolerance (not finite)", "last not
+// compared".
+std::string last_use_words(double u) {
+  if (std::isnan(u)) return "last not compared";
+  if (std::isinf(u)) return "last beyond tolerance (not finite)";
+  return "last " + use_text(u) + " of tolerance";
+}
+
 // The class of one metric from its uses per night (NaN: not compared).
 void classify(MetricHistory& m) {
   std::vector<double> u;
@@ -56,9 +64,16 @@ void classify(MetricHistory& m) {
     m.trend = Trend::kInsufficientData;
     m.trend_reason = std::to_string(u.size()) + " compared night" + (u.size() == 1 ? "" : "s") + " (3 needed)";
   } else {
+    // Drifting: over the last n nights the use never falls, and rises at
+    // least twice (a night that ties the one before does not end a drift).
     size_t n = std::min(kDriftNights, u.size());
-    bool rising = true;
-    for (size_t i = u.size() - n + 1; i < u.size(); ++i) rising = rising && u[i] > u[i - 1];
+    bool never_falls = true;
+    size_t rises = 0;
+    for (size_t i = u.size() - n + 1; i < u.size(); ++i) {
+      never_falls = never_falls && u[i] >= u[i - 1];
+      rises += u[i] > u[i - 1];
+    }
+    bool rising = never_falls && rises >= 2;
     std::string seen;
     for (size_t i = u.size() - n; i < u.size(); ++i) seen += (seen.empty() ? "" : ", ") + use_text(u[i]);
     m.trend = rising ? Trend::kDrifting : Trend::kSteady;
@@ -238,7 +253,7 @@ std::string render_history_text(const std::vector<SmokeHistory>& history) {
       for (double u : m.use)
         if (!std::isnan(u)) last = u;
       o << "  " << std::left << std::setw(static_cast<int>(width + 1)) << m.name << std::setw(18) << trend_name(m.trend)
-        << "last " << std::setw(7) << use_text(last) << "of tolerance; " << m.trend_reason << "\n";
+        << last_use_words(last) << "; " << m.trend_reason << "\n";
       if (m.first_change > 0) {
         const NightChange* c = nullptr;
         for (const auto& x : h.changes)

@@ -28,23 +28,41 @@ std::string use_label(double u) {
   return std::string(buf) + " of its tolerance";
 }
 
-// The trend plot of one metric: the use per night (capped at the plot's
-// top, 1.5), the tolerance line at 1, a marker where the stack or the
-// golden changed, a circle per night with its commit and verdict as the
-// hover text (an SVG <title>).
+// The trend plot of one metric: the use per night on a logarithmic scale
+// (log10(1 + 99 u)), so a drift at a hundredth of the tolerance and a
+// failing night at 40 times it both show, none clipped (a night beyond any
+// tolerance, not finite, sits at the top); the tolerance line at 1, ticks
+// at 0.01, 0.1, 1 and the top, night numbers below; a marker where the
+// stack or the golden changed; a circle per night with its commit and
+// verdict as the hover text (an SVG <title>).
 std::string trend_plot(const SmokeHistory& h, const MetricHistory& m) {
-  const double W = 560, H = 150, L = 36, R = 8, T = 8, B = 18, top = 1.5;
+  const double W = 560, H = 150, L = 36, R = 8, T = 8, B = 18;
+  double highest = 1.5;
+  for (double u : m.use)
+    if (std::isfinite(u)) highest = std::max(highest, u);
+  const double top = std::min(highest * 1.1, 1e6);
+  auto f = [](double u) { return std::log10(1 + 99 * u); };
   size_t n = h.entries.size();
   auto x = [&](size_t i) { return L + (n <= 1 ? 0.0 : (W - L - R) * static_cast<double>(i) / static_cast<double>(n - 1)); };
-  auto y = [&](double u) { return T + (H - T - B) * (1 - std::min(u, top) / top); };
+  auto y = [&](double u) { return T + (H - T - B) * (1 - f(std::isinf(u) ? top : std::min(u, top)) / f(top)); };
   std::ostringstream o;
   o << "<svg class=trend width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H
     << "\" role=\"img\" aria-label=\"" << esc(history_title(h) + " " + m.name) << ": share of the tolerance used per night\">";
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
     << "\" fill=\"#fafafa\" stroke=\"#ddd\"/>";
   o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << coord(y(1)) << "\" y2=\"" << coord(y(1))
-    << "\" stroke=\"#d62728\" stroke-dasharray=\"4 3\"/><text x=\"2\" y=\"" << coord(y(1) + 4)
-    << "\" font-size=\"10\">tol 1</text><text x=\"2\" y=\"" << coord(y(0)) << "\" font-size=\"10\">0</text>";
+    << "\" stroke=\"#d62728\" stroke-dasharray=\"4 3\"/>";
+  char top_text[32];
+  std::snprintf(top_text, sizeof top_text, "%.3g", top);
+  for (const auto& [u, text] : {std::pair<double, std::string>{0, "0"}, {0.01, "0.01"}, {0.1, "0.1"}, {1, "tol 1"},
+                                {top, top_text}})
+    o << "<text x=\"2\" y=\"" << coord(y(u) + 3) << "\" font-size=\"9\">" << text << "</text>";
+  // Night numbers: the first, the last and about five between.
+  size_t every = std::max<size_t>(1, (n + 5) / 6);
+  for (size_t i = 0; i < n; ++i)
+    if (i % every == 0 || i + 1 == n)
+      o << "<text x=\"" << coord(x(i)) << "\" y=\"" << coord(H - 5) << "\" font-size=\"9\" text-anchor=\"middle\">"
+        << i + 1 << "</text>";
   // The nights the stack (grey) or the golden (purple) changed, one path
   // each; what changed is in the change-point table.
   std::ostringstream stack, golden;

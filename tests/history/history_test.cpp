@@ -87,7 +87,7 @@ TEST(History, ADriftFromNightFourIsItsFirstChangeWithWhatElseChanged) {
   EXPECT_EQ(h.changes[2].commits, "aaaaaaaaaaaa..aaaaaaaaaaaa");
   std::string text = render_history_text({h});
   EXPECT_HAS(text, "verdicts: steady (passed every night)");
-  EXPECT_HAS(text, "loss      drifting          last 0.8    of tolerance");
+  EXPECT_HAS(text, "loss      drifting          last 0.8 of tolerance; used 0, 0.2, 0.3, 0.5, 0.8 of its tolerance");
   EXPECT_HAS(text, "first changed on a stack seen before: night 4 (2026-11-04, commit aaaaaaaaaaaa); that night: "
                    "commits aaaaaaaaaaaa..aaaaaaaaaaaa");
   EXPECT_HAS(text, "night 2 (2026-11-02, commit aaaaaaaaaaaa): values of loss; stack: threads.intra_op: 1 → 2");
@@ -144,6 +144,24 @@ TEST(History, FailuresAtTheEndAreARegressionElsewhereSuspicious) {
   EXPECT_EQ(classify({0.5, 0.4, 0.6, 0.5}).trend, Trend::kSteady);
   EXPECT_EQ(classify({0.5, 0.6}).trend, Trend::kInsufficientData);
   EXPECT_EQ(classify({0.1, 0.2, 0.3}).trend, Trend::kDrifting) << "3 nights suffice";
+  EXPECT_EQ(classify({0.1, 0.2, 0.2, 0.3, 0.4}).trend, Trend::kDrifting) << "a night that ties ends no drift";
+  EXPECT_EQ(classify({0.2, 0.2, 0.2, 0.2, 0.3}).trend, Trend::kSteady) << "one rise is no drift";
+  EXPECT_EQ(classify({0.1, 0.3, 0.2, 0.3, 0.4}).trend, Trend::kSteady) << "a fall ends it";
+}
+
+// The plot's scale shows a drift at a hundredth of the tolerance and a
+// night failing at 40 times it, neither clipped, with night numbers below.
+TEST(History, ThePlotShowsSmallDriftsAndLargeFailuresWithNightNumbers) {
+  std::vector<LedgerEntry> nights = {night(1, 0.01, hash('1')), night(2, 0.02, hash('2')), night(3, 0.03, hash('3')),
+                                     night(4, 40, hash('4'))};
+  std::string html = render_history_html({analyse_history("s", "s.jsonl", nights)});
+  EXPECT_HAS(html, "font-size=\"9\">44</text>");  // the top: 1.1 x the largest use
+  EXPECT_HAS(html, "text-anchor=\"middle\">1</text>");
+  EXPECT_HAS(html, "text-anchor=\"middle\">4</text>");
+  // Nights 1..3 at heights of their own (a drift not flattened to the
+  // floor), night 4 near the top, not clipped at 1.5 with the tolerance line.
+  EXPECT_HAS(html, "points=\"36.0,121.8 208.0,115.8 380.0,111.6 552.0,9.4 \"");
+  EXPECT_HAS(html, "cy=\"9.4\" r=\"3\" class=\"f\"");
 }
 
 TEST(History, AReblessedGoldenIsNamedAndMarkedOnThePage) {
