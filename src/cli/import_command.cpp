@@ -135,23 +135,15 @@ void print_rounding_notes(const RunRecord& rec) {
 }
 
 // A note for each series with steps its source marked not logged
-// (Megatron-LM's "nan"): holes in the series' step grid, left out, not
-// taken as NaN values.
+// (Megatron-LM's "nan"): left out, not taken as NaN values.
 void print_not_logged_notes(const RunRecord& rec) {
   for (const auto& [name, s] : rec.series) {
-    if (s.steps.size() < 2) continue;
-    int64_t k = INT64_MAX;
-    for (size_t i = 1; i < s.steps.size(); ++i) k = std::min(k, s.steps[i] - s.steps[i - 1]);
-    std::vector<int64_t> missing;
-    size_t count = 0;
-    for (size_t i = 1; i < s.steps.size(); ++i)
-      for (int64_t step = s.steps[i - 1] + k; step < s.steps[i]; step += k, ++count)
-        if (missing.size() < 8) missing.push_back(step);
-    if (count == 0) continue;
+    if (s.not_logged_count == 0) continue;
     std::string listed;
-    for (int64_t m : missing) listed += (listed.empty() ? "" : ", ") + std::to_string(m);
-    if (count > missing.size()) listed += ", and " + std::to_string(count - missing.size()) + " more";
-    std::cout << "  note: " << name << ": " << count << " of " << s.values.size() + count
+    for (int64_t m : s.not_logged) listed += (listed.empty() ? "" : ", ") + std::to_string(m);
+    if (s.not_logged_count > s.not_logged.size())
+      listed += ", and " + std::to_string(s.not_logged_count - s.not_logged.size()) + " more";
+    std::cout << "  note: " << name << ": " << s.not_logged_count << " of " << s.values.size() + s.not_logged_count
               << " steps not logged in the source (\"nan\"): " << listed
               << "; left out, so checks compare the logged steps only\n";
   }

@@ -64,7 +64,7 @@ void check_complete(const std::string& path, const std::string& bytes) {
   if (is_jpeg_name(path) && !tail_has(std::string("\xff\xd9", 2), 64))
     throw BadInput(path, "(image)", "a complete JPEG ending with the EOI marker FF D9 (the file is truncated)");
   if (ext == ".png" && !tail_has("IEND", 16))
-    throw BadInput(path, "(image)", "a complete PNG ending with an IEND chunk (the file is truncated)");
+    throw BadInput(path, "(image)", "a complete PNG ending with an IEND chunk (the file is truncated, or has bytes after its end)");
 }
 
 // Colour policy (header comment): to `channels` channels, RGB order.
@@ -82,30 +82,53 @@ cv::Mat to_channels(const cv::Mat& img, int channels, const std::string& path) {
   return out;
 }
 
-// The width and height a PNG (IHDR), JPEG (the first SOFn) or BMP
-// (BITMAPINFOHEADER) header declares; {0, 0} when not found (TIFF, or a
-// header too short: the decoder then says what is wrong).
+// The width and height a PNG (IHDR), JPEG (the first SOFn), BMP
+// (BITMAPINFOHEADER or OS/2's BITMAPCOREHEADER) or TIFF (the first IFD's
+// ImageWidth and ImageLength) header declares; {0, 0} when not found (a
+// header too short or malformed: the decoder then says what is wrong).
 std::pair<uint64_t, uint64_t> declared_size(const std::string& path, const std::string& bytes) {
   auto u8 = [&](size_t i) { return static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])); };
   auto be16 = [&](size_t i) { return u8(i) << 8 | u8(i + 1); };
   auto be32 = [&](size_t i) { return be16(i) << 16 | be16(i + 2); };
+  auto le16 = [&](size_t i) { return u8(i) | u8(i + 1) << 8; };
+  auto le32 = [&](size_t i) { return le16(i) | le16(i + 2) << 16; };
   std::string ext = lower_extension(path);
   if (ext == ".png" && bytes.size() >= 24 && bytes.compare(12, 4, "IHDR") == 0) return {be32(16), be32(20)};
   if (ext == ".bmp" && bytes.size() >= 26 && bytes.compare(0, 2, "BM") == 0) {
-    auto le32 = [&](size_t i) { return u8(i) | u8(i + 1) << 8 | u8(i + 2) << 16 | u8(i + 3) << 24; };
+    if (le32(14) == 12) return {le16(18), le16(20)};  // OS/2 BITMAPCOREHEADER: 16-bit sizes
     uint64_t w = le32(18), h = le32(22);
     if (h & 0x80000000u) h = (~h + 1) & 0xffffffffu;  // a negative height: top-down rows
+    if (w & 0x80000000u) w = (~w + 1) & 0xffffffffu;
     return {w, h};
   }
   if (is_jpeg_name(path)) {
-    for (size_t i = 2; i + 9 < bytes.size();) {  // after SOI, marker segments FF xx <len16>
+    for (size_t i = 2; i + 1 < bytes.size();) {  // after SOI, marker segments FF xx <len16>
       if (u8(i) != 0xff) break;
+      while (i + 1 < bytes.size() && u8(i + 1) == 0xff) ++i;  // fill bytes before a marker
+      if (i + 9 >= bytes.size()) break;
       uint64_t marker = u8(i + 1);
       if (marker == 0xd8 || marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7)) { i += 2; continue; }
       bool sof = marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
       if (sof) return {be16(i + 7), be16(i + 5)};
       i += 2 + be16(i + 2);
     }
+  }
+  if ((ext == ".tif" || ext == ".tiff") && bytes.size() >= 8 &&
+      (bytes.compare(0, 4, std::string("II*\0", 4)) == 0 || bytes.compare(0, 4, std::string("MM\0*", 4)) == 0)) {
+    const bool le = bytes[0] == 'I';
+    auto r16 = [&](size_t i) { return le ? le16(i) : be16(i); };
+    auto r32 = [&](size_t i) { return le ? le32(i) : be32(i); };
+    uint64_t ifd = r32(4);
+    if (ifd + 2 > bytes.size()) return {0, 0};
+    uint64_t n = r16(ifd), w = 0, h = 0;
+    for (uint64_t k = 0; k < n && ifd + 2 + 12 * (k + 1) <= bytes.size(); ++k) {
+      size_t e = ifd + 2 + 12 * k;
+      uint64_t tag = r16(e), type = r16(e + 2);
+      uint64_t value = type == 3 ? r16(e + 8) : type == 4 ? r32(e + 8) : 0;  // SHORT or LONG, in the entry
+      if (tag == 256) w = value;
+      if (tag == 257) h = value;
+    }
+    return {w, h};
   }
   return {0, 0};
 }
@@ -115,6 +138,7 @@ void decode_into(const std::string& path, const std::string& bytes, const ImageF
   check_complete(path, bytes);
   // Decoding costs up to 8 bytes a pixel (16-bit RGBA) whatever the file's
   // size: a 0.9 MB PNG may declare 30000 x 30000. Refused from its header.
+  // Every accepted format has its size read there.
   if (auto [w, h] = declared_size(path, bytes);
       w > kMaxImagePixels || h > kMaxImagePixels || w * h > kMaxImagePixels)  // each below 2^32: no overflow
     throw BadInput(path, "(image)", "at most " + std::to_string(kMaxImagePixels) + " pixels (8192 x 8192), got " +

@@ -37,10 +37,9 @@
 
 namespace lockstep {
 
-/// The most pixels an image may declare (8192 x 8192): PNG, JPEG and BMP
-/// headers are read before decoding and a larger one is exit 2 naming the
-/// file; TIFF relies on OpenCV's own limit (OPENCV_IO_MAX_IMAGE_PIXELS,
-/// 2^30 by default). Decoding takes up to 8 bytes a pixel.
+/// The most pixels an image may declare (8192 x 8192): PNG, JPEG, BMP and
+/// TIFF headers are read before decoding and a larger one is exit 2 naming
+/// the file. Decoding takes up to 8 bytes a pixel.
 inline constexpr uint64_t kMaxImagePixels = uint64_t{1} << 26;
 
 /// The "data" fields of an image-folder source.

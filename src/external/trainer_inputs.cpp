@@ -22,8 +22,10 @@ namespace {
 std::string field_of(size_t i) { return "trainer.inputs[" + std::to_string(i) + "]"; }
 
 // Adds `path` (a glob match) to `out`: a regular file, or a folder's
-// regular files recursively; anything else is exit 2.
-void add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs::path& cwd,
+// regular files recursively; anything else is exit 2, a link to a folder
+// inside a folder too (name its target instead: no loops to follow).
+// Returns how many files it found (a file already in `out` included).
+size_t add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs::path& cwd,
                const std::vector<std::pair<std::string, std::string>>& places, std::map<std::string, std::string>& out) {
   auto under = [](const fs::path& file, const fs::path& dir) {
     std::string rel = file.lexically_relative(dir).string();
@@ -45,22 +47,31 @@ void add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs::p
   };
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
-  if (fs::is_regular_file(st)) return add_file(path);
+  if (fs::is_regular_file(st)) {
+    add_file(path);
+    return 1;
+  }
   if (!fs::is_directory(st))
     throw BadInput(c.file, field_of(i),
                    "regular files or folders, got " + path.string() +
                        (fs::is_symlink(fs::symlink_status(path, ec)) && !fs::exists(st)
                             ? ": a dangling link (an unfetched Git LFS or git-annex file?)"
                             : ": not a regular file (a FIFO, socket or device)"));
+  size_t found = 0;
   for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
+    if (it->is_symlink(ec) && it->is_directory(ec))
+      throw BadInput(c.file, field_of(i), "regular files under " + path.string() + ", got " + it->path().string() +
+                                              ", a link to a folder (name its target in trainer.inputs instead)");
     if (it->is_directory(ec)) continue;
     if (!it->is_regular_file(ec))
       throw BadInput(c.file, field_of(i), "regular files under " + path.string() + ", got " + it->path().string() +
                                               " (a dangling link, FIFO, socket or device)");
     add_file(it->path());
+    ++found;
   }
   if (ec) throw BadInput(c.file, field_of(i), "a readable folder, " + path.string() + ": " + ec.message());
+  return found;
 }
 
 }  // namespace
@@ -92,7 +103,12 @@ std::vector<std::pair<std::string, std::string>> trainer_input_files(const Smoke
     if (rc != 0)
       throw BadInput(c.file, field_of(i), "a pattern glob(3) can read, got \"" + input_excerpt(c.trainer.inputs[i]) +
                                               "\" (out of memory)");
-    for (const auto& m : matches) add_match(c, i, fs::path(m).lexically_normal(), cwd, places, files);
+    size_t found = 0;
+    for (const auto& m : matches) found += add_match(c, i, fs::path(m).lexically_normal(), cwd, places, files);
+    if (found == 0)
+      throw BadInput(c.file, field_of(i), "a pattern that names at least one file, got \"" +
+                                              input_excerpt(c.trainer.inputs[i]) + "\", which names only empty "
+                                              "folders (a dataset not fetched yet?)");
   }
   return {files.begin(), files.end()};
 }
@@ -101,7 +117,12 @@ void add_trainer_inputs(const SmokeConfig& c, Fingerprint& fp) {
   if (c.trainer.inputs.empty()) return;
   Xxh3Stream all;
   for (const auto& [rel, abs] : trainer_input_files(c)) {
-    std::string h = cached_file_xxh3(abs);
+    std::string h;
+    try {
+      h = cached_file_xxh3(abs);
+    } catch (const Error& e) {
+      throw BadInput(c.file, "trainer.inputs", "files lockstep can read to hash, got " + std::string(e.what()));
+    }
     fp["trainer.input." + rel] = {h, false};
     all.update(rel.data(), rel.size() + 1);  // with its NUL: "a" + "bc" is not "ab" + "c"
     all.update(h.data(), h.size());

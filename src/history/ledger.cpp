@@ -282,7 +282,9 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   e.platform = v.at("platform").as_string();
   if (v.has("stack")) {
     e.stack = v.at("stack").as_string();
-    if (!is_stack_label(e.stack)) v.at("stack").fail("a stack label (letters, digits, '.', '_', '-'; 1..40)");
+    if (!is_stack_label(e.stack))
+      v.at("stack").fail("a stack label (1..40 letters, digits, '.', '_' and '-', starting with a letter or digit), "
+                         "got \"" + input_excerpt(e.stack) + "\"");
   }
   e.commit = v.at("commit").as_string();
   e.branch = v.at("branch").as_string();

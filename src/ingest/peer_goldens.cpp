@@ -111,7 +111,7 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   const bool have_start = f.have_start;
   const simdjson::dom::element values = f.values;
   b.allow_gaps();  // the grid is checked here; "nan" steps are left out
-  uint64_t n = 0;
+  uint64_t n = 0, not_logged = 0;
   int64_t last = -1;
   // `path()` names the value, built only for a message: a string per value
   // was a tenth of the reader's time on a million steps. Megatron-LM writes
@@ -134,7 +134,11 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
     // "nan" is Megatron-LM's "not logged at this step" (a resumed run's
     // _2nd file before its resume): an absent step, not a value.
     std::string_view text;
-    if (v.get_string().get(text) == simdjson::SUCCESS && (text == "nan" || text == "NaN")) return;
+    if (v.get_string().get(text) == simdjson::SUCCESS && (text == "nan" || text == "NaN")) {
+      b.skip(step);
+      ++not_logged;
+      return;
+    }
     b.add(step, x, Series::Dtype::kFloat64, ++n);
   };
   simdjson::dom::array list;
@@ -175,6 +179,10 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   } else {
     throw BadInput(file, name + ".values", std::string("an object of step keys or a list, got ") + json_type_name(values));
   }
+  if (n == 0)
+    throw BadInput(file, name + ".values",
+                   not_logged > 0 ? "at least one logged value; every step of the block is \"nan\" (not logged)"
+                                  : "at least one value");
   // Values that stop a whole interval short of end_step: a golden cut
   // short (end_step may be the last step logged or one interval past it).
   if (end >= 0 && last >= 0 && last + interval < end)

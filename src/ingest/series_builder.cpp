@@ -165,6 +165,10 @@ Series SeriesBuilder::finish() {
   }
   Series series;
   series.dtype = dtype_;
+  series.not_logged = std::move(not_logged_);
+  series.not_logged_count = not_logged_count_;
+  not_logged_ = {};
+  not_logged_count_ = 0;
   bool dense = n > 0 && steps_[0] == 0 && (n == 1 || steps_[1] == 1);
   series.values = std::move(values_);
   if (!dense) series.steps = std::move(steps_);

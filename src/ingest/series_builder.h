@@ -74,6 +74,13 @@ class SeriesBuilder {
   /// of other bits, a change of dtype, or too many values.
   void add(int64_t step, double value, Series::Dtype dtype, uint64_t position);
 
+  /// Notes that the source marked `step` not logged (Megatron-LM's "nan"):
+  /// no point, said in the series' not_logged (the first 8) and count.
+  void skip(int64_t step) {
+    if (not_logged_.size() < 8) not_logged_.push_back(step);
+    ++not_logged_count_;
+  }
+
   /// The steps may leave holes in their grid: the reader checks the grid
   /// itself and skips steps its source marks not logged (Megatron-LM's
   /// "nan"); finish() then checks only the order.
@@ -113,6 +120,8 @@ class SeriesBuilder {
   size_t last_in_file_ = 0;          // index of that point
   bool sorted_ = true;               // steps_ strictly ascending so far
   bool gaps_ = false;                // allow_gaps()
+  std::vector<int64_t> not_logged_;  // skip(): the first 8
+  uint64_t not_logged_count_ = 0;
   bool have_dtype_ = false;
   Series::Dtype dtype_ = Series::Dtype::kFloat64;
   uint64_t dtype_origin_ = 0;

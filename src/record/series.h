@@ -40,6 +40,11 @@ struct Series {
   /// the source rounded them (lockstep import marks it: decimal_grid());
   /// an exact rule, or a tolerance below half the step, is refused on it.
   double rounded = 0;
+  /// Steps the source marked "not logged" (Megatron-LM's "nan"), left out
+  /// of `values`: the first 8, and how many in all. Said by `lockstep
+  /// import`; never written into a record.
+  std::vector<int64_t> not_logged;
+  uint64_t not_logged_count = 0;
 
   /// The reference of the sigma rule: `mean` when present, else `values`
   /// (a series built in code with std only).

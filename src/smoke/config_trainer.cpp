@@ -221,7 +221,8 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
   if (t.has("inputs")) {
     JsonView in = t.at("inputs");
     in.expect_array();
-    if (in.size() == 0 || in.size() > 64) in.fail("1 to 64 glob patterns of the data files the trainer reads");
+    if (in.size() == 0 || in.size() > 64)
+      in.fail("1 to 64 glob patterns of the data files the trainer reads, got " + std::to_string(in.size()));
     for (size_t i = 0; i < in.size(); ++i) {
       std::string pattern = in.at(i).as_string();
       std::string rest = pattern;

@@ -124,9 +124,35 @@ TEST(ImageFolder, AnImageDeclaringTooManyPixelsIsRefusedFromItsHeader) {
   }
   std::vector<uchar> bmp = encoded(".bmp");
   bmp[18] = 0x30, bmp[19] = 0x75, bmp[22] = 0x30, bmp[23] = 0x75;  // 30000 little-endian
+  // Fill bytes (FF) before a JPEG marker are allowed: the scan skips them.
+  std::vector<uchar> filled = jpeg;
+  for (size_t i = 2; i + 9 < filled.size();) {
+    if (filled[i + 1] == 0xC0) {
+      filled.insert(filled.begin() + static_cast<long>(i), {0xFF, 0xFF, 0xFF});
+      break;
+    }
+    i += 2 + (size_t{filled[i + 2]} << 8 | filled[i + 3]);
+  }
+  // TIFF: the first IFD's ImageWidth (256) and ImageLength (257), little-endian.
+  std::vector<uchar> tiff = encoded(".tiff");
+  auto le = [&](size_t at, int n) {
+    uint32_t v = 0;
+    for (int k = n - 1; k >= 0; --k) v = v << 8 | tiff[at + static_cast<size_t>(k)];
+    return v;
+  };
+  EXPECT_EQ(tiff[0], 'I');
+  for (uint32_t k = 0, ifd = le(4, 4), n = le(ifd, 2); k < n; ++k) {
+    size_t e = ifd + 2 + 12 * k;
+    if (le(e, 2) == 256 || le(e, 2) == 257) {
+      bool is_short = le(e + 2, 2) == 3;
+      tiff[e + 8] = 0x30, tiff[e + 9] = 0x75;
+      if (!is_short) tiff[e + 10] = 0, tiff[e + 11] = 0;
+    }
+  }
   for (const auto& [name, bytes] : {std::pair<std::string, std::vector<uchar>>{"big.png", png},
-                                    {"big.jpg", jpeg}, {"big.bmp", bmp}}) {
-    fs::path root = make_folder("big-" + name.substr(4));
+                                    {"big.jpg", jpeg}, {"big.bmp", bmp}, {"filled.jpg", filled},
+                                    {"big.tiff", tiff}}) {
+    fs::path root = make_folder("big-" + name);
     {
       std::ofstream out(root / "dog" / name, std::ios::binary);
       out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -142,6 +168,23 @@ TEST(ImageFolder, AnImageDeclaringTooManyPixelsIsRefusedFromItsHeader) {
     }
     fs::remove_all(root);
   }
+}
+
+// An OS/2 bitmap (12-byte BITMAPCOREHEADER, 16-bit sizes) is read by its
+// own header's layout: a 40 x 36 image loads.
+TEST(ImageFolder, AnOs2BitmapIsReadByItsOwnHeader) {
+  fs::path root = make_folder("os2-bmp");
+  std::vector<uchar> bmp = {'B', 'M'};
+  const uint32_t row = 40 * 3, size = 26 + row * 36;
+  for (uint32_t v : {size, 0u, 26u, 12u}) for (int k = 0; k < 4; ++k) bmp.push_back(uchar(v >> (8 * k)));
+  for (uint16_t v : {uint16_t{40}, uint16_t{36}, uint16_t{1}, uint16_t{24}}) bmp.push_back(uchar(v)), bmp.push_back(uchar(v >> 8));
+  bmp.resize(size, 0x7f);
+  {
+    std::ofstream out(root / "dog" / "os2.bmp", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bmp.data()), static_cast<std::streamsize>(bmp.size()));
+  }
+  EXPECT_EQ(read(root, 0).table.rows, 7);
+  fs::remove_all(root);
 }
 
 // Every entry that is not loaded is named with its reason (dotfiles

@@ -100,6 +100,19 @@ TEST_F(TrainerInputsTest, APatternThatMatchesNothingIsBadInputNamingTheFieldAndF
                            dir_.string() + " (trainer.cwd), got \"data/shakespeare/*.bin\", which matches none");
 }
 
+// A folder with no file in it (a dataset not fetched yet) names nothing;
+// a link to a folder inside an input folder is refused, not skipped.
+TEST_F(TrainerInputsTest, AnEmptyFolderOrAFolderLinkInsideOneIsRefused) {
+  fs::create_directories(dir_ / "empty" / "sub");
+  c_.trainer.inputs = {"empty"};
+  EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[0]: expected a pattern that names at least one file, got "
+                                 "\"empty\", which names only empty folders (a dataset not fetched yet?)");
+  fs::create_directory_symlink(dir_ / "data" / "meta", dir_ / "empty" / "meta-link");
+  EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[0]: expected regular files under " + (dir_ / "empty").string() +
+                           ", got " + (dir_ / "empty" / "meta-link").string() +
+                           ", a link to a folder (name its target in trainer.inputs instead)");
+}
+
 TEST_F(TrainerInputsTest, ADanglingLinkOrAFifoIsNoDataFile) {
   fs::create_symlink(dir_ / "lfs-object-never-fetched", dir_ / "data" / "big.bin");
   c_.trainer.inputs = {"data/big.bin"};

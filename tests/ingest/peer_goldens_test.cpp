@@ -104,10 +104,12 @@ TEST_F(PeerGoldens, MegatronStepsMustFollowStartStepAndInterval) {
                 R"({"lm loss": {"start_step": 1, "end_step": 11, "step_interval": 5, "values": {"1": 1, "6": "nan", "11": 3}}})",
                 {{"loss", "lm loss"}});
   EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{1, 11}));  // step 6 not logged
+  EXPECT_EQ(s.at("loss").not_logged, std::vector<int64_t>{6});
+  EXPECT_EQ(s.at("loss").not_logged_count, 1u);
   EXPECT_HAS(error(MetricsFormat::kMegatron,
                    R"({"lm loss": {"start_step": 1, "end_step": 2, "step_interval": 1, "values": {"1": "nan", "2": "nan"}}})",
                    {{"loss", "lm loss"}}),
-             "lm loss");  // nothing logged at all: no series
+             "lm loss.values: expected at least one logged value; every step of the block is \"nan\" (not logged)");
 }
 
 // An integer of 20 digits is valid JSON that simdjson does not read: the
