@@ -103,6 +103,23 @@ MegatronBlock megatron_block_fields(simdjson::dom::element block, const std::str
   return f;
 }
 
+// After a block's values: at least one was logged (`n`; `not_logged`
+// "nan" steps aside), and they reach end_step: values that stop a whole
+// interval short of it are a golden cut short (end_step may be the last
+// step logged or one interval past it). `last`: the last step read.
+void check_block_end(const MegatronBlock& f, const std::string& name, const std::string& file, uint64_t n,
+                     uint64_t not_logged, int64_t last) {
+  if (n == 0)
+    throw BadInput(file, name + ".values",
+                   not_logged > 0 ? "at least one logged value; every step of the block is \"nan\" (not logged)"
+                                  : "at least one value");
+  if (f.end >= 0 && last >= 0 && last + f.interval < f.end)
+    throw BadInput(file, name + ".values",
+                   "values up to end_step " + std::to_string(f.end) + " (every " + std::to_string(f.interval) +
+                       " step(s) from start_step " + std::to_string(f.start) + "); they stop at step " +
+                       std::to_string(last));
+}
+
 // One Megatron metric block into builder `b`. Returns whether it says
 // "value_precision": "full".
 bool read_megatron_block(simdjson::dom::element block, const std::string& name, const std::string& file, SeriesBuilder& b) {
@@ -179,17 +196,7 @@ bool read_megatron_block(simdjson::dom::element block, const std::string& name, 
   } else {
     throw BadInput(file, name + ".values", std::string("an object of step keys or a list, got ") + json_type_name(values));
   }
-  if (n == 0)
-    throw BadInput(file, name + ".values",
-                   not_logged > 0 ? "at least one logged value; every step of the block is \"nan\" (not logged)"
-                                  : "at least one value");
-  // Values that stop a whole interval short of end_step: a golden cut
-  // short (end_step may be the last step logged or one interval past it).
-  if (end >= 0 && last >= 0 && last + interval < end)
-    throw BadInput(file, name + ".values",
-                   "values up to end_step " + std::to_string(end) + " (every " + std::to_string(interval) +
-                       " step(s) from start_step " + std::to_string(start) + "); they stop at step " +
-                       std::to_string(last));
+  check_block_end(f, name, file, n, not_logged, last);
   return f.full;
 }
 

@@ -157,6 +157,41 @@ void read_trainer_metrics(const JsonView& m, TrainerConfig& tc, bool workers) {
   }
 }
 
+// trainer.inputs: 1 to 64 glob patterns, {data} and {config_dir} the only
+// placeholders (external/trainer_inputs.h expands and hashes them).
+void read_inputs(const JsonView& in, TrainerConfig& tc) {
+  in.expect_array();
+  if (in.size() == 0 || in.size() > 64)
+    in.fail("1 to 64 glob patterns of the data files the trainer reads, got " + std::to_string(in.size()));
+  for (size_t i = 0; i < in.size(); ++i) {
+    std::string pattern = in.at(i).as_string();
+    std::string rest = pattern;
+    for (const char* allowed : {"{data}", "{config_dir}"})
+      for (size_t at; (at = rest.find(allowed)) != std::string::npos;) rest.erase(at, std::string(allowed).size());
+    if (pattern.empty() || pattern.find('\0') != std::string::npos || rest.find_first_of("{}") != std::string::npos)
+      in.at(i).fail("a glob pattern relative to trainer.cwd (no NUL bytes; placeholders {data} and {config_dir} "
+                    "only), e.g. \"data/*.bin\", got \"" + input_excerpt(pattern) + "\"");
+    tc.inputs.push_back(pattern);
+  }
+}
+
+// trainer.env: extra variables, none that carries lockstep's contract.
+void read_env(const JsonView& e, TrainerConfig& tc) {
+  e.expect_object();
+  for (const auto& k : e.keys()) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
+      e.at(k).fail("an environment variable name (no '=', no NUL)");
+    static const std::vector<std::string> contract_vars = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED",
+                                                           "TZ", "LC_ALL", "CUBLAS_WORKSPACE_CONFIG"};
+    if (k.rfind("LOCKSTEP_", 0) == 0 ||
+        std::find(contract_vars.begin(), contract_vars.end(), k) != contract_vars.end())
+      e.at(k).fail("a variable lockstep does not set itself (LOCKSTEP_*, OMP_NUM_THREADS, MKL_NUM_THREADS, "
+                   "PYTHONHASHSEED, TZ, LC_ALL and CUBLAS_WORKSPACE_CONFIG carry the contract)");
+    tc.env[k] = e.at(k).as_string();
+    if (tc.env[k].find('\0') != std::string::npos) e.at(k).fail("a value without NUL bytes");
+  }
+}
+
 }  // namespace
 
 void read_trainer(const JsonView& t, SmokeConfig& c) {
@@ -218,38 +253,8 @@ void read_trainer(const JsonView& t, SmokeConfig& c) {
       check_placeholders(r.at("continue").at(i), tc.resume_continue[i], true, workers);
   }
   if (t.has("packages")) read_packages(t.at("packages"), tc);
-  if (t.has("inputs")) {
-    JsonView in = t.at("inputs");
-    in.expect_array();
-    if (in.size() == 0 || in.size() > 64)
-      in.fail("1 to 64 glob patterns of the data files the trainer reads, got " + std::to_string(in.size()));
-    for (size_t i = 0; i < in.size(); ++i) {
-      std::string pattern = in.at(i).as_string();
-      std::string rest = pattern;
-      for (const char* allowed : {"{data}", "{config_dir}"})
-        for (size_t at; (at = rest.find(allowed)) != std::string::npos;) rest.erase(at, std::string(allowed).size());
-      if (pattern.empty() || pattern.find('\0') != std::string::npos || rest.find_first_of("{}") != std::string::npos)
-        in.at(i).fail("a glob pattern relative to trainer.cwd (no NUL bytes; placeholders {data} and {config_dir} "
-                      "only), e.g. \"data/*.bin\", got \"" + input_excerpt(pattern) + "\"");
-      tc.inputs.push_back(pattern);
-    }
-  }
-  if (t.has("env")) {
-    JsonView e = t.at("env");
-    e.expect_object();
-    for (const auto& k : e.keys()) {
-      if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
-        e.at(k).fail("an environment variable name (no '=', no NUL)");
-      static const std::vector<std::string> contract_vars = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONHASHSEED",
-                                                             "TZ", "LC_ALL", "CUBLAS_WORKSPACE_CONFIG"};
-      if (k.rfind("LOCKSTEP_", 0) == 0 ||
-          std::find(contract_vars.begin(), contract_vars.end(), k) != contract_vars.end())
-        e.at(k).fail("a variable lockstep does not set itself (LOCKSTEP_*, OMP_NUM_THREADS, MKL_NUM_THREADS, "
-                     "PYTHONHASHSEED, TZ, LC_ALL and CUBLAS_WORKSPACE_CONFIG carry the contract)");
-      tc.env[k] = e.at(k).as_string();
-      if (tc.env[k].find('\0') != std::string::npos) e.at(k).fail("a value without NUL bytes");
-    }
-  }
+  if (t.has("inputs")) read_inputs(t.at("inputs"), tc);
+  if (t.has("env")) read_env(t.at("env"), tc);
 }
 
 }  // namespace lockstep
