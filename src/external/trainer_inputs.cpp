@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/file_hash_cache.h"
 #include "core/hash.h"
+#include "external/trainer_run.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
@@ -86,9 +87,10 @@ std::vector<std::pair<std::string, std::string>> trainer_input_files(const Smoke
       {"{config_dir}", fs::absolute(c.file).parent_path().lexically_normal().string()}};
   std::map<std::string, std::string> files;
   for (size_t i = 0; i < c.trainer.inputs.size(); ++i) {
-    std::string pattern = c.trainer.inputs[i];
-    for (const auto& [name, value] : places)
-      for (size_t at; (at = pattern.find(name)) != std::string::npos;) pattern.replace(at, name.size(), value);
+    // As the command's arguments are expanded (a value holding "{data}"
+    // itself is not expanded again).
+    std::string pattern = expand_placeholders(c.trainer.inputs[i], {{"data", places[0].second},
+                                                                     {"config_dir", places[1].second}});
     fs::path full = fs::path(pattern).is_absolute() ? fs::path(pattern) : cwd / pattern;
     glob_t g{};
     int rc = ::glob(full.string().c_str(), 0, nullptr, &g);
