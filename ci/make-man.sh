@@ -18,14 +18,20 @@ echo "Runs fixed-seed smoke trainings (built-in LibTorch ones, or a team's own P
 echo "passes, and compares their curves and per-batch checksums against goldens committed in the repository."
 echo "Exit codes: 0 pass, 1 regression, 2 bad input, 3 environment, 4 nondeterministic."
 echo ".SH COMMANDS"
-subs=$("$bin" --help | awk '/^Subcommands:/ {on=1; next} on && /^  [a-z]/ {print $1}')
-for s in $subs; do
+# commands_in HELP_TEXT: the command names its group sections list (every
+# "Heading:" section but Options and Positionals), in order.
+commands_in() {
+  awk '/^[A-Z][^:]*:$/ {on = ($0 != "Options:" && $0 != "Positionals:"); next} /^[^ ]/ {on = 0} on && /^  [a-z]/ {print $1}'
+}
+for s in $("$bin" --help | commands_in); do
   echo ".SS lockstep $s"
   echo ".nf"
   "$bin" "$s" --help 2>&1 | sed "s|^Usage: [^ ]*|Usage: lockstep|" | esc
-  if [ "$s" = hook ]; then
-    for h in install plan; do echo; "$bin" hook "$h" --help 2>&1 | sed "s|^Usage: [^ ]*|Usage: lockstep|" | esc; done
-  fi
+  # Its own subcommands (hook install, history add, ...), each with its help.
+  for sub in $("$bin" "$s" --help 2>&1 | commands_in); do
+    echo
+    "$bin" "$s" "$sub" --help 2>&1 | sed "s|^Usage: [^ ]*|Usage: lockstep|" | esc
+  done
   echo ".fi"
 done
 echo ".SH FILES"

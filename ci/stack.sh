@@ -28,7 +28,9 @@
 #      stack's torch against a torch 1.13 golden), then the stack migration
 #      of docs/platforms.md as written (tests/ci/migration_test.sh), and
 #      the example trainer through torch.compile blessed and checked
-#      (tests/ci/compiled_trainer_test.sh).
+#      (tests/ci/compiled_trainer_test.sh), and its per-op hashes
+#      (tests/ci/op_trace_test.sh: the first op whose bits moved named on
+#      torch >= 2.10, the reason there are none on 2.6).
 # Every mount is undone on exit, whatever the outcome. Exit: 0 passed, 1 a
 # test or the check failed, 2 usage, 3 the root could not be made.
 set -euo pipefail
@@ -159,5 +161,8 @@ in_root "cd /src && bash tests/ci/migration_test.sh $build" || status=1
 # The example trainer through torch.compile: Inductor under the strict
 # contract, its repeat and resume checks bit for bit.
 in_root "cd /src && bash tests/ci/compiled_trainer_test.sh $build" || status=1
+# Per-op hashes under torch's DebugMode (torch >= 2.10; an older torch says
+# why there are none).
+in_root "cd /src && bash tests/ci/op_trace_test.sh $build" || status=1
 echo "stack: $suite: $([ "$status" -eq 0 ] && echo passed || echo FAILED) ($(elapsed))"
 exit "$status"

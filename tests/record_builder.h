@@ -26,7 +26,9 @@ inline RunRecord make_record(std::vector<double> loss, std::vector<double> grad 
   for (double v : loss) l.values.push_back(static_cast<double>(static_cast<float>(v)));
   r.series["loss"] = l;
   if (grad.empty()) grad.assign(loss.size(), 1.0);
-  r.series["grad_norm"] = Series{Series::Dtype::kFloat64, grad, {}, {}, {}};
+  Series g;
+  g.values = std::move(grad);
+  r.series["grad_norm"] = g;
   return r;
 }
 

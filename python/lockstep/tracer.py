@@ -6,6 +6,7 @@
     tracer.step(step)                   # before each step's forward
 """
 
+import contextlib
 import os
 import pathlib
 import sys
@@ -56,6 +57,112 @@ def _eager(torch, fn):
     return disable(fn) if disable is not None else fn
 
 
+_OPS_PER_STEP = 4096  # lockstep's kMaxTraceOpsPerStep: the rest are counted
+
+
+def _debug_mode(torch):
+    """torch's DebugMode (torch.utils._debug_mode, torch >= 2.10) when it
+    can hash op outputs (``log_tensor_hashes``), else None."""
+    try:
+        from torch.utils._debug_mode import DebugMode
+    except ImportError:
+        return None
+    return DebugMode if hasattr(DebugMode, "log_tensor_hashes") else None
+
+
+def _op_output_hash(torch, t):
+    """"f:<xxh3>" (forward or optimizer) or "b:<xxh3>" (run by the autograd
+    engine: backward) of a tensor's bytes in its dtype, as the probes hash
+    them; an unhashable tensor (sparse, quantized) by its dtype and shape."""
+    phase = "b" if torch._C._current_autograd_node() is not None else "f"
+    try:
+        return phase + ":" + xxhash.xxh3_128_hexdigest(_as_probe_arrays(t)[2])
+    except (TypeError, RuntimeError):
+        return phase + ":" + xxhash.xxh3_128_hexdigest(("unhashable %s %s" % (t.dtype, tuple(t.shape))).encode())
+
+
+def _hashes_of(log):
+    """The "f:..."/"b:..." strings of a DebugMode op log's output hash
+    (one tensor, or a nested tuple/list of them; None for non-tensors)."""
+    out = []
+    stack = [log.get("hash") if isinstance(log, dict) else None]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, (tuple, list)):
+            stack.extend(reversed(x))
+    return out
+
+
+class _OpRecorder:
+    """One traced step's aten ops under torch's DebugMode, each op's output
+    hashed (XXH3-128 of the bytes), written as op lines of the module trace:
+    {"step", "phase" (forward, backward or optimizer), "module" (the
+    innermost module in forward, "" elsewhere), "op", "output_xxh3"}, at
+    most 4,096 a step (the rest counted in one {"step", "ops_dropped"}
+    line). Ops on tensors without output (in-place bookkeeping, empty
+    allocations DebugMode skips) are not written."""
+
+    def __init__(self, torch, debug_mode, write, strip_prefix):
+        self._torch, self._mode_class, self._write, self._strip = torch, debug_mode, write, strip_prefix
+        self._mode = self._hashes = None
+        self._step = -1
+
+    def start(self, step):
+        torch = self._torch
+        self._step = step
+        self._mode = self._mode_class(record_nn_module=True)
+        self._hashes = self._mode_class.log_tensor_hashes(hash_fn=lambda t: _op_output_hash(torch, t))
+        self._mode.__enter__()
+        self._hashes.__enter__()
+
+    def stop(self):
+        if self._mode is None:
+            return
+        self._hashes.__exit__(None, None, None)
+        self._mode.__exit__(None, None, None)
+        calls, self._mode, self._hashes = self._mode.operators, None, None
+        self._emit(calls)
+
+    def _module_of(self, tag):
+        # DebugMode tags a module by its path under the root's class name
+        # ("Net.blocks.0.fc"); the root itself is "".
+        name = tag.split(".", 1)[1] if "." in tag else ""
+        return name[len(self._strip):] if self._strip and name.startswith(self._strip) else name
+
+    def _emit(self, calls):
+        scopes = []  # (call depth, module or None, in optimizer.step)
+        written = dropped = 0
+        for c in calls:
+            depth = getattr(c, "call_depth", 0)
+            while scopes and scopes[-1][0] >= depth:
+                scopes.pop()
+            kind = type(c).__name__
+            if kind != "_OpCall":
+                tag, header = getattr(c, "tag", None), getattr(c, "header", None)
+                if isinstance(tag, str):
+                    module = self._module_of(tag) if header == "nn.Mod" else None
+                    scopes.append((depth, module, tag.startswith("Optimizer.step")))
+                continue
+            hashes = _hashes_of(getattr(c, "log", None))
+            if not hashes:
+                continue
+            in_optimizer = any(s[2] for s in scopes)
+            module = next((s[1] for s in reversed(scopes) if s[1] is not None), "")
+            phase = "optimizer" if in_optimizer else ("backward" if hashes[0][0] == "b" else "forward")
+            digest = hashes[0][2:] if len(hashes) == 1 else xxhash.xxh3_128_hexdigest(
+                ",".join(h[2:] for h in hashes).encode())
+            if written >= _OPS_PER_STEP:
+                dropped += 1
+                continue
+            written += 1
+            self._write({"module": module if phase == "forward" else "", "op": str(c.op), "output_xxh3": digest,
+                         "phase": phase, "step": self._step})
+        if dropped:
+            self._write({"ops_dropped": dropped, "step": self._step})
+
+
 def _hook_takes_kwargs(torch):
     import inspect
     return "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_pre_hook).parameters
@@ -94,13 +201,19 @@ class ModuleTracer(_Closing):
         rank: the rank written into each entry when world_size > 1.
         world_size: the rank count (1: no ``rank`` key).
         append: add to an existing file (a resumed run).
+        ops: also hash every aten op's output in the traced steps, through
+            torch's DebugMode (torch >= 2.10; default: LOCKSTEP_TRACE_OPS,
+            the smoke's trace.ops), so lockstep names the first op whose
+            bits moved; on an older torch one line says why there are none.
+            A step's ops run from its ``step()`` call to the next one (or
+            :meth:`close`): its forward, backward and optimizer step.
     Call :meth:`step` before each step's forward; the hooks are removed
     once the traced steps are over (no cost after them) and by
     :meth:`close`. Raises ValueError for steps outside [0, 16] or an unknown
     ``modules``.
     """
 
-    def __init__(self, model, path, steps=None, modules="leaves", rank=0, world_size=1, append=False):
+    def __init__(self, model, path, steps=None, modules="leaves", rank=0, world_size=1, append=False, ops=None):
         torch = _torch()
         if steps is None:
             steps = int(os.environ.get("LOCKSTEP_TRACE_STEPS") or "2")
@@ -114,7 +227,18 @@ class ModuleTracer(_Closing):
         self._step = -1
         self._handles = []
         self._file = open(self.path, "a" if append else "w", encoding="utf-8")
-        root = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+        ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel)
+        root = model.module if ddp else model
+        if ops is None:
+            ops = os.environ.get("LOCKSTEP_TRACE_OPS", "") == "1"
+        self._ops = None
+        if ops and self.steps > 0:
+            mode = _debug_mode(torch)
+            if mode is None:
+                self._write_line({"ops_not_traced": "torch %s has no DebugMode with tensor hashes "
+                                                    "(torch.utils._debug_mode, torch >= 2.10)" % torch.__version__})
+            else:
+                self._ops = _OpRecorder(torch, mode, self._write_line, "module." if ddp else "")
         kwargs = _hook_takes_kwargs(torch)
         self._stepped = False
         for name, m in root.named_modules():
@@ -134,6 +258,10 @@ class ModuleTracer(_Closing):
         and backward are traced while step < steps."""
         self._step = int(step)
         self._stepped = True
+        if self._ops is not None:
+            self._ops.stop()
+            if 0 <= self._step < self.steps:
+                self._ops.start(self._step)
         if self._step >= self.steps:
             self._remove()
 
@@ -141,8 +269,10 @@ class ModuleTracer(_Closing):
         return 0 <= self._step < self.steps
 
     def _write(self, step, name, phase, flowed_in, out):
-        entry = {"input_xxh3": flowed_in, "module": name, "output": tensor_stats(out), "phase": phase,
-                 "step": step}
+        self._write_line({"input_xxh3": flowed_in, "module": name, "output": tensor_stats(out), "phase": phase,
+                          "step": step})
+
+    def _write_line(self, entry):
         if self._rank is not None:
             entry["rank"] = self._rank
         self._file.write(_json_line(entry) + "\n")
@@ -163,11 +293,16 @@ class ModuleTracer(_Closing):
             return x if x is not None else _first_tensor(list(kw.values()))
 
         def pre_hook(module, args, kw):
-            x = first_input(args, kw) if self._active() else None
-            seen["x"] = (digest(x), x._version) if x is not None else None
+            with self._quiet():
+                x = first_input(args, kw) if self._active() else None
+                seen["x"] = (digest(x), x._version) if x is not None else None
             return None
 
         def hook(module, args, kw, output):
+            with self._quiet():
+                return traced(module, args, kw, output)
+
+        def traced(module, args, kw, output):
             x, y = first_input(args, kw), _first_tensor(output)
             before = seen.pop("x", None)
             if not self._active() or before is None or x is None or y is None:
@@ -179,11 +314,27 @@ class ModuleTracer(_Closing):
             if y is x or x._version != before[1]:
                 return None  # in place: what flowed in is gone
             flowed_in = {}
+
+            def reached_output(g):
+                with self._quiet():
+                    flowed_in["xxh3"] = digest(g)
+
+            def reached_input(g):
+                with self._quiet():
+                    self._write(step, name, "backward", flowed_in.get("xxh3", digest(g[:0])), g)
             # The gradient reaches the output first, then the input.
-            _on_grad(y, lambda g: flowed_in.__setitem__("xxh3", digest(g)))
-            _on_grad(x, lambda g: self._write(step, name, "backward", flowed_in.get("xxh3", digest(g[:0])), g))
+            _on_grad(y, reached_output)
+            _on_grad(x, reached_input)
             return None
         return _eager(torch, pre_hook), _eager(torch, hook)
+
+    def _quiet(self):
+        """While per-op hashing runs, the tracer's own work (hashing inputs
+        and gradients) is kept out of DebugMode's op log."""
+        if self._ops is None:
+            return contextlib.nullcontext()
+        from torch.utils._python_dispatch import _disable_current_modes
+        return _disable_current_modes()
 
     def _remove(self):
         for h in self._handles:
@@ -196,6 +347,8 @@ class ModuleTracer(_Closing):
         if not self._stepped and self.steps > 0 and not self._file.closed:
             sys.stderr.write("lockstep: ModuleTracer(%s): step() was never called, so nothing was traced; call "
                              "tracer.step(step) before each step's forward\n" % self.path)
+        if self._ops is not None and not self._file.closed:
+            self._ops.stop()
         self._remove()
         if not self._file.closed:
             self._file.close()

@@ -315,15 +315,21 @@ void self_check(Calibration& c, const TolerancePolicy& policy) {
   };
   std::map<std::string, Recommendation> recommended = series_only(c.recommended);
   std::map<std::string, Recommendation> configured = series_only(configured_rules(c, policy));
+  const TolerancePolicy recommended_policy = policy_with(policy, c.recommended);
+  const TolerancePolicy configured_policy = policy_with(policy, {});
   for (size_t i = 0; i < c.runs.size(); ++i)
     for (size_t j = 0; j < c.runs.size(); ++j) {
       if (i == j || (c.seeds_vary && j > 0)) continue;
       const RunRecord& golden = c.seeds_vary ? mean : c.runs[j].record;
       std::string against = c.runs[i].label + " against " + (c.seeds_vary ? "the mean" : c.runs[j].label) + ": ";
       ++c.self_comparisons;
-      std::string why = first_failing_value(c.runs[i].record, golden, recommended, {}, c.seeds_vary ? &sd : nullptr);
+      // Without seeds varying, each pair as check would judge it (its lane
+      // included); a multi-seed golden's sigma rules against the mean.
+      std::string why = c.seeds_vary ? first_failing_value(c.runs[i].record, golden, recommended, {}, &sd)
+                                     : check_failure(c.runs[i].record, golden, recommended_policy);
       if (!why.empty() && c.self_failed++ == 0) c.self_example = against + why;
-      why = first_failing_value(c.runs[i].record, golden, configured, {}, c.seeds_vary ? &sd : nullptr);
+      why = c.seeds_vary ? first_failing_value(c.runs[i].record, golden, configured, {}, &sd)
+                         : check_failure(c.runs[i].record, golden, configured_policy);
       if (!why.empty() && c.configured_failed++ == 0) c.configured_example = against + why;
     }
   for (const auto& [id, r] : c.recommended) {
@@ -545,7 +551,7 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   c.recommended = recommend(c.spreads, c.rules, c.seeds_vary);
   self_check(c, cfg.tolerance);
   note_golden(cfg, file, c);
-  c.false_alarm = leave_one_out(c.runs, c.rules, c.seeds_vary);
+  c.false_alarm = leave_one_out(c.runs, c.rules, c.seeds_vary, c.configured);
   if (c.false_alarm.runs == 0)
     c.notes.push_back("no false-alarm estimate: leave-one-out needs 3 runs or more, there are " +
                       std::to_string(c.runs.size()));

@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <set>
 
+#include "compare/compare.h"
 #include "compare/tolerance.h"
+#include "core/error.h"
 #include "core/float_bits.h"
 #include "record/batch_probe.h"
 
@@ -374,7 +377,30 @@ RunRecord multi_seed_golden(const std::vector<CalibrationRun>& runs, std::map<st
   return golden;
 }
 
-FalseAlarm leave_one_out(const std::vector<CalibrationRun>& runs, const SpreadRules& rules, bool seeds_vary) {
+TolerancePolicy policy_with(const TolerancePolicy& configured, const std::map<std::string, Recommendation>& rules) {
+  TolerancePolicy p = configured;
+  for (const auto& [id, r] : rules) {
+    if (!r.measured) continue;
+    (r.probe ? p.probes : p.series)[r.key] = r.tolerance;
+  }
+  p.step_time_ratio = std::numeric_limits<double>::infinity();
+  p.peak_memory_ratio = std::numeric_limits<double>::infinity();
+  return p;
+}
+
+std::string check_failure(const RunRecord& run, const RunRecord& golden, const TolerancePolicy& policy) {
+  try {
+    Verdict v = compare_records(run, golden, policy);
+    if (v.passed()) return "";
+    std::string why = v.first_divergence.empty() ? verdict_headline(v) : v.first_divergence;
+    return why + " (" + lane_name(v.lane) + " lane)";
+  } catch (const Error& e) {
+    return std::string("not comparable: ") + e.what();
+  }
+}
+
+FalseAlarm leave_one_out(const std::vector<CalibrationRun>& runs, const SpreadRules& rules, bool seeds_vary,
+                         const TolerancePolicy& configured) {
   FalseAlarm fa;
   if (runs.size() < 3) return fa;  // the others must show a spread: two at least
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -398,7 +424,8 @@ FalseAlarm leave_one_out(const std::vector<CalibrationRun>& runs, const SpreadRu
         if (!r.probe) series_only[k] = r;
       count(first_failing_value(runs[i].record, golden, series_only, {}, &sd), "the others' mean and std");
     } else {
-      for (const auto& o : others) count(first_failing_value(runs[i].record, o.record, rec), o.label);
+      const TolerancePolicy policy = policy_with(configured, rec);
+      for (const auto& o : others) count(check_failure(runs[i].record, o.record, policy), o.label);
     }
     ++fa.runs;
     fa.failed_runs += failed ? 1 : 0;

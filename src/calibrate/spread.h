@@ -9,7 +9,7 @@
 //   SpreadRules rules;                                 // Megatron's rule: m = 1.5, floors 1e-3 / 1e-6
 //   std::vector<CurveSpread> spreads = measure_spreads(runs, /*seeds_vary=*/false);
 //   std::map<std::string, Recommendation> rec = recommend(spreads, rules, /*seeds_vary=*/false);
-//   FalseAlarm fa = leave_one_out(runs, rules, /*seeds_vary=*/false);   // fa.failed_runs of fa.runs
+//   FalseAlarm fa = leave_one_out(runs, rules, /*seeds_vary=*/false, cfg.tolerance);  // fa.failed_runs of fa.runs
 //
 // The rule (docs/comparison.md, "Calibrating a smoke"): a key whose values
 // agreed bit for bit in every run is recommended "exact"; otherwise, with
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "compare/tolerance.h"
+#include "compare/tolerance_policy.h"
 #include "record/run_record.h"
 
 namespace lockstep {
@@ -132,8 +133,27 @@ std::string first_failing_value(const RunRecord& run, const RunRecord& golden,
 /// the population std per step goes to `std_out` by series name.
 RunRecord multi_seed_golden(const std::vector<CalibrationRun>& runs, std::map<std::string, std::vector<double>>& std_out);
 
-/// Leave-one-out over `runs` (see FalseAlarm).
-FalseAlarm leave_one_out(const std::vector<CalibrationRun>& runs, const SpreadRules& rules, bool seeds_vary);
+/// `configured` (the smoke's tolerance section) with each measured rule of
+/// `rules` in place of the configured one for its key, and no resource
+/// bound (calibration runs share the CPUs; their step times are no
+/// evidence of a regression).
+TolerancePolicy policy_with(const TolerancePolicy& configured, const std::map<std::string, Recommendation>& rules);
+
+/// How `check` would judge `run` against `golden` as its golden under
+/// `policy`: "" when it passes, else the verdict's first divergence (or why
+/// the two cannot be compared). The same lanes as check (compare_records):
+/// runs of one stack and contract are held bit-exact unless the smoke sets
+/// "same_stack": "tolerance"; runs under other thread counts, CPU
+/// capabilities or runners get the tolerances; another contract fails.
+/// This is the one rule calibrate and check share (docs/comparison.md).
+std::string check_failure(const RunRecord& run, const RunRecord& golden, const TolerancePolicy& policy);
+
+/// Leave-one-out over `runs` (see FalseAlarm): without `seeds_vary`, each
+/// comparison is check_failure() under policy_with(configured, the rules
+/// recommended from the others); with it, first_failing_value() against
+/// the others' mean and std.
+FalseAlarm leave_one_out(const std::vector<CalibrationRun>& runs, const SpreadRules& rules, bool seeds_vary,
+                         const TolerancePolicy& configured = {});
 
 /// The one-sided 95 % Clopper-Pearson upper bound on a rate after `failed`
 /// of `n` trials failed (n >= 1).

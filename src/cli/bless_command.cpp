@@ -90,6 +90,7 @@ int bless_command(const BlessOptions& o) {
     std::cout << ", content " << hash << ")\n";
     if (std::string note = b.data_pass_note; !note.empty()) std::cout << "  note: " << note << "\n";
     if (!b.undeclared_note.empty()) std::cout << "  note: " << b.undeclared_note << "\n";
+    if (!b.same_stack_label_note.empty()) std::cout << "  note: " << b.same_stack_label_note << "\n";
     const RunRecord& made = b.golden.record;
     if (!b.replaces && b.stand_in.empty())
       std::cout << "  new golden (none existed for platform " << golden_key(made.platform, made.stack) << ")\n";

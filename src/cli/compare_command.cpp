@@ -88,6 +88,11 @@ int compare_command(const CompareOptions& o) {
     auto golden_read = std::async(std::launch::async, [&] { return read_golden_or_record(o.golden); });
     run = read_golden_or_record(o.run).record;  // a golden may stand on either side
     golden = golden_read.get();
+    // Two files named by hand: a golden of another stack label is said.
+    if (run.stack != golden.record.stack)
+      stand_in = "the golden was made for stack " + (golden.record.stack.empty() ? "(unlabeled)" : golden.record.stack) +
+                 ", the run under " + (run.stack.empty() ? "no stack label" : "stack " + run.stack) +
+                 " (LOCKSTEP_STACK): compared as given";
   }
   Verdict v = compare_records(run, golden.record, policy, {o.run, golden_path});
   if (!stand_in.empty()) v.notes.insert(v.notes.begin(), stand_in);

@@ -141,6 +141,7 @@ int hook_plan_command(const HookPlanOptions& o) {
   HookPlan plan = hook_plan(o.root);
   for (const std::string& s : plan.smokes) std::cout << "smokes\t" << s << "\n";
   for (const std::string& t : plan.triggers) std::cout << "trigger\t" << t << "\n";
+  for (const std::string& n : plan.notes) std::cout << "note\t" << n << "\n";
   return 0;
 }
 

@@ -382,12 +382,12 @@ void add_golden_commands(CLI::App& app, std::vector<Command>& out) {
 // `hook`, `init` and `env`: the repository and the machine.
 void add_setup_commands(CLI::App& app, std::vector<Command>& out) {
   using namespace lockstep;
-  auto* hook = app.add_subcommand("hook", "Git hooks");
   auto init_opts = std::make_shared<InitOptions>();
   auto* init = app.add_subcommand("init", "Scaffold lockstep in a repository: smoke/, goldens/, .gitignore, the GitLab CI template and .gitlab-ci.yml, "
       "and the pre-push hook (in a git work tree); never overwrites a file");
   init->add_option("DIR", init_opts->dir, "Repository folder")->capture_default_str();
   out.push_back({init, [init_opts] { return init_command(*init_opts); }});
+  auto* hook = app.add_subcommand("hook", "Git hooks");
   out.push_back({hook->add_subcommand("install", "Install the pre-push hook (never overwrites one)"),
                  [] { return hook_install_command(); }});
   out.push_back({hook->add_subcommand("uninstall", "Remove the pre-push hook `hook install` wrote"),
@@ -475,6 +475,19 @@ void add_history_commands(CLI::App& app, std::vector<Command>& out) {
                  }});
 }
 
+// The groups of `lockstep --help`, as git groups its commands: what gates
+// a change, what investigates one, what produces records, what sets a
+// repository up. Every leaf command is in one (tests/cli/help_test.cpp).
+void set_help_groups(CLI::App& app) {
+  static const std::pair<const char*, std::vector<const char*>> kGroups[] = {
+      {"Gate a change", {"check", "bless", "review", "accept", "verify-goldens"}},
+      {"Investigate", {"compare", "bisect", "bisect-env", "calibrate", "history", "env"}},
+      {"Produce records", {"run", "probe", "import"}},
+      {"Set up", {"init", "hook"}}};
+  for (const auto& [group, names] : kGroups)
+    for (const char* name : names) app.get_subcommand(name)->group(group);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -484,12 +497,14 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("lockstep ") + LOCKSTEP_VERSION);
   app.require_subcommand(1);
   std::vector<Command> commands;
-  add_run_and_probe(app, commands);
-  add_compare_and_import(app, commands);
+  // `lockstep --help` lists the commands by what they are for, gate first.
   add_check_family(app, commands);
   add_golden_commands(app, commands);
+  add_run_and_probe(app, commands);
+  add_compare_and_import(app, commands);
   add_setup_commands(app, commands);
   add_history_commands(app, commands);
+  set_help_groups(app);
 
   try {
     app.parse(argc, argv);

@@ -243,6 +243,14 @@ bool version_dependent_setting(const std::string& key) {
   return std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys);
 }
 
+// The contract settings that are a stack axis, not another contract: the
+// intra- and inter-op thread counts change the order of parallel
+// reductions, never what is computed, so a run under other thread counts
+// than its golden is compared in the cross-stack lane under the smoke's
+// tolerances -- the spread `calibrate --axis threads=...` measures
+// (docs/comparison.md, "One rule for calibrate and check").
+bool stack_setting(const std::string& key) { return key == "intra_op_threads" || key == "inter_op_threads"; }
+
 // The leading "major.minor.patch" of a version string as numbers
 // ("2.6.0+debian" and "2.6.0" are one version; "1.13.0a0" is 1.13.0);
 // empty when it does not start with a number.
@@ -290,6 +298,18 @@ void choose_lane(const RunRecord& run, const RunRecord& golden, Verdict& v) {
     std::string gv = g == golden.contract.end() ? "(missing)" : g->second;
     std::string rv = r == run.contract.end() ? "(missing)" : r->second;
     if (gv == rv || (no_contract_value(gv) && no_contract_value(rv))) continue;  // neither holds a value
+    if (stack_setting(key)) {
+      // The fingerprint's determinism.<key> says it; a record without one
+      // (imported, older) still lands in the cross-stack lane.
+      const std::string field = "determinism." + key;
+      if (std::none_of(v.env_diffs.begin(), v.env_diffs.end(), [&](const FieldDiff& d) { return d.name == field; })) {
+        v.env_diffs.push_back({field, gv, rv, true, false});
+        std::sort(v.env_diffs.begin(), v.env_diffs.end(), [](const FieldDiff& a, const FieldDiff& b) {
+          return std::make_pair(diff_rank(a), a.name) < std::make_pair(diff_rank(b), b.name);
+        });
+      }
+      continue;
+    }
     if (!version_change.empty() && version_dependent_setting(key) &&
         no_contract_value(gv) != no_contract_value(rv)) {
       v.notes.push_back("contract." + key + ": " + v.reference_word + " " + gv + ", " + v.subject_word + " " + rv +
@@ -737,6 +757,14 @@ void compare_module_traces(const RunRecord& run, const RunRecord& golden, const 
   };
   init_moved(v.trace.first, v.trace.summary);
   init_moved(v.trace.first_bits, v.trace.bits_summary);
+  // Per-op hashes (trace.ops) take it below the module: the first op whose
+  // output bits moved, which may come before the module's entry (its
+  // backward, or the optimizer step of the step before).
+  if (!v.trace.first_op.empty()) {
+    if (v.trace.first >= 0) v.trace.summary += "; the first op whose output bits differ: " + v.trace.first_op;
+    else v.notes.push_back("op trace: the first op whose output bits differ: " + v.trace.first_op);
+  }
+  if (!v.trace.op_note.empty()) v.notes.push_back(v.trace.op_note);
   // In an exact lane another module sequence, shape or entry count is a
   // difference of its own; across stacks it is said.
   if (exact && v.trace.structure_differs)

@@ -86,7 +86,63 @@ std::string summarise(const ModuleTraceEntry& run, const ModuleTraceEntry& ref, 
   return out;
 }
 
+// "train step 0, forward, fc: aten.addmm.default (op 2 of fc's 2 ops)":
+// op `i` of `ops`, with its place among the ops of its step, phase and
+// module.
+std::string op_in_words(const std::vector<OpTraceEntry>& ops, size_t i) {
+  const OpTraceEntry& o = ops[i];
+  size_t k = 0, n = 0;
+  for (size_t j = 0; j < ops.size(); ++j) {
+    const OpTraceEntry& x = ops[j];
+    if (x.step != o.step || x.phase != o.phase || x.module != o.module) continue;
+    ++n;
+    if (j <= i) ++k;
+  }
+  std::string where = "train step " + std::to_string(o.step) + ", " + o.phase;
+  std::string scope;
+  if (!o.module.empty()) {
+    where += ", " + o.module;
+    scope = o.module + "'s " + std::to_string(n) + " ops";
+  } else if (o.phase == "forward") {
+    where += ", outside a submodule";
+    scope = "the step's " + std::to_string(n) + " forward ops outside a submodule";
+  } else {
+    scope = "the step's " + std::to_string(n) + " " + o.phase + " ops";
+  }
+  return where + ": " + o.op + " (op " + std::to_string(k) + " of " + scope + ")";
+}
+
 }  // namespace
+
+void locate_first_op(const ModuleTrace& run, const ModuleTrace& ref, ModuleDivergence& d) {
+  if (run.ops.empty() && ref.ops.empty()) {
+    if (!run.ops_not_traced.empty() || !ref.ops_not_traced.empty())
+      d.op_note = "op trace: not recorded: " + (!ref.ops_not_traced.empty() ? ref.ops_not_traced : run.ops_not_traced);
+    return;
+  }
+  if (run.ops.empty() || ref.ops.empty()) {
+    const ModuleTrace& missing = ref.ops.empty() ? ref : run;
+    d.op_note = std::string("op trace: the ") + (ref.ops.empty() ? "golden" : "run") + " has none" +
+                (missing.ops_not_traced.empty() ? " (made without trace.ops)" : ": " + missing.ops_not_traced);
+    return;
+  }
+  const int64_t steps = std::min(run.steps, ref.steps);
+  const size_t n = std::min(run.ops.size(), ref.ops.size());
+  for (size_t i = 0; i < n; ++i) {
+    const OpTraceEntry& a = run.ops[i];
+    const OpTraceEntry& g = ref.ops[i];
+    if (a.step >= steps || g.step >= steps) return;
+    if (a.step != g.step || a.phase != g.phase || a.module != g.module || a.op != g.op) {
+      d.op_note = "op trace: the op sequences part at op " + std::to_string(i) + " (golden " + op_in_words(ref.ops, i) +
+                  ", run " + op_in_words(run.ops, i) + "): another op ran there; compared up to there";
+      return;
+    }
+    if (a.output_xxh3 != g.output_xxh3) {
+      d.first_op = op_in_words(ref.ops, i);
+      return;
+    }
+  }
+}
 
 ModuleDivergence locate_module_divergence(const ModuleTrace& run, const ModuleTrace& ref,
                                           const TolerancePolicy& policy, bool exact) {
@@ -150,6 +206,7 @@ ModuleDivergence locate_module_divergence(const ModuleTrace& run, const ModuleTr
   if (exact) {  // one rule: the first divergence is the first moved entry
     d.first_bits = -1;
     d.bits_summary.clear();
+    locate_first_op(run, ref, d);
   }
   return d;
 }

@@ -53,7 +53,21 @@ struct ModuleDivergence {
   std::string change;           ///< how that cell's output moved ("sum |Δ| ... ulp"); "" when none
   int64_t first_bits = -1;      ///< cross-stack: cell of the first entry whose bytes moved; -1 none
   std::string bits_summary;     ///< that cell in words; "" when none
+  /// Exact lanes, both traces holding per-op hashes (trace.ops): the first
+  /// op whose output bits differ, in execution order ("train step 0,
+  /// forward, fc: aten.addmm.default (op 2 of fc's 2 ops)"); "" none.
+  std::string first_op;
+  /// Why the ops were not compared, or where their sequences part; "" else.
+  std::string op_note;
 };
+
+/// The first op of `run` whose output bits differ from `reference`'s, in
+/// execution order within the steps both traced (ModuleDivergence::
+/// first_op), and an op note (one side without ops and why, or the op
+/// sequences parting: another op at the same place stops the walk).
+/// Ops are matched by position. Hashes are exact: meaningful in an exact
+/// lane only (across stacks nearly every float op's bits move).
+void locate_first_op(const ModuleTrace& run, const ModuleTrace& reference, ModuleDivergence& d);
 
 /// Compares `run` with `reference` (usually the golden's trace). `exact`:
 /// bytes decide (same-stack, repeat, contract-mismatch lanes); otherwise

@@ -263,8 +263,28 @@ void refuse_incomplete_jpeg(const std::string& path, const std::string& decoder_
                                           "\": the file was cut short, so part of the image is missing");
 }
 
+// The decoder's lines as one phrase ("libpng error: IDAT: CRC error;
+// ..."), at most 3, those `already_said` quotes left out, after counting
+// its warnings into `t`: for the error of the image it failed on.
+std::string decoder_said_about(const std::string& text, CsvTable& t, const std::string& already_said) {
+  std::string out;
+  size_t start = 0, kept = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.empty()) continue;
+    if (line.rfind("libpng warning:", 0) == 0 || line.rfind("Corrupt JPEG data:", 0) == 0) ++t.decoder_lines;
+    if (already_said.find(line) != std::string::npos) continue;  // the error quotes it already
+    if (kept++ < 3) out += (out.empty() ? "" : "; ") + (line.size() > 200 ? line.substr(0, 200) + "..." : line);
+  }
+  if (kept > 3) out += "; and " + std::to_string(kept - 3) + " more lines";
+  return out;
+}
+
 // Counts the decoder's lines into `t` (each distinct one kept once); any
-// line that is not a libpng or libjpeg warning goes back to stderr.
+// line that is not a libpng or libjpeg warning goes back to stderr, said
+// to be the decoder's.
 void account_decoder_output(const std::string& text, CsvTable& t) {
   size_t start = 0;
   while (start < text.size()) {
@@ -274,7 +294,7 @@ void account_decoder_output(const std::string& text, CsvTable& t) {
     if (line.empty()) continue;
     bool chatter = line.rfind("libpng warning:", 0) == 0 || line.rfind("Corrupt JPEG data:", 0) == 0;
     if (!chatter) {
-      std::fprintf(stderr, "%s\n", line.c_str());
+      std::fprintf(stderr, "lockstep: the image decoder said: %s\n", printable_message(line, false).c_str());
       continue;
     }
     ++t.decoder_lines;
@@ -385,8 +405,14 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
         throw EnvironmentError(path + ": cannot tell whether this JPEG is whole: libjpeg's warnings could not be "
                                "caught (no room for a temporary file in $TMPDIR or /tmp?)");
       refuse_incomplete_jpeg(path, decoder.take_new());
+    } catch (const Error& e) {
+      // What the decoder said before failing goes into lockstep's message,
+      // not raw onto the terminal.
+      std::string said = decoder_said_about(decoder.finish(), t, e.what());
+      if (said.empty()) throw;
+      throw Error(e.code(), std::string(e.what()) + " (the decoder said: " + said + ")");
     } catch (...) {
-      account_decoder_output(decoder.finish(), t);  // what it said before failing is shown
+      account_decoder_output(decoder.finish(), t);
       throw;
     }
     t.labels.push_back(label);

@@ -40,7 +40,14 @@ size_t add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs:
     if (rel.empty()) rel = under(file, cwd);
     if (std::string in = under(file, places[1].second); rel.empty() && !in.empty()) rel = places[1].first + "/" + in;
     if (rel.empty()) rel = file.string();
-    out.emplace(rel, file.string());
+    // Two files may not take one name (a folder named "{data}" in
+    // trainer.cwd): one of them would go unhashed.
+    auto [at, added] = out.emplace(rel, file.string());
+    if (!added && at->second != file.string())
+      throw BadInput(c.file, field_of(i),
+                     "input files with names of their own, got two named \"" + printable_message(rel, false) +
+                         "\": " + printable_message(at->second, false) + " and " +
+                         printable_message(file.string(), false) + " (rename the folder in trainer.cwd)");
     if (out.size() > kMaxTrainerInputFiles)
       throw BadInput(c.file, field_of(i),
                      "at most " + std::to_string(kMaxTrainerInputFiles) + " files across trainer.inputs (a fingerprint "

@@ -106,6 +106,7 @@ std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t se
   env["LOCKSTEP_STEPS"] = std::to_string(c.steps);
   env["LOCKSTEP_PASS"] = pass;
   env["LOCKSTEP_TRACE_STEPS"] = std::to_string(c.trace.steps);
+  if (c.trace.ops) env["LOCKSTEP_TRACE_OPS"] = "1";
   // A planted learning-rate change (`run --lr-scale`, calibrate's detection
   // search); python/lockstep's lr_scale() reads it.
   if (c.lr_scale != 1) env["LOCKSTEP_LR_SCALE"] = format_double(c.lr_scale);
@@ -689,8 +690,10 @@ void read_trained_batches_and_trace(const TrainerLayout& l, const PassPlan& p, i
     notes.push_back(trace_file + " holds no entry although trace.steps is " + std::to_string(l.c.trace.steps) +
                     ": call tracer.step(step) before each step's forward (python/lockstep ModuleTracer), "
                     "or set trace.steps to 0");
-  if (l.multi)
+  if (l.multi) {
     for (auto& e : out.trace.entries) e.rank = 0;
+    for (auto& o : out.trace.ops) o.rank = 0;
+  }
 }
 
 // A resumed run's outputs joined after the stopped run's: the series (the
@@ -712,6 +715,9 @@ void merge_with_stopped_run(const ResumePoint& rp, const std::string& part, int 
     ModuleTrace merged = rp.partial.module_trace;
     merged.steps = trace_steps;
     for (auto& e : out.trace.entries) merged.entries.push_back(std::move(e));
+    for (auto& o : out.trace.ops) merged.ops.push_back(std::move(o));
+    merged.ops_dropped += out.trace.ops_dropped;
+    if (merged.ops.empty() && merged.ops_not_traced.empty()) merged.ops_not_traced = out.trace.ops_not_traced;
     out.trace = std::move(merged);
   }
   std::vector<BatchProbe> probes = rp.partial.train_probes;

@@ -39,6 +39,18 @@ std::string undeclared_platform_note(const SmokeConfig& cfg, const std::string& 
          "its golden, or run with ATEN_CPU_CAPABILITY to keep the declared one";
 }
 
+// "" unless `made` (filed under a stack label) was made on the stack of
+// `unlabeled` (its stand-in): no determinism-relevant fingerprint field
+// and no contract setting differs, the inputs aside.
+std::string same_stack_label_note(const RunRecord& unlabeled, const RunRecord& made, const std::string& path) {
+  if (made.stack.empty() || !unlabeled.stack.empty() || unlabeled.contract != made.contract) return "";
+  for (const FieldDiff& d : diff_fingerprints(unlabeled.fingerprint, made.fingerprint))
+    if (d.relevant) return "";
+  return "stack label " + made.stack + " (LOCKSTEP_STACK) on the stack the unlabeled " + path +
+         " was made on (no determinism-relevant field or contract setting differs): this files a second golden "
+         "for one stack; a label is for a stack that differs (docs/platforms.md): bless without it";
+}
+
 }  // namespace
 
 std::vector<std::string> outside_folders(const GitState& git, const std::vector<std::string>& files,
@@ -199,6 +211,7 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
       Golden previous = read_golden_or_record(b.replaces ? b.path : b.stand_in);
       if (b.replaces) b.golden.provenance.replaces = previous.content_hash;
       b.changes = describe_changes(previous.record, b.golden.record);
+      if (stand_in && !stand_in->exact_stack) b.same_stack_label_note = same_stack_label_note(previous.record, made, b.stand_in);
     } catch (const Error& e) {
       b.changes = "  (the previous golden could not be read: " + std::string(e.what()) + ")\n";
     }

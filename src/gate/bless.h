@@ -53,6 +53,11 @@ struct BlessedGolden {
   /// missing_data_pass_note() of the smoke: "" unless a trainer smoke
   /// writes no batch probes (its golden then pins no batches).
   std::string data_pass_note;
+  /// "" unless the golden is filed under a stack label (LOCKSTEP_STACK)
+  /// while the unlabeled golden it would otherwise be checked against was
+  /// made on this same stack (no determinism-relevant field and no contract
+  /// setting differs): a label is for a stack that differs.
+  std::string same_stack_label_note;
 };
 
 /// Runs and checks `file` for a golden (see above). Throws Error.

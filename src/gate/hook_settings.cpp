@@ -109,6 +109,12 @@ HookPlan hook_plan(const std::string& root_dir) {
       if (read.empty()) continue;
       if (std::string rel = inside(root, read, folder); !rel.empty()) triggers.insert(rel);
     }
+    // A trainer run from the repository root may import any file in it:
+    // every change triggers the check, and the user is told why once.
+    if (c.has_trainer() && inside(root, c.trainer.resolved_cwd, true) == "./")
+      plan.notes.push_back(inside(root, file, false) +
+                           ": trainer.cwd is the repository root, so every changed file triggers the check "
+                           "(its code may be anywhere there); a trainer in a folder of its own triggers on that folder");
   }
   for (const std::string& t : triggers)
     if (has_control(t)) throw BadInput(settings.string(), "", "paths without control characters, got a trigger \"" +

@@ -8,6 +8,7 @@
 //   HookPlan plan = hook_plan("/repo");       // in the pushed commit's tree
 //   plan.smokes;    // {"smoke"}
 //   plan.triggers;  // {"lockstep.json", "smoke/", "goldens/", "smoke/data/val.csv", ...}
+//   plan.notes;     // {"smoke/nanogpt.json: trainer.cwd is the repository root: every changed file ..."}
 //
 // A push triggers the check when a changed file equals a trigger, or lies
 // under a trigger ending in "/". By default the triggers are what the
@@ -26,6 +27,10 @@ namespace lockstep {
 struct HookPlan {
   std::vector<std::string> smokes;    ///< smoke files/folders to check, relative to the root
   std::vector<std::string> triggers;  ///< sorted, unique; folders end with "/"; "./" is every file
+  /// What the user should know about the triggers, one line each: a
+  /// trainer smoke whose working folder is the repository root makes
+  /// every changed file a trigger ("./"), and the note says which smoke.
+  std::vector<std::string> notes;
 };
 
 /// Reads `<root>/lockstep.json` (absent: the defaults) and the smoke

@@ -27,7 +27,9 @@ PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, 
   s.files = find_pending(dir);
   if (s.files.empty()) throw BadUsage(dir + ": no pending goldens (*.golden.new) to review");
   std::error_code ec;
-  if (!fs::is_directory(s.smoke_dir, ec)) return s;
+  if (!fs::is_directory(s.smoke_dir, ec))
+    throw BadUsage(dir + ": its pending goldens are held to their smoke configs, and there is no smoke folder " +
+                   s.smoke_dir + " (deleted or moved since the check?); give it with --smoke DIR");
   s.smokes = load_smoke_folder(s.smoke_dir);
   std::vector<std::string> kept;
   for (auto& file : s.files) {
@@ -55,6 +57,10 @@ Golden read_pending(const std::string& path) {
   Golden g = read_golden(path);
   fs::path p(path);
   std::string file = p.filename().string();
+  if (!is_golden_key(pending_platform_of(file)))
+    throw BadInput(path, "", "a pending golden named <platform>[@<stack label>].golden.new as check files it, got \"" +
+                                 printable_message(file, false) + "\" (a stack label is 1..40 letters, digits, '.', "
+                                 "'_' and '-')");
   auto [platform, stack] = split_golden_key(pending_platform_of(file));
   std::string smoke = p.parent_path().filename().string();
   if (g.record.smoke != smoke)

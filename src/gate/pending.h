@@ -26,7 +26,7 @@ struct PendingSet {
   std::string goldens_dir;  ///< the goldens they would replace
   std::string smoke_dir;    ///< the smoke configs (default: smoke/ beside the goldens)
   std::vector<std::string> files;              ///< *.golden.new, sorted byte-wise
-  std::map<std::string, SmokeConfig> smokes;   ///< by name; empty when smoke_dir is absent
+  std::map<std::string, SmokeConfig> smokes;   ///< by name
   /// Pending goldens of a smoke `smoke_dir` no longer has (deleted or
   /// renamed since the check), each with why it is left out: review and
   /// accept say so and go on with `files`.
@@ -35,7 +35,8 @@ struct PendingSet {
 
 /// Finds the pending goldens under `dir`; those filed under a smoke the
 /// smoke folder does not hold go to `orphans`. Throws exit-2 Error when
-/// there are none (or only orphans) or a smoke config in `smoke_dir` is
+/// there are none (or only orphans), `smoke_dir` is no folder (a pending
+/// golden is held to its smoke's config), or a smoke config in it is
 /// malformed.
 PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, const std::string& smoke_dir);
 

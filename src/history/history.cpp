@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <functional>
 #include <set>
 #include <cstdio>
 #include <iomanip>
@@ -82,18 +83,42 @@ void classify(MetricHistory& m) {
   }
 }
 
+// An input field of a ledger line's fingerprint (the record tags them;
+// the line keeps the value only): the config, the data, the TorchScript
+// model, a trainer's declared data files.
+bool input_field(const std::string& key) {
+  return key == "config.values_xxh3" || key == "data.file_xxh3" || key == "model.torchscript_xxh3" ||
+         key == "trainer.inputs_xxh3" || key.rfind("trainer.input.", 0) == 0;
+}
+
+// "prefix key: before → after" for each key of the two maps whose values
+// differ ("(absent)" on the side without it).
+void diff_maps(const std::map<std::string, std::string>& before, const std::map<std::string, std::string>& after,
+               const std::string& prefix, const std::function<void(const std::string&, std::string)>& put) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : before) keys.insert(k);
+  for (const auto& [k, v] : after) keys.insert(k);
+  for (const auto& k : keys) {
+    auto b = before.find(k), a = after.find(k);
+    std::string bv = b == before.end() ? "(absent)" : b->second;
+    std::string av = a == after.end() ? "(absent)" : a->second;
+    if (bv != av) put(k, prefix + k + ": " + bv + " → " + av);
+  }
+}
+
 NightChange change_between(const LedgerEntry& before, const LedgerEntry& after, size_t night) {
   NightChange c;
   c.night = night;
-  std::set<std::string> keys;
-  for (const auto& [k, v] : before.fingerprint) keys.insert(k);
-  for (const auto& [k, v] : after.fingerprint) keys.insert(k);
-  for (const auto& k : keys) {
-    auto b = before.fingerprint.find(k), a = after.fingerprint.find(k);
-    std::string bv = b == before.fingerprint.end() ? "(absent)" : b->second;
-    std::string av = a == after.fingerprint.end() ? "(absent)" : a->second;
-    if (bv != av) c.fingerprint.push_back(k + ": " + bv + " → " + av);
-  }
+  // A config edit is named by its fields when both nights kept them.
+  const bool name_config = !before.config.empty() && !after.config.empty();
+  if (name_config)
+    diff_maps(before.config, after.config, "config ", [&](const std::string&, std::string line) {
+      c.inputs.push_back(std::move(line));
+    });
+  diff_maps(before.fingerprint, after.fingerprint, "", [&](const std::string& key, std::string line) {
+    if (!input_field(key)) c.fingerprint.push_back(std::move(line));
+    else if (!(name_config && key == "config.values_xxh3" && !c.inputs.empty())) c.inputs.push_back(std::move(line));
+  });
   if (before.commit != after.commit && !short_commit(before.commit).empty() && !short_commit(after.commit).empty())
     c.commits = short_commit(before.commit) + ".." + short_commit(after.commit);
   c.golden_changed = !before.golden.empty() && !after.golden.empty() && before.golden != after.golden;
@@ -121,6 +146,12 @@ std::string night_label(const SmokeHistory& h, size_t night) {
 std::string what_else(const NightChange& c) {
   std::string out;
   auto add = [&](const std::string& s) { out += (out.empty() ? "" : "; ") + s; };
+  if (!c.inputs.empty()) {
+    std::string f;
+    for (size_t i = 0; i < c.inputs.size() && i < 4; ++i) f += (i ? ", " : "") + c.inputs[i];
+    if (c.inputs.size() > 4) f += ", and " + std::to_string(c.inputs.size() - 4) + " more";
+    add("inputs: " + f);
+  }
   if (!c.fingerprint.empty()) {
     std::string f;
     for (size_t i = 0; i < c.fingerprint.size() && i < 4; ++i) f += (i ? ", " : "") + c.fingerprint[i];
@@ -198,7 +229,7 @@ SmokeHistory analyse_history(std::string smoke, std::string file, std::vector<Le
         if (m.name == name && m.first_change < 0) m.first_change = static_cast<long>(i);
     }
     last_of_stack[stack] = i;
-    if (!c.metrics.empty() || !c.fingerprint.empty() || c.golden_changed || c.platform_changed || !c.rules.empty())
+    if (!c.metrics.empty() || !c.fingerprint.empty() || !c.inputs.empty() || c.golden_changed || c.platform_changed || !c.rules.empty())
       h.changes.push_back(std::move(c));
   }
   return h;
@@ -305,7 +336,7 @@ std::string render_history_json(const std::vector<SmokeHistory>& history) {
     nlohmann::json changes = nlohmann::json::array();
     for (const auto& c : h.changes)
       changes.push_back({{"night", c.night}, {"metrics", c.metrics}, {"unexplained", c.unexplained},
-                         {"fingerprint", c.fingerprint}, {"rules", c.rules}, {"platform", c.platform},
+                         {"fingerprint", c.fingerprint}, {"inputs", c.inputs}, {"rules", c.rules}, {"platform", c.platform},
                          {"commits", c.commits}, {"golden_changed", c.golden_changed}, {"runner", c.runner},
                          {"platform_changed", c.platform_changed}});
     smokes.push_back({{"smoke", h.smoke}, {"stack", h.stack}, {"ledger", h.file}, {"verdicts", trend_name(h.verdicts)},

@@ -45,7 +45,11 @@ struct NightChange {
   /// this night's stack (none when the stack was not seen before): the
   /// changes the stack does not explain.
   std::vector<std::string> unexplained;
-  std::vector<std::string> fingerprint;   ///< "field: before → after", determinism-relevant or an input
+  std::vector<std::string> fingerprint;   ///< "field: before → after", determinism-relevant (the stack)
+  /// The inputs that changed: "config optimizer.lr: 0.05 → 0.06" (each
+  /// config value field, when both nights kept them), "data.file_xxh3:
+  /// ab12 → cd34", "config.values_xxh3: ..." (lines that kept no config).
+  std::vector<std::string> inputs;
   std::string commits;                    ///< "abc1234..def5678" when the commit moved, else ""
   bool golden_changed = false;            ///< compared with another golden (re-blessed)
   std::string runner;                     ///< "before → after" when the CI runner changed, else ""

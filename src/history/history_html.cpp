@@ -69,7 +69,7 @@ std::string trend_plot(const SmokeHistory& h, const MetricHistory& m) {
   for (const NightChange& c : h.changes) {
     std::string mark = "M" + coord(x(c.night)) + " " + coord(T) + "V" + coord(H - B);
     if (c.golden_changed) golden << mark;
-    else if (!c.fingerprint.empty() || c.platform_changed) stack << mark;
+    else if (!c.fingerprint.empty() || !c.inputs.empty() || c.platform_changed) stack << mark;
   }
   if (!stack.str().empty()) o << "<path d=\"" << stack.str() << "\" stroke=\"#7f7f7f\" stroke-width=\"1\"/>";
   if (!golden.str().empty()) o << "<path d=\"" << golden.str() << "\" stroke=\"#9467bd\" stroke-width=\"1.5\"/>";
@@ -104,7 +104,7 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
        ".regression,.suspicious{color:#d62728;font-weight:bold}.drifting{color:#ff7f0e;font-weight:bold}"
        ".steady{color:#2ca02c}svg.trend circle{fill:#1f77b4}svg.trend circle.f{fill:#d62728}</style></head><body><h1>lockstep: nightly history</h1>"
        "<p>Each plot: the share of its tolerance a metric used against the golden, night by night (1 is the "
-       "tolerance; above it fails). Grey lines: the stack changed; purple: the golden was re-blessed. Hover a "
+       "tolerance; above it fails). Grey lines: an input or the stack changed; purple: the golden was re-blessed. Hover a "
        "night for its commit and verdict.</p>";
   for (const SmokeHistory& h : history) {
     o << "<h2 id=\"" << esc(h.stack.empty() ? h.smoke : h.smoke + "@" + h.stack) << "\">" << esc(history_title(h)) << "</h2><p>" << h.entries.size() << " nights";
@@ -130,7 +130,7 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
     if (h.changes.empty()) {
       o << "<p>The values and the stack were the same every night.</p>";
     } else {
-      o << "<table class=changes><tr><th>night</th><th>date</th><th>commit</th><th>values changed</th><th>stack</th>"
+      o << "<table class=changes><tr><th>night</th><th>date</th><th>commit</th><th>values changed</th><th>inputs and stack</th>"
            "<th>commits since</th><th>golden</th><th>runner</th><th>report</th></tr>";
       // Every change the stack does not explain and every re-bless; of the
       // rest (stack changes, a lane that alternates runners), the last 100.
@@ -146,6 +146,7 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
         for (const auto& m : c.metrics)
           metrics += (metrics.empty() ? "" : ", ") + m +
                      (std::count(c.unexplained.begin(), c.unexplained.end(), m) ? " (on a stack seen before)" : "");
+        for (const auto& f : c.inputs) stack += (stack.empty() ? "" : "<br>") + esc("input " + f);
         for (const auto& f : c.fingerprint) stack += (stack.empty() ? "" : "<br>") + esc(f);
         std::string link = !e.ci.report_url.empty() ? e.ci.report_url : e.ci.job_url;
         o << "<tr><td>" << c.night + 1 << "</td><td>" << esc(e.time_utc.substr(0, 10)) << "</td><td><code>"

@@ -121,6 +121,10 @@ LedgerEntry ledger_entry(const RunRecord& run, const Verdict* verdict, const std
   e.ci = ci;
   for (const auto& [key, field] : run.fingerprint)
     if (field.relevant || field.input) e.fingerprint[key] = field.value;
+  for (const auto& [key, value] : run.config) {
+    if (e.config.size() >= kLedgerConfigFields) break;
+    e.config[key] = value.size() <= kLedgerConfigValue ? value : "xxh3 " + hex64(xxh3_64(value));
+  }
   e.verdict = verdict ? verdict_word(verdict->exit_code()) : "not compared";
   e.exit_code = verdict ? to_int(verdict->exit_code()) : 0;
   e.lane = verdict && verdict->lane != Lane::kNone ? lane_name(verdict->lane) : "";
@@ -219,6 +223,7 @@ std::string ledger_line(const LedgerEntry& e) {
                       {"step_time_median_s", number_or_null(e.step_time_median_s)},
                       {"peak_rss_bytes", e.peak_rss_bytes}};
   if (!e.stack.empty()) j["stack"] = e.stack;
+  if (!e.config.empty()) j["config"] = e.config;
   return j.dump();
 }
 
@@ -266,7 +271,7 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   JsonView v(doc, where);
   v.expect_object();
   v.allow_keys({"schema", "run_id", "record_xxh3", "time", "smoke", "platform", "stack", "commit", "branch", "ci", "verdict", "exit", "lane",
-                "golden", "fingerprint", "series", "probes", "step_time_median_s", "peak_rss_bytes"});
+                "golden", "fingerprint", "config", "series", "probes", "step_time_median_s", "peak_rss_bytes"});
   if (v.at("schema").as_string() != "lockstep.history/1") v.at("schema").fail("\"lockstep.history/1\"");
   LedgerEntry e;
   e.run_id = v.at("run_id").as_string();
@@ -305,6 +310,17 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   JsonView fp = v.at("fingerprint");
   fp.expect_object();
   for (const std::string& key : fp.keys()) e.fingerprint[key] = fp.at(key).as_string();
+  if (v.has("config")) {
+    JsonView config = v.at("config");
+    config.expect_object();
+    if (config.keys().size() > kLedgerConfigFields)
+      config.fail("at most " + std::to_string(kLedgerConfigFields) + " config value fields");
+    for (const std::string& key : config.keys()) {
+      e.config[key] = config.at(key).as_string();
+      if (e.config[key].size() > kLedgerConfigValue)
+        config.at(key).fail("a value of at most " + std::to_string(kLedgerConfigValue) + " bytes (a longer one is kept as its xxh3)");
+    }
+  }
   JsonView series = v.at("series");
   series.expect_object();
   if (series.keys().size() > kLedgerSeries) series.fail("at most " + std::to_string(kLedgerSeries) + " series");

@@ -35,6 +35,11 @@ inline constexpr size_t kLedgerPoints = 256;
 inline constexpr size_t kLedgerProbes = 4096;
 /// Most series an entry keeps (by name).
 inline constexpr size_t kLedgerSeries = 64;
+/// At most this many config value fields per line, each value at most
+/// kLedgerConfigValue bytes (a longer one is kept as its XXH3-64): enough to
+/// name the field a config-only edit changed.
+inline constexpr size_t kLedgerConfigFields = 512;
+inline constexpr size_t kLedgerConfigValue = 200;
 /// Longest ledger line read (an entry at the caps above is under 1 MiB).
 inline constexpr size_t kLedgerLineBytes = size_t{4} << 20;
 
@@ -78,6 +83,11 @@ struct LedgerEntry {
   std::string lane;          ///< lane_name() of the comparison; "" when not compared
   std::string golden;        ///< the golden's content_hash ("" when none was compared)
   std::map<std::string, std::string> fingerprint;  ///< the determinism-relevant fields and the inputs
+  /// The run's config values by JSON path ("optimizer.lr" -> "0.05"; the
+  /// record's `config`), so that history names the field a config-only
+  /// edit changed; empty for a line written before it was kept ("config"
+  /// absent in the line).
+  std::map<std::string, std::string> config;
   std::map<std::string, LedgerSeries> series;
   std::vector<std::string> probes;  ///< each batch probe's inputs content hash, in order
   double step_time_median_s;        ///< NaN when the record has no step times

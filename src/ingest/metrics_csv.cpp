@@ -228,7 +228,7 @@ std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
       double v;
       if (!parse_csv_number(cell, v))
         throw BadInput(spec.path, line_field(n) + ": column '" + set.key(i) + "'",
-                       "a number (or nan, inf, -inf, Infinity, or an empty cell), got \"" + input_excerpt(cell) + "\"");
+                       "a number (or nan, inf, -inf, Infinity in any case, or an empty cell), got \"" + input_excerpt(cell) + "\"");
       set.at(i).add(step, v, Series::Dtype::kFloat64, n);
     }
   }

@@ -25,7 +25,10 @@ namespace lockstep {
 /// Error naming the file and the line for malformed JSON, an entry
 /// module_trace_entry_from_json refuses, a step outside [first_step,
 /// steps) or going back. Entries beyond kMaxTraceEntriesPerPass in one
-/// step and phase are counted in ModuleTrace::dropped, not kept.
+/// step and phase are counted in ModuleTrace::dropped, not kept. The
+/// helper's per-op lines (trace.ops: an "op" entry, {"step",
+/// "ops_dropped"}, {"ops_not_traced"}) go to ModuleTrace::ops, with the
+/// same step rules and kMaxTraceOpsPerStep.
 ModuleTrace read_module_trace_jsonl(const std::string& path, int64_t steps, int64_t first_step = 0);
 
 }  // namespace lockstep

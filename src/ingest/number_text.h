@@ -18,9 +18,10 @@ namespace lockstep {
 bool decimal_step(std::string_view text, int64_t& step);
 
 /// A float64 as Python's repr (or json.dumps) writes it: digits with an
-/// optional sign, point and exponent, or nan / NaN, inf / Infinity, -inf /
-/// -Infinity; at most 64 characters. False for anything else, and for a
-/// number beyond float64's range (1e400).
+/// optional sign, point and exponent; or a non-finite value as Python's
+/// float() reads it: an optional sign and inf, infinity or nan in any case
+/// ("inf", "-Infinity", "INF", "-nan"); at most 64 characters. False for
+/// anything else, and for a number beyond float64's range (1e400).
 bool float_repr(std::string_view text, double& value);
 
 }  // namespace lockstep

@@ -57,12 +57,35 @@ struct ModuleTraceEntry {
   int64_t rank = -1;       ///< the rank that recorded it; -1 (absent in JSON): a single process
 };
 
+/// At most this many op entries per traced step (the rest are counted in
+/// ModuleTrace::ops_dropped): about 150 bytes each, 600 KB a step.
+inline constexpr int64_t kMaxTraceOpsPerStep = 4096;
+
+/// One aten op's output at a traced step: what torch's DebugMode
+/// (torch.utils._debug_mode, torch >= 2.10) saw the Python helper's
+/// trainer dispatch, hashed by the helper (`trace.ops`). In execution order
+/// within the step: its forward, backward and optimizer ops.
+struct OpTraceEntry {
+  int64_t step = 0;
+  std::string phase;        ///< "forward", "backward" or "optimizer" (inside optimizer.step)
+  std::string module;       ///< innermost module path in forward ("fc1"); "" outside a submodule, in backward
+  std::string op;           ///< the overload, e.g. "aten.addmm.default"
+  std::string output_xxh3;  ///< XXH3-128 of its output tensors' bytes (several: of their hashes), 32 hex digits
+  int64_t rank = -1;        ///< the rank that recorded it; -1: a single process
+};
+
+/// "forward", "backward" or "optimizer": the phases an op entry may name.
+bool is_op_phase(const std::string& phase);
+
 /// A run's module trace.
 struct ModuleTrace {
   int64_t steps = 0;                       ///< steps traced (0: not traced)
   std::vector<ModuleTraceEntry> entries;   ///< in execution order
   int64_t dropped = 0;                     ///< entries left out by the size cap
   std::string not_traced;                  ///< why there are no entries ("" when traced)
+  std::vector<OpTraceEntry> ops;           ///< per-op output hashes (trace.ops), in execution order
+  int64_t ops_dropped = 0;                 ///< op entries left out by kMaxTraceOpsPerStep
+  std::string ops_not_traced;              ///< trace.ops asked, none recorded: why ("torch 2.6.0 has no DebugMode")
   bool empty() const { return entries.empty() && not_traced.empty(); }
 };
 
@@ -76,5 +99,11 @@ ModuleTrace module_trace_from_json(const JsonView& node);
 /// Parses one entry (also a line of a trainer's module_trace.jsonl, where
 /// `rank` may be present). Same errors as module_trace_from_json().
 ModuleTraceEntry module_trace_entry_from_json(const JsonView& node);
+
+/// Parses one op entry ({"step", "phase", "module", "op", "output_xxh3"},
+/// `rank` optional). Throws exit-2 Error naming the JSON path on a wrong
+/// type, an unknown key, a phase other than forward/backward/optimizer, an
+/// op name that is empty or over 256 bytes, or a malformed hash.
+OpTraceEntry op_trace_entry_from_json(const JsonView& node);
 
 }  // namespace lockstep

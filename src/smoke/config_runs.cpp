@@ -85,6 +85,13 @@ void read_trace(const JsonView& t, SmokeConfig& c) {
   t.allow_keys(keys_under("trace"));
   TraceSpec& s = c.trace;
   if (t.has("steps")) s.steps = t.at("steps").as_int(0, std::min<int64_t>(kMaxTraceSteps, c.steps));
+  if (t.has("ops")) {
+    s.ops = t.at("ops").as_bool();
+    if (s.ops && !c.has_trainer())
+      t.at("ops").fail("false beside a built-in smoke: per-op hashes are recorded by the Python helper under "
+                       "torch's DebugMode (a trainer smoke); the built-in trainer traces modules");
+    if (s.ops && s.steps == 0) t.at("ops").fail("false with trace.steps 0 (ops are hashed in the traced steps)");
+  }
   if (t.has("self_test")) {
     JsonView st = t.at("self_test");
     st.allow_keys(keys_under("trace.self_test"));

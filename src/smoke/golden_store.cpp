@@ -106,6 +106,7 @@ std::optional<GoldenLookup> find_under_label(const std::string& root, const std:
   for (const auto& e : fs::directory_iterator(fs::path(root) / smoke, ec)) {
     std::string name = e.path().filename().string();
     if (e.path().extension() != ".json") continue;
+    if (!is_golden_key(name.substr(0, name.size() - 5))) continue;  // "x@.json" is no golden name
     auto [key_platform, key_stack] = split_golden_key(name.substr(0, name.size() - 5));
     if (key_stack == stack && platform_family(key_platform) == family) candidates.push_back(e.path().string());
   }

@@ -43,6 +43,9 @@ struct OptimizerSpec {
 /// steps (record/module_trace.h, docs/module-trace.md).
 struct TraceSpec {
   int64_t steps = 2;  ///< steps traced, 0..kMaxTraceSteps (0: off)
+  /// Per-op output hashes of the traced steps too (a trainer smoke: the
+  /// Python helper under torch's DebugMode, torch >= 2.10; LOCKSTEP_TRACE_OPS).
+  bool ops = false;
   /// Self-test of the localisation: the output of `module` (its first
   /// call in the pass) at `step` and `phase` is moved by one ULP (its
   /// first element, towards +inf); "" = none.

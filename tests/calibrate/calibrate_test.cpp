@@ -119,7 +119,7 @@ TEST(Calibrate, TheLrSeriesItselfDoesNotCountAsDetection) {
   GateProject p("cal-lr-series");
   FakeLauncher l;
   l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
-    r.series["lr"] = Series{Series::Dtype::kFloat64, {0.1 * run.overrides.lr_scale, 0.1 * run.overrides.lr_scale}, {}, {}, {}};
+    r.series["lr"] = Series{Series::Dtype::kFloat64, {0.1 * run.overrides.lr_scale, 0.1 * run.overrides.lr_scale}, {}, {}, {}, 0, {}};
   };
   CalibrateOptions o = options(p);
   o.axes = {parse_axis("threads=1,2")};

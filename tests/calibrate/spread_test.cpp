@@ -23,6 +23,13 @@ CalibrationRun run_at(const std::string& axis, const std::string& value, int rep
   r.label = axis + "=" + value + " #" + std::to_string(repeat);
   r.record = make_record({2.5, 2.25}, std::move(grad));
   r.record.probes = {make_probe(0, 1.0), make_probe(1, 2.0)};
+  // Where it ran, as a record says it: a thread count in the contract (and
+  // the fingerprint), a CPU capability in the fingerprint.
+  if (axis == "threads") {
+    r.record.contract["intra_op_threads"] = value;
+    r.record.fingerprint["determinism.intra_op_threads"] = {value, true};
+  }
+  if (axis == "capability") r.record.fingerprint["cpu.capability"] = {value, true};
   return r;
 }
 
@@ -85,7 +92,7 @@ TEST(Spread, AMetricLoggedAtOtherStepsOrNonFiniteIsNotMeasured) {
   auto rec = recommend(s, SpreadRules{}, false);
   EXPECT_FALSE(rec.at("grad_norm").measured);
   EXPECT_EQ(rec.at("grad_norm").because, "not measured: grad_norm: non-finite in threads=2 #1 at step 1");
-  runs[1].record.series["grad_norm"] = Series{Series::Dtype::kFloat64, {1, 1}, {}, {}, {1, 2}};
+  runs[1].record.series["grad_norm"] = Series{Series::Dtype::kFloat64, {1, 1}, {}, {}, {1, 2}, 0, {}};
   EXPECT_EQ(spread_of(measure_spreads(runs, false), "grad_norm").skipped, "logged at other steps in threads=2 #1");
 }
 
@@ -124,9 +131,49 @@ TEST(Spread, LeaveOneOutCountsTheRunsTheOthersWouldFail) {
   EXPECT_EQ(fa.failed_runs, 1);
   EXPECT_EQ(fa.comparisons, 12);
   EXPECT_EQ(fa.failed_comparisons, 3);
-  EXPECT_EQ(fa.example.rfind("threads=4 #1 against threads=1 #1: grad_norm at step 1", 0), 0u) << fa.example;
+  EXPECT_EQ(fa.example.rfind("threads=4 #1 against threads=1 #1: train step 1: grad_norm — step 1: golden 1, run 1.01", 0), 0u)
+      << fa.example;
+  EXPECT_NE(fa.example.find("(cross-stack lane)"), std::string::npos) << fa.example;
   EXPECT_NEAR(fa.upper95, upper_bound_95(1, 4), 1e-12);
   EXPECT_EQ(leave_one_out({runs[0], runs[1]}, SpreadRules{}, false).runs, 0);  // needs 3
+}
+
+// Calibrate and check share one rule: a pair is judged in check's lane.
+// Runs at one point (or differing only in DataLoader workers) are one
+// stack and one contract: check holds them bit-exact, so a spread between
+// them is no tolerance calibrate may credit.
+TEST(Spread, RunsOfOneStackAreHeldBitExactAsCheckHoldsThem) {
+  std::vector<CalibrationRun> runs = {run_at("workers", "0", 1, {1, 1}), run_at("workers", "2", 1, {1, 1}),
+                                      run_at("workers", "4", 1, {1, 1.01})};
+  auto rec = recommend(measure_spreads(runs, false), SpreadRules{}, false);
+  EXPECT_EQ(rec.at("grad_norm").tolerance.rule, Tolerance::Rule::kClose);
+  TolerancePolicy policy = policy_with({}, rec);
+  EXPECT_EQ(check_failure(runs[2].record, runs[0].record, policy).rfind("train step 1: grad_norm", 0), 0u)
+      << check_failure(runs[2].record, runs[0].record, policy);
+  EXPECT_NE(check_failure(runs[2].record, runs[0].record, policy).find("(same-stack lane)"), std::string::npos);
+  // The same spread across thread counts is a stack axis: the tolerance holds it.
+  std::vector<CalibrationRun> threads = {run_at("threads", "1", 1, {1, 1}), run_at("threads", "2", 1, {1, 1}),
+                                         run_at("threads", "4", 1, {1, 1.01})};
+  rec = recommend(measure_spreads(threads, false), SpreadRules{}, false);
+  EXPECT_EQ(check_failure(threads[2].record, threads[0].record, policy_with({}, rec)), "");
+  // And a smoke that sets "same_stack": "tolerance" gets them on one stack too.
+  TolerancePolicy lenient;
+  lenient.same_stack_exact = false;
+  EXPECT_EQ(check_failure(runs[2].record, runs[0].record, policy_with(lenient, recommend(measure_spreads(runs, false),
+                                                                                          SpreadRules{}, false))),
+            "");
+}
+
+TEST(Spread, AnotherContractIsNeverCreditedAsSpread) {
+  std::vector<CalibrationRun> runs = {run_at("runner", "a", 1, {1, 1}), run_at("runner", "b", 1, {1, 1}),
+                                      run_at("runner", "c", 1, {1, 1.01})};
+  runs[2].record.contract["mode"] = "relaxed";
+  runs[1].record.fingerprint["cpu.capability"] = {"AVX512", true};
+  auto rec = recommend(measure_spreads(runs, false), SpreadRules{}, false);
+  std::string why = check_failure(runs[2].record, runs[1].record, policy_with({}, rec));
+  EXPECT_NE(why.find("(contract-mismatch lane)"), std::string::npos) << why;
+  FalseAlarm fa = leave_one_out(runs, SpreadRules{}, false);
+  EXPECT_EQ(fa.failed_runs, 3);  // every run fails against the one made under another contract (or is it)
 }
 
 TEST(Spread, TheUpperBoundIsClopperPearsons) {

@@ -18,18 +18,9 @@ python3 -c 'import torch, sys; sys.exit(0 if hasattr(torch, "compile") else 1)' 
   fail "torch $(python3 -c 'import torch; print(torch.__version__)') has no torch.compile: run it in a stack root"
 
 mkdir -p "$work/smoke"
-python3 - "$repo/examples/pytorch-trainer/smoke/pytorch-trainer.json" "$work/smoke/pytorch-trainer-compiled.json" \
-  "$repo/examples/pytorch-trainer" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c["name"] = "pytorch-trainer-compiled"
-c.pop("platforms", None)
-c["trainer"]["cwd"] = sys.argv[3]
-c["trainer"]["command"].append("--compile")
-c["trainer"]["timeout_s"] = 600  # Inductor compiles its kernels in each fresh process
-c["trace"] = {"steps": 0}
-json.dump(c, open(sys.argv[2], "w"), indent=2)
-PY
+# Inductor compiles its kernels in each fresh process: a longer timeout.
+python3 tests/ci/example_smoke.py "$work/smoke/pytorch-trainer-compiled.json" pytorch-trainer-compiled \
+  --arg=--compile --trainer timeout_s=600 --set 'trace={"steps": 0}'
 export PATH="$build:$PATH"
 unset CI LOCKSTEP_STACK LOCKSTEP_SEED
 t0=$(date +%s)

@@ -61,6 +61,21 @@ class Cli : public ::testing::Test {
   static inline std::string golden_;  // path of the blessed golden
 };
 
+// Two files named by hand, made under different stack labels
+// (LOCKSTEP_STACK): compared as given, and said.
+TEST_F(Cli, CompareOfRecordsOfTwoStackLabelsSaysSo) {
+  std::string labeled = out("labeled.json"), plain = out("plain.json");
+  ASSERT_EQ(lockstep("run " + kSmoke + " --out " + labeled + " --quiet", "LOCKSTEP_STACK=sid").code, 0);
+  ASSERT_EQ(lockstep("run " + kSmoke + " --out " + plain + " --quiet").code, 0);
+  Result r = lockstep("compare " + labeled + " " + plain + " --config " + kSmoke);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("the golden was made for stack (unlabeled), the run under stack sid (LOCKSTEP_STACK): "
+                          "compared as given"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(lockstep("compare " + plain + " " + plain).output.find("LOCKSTEP_STACK"), std::string::npos);
+}
+
 TEST_F(Cli, TwoRunProcessesWriteBitIdenticalRecords) {
   Result a = lockstep("run " + kSmoke + " --out " + out("a.json"));
   Result b = lockstep("run " + kSmoke + " --out " + out("b.json"));
@@ -89,12 +104,14 @@ TEST_F(Cli, DataPassIsIdenticalForAnyWorkerCount) {
   }
 }
 
-TEST_F(Cli, OtherIntraOpThreadCountFailsNamingStepAndThreads) {
+// A thread count is a stack axis (what calibrate's threads axis measures):
+// the cross-stack lane, the smoke's tolerances, the threads named.
+TEST_F(Cli, OtherIntraOpThreadCountIsComparedUnderTheTolerancesNamingTheThreads) {
   Result r = lockstep("check " + smoke() + " --intra-op-threads 2 --out " + (project_ / "out-t2").string());
-  EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("first divergence: train step "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("threads.intra_op"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("contract.intra_op_threads: golden 1, run 2"), std::string::npos) << r.output;
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("lane: cross-stack"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("determinism.intra_op_threads 1 → 2"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("contract.intra_op_threads"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, OneUlpInTheGoldenLossFailsExactAndPassesWithRtol) {
@@ -345,7 +362,11 @@ TEST_F(Cli, FailingCheckInCiLeavesPendingGoldenThatAcceptPromotes) {
   Result passing = lockstep("check " + s + " --out " + out, "CI=true");
   EXPECT_EQ(passing.code, 0) << passing.output;
 
-  // A run under another contract (a thread-count override) is no golden.
+  // A failing run under other thread counts (an override; held exact here
+  // so that it fails) is no golden for the smoke.
+  nlohmann::json exact = parse_json_file(s + "/digits-cnn.json");
+  exact["tolerance"]["series"]["default"] = {{"exact", true}};
+  write_file_atomically(s + "/digits-cnn.json", pretty_dump(exact));
   Result threads = lockstep("check " + s + " --intra-op-threads 2 --out " + out, "CI=true");
   EXPECT_EQ(threads.code, 1) << threads.output;
   Result contract = lockstep("accept " + out + " --goldens " + goldens + " --reason 'two threads'");
@@ -636,6 +657,12 @@ TEST(CliHook, PrePushBlocksABrokenSmokeAndLetsACleanPushThrough) {
   Result settings = run("echo again >> NOTES.md && " + git + "commit -qam notes && git push -q origin HEAD:docs");
   EXPECT_EQ(settings.code, 0) << settings.output;
   EXPECT_NE(settings.output.find("because NOTES.md changed"), std::string::npos) << settings.output;
+  // A new branch whose two commits touch one file names it once.
+  Result twice = run("echo a >> NOTES.md && " + git + "commit -qam a && echo b >> NOTES.md && " + git +
+                     "commit -qam b && git push -q origin HEAD:twice");
+  EXPECT_EQ(twice.code, 0) << twice.output;
+  EXPECT_NE(twice.output.find("because NOTES.md changed"), std::string::npos) << twice.output;
+  EXPECT_EQ(twice.output.find("NOTES.md, NOTES.md"), std::string::npos) << twice.output;
   ASSERT_EQ(run("printf '{\"hook\": {\"pathz\": []}}' > lockstep.json && " + git + "commit -qam bad").code, 0);
   Result bad = run("git push -q origin HEAD:docs");
   EXPECT_NE(bad.code, 0) << bad.output;

@@ -24,7 +24,7 @@ TEST(ChangeSummary, StructuralChanges) {
   RunRecord a = testing::make_record({1, 1});
   RunRecord b = a;
   b.series.erase("grad_norm");
-  b.series["lr"] = Series{Series::Dtype::kFloat64, {0.1, 0.1}, {}, {}, {}};
+  b.series["lr"] = Series{Series::Dtype::kFloat64, {0.1, 0.1}, {}, {}, {}, 0, {}};
   b.hashes["params"] = std::string(32, 'a');
   EXPECT_EQ(describe_changes(a, b), "  grad_norm: series removed\n  lr: new series\n  hashes.params: changed\n");
 }

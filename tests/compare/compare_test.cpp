@@ -72,13 +72,36 @@ TEST(Compare, InformationalDifferenceKeepsSameStack) {
 TEST(Compare, ContractMismatchFailsAndComparesExactly) {
   RunRecord g = make_record({2.5, 2.25});
   RunRecord r = g;
-  r.contract["intra_op_threads"] = "2";
+  r.contract["mode"] = "relaxed";
   r.series["loss"].values[1] = std::nextafter(2.25f, 3.0f);
   Verdict v = compare_records(r, g, {});
   EXPECT_EQ(v.lane, Lane::kContractMismatch);
-  ASSERT_NE(find(v, "contract.intra_op_threads"), nullptr);
-  EXPECT_EQ(find(v, "contract.intra_op_threads")->detail.rfind("golden 1, run 2", 0), 0u);
+  ASSERT_NE(find(v, "contract.mode"), nullptr);
+  EXPECT_EQ(find(v, "contract.mode")->detail.rfind("golden strict, run relaxed", 0), 0u);
   EXPECT_EQ(v.first_divergence.rfind("train step 1: loss", 0), 0u) << v.first_divergence;
+}
+
+// Thread counts reorder parallel reductions, never change what is computed:
+// a stack axis (the spread calibrate's threads axis measures), so the
+// cross-stack lane and the tolerances, never a contract mismatch. A record
+// without the fingerprint field (imported, older) lands there too.
+TEST(Compare, AnotherThreadCountIsAStackAxisComparedUnderTheTolerances) {
+  RunRecord g = make_record({2.5, 2.25});
+  RunRecord r = g;
+  r.contract["intra_op_threads"] = "2";
+  r.contract["inter_op_threads"] = "4";
+  r.series["loss"].values[1] = std::nextafter(2.25f, 3.0f);
+  Verdict v = compare_records(r, g, {});
+  EXPECT_EQ(v.lane, Lane::kCrossStack);
+  EXPECT_TRUE(v.passed()) << render_text(v, false);
+  EXPECT_EQ(find(v, "contract.intra_op_threads"), nullptr);
+  EXPECT_EQ(v.lane_reason, "2 determinism-relevant fingerprint field(s) differ (determinism.inter_op_threads (missing) → 4, "
+                           "determinism.intra_op_threads 1 → 2): configured tolerances apply");
+  TolerancePolicy exact;
+  exact.series_default = Tolerance::exact();
+  Verdict failed = compare_records(r, g, exact);
+  EXPECT_FALSE(failed.passed());
+  EXPECT_EQ(failed.first_divergence.rfind("train step 1: loss", 0), 0u) << failed.first_divergence;
 }
 
 // A contract setting the golden's LibTorch did not have (fill_uninitialized
@@ -259,7 +282,7 @@ TEST(Compare, MissingSeriesFailsNamingIt) {
   ASSERT_NE(find(v, "grad_norm"), nullptr);
   EXPECT_EQ(find(v, "grad_norm")->detail, "series present in the golden only");
   r = g;
-  r.series["extra"] = Series{Series::Dtype::kFloat64, {1.0}, {}, {}, {}};
+  r.series["extra"] = Series{Series::Dtype::kFloat64, {1.0}, {}, {}, {}, 0, {}};
   EXPECT_EQ(find(compare_records(r, g, {}), "extra")->detail, "series present in the run only");
 }
 
@@ -494,8 +517,8 @@ TEST(Compare, BitLevelOnlyDataChange) {
 
 TEST(Compare, GradNormNamesTheFirstParameter) {
   RunRecord g = make_record({2.5, 2.25, 2.0});
-  g.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}, {}};
-  g.series["grad_norm/conv.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}, {}};
+  g.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}, {}, 0, {}};
+  g.series["grad_norm/conv.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}, {}, 0, {}};
   RunRecord r = g;
   r.series["grad_norm/fc.weight"].values[2] = 1.5;
   r.series["grad_norm/conv.weight"].values[1] = 1.5;
@@ -600,9 +623,9 @@ TEST(Compare, AChangedInputAcrossStacksStillFails) {
 // learning rate before the loss before the gradients.
 TEST(Compare, FailuresAreListedInCausalOrder) {
   RunRecord golden = make_record({2.5, 2.25, 2.0});
-  golden.series["lr"] = Series{Series::Dtype::kFloat64, {0.1, 0.1, 0.1}, {}, {}, {}};
-  golden.series["param_norm"] = Series{Series::Dtype::kFloat64, {3, 3, 3}, {}, {}, {}};
-  golden.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}, {}};
+  golden.series["lr"] = Series{Series::Dtype::kFloat64, {0.1, 0.1, 0.1}, {}, {}, {}, 0, {}};
+  golden.series["param_norm"] = Series{Series::Dtype::kFloat64, {3, 3, 3}, {}, {}, {}, 0, {}};
+  golden.series["grad_norm/fc.weight"] = Series{Series::Dtype::kFloat64, {1, 1, 1}, {}, {}, {}, 0, {}};
   RunRecord run = golden;
   run.series["lr"].values = {0.1, 0.2, 0.2};            // step 1
   run.series["loss"].values[2] = 1.0;                  // step 2
@@ -651,7 +674,7 @@ TEST(Compare, AnImportWithoutANameIsToldToGiveOne) {
 // A record-borne name reaches the terminal without its control characters.
 TEST(TextReport, ControlCharactersInNamesArePrintedEscaped) {
   RunRecord golden = make_record({2.5, 2.25});
-  golden.series["evil\x1b[2J"] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}};
+  golden.series["evil\x1b[2J"] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}, 0, {}};
   RunRecord run = golden;
   run.series["evil\x1b[2J"].values[1] = 3.0;
   std::string text = render_text(compare_records(run, golden, {}), false);

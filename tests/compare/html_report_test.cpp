@@ -133,7 +133,7 @@ TEST(Html, LongSeriesAndTablesStaySmall) {
 
 TEST(Html, RecordBorneNamesAreEscaped) {
   RunRecord g = testing::make_record({2.5, 2.25});
-  g.series["<script>alert(1)</script>"] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}};
+  g.series["<script>alert(1)</script>"] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}, 0, {}};
   RunRecord r = g;
   r.series["<script>alert(1)</script>"].values[0] = 2.0;
   std::string html = render_html(compare_records(r, g, {}), r, g);

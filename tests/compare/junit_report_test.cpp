@@ -68,8 +68,8 @@ TEST(Markdown, FailingVerdictSummary) {
 RunRecord hostile_pair(RunRecord& golden) {
   golden = testing::make_record({2.5, 2.25});
   const std::string evil = "<script>alert(1)</script>|`x`*_[a](b)";
-  golden.series[std::string("nul\0esc\x1b", 7)] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}};
-  golden.series[evil] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}};
+  golden.series[std::string("nul\0esc\x1b", 7)] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}, 0, {}};
+  golden.series[evil] = Series{Series::Dtype::kFloat64, {1.0, 1.0}, {}, {}, {}, 0, {}};
   RunRecord run = golden;
   run.series[evil].values[0] = 2.0;
   return run;
@@ -86,7 +86,7 @@ TEST(Markdown, RecordBorneNamesAreEscaped) {
   EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt;&#124;&#96;x&#96;&#42;&#95;&#91;a&#93;(b)"), std::string::npos)
       << md;
   RunRecord g2;
-  g2.series["loss_\xe2\x80\xae" "cod.exe"] = Series{Series::Dtype::kFloat64, {1.0}, {}, {}, {}};
+  g2.series["loss_\xe2\x80\xae" "cod.exe"] = Series{Series::Dtype::kFloat64, {1.0}, {}, {}, {}, 0, {}};
   RunRecord r2 = g2;
   r2.series["loss_\xe2\x80\xae" "cod.exe"].values[0] = 2.0;
   std::string bidi = render_markdown(compare_records(r2, g2, {}));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "../record_builder.h"
 #include "compare/compare.h"
@@ -179,6 +180,69 @@ TEST(ModuleDivergence, TheFirstDivergenceLineLeadsWithTheModule) {
   EXPECT_FALSE(w.passed());
   EXPECT_EQ(w.first_divergence.rfind("train step 0, forward, conv: input identical, output differs (", 0), 0u)
       << w.first_divergence;
+}
+
+// Per-op hashes (trace.ops): ops of one step in execution order, forward
+// (with modules), backward, optimizer; hashed 'A', 'B', ...
+std::vector<OpTraceEntry> ops_of_step(int64_t step) {
+  std::vector<OpTraceEntry> ops;
+  char h = static_cast<char>('A' + step * 8);
+  for (auto [phase, module, op] : std::vector<std::tuple<const char*, const char*, const char*>>{
+           {"forward", "fc", "aten.t.default"}, {"forward", "fc", "aten.addmm.default"},
+           {"forward", "", "aten.sum.default"}, {"backward", "", "aten.mm.default"},
+           {"backward", "", "aten.sum.dim_IntList"}, {"optimizer", "", "aten.add_.Tensor"},
+           {"optimizer", "", "aten.add_.Tensor"}})
+    ops.push_back({step, phase, module, op, hex(h++), -1});
+  return ops;
+}
+
+TEST(ModuleDivergence, TheFirstOpWhoseBitsMovedIsNamedWithItsPlace) {
+  RunRecord g = testing::make_record({2.5, 2.25});
+  g.module_trace = chain(2);
+  g.module_trace.ops = ops_of_step(0);
+  for (auto& o : ops_of_step(1)) g.module_trace.ops.push_back(o);
+  RunRecord r = g;
+  // The optimizer's second update at step 0 moved; step 1's fc forward then differs.
+  r.module_trace.ops[6].output_xxh3 = hex('z');
+  r.module_trace.entries[5].output.xxh3_128 = hex('z');
+  r.series["loss"].values[1] = std::nextafter(2.25f, 3.0f);
+  ModuleDivergence d = locate_module_divergence(r.module_trace, g.module_trace, {}, true);
+  EXPECT_EQ(d.first_op, "train step 0, optimizer: aten.add_.Tensor (op 2 of the step's 2 optimizer ops)");
+  Verdict v = compare_records(r, g, {});
+  EXPECT_NE(v.first_divergence.find("; the first op whose output bits differ: train step 0, optimizer: "
+                                    "aten.add_.Tensor (op 2 of the step's 2 optimizer ops)"),
+            std::string::npos)
+      << v.first_divergence;
+  // A forward op is named with its module.
+  r.module_trace.ops = g.module_trace.ops;
+  r.module_trace.ops[8].output_xxh3 = hex('z');
+  EXPECT_EQ(locate_module_divergence(r.module_trace, g.module_trace, {}, true).first_op,
+            "train step 1, forward, fc: aten.addmm.default (op 2 of fc's 2 ops)");
+  // Across stacks op bits say nothing: not looked at.
+  EXPECT_EQ(locate_module_divergence(r.module_trace, g.module_trace, {}, false).first_op, "");
+  // Another op at the same place stops the walk, said.
+  r.module_trace.ops[3].op = "aten.bmm.default";
+  d = locate_module_divergence(r.module_trace, g.module_trace, {}, true);
+  EXPECT_EQ(d.first_op, "");
+  EXPECT_EQ(d.op_note, "op trace: the op sequences part at op 3 (golden train step 0, backward: aten.mm.default "
+                       "(op 1 of the step's 2 backward ops), run train step 0, backward: aten.bmm.default (op 1 of "
+                       "the step's 2 backward ops)): another op ran there; compared up to there");
+}
+
+TEST(ModuleDivergence, OpsOnOneSideOnlyOrNotRecordedAreANote) {
+  ModuleTrace g = chain(1), r = chain(1);
+  r.ops = ops_of_step(0);
+  EXPECT_EQ(locate_module_divergence(r, g, {}, true).op_note,
+            "op trace: the golden has none (made without trace.ops)");
+  g.ops_not_traced = "torch 2.6.0 has no DebugMode with tensor hashes (torch.utils._debug_mode, torch >= 2.10)";
+  EXPECT_EQ(locate_module_divergence(r, g, {}, true).op_note,
+            "op trace: the golden has none: torch 2.6.0 has no DebugMode with tensor hashes "
+            "(torch.utils._debug_mode, torch >= 2.10)");
+  r.ops.clear();
+  r.ops_not_traced = g.ops_not_traced;
+  EXPECT_EQ(locate_module_divergence(r, g, {}, true).op_note,
+            "op trace: not recorded: torch 2.6.0 has no DebugMode with tensor hashes (torch.utils._debug_mode, "
+            "torch >= 2.10)");
 }
 
 }  // namespace

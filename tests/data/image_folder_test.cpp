@@ -102,6 +102,35 @@ TEST(ImageFolder, AJpegCutShortWithItsEndMarkerAddedBackIsRefused) {
   fs::remove_all(root);
 }
 
+// A PNG whose pixel data is corrupt (its zlib header): what libpng says goes into
+// lockstep's exit-2 message, not raw onto the terminal.
+TEST(ImageFolder, WhatTheDecoderSaidOfAnImageItFailedOnIsInTheMessage) {
+  fs::path root = make_folder("bad-crc");
+  std::vector<uchar> png;
+  ASSERT_TRUE(cv::imencode(".png", cv::Mat(4, 4, CV_8UC1, cv::Scalar(7)), png));
+  size_t idat = 8;  // chunks after the signature: length, type, data, CRC
+  while (idat + 8 < png.size() && std::string(png.begin() + static_cast<long>(idat) + 4, png.begin() + static_cast<long>(idat) + 8) != "IDAT") {
+    uint32_t n = (uint32_t{png[idat]} << 24) | (uint32_t{png[idat + 1]} << 16) | (uint32_t{png[idat + 2]} << 8) | png[idat + 3];
+    idat += 12 + n;
+  }
+  ASSERT_LT(idat + 8, png.size());
+  png[idat + 8] ^= 0xFF;  // the first byte of its data, the zlib header
+  {
+    std::ofstream out(root / "dog/crc.png", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+  }
+  try {
+    read(root, 0);
+    ADD_FAILURE() << "a PNG failing its CRC was loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    std::string what = e.what();
+    EXPECT_EQ(what.rfind((root / "dog/crc.png").string() + ": ", 0), 0u) << what;
+    EXPECT_NE(what.find("(the decoder said: libpng error: IDAT: "), std::string::npos) << what;
+  }
+  fs::remove_all(root);
+}
+
 // An image whose header declares more than kMaxImagePixels is refused
 // before it is decoded (a 30000 x 30000 PNG of a few kB would take 3.6 GB):
 // PNG, JPEG and BMP, each naming the file and the size.

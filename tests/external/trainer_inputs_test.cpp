@@ -113,6 +113,21 @@ TEST_F(TrainerInputsTest, AnEmptyFolderOrAFolderLinkInsideOneIsRefused) {
                            ", a link to a folder (name its target in trainer.inputs instead)");
 }
 
+// A folder named "{data}" in trainer.cwd would give its files the names of
+// the data cache's: two files under one name, one of them never hashed.
+TEST_F(TrainerInputsTest, TwoFilesThatWouldTakeOneNameAreRefused) {
+  write_file_atomically((dir_ / "cache" / "digits.csv.gz").string(), "y");
+  write_file_atomically((dir_ / "data" / "{data}" / "digits.csv.gz").string(), "z");
+  ::setenv("LOCKSTEP_DATA_DIR", (dir_ / "cache").c_str(), 1);
+  c_.trainer.resolved_cwd = (dir_ / "data").string();
+  c_.trainer.inputs = {"{data}/*.gz", "."};
+  std::string why = refusal();
+  ::unsetenv("LOCKSTEP_DATA_DIR");
+  EXPECT_EQ(why, c_.file + ": trainer.inputs[1]: expected input files with names of their own, got two named "
+                           "\"{data}/digits.csv.gz\": " + (dir_ / "cache" / "digits.csv.gz").string() + " and " +
+                           (dir_ / "data" / "{data}" / "digits.csv.gz").string() + " (rename the folder in trainer.cwd)");
+}
+
 TEST_F(TrainerInputsTest, ADanglingLinkOrAFifoIsNoDataFile) {
   fs::create_symlink(dir_ / "lfs-object-never-fetched", dir_ / "data" / "big.bin");
   c_.trainer.inputs = {"data/big.bin"};

@@ -47,6 +47,30 @@ TEST(HookPlan, LockstepJsonAddsPathsAndNamesTheSmokes) {
             (std::vector<std::string>{"goldens/", "lockstep.json", "smoke/", "src/", "train.py"}));
 }
 
+// A trainer run from the repository root may import any file in it: every
+// change triggers the check ("./"), and the plan says why, once per smoke.
+TEST(HookPlan, ATrainerAtTheRepositoryRootTriggersOnEveryFileAndSaysWhy) {
+  GateProject p("hook-root-trainer", [](nlohmann::json& c) {
+    c = {{"schema", 1}, {"name", "unit"}, {"device", "cpu"}, {"seed", 7}, {"steps", 2},
+         {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", ".."},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+  });
+  HookPlan plan = hook_plan(p.root().string());
+  EXPECT_EQ(plan.triggers, std::vector<std::string>{"./"});
+  EXPECT_EQ(plan.notes, std::vector<std::string>{
+                            "smoke/unit.json: trainer.cwd is the repository root, so every changed file triggers the "
+                            "check (its code may be anywhere there); a trainer in a folder of its own triggers on "
+                            "that folder"});
+  // In a folder of its own: that folder, and no note.
+  fs::create_directories(p.root() / "trainer");
+  nlohmann::json c = parse_json_file(p.smoke_file());
+  c["trainer"]["cwd"] = "../trainer";
+  write_file_atomically(p.smoke_file(), pretty_dump(c));
+  plan = hook_plan(p.root().string());
+  EXPECT_EQ(plan.triggers, (std::vector<std::string>{"goldens/", "smoke/", "trainer/"}));
+  EXPECT_TRUE(plan.notes.empty());
+}
+
 TEST(HookPlan, MalformedSettingsAreBadInput) {
   GateProject p("hook-bad");
   std::string root = p.root().string();

@@ -69,6 +69,31 @@ TEST(Pending, ReviewComparesWithTheCurrentGoldenAndAcceptStampsTheReason) {
   EXPECT_EQ(accepted[0].golden.record.series.at("loss").values[0], static_cast<double>(static_cast<float>(2.4)));
 }
 
+// A pending golden is held to its smoke's config: without the smoke folder
+// nothing can be reviewed or accepted, and the refusal says which folder
+// and how to name another. A file name whose stack label is empty is no
+// pending golden of check's making.
+TEST(Pending, NoSmokeFolderOrAnEmptyStackLabelIsRefusedByName) {
+  GateProject p("pending-gone");
+  std::string pending = write_pending(p, make_gate_record());
+  std::string gone = p.root().string() + "/no-smoke";
+  try {
+    load_pending(p.out_dir(), p.goldens_dir(), gone);
+    ADD_FAILURE() << "loaded without a smoke folder";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), p.out_dir() + ": its pending goldens are held to their smoke configs, and there "
+                                                   "is no smoke folder " + gone + " (deleted or moved since the check?); "
+                                                   "give it with --smoke DIR");
+  }
+  std::string unlabeled_by_accident = p.out_dir() + "/unit/cpu-x86_64-avx2@.golden.new";
+  std::filesystem::rename(pending, unlabeled_by_accident);
+  EXPECT_EQ(expect_refusal(load_pending(p.out_dir(), p.goldens_dir(), "")),
+            unlabeled_by_accident + ": expected a pending golden named <platform>[@<stack label>].golden.new as check "
+                                    "files it, got \"cpu-x86_64-avx2@.golden.new\" (a stack label is 1..40 letters, "
+                                    "digits, '.', '_' and '-')");
+}
+
 // What a replacing golden would stop checking: series (by name, then
 // steps), probes, hashes, the contract, resources.
 TEST(Pending, DroppedChecksNameWhatTheReplacementNoLongerChecks) {

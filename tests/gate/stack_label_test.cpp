@@ -216,6 +216,26 @@ TEST(StackLabel, BlessUnderALabelSaysWhatItMovedAgainstTheStandInAndAnUndeclared
                 " declares (cpu-x86_64-avx2): this stack picks another CPU capability or GPU; add it to "
                 "\"platforms\" so verify-goldens requires its golden, or run with ATEN_CPU_CAPABILITY to keep the "
                 "declared one");
+  EXPECT_EQ(b.same_stack_label_note, "") << "LibTorch 2.6 is another stack";
+}
+
+// A label on the very stack the unlabeled golden was made on files a second
+// golden for one stack: bless says so.
+TEST(StackLabel, BlessUnderALabelOnTheUnlabeledGoldensOwnStackSaysSo) {
+  GateProject p("stack-same");
+  std::string unlabeled = p.write_golden(old_stack_golden(p));
+  FakeLauncher l;
+  l.record = old_stack_golden(p);
+  l.record.stack = "torch2";
+  BlessSmokeOptions o;
+  o.reason = "label";
+  o.out_dir = p.out_dir();
+  BlessedGolden b = bless_smoke(p.smoke_file(), o, l);
+  EXPECT_EQ(b.path, p.goldens_dir() + "/unit/cpu-x86_64-avx2@torch2.json");
+  EXPECT_EQ(b.same_stack_label_note,
+            "stack label torch2 (LOCKSTEP_STACK) on the stack the unlabeled " + unlabeled +
+                " was made on (no determinism-relevant field or contract setting differs): this files a second "
+                "golden for one stack; a label is for a stack that differs (docs/platforms.md): bless without it");
 }
 
 }  // namespace

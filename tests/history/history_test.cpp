@@ -94,6 +94,34 @@ TEST(History, ADriftFromNightFourIsItsFirstChangeWithWhatElseChanged) {
   EXPECT_HAS(text, "night 4 (2026-11-04, commit aaaaaaaaaaaa): values of loss (loss unlike the last night on this stack)");
 }
 
+// A config-only edit is an input change, not the stack's, and is named by
+// its field when both nights kept their config; a line written before the
+// config was kept still names the values hash as an input.
+TEST(History, AConfigOnlyEditIsNamedAsAnInputByItsField) {
+  std::vector<LedgerEntry> nights = {night(1, 0, hash('1')), night(2, 0.3, hash('2')), night(3, 0.3, hash('2'))};
+  nights[0].config = {{"optimizer.lr", "0.05"}, {"steps", "10"}};
+  nights[1].config = {{"optimizer.lr", "0.06"}, {"steps", "10"}};
+  nights[2].config = nights[1].config;
+  nights[0].fingerprint["config.values_xxh3"] = std::string(16, 'a');
+  nights[1].fingerprint["config.values_xxh3"] = std::string(16, 'b');
+  nights[2].fingerprint["config.values_xxh3"] = std::string(16, 'b');
+  SmokeHistory h = analyse_history("s", "s.jsonl", nights);
+  ASSERT_EQ(h.changes.size(), 1u);
+  EXPECT_EQ(h.changes[0].inputs, std::vector<std::string>{"config optimizer.lr: 0.05 → 0.06"});
+  EXPECT_TRUE(h.changes[0].fingerprint.empty());
+  std::string text = render_history_text({h});
+  EXPECT_HAS(text, "night 2 (2026-11-02, commit aaaaaaaaaaaa): values of loss; inputs: config optimizer.lr: 0.05 → "
+                   "0.06; commits");
+  EXPECT_EQ(text.find("stack: config"), std::string::npos) << text;
+  EXPECT_HAS(render_history_html({h}), "input config optimizer.lr: 0.05 → 0.06");
+
+  nights[0].config.clear();  // a line from before the config was kept
+  h = analyse_history("s", "s.jsonl", nights);
+  ASSERT_EQ(h.changes.size(), 1u);
+  EXPECT_EQ(h.changes[0].inputs,
+            std::vector<std::string>{"config.values_xxh3: aaaaaaaaaaaaaaaa → bbbbbbbbbbbbbbbb"});
+}
+
 // A migration's two CI jobs write one ledger: the nights of each stack label
 // are a history of their own, so neither stack reads as changing every
 // night, and the label survives the ledger line.

@@ -18,6 +18,7 @@
 #include "compare/compare.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace lockstep {
 namespace {
@@ -54,6 +55,7 @@ TEST(Ledger, AnEntryKeepsTheRunsCurvesStackAndUseAndRoundTrips) {
   golden.fingerprint["git.commit"] = {"0123456789abcdef0123456789abcdef01234567", false};
   golden.resources.step_time_s = {0.3, 0.1, 0.2};
   golden.resources.peak_rss_bytes = 1 << 20;
+  golden.config = {{"optimizer.lr", "0.05"}, {"trainer.command.0", std::string(300, 'p')}};
   RunRecord run = golden;
   run.series["loss"].values[500] += 5e-5;  // 5e-5 of an allowed 1e-6 + 1e-4 * 1.5 = 1.51e-4: use 0.331
   TolerancePolicy policy;
@@ -69,6 +71,9 @@ TEST(Ledger, AnEntryKeepsTheRunsCurvesStackAndUseAndRoundTrips) {
   EXPECT_EQ(e.commit, "0123456789abcdef0123456789abcdef01234567");
   EXPECT_EQ(e.fingerprint.count("torch.version"), 1u);
   EXPECT_EQ(e.fingerprint.count("os.kernel"), 0u) << "informational fields stay out";
+  // The config values, to name a config-only edit; a long value by its hash.
+  EXPECT_EQ(e.config.at("optimizer.lr"), "0.05");
+  EXPECT_EQ(e.config.at("trainer.command.0"), "xxh3 " + hex64(xxh3_64(std::string(300, 'p'))));
   const LedgerSeries& s = e.series.at("loss");
   ASSERT_EQ(s.values.size(), kLedgerPoints);
   EXPECT_EQ(s.count, 1000u);
@@ -86,6 +91,11 @@ TEST(Ledger, AnEntryKeepsTheRunsCurvesStackAndUseAndRoundTrips) {
 
   LedgerEntry back = parse_ledger_line(ledger_line(e), "l.jsonl", 1);
   EXPECT_EQ(ledger_line(back), ledger_line(e));
+  EXPECT_EQ(back.config, e.config);
+  std::string long_value = ledger_line(e);
+  long_value.replace(long_value.find("\"0.05\""), 6, "\"" + std::string(201, '5') + "\"");
+  EXPECT_HAS(error_of([&] { parse_ledger_line(long_value, "l.jsonl", 7); }),
+             "l.jsonl: line 7: config.optimizer.lr: expected a value of at most 200 bytes");
   EXPECT_EQ(back.series.at("loss").values, s.values);
   EXPECT_EQ(back.ci.runner, "runner-3");
 

@@ -148,7 +148,7 @@ TEST_F(Csv, BadRows) {
   EXPECT_EQ(error("step,loss\n0,1\nx,2\n"),
             file_ + ": line 3: column 'step': expected a non-negative integer step, got \"x\"");
   EXPECT_EQ(error("step,loss\n0,1\n1,abc\n"),
-            file_ + ": line 3: column 'loss': expected a number (or nan, inf, -inf, Infinity, or an empty cell), got "
+            file_ + ": line 3: column 'loss': expected a number (or nan, inf, -inf, Infinity in any case, or an empty cell), got "
                     "\"abc\"");
 }
 

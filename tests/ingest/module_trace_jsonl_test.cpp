@@ -73,5 +73,36 @@ TEST_F(ModuleTraceJsonl, EntriesBeyondTheCapPerStepAndPhaseAreCountedNotKept) {
   EXPECT_EQ(t.entries.back().phase, TracePhase::kBackward);
 }
 
+// The helper's per-op lines (trace.ops) share the file: op entries, a
+// step's count left out, or why none were recorded.
+TEST_F(ModuleTraceJsonl, OpLinesGoToTheOpsWithTheSameStepRules) {
+  std::string op0 = R"({"module":"fc","op":"aten.addmm.default","output_xxh3":")" + std::string(32, 'c') +
+                    R"(","phase":"forward","step":0})" "\n";
+  std::string op1 = R"({"module":"","op":"aten.mm.default","output_xxh3":")" + std::string(32, 'd') +
+                    R"(","phase":"backward","step":1})" "\n";
+  write_bytes(file_, line(0, "forward", "fc") + op0 + R"({"ops_dropped":7,"step":0})" "\n" + op1);
+  ModuleTrace t = read_module_trace_jsonl(file_, 2);
+  ASSERT_EQ(t.entries.size(), 1u);
+  ASSERT_EQ(t.ops.size(), 2u);
+  EXPECT_EQ(t.ops[0].op, "aten.addmm.default");
+  EXPECT_EQ(t.ops[1].phase, "backward");
+  EXPECT_EQ(t.ops_dropped, 7);
+  write_bytes(file_, R"({"ops_not_traced":"torch 2.6.0 has no DebugMode"})" "\n" + line(0, "forward", "fc"));
+  EXPECT_EQ(read_module_trace_jsonl(file_, 2).ops_not_traced, "torch 2.6.0 has no DebugMode");
+  EXPECT_EQ(error(op1 + op0), file_ + ": line 2: step: expected op entries in execution order (step 1 came before), "
+                                      "got step 0");
+  EXPECT_EQ(error(op0, 2, 1), file_ + ": line 1: step: expected a traced step in [1, 2) (trace.steps is 2), got 0");
+  std::string bad = op0;
+  bad.replace(bad.find("\"forward\""), 9, "\"sideways\"");
+  EXPECT_NE(error(bad).find(file_ + ": line 1: phase: expected one of"), std::string::npos) << error(bad);
+  // Past the cap a step's ops are counted, as the helper counts them.
+  std::string many;
+  for (int i = 0; i < kMaxTraceOpsPerStep + 2; ++i) many += op0;
+  write_bytes(file_, many);
+  t = read_module_trace_jsonl(file_, 2);
+  EXPECT_EQ(t.ops.size(), static_cast<size_t>(kMaxTraceOpsPerStep));
+  EXPECT_EQ(t.ops_dropped, 2);
+}
+
 }  // namespace
 }  // namespace lockstep

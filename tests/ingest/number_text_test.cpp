@@ -36,7 +36,16 @@ TEST(NumberText, FloatsAsPythonWritesThem) {
   EXPECT_EQ(v, INFINITY);
   EXPECT_TRUE(float_repr("-inf", v));
   EXPECT_EQ(v, -INFINITY);
-  for (const char* bad : {"", "abc", "1e400", "0x10", "1,5", "++1", "+-1", "1.0.0", "nanx", " 1"})
+  // Non-finite values as Python's float() reads them, in any case.
+  EXPECT_TRUE(float_repr("INF", v));
+  EXPECT_EQ(v, INFINITY);
+  EXPECT_TRUE(float_repr("-Infinity", v));
+  EXPECT_EQ(v, -INFINITY);
+  EXPECT_TRUE(float_repr("+inf", v));
+  EXPECT_EQ(v, INFINITY);
+  EXPECT_TRUE(float_repr("-nan", v) && std::isnan(v));
+  EXPECT_TRUE(float_repr("NAN", v) && std::isnan(v));
+  for (const char* bad : {"", "abc", "1e400", "0x10", "1,5", "++1", "+-1", "1.0.0", "nanx", " 1", "infinit", "-", "--inf"})
     EXPECT_FALSE(float_repr(bad, v)) << bad;
 }
 

@@ -143,6 +143,54 @@ class ModuleTracerTest(unittest.TestCase):
                 pass
         self.assertIn("step() was never called, so nothing was traced", err.getvalue())
 
+    def test_ops_are_hashed_under_debug_mode_or_said_to_be_absent(self):
+        # torch >= 2.10: every aten op of a traced step, in execution order,
+        # with its module in forward, the tracer's own hashing left out; an
+        # older torch writes one line saying why there are none.
+        m = model()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        x = torch.arange(8, dtype=torch.float32).reshape(2, 4) / 8
+        first_output = xxhash.xxh3_128_hexdigest(m[0](x).detach().numpy().tobytes())
+
+        def train(m, opt, path):
+            with lockstep.ModuleTracer(m, path, steps=1, ops=True) as t:
+                for s in range(2):
+                    t.step(s)
+                    m(x).sum().backward()
+                    opt.step()
+                    opt.zero_grad()
+            with open(path) as f:
+                return [json.loads(line) for line in f]
+        lines = train(m, opt, self.path)
+        ops = [e for e in lines if "op" in e]
+        try:
+            from torch.utils._debug_mode import DebugMode
+            has_hashes = hasattr(DebugMode, "log_tensor_hashes")
+        except ImportError:
+            has_hashes = False
+        if not has_hashes:
+            self.assertEqual(ops, [])
+            self.assertEqual(lines[0], {"ops_not_traced": "torch %s has no DebugMode with tensor hashes "
+                                                          "(torch.utils._debug_mode, torch >= 2.10)" % torch.__version__})
+            return
+        self.assertEqual([(o["step"], o["phase"], o["module"], o["op"]) for o in ops if o["phase"] == "forward"],
+                         [(0, "forward", "0", "aten.t.default"), (0, "forward", "0", "aten.addmm.default"),
+                          (0, "forward", "1", "aten.relu.default"), (0, "forward", "2", "aten.t.default"),
+                          (0, "forward", "2", "aten.addmm.default"), (0, "forward", "", "aten.sum.default"),
+                          # backward()'s seed gradient, made before the autograd engine runs
+                          (0, "forward", "", "aten.ones_like.default")])
+        self.assertEqual(ops[1]["output_xxh3"], first_output)
+        phases = [o["phase"] for o in ops]
+        self.assertEqual(phases, sorted(phases, key=["forward", "backward", "optimizer"].index))
+        self.assertIn("aten.threshold_backward.default", [o["op"] for o in ops if o["phase"] == "backward"])
+        self.assertEqual({o["module"] for o in ops if o["phase"] != "forward"}, {""})
+        self.assertEqual([o["op"] for o in ops if o["phase"] == "optimizer"], ["aten.add_.Tensor"] * 4)
+        self.assertEqual({o["step"] for o in ops}, {0})  # step 1 is past the traced steps
+        # A repeat hashes the same bits.
+        m2 = model()
+        again = train(m2, torch.optim.SGD(m2.parameters(), lr=0.1), os.path.join(self.dir.name, "again.jsonl"))
+        self.assertEqual([e for e in again if "op" in e], ops)
+
     def test_bad_arguments_are_refused(self):
         with self.assertRaisesRegex(ValueError, r"steps must be in \[0, 16\], got 17"):
             lockstep.ModuleTracer(model(), self.path, steps=17)

@@ -24,7 +24,12 @@ Golden sample() {
   Golden g;
   g.record = testing::make_record({2.5, 2.25, 2.0});
   g.record.probes.push_back(testing::make_probe(0, 0.5));
-  g.provenance = {"initial", "2026-11-29T09:00:00Z", "abc", "A <a@b>", "0.1.0", false, 2, {}};
+  g.provenance.reason = "initial";
+  g.provenance.created_utc = "2026-11-29T09:00:00Z";
+  g.provenance.git_commit = "abc";
+  g.provenance.git_author = "A <a@b>";
+  g.provenance.tool_version = "0.1.0";
+  g.provenance.runs = 2;
   return g;
 }
 

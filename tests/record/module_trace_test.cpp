@@ -63,5 +63,47 @@ TEST(ModuleTrace, TheSizeCapIsEnforcedOnRead) {
   EXPECT_NE(error_of(j).find("at most 512 entries per traced step (1 steps), got 513"), std::string::npos) << error_of(j);
 }
 
+nlohmann::json op(int step, const char* phase, const char* module, const char* name) {
+  return {{"step", step}, {"phase", phase}, {"module", module}, {"op", name}, {"output_xxh3", std::string(32, 'c')}};
+}
+
+TEST(ModuleTrace, OpEntriesRoundTripAndAreHeldToTheirShape) {
+  nlohmann::json j = {{"steps", 1},
+                      {"entries", {entry(0, "forward", "fc")}},
+                      {"ops", {op(0, "forward", "fc", "aten.addmm.default"), op(0, "backward", "", "aten.mm.default"),
+                               op(0, "optimizer", "", "aten.add_.Tensor")}},
+                      {"ops_dropped", 3}};
+  ModuleTrace t = module_trace_from_json(JsonView(j, "run.json", "module_trace"));
+  ASSERT_EQ(t.ops.size(), 3u);
+  EXPECT_EQ(t.ops[2].phase, "optimizer");
+  EXPECT_EQ(t.ops[0].module, "fc");
+  EXPECT_EQ(t.ops_dropped, 3);
+  EXPECT_EQ(to_json(t), j);
+  auto with_op = [&](nlohmann::json o) {
+    nlohmann::json k = j;
+    k["ops"] = {o};
+    return error_of(k);
+  };
+  nlohmann::json o = op(0, "sideways", "", "aten.mm.default");
+  EXPECT_NE(with_op(o).find("module_trace.ops[0].phase: expected one of"), std::string::npos) << with_op(o);
+  o = op(0, "forward", "", "");
+  EXPECT_NE(with_op(o).find("module_trace.ops[0].op: expected an op name of 1 to 256 characters"), std::string::npos);
+  o = op(1, "forward", "", "aten.mm.default");
+  EXPECT_NE(with_op(o).find("module_trace.ops[0].step: expected a step below module_trace.steps (1), got 1"),
+            std::string::npos)
+      << with_op(o);
+  o = op(0, "forward", "", "aten.mm.default");
+  o["output_xxh3"] = "12";
+  EXPECT_NE(with_op(o).find("module_trace.ops[0].output_xxh3: expected 32 lowercase hex digits"), std::string::npos);
+  nlohmann::json both = j;
+  both["ops_not_traced"] = "torch 2.6.0 has no DebugMode";
+  EXPECT_NE(error_of(both).find("module_trace.ops_not_traced: expected a reason, and only without op entries"),
+            std::string::npos)
+      << error_of(both);
+  nlohmann::json many = {{"steps", 1}, {"entries", nlohmann::json::array()}, {"ops", nlohmann::json::array()}};
+  for (int i = 0; i <= kMaxTraceOpsPerStep; ++i) many["ops"].push_back(op(0, "forward", "", "aten.mm.default"));
+  EXPECT_NE(error_of(many).find("at most 4096 op entries per traced step (1 steps), got 4097"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lockstep
