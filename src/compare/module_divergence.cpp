@@ -123,7 +123,8 @@ void locate_first_op(const ModuleTrace& run, const ModuleTrace& ref, ModuleDiver
   if (run.ops.empty() || ref.ops.empty()) {
     const ModuleTrace& missing = ref.ops.empty() ? ref : run;
     d.op_note = std::string("op trace: the ") + (ref.ops.empty() ? "golden" : "run") + " has none" +
-                (missing.ops_not_traced.empty() ? " (made without trace.ops)" : ": " + missing.ops_not_traced);
+                (missing.ops_not_traced.empty() ? " (made without trace.ops, or by a helper that records none)"
+                                                 : ": " + missing.ops_not_traced);
     return;
   }
   const int64_t steps = std::min(run.steps, ref.steps);

@@ -690,6 +690,9 @@ void read_trained_batches_and_trace(const TrainerLayout& l, const PassPlan& p, i
     notes.push_back(trace_file + " holds no entry although trace.steps is " + std::to_string(l.c.trace.steps) +
                     ": call tracer.step(step) before each step's forward (python/lockstep ModuleTracer), "
                     "or set trace.steps to 0");
+  else if (l.c.trace.ops && out.trace.ops.empty() && out.trace.ops_not_traced.empty() && first < l.c.trace.steps)
+    notes.push_back(trace_file + " holds no op entry although trace.ops is true: the helper records them with "
+                    "ModuleTracer(..., ops=True) or LOCKSTEP_TRACE_OPS=1 (python/lockstep of this lockstep)");
   if (l.multi) {
     for (auto& e : out.trace.entries) e.rank = 0;
     for (auto& o : out.trace.ops) o.rank = 0;
@@ -717,7 +720,8 @@ void merge_with_stopped_run(const ResumePoint& rp, const std::string& part, int 
     for (auto& e : out.trace.entries) merged.entries.push_back(std::move(e));
     for (auto& o : out.trace.ops) merged.ops.push_back(std::move(o));
     merged.ops_dropped += out.trace.ops_dropped;
-    if (merged.ops.empty() && merged.ops_not_traced.empty()) merged.ops_not_traced = out.trace.ops_not_traced;
+    if (merged.ops_not_traced.empty()) merged.ops_not_traced = out.trace.ops_not_traced;
+    if (!merged.ops.empty()) merged.ops_not_traced.clear();  // ops or the reason, never both
     out.trace = std::move(merged);
   }
   std::vector<BatchProbe> probes = rp.partial.train_probes;

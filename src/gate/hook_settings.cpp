@@ -62,6 +62,7 @@ HookPlan hook_plan(const std::string& root_dir) {
         s.expect_array();
         if (s.size() == 0) s.fail("at least one smoke file or folder");
         plan.smokes.clear();
+        std::vector<std::string> normal;  // each entry as inside() spells it: folders end with "/"
         for (size_t i = 0; i < s.size(); ++i) {
           std::string p = s.at(i).as_string();
           if (p.empty() || has_control(p) || fs::path(p).is_absolute() || inside(root, root / p).empty() ||
@@ -69,8 +70,17 @@ HookPlan hook_plan(const std::string& root_dir) {
             s.at(i).fail("a smoke file or folder inside the repository, relative to its root (not the root itself)");
           if (!fs::exists(root / p, ec)) s.at(i).fail("an existing smoke file or folder; " + (root / p).string() +
                                                        " does not exist");
-          if (std::find(plan.smokes.begin(), plan.smokes.end(), p) != plan.smokes.end())
-            s.at(i).fail("each smoke file or folder once; \"" + p + "\" is listed twice");
+          // "smoke", "./smoke/" and "smoke/unit.json" name one config twice:
+          // the check the hook runs would refuse them.
+          std::string q = inside(root, root / p, fs::is_directory(root / p, ec));
+          for (size_t k = 0; k < normal.size(); ++k) {
+            const std::string& r = normal[k];
+            bool overlap = q == r || (r.back() == '/' && q.rfind(r, 0) == 0) || (q.back() == '/' && r.rfind(q, 0) == 0);
+            if (overlap)
+              s.at(i).fail("each smoke file or folder once; \"" + p + "\" names what \"" + plan.smokes[k] +
+                           "\" (hook.smokes[" + std::to_string(k) + "]) names, or lies in it or around it");
+          }
+          normal.push_back(q);
           plan.smokes.push_back(p);
         }
       }

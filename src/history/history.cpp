@@ -343,7 +343,7 @@ std::string render_history_json(const std::vector<SmokeHistory>& history) {
                       {"verdicts_reason", h.verdicts_reason}, {"nights", nights}, {"metrics", metrics},
                       {"changes", changes}, {"skipped", h.skipped}});
   }
-  return nlohmann::json{{"lockstep_report", "history"}, {"smokes", smokes}}.dump(2) + "\n";
+  return pretty_dump(nlohmann::json{{"lockstep_report", "history"}, {"smokes", smokes}});
 }
 
 }  // namespace lockstep

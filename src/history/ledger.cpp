@@ -123,7 +123,9 @@ LedgerEntry ledger_entry(const RunRecord& run, const Verdict* verdict, const std
     if (field.relevant || field.input) e.fingerprint[key] = field.value;
   for (const auto& [key, value] : run.config) {
     if (e.config.size() >= kLedgerConfigFields) break;
-    e.config[key] = value.size() <= kLedgerConfigValue ? value : "xxh3 " + hex64(xxh3_64(value));
+    // A path or value longer than kLedgerConfigValue bytes is kept as its hash.
+    auto bounded = [](const std::string& s) { return s.size() <= kLedgerConfigValue ? s : "xxh3 " + hex64(xxh3_64(s)); };
+    e.config[key.empty() ? "(empty)" : bounded(key)] = bounded(value);
   }
   e.verdict = verdict ? verdict_word(verdict->exit_code()) : "not compared";
   e.exit_code = verdict ? to_int(verdict->exit_code()) : 0;
@@ -224,7 +226,7 @@ std::string ledger_line(const LedgerEntry& e) {
                       {"peak_rss_bytes", e.peak_rss_bytes}};
   if (!e.stack.empty()) j["stack"] = e.stack;
   if (!e.config.empty()) j["config"] = e.config;
-  return j.dump();
+  return canonical_dump(j);  // a CI variable that is not UTF-8 is escaped, never an error
 }
 
 namespace {
@@ -316,6 +318,9 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
     if (config.keys().size() > kLedgerConfigFields)
       config.fail("at most " + std::to_string(kLedgerConfigFields) + " config value fields");
     for (const std::string& key : config.keys()) {
+      if (key.empty() || key.size() > kLedgerConfigValue)
+        config.fail("config value paths of 1 to " + std::to_string(kLedgerConfigValue) + " bytes, got one of " +
+                    std::to_string(key.size()));
       e.config[key] = config.at(key).as_string();
       if (e.config[key].size() > kLedgerConfigValue)
         config.at(key).fail("a value of at most " + std::to_string(kLedgerConfigValue) + " bytes (a longer one is kept as its xxh3)");

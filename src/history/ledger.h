@@ -35,9 +35,9 @@ inline constexpr size_t kLedgerPoints = 256;
 inline constexpr size_t kLedgerProbes = 4096;
 /// Most series an entry keeps (by name).
 inline constexpr size_t kLedgerSeries = 64;
-/// At most this many config value fields per line, each value at most
-/// kLedgerConfigValue bytes (a longer one is kept as its XXH3-64): enough to
-/// name the field a config-only edit changed.
+/// At most this many config value fields per line, each path and value at
+/// most kLedgerConfigValue bytes (a longer one is kept as its XXH3-64):
+/// enough to name the field a config-only edit changed.
 inline constexpr size_t kLedgerConfigFields = 512;
 inline constexpr size_t kLedgerConfigValue = 200;
 /// Longest ledger line read (an entry at the caps above is under 1 MiB).

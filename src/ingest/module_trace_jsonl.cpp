@@ -18,17 +18,27 @@ namespace {
 // are counted, as the helper counts them.
 void read_op_line(const JsonView& v, const std::string& where, int64_t steps, int64_t first_step, ModuleTrace& t,
                   std::map<int64_t, int64_t>& per_step) {
+  if (v.has("rank")) v.at("rank").as_int(0, 1023);
   if (v.has("ops_not_traced")) {
     v.allow_keys({"ops_not_traced", "rank"});
     t.ops_not_traced = v.at("ops_not_traced").as_string();
     if (t.ops_not_traced.empty()) v.at("ops_not_traced").fail("a reason");
+    if (!t.ops.empty())
+      v.at("ops_not_traced").fail("no reason for missing ops after op entries (ops are either recorded or not)");
     return;
   }
   if (v.has("ops_dropped")) {
     v.allow_keys({"step", "ops_dropped", "rank"});
+    int64_t step = v.at("step").as_int(0, kMaxTraceSteps - 1);
+    if (step < first_step || step >= steps)
+      throw BadInput(where, "step", "a traced step in [" + std::to_string(first_step) + ", " + std::to_string(steps) +
+                                        "), got " + std::to_string(step));
     t.ops_dropped += v.at("ops_dropped").as_int(0, kMaxTraceOpsPerStep * 1000);
     return;
   }
+  if (!t.ops_not_traced.empty())
+    throw BadInput(where, "op", "no op entry after a line saying none are recorded (\"" +
+                                    input_excerpt(t.ops_not_traced) + "\")");
   OpTraceEntry o = op_trace_entry_from_json(v);
   if (o.step < first_step || o.step >= steps)
     throw BadInput(where, "step", "a traced step in [" + std::to_string(first_step) + ", " + std::to_string(steps) +

@@ -213,6 +213,8 @@ SmokeConfig load_smoke_config(const std::string& path) {
 
   if (v.has("distributed")) read_distributed(v.at("distributed"), c);
   check_rank_checkpoints(v, c);
+  // The default (2) is at most the smoke's steps: a 1-step smoke traces 1.
+  c.trace.steps = std::min<int64_t>(c.trace.steps, c.steps);
   if (v.has("trace")) read_trace(v.at("trace"), c);
 
   if (v.has("tolerance")) {

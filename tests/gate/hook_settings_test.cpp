@@ -91,6 +91,17 @@ TEST(HookPlan, MalformedSettingsAreBadInput) {
   EXPECT_NE(with(R"({"hook": {"smokes": ["smoke", "smoke"]}})").find("hook.smokes[1]: expected each smoke file or "
                                                                       "folder once"),
             std::string::npos);
+  // One config under two spellings, or a file inside a listed folder: the
+  // check the hook runs would refuse it as given twice.
+  for (const char* twice : {R"({"hook": {"smokes": ["smoke", "./smoke/"]}})",
+                            R"({"hook": {"smokes": ["smoke", "smoke/unit.json"]}})",
+                            R"({"hook": {"smokes": ["smoke/unit.json", "smoke"]}})"})
+    EXPECT_NE(with(twice).find("hook.smokes[1]: expected each smoke file or folder once; "), std::string::npos)
+        << with(twice);
+  EXPECT_NE(with(R"({"hook": {"smokes": ["smoke", "./smoke/"]}})")
+                .find("\"./smoke/\" names what \"smoke\" (hook.smokes[0]) names, or lies in it or around it"),
+            std::string::npos)
+      << with(R"({"hook": {"smokes": ["smoke", "./smoke/"]}})");
   EXPECT_NE(with(R"({"hook": {"smokes": ["."]}})").find("hook.smokes[0]: expected a smoke file or folder inside"),
             std::string::npos);
   fs::remove(settings);

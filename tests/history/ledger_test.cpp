@@ -55,7 +55,8 @@ TEST(Ledger, AnEntryKeepsTheRunsCurvesStackAndUseAndRoundTrips) {
   golden.fingerprint["git.commit"] = {"0123456789abcdef0123456789abcdef01234567", false};
   golden.resources.step_time_s = {0.3, 0.1, 0.2};
   golden.resources.peak_rss_bytes = 1 << 20;
-  golden.config = {{"optimizer.lr", "0.05"}, {"trainer.command.0", std::string(300, 'p')}};
+  golden.config = {{"optimizer.lr", "0.05"}, {"trainer.command.0", std::string(300, 'p')},
+                   {std::string(300, 'k'), "1"}};
   RunRecord run = golden;
   run.series["loss"].values[500] += 5e-5;  // 5e-5 of an allowed 1e-6 + 1e-4 * 1.5 = 1.51e-4: use 0.331
   TolerancePolicy policy;
@@ -74,6 +75,7 @@ TEST(Ledger, AnEntryKeepsTheRunsCurvesStackAndUseAndRoundTrips) {
   // The config values, to name a config-only edit; a long value by its hash.
   EXPECT_EQ(e.config.at("optimizer.lr"), "0.05");
   EXPECT_EQ(e.config.at("trainer.command.0"), "xxh3 " + hex64(xxh3_64(std::string(300, 'p'))));
+  EXPECT_EQ(e.config.at("xxh3 " + hex64(xxh3_64(std::string(300, 'k')))), "1");  // a long path too
   const LedgerSeries& s = e.series.at("loss");
   ASSERT_EQ(s.values.size(), kLedgerPoints);
   EXPECT_EQ(s.count, 1000u);
@@ -96,6 +98,14 @@ TEST(Ledger, AnEntryKeepsTheRunsCurvesStackAndUseAndRoundTrips) {
   long_value.replace(long_value.find("\"0.05\""), 6, "\"" + std::string(201, '5') + "\"");
   EXPECT_HAS(error_of([&] { parse_ledger_line(long_value, "l.jsonl", 7); }),
              "l.jsonl: line 7: config.optimizer.lr: expected a value of at most 200 bytes");
+  std::string long_key = ledger_line(e);
+  long_key.replace(long_key.find("\"optimizer.lr\""), 14, "\"" + std::string(201, 'o') + "\"");
+  EXPECT_HAS(error_of([&] { parse_ledger_line(long_key, "l.jsonl", 8); }),
+             "l.jsonl: line 8: config: expected config value paths of 1 to 200 bytes, got one of 201");
+  // A CI variable that is not UTF-8 is written escaped, never an error.
+  LedgerEntry odd = e;
+  odd.ci.job_url = "http://x/\xff";
+  EXPECT_EQ(parse_ledger_line(ledger_line(odd), "l.jsonl", 9).ci.job_url.find('\xff'), std::string::npos);
   EXPECT_EQ(back.series.at("loss").values, s.values);
   EXPECT_EQ(back.ci.runner, "runner-3");
 

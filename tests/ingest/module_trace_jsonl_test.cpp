@@ -95,6 +95,18 @@ TEST_F(ModuleTraceJsonl, OpLinesGoToTheOpsWithTheSameStepRules) {
   std::string bad = op0;
   bad.replace(bad.find("\"forward\""), 9, "\"sideways\"");
   EXPECT_NE(error(bad).find(file_ + ": line 1: phase: expected one of"), std::string::npos) << error(bad);
+  // Ops and a reason for none in one file, or an unchecked field of a
+  // count or reason line, are refused.
+  EXPECT_EQ(error(op0 + R"({"ops_not_traced":"no DebugMode"})" "\n"),
+            file_ + ": line 2: ops_not_traced: expected no reason for missing ops after op entries (ops are either "
+                    "recorded or not)");
+  EXPECT_EQ(error(R"({"ops_not_traced":"no DebugMode"})" "\n" + op0),
+            file_ + ": line 2: op: expected no op entry after a line saying none are recorded (\"no DebugMode\")");
+  EXPECT_NE(error(R"({"step":"zz","ops_dropped":3})" "\n").find(file_ + ": line 1: step: expected"), std::string::npos);
+  EXPECT_EQ(error(R"({"step":3,"ops_dropped":3})" "\n"),
+            file_ + ": line 1: step: expected a traced step in [0, 2), got 3");
+  EXPECT_NE(error(R"({"ops_not_traced":"x","rank":[1]})" "\n").find(file_ + ": line 1: rank: expected"),
+            std::string::npos);
   // Past the cap a step's ops are counted, as the helper counts them.
   std::string many;
   for (int i = 0; i < kMaxTraceOpsPerStep + 2; ++i) many += op0;

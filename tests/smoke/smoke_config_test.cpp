@@ -72,6 +72,14 @@ TEST(SmokeConfig, DefaultsAndDataPathResolution) {
   EXPECT_TRUE(c.data.loader.shuffle);
   EXPECT_FALSE(c.data.loader.augment.enabled());
   EXPECT_FALSE(c.data.loader.augment.worker_seeded);
+  EXPECT_EQ(c.trace.steps, 2);
+  // The default trace.steps never exceeds the smoke's steps: a 1-step
+  // smoke's records stay readable (a trace longer than the run is refused).
+  testing::GateProject one("one-step", [](nlohmann::json& cfg) {
+    cfg["steps"] = 1;
+    cfg.erase("resume_at");
+  });
+  EXPECT_EQ(load_smoke_config(one.smoke_file()).trace.steps, 1);
   // Relative: beside the config; "{data}/": lockstep's fetched datasets.
   EXPECT_EQ(c.data.resolved_path,
             (fs::absolute(p.smoke_file()).parent_path() / "unit.csv").lexically_normal().string());
