@@ -6,7 +6,8 @@
 #   - torch >= 2.10 (DebugMode): the golden holds op entries, and `check`
 #     with the trainer's nondeterministic_op bug (a sum in an order drawn
 #     from os.urandom) exits 4 naming the first op whose bits moved between
-#     its two runs: the permuting index_select in the model's own forward;
+#     its two runs: the order drawn from os.urandom, as torch.from_numpy
+#     lifts it into a tensor (aten.lift_fresh) in the model's own forward;
 #   - an older torch: the golden says why it holds none, and `check` passes
 #     with that note.
 #   tests/ci/op_trace_test.sh BUILD_DIR
@@ -54,7 +55,7 @@ fi
 code=0
 PYTORCH_TRAINER_BUG=nondeterministic_op lockstep check "$work/smoke" --out "$work/out" >"$work/check.log" 2>&1 || code=$?
 [ "$code" -eq 4 ] || { cat "$work/check.log" >&2; fail "check with nondeterministic_op should exit 4, got $code"; }
-grep -q "the first op whose output bits differ: train step 0, forward, outside a submodule: aten.index_select.default" \
+grep -q "the first op whose output bits differ: train step 0, forward, outside a submodule: aten.lift_fresh.default" \
   "$work/check.log" || { cat "$work/check.log" >&2; fail "check should name the first op whose bits moved"; }
 echo "op_trace_test: torch $torch_version: ${ops%% *} ops in the golden; the nondeterministic op named:"
 grep -o "the first op whose output bits differ: [^;]*" "$work/check.log" | head -n 1
