@@ -81,7 +81,7 @@ TEST(ModuleTrace, OpEntriesRoundTripAndAreHeldToTheirShape) {
   EXPECT_EQ(to_json(t), j);
   auto with_op = [&](nlohmann::json o) {
     nlohmann::json k = j;
-    k["ops"] = {o};
+    k["ops"] = nlohmann::json::array({o});  // not {o}: clang reads that as a copy of o
     return error_of(k);
   };
   nlohmann::json o = op(0, "sideways", "", "aten.mm.default");
