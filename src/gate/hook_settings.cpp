@@ -36,71 +36,61 @@ std::string inside(const fs::path& root, const fs::path& path, bool folder = fal
 
 }  // namespace
 
-HookPlan hook_plan(const std::string& root_dir) {
+namespace {
+
+// hook.smokes: smoke files or folders inside the repository, each once
+// (one config under two spellings, or a file inside a listed folder, is
+// refused: the check the hook runs would refuse it).
+void read_hook_smokes(const JsonView& s, const fs::path& root, HookPlan& plan) {
   std::error_code ec;
-  if (!fs::is_directory(root_dir, ec))
-    throw BadUsage("hook plan " + root_dir + ": expected the repository's root folder");
-  fs::path root = fs::weakly_canonical(fs::absolute(root_dir));
-  fs::path settings = root / "lockstep.json";
-  HookPlan plan;
-  plan.smokes = {"smoke"};
-  std::set<std::string> triggers;
-  bool has_settings = fs::exists(fs::symlink_status(settings, ec));
-  if (has_settings && !fs::is_regular_file(settings, ec))
-    throw BadInput(settings.string(), "", "a JSON file (it is a dangling link, a folder or not a regular file)");
-  if (has_settings) {
-    triggers.insert("lockstep.json");
-    nlohmann::json doc = parse_json_file(settings.string());
-    JsonView v(doc, settings.string());
-    v.allow_keys({"schema", "hook"});
-    if (v.has("schema") && v.at("schema").as_int(1, 1) != 1) v.at("schema").fail("1");
-    if (v.has("hook")) {
-      JsonView h = v.at("hook");
-      h.allow_keys({"smokes", "paths"});
-      if (h.has("smokes")) {
-        JsonView s = h.at("smokes");
-        s.expect_array();
-        if (s.size() == 0) s.fail("at least one smoke file or folder");
-        plan.smokes.clear();
-        std::vector<std::string> normal;  // each entry as inside() spells it: folders end with "/"
-        for (size_t i = 0; i < s.size(); ++i) {
-          std::string p = s.at(i).as_string();
-          if (p.empty() || has_control(p) || fs::path(p).is_absolute() || inside(root, root / p).empty() ||
-              inside(root, root / p) == "./")
-            s.at(i).fail("a smoke file or folder inside the repository, relative to its root (not the root itself)");
-          if (!fs::exists(root / p, ec)) s.at(i).fail("an existing smoke file or folder; " + (root / p).string() +
-                                                       " does not exist");
-          // "smoke", "./smoke/" and "smoke/unit.json" name one config twice:
-          // the check the hook runs would refuse them.
-          std::string q = inside(root, root / p, fs::is_directory(root / p, ec));
-          for (size_t k = 0; k < normal.size(); ++k) {
-            const std::string& r = normal[k];
-            bool overlap = q == r || (r.back() == '/' && q.rfind(r, 0) == 0) || (q.back() == '/' && r.rfind(q, 0) == 0);
-            if (overlap)
-              s.at(i).fail("each smoke file or folder once; \"" + p + "\" names what \"" + plan.smokes[k] +
-                           "\" (hook.smokes[" + std::to_string(k) + "]) names, or lies in it or around it");
-          }
-          normal.push_back(q);
-          plan.smokes.push_back(p);
-        }
-      }
-      if (h.has("paths")) {
-        JsonView ps = h.at("paths");
-        ps.expect_array();
-        for (size_t i = 0; i < ps.size(); ++i) {
-          std::string p = ps.at(i).as_string();
-          std::string norm = fs::path(p).lexically_normal().generic_string();
-          if (p.empty() || has_control(p) || fs::path(p).is_absolute() || norm.rfind("..", 0) == 0)
-            ps.at(i).fail("a path relative to the repository root (a folder ends with \"/\")");
-          // "." is every file; a folder named without its "/" still means the folder.
-          bool folder = p.back() == '/' || norm == "." || fs::is_directory(root / p, ec);
-          if (norm == "." || norm == "./") norm = "./";
-          else if (folder && norm.back() != '/') norm += "/";
-          triggers.insert(norm);
-        }
-      }
+  s.expect_array();
+  if (s.size() == 0) s.fail("at least one smoke file or folder");
+  plan.smokes.clear();
+  std::vector<std::string> normal;  // each entry as inside() spells it: folders end with "/"
+  for (size_t i = 0; i < s.size(); ++i) {
+    std::string p = s.at(i).as_string();
+    if (p.empty() || has_control(p) || fs::path(p).is_absolute() || inside(root, root / p).empty() ||
+        inside(root, root / p) == "./")
+      s.at(i).fail("a smoke file or folder inside the repository, relative to its root (not the root itself)");
+    if (!fs::exists(root / p, ec)) s.at(i).fail("an existing smoke file or folder; " + (root / p).string() +
+                                                 " does not exist");
+    // "smoke", "./smoke/" and "smoke/unit.json" name one config twice:
+    // the check the hook runs would refuse them.
+    std::string q = inside(root, root / p, fs::is_directory(root / p, ec));
+    for (size_t k = 0; k < normal.size(); ++k) {
+      const std::string& r = normal[k];
+      bool overlap = q == r || (r.back() == '/' && q.rfind(r, 0) == 0) || (q.back() == '/' && r.rfind(q, 0) == 0);
+      if (overlap)
+        s.at(i).fail("each smoke file or folder once; \"" + p + "\" names what \"" + plan.smokes[k] +
+                     "\" (hook.smokes[" + std::to_string(k) + "]) names, or lies in it or around it");
     }
+    normal.push_back(q);
+    plan.smokes.push_back(p);
   }
+}
+
+// hook.paths: extra triggers relative to the repository root.
+void read_hook_paths(const JsonView& ps, const fs::path& root, std::set<std::string>& triggers) {
+  std::error_code ec;
+  ps.expect_array();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    std::string p = ps.at(i).as_string();
+    std::string norm = fs::path(p).lexically_normal().generic_string();
+    if (p.empty() || has_control(p) || fs::path(p).is_absolute() || norm.rfind("..", 0) == 0)
+      ps.at(i).fail("a path relative to the repository root (a folder ends with \"/\")");
+    // "." is every file; a folder named without its "/" still means the folder.
+    bool folder = p.back() == '/' || norm == "." || fs::is_directory(root / p, ec);
+    if (norm == "." || norm == "./") norm = "./";
+    else if (folder && norm.back() != '/') norm += "/";
+    triggers.insert(norm);
+  }
+}
+
+// What the smokes read, as triggers: their configs and goldens folders, the
+// data and model files, a trainer's folder; a note for a trainer run from
+// the repository root.
+void add_smoke_triggers(const fs::path& root, HookPlan& plan, std::set<std::string>& triggers) {
+  std::error_code ec;
   std::vector<std::string> files;
   for (const std::string& s : plan.smokes) {
     fs::path p = root / s;
@@ -126,6 +116,36 @@ HookPlan hook_plan(const std::string& root_dir) {
                            ": trainer.cwd is the repository root, so every changed file triggers the check "
                            "(its code may be anywhere there); a trainer in a folder of its own triggers on that folder");
   }
+}
+
+}  // namespace
+
+HookPlan hook_plan(const std::string& root_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(root_dir, ec))
+    throw BadUsage("hook plan " + root_dir + ": expected the repository's root folder");
+  fs::path root = fs::weakly_canonical(fs::absolute(root_dir));
+  fs::path settings = root / "lockstep.json";
+  HookPlan plan;
+  plan.smokes = {"smoke"};
+  std::set<std::string> triggers;
+  bool has_settings = fs::exists(fs::symlink_status(settings, ec));
+  if (has_settings && !fs::is_regular_file(settings, ec))
+    throw BadInput(settings.string(), "", "a JSON file (it is a dangling link, a folder or not a regular file)");
+  if (has_settings) {
+    triggers.insert("lockstep.json");
+    nlohmann::json doc = parse_json_file(settings.string());
+    JsonView v(doc, settings.string());
+    v.allow_keys({"schema", "hook"});
+    if (v.has("schema") && v.at("schema").as_int(1, 1) != 1) v.at("schema").fail("1");
+    if (v.has("hook")) {
+      JsonView h = v.at("hook");
+      h.allow_keys({"smokes", "paths"});
+      if (h.has("smokes")) read_hook_smokes(h.at("smokes"), root, plan);
+      if (h.has("paths")) read_hook_paths(h.at("paths"), root, triggers);
+    }
+  }
+  add_smoke_triggers(root, plan, triggers);
   for (const std::string& t : triggers)
     if (has_control(t)) throw BadInput(settings.string(), "", "paths without control characters, got a trigger \"" +
                                                                   printable_message(t, false) + "\"");
