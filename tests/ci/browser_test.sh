@@ -74,6 +74,6 @@ done
 changes=$(probe "$work/history.html" | sed -n 's/^changes //p')
 echo "$changes" | grep -q "cpu.capability: AVX2 → NO AVX" ||
   fail "the history's change-point table should list the capability change of night 2, got: $changes"
-echo "$changes" | grep -q "config.values_xxh3" ||
+echo "$changes" | grep -q "config optimizer.lr: 0.01 → 0.0101" ||
   fail "the history's change-point table should list the moved learning rate of night 3, got: $changes"
 echo "browser_test: report, review and history pages render in $("$browser" --version 2>/dev/null | head -n 1) without console errors"
