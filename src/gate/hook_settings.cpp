@@ -34,6 +34,27 @@ std::string inside(const fs::path& root, const fs::path& path, bool folder = fal
   return s;
 }
 
+// The fixed part of a trainer.inputs pattern, as a path to trigger on: the
+// path up to the first component holding a glob character ("data/*.bin" →
+// "data/", "data/train.bin" → itself), relative to trainer.cwd, with
+// {config_dir} replaced. "" for a pattern under {data} (the machine's data
+// cache, not the commit's).
+std::string input_trigger_path(const SmokeConfig& c, const std::string& pattern) {
+  if (pattern.find("{data}") != std::string::npos) return "";
+  std::string p = pattern;
+  const std::string dir = fs::absolute(c.file).parent_path().lexically_normal().string();
+  for (size_t at = p.find("{config_dir}"); at != std::string::npos; at = p.find("{config_dir}", at + dir.size()))
+    p.replace(at, 12, dir);
+  fs::path fixed;
+  bool glob = false;
+  for (const fs::path& part : fs::path(p)) {
+    if ((glob = part.string().find_first_of("*?[") != std::string::npos)) break;
+    fixed /= part;
+  }
+  if (!fixed.is_absolute()) fixed = fs::path(c.trainer.resolved_cwd) / fixed;
+  return glob ? (fixed / "").string() : fixed.string();
+}
+
 }  // namespace
 
 namespace {
@@ -86,6 +107,35 @@ void read_hook_paths(const JsonView& ps, const fs::path& root, std::set<std::str
   }
 }
 
+// A trainer smoke's triggers beyond its folder: the files trainer.inputs
+// names (a deleted one still triggers: the pattern's fixed part is the
+// trigger), and a note when trainer.cwd makes the triggers every file (the
+// root or a folder around it) or none of its code (outside the repository).
+void add_trainer_triggers(const fs::path& root, const std::string& file, const SmokeConfig& c, HookPlan& plan,
+                          std::set<std::string>& triggers) {
+  for (const std::string& pattern : c.trainer.inputs) {
+    std::string path = input_trigger_path(c, pattern);
+    bool folder = !path.empty() && path.back() == '/';
+    if (std::string rel = path.empty() ? "" : inside(root, path, folder); !rel.empty()) triggers.insert(rel);
+  }
+  const std::string name = inside(root, file, false);
+  const fs::path cwd = fs::weakly_canonical(fs::absolute(c.trainer.resolved_cwd));
+  const std::string where = inside(root, cwd, true);
+  // A trainer run from the repository root, or from a folder around it,
+  // may import any file in it: every change triggers the check, and the
+  // user is told why once.
+  if (where == "./" || (where.empty() && root.lexically_relative(cwd).native().rfind("..", 0) != 0)) {
+    triggers.insert("./");
+    std::string what = where == "./" ? "the repository root" : "a folder around the repository (" + cwd.string() + ")";
+    plan.notes.push_back(name + ": trainer.cwd is " + what + ", so every changed file triggers the check "
+                         "(its code may be anywhere there); a trainer in a folder of its own triggers on that folder");
+  } else if (where.empty()) {
+    plan.notes.push_back(name + ": trainer.cwd " + cwd.string() +
+                         " is outside the repository, so a change to the trainer's code there never triggers the "
+                         "check; only the smoke's config, goldens and inputs inside the repository do");
+  }
+}
+
 // What the smokes read, as triggers: their configs and goldens folders, the
 // data and model files, a trainer's folder; a note for a trainer run from
 // the repository root.
@@ -109,12 +159,7 @@ void add_smoke_triggers(const fs::path& root, HookPlan& plan, std::set<std::stri
       if (read.empty()) continue;
       if (std::string rel = inside(root, read, folder); !rel.empty()) triggers.insert(rel);
     }
-    // A trainer run from the repository root may import any file in it:
-    // every change triggers the check, and the user is told why once.
-    if (c.has_trainer() && inside(root, c.trainer.resolved_cwd, true) == "./")
-      plan.notes.push_back(inside(root, file, false) +
-                           ": trainer.cwd is the repository root, so every changed file triggers the check "
-                           "(its code may be anywhere there); a trainer in a folder of its own triggers on that folder");
+    if (c.has_trainer()) add_trainer_triggers(root, file, c, plan, triggers);
   }
 }
 

@@ -14,8 +14,11 @@
 // under a trigger ending in "/". By default the triggers are what the
 // smokes read: their configs, their goldens folders, the data and
 // TorchScript files they name, a trainer smoke's whole working folder (its
-// code), lockstep.json and the `paths` listed. Files outside the
-// repository ({data} datasets) are the machine's, not the commit's.
+// code) and its trainer.inputs (a glob by its fixed folder: "data/*.bin"
+// triggers on "data/"), lockstep.json and the `paths` listed. Files outside
+// the repository ({data} datasets) are the machine's, not the commit's; a
+// trainer folder outside the repository is named in a note (its code never
+// triggers), one around it makes every change a trigger.
 #pragma once
 
 #include <string>
@@ -28,8 +31,9 @@ struct HookPlan {
   std::vector<std::string> smokes;    ///< smoke files/folders to check, relative to the root
   std::vector<std::string> triggers;  ///< sorted, unique; folders end with "/"; "./" is every file
   /// What the user should know about the triggers, one line each: a
-  /// trainer smoke whose working folder is the repository root makes
-  /// every changed file a trigger ("./"), and the note says which smoke.
+  /// trainer smoke whose working folder is the repository root (or a
+  /// folder around it) makes every changed file a trigger ("./"); one
+  /// outside the repository is never seen. The note names the smoke.
   std::vector<std::string> notes;
 };
 

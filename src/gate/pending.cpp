@@ -26,6 +26,19 @@ PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, 
                    "downloaded from its CI job)");
   s.files = find_pending(dir);
   if (s.files.empty()) throw BadUsage(dir + ": no pending goldens (*.golden.new) to review");
+  // One that is no file would be skipped unseen (or block, a FIFO): refused.
+  for (const std::string& file : s.files) {
+    std::error_code type_ec;
+    fs::file_status st = fs::status(file, type_ec);
+    if (!fs::is_regular_file(st))
+      throw BadInput(file, "", std::string("a pending golden file as check writes it, got ") +
+                                   (fs::is_symlink(fs::symlink_status(file, type_ec)) && !fs::exists(st)
+                                        ? "a dangling link"
+                                        : fs::is_directory(st) ? "a folder"
+                                        : fs::is_fifo(st)      ? "a FIFO"
+                                                               : "no regular file") +
+                                   "; remove it or give the check's own --out folder");
+  }
   std::error_code ec;
   if (!fs::is_directory(s.smoke_dir, ec))
     throw BadUsage(dir + ": its pending goldens are held to their smoke configs, and there is no smoke folder " +
@@ -106,6 +119,7 @@ std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecor
   lost(!current.probes.empty(), !pending.probes.empty(), "batch probes");
   lost(!current.train_probes.empty(), !pending.train_probes.empty(), "trained-batch probes");
   lost(!current.module_trace.entries.empty(), !pending.module_trace.entries.empty(), "module trace");
+  lost(!current.module_trace.ops.empty(), !pending.module_trace.ops.empty(), "per-op hashes (trace.ops)");
   lost(!current.hashes.empty(), !pending.hashes.empty(), "parameter hashes");
   lost(!current.init.empty(), !pending.init.empty(), "initialisation statistics");
   lost(!current.contract.empty(), !pending.contract.empty(), "determinism contract");

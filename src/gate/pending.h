@@ -63,7 +63,7 @@ struct PendingReview {
 /// What a golden replacing `current` with `pending` would stop checking:
 /// the series current holds and pending lacks ("series grad_norm", "the
 /// series a, b and 3 more": six named at most), then "batch probes", "trained-batch probes", "module trace",
-/// "parameter hashes", "initialisation statistics" and "determinism
+/// "per-op hashes (trace.ops)", "parameter hashes", "initialisation statistics" and "determinism
 /// contract" when current has them and pending has none. Empty when
 /// pending checks all that current does (an imported loss curve replacing
 /// a lockstep run's golden drops most of them).

@@ -92,7 +92,10 @@ bool input_field(const std::string& key) {
 }
 
 // "prefix key: before → after" for each key of the two maps whose values
-// differ ("(absent)" on the side without it).
+// differ ("(absent)" on the side without it). Keys and values come from
+// ledger lines (a config's strings, CI variables): control characters are
+// escaped (printable_message) so a line never rewrites the terminal or
+// forges a line of a CI log.
 void diff_maps(const std::map<std::string, std::string>& before, const std::map<std::string, std::string>& after,
                const std::string& prefix, const std::function<void(const std::string&, std::string)>& put) {
   std::set<std::string> keys;
@@ -102,7 +105,9 @@ void diff_maps(const std::map<std::string, std::string>& before, const std::map<
     auto b = before.find(k), a = after.find(k);
     std::string bv = b == before.end() ? "(absent)" : b->second;
     std::string av = a == after.end() ? "(absent)" : a->second;
-    if (bv != av) put(k, prefix + k + ": " + bv + " → " + av);
+    if (bv != av)
+      put(k, prefix + printable_message(k, false) + ": " + printable_message(bv, false) + " → " +
+                 printable_message(av, false));
   }
 }
 
@@ -123,8 +128,8 @@ NightChange change_between(const LedgerEntry& before, const LedgerEntry& after, 
     c.commits = short_commit(before.commit) + ".." + short_commit(after.commit);
   c.golden_changed = !before.golden.empty() && !after.golden.empty() && before.golden != after.golden;
   if (before.ci.runner != after.ci.runner)
-    c.runner = (before.ci.runner.empty() ? "(none)" : before.ci.runner) + " → " +
-               (after.ci.runner.empty() ? "(none)" : after.ci.runner);
+    c.runner = (before.ci.runner.empty() ? "(none)" : printable_message(before.ci.runner, false)) + " → " +
+               (after.ci.runner.empty() ? "(none)" : printable_message(after.ci.runner, false));
   c.platform_changed = before.platform != after.platform;
   if (c.platform_changed) c.platform = before.platform + " → " + after.platform;
   for (const auto& [name, s] : after.series) {

@@ -107,6 +107,7 @@ bool parse_csv_number(std::string_view s, double& out) {
 }
 
 bool parse_csv_step(std::string_view s, int64_t& out) {
+  if (!s.empty() && s[0] == '+') s.remove_prefix(1);  // "+3", as a value may be written
   size_t dot = s.find('.');
   std::string_view whole = s.substr(0, dot);
   if (dot != s.npos) {

@@ -39,8 +39,9 @@ std::string split_csv_line(std::string_view line, std::vector<std::string>& cell
 /// False for anything else, and for a number beyond float64's range.
 bool parse_csv_number(std::string_view text, double& out);
 
-/// A step cell: a non-negative integer ("12", also "12.0" as pandas writes
-/// an integral float column). False for anything else.
+/// A step cell: a non-negative integer ("12", "+12" as a value may be
+/// signed, also "12.0" as pandas writes an integral float column). False
+/// for anything else.
 bool parse_csv_step(std::string_view text, int64_t& out);
 
 }  // namespace lockstep

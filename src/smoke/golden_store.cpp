@@ -75,7 +75,7 @@ std::vector<std::string> find_pending(const std::string& dir) {
   for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     const std::string name = it->path().filename().string();
-    if (it->is_regular_file(ec) && !pending_platform_of(name).empty())
+    if (!pending_platform_of(name).empty())
       out.push_back(it->path().string());
   }
   std::sort(out.begin(), out.end());

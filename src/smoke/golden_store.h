@@ -79,7 +79,9 @@ std::string pending_platform_of(const std::string& file_name);
 /// Pending golden written by a failing `check`: <out>/<smoke>/<key>.golden.new
 std::string pending_path(const std::string& out_dir, const std::string& smoke, const std::string& key);
 
-/// Every *.golden.new file under `dir` (recursively), sorted byte-wise.
+/// Every entry named *.golden.new under `dir` (recursively), sorted
+/// byte-wise, whatever its type: a dangling link, FIFO or folder of that
+/// name is listed too, for the caller to refuse (never skipped unseen).
 std::vector<std::string> find_pending(const std::string& dir);
 
 /// The UTC time now, ISO 8601 ("2026-11-29T09:12:03Z").

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -24,7 +25,8 @@ namespace fs = std::filesystem;
 // It reports a strict contract (or $FAKE_CONTRACT_MODE), logs loss = (step+1)/8
 // for its steps to metrics.jsonl, one probe per batch to probes.jsonl
 // (numbered from the first step it trains, as the Python helper does), and its
-// environment to env.txt. $FAKE_EXIT makes it fail after writing to stderr.
+// environment to env.txt. $FAKE_EXIT makes it fail after writing to stderr;
+// $FAKE_TRACE is written as its module_trace.jsonl.
 const char* kTrainer = R"SH(#!/bin/sh
 set -e
 out="$LOCKSTEP_OUT"
@@ -62,6 +64,7 @@ while [ $i -lt $end ]; do
   i=$((i+1)); b=$((b+1))
 done
 if [ -n "$ckpt" ]; then echo "$end" > "$ckpt"; fi
+if [ -n "$FAKE_TRACE" ]; then printf '%s\n' "$FAKE_TRACE" > "$out/module_trace.jsonl"; fi
 )SH";
 
 class TrainerRunTest : public ::testing::Test {
@@ -75,7 +78,7 @@ class TrainerRunTest : public ::testing::Test {
   }
   void TearDown() override {
     fs::remove_all(dir_);
-    for (const char* v : {"FAKE_EXIT", "FAKE_CONTRACT_MODE", "FAKE_BENCHMARK", "FAKE_CAPABILITY", "LOCKSTEP_SEED"}) ::unsetenv(v);
+    for (const char* v : {"FAKE_EXIT", "FAKE_TRACE", "FAKE_CONTRACT_MODE", "FAKE_BENCHMARK", "FAKE_CAPABILITY", "LOCKSTEP_SEED"}) ::unsetenv(v);
   }
   // A smoke config with `trainer_extra` spliced into the trainer section.
   SmokeConfig config(const std::string& trainer_extra = "", const std::string& top_extra = "") {
@@ -264,6 +267,35 @@ TEST_F(TrainerRunTest, OneProbePerStepTrained) {
   c.trainer.command = {"sh", "-c", "./trainer.sh \"$@\"; head -n 3 \"$LOCKSTEP_OUT/probes.jsonl\" > \"$LOCKSTEP_OUT/p\" && mv \"$LOCKSTEP_OUT/p\" \"$LOCKSTEP_OUT/probes.jsonl\"", "sh"};
   c.trainer.data_only.clear();
   expect_error(c, ExitCode::kBadInput, "expected one probe per step trained (6), got 3");
+}
+
+// trace.ops asked and a trace without op entries or the helper's reason
+// for none: a note says how to record them (the helper of another lockstep,
+// or ModuleTracer without ops=True); with the reason, no note.
+TEST_F(TrainerRunTest, ATraceWithoutOpEntriesUnderTraceOpsIsNamedInANote) {
+  SmokeConfig c = config("", R"("trace": {"steps": 1, "ops": true},)");
+  ModuleTrace t;
+  t.steps = 1;
+  ModuleTraceEntry e;
+  e.phase = TracePhase::kForward;
+  e.module = "fc";
+  e.input_xxh3 = std::string(32, 'a');
+  e.output.shape = {2};
+  e.output.dtype = "float32";
+  e.output.xxh3_128 = std::string(32, 'b');
+  t.entries = {e};
+  const std::string entry = to_json(t)["entries"][0].dump();
+  ::setenv("FAKE_TRACE", entry.c_str(), 1);
+  TrainerRun r = run_trainer(c, options());
+  EXPECT_EQ(r.record.module_trace.entries.size(), 1u);
+  const std::string trace_file = (dir_ / "work" / "train" / "module_trace.jsonl").string();
+  const std::string note = trace_file + " holds no op entry although trace.ops is true: the helper records them "
+                           "with ModuleTracer(..., ops=True) or LOCKSTEP_TRACE_OPS=1 (python/lockstep of this lockstep)";
+  EXPECT_NE(std::find(r.notes.begin(), r.notes.end(), note), r.notes.end()) << ::testing::PrintToString(r.notes);
+  ::setenv("FAKE_TRACE", (entry + "\n{\"ops_not_traced\": \"torch 1.13.1 has no DebugMode\"}").c_str(), 1);
+  r = run_trainer(c, options());
+  EXPECT_EQ(r.record.module_trace.ops_not_traced, "torch 1.13.1 has no DebugMode");
+  for (const std::string& n : r.notes) EXPECT_EQ(n.find("holds no op entry"), std::string::npos) << n;
 }
 
 TEST(ExpandPlaceholders, ReplacesKnownNamesOnly) {

@@ -71,6 +71,53 @@ TEST(HookPlan, ATrainerAtTheRepositoryRootTriggersOnEveryFileAndSaysWhy) {
   EXPECT_TRUE(plan.notes.empty());
 }
 
+// trainer.inputs outside the trainer's folder trigger the check: a file by
+// its path, a glob by its fixed folder (a deleted file still triggers),
+// never a {data} file (the machine's cache).
+TEST(HookPlan, TheTrainersInputFilesTriggerTheCheck) {
+  GateProject p("hook-trainer-inputs", [](nlohmann::json& c) {
+    c = {{"schema", 1}, {"name", "unit"}, {"device", "cpu"}, {"seed", 7}, {"steps", 2},
+         {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", "../trainer"},
+                      {"inputs", {"../datasets/shards/*.bin", "../datasets/vocab.json", "{config_dir}/extra.txt",
+                                  "{data}/digits.csv.gz", "local/*.txt"}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+  });
+  fs::create_directories(p.root() / "trainer");
+  HookPlan plan = hook_plan(p.root().string());
+  EXPECT_EQ(plan.triggers, (std::vector<std::string>{"datasets/shards/", "datasets/vocab.json", "goldens/", "smoke/",
+                                                     "trainer/"}));
+  EXPECT_TRUE(plan.notes.empty());
+}
+
+// A trainer whose folder is around the repository reads every file in it
+// (every change triggers); one outside it is never seen, and both say so.
+TEST(HookPlan, ATrainerFolderAroundOrOutsideTheRepositoryIsNamedInANote) {
+  GateProject p("hook-outside-trainer", [](nlohmann::json& c) {
+    c = {{"schema", 1}, {"name", "unit"}, {"device", "cpu"}, {"seed", 7}, {"steps", 2},
+         {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", "../.."},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+  });
+  const std::string around = fs::weakly_canonical(p.root() / "..").string();
+  HookPlan plan = hook_plan(p.root().string());
+  EXPECT_EQ(plan.triggers, std::vector<std::string>{"./"});
+  EXPECT_EQ(plan.notes, std::vector<std::string>{
+                            "smoke/unit.json: trainer.cwd is a folder around the repository (" + around +
+                            "), so every changed file triggers the check (its code may be anywhere there); a trainer "
+                            "in a folder of its own triggers on that folder"});
+  const fs::path elsewhere = p.root().parent_path() / (p.root().filename().string() + "-trainer");
+  fs::create_directories(elsewhere);
+  nlohmann::json c = parse_json_file(p.smoke_file());
+  c["trainer"]["cwd"] = elsewhere.string();
+  write_file_atomically(p.smoke_file(), pretty_dump(c));
+  plan = hook_plan(p.root().string());
+  EXPECT_EQ(plan.triggers, (std::vector<std::string>{"goldens/", "smoke/"}));
+  EXPECT_EQ(plan.notes, std::vector<std::string>{
+                            "smoke/unit.json: trainer.cwd " + fs::weakly_canonical(elsewhere).string() +
+                            " is outside the repository, so a change to the trainer's code there never triggers the "
+                            "check; only the smoke's config, goldens and inputs inside the repository do"});
+  fs::remove_all(elsewhere);
+}
+
 TEST(HookPlan, MalformedSettingsAreBadInput) {
   GateProject p("hook-bad");
   std::string root = p.root().string();

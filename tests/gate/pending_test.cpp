@@ -3,6 +3,7 @@
 #include "gate/pending.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
@@ -94,12 +95,40 @@ TEST(Pending, NoSmokeFolderOrAnEmptyStackLabelIsRefusedByName) {
                                     "digits, '.', '_' and '-')");
 }
 
+// A dangling link, FIFO or folder named like a pending golden is refused
+// by name (it was skipped unseen; a FIFO would block the read).
+TEST(Pending, AnEntryNamedLikeAPendingGoldenThatIsNoFileIsRefused) {
+  GateProject p("pending-no-file");
+  write_pending(p, make_gate_record());
+  const std::string odd = p.out_dir() + "/unit/cpu-x86_64-avx512.golden.new";
+  auto refusal = [&]() -> std::string {
+    try {
+      load_pending(p.out_dir(), p.goldens_dir(), "");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      return e.what();
+    }
+    ADD_FAILURE() << "loaded " << odd;
+    return "";
+  };
+  const std::string tail = "; remove it or give the check's own --out folder";
+  std::filesystem::create_symlink(p.out_dir() + "/nowhere", odd);
+  EXPECT_EQ(refusal(), odd + ": expected a pending golden file as check writes it, got a dangling link" + tail);
+  std::filesystem::remove(odd);
+  ASSERT_EQ(::mkfifo(odd.c_str(), 0600), 0);
+  EXPECT_EQ(refusal(), odd + ": expected a pending golden file as check writes it, got a FIFO" + tail);
+  std::filesystem::remove(odd);
+  std::filesystem::create_directories(odd);
+  EXPECT_EQ(refusal(), odd + ": expected a pending golden file as check writes it, got a folder" + tail);
+}
+
 // What a replacing golden would stop checking: series (by name, then
-// steps), probes, hashes, the contract, resources.
+// steps), probes, hashes, the op trace, the contract, resources.
 TEST(Pending, DroppedChecksNameWhatTheReplacementNoLongerChecks) {
   RunRecord current = make_gate_record();
   current.hashes = {{"fc.weight", std::string(32, 'c')}};
   current.resources.peak_rss_bytes = 1 << 20;
+  current.module_trace.ops.push_back({1, "forward", "fc", "aten.addmm.default", std::string(32, 'a'), -1});
   EXPECT_TRUE(dropped_checks(current, current).empty());
   RunRecord pending = current;
   pending.series.erase("grad_norm");
@@ -108,9 +137,11 @@ TEST(Pending, DroppedChecksNameWhatTheReplacementNoLongerChecks) {
   pending.hashes.clear();
   pending.contract.clear();
   pending.resources = {};
+  pending.module_trace.ops.clear();
   EXPECT_EQ(dropped_checks(current, pending),
             (std::vector<std::string>{"series grad_norm", "1 of series loss's 2 steps", "batch probes",
-                                      "parameter hashes", "determinism contract", "resources (step time, peak RSS)"}));
+                                      "per-op hashes (trace.ops)", "parameter hashes", "determinism contract",
+                                      "resources (step time, peak RSS)"}));
   RunRecord wider = current;
   wider.series["lr"] = wider.series["loss"];
   EXPECT_TRUE(dropped_checks(current, wider).empty()) << "more is never narrower";

@@ -122,6 +122,24 @@ TEST(History, AConfigOnlyEditIsNamedAsAnInputByItsField) {
             std::vector<std::string>{"config.values_xxh3: aaaaaaaaaaaaaaaa → bbbbbbbbbbbbbbbb"});
 }
 
+// A ledger's config strings and CI variables are printed escaped: an ANSI
+// escape or a line break in them never reaches the terminal or the log.
+TEST(History, ControlCharactersOfALedgerLineArePrintedEscaped) {
+  std::vector<LedgerEntry> nights = {night(1, 0, hash('1')), night(2, 0.3, hash('2')), night(3, 0.3, hash('2'))};
+  nights[0].config = {{"model.name\x1b[2J", "a\nPASS"}};
+  nights[1].config = {{"model.name\x1b[2J", "b"}};
+  nights[2].config = nights[1].config;
+  nights[0].ci.runner = "r1";
+  nights[1].ci.runner = nights[2].ci.runner = "r2\x1b]0;owned\x07";
+  SmokeHistory h = analyse_history("s", "s.jsonl", nights);
+  ASSERT_EQ(h.changes.size(), 1u);
+  EXPECT_EQ(h.changes[0].inputs, std::vector<std::string>{"config model.name\\x1b[2J: a\\x0aPASS → b"});
+  EXPECT_EQ(h.changes[0].runner, "r1 → r2\\x1b]0;owned\\x07");
+  std::string text = render_history_text({h});
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find("\nPASS"), std::string::npos) << text;
+}
+
 // A migration's two CI jobs write one ledger: the nights of each stack label
 // are a history of their own, so neither stack reads as changing every
 // night, and the label survives the ledger line.

@@ -124,7 +124,9 @@ TEST(CsvCells, Numbers) {
   EXPECT_EQ(step, 12);
   EXPECT_TRUE(parse_csv_step("12.0", step));
   EXPECT_EQ(step, 12);
-  for (const char* bad : {"", "-1", "1.5", "1.", "1e3", "x", "99999999999999999999"})
+  EXPECT_TRUE(parse_csv_step("+3", step));  // a sign as a value may carry it
+  EXPECT_EQ(step, 3);
+  for (const char* bad : {"", "+", "++1", "+-1", "-1", "1.5", "1.", "1e3", "x", "99999999999999999999"})
     EXPECT_FALSE(parse_csv_step(bad, step)) << bad;
 }
 
