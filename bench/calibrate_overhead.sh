@@ -23,14 +23,14 @@ wall() {  # wall seconds of the command
   t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
 }
-"$lockstep" run "$smoke" --quiet --out "$work/warm.json"   # page cache, file-hash cache
+"$lockstep" run "$smoke" --quiet --record "$work/warm.json"   # page cache, file-hash cache
 for _ in $(seq "$rounds"); do
   for t in 1 2; do
     for cap in default avx2; do
-      wall env ATEN_CPU_CAPABILITY=$cap "$lockstep" run "$smoke" --intra-op-threads $t --quiet --out "$work/one.json" >>"$work/t$t-$cap"
+      wall env ATEN_CPU_CAPABILITY=$cap "$lockstep" run "$smoke" --intra-op-threads $t --quiet --record "$work/one.json" >>"$work/t$t-$cap"
     done
   done
-  wall "$lockstep" calibrate "$smoke" --axis threads=1,2 --axis capability=default,avx2 --repeats 2 --no-detect \
+  wall "$lockstep" calibrate "$smoke" --axis threads=1,2 --axis capability=default,avx2 --repeat 2 --no-detect \
     --out "$work/out" >>"$work/cal"
 done
 busy=0

@@ -32,9 +32,9 @@ best() {  # best of 5 wall times of "$@"
   done
   echo "$b"
 }
-t_single=$(best "$lockstep" run "$work/single.json" --out "$work/single.run.json")
-t_w1=$(best "$lockstep" run "$smoke" --world-size 1 --out "$work/w1.run.json")
-t_w2=$(best "$lockstep" run "$smoke" --world-size 2 --out "$work/w2.run.json")
+t_single=$(best "$lockstep" run "$work/single.json" --record "$work/single.run.json")
+t_w1=$(best "$lockstep" run "$smoke" --world-size 1 --record "$work/w1.run.json")
+t_w2=$(best "$lockstep" run "$smoke" --world-size 2 --record "$work/w2.run.json")
 printf 'single process (no c10d):  %.3f s\n' "$t_single"
 printf '1 rank  (c10d Gloo):       %.3f s\n' "$t_w1"
 printf '2 ranks (c10d Gloo):       %.3f s\n' "$t_w2"

@@ -94,7 +94,7 @@ declare -A seconds values
 run_reader() {  # NAME VALUES ARGS...
   local name=$1 n=$2
   shift 2
-  seconds[$name]=$(best_of "$bin" import "$@" --out "$work/$name.record.json")
+  seconds[$name]=$(best_of "$bin" import "$@" --record "$work/$name.record.json")
   values[$name]=$n
 }
 run_reader jsonl $((steps * 8)) jsonl "$work/m.jsonl" $series

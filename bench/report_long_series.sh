@@ -27,8 +27,8 @@ PY
 series=""
 for m in loss grad_norm lr param_norm m4 m5 m6 m7; do series="$series --series $m"; done
 t0=$(date +%s.%N)
-"$bin" import jsonl "$dir/a.jsonl" $series --out "$dir/a.json" >/dev/null
-"$bin" import jsonl "$dir/b.jsonl" $series --out "$dir/b.json" >/dev/null
+"$bin" import jsonl "$dir/a.jsonl" $series --record "$dir/a.json" >/dev/null
+"$bin" import jsonl "$dir/b.jsonl" $series --record "$dir/b.json" >/dev/null
 t1=$(date +%s.%N)
 code=0
 /usr/bin/time -f "%e %M" -o "$dir/time" "$bin" compare "$dir/b.json" "$dir/a.json" --html "$dir/r.html" \

@@ -26,7 +26,7 @@ seconds() {  # wall seconds of one command
   awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}' 
 }
 for _ in $(seq "$n"); do
-  seconds "./$build_dir/lockstep" run smoke/digits-cnn.json --out "$work/r.json" --quiet >>"$work/lockstep"
+  seconds "./$build_dir/lockstep" run smoke/digits-cnn.json --record "$work/r.json" --quiet >>"$work/lockstep"
   seconds "./$build_dir/bench/bare_train_loop" "$data" >>"$work/bare"
 done
 l=$(median <"$work/lockstep"); b=$(median <"$work/bare")

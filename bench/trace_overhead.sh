@@ -20,9 +20,9 @@ steps_s() {  # median seconds of the record's steady training steps (resources.s
   /usr/bin/python3 -c 'import json,statistics,sys; print(statistics.median(json.load(open(sys.argv[1]))["resources"]["step_time_s"][1:]))' "$1"
 }
 min() { awk -v t="$1" -v b="$2" 'BEGIN{print (b==""||t<b)?t:b}'; }
-# One timed run of `lockstep run CONFIG --out RECORD`: "<wall s> <training steps s>".
+# One timed run of `lockstep run CONFIG --record RECORD`: "<wall s> <training steps s>".
 timed() {
-  local t0 t1; t0=$(now); "$lockstep" run "$1" --out "$2" >/dev/null 2>&1 || { echo "bench: $lockstep run $1 failed" >&2; exit 1; }
+  local t0 t1; t0=$(now); "$lockstep" run "$1" --record "$2" >/dev/null 2>&1 || { echo "bench: $lockstep run $1 failed" >&2; exit 1; }
   t1=$(now)
   echo "$(awk -v a="$t0" -v c="$t1" 'BEGIN{print c-a}') $(steps_s "$2")"
 }

@@ -103,7 +103,7 @@ cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREF
   >"$out/cmake.txt" 2>&1 && cmake --build build-cuda -j "$jobs" --target lockstep >>"$out/cmake.txt" 2>&1 \
   || { tail -n 40 "$out/cmake.txt"; echo "gpu-check: the full build failed (log: $out/cmake.txt)"; exit 2; }
 set -o pipefail
-./build-cuda/lockstep env --device cuda --json | tee "$out/env-cuda.json" || exit
+./build-cuda/lockstep env --device cuda --format json | tee "$out/env-cuda.json" || exit
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
@@ -135,7 +135,7 @@ cfg.pop("resume_at", None)
 json.dump(cfg, open(sys.argv[1].replace(".json", "-inject.json"), "w"), indent=2)
 PY
 inject_rc=0
-(cd "$scratch" && "$lockstep" run smoke/tokens-transformer-cuda-inject.json --repeat 3 --out inject.json) \
+(cd "$scratch" && "$lockstep" run smoke/tokens-transformer-cuda-inject.json --repeat 3 --record inject.json) \
   >"$out/inject.txt" 2>&1 || inject_rc=$?
 echo "index_put_ self-test on CUDA: exit $inject_rc (4: the runs differ, as on CPU)" | tee -a "$out/inject.txt"
 echo "gpu-check: probe exit $probe_rc, full build, env, bless and check passed"

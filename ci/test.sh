@@ -37,7 +37,7 @@ libtorch_free_check() {
     return 1
   fi
   # The compare-only binary compares two records written by the full build.
-  ./build/lockstep run smoke/digits-cnn.json --out build-san/a.json --quiet
+  ./build/lockstep run smoke/digits-cnn.json --record build-san/a.json --quiet
   for g in goldens/digits-cnn/*.json; do
     ./build-san/lockstep compare build-san/a.json "$g" --config smoke/digits-cnn.json >/dev/null
   done

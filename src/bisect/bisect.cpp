@@ -253,7 +253,7 @@ namespace {
 
 // The options, refused before the history is read.
 void check_options(const BisectOptions& o) {
-  if (o.repeats < 1 || o.repeats > 20) throw BadUsage("--repeats: a run count in [1, 20]");
+  if (o.repeats < 1 || o.repeats > 20) throw BadUsage("--repeat: a run count in [1, 20]");
   if (o.smokes.empty()) throw BadUsage("bisect: no SMOKE to run");
   std::set<std::string> given;
   for (const auto& smoke : o.smokes) {

@@ -362,7 +362,7 @@ ExitCode unsettled(const EnvTest& t) {
 
 EnvBisectResult bisect_env(const EnvBisectOptions& o, Launcher& launcher) {
   if (o.smokes.empty()) throw BadUsage("bisect-env: name a smoke config");
-  if (o.repeats < 1 || o.repeats > 20) throw BadUsage("--repeats: a run count in [1, 20]");
+  if (o.repeats < 1 || o.repeats > 20) throw BadUsage("--repeat: a run count in [1, 20]");
   StackEnv good = read_stack_env(o.good_env), bad = read_stack_env(o.bad_env);
   EnvBisectResult r;
   r.differences = env_differences(good, bad);

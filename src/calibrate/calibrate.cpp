@@ -389,16 +389,16 @@ namespace {
 
 // The options' numbers, refused before anything else.
 void check_numbers(const CalibrateOptions& o) {
-  if (o.repeats < 1 || o.repeats > 100) throw BadUsage("--repeats: a run count in [1, 100]");
+  if (o.repeats < 1 || o.repeats > 100) throw BadUsage("--repeat: a run count in [1, 100]");
   auto finite_in = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
   if (!finite_in(o.rules.multiplier, 1, 1000)) throw BadUsage("--multiplier: a number in [1, 1000]");
   if (!finite_in(o.rules.rtol_floor, 0, 1)) throw BadUsage("--rtol-floor: a number in [0, 1]");
   if (!finite_in(o.rules.atol_floor, 0, 1e6)) throw BadUsage("--atol-floor: a number in [0, 1e6]");
-  if (o.seeds < 1 || o.seeds > 100) throw BadUsage("--seeds: a seed count in [1, 100]");
+  if (o.seeds < 1 || o.seeds > 100) throw BadUsage("--seed-count: a seed count in [1, 100]");
 }
 
 // The axes into c.axes: as given, else threads {n, 2n} x every capability
-// here; --seeds as a seed axis; each checked against the smoke and CPU.
+// here; --seed-count as a seed axis; each checked against the smoke and CPU.
 void choose_axes(const SmokeConfig& cfg, const CalibrateOptions& o, Calibration& c) {
   std::string isa = o.isa_flags.empty() ? cpu_isa_flags() : o.isa_flags;
   std::vector<std::string> capabilities = supported_capabilities(isa);
@@ -420,7 +420,7 @@ void choose_axes(const SmokeConfig& cfg, const CalibrateOptions& o, Calibration&
                                  "; it runs " + some(capabilities) + ")");
   }
   if (o.seeds > 1) {
-    if (seen.count("seed")) throw BadUsage("--seeds with --axis seed=...: give the seeds one way");
+    if (seen.count("seed")) throw BadUsage("--seed-count with --axis seed=...: give the seeds one way");
     CalibrateAxis s{"seed", {}};
     uint64_t base = base_seed(cfg).first;
     for (int i = 0; i < o.seeds; ++i) s.values.push_back(std::to_string(base + static_cast<uint64_t>(i)));
@@ -537,7 +537,7 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   if (c.axes.empty()) points.clear();  // --records alone: nothing to run here
   size_t total = points.size() * static_cast<size_t>(o.repeats) + records.size();
   if (total < 2)
-    throw BadUsage(file + ": calibration needs at least 2 runs (axis points x --repeats, plus --records), got " +
+    throw BadUsage(file + ": calibration needs at least 2 runs (axis points x --repeat, plus --records), got " +
                    std::to_string(total));
 
   // The runs here, in parallel while slots are free, then the records.

@@ -21,6 +21,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// --seeds 7,8,9: the seed axis, named as bless --seeds names its seeds. One
+// value was the old seed count (now --seed-count): refused, not guessed.
+CalibrateAxis seed_axis(const CalibrateCliOptions& o) {
+  const std::string& list = o.seed_list;
+  if (list.find(',') == std::string::npos)
+    throw BadUsage("calibrate --seeds " + input_excerpt(list) + ": a list of at least two seeds, as bless --seeds "
+                   "takes (e.g. --seeds 7,8,9); for K seeds from the config's, --seed-count K");
+  if (o.seeds > 1) throw BadUsage("calibrate --seeds with --seed-count: give the seeds one way");
+  for (const std::string& a : o.axes)
+    if (a.rfind("seed=", 0) == 0) throw BadUsage("calibrate --seeds with --axis seed=...: give the seeds one way");
+  try {
+    return parse_axis("seed=" + list);
+  } catch (const Error& e) {
+    throw BadUsage("calibrate --seeds " + input_excerpt(list) + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 int calibrate_command(const CalibrateCliOptions& o) {
@@ -40,6 +57,7 @@ int calibrate_command(const CalibrateCliOptions& o) {
   require_out_folder(o.out_dir, {o.smoke}, "");
   CalibrateOptions options;
   for (const auto& a : o.axes) options.axes.push_back(parse_axis(a));
+  if (!o.seed_list.empty()) options.axes.push_back(seed_axis(o));
   options.seeds = o.seeds;
   options.repeats = o.repeats;
   options.records = o.records;

@@ -23,4 +23,14 @@ void remember_command_line(int argc, char** argv) {
 
 const std::vector<std::string>& remembered_command_line() { return saved(); }
 
+void respell_remembered_flag(const std::string& old, const std::vector<std::string>& now) {
+  std::vector<std::string> out;
+  for (const std::string& a : saved()) {
+    if (a == old) out.insert(out.end(), now.begin(), now.end());
+    else if (now.size() == 1 && a.rfind(old + "=", 0) == 0) out.push_back(now[0] + a.substr(old.size()));
+    else out.push_back(a);
+  }
+  saved() = std::move(out);
+}
+
 }  // namespace lockstep

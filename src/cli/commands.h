@@ -30,6 +30,12 @@ void remember_command_line(int argc, char** argv);
 /// The command line given to remember_command_line(), argv[0] included.
 const std::vector<std::string>& remembered_command_line();
 
+/// Replaces the deprecated flag `old` in the remembered command line by
+/// `now` ("--out" → {"--record"}, "--json" → {"--format", "json"}; "--out=F"
+/// → "--record=F" when `now` is one word), so the command handed on
+/// (cli/torch_commands_exec.cpp) speaks the current vocabulary.
+void respell_remembered_flag(const std::string& old, const std::vector<std::string>& now);
+
 /// `lockstep probe SMOKE`: data-only pass, writes a record with probes only.
 int probe_command(const RunOptions& options);
 
@@ -40,8 +46,9 @@ struct ImportOptions {
   std::string format;                ///< a metrics_format_name(): tensorboard, jsonl, ..., mlflow
   std::string path;                  ///< file, or a folder of event files (an MLflow run folder)
   std::vector<std::string> series;   ///< NAME=TAG (or NAME alone: the tag is the name)
-  /// The record path; with `golden`, the folder the pending golden goes
-  /// to (<out>/<smoke>/<platform>.golden.new; default lockstep-import).
+  std::string record;  ///< --record FILE: the record path (without `golden`)
+  /// --out DIR, with `golden`: the folder the pending golden goes to
+  /// (<out>/<smoke>/<platform>.golden.new; default lockstep-import).
   std::string out;
   /// --golden SMOKE: a smoke config; the import becomes a pending golden
   /// of that smoke (its name, config hash and seed) for `review` and
@@ -134,8 +141,9 @@ int history_pull_command(const HistorySyncOptions& options);
 struct CalibrateCliOptions {
   std::string smoke;
   std::vector<std::string> axes;     ///< "threads=1,2", parsed by parse_axis
-  int seeds = 1;
-  int repeats = 2;
+  int seeds = 1;                     ///< --seed-count K
+  std::string seed_list;             ///< --seeds "7,8,9": the seed axis, as bless --seeds names seeds
+  int repeats = 2;                   ///< --repeat N
   std::vector<std::string> records;
   double multiplier = 1.5;
   double rtol_floor = 1e-3;
@@ -265,7 +273,9 @@ bool running_in_ci();
 
 /// `lockstep env [--json] [--diff RECORD]`.
 struct EnvOptions {
-  bool json = false;
+  std::string format = "text";  ///< --format: "text" or "json"
+  bool json = false;            ///< format == "json": stdout holds the JSON only
+  std::string json_out;         ///< --json FILE: also write the JSON there
   std::string device = "cpu";  ///< whose platform key and relevance: "cpu" or "cuda"
   bool device_given = false;   ///< --device was on the command line
   std::string diff_record;

@@ -9,6 +9,7 @@
 #include "bisect/bisect_env.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/atomic_file.h"
 #include "core/json_io.h"
 #include "external/trainer_environment.h"
 #include "record/golden.h"
@@ -97,19 +98,23 @@ int env_trainer_diff_command(const EnvOptions& o) {
       diff_trainer_environment(o.diff_record, std::filesystem::current_path().string(), cfg, o.python);
   size_t relevant = 0;
   for (const auto& f : d.differences) relevant += f.relevant ? 1 : 0;
-  if (o.json) {
+  if (o.json || !o.json_out.empty()) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& f : d.differences)
       arr.push_back({{"field", f.name}, {"record", f.golden}, {"here", f.run}, {"relevant", f.relevant}});
-    std::cout << pretty_dump({{"platform", d.platform},
-                              {"record_platform", d.record_platform},
-                              {"interpreter", d.interpreter},
-                              {"differences", arr},
-                              {"compared", d.compared},
-                              {"config", d.config},
-                              {"left_out", d.left_out}});
-    write_env_pair(o, d.differences);
-    return 0;
+    const std::string doc = pretty_dump({{"platform", d.platform},
+                                         {"record_platform", d.record_platform},
+                                         {"interpreter", d.interpreter},
+                                         {"differences", arr},
+                                         {"compared", d.compared},
+                                         {"config", d.config},
+                                         {"left_out", d.left_out}});
+    if (!o.json_out.empty()) write_file_atomically(o.json_out, doc);
+    if (o.json) {
+      std::cout << doc;  // --format json: stdout holds the JSON only
+      write_env_pair(o, d.differences);
+      return 0;
+    }
   }
   std::cout << "platform here: " << printable_message(d.platform, false) << ", in " << o.diff_record << ": "
             << printable_message(d.record_platform, false) << "\n"

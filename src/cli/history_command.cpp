@@ -53,7 +53,7 @@ int history_add_command(const HistoryAddOptions& o) {
     } catch (const Error& e) {
       // A golden is entered by the check that compares a run with it.
       if (e.code() == ExitCode::kBadInput && std::string(e.what()).find("content_hash") != std::string::npos)
-        throw BadInput(path, "", "a run record (lockstep run or import --out); this is a golden, whose nights are "
+        throw BadInput(path, "", "a run record (lockstep run or import --record); this is a golden, whose nights are "
                                  "the checks against it (check --history)");
       throw;
     }

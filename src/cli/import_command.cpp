@@ -262,21 +262,25 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
 
 int import_command(const ImportOptions& o) {
   MetricsSpec spec = spec_of(o);
+  if (!o.golden.empty() && !o.record.empty())
+    throw BadUsage("import --record " + o.record + " with --golden: a pending golden goes to --out DIR (default "
+                   "lockstep-import), not to a record file; drop one");
   std::error_code ec;
   if (fs::is_directory(o.path, ec)) {  // a TensorBoard or MLflow run folder: nothing inside it is written
-    const std::string out = o.out.empty() ? (o.golden.empty() ? "" : "lockstep-import") : o.out;
+    const std::string out = o.golden.empty() ? o.record : o.out.empty() ? "lockstep-import" : o.out;
+    const std::string flag = o.golden.empty() ? "--record " : "--out ";
     fs::path in = fs::weakly_canonical(fs::absolute(o.path)), to = fs::weakly_canonical(fs::absolute(out));
     if (!out.empty() && std::mismatch(in.begin(), in.end(), to.begin(), to.end()).first == in.end())
-      throw BadUsage("--out " + out + ": inside the folder read (" + o.path + "); write " +
+      throw BadUsage(flag + out + ": inside the folder read (" + o.path + "); write " +
                      (o.golden.empty() ? "the record" : "the pending golden") + " elsewhere");
   }
   if (o.golden.empty()) {
-    if (o.out.empty()) throw BadUsage("import: --out RECORD is required (or --golden SMOKE for a pending golden)");
+    if (o.record.empty()) throw BadUsage("import: --record FILE is required (or --golden SMOKE for a pending golden)");
     if (o.step_offset != 0) throw BadUsage("--step-offset: only with --golden (a record keeps the log's own steps)");
     if (!o.platform.empty()) throw BadUsage("--platform: only with --golden (a record's platform is this machine's)");
-    refuse_overwriting_inputs(o.out, {o.path, o.probes});
-    refuse_overwriting_a_golden(o.out, "the imported record");
-    refuse_replacing_other_than_a_record(o.out, "--out");
+    refuse_overwriting_inputs(o.record, {o.path, o.probes});
+    refuse_overwriting_a_golden(o.record, "the imported record");
+    refuse_replacing_other_than_a_record(o.record, "--record");
     if (!is_golden_name(o.name))
       throw BadUsage("--name " + o.name + ": a smoke name of 1 to 100 letters, digits, '.', '_' and '-', not starting "
                      "with '.'");
@@ -286,9 +290,9 @@ int import_command(const ImportOptions& o) {
   if (!o.golden.empty()) {
     status = write_pending_import(o, spec, std::move(rec));
   } else {
-    write_run_record(o.out, rec);
+    write_run_record(o.record, rec);
     std::cout << "import: " << steps_said(rec) << " from " << o.path
-              << "\n  record " << o.out << "\n";
+              << "\n  record " << o.record << "\n";
     print_rounding_notes(rec);
     print_not_logged_notes(rec);
   }

@@ -57,6 +57,19 @@ CLI::Validator decimal_number(double lo, double hi) {
       "NUMBER");
 }
 
+// An old spelling of a flag (docs/architecture.md, "One flag vocabulary"),
+// kept working: hidden from --help, bound to what `now` binds (the caller
+// adds the same checks), and one line on stderr names the spelling that
+// replaced it. The remembered command line gets the new spelling, so a
+// front that hands the command to lockstep-torch does not say it twice.
+template <class T>
+CLI::Option* add_deprecated(CLI::App* cmd, const std::string& old, T& value, const std::string& now) {
+  return cmd->add_option(old, value, "")->group("")->each([old, now](const std::string&) {
+    std::cerr << "lockstep: note: " << old << " is deprecated; use " << now << " (the same meaning)\n";
+    lockstep::respell_remembered_flag(old, {now.substr(0, now.find(' '))});
+  });
+}
+
 void add_overrides(CLI::App* cmd, lockstep::RunOverrides& o) {
   cmd->add_option("--intra-op-threads", o.intra_op_threads,
                   "Override the config's intra-op thread count (recorded; a golden made with "
@@ -74,9 +87,11 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
                           lockstep::RunOptions& o) {
   auto* cmd = app.add_subcommand(name, help);
   cmd->add_option("SMOKE", o.smoke, "Smoke config file")->required();
-  cmd->add_option("--out", o.out, out_help)->check([](const std::string& v) {
+  auto not_empty = [](const std::string& v) {
     return v.empty() ? std::string("a file path for the record, not empty") : std::string();
-  });
+  };
+  cmd->add_option("--record", o.out, out_help)->check(not_empty);
+  add_deprecated(cmd, "--out", o.out, "--record FILE")->check(not_empty);
   cmd->add_flag("--quiet", o.quiet, "Print nothing on success");
   add_overrides(cmd, o.overrides);
   // One rank of a multi-rank smoke, started by the coordinator
@@ -108,9 +123,12 @@ CLI::App* add_calibrate_command(CLI::App& app, lockstep::CalibrateCliOptions& o)
   cmd->add_option("--axis", o.axes,
                   "NAME=V1,V2,...: threads (intra-op), capability (ATEN_CPU_CAPABILITY: default, avx2, avx512), "
                   "workers or seed; repeatable (default: threads=n,2n x every capability this CPU runs)");
-  cmd->add_option("--seeds", o.seeds, "Also vary the seed over K seeds from the config's (sigma rules)")
+  cmd->add_option("--seeds", o.seed_list,
+                  "Also vary the seed over these seeds (comma-separated, as bless --seeds; sigma rules)");
+  cmd->add_option("--seed-count", o.seeds, "Also vary the seed over K seeds from the config's (sigma rules)")
       ->transform(decimal_range(1, 100));
-  cmd->add_option("--repeats", o.repeats, "Fresh runs at each point")->capture_default_str()->transform(decimal_range(1, 100));
+  cmd->add_option("--repeat", o.repeats, "Fresh runs at each point")->capture_default_str()->transform(decimal_range(1, 100));
+  add_deprecated(cmd, "--repeats", o.repeats, "--repeat N")->transform(decimal_range(1, 100));
   cmd->add_option("--records", o.records, "Run records (or folders of them) from other runners, e.g. CI artifacts");
   cmd->add_option("--multiplier", o.multiplier, "m: rules allow m times the measured spread")
       ->capture_default_str()
@@ -142,10 +160,11 @@ CLI::App* add_bisect_command(CLI::App& app, lockstep::BisectCliOptions& o) {
   cmd->add_option("--bad", o.bad, "A later revision, on --good's first-parent line, whose smokes fail")->required();
   cmd->add_option("SMOKE", o.smokes, "Smoke configs or folders, relative to the repository's root (default: smoke)");
   cmd->add_option("--build", o.build, "Shell command run in each commit's folder before its runs (a failure skips it)");
-  cmd->add_option("--repeats", o.repeats,
+  cmd->add_option("--repeat", o.repeats,
                   "Runs per commit, held bit for bit; a step whose runs differ is rerun this many times, then skipped")
       ->capture_default_str()
       ->transform(decimal_range(1, 20));
+  add_deprecated(cmd, "--repeats", o.repeats, "--repeat N")->transform(decimal_range(1, 20));
   cmd->add_option("--repo", o.repo, "A folder of the repository (default: the current one)");
   cmd->add_option("--json", o.json_out, "Also write the steps and the conclusion as JSON to this file")
       ->each([&o](const std::string&) { o.json_given = true; });
@@ -163,9 +182,10 @@ CLI::App* add_bisect_env_command(CLI::App& app, lockstep::BisectEnvCliOptions& o
   cmd->add_option("--good-env", o.good_env, "Environment file of the stack whose smokes pass")->required();
   cmd->add_option("--bad-env", o.bad_env, "Environment file of the stack whose smokes fail")->required();
   cmd->add_option("SMOKE", o.smokes, "Smoke configs or folders")->required();
-  cmd->add_option("--repeats", o.repeats, "Runs per tested set, held bit for bit")
+  cmd->add_option("--repeat", o.repeats, "Runs per tested set, held bit for bit")
       ->capture_default_str()
       ->transform(decimal_range(1, 20));
+  add_deprecated(cmd, "--repeats", o.repeats, "--repeat N")->transform(decimal_range(1, 20));
   cmd->add_option("--json", o.json_out, "Also write the sets tested and the conclusion as JSON to this file")
       ->each([&o](const std::string&) { o.json_given = true; });
   cmd->add_option("--out", o.out_dir, "Folder for the records (<out>/bisect-env/)")->capture_default_str();
@@ -251,8 +271,9 @@ void add_compare_and_import(CLI::App& app, std::vector<Command>& out) {
       ->check(CLI::IsMember({"tensorboard", "jsonl", "mllog", "csv", "megatron", "torchtitan", "hf-trainer", "mlflow"}));
   import->add_option("PATH", o->path, "Metrics file, or a folder of events.out.tfevents.* files")->required();
   import->add_option("--series", o->series, "NAME=TAG: record the tag (key, column) TAG as series NAME")->required();
-  import->add_option("--out", o->out,
-                     "Record path; with --golden, the folder for the pending golden (default lockstep-import)");
+  import->add_option("--record", o->record, "Record path (without --golden)");
+  auto* import_out = import->add_option(
+      "--out", o->out, "With --golden: the folder for the pending golden (default lockstep-import)");
   import->add_option("--golden", o->golden,
                      "Smoke config: write a pending golden of this smoke (then `lockstep review`, `accept --reason`)");
   import->add_option("--platform", o->platform,
@@ -275,7 +296,16 @@ void add_compare_and_import(CLI::App& app, std::vector<Command>& out) {
       ->capture_default_str();
   auto* seed = import->add_option("--seed", o->seed, "Seed the trainer ran with (recorded)")
                    ->transform(decimal_range(0, UINT64_MAX));
-  out.push_back({import, [o, step_key, mllog_step, run, seed] {
+  out.push_back({import, [o, step_key, mllog_step, run, seed, import_out] {
+                   // `import --out FILE` without --golden was the record: its old spelling.
+                   if (import_out->count() > 0 && o->golden.empty()) {
+                     if (!o->record.empty())
+                       throw BadUsage("import --out " + o->out + ": a folder for --golden's pending golden; the "
+                                      "record goes to --record " + o->record);
+                     std::cerr << "lockstep: note: import --out FILE is deprecated for the record; use --record FILE "
+                                  "(--out names the pending golden's folder, with --golden)\n";
+                     o->record = o->out;
+                   }
                    o->step_key_given = step_key->count() > 0;
                    o->mllog_step_given = mllog_step->count() > 0;
                    o->run_given = run->count() > 0;
@@ -341,7 +371,8 @@ void add_golden_commands(CLI::App& app, std::vector<Command>& out) {
   bless->add_option("--reason", o->reason, "Why the goldens change (recorded)")->required();
   bless->add_option("--goldens", o->goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
   bless->add_option("--out", o->out_dir, "Folder for the run records")->capture_default_str();
-  bless->add_option("--runs", o->runs, "Bit-identical runs required")->transform(decimal_range(2, 100))->capture_default_str();
+  bless->add_option("--repeat", o->runs, "Bit-identical runs required")->transform(decimal_range(2, 100))->capture_default_str();
+  add_deprecated(bless, "--runs", o->runs, "--repeat N")->transform(decimal_range(2, 100));
   bless->add_option("--seeds", o->seeds,
                     "Also bless these seeds (comma-separated) into a multi-seed golden: per-step mean and "
                     "std for the sigma rule; the config's seed stays the exact reference");
@@ -401,7 +432,12 @@ void add_setup_commands(CLI::App& app, std::vector<Command>& out) {
 
   auto o = std::make_shared<EnvOptions>();
   auto* env = app.add_subcommand("env", "Print the environment fingerprint, or diff it against a record");
-  env->add_flag("--json", o->json, "Print JSON");
+  env->add_option("--format", o->format, "text, or json (the fingerprint as JSON on stdout)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  // --json FILE as in every command; bare --json was the old switch.
+  auto* env_json = env->add_option("--json", o->json_out, "Also write the fingerprint (or the diff) as JSON to this file")
+                       ->expected(0, 1);
   auto* env_device = env->add_option("--device", o->device,
                   "Fingerprint for runs on this device: its platform key (cuda-sm90, ...), CUDA fields "
                   "tagged relevant; with cuda, exit 3 and the reason when CUDA is not usable")
@@ -417,8 +453,16 @@ void add_setup_commands(CLI::App& app, std::vector<Command>& out) {
       ->expected(2);
   env->add_option("--python", o->python,
                   "With a team trainer's record: the Python to ask, when trainer.command[0] is a wrapper");
-  out.push_back({env, [o, env_device] {
+  out.push_back({env, [o, env_device, env_json] {
                    o->device_given = env_device->count() > 0;
+                   if (env_json->count() > 0 && o->json_out.empty()) {
+                     std::cerr << "lockstep: note: env --json without a file is deprecated; use --format json\n";
+                     respell_remembered_flag("--json", {"--format", "json"});
+                     o->format = "json";
+                   }
+                   o->json = o->format == "json";
+                   if (!o->json_out.empty())
+                     require_report_file("--json", o->json_out, "\"platform\": ", {o->diff_record, o->config}, "");
                    if (!o->write_envs.empty() && o->diff_record.empty())
                      throw BadUsage("env --write-envs: only with --diff RECORD (the record's values and this machine's)");
                    // A team trainer's record is diffed without LibTorch, against its own interpreter.

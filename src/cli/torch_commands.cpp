@@ -119,42 +119,42 @@ int finish_command(int code) {
 int env_command(const EnvOptions& o) {
   EnvReport r = describe_environment({o.device, o.device_given, o.diff_record, fs::current_path().string()});
   const std::string& unusable = r.cuda_unusable;
+  nlohmann::json doc = {{"platform", r.platform}};
   if (o.diff_record.empty()) {
-    if (o.json) {
-      nlohmann::json out = {{"platform", r.platform}, {"fingerprint", to_json(r.fingerprint)}};
-      if (!unusable.empty()) out["cuda_unusable"] = unusable;
-      std::cout << pretty_dump(out);
-    } else {
+    doc["fingerprint"] = to_json(r.fingerprint);
+  } else {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& d : r.differences)
+      arr.push_back({{"field", d.name}, {"record", d.golden}, {"here", d.run}, {"relevant", d.relevant}});
+    doc["record_platform"] = r.record_platform;
+    doc["differences"] = arr;
+  }
+  if (!unusable.empty()) doc["cuda_unusable"] = unusable;
+  // --format json: stdout holds the JSON only; --json FILE: also that file.
+  if (o.json) std::cout << pretty_dump(doc);
+  if (!o.json_out.empty()) write_file_atomically(o.json_out, pretty_dump(doc));
+  if (o.diff_record.empty()) {
+    if (!o.json) {
       std::cout << "platform: " << printable_message(r.platform, false) << "\n";
       print_fingerprint(r.fingerprint);
     }
     if (!unusable.empty()) throw EnvironmentError("env --device cuda: CUDA is not usable: " + unusable);
     return 0;
   }
-  if (o.json) {
-    nlohmann::json arr = nlohmann::json::array();
+  if (!o.json) {
+    std::cout << "platform here: " << r.platform << ", in " << o.diff_record << ": "
+              << printable_message(r.record_platform, false) << "\n";
+    size_t relevant = 0;
+    for (const auto& d : r.differences) relevant += d.relevant ? 1 : 0;
+    std::cout << r.differences.size() << " difference(s), " << relevant
+              << " determinism-relevant (*: a check against this record would use the cross-stack lane)\n";
     for (const auto& d : r.differences)
-      arr.push_back({{"field", d.name}, {"record", d.golden}, {"here", d.run}, {"relevant", d.relevant}});
-    nlohmann::json out = {{"platform", r.platform}, {"record_platform", r.record_platform}, {"differences", arr}};
-    if (!unusable.empty()) out["cuda_unusable"] = unusable;
-    std::cout << pretty_dump(out);
-    if (!unusable.empty())
-      throw EnvironmentError("env --diff " + o.diff_record + ": a CUDA record, but CUDA is not usable here: " + unusable);
-    write_env_pair(o, r.differences);
-    return 0;
+      // A record's strings are data: control characters are escaped, never
+      // sent to the terminal.
+      std::cout << (d.relevant ? "* " : "  ") << printable_message(d.name, false)
+                << "\n      record: " << printable_message(d.golden, false)
+                << "\n      here:   " << printable_message(d.run, false) << "\n";
   }
-  std::cout << "platform here: " << r.platform << ", in " << o.diff_record << ": "
-            << printable_message(r.record_platform, false) << "\n";
-  size_t relevant = 0;
-  for (const auto& d : r.differences) relevant += d.relevant ? 1 : 0;
-  std::cout << r.differences.size() << " difference(s), " << relevant
-            << " determinism-relevant (*: a check against this record would use the cross-stack lane)\n";
-  for (const auto& d : r.differences)
-    // A record's strings are data: control characters are escaped, never
-    // sent to the terminal.
-    std::cout << (d.relevant ? "* " : "  ") << printable_message(d.name, false)
-              << "\n      record: " << printable_message(d.golden, false)
-              << "\n      here:   " << printable_message(d.run, false) << "\n";
   if (!unusable.empty())
     throw EnvironmentError("env --diff " + o.diff_record + ": a CUDA record, but CUDA is not usable here: " + unusable);
   write_env_pair(o, r.differences);

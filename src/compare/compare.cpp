@@ -761,8 +761,20 @@ void compare_module_traces(const RunRecord& run, const RunRecord& golden, const 
   // output bits moved, which may come before the module's entry (its
   // backward, or the optimizer step of the step before).
   if (!v.trace.first_op.empty()) {
-    if (v.trace.first >= 0) v.trace.summary += "; the first op whose output bits differ: " + v.trace.first_op;
-    else v.notes.push_back("op trace: the first op whose output bits differ: " + v.trace.first_op);
+    if (v.trace.first >= 0) {
+      v.trace.summary += "; the first op whose output bits differ: " + v.trace.first_op;
+    } else {
+      // Only an op moved (the modules' outputs agree): in an exact lane a
+      // bit difference nothing else shows is a finding of its own, as a
+      // module entry's is.
+      bool shown = false;
+      for (const auto& f : v.findings) shown |= f.section == Section::kTrain || f.section == Section::kHashes;
+      if (!shown)
+        v.findings.push_back({Section::kTrain, "module_trace", v.trace.first_op_step,
+                              "the first op whose output bits differ: " + v.trace.first_op});
+      else
+        v.notes.push_back("op trace: the first op whose output bits differ: " + v.trace.first_op);
+    }
   }
   if (!v.trace.op_note.empty()) v.notes.push_back(v.trace.op_note);
   // In an exact lane another module sequence, shape or entry count is a

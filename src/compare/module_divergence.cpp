@@ -140,6 +140,7 @@ void locate_first_op(const ModuleTrace& run, const ModuleTrace& ref, ModuleDiver
     }
     if (a.output_xxh3 != g.output_xxh3) {
       d.first_op = op_in_words(ref.ops, i);
+      d.first_op_step = g.step;
       return;
     }
   }

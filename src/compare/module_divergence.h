@@ -57,6 +57,7 @@ struct ModuleDivergence {
   /// op whose output bits differ, in execution order ("train step 0,
   /// forward, fc: aten.addmm.default (op 2 of fc's 2 ops)"); "" none.
   std::string first_op;
+  int64_t first_op_step = -1;   ///< the training step of first_op; -1 none
   /// Why the ops were not compared, or where their sequences part; "" else.
   std::string op_note;
 };

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -361,12 +362,13 @@ using Clock = std::chrono::steady_clock;
 struct Running {
   pid_t pid = 0;
   Clock::time_point start, deadline, kill_at;
+  std::chrono::milliseconds kill_grace{5000};  ///< ProcessSpec::kill_grace_ms
   bool term_sent = false, done = false;
 };
 
 // One look at a running process: reaps it when it ended (and kills what it
 // left in its group), sends its group SIGTERM at the deadline and SIGKILL
-// 5 s later. Returns true when it failed just now (ended not ok, or timed
+// its kill grace later. Returns true when it failed just now (ended not ok, or timed
 // out). Throws exit-3 Error when waitpid fails.
 bool poll_running(Running& r, ProcessOutcome& out) {
   int status = 0;
@@ -386,7 +388,7 @@ bool poll_running(Running& r, ProcessOutcome& out) {
     out.timed_out = true;
     r.term_sent = true;
     ::kill(-r.pid, SIGTERM);
-    r.kill_at = now + std::chrono::seconds(5);
+    r.kill_at = now + r.kill_grace;
     return true;
   }
   if (r.term_sent && now >= r.kill_at) {
@@ -420,6 +422,7 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs,
     }
     running[i].start = Clock::now();
     running[i].deadline = running[i].start + std::chrono::seconds(specs[i].timeout_s);
+    running[i].kill_grace = std::chrono::milliseconds(std::max<int64_t>(0, specs[i].kill_grace_ms));
   }
   size_t left = specs.size();
   bool stopping = false, stopped = false;

@@ -32,7 +32,10 @@ struct ProcessSpec {
   std::string cwd;                ///< working folder (must exist)
   std::string stdout_path;        ///< created/truncated; the child's stdout ("": ours, inherited)
   std::string stderr_path;        ///< created/truncated; the child's stderr
-  int64_t timeout_s = 600;        ///< wall-clock seconds before SIGTERM, then SIGKILL 5 s later
+  int64_t timeout_s = 600;        ///< wall-clock seconds before SIGTERM, then SIGKILL kill_grace_ms later
+  /// Milliseconds between the SIGTERM of a timeout and the SIGKILL: the
+  /// time a trainer gets to flush and exit on its own (5 s; tests shorten it).
+  int64_t kill_grace_ms = 5000;
   /// What argv[0] is, for messages: the config field it came from
   /// ("trainer.command[0]") or what it is ("lockstep run").
   std::string what = "trainer.command[0]";

@@ -32,7 +32,7 @@ void fresh_rendezvous(const std::string& dir) {
   if (fs::exists(fs::symlink_status(dir, ec))) {
     if (fs::is_symlink(dir, ec) || !fs::is_directory(dir, ec) || !fs::exists(fs::path(dir) / kMarker, ec))
       throw BadUsage(dir + ": exists and is not a rendezvous folder lockstep made; refusing to remove it "
-                     "(move it away, or choose another --out)");
+                     "(move it away, or choose another --record)");
     fs::remove_all(dir, ec);
     if (ec) throw io_error(dir, "remove the previous run's rendezvous folder", ec.value());
   }
@@ -144,7 +144,7 @@ std::string node_label(const RankLaunch& l) {
                   ")");
 }
 
-// One process per rank of this node: `executable args rank_args[r] --out
+// One process per rank of this node: `executable args rank_args[r] --record
 // <rendezvous>/rank-<r>.json --quiet --rank r --rendezvous DIR` (with
 // --nnodes and --master on several machines), logs in the rendezvous folder.
 std::vector<ProcessSpec> rank_specs(const RankLaunch& l, const std::vector<std::string>& records) {
@@ -161,7 +161,7 @@ std::vector<ProcessSpec> rank_specs(const RankLaunch& l, const std::vector<std::
     p.argv.insert(p.argv.end(), l.args.begin(), l.args.end());
     if (static_cast<size_t>(r) < l.rank_args.size())
       p.argv.insert(p.argv.end(), l.rank_args[static_cast<size_t>(r)].begin(), l.rank_args[static_cast<size_t>(r)].end());
-    p.argv.insert(p.argv.end(), {"--out", records[static_cast<size_t>(r)], "--quiet", "--rank", std::to_string(r),
+    p.argv.insert(p.argv.end(), {"--record", records[static_cast<size_t>(r)], "--quiet", "--rank", std::to_string(r),
                                  "--rendezvous", l.rendezvous});
     if (l.nnodes > 1) p.argv.insert(p.argv.end(), {"--nnodes", std::to_string(l.nnodes), "--master", l.master});
     p.env = env;  // the rank dies with this coordinator (core/process.h)
@@ -220,7 +220,7 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
   DirectoryLock lock(l.rendezvous + ".lock", /*wait=*/true, [&](int pid) {
     throw EnvironmentError(l.rendezvous + ": another `lockstep run` with this record path is running" +
                            (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) +
-                           "; give one of them another --out");
+                           "; give one of them another --record");
   });
   fresh_rendezvous(l.rendezvous);
   std::vector<std::string> records;

@@ -18,20 +18,41 @@ bool has_control(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
 
-// `path` relative to `root` when inside it ("" otherwise); a folder ends
-// with "/" (`folder` says so for a path that does not exist, e.g. a goldens
-// folder deleted by the pushed commit); the root itself is "./" (every change).
+// True when `rel` (a relative path) climbs out of where it is relative to:
+// its first component is ".." ("..data" is a name like any other).
+bool climbs_out(const fs::path& rel) { return !rel.empty() && *rel.begin() == ".."; }
+
+// `path` relative to `root` when inside it ("" otherwise), links resolved;
+// a folder ends with "/" (`folder` says so for a path that does not exist,
+// e.g. a goldens folder deleted by the pushed commit); the root itself is
+// "./" (every change).
 std::string inside(const fs::path& root, const fs::path& path, bool folder = false) {
   std::error_code ec;
   fs::path abs = fs::weakly_canonical(fs::absolute(path), ec);
   if (ec) return "";
   fs::path rel = abs.lexically_relative(root);
-  if (rel.empty() || rel.native().rfind("..", 0) == 0) return "";
+  if (rel.empty() || climbs_out(rel)) return "";
   if (rel == ".") return "./";
   std::string s = rel.generic_string();
   if (!s.empty() && s.back() == '/') s.pop_back();
   if (folder || fs::is_directory(abs, ec)) s += "/";
   return s;
+}
+
+// Adds `path` as a trigger (inside()), and, where it reaches its target
+// through symbolic links inside the repository, each link as a file
+// trigger: git records a link as a file, so retargeting
+// data/train.bin -> ../store/v2.bin changes "data/train.bin" only.
+void add_trigger(const fs::path& root, const fs::path& path, bool folder, std::set<std::string>& triggers) {
+  if (std::string rel = inside(root, path, folder); !rel.empty()) triggers.insert(rel);
+  std::error_code ec;
+  fs::path lexical = fs::absolute(path).lexically_normal().lexically_relative(root);
+  if (lexical.empty() || climbs_out(lexical)) return;
+  fs::path prefix;
+  for (const fs::path& part : lexical) {
+    prefix /= part;
+    if (fs::is_symlink(fs::symlink_status(root / prefix, ec))) triggers.insert(prefix.generic_string());
+  }
 }
 
 // The fixed part of a trainer.inputs pattern, as a path to trigger on: the
@@ -97,7 +118,7 @@ void read_hook_paths(const JsonView& ps, const fs::path& root, std::set<std::str
   for (size_t i = 0; i < ps.size(); ++i) {
     std::string p = ps.at(i).as_string();
     std::string norm = fs::path(p).lexically_normal().generic_string();
-    if (p.empty() || has_control(p) || fs::path(p).is_absolute() || norm.rfind("..", 0) == 0)
+    if (p.empty() || has_control(p) || fs::path(p).is_absolute() || climbs_out(fs::path(norm)))
       ps.at(i).fail("a path relative to the repository root (a folder ends with \"/\")");
     // "." is every file; a folder named without its "/" still means the folder.
     bool folder = p.back() == '/' || norm == "." || fs::is_directory(root / p, ec);
@@ -113,24 +134,29 @@ void read_hook_paths(const JsonView& ps, const fs::path& root, std::set<std::str
 // root or a folder around it) or none of its code (outside the repository).
 void add_trainer_triggers(const fs::path& root, const std::string& file, const SmokeConfig& c, HookPlan& plan,
                           std::set<std::string>& triggers) {
-  for (const std::string& pattern : c.trainer.inputs) {
-    std::string path = input_trigger_path(c, pattern);
-    bool folder = !path.empty() && path.back() == '/';
-    if (std::string rel = path.empty() ? "" : inside(root, path, folder); !rel.empty()) triggers.insert(rel);
+  for (size_t i = 0; i < c.trainer.inputs.size(); ++i) {
+    std::string path = input_trigger_path(c, c.trainer.inputs[i]);
+    if (has_control(path))
+      throw BadInput(file, "trainer.inputs[" + std::to_string(i) + "]",
+                     "a path without control characters (the pre-push hook reads its triggers line by line), got \"" +
+                         input_excerpt(c.trainer.inputs[i]) + "\"");
+    if (!path.empty()) add_trigger(root, path, path.back() == '/', triggers);
   }
-  const std::string name = inside(root, file, false);
+  // Notes quote paths from the config: escaped, one line each.
+  const std::string name = printable_message(inside(root, file, false), false);
   const fs::path cwd = fs::weakly_canonical(fs::absolute(c.trainer.resolved_cwd));
   const std::string where = inside(root, cwd, true);
   // A trainer run from the repository root, or from a folder around it,
   // may import any file in it: every change triggers the check, and the
   // user is told why once.
-  if (where == "./" || (where.empty() && root.lexically_relative(cwd).native().rfind("..", 0) != 0)) {
+  if (where == "./" || (where.empty() && !climbs_out(root.lexically_relative(cwd)))) {
     triggers.insert("./");
-    std::string what = where == "./" ? "the repository root" : "a folder around the repository (" + cwd.string() + ")";
+    std::string what = where == "./" ? "the repository root"
+                                     : "a folder around the repository (" + printable_message(cwd.string(), false) + ")";
     plan.notes.push_back(name + ": trainer.cwd is " + what + ", so every changed file triggers the check "
                          "(its code may be anywhere there); a trainer in a folder of its own triggers on that folder");
   } else if (where.empty()) {
-    plan.notes.push_back(name + ": trainer.cwd " + cwd.string() +
+    plan.notes.push_back(name + ": trainer.cwd " + printable_message(cwd.string(), false) +
                          " is outside the repository, so a change to the trainer's code there never triggers the "
                          "check; only the smoke's config, goldens and inputs inside the repository do");
   }
@@ -145,7 +171,7 @@ void add_smoke_triggers(const fs::path& root, HookPlan& plan, std::set<std::stri
   for (const std::string& s : plan.smokes) {
     fs::path p = root / s;
     bool is_file = fs::path(s).extension() == ".json";
-    if (std::string rel = inside(root, p, !is_file); !rel.empty()) triggers.insert(rel);
+    add_trigger(root, p, !is_file, triggers);
     if (!fs::exists(p, ec)) continue;  // the default smoke/ deleted in this commit: the trigger above fires
     for (const std::string& f : expand_smoke_args({p.string()})) files.push_back(f);
   }
@@ -153,11 +179,19 @@ void add_smoke_triggers(const fs::path& root, HookPlan& plan, std::set<std::stri
     SmokeConfig c = load_smoke_config(file);
     std::string goldens = goldens_root(file, "");
     // The goldens folder is a folder even when the pushed commit deleted it.
-    for (const auto& [read, folder] : {std::pair<std::string, bool>{file, false}, {goldens, true},
-                                       {c.data.resolved_path, false}, {c.model.path, false},
-                                       {c.has_trainer() ? c.trainer.resolved_cwd : std::string(), true}}) {
-      if (read.empty()) continue;
-      if (std::string rel = inside(root, read, folder); !rel.empty()) triggers.insert(rel);
+    struct Read {
+      std::string path;
+      bool folder;
+      const char* field;
+    };
+    for (const Read& read : {Read{file, false, "(its own path)"}, Read{goldens, true, "(its goldens folder)"},
+                             Read{c.data.resolved_path, false, "data.path"}, Read{c.model.path, false, "model.path"},
+                             Read{c.has_trainer() ? c.trainer.resolved_cwd : std::string(), true, "trainer.cwd"}}) {
+      if (read.path.empty()) continue;
+      if (has_control(read.path))
+        throw BadInput(file, read.field, "a path without control characters (the pre-push hook reads its "
+                                         "triggers line by line), got \"" + input_excerpt(read.path) + "\"");
+      add_trigger(root, read.path, read.folder, triggers);
     }
     if (c.has_trainer()) add_trainer_triggers(root, file, c, plan, triggers);
   }

@@ -116,6 +116,16 @@ std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecor
   auto lost = [&](bool had, bool has, const char* what) {
     if (had && !has) out.push_back(what);
   };
+  // A section kept with fewer entries checks less too: "11 of the 14 batch probes".
+  auto fewer = [&](size_t had, size_t has, const char* what) {
+    if (has > 0 && has < had)
+      out.push_back(std::to_string(had - has) + " of the " + std::to_string(had) + " " + what);
+  };
+  fewer(current.probes.size(), pending.probes.size(), "batch probes");
+  fewer(current.train_probes.size(), pending.train_probes.size(), "trained-batch probes");
+  fewer(current.module_trace.entries.size(), pending.module_trace.entries.size(), "module trace entries");
+  fewer(current.hashes.size(), pending.hashes.size(), "parameter hashes");
+  fewer(current.init.size(), pending.init.size(), "initialisation statistics");
   lost(!current.probes.empty(), !pending.probes.empty(), "batch probes");
   lost(!current.train_probes.empty(), !pending.train_probes.empty(), "trained-batch probes");
   lost(!current.module_trace.entries.empty(), !pending.module_trace.entries.empty(), "module trace");

@@ -64,7 +64,9 @@ struct PendingReview {
 /// the series current holds and pending lacks ("series grad_norm", "the
 /// series a, b and 3 more": six named at most), then "batch probes", "trained-batch probes", "module trace",
 /// "per-op hashes (trace.ops)", "parameter hashes", "initialisation statistics" and "determinism
-/// contract" when current has them and pending has none. Empty when
+/// contract" when current has them and pending has none, and "3 of the 14
+/// batch probes" (probes, trained-batch probes, module trace entries,
+/// parameter hashes, initialisation statistics) when pending keeps fewer. Empty when
 /// pending checks all that current does (an imported loss curve replacing
 /// a lockstep run's golden drops most of them).
 std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecord& pending);

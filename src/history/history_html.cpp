@@ -13,6 +13,15 @@ namespace {
 
 std::string esc(const std::string& s) { return xml_escape(s); }
 
+// A ledger's CI link as a page may follow it: http(s) only (a
+// "javascript:" or "data:" URL from LOCKSTEP_REPORT_URL would run in the
+// page); "" for anything else, which is then shown as no link.
+std::string safe_link(const std::string& url) {
+  std::string lower;
+  for (char c : url.substr(0, 8)) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return lower.rfind("https://", 0) == 0 || lower.rfind("http://", 0) == 0 ? url : "";
+}
+
 // A coordinate with one decimal: the page stays small over 365 nights.
 std::string coord(double v) {
   char buf[32];
@@ -123,7 +132,7 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
     o << "</div>";
     std::string reports;
     for (size_t i = 0; i < h.entries.size(); ++i)
-      if (!h.entries[i].ci.report_url.empty())
+      if (!safe_link(h.entries[i].ci.report_url).empty())
         reports += "<a href=\"" + esc(h.entries[i].ci.report_url) + "\">" + std::to_string(i + 1) + "</a> ";
     if (!reports.empty()) o << "<p>Reports, night by night: " << reports << "</p>";
     o << "<h3>Change points</h3>";
@@ -148,7 +157,7 @@ std::string render_history_html(const std::vector<SmokeHistory>& history) {
                      (std::count(c.unexplained.begin(), c.unexplained.end(), m) ? " (on a stack seen before)" : "");
         for (const auto& f : c.inputs) stack += (stack.empty() ? "" : "<br>") + esc("input " + f);
         for (const auto& f : c.fingerprint) stack += (stack.empty() ? "" : "<br>") + esc(f);
-        std::string link = !e.ci.report_url.empty() ? e.ci.report_url : e.ci.job_url;
+        std::string link = !safe_link(e.ci.report_url).empty() ? e.ci.report_url : safe_link(e.ci.job_url);
         o << "<tr><td>" << c.night + 1 << "</td><td>" << esc(e.time_utc.substr(0, 10)) << "</td><td><code>"
           << esc(e.commit.empty() || e.commit[0] == '(' ? "" : e.commit.substr(0, 12)) << "</code></td><td>" << esc(metrics.empty() ? "(none)" : metrics) << "</td><td>"
           << (stack.empty() ? "(same)" : stack) << "</td><td>" << esc(c.commits) << "</td><td>"

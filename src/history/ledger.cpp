@@ -256,9 +256,27 @@ LedgerSeries parse_ledger_series(const JsonView& s) {
     ls.values.push_back(v.is_number() ? v.get<double>() : values.at(i).as_double());
   }
   ls.count = s.at("count").as_uint();
-  if (ls.count < ls.values.size()) s.at("count").fail("at least the number of values kept");
+  // The writer keeps every value of a series of up to kLedgerPoints, else
+  // exactly kLedgerPoints (kept_indices).
+  const uint64_t kept = std::min<uint64_t>(ls.count, kLedgerPoints);
+  if (ls.values.size() != kept)
+    s.at("count").fail(ls.values.size() < kLedgerPoints
+                           ? "the number of values kept (" + std::to_string(ls.values.size()) +
+                                 "): a series of at most " + std::to_string(kLedgerPoints) + " keeps every value"
+                           : "at least the number of values kept (" + std::to_string(ls.values.size()) + ")");
   ls.xxh3 = s.at("xxh3").as_string();
   if (!is_hex_digest(ls.xxh3, 32)) s.at("xxh3").fail("the series' XXH3-128 (32 hex digits)");
+  // Every value kept: the hash can be checked (a value edited by hand with
+  // the hash left stale is refused). A NaN's bits do not survive JSON, so
+  // a series holding one is not rehashed.
+  if (ls.count == ls.values.size() && std::none_of(ls.values.begin(), ls.values.end(), [](double v) { return std::isnan(v); })) {
+    std::string bytes(ls.steps.size() * 8 + ls.values.size() * 8, '\0');
+    std::memcpy(bytes.data(), ls.steps.data(), ls.steps.size() * 8);
+    std::memcpy(bytes.data() + ls.steps.size() * 8, ls.values.data(), ls.values.size() * 8);
+    if (xxh3_128_hex(bytes.data(), bytes.size()) != ls.xxh3)
+      s.at("xxh3").fail("the XXH3-128 of the steps and values listed (every value is kept); they do not hash to " +
+                        ls.xxh3 + " (a value edited by hand?)");
+  }
   ls.use = s.at("use").raw().is_null() ? kNaN : s.at("use").as_double();
   if (!std::isnan(ls.use) && !(ls.use >= 0)) s.at("use").fail("a share of the tolerance, 0 or more (or null)");
   ls.rule = s.at("rule").as_string();

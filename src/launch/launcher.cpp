@@ -32,7 +32,7 @@ std::vector<std::string> override_args(const RunOverrides& o) {
 }
 
 std::vector<std::string> child_args(const ChildRun& run) {
-  std::vector<std::string> args = {"run", run.config, "--out", run.out, "--quiet"};
+  std::vector<std::string> args = {"run", run.config, "--record", run.out, "--quiet"};
   for (auto& a : override_args(run.overrides)) args.push_back(std::move(a));
   if (run.stop_after > 0)
     args.insert(args.end(), {"--stop-after", std::to_string(run.stop_after), "--checkpoint", run.checkpoint});

@@ -58,7 +58,7 @@ class Launcher {
   virtual void run_to_checkpoint(const ChildRun& run) = 0;
 };
 
-/// The real launcher: `lockstep run CONFIG --out OUT --quiet ...` in a fresh
+/// The real launcher: `lockstep run CONFIG --record OUT --quiet ...` in a fresh
 /// process of this executable (/proc/self/exe, or `executable`) through the
 /// one process runner (core/process.h: its own process group, killed with
 /// this process), stderr to <out>.log (kept when non-empty) and echoed to

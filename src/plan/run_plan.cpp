@@ -35,7 +35,7 @@ void refuse_overlap(const std::string& out, const std::string& checkpoint, const
     return x == y || (x.size() > y.size() && x.compare(0, y.size(), y) == 0 && (x[y.size()] == '/' || x[y.size()] == '.'));
   };
   if (under(a, b) || under(b, a))
-    throw BadUsage("--out " + out + " and " + flag + " " + checkpoint + ": the record (and its " + out +
+    throw BadUsage("--record " + out + " and " + flag + " " + checkpoint + ": the record (and its " + out +
                    ".ranks or .trainer folder) and the checkpoint's files (" + checkpoint + ", " + checkpoint +
                    ".*) would share paths; give them names that do not start with each other");
 }
@@ -55,13 +55,13 @@ void refuse_unsafe_outputs(const RunPlan& p) {
   std::error_code ec;
   fs::file_status s = fs::symlink_status(p.out, ec);
   if (!ec && fs::exists(s) && !fs::is_regular_file(s))  // as write_file_atomically, before the run, not after it
-    throw BadUsage(p.out + ": refusing to write over something that is not a regular file (--out names the "
+    throw BadUsage(p.out + ": refusing to write over something that is not a regular file (--record names the "
                    "record's file, e.g. " + (fs::path(p.out) / (p.config.name + ".run.json")).string() + ")");
   // A path ending in "/" names a folder: the record and a single process's
   // checkpoint are files (a multi-rank checkpoint is a folder).
   auto folder_named = [](const std::string& path) { return !path.empty() && path.back() == '/'; };
   if (folder_named(p.out))
-    throw BadUsage("--out " + p.out + ": a file path for the record, not a folder (drop the trailing /)");
+    throw BadUsage("--record " + p.out + ": a file path for the record, not a folder (drop the trailing /)");
   if (folder_named(r.checkpoint) && p.site != RunSite::kRanks)
     throw BadUsage("--checkpoint " + r.checkpoint + ": a file path, not a folder (drop the trailing /)");
   // Another smoke of the suite, overwritten by a record, would fail every
@@ -69,7 +69,7 @@ void refuse_unsafe_outputs(const RunPlan& p) {
   if (!ec && fs::is_regular_file(s) && fs::file_size(p.out, ec) < (uintmax_t{4} << 20) && !ec &&
       is_smoke_config_file(p.out))
     throw BadUsage(p.out + ": refusing to write a run record over a smoke config");
-  refuse_replacing_other_than_a_record(p.out, "--out");
+  refuse_replacing_other_than_a_record(p.out, "--record");
 }
 
 // --nnodes, --node-rank and --master, checked and resolved: node 0's

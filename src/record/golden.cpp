@@ -133,7 +133,7 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   if (config_schema && view.has("name") && (view.has("steps") || view.has("trainer") || view.has("model")))
     view.fail(std::string(allow_plain_record ? "a run record" : "a golden") +
               " (schema lockstep.run/1), got a smoke config; make a record with `lockstep run " + path +
-              " --out RUN.json`");
+              " --record RUN.json`");
   bool is_golden = view.has("provenance") || view.has("content_hash");
   if (!is_golden && !allow_plain_record)
     view.fail("a golden (with \"provenance\" and \"content_hash\"), got a plain run record");

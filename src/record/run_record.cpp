@@ -225,7 +225,7 @@ void refuse_replacing_other_than_a_record(const std::string& path, const std::st
   }
   if (!why.empty())
     throw BadUsage(flag + " " + path + ": refusing to write a run record over a file that is " + why +
-                   " (--out replaces only an earlier record; name a new file, e.g. lockstep-out/<smoke>.run.json)");
+                   " (a record replaces only an earlier record; name a new file, e.g. lockstep-out/<smoke>.run.json)");
 }
 
 RunRecord read_run_record(const std::string& path) {
@@ -236,7 +236,7 @@ RunRecord read_run_record(const std::string& path) {
   // such, before its keys are taken for a record's misspelt ones.
   if (!doc.contains("schema") && !doc.contains("series") && !doc.contains("probes"))
     view.fail(std::string("a lockstep run record (\"schema\": \"") + kRunSchema +
-              "\", from lockstep run or import --out); this JSON has none of its keys (a report? a config?)");
+              "\", from lockstep run or import --record); this JSON has none of its keys (a report? a config?)");
   view.allow_keys(run_record_keys());
   return run_record_from_json(view, sidecar_dir_of(path));
 }

@@ -110,9 +110,9 @@ RunRecord run_record_from_json(const JsonView& node,
 
 /// Throws BadUsage (exit 2) when `path` holds a regular file that is not a
 /// lockstep run record (a JSON object whose "schema" is "lockstep.run/..."):
-/// a record written with `--out` replaces only an earlier record, never a
+/// a record written with `--record` replaces only an earlier record, never a
 /// README, a script or a data file. `flag` names the option in the message
-/// ("--out"). Nothing there, or an earlier record: returns.
+/// ("--record"). Nothing there, or an earlier record: returns.
 void refuse_replacing_other_than_a_record(const std::string& path, const std::string& flag);
 
 /// The top-level keys of a run record (a golden adds "provenance" and

@@ -101,7 +101,7 @@ TEST(BisectCli, BisectEnvNamesTwoDifferencesThatOnlyMoveTheCurveTogether) {
   write_file_atomically((d / "good.json").string(), R"({"env": {"SHIFT": "0", "NOISE": "a"}})");
   write_file_atomically((d / "bad.json").string(),
                         R"({"env": {"SHIFT": "1", "NOISE": "b"}, "python_path": [")" + (d / "site").string() + R"("]})");
-  Result r = lockstep("bisect-env --good-env good.json --bad-env bad.json --repeats 1 " + kSourceDir +
+  Result r = lockstep("bisect-env --good-env good.json --bad-env bad.json --repeat 1 " + kSourceDir +
                           "/examples/pytorch-trainer/smoke/pytorch-trainer.json --out " + (d / "out").string(),
                       "", d.string());
   EXPECT_EQ(r.code, 1) << r.output;
@@ -142,7 +142,7 @@ TEST(BisectCli, EnvDiffWritesThePairBisectEnvSearches) {
     c["tolerance"] = {{"series", {{"default", {{"exact", true}}}}}, {"probes", {{"default", {{"exact", true}}}}}};
   });
   std::string record = (d / "golden-like.json").string();
-  ASSERT_EQ(lockstep("run smoke/digits-cnn.json --quiet --out " + record, "ATEN_CPU_CAPABILITY=default", d.string()).code, 0);
+  ASSERT_EQ(lockstep("run smoke/digits-cnn.json --quiet --record " + record, "ATEN_CPU_CAPABILITY=default", d.string()).code, 0);
   Result diff = lockstep("env --diff " + record + " --write-envs good.json bad.json", "ATEN_CPU_CAPABILITY=avx2", d.string());
   ASSERT_EQ(diff.code, 0) << diff.output;
   EXPECT_NE(diff.output.find("settable difference(s): the record's values to good.json, this machine's to bad.json"),

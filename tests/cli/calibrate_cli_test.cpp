@@ -36,7 +36,7 @@ TEST(CalibrateCli, DigitsCnnOverThreadsAndCapabilitiesRecommendsRulesThatHoldAnd
   fs::path p = scratch("calibrate-digits", [](nlohmann::json& c) { c.erase("resume_at"); });
   std::string smoke = (p / "smoke" / "digits-cnn.json").string(), out = (p / "out").string();
   std::string json = (p / "cal.json").string(), html = (p / "cal.html").string();
-  Result r = lockstep("calibrate " + smoke + " --repeats 1 --out " + out + " --json " + json + " --html " + html);
+  Result r = lockstep("calibrate " + smoke + " --repeat 1 --out " + out + " --json " + json + " --html " + html);
   ASSERT_EQ(r.code, 0) << r.output;
   nlohmann::json c = parse_json_file(json);
   EXPECT_EQ(c["axes"]["threads"], (nlohmann::json{"1", "2"}));
@@ -60,7 +60,7 @@ TEST(CalibrateCli, DigitsCnnOverThreadsAndCapabilitiesRecommendsRulesThatHoldAnd
   EXPECT_TRUE(c["detection"]["measured"].get<bool>()) << c["detection"].dump();
   // A run with lr x 1.001 fails the recommended rules against the first calibration run.
   std::string planted = (p / "lr.json").string();
-  ASSERT_EQ(lockstep("run " + smoke + " --lr-scale 1.001 --quiet --out " + planted).code, 0);
+  ASSERT_EQ(lockstep("run " + smoke + " --lr-scale 1.001 --quiet --record " + planted).code, 0);
   nlohmann::json reference = parse_json_file(out + "/digits-cnn/calibrate/calibrate-1.json");
   EXPECT_TRUE(fails_recommended(c["recommended"], parse_json_file(planted), reference));
   EXPECT_FALSE(fails_recommended(c["recommended"], parse_json_file(out + "/digits-cnn/calibrate/calibrate-2.json"),
@@ -75,7 +75,7 @@ TEST(CalibrateCli, RunsThatAgreeBitForBitAreRecommendedExact) {
   fs::path p = scratch("calibrate-exact", [](nlohmann::json& c) { c.erase("resume_at"); });
   std::string json = (p / "cal.json").string();
   Result r = lockstep("calibrate " + (p / "smoke" / "digits-cnn.json").string() +
-                      " --axis workers=0,2 --repeats 1 --no-detect --out " + (p / "out").string() + " --json " + json);
+                      " --axis workers=0,2 --repeat 1 --no-detect --out " + (p / "out").string() + " --json " + json);
   ASSERT_EQ(r.code, 0) << r.output;
   nlohmann::json c = parse_json_file(json);
   ASSERT_FALSE(c["recommended"].empty());
@@ -89,7 +89,7 @@ TEST(CalibrateCli, WriteUpdatesTheToleranceAndTheGoldensStayValid) {
                        kSourceDir + "/smoke/wine-mlp.json");
   std::string s = (p / "smoke").string(), out = (p / "out").string(), smoke = s + "/wine-mlp.json";
   ASSERT_EQ(lockstep("bless " + s + " --reason base --out " + out).code, 0);
-  Result r = lockstep("calibrate " + smoke + " --axis threads=1,2 --repeats 1 --no-detect --write --out " + out);
+  Result r = lockstep("calibrate " + smoke + " --axis threads=1,2 --repeat 1 --no-detect --write --out " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("wrote the recommended rules and a calibration block into " + smoke), std::string::npos);
   nlohmann::json cfg = parse_json_file(smoke);
@@ -110,7 +110,7 @@ TEST(CalibrateCli, TheTeamTrainerExampleCalibratesTheSameWay) {
   fs::create_directories(d);
   std::string json = (d / "cal.json").string();
   Result r = lockstep("calibrate " + kSourceDir + "/examples/pytorch-trainer/smoke/pytorch-trainer.json" +
-                      " --axis threads=1,2 --repeats 1 --out " + (d / "out").string() + " --json " + json);
+                      " --axis threads=1,2 --repeat 1 --out " + (d / "out").string() + " --json " + json);
   ASSERT_EQ(r.code, 0) << r.output;
   nlohmann::json c = parse_json_file(json);
   EXPECT_TRUE(c["recommended"].contains("loss"));

@@ -65,8 +65,8 @@ class Cli : public ::testing::Test {
 // (LOCKSTEP_STACK): compared as given, and said.
 TEST_F(Cli, CompareOfRecordsOfTwoStackLabelsSaysSo) {
   std::string labeled = out("labeled.json"), plain = out("plain.json");
-  ASSERT_EQ(lockstep("run " + kSmoke + " --out " + labeled + " --quiet", "LOCKSTEP_STACK=sid").code, 0);
-  ASSERT_EQ(lockstep("run " + kSmoke + " --out " + plain + " --quiet").code, 0);
+  ASSERT_EQ(lockstep("run " + kSmoke + " --record " + labeled + " --quiet", "LOCKSTEP_STACK=sid").code, 0);
+  ASSERT_EQ(lockstep("run " + kSmoke + " --record " + plain + " --quiet").code, 0);
   Result r = lockstep("compare " + labeled + " " + plain + " --config " + kSmoke);
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("the golden was made for stack (unlabeled), the run under stack sid (LOCKSTEP_STACK): "
@@ -77,8 +77,8 @@ TEST_F(Cli, CompareOfRecordsOfTwoStackLabelsSaysSo) {
 }
 
 TEST_F(Cli, TwoRunProcessesWriteBitIdenticalRecords) {
-  Result a = lockstep("run " + kSmoke + " --out " + out("a.json"));
-  Result b = lockstep("run " + kSmoke + " --out " + out("b.json"));
+  Result a = lockstep("run " + kSmoke + " --record " + out("a.json"));
+  Result b = lockstep("run " + kSmoke + " --record " + out("b.json"));
   ASSERT_EQ(a.code, 0) << a.output;
   ASSERT_EQ(b.code, 0) << b.output;
   auto ja = parse_json_file(out("a.json")), jb = parse_json_file(out("b.json"));
@@ -95,7 +95,7 @@ TEST_F(Cli, DataPassIsIdenticalForAnyWorkerCount) {
   nlohmann::json reference;
   for (int workers : {0, 1, 2, 4}) {
     std::string path = out("probe-" + std::to_string(workers) + ".json");
-    Result r = lockstep("probe " + kSmoke + " --workers " + std::to_string(workers) + " --out " + path);
+    Result r = lockstep("probe " + kSmoke + " --workers " + std::to_string(workers) + " --record " + path);
     ASSERT_EQ(r.code, 0) << r.output;
     nlohmann::json probes = parse_json_file(path)["probes"];
     EXPECT_EQ(probes.size(), 56u);  // 1797 digits / batch 32, drop_last
@@ -116,7 +116,7 @@ TEST_F(Cli, OtherIntraOpThreadCountIsComparedUnderTheTolerancesNamingTheThreads)
 
 TEST_F(Cli, OneUlpInTheGoldenLossFailsExactAndPassesWithRtol) {
   std::string run = out("ulp-run.json");
-  ASSERT_EQ(lockstep("run " + smoke() + " --out " + run).code, 0);
+  ASSERT_EQ(lockstep("run " + smoke() + " --record " + run).code, 0);
   nlohmann::json g = parse_json_file(run);
   float v = static_cast<float>(g["series"]["loss"]["values"][3].get<double>());
   float moved = std::nextafter(v, 100.0f);
@@ -162,7 +162,7 @@ TEST_F(Cli, CompareReportsReplaceOnlyEarlierReports) {
 // A goldens folder in place of a golden: the run's smoke and platform pick it.
 TEST_F(Cli, CompareFindsTheRunsGoldenInAGoldensFolder) {
   std::string run = out("folder-run.json");
-  ASSERT_EQ(lockstep("run " + smoke() + " --out " + run).code, 0);
+  ASSERT_EQ(lockstep("run " + smoke() + " --record " + run).code, 0);
   std::string goldens = (project_ / "goldens").string();
   Result r = lockstep("compare " + run + " " + goldens);
   EXPECT_EQ(r.code, 0) << r.output;
@@ -217,7 +217,7 @@ TEST_F(Cli, CompareFindsTheRunsGoldenInAGoldensFolder) {
 // and accept writes into the goldens folder compare was given.
 TEST_F(Cli, ReportsAndImportsNeverReplaceAGolden) {
   std::string run = out("guard-run.json");
-  ASSERT_EQ(lockstep("run " + smoke() + " --out " + run).code, 0);
+  ASSERT_EQ(lockstep("run " + smoke() + " --record " + run).code, 0);
   const std::string before = read_file(golden_);
   std::string goldens = (project_ / "goldens").string();
   Result into = lockstep("compare " + run + " " + goldens + " --json " + golden_);
@@ -233,7 +233,7 @@ TEST_F(Cli, ReportsAndImportsNeverReplaceAGolden) {
       << over.output;
   std::string log = out("guard.jsonl");
   write_file_atomically(log, "{\"step\": 0, \"loss\": 1.5}\n");
-  Result import = lockstep("import jsonl " + log + " --series loss=loss --out " + copy);
+  Result import = lockstep("import jsonl " + log + " --series loss=loss --record " + copy);
   EXPECT_EQ(import.code, 2) << import.output;
   EXPECT_NE(import.output.find(copy + ": refusing to write the imported record over a golden"), std::string::npos)
       << import.output;
@@ -663,6 +663,16 @@ TEST(CliHook, PrePushBlocksABrokenSmokeAndLetsACleanPushThrough) {
   EXPECT_EQ(twice.code, 0) << twice.output;
   EXPECT_NE(twice.output.find("because NOTES.md changed"), std::string::npos) << twice.output;
   EXPECT_EQ(twice.output.find("NOTES.md, NOTES.md"), std::string::npos) << twice.output;
+  // A file moved out of a trigger folder is a change there (renames are two
+  // paths); a name that is not ASCII is matched as written, not quoted.
+  Result moved = run("git mv smoke/data/digits.csv.gz moved.gz && " + git + "commit -qm mv && git push -q origin HEAD:moved");
+  EXPECT_NE(moved.code, 0) << moved.output;
+  EXPECT_NE(moved.output.find("because smoke/data/digits.csv.gz changed"), std::string::npos) << moved.output;
+  ASSERT_EQ(run("git reset -q --hard HEAD~1").code, 0);
+  Result accented = run("echo n > smoke/données.txt && " + git + "add -A && " + git +
+                        "commit -qm accent && git push -q origin HEAD:accent");
+  EXPECT_EQ(accented.code, 0) << accented.output;
+  EXPECT_NE(accented.output.find("because smoke/données.txt changed"), std::string::npos) << accented.output;
   ASSERT_EQ(run("printf '{\"hook\": {\"pathz\": []}}' > lockstep.json && " + git + "commit -qam bad").code, 0);
   Result bad = run("git push -q origin HEAD:docs");
   EXPECT_NE(bad.code, 0) << bad.output;
@@ -840,7 +850,7 @@ TEST(CliCuda, MinDriverAgainstTheInstalledDriver) {
 // cuDNN/NCCL, with the platform key they give.
 TEST(CliCuda, EnvDeviceCudaShowsEveryCudaField) {
   fs::path err = fs::temp_directory_path() / ("lockstep-env-cuda-" + std::to_string(::getpid()) + ".err");
-  Result r = shell("(env -u CI " + kWithFakeStack + " " + LOCKSTEP_BINARY + " env --device cuda --json 2>" +
+  Result r = shell("(env -u CI " + kWithFakeStack + " " + LOCKSTEP_BINARY + " env --device cuda --format json 2>" +
                    err.string() + ")");
   EXPECT_EQ(r.code, 3) << r.output;
   auto j = nlohmann::json::parse(r.output);
@@ -872,7 +882,7 @@ TEST(CliCuda, EnvDeviceCudaShowsEveryCudaField) {
       << message;
   fs::remove(err);
   // The CPU view of the same machine: CUDA facts recorded, not relevant.
-  Result cpu = shell("(env -u CI " + kWithFakeStack + " " + LOCKSTEP_BINARY + " env --json 2>/dev/null)");
+  Result cpu = shell("(env -u CI " + kWithFakeStack + " " + LOCKSTEP_BINARY + " env --format json 2>/dev/null)");
   EXPECT_EQ(cpu.code, 0) << cpu.output;
   auto c = nlohmann::json::parse(cpu.output);
   EXPECT_EQ(c["platform"].get<std::string>().rfind("cpu-", 0), 0u);
@@ -990,7 +1000,7 @@ TEST(CliCuda, EnvDiffOfATrainerGoldenComparesWhatBothRead) {
 TEST(CliCuda, EnvDiffChecksTheRecord) {
   fs::path p = scratch("env-diff");
   std::string rec = (p / "run.json").string();
-  ASSERT_EQ(lockstep("run " + kSmoke + " --quiet --out " + rec).code, 0);
+  ASSERT_EQ(lockstep("run " + kSmoke + " --quiet --record " + rec).code, 0);
   nlohmann::json j = parse_json_file(rec);
   auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
     nlohmann::json e = j;
@@ -1023,7 +1033,7 @@ TEST(CliCuda, GpuSuiteConfigsReachTheCudaPreflight) {
   for (const auto& e : fs::directory_iterator(kSourceDir + "/gpu/smoke")) {
     if (e.path().extension() != ".json") continue;
     ++seen;
-    Result r = lockstep("run " + e.path().string() + " --out never-written.json");
+    Result r = lockstep("run " + e.path().string() + " --record never-written.json");
     EXPECT_EQ(r.code, 3) << e.path() << "\n" << r.output;
     EXPECT_NE(r.output.find("device is \"cuda\" but CUDA is not usable"), std::string::npos) << r.output;
   }
@@ -1038,7 +1048,7 @@ TEST(CliCuda, StubDriverLibraryIsNamed) {
 }
 
 TEST(CliErrors, InvalidCublasWorkspaceConfigInStrictModeIsExit3) {
-  Result r = lockstep("run " + kSmoke + " --out never-written.json", "CUBLAS_WORKSPACE_CONFIG=:0:0");
+  Result r = lockstep("run " + kSmoke + " --record never-written.json", "CUBLAS_WORKSPACE_CONFIG=:0:0");
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("CUBLAS_WORKSPACE_CONFIG=:0:0"), std::string::npos) << r.output;
 }
@@ -1077,10 +1087,10 @@ TEST(CliPaths, ARelativeDataPathIsReadBesideTheConfig) {
   fs::path p = scratch("beside", [](nlohmann::json& c) { c["data"]["path"] = "data/digits.csv.gz"; });
   fs::create_directories(p / "smoke" / "data");
   fs::copy_file(data_dir() + "/digits.csv.gz", p / "smoke" / "data" / "digits.csv.gz");
-  Result r = lockstep("probe " + (p / "smoke/digits-cnn.json").string() + " --out " + (p / "beside.json").string(),
+  Result r = lockstep("probe " + (p / "smoke/digits-cnn.json").string() + " --record " + (p / "beside.json").string(),
                       "", (p / "smoke" / "data").string());
   EXPECT_EQ(r.code, 0) << r.output;
-  Result fetched = lockstep("probe " + kSmoke + " --out " + (p / "fetched.json").string());
+  Result fetched = lockstep("probe " + kSmoke + " --record " + (p / "fetched.json").string());
   ASSERT_EQ(fetched.code, 0) << fetched.output;
   nlohmann::json a = parse_json_file((p / "beside.json").string());
   nlohmann::json b = parse_json_file((p / "fetched.json").string());
@@ -1102,8 +1112,8 @@ TEST(CliPaths, ARelativeDataPathIsReadBesideTheConfig) {
 TEST(CliEnv, CpuCapabilityChangesKeyDiffAndResults) {
   fs::path p = scratch("capability");
   std::string a = (p / "default.json").string(), b = (p / "avx2.json").string();
-  ASSERT_EQ(lockstep("run " + kSmoke + " --quiet --out " + a, "ATEN_CPU_CAPABILITY=default").code, 0);
-  ASSERT_EQ(lockstep("run " + kSmoke + " --quiet --out " + b, "ATEN_CPU_CAPABILITY=avx2").code, 0);
+  ASSERT_EQ(lockstep("run " + kSmoke + " --quiet --record " + a, "ATEN_CPU_CAPABILITY=default").code, 0);
+  ASSERT_EQ(lockstep("run " + kSmoke + " --quiet --record " + b, "ATEN_CPU_CAPABILITY=avx2").code, 0);
   auto ja = parse_json_file(a), jb = parse_json_file(b);
   EXPECT_EQ(ja["platform"], "cpu-x86_64-default");
   EXPECT_EQ(jb["platform"], "cpu-x86_64-avx2");
@@ -1128,7 +1138,7 @@ TEST(CliEnv, DirtyWorkTreeIsReportedWithFileNames) {
   ASSERT_EQ(std::system(git.c_str()), 0);
   std::ofstream(p / "smoke" / "digits-cnn.json", std::ios::app) << "\n";
   std::ofstream(p / "new-file.txt") << "x";
-  Result r = lockstep("env --json", "", p.string());
+  Result r = lockstep("env --format json", "", p.string());
   ASSERT_EQ(r.code, 0) << r.output;
   auto j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j["fingerprint"]["git.dirty"]["value"], "new-file.txt smoke/digits-cnn.json");
@@ -1161,10 +1171,10 @@ TEST(CliErrors, ZeroStepsAndBadNamesAreExit2) {
 TEST(CliErrors, OutputsNeverOverwriteInputsOrGoldens) {
   fs::path p = scratch("overwrite");
   std::string cfg = (p / "smoke/digits-cnn.json").string();
-  Result over_config = lockstep("run " + cfg + " --out " + cfg);
+  Result over_config = lockstep("run " + cfg + " --record " + cfg);
   EXPECT_EQ(over_config.code, 2) << over_config.output;
   EXPECT_NE(over_config.output.find("refusing to write an output over an input"), std::string::npos);
-  Result into_goldens = lockstep("run " + cfg + " --out " + (p / "goldens/digits-cnn/cpu-x86_64-avx2.json").string());
+  Result into_goldens = lockstep("run " + cfg + " --record " + (p / "goldens/digits-cnn/cpu-x86_64-avx2.json").string());
   EXPECT_EQ(into_goldens.code, 2) << into_goldens.output;
   EXPECT_FALSE(fs::exists(p / "goldens"));
   nlohmann::json after = parse_json_file(cfg);
@@ -1215,7 +1225,7 @@ TEST(CliErrors, TooManyProbeBatchesIsExit2NamingTheField) {
     c["data"]["batch_size"] = 1;
     c["data"]["max_batches"] = 100;
   });
-  Result r = lockstep("probe " + (p / "smoke" / "digits-cnn.json").string() + " --out " + (p / "p.json").string());
+  Result r = lockstep("probe " + (p / "smoke" / "digits-cnn.json").string() + " --record " + (p / "p.json").string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("digits-cnn.json: data.max_batches: expected at most 100 batches in the data-only pass; 1797 "
                           "samples in batches of 1 x 1 epoch(s) make 1797"),

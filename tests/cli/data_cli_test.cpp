@@ -21,7 +21,7 @@ const std::string kPhotos = kSourceDir + "/smoke/photos-cnn.json";
 // Probes `smoke` into <project>/<name>.json; returns the CLI result.
 Result probe(const fs::path& project, const std::string& smoke, const std::string& name,
              const std::string& extra = "") {
-  return lockstep("probe " + smoke + " --out " + (project / (name + ".json")).string() + " " + extra);
+  return lockstep("probe " + smoke + " --record " + (project / (name + ".json")).string() + " " + extra);
 }
 
 std::string smoke_of(const fs::path& project) {
@@ -144,7 +144,7 @@ TEST(DataCli, ImageBatchesAreIdenticalForAnyWorkerCount) {
 // in one note of the run.
 TEST(DataCli, TheDecodersWarningsStayOffTheTerminal) {
   fs::path p = scratch("photo-chatter", [](nlohmann::json& c) { c.erase("resume_at"); }, kPhotos);
-  Result run = lockstep("run " + smoke_of(p) + " --out " + (p / "r.json").string());
+  Result run = lockstep("run " + smoke_of(p) + " --record " + (p / "r.json").string());
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_NE(run.output.find("note: {data}/photos: the image decoder wrote "), std::string::npos) << run.output;
   EXPECT_NE(run.output.find(" warning line(s), not shown: libpng warning: iCCP: known incorrect sRGB profile"),
@@ -170,7 +170,7 @@ TEST(DataCli, PathsThatAreNotUtf8AreWrittenEscaped) {
   nlohmann::json cfg = parse_json_file(smoke_of(p));
   cfg["data"]["path"] = "../photos";
   write_file_atomically(smoke_of(p), pretty_dump(cfg));
-  Result r = lockstep("run " + smoke_of(p) + " --out " + (p / "r.json").string());
+  Result r = lockstep("run " + smoke_of(p) + " --record " + (p / "r.json").string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(parse_json_file((p / "r.json").string())["fingerprint"]["data.skipped_files"]["value"],
             "1 file(s) not loaded: " + cls + "/notes\\xe9.txt (not an image name (.png .jpg .jpeg .tif .tiff .bmp))");

@@ -50,7 +50,7 @@ TEST(DistributedCli, TwoAndFourRanksAreBitIdenticalAcrossRepeats) {
   fs::path d = two_rank("repeat");
   for (int world : {2, 4}) {
     std::string out = (d / ("w" + std::to_string(world) + ".json")).string();
-    Result r = lockstep("run " + cfg_path(d) + " --repeat 2 --world-size " + std::to_string(world) + " --out " + out);
+    Result r = lockstep("run " + cfg_path(d) + " --repeat 2 --world-size " + std::to_string(world) + " --record " + out);
     ASSERT_EQ(r.code, 0) << r.output;
     EXPECT_NE(r.output.find("2 runs in fresh processes are bit-identical"), std::string::npos) << r.output;
     nlohmann::json rec = read(out);
@@ -67,7 +67,7 @@ TEST(DistributedCli, TwoAndFourRanksAreBitIdenticalAcrossRepeats) {
 TEST(DistributedCli, RanksSeeDifferentDataWhileTheirParametersAgree) {
   fs::path d = two_rank("shards");
   std::string out = (d / "run.json").string();
-  Result r = lockstep("run " + cfg_path(d) + " --out " + out);
+  Result r = lockstep("run " + cfg_path(d) + " --record " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 ranks (gloo)"), std::string::npos) << r.output;
   nlohmann::json r0 = read(out + ".ranks/rank-0.json"), r1 = read(out + ".ranks/rank-1.json");
@@ -101,7 +101,7 @@ TEST(DistributedCli, RanksSeeDifferentDataWhileTheirParametersAgree) {
 
 TEST(DistributedCli, ASkippedAllReduceIsADesyncNamingRankStepAndParameter) {
   fs::path d = two_rank("desync", [](nlohmann::json& c) { self_test(c, "skip_allreduce", 1, 3); });
-  Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  Result r = lockstep("run " + cfg_path(d) + " --record " + (d / "run.json").string());
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("ranks desynchronised at step 3: rank 1's parameter conv.weight differs from rank 0's"),
             std::string::npos)
@@ -110,13 +110,13 @@ TEST(DistributedCli, ASkippedAllReduceIsADesyncNamingRankStepAndParameter) {
 
 TEST(DistributedCli, ADesyncOfRankZeroIsNamedAgainstTheMajority) {
   fs::path d = two_rank("desync0", [](nlohmann::json& c) { self_test(c, "skip_allreduce", 0, 2); });
-  Result r = lockstep("run " + cfg_path(d) + " --world-size 3 --out " + (d / "run.json").string());
+  Result r = lockstep("run " + cfg_path(d) + " --world-size 3 --record " + (d / "run.json").string());
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("ranks desynchronised at step 2: rank 0's parameter conv.weight differs from rank 1's"),
             std::string::npos)
       << r.output;
   fs::path d1 = two_rank("desync1", [](nlohmann::json& c) { self_test(c, "skip_allreduce", 1, 2); });
-  Result gone = lockstep("run " + cfg_path(d1) + " --world-size 1 --out " + (d1 / "run1.json").string());
+  Result gone = lockstep("run " + cfg_path(d1) + " --world-size 1 --record " + (d1 / "run1.json").string());
   EXPECT_EQ(gone.code, 2) << gone.output;  // no rank 1 to misbehave: the self-test would never fire
   EXPECT_NE(gone.output.find("distributed.self_test.rank is 1, which would not exist"), std::string::npos)
       << gone.output;
@@ -128,7 +128,7 @@ TEST(DistributedCli, RanksDieWithAKilledCoordinator) {
     c["distributed"]["timeout_s"] = 120;
   });
   std::string pid_file = (d / "pid").string();
-  shell("(" + std::string(LOCKSTEP_BINARY) + " run " + cfg_path(d) + " --out " + (d / "run.json").string() +
+  shell("(" + std::string(LOCKSTEP_BINARY) + " run " + cfg_path(d) + " --record " + (d / "run.json").string() +
         " >/dev/null 2>&1 & echo $! > " + pid_file + "; wait) >/dev/null 2>&1 &");
   for (int i = 0; i < 200 && processes_mentioning(d.string()) < 2; ++i) ::usleep(50000);
   ASSERT_EQ(processes_mentioning(d.string()), 2);
@@ -144,7 +144,7 @@ TEST(DistributedCli, RanksDieWithAKilledCoordinator) {
 
 TEST(DistributedCli, TwoRunsWithOneRecordPathDoNotShareARendezvous) {
   fs::path d = two_rank("same-out");
-  std::string run = std::string(LOCKSTEP_BINARY) + " run " + cfg_path(d) + " --out " + (d / "run.json").string();
+  std::string run = std::string(LOCKSTEP_BINARY) + " run " + cfg_path(d) + " --record " + (d / "run.json").string();
   Result r = shell("cd " + d.string() + " && ( (" + run + " > a.log 2>&1; echo $? > a.rc) & (" + run +
                    " > b.log 2>&1; echo $? > b.rc) & wait ) && cat a.rc b.rc a.log b.log");
   // One of them runs; the other stops at once, naming the first (whichever won the lock).
@@ -155,12 +155,12 @@ TEST(DistributedCli, TwoRunsWithOneRecordPathDoNotShareARendezvous) {
   EXPECT_NE(r.output.find("run.json.ranks: another `lockstep run` with this record path is running"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("; give one of them another --out"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; give one of them another --record"), std::string::npos) << r.output;
 }
 
 TEST(DistributedCli, ANaNOnRankOneIsNamed) {
   fs::path d = two_rank("nan", [](nlohmann::json& c) { self_test(c, "nan_loss", 1, 2); });
-  Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  Result r = lockstep("run " + cfg_path(d) + " --record " + (d / "run.json").string());
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("step 2: rank 1 of 2: its loss is nan; every rank stopped before the update"),
             std::string::npos)
@@ -173,7 +173,7 @@ TEST(DistributedCli, AKilledRankIsExitOneWithinTheTimeoutAndLeavesNoProcess) {
     c["distributed"]["timeout_s"] = 60;
   });
   auto t0 = std::chrono::steady_clock::now();
-  Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  Result r = lockstep("run " + cfg_path(d) + " --record " + (d / "run.json").string());
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("rank 1 of 2 was killed by signal 9 (Killed) at step 4, forward/backward; the other ranks "
@@ -191,7 +191,7 @@ TEST(DistributedCli, AHungRankIsNamedAtTheTimeout) {
     // on a loaded 2-core runner: the hang must be the only thing that times out.
     c["distributed"]["timeout_s"] = 15;
   });
-  Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  Result r = lockstep("run " + cfg_path(d) + " --record " + (d / "run.json").string());
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("rank 1 of 2 stopped (last seen: step 1, after the update) and did not finish within "
                           "distributed.timeout_s = 15 s; the other ranks waited for it (rank 0 at step 2, "
@@ -240,7 +240,7 @@ TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
   fs::path d = two_rank("resume");
   std::string cfg = cfg_path(d), ck = (d / "ck").string();
   std::string straight = (d / "straight.json").string(), resumed = (d / "resumed.json").string();
-  ASSERT_EQ(lockstep("run " + cfg + " --out " + straight).code, 0);
+  ASSERT_EQ(lockstep("run " + cfg + " --record " + straight).code, 0);
   Result stop = lockstep("run " + cfg + " --stop-after 5 --checkpoint " + ck);
   ASSERT_EQ(stop.code, 0) << stop.output;
   EXPECT_NE(stop.output.find("2 ranks stopped after 5 steps, checkpoint " + ck), std::string::npos) << stop.output;
@@ -248,14 +248,14 @@ TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
   EXPECT_EQ(manifest["world_size"], 2);
   EXPECT_EQ(manifest["step"], 5);
   EXPECT_TRUE(fs::is_regular_file(d / "ck" / "rank-1.ckpt"));
-  Result resume = lockstep("run " + cfg + " --resume " + ck + " --out " + resumed);
+  Result resume = lockstep("run " + cfg + " --resume " + ck + " --record " + resumed);
   ASSERT_EQ(resume.code, 0) << resume.output;
   Result same = lockstep("compare " + resumed + " " + straight);
   EXPECT_EQ(same.code, 0) << same.output;
 
   // Another world size, swapped rank files, a changed byte, a file: exit 2.
   auto refused = [&](const std::string& args, const std::string& expect) {
-    Result r = lockstep("run " + cfg + " " + args + " --out " + (d / "x.json").string());
+    Result r = lockstep("run " + cfg + " " + args + " --record " + (d / "x.json").string());
     EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(expect), std::string::npos) << r.output;
   };
@@ -274,14 +274,14 @@ TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
   refused("--resume " + (d / "swapped").string(), " of 2, got rank ");
   std::ofstream(d / "swapped" / "rank-1.ckpt", std::ios::app) << "!";
   refused("--resume " + (d / "swapped").string(), "rank-1.ckpt: expected XXH3-128 ");
-  Result single = lockstep("run " + kSmoke + " --resume " + ck + " --out " + (d / "y.json").string());
+  Result single = lockstep("run " + kSmoke + " --resume " + ck + " --record " + (d / "y.json").string());
   EXPECT_EQ(single.code, 2) << single.output;
   EXPECT_NE(single.output.find("got a folder (a multi-rank smoke's checkpoint?)"), std::string::npos) << single.output;
 
   // The record never lands among the checkpoint's files, nor a checkpoint in the goldens.
   fs::create_directory_symlink(".", d / "L");  // the same path through a link
   for (const std::string& o : {ck + "/checkpoint.json", (d / "L" / "ck" / "checkpoint.json").string()}) {
-    Result inside = lockstep("run " + cfg + " --resume " + ck + " --out " + o);
+    Result inside = lockstep("run " + cfg + " --resume " + ck + " --record " + o);
     EXPECT_EQ(inside.code, 2) << inside.output;
     EXPECT_NE(inside.output.find("would share paths"), std::string::npos) << inside.output;
   }
@@ -293,7 +293,7 @@ TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
   refused("--stop-after 3 --checkpoint " + (d / "goldens" / "ck").string(),
           "refusing to write a checkpoint into the goldens folder");
   for (const std::string& smoke : {cfg, kSmoke}) {  // multi-rank and single-process
-    Result golden_out = lockstep("run " + smoke + " --out " + (fs::path(smoke).parent_path().parent_path() / "goldens" / "r.json").string());
+    Result golden_out = lockstep("run " + smoke + " --record " + (fs::path(smoke).parent_path().parent_path() / "goldens" / "r.json").string());
     EXPECT_EQ(golden_out.code, 2) << golden_out.output;
     EXPECT_NE(golden_out.output.find("refusing to write a run record into the goldens folder"), std::string::npos)
         << golden_out.output;
@@ -301,7 +301,7 @@ TEST(DistributedCli, AStoppedAndResumedTwoRankRunReplaysTheStraightOne) {
 
   // A second stop replaces the checkpoint whole ("ck/" is "ck"), and
   // leaves no rank logs behind; a folder lockstep did not make is never replaced.
-  Result again = lockstep("run " + cfg + " --stop-after 3 --checkpoint " + ck + "/ --out " + (d / "s.json").string());
+  Result again = lockstep("run " + cfg + " --stop-after 3 --checkpoint " + ck + "/ --record " + (d / "s.json").string());
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_EQ(read(d / "ck" / "checkpoint.json")["step"], 3);
   EXPECT_FALSE(fs::exists(ck + ".partial"));
@@ -320,11 +320,11 @@ TEST(DistributedCli, ResumingWithoutTheRanksGeneratorStatesMovesTheFirstResumedS
     c["model"] = {{"name", "mlp"}, {"hidden", 32}, {"dropout", 0.1}, {"classes", 10}};
   });
   std::string cfg = cfg_path(d), ck = (d / "ck").string(), straight = (d / "straight.json").string();
-  ASSERT_EQ(lockstep("run " + cfg + " --out " + straight).code, 0);
+  ASSERT_EQ(lockstep("run " + cfg + " --record " + straight).code, 0);
   ASSERT_EQ(lockstep("run " + cfg + " --stop-after 5 --checkpoint " + ck).code, 0);
-  ASSERT_EQ(lockstep("run " + cfg + " --resume " + ck + " --out " + (d / "ok.json").string()).code, 0);
+  ASSERT_EQ(lockstep("run " + cfg + " --resume " + ck + " --record " + (d / "ok.json").string()).code, 0);
   EXPECT_EQ(lockstep("compare " + (d / "ok.json").string() + " " + straight).code, 0);
-  ASSERT_EQ(lockstep("run " + cfg + " --resume " + ck + " --skip-generator-restore --out " + (d / "bad.json").string()).code, 0);
+  ASSERT_EQ(lockstep("run " + cfg + " --resume " + ck + " --skip-generator-restore --record " + (d / "bad.json").string()).code, 0);
   Result bad = lockstep("compare " + (d / "bad.json").string() + " " + straight);
   EXPECT_EQ(bad.code, 1) << bad.output;
   EXPECT_NE(bad.output.find("first divergence: train step 5: loss"), std::string::npos) << bad.output;
@@ -348,11 +348,11 @@ TEST(DistributedCli, ConfigMistakesAreExitTwoNamingTheField) {
     nlohmann::json cfg = parse_json_file(kTwoRank);
     c.edit(cfg);
     write_file_atomically(cfg_path(d), pretty_dump(cfg));
-    Result r = lockstep("run " + cfg_path(d) + " --out " + (d / "run.json").string());
+    Result r = lockstep("run " + cfg_path(d) + " --record " + (d / "run.json").string());
     EXPECT_EQ(r.code, 2) << c.expect << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expect), std::string::npos) << r.output;
   }
-  Result single = lockstep("run " + kSmoke + " --world-size 2 --out " + (d / "single.json").string());
+  Result single = lockstep("run " + kSmoke + " --world-size 2 --record " + (d / "single.json").string());
   EXPECT_EQ(single.code, 2) << single.output;
   EXPECT_NE(single.output.find("has no \"distributed\" section"), std::string::npos) << single.output;
 }
@@ -363,7 +363,7 @@ TEST(DistributedCli, AMissingLockstepTorchIsExitThreeNamingIt) {
   fs::path alone = d / "bin" / "lockstep";
   fs::create_directories(alone.parent_path());
   fs::copy_file(LOCKSTEP_BINARY, alone);
-  Result r = shell(alone.string() + " run " + cfg_path(d) + " --out " + (d / "run.json").string());
+  Result r = shell(alone.string() + " run " + cfg_path(d) + " --record " + (d / "run.json").string());
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("the ranks of digits-cnn-2rank run in " + (d / "bin" / "lockstep-torch").string() +
                           ", which cannot be started: No such file or directory (install lockstep-torch beside "
@@ -423,7 +423,7 @@ TEST(DistributedCli, RanksOnTwoMachinesGiveTheOneMachineRecord) {
     std::string one = (d / ("one" + std::to_string(world) + ".json")).string();
     std::string n0 = (d / ("n0-" + std::to_string(world) + ".json")).string();
     std::string n1 = (d / ("n1-" + std::to_string(world) + ".json")).string();
-    ASSERT_EQ(lockstep("run " + cfg_path(d) + w + " --out " + one).code, 0);
+    ASSERT_EQ(lockstep("run " + cfg_path(d) + w + " --record " + one).code, 0);
     // At world size 2 both nodes run in one folder with the default --out:
     // node 1 keeps its logs beside node 0's record, not in its way.
     if (world == 2) {
@@ -500,7 +500,7 @@ TEST(DistributedCli, NodesThatDisagreeOrFailAreNamedOnEveryNode) {
 
 TEST(DistributedCli, WhatCannotRunOnSeveralMachinesIsExitTwo) {
   fs::path d = two_rank("nodes-usage");
-  std::string run = "run " + cfg_path(d) + " --out " + (d / "run.json").string();
+  std::string run = "run " + cfg_path(d) + " --record " + (d / "run.json").string();
   struct Case {
     std::string args, env, expect;
   } cases[] = {
@@ -537,7 +537,7 @@ TEST(DistributedCli, WhatCannotRunOnSeveralMachinesIsExitTwo) {
                               "node 0 sees); on several machines run `lockstep run SMOKE --nnodes N"),
             std::string::npos)
       << check.output;
-  Result single = lockstep("run " + kSmoke + " --nnodes 2 --node-rank 0 --master h:1 --out " + (d / "s.json").string());
+  Result single = lockstep("run " + kSmoke + " --nnodes 2 --node-rank 0 --master h:1 --record " + (d / "s.json").string());
   EXPECT_EQ(single.code, 2) << single.output;
   EXPECT_NE(single.output.find("--nnodes 2: " + kSmoke + " has no \"distributed\" section"), std::string::npos)
       << single.output;
@@ -591,7 +591,7 @@ TEST(DistributedCli, ATeamTrainersStoppedRunResumesOnlyOnItsOwnRanks) {
     nlohmann::json edited = cfg;
     edited["trainer"]["resume"]["stop"][3] = arg;
     write_file_atomically(file, pretty_dump(edited));
-    Result r = lockstep("run " + file + " --out " + (d / "x.json").string());
+    Result r = lockstep("run " + file + " --record " + (d / "x.json").string());
     EXPECT_EQ(r.code, 2) << r.output;
     EXPECT_NE(r.output.find(expect), std::string::npos) << r.output;
   };
@@ -604,23 +604,23 @@ TEST(DistributedCli, ATeamTrainersStoppedRunResumesOnlyOnItsOwnRanks) {
   Result stop = lockstep("run " + file + " --stop-after 5 --checkpoint " + ck);
   ASSERT_EQ(stop.code, 0) << stop.output;
   EXPECT_TRUE(fs::exists(ck + ".rank-0") && fs::exists(ck + ".rank-1"));
-  Result four = lockstep("run " + file + " --resume " + ck + " --world-size 4 --out " + (d / "y.json").string());
+  Result four = lockstep("run " + file + " --resume " + ck + " --world-size 4 --record " + (d / "y.json").string());
   EXPECT_EQ(four.code, 2) << four.output;
   EXPECT_NE(four.output.find("ck.lockstep-part.json: contract.distributed.world_size: expected 4 (this run's ranks"),
             std::string::npos)
       << four.output;
-  Result threads = lockstep("run " + file + " --resume " + ck + " --intra-op-threads 2 --out " + (d / "y.json").string());
+  Result threads = lockstep("run " + file + " --resume " + ck + " --intra-op-threads 2 --record " + (d / "y.json").string());
   EXPECT_EQ(threads.code, 2) << threads.output;
   EXPECT_NE(threads.output.find("ck.lockstep-part.json: contract."), std::string::npos) << threads.output;
   EXPECT_NE(threads.output.find("a run resumes under the determinism contract it stopped under"), std::string::npos)
       << threads.output;
-  Result over = lockstep("run " + file + " --resume " + ck + " --out " + ck + ".rank-0");
+  Result over = lockstep("run " + file + " --resume " + ck + " --record " + ck + ".rank-0");
   EXPECT_EQ(over.code, 2) << over.output;
   EXPECT_NE(over.output.find("would share paths"), std::string::npos) << over.output;
   nlohmann::json part = parse_json_file(ck + ".lockstep-part.json");
   part["series"]["loss"]["values"][0] = 9;
   write_file_atomically(ck + ".lockstep-part.json", pretty_dump(part));
-  Result edited = lockstep("run " + file + " --resume " + ck + " --out " + (d / "z.json").string());
+  Result edited = lockstep("run " + file + " --resume " + ck + " --record " + (d / "z.json").string());
   EXPECT_EQ(edited.code, 2) << edited.output;
   EXPECT_NE(edited.output.find("ck.lockstep-part.json: expected XXH3-128 "), std::string::npos) << edited.output;
   EXPECT_NE(edited.output.find("(the file changed after the run stopped)"), std::string::npos) << edited.output;
@@ -630,7 +630,7 @@ TEST(DistributedCli, ATeamTrainersStoppedRunResumesOnlyOnItsOwnRanks) {
 TEST(DistributedCli, ATeamTrainerWhoseRanksLogTheirOwnLossIsNamed) {
   fs::path d = fs::temp_directory_path() / ("lockstep-cli-trainer2-bug-" + std::to_string(::getpid()));
   fs::remove_all(d);
-  Result r = lockstep("run " + kTrainer2 + "/pytorch-trainer-2rank.json --out " + (d / "run.json").string(),
+  Result r = lockstep("run " + kTrainer2 + "/pytorch-trainer-2rank.json --record " + (d / "run.json").string(),
                       "PYTORCH_TRAINER_BUG=rank_local_loss");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("train/rank-1/metrics.jsonl: rank 1 logged loss = "), std::string::npos) << r.output;

@@ -65,5 +65,65 @@ TEST(Help, CommandsAreGroupedAndTheManPageDocumentsEveryLeaf) {
   EXPECT_EQ(leaves.size(), 21u) << ::testing::PrintToString(leaves);
 }
 
+// Every flag any leaf's --help shows is a row of the vocabulary table in
+// docs/architecture.md ("One flag vocabulary"), and the old spellings stay
+// hidden from --help.
+TEST(Help, EveryFlagIsInTheVocabularyTable) {
+  const std::string doc = read_file(kSourceDir + "/docs/architecture.md");
+  const size_t from = doc.find("## One flag vocabulary");
+  ASSERT_NE(from, std::string::npos);
+  const std::string table = doc.substr(from, doc.find("\n## ", from + 1) - from);
+  const std::vector<std::string> leaves = {"check", "bless", "review", "accept", "verify-goldens", "compare", "bisect",
+                                           "bisect-env", "calibrate", "history", "env", "run", "probe", "import",
+                                           "init", "hook install", "hook uninstall", "hook plan", "history add",
+                                           "history push", "history pull"};
+  size_t flags = 0;
+  for (const std::string& leaf : leaves) {
+    Result help = lockstep(leaf + " --help");
+    ASSERT_EQ(help.code, 0) << help.output;
+    std::istringstream in(help.output);
+    std::string line;
+    while (std::getline(in, line)) {
+      // An option line: "  -j,--jobs INT ..." or "  --out TEXT=lockstep-out ...".
+      size_t at = line.find_first_not_of(' ');
+      if (at == std::string::npos || at == 0 || line[at] != '-') continue;
+      std::istringstream names(line.substr(at, line.find(' ', at) - at));
+      for (std::string flag; std::getline(names, flag, ',');) {
+        if (flag.rfind("--", 0) != 0) continue;
+        ++flags;
+        EXPECT_NE(table.find("`" + flag + "`"), std::string::npos) << leaf << ": " << flag << " is not in the table";
+      }
+    }
+    for (const char* old : {"--runs", "--repeats"})
+      EXPECT_EQ(help.output.find(std::string(old) + " "), std::string::npos) << leaf << " shows " << old;
+  }
+  EXPECT_GT(flags, 80u);
+}
+
+// An old spelling keeps working and says once which flag replaced it; one
+// whose meaning changed (calibrate --seeds K, a count) is refused, never
+// read the new way.
+TEST(Help, OldSpellingsStillWorkAndSayWhatReplacedThem) {
+  const std::string dir = own_working_dir();
+  Result folder = lockstep("run " + kSmoke + " --out " + dir + "/x/");
+  EXPECT_EQ(folder.code, 2) << folder.output;
+  EXPECT_NE(folder.output.find("lockstep: note: --out is deprecated; use --record FILE (the same meaning)\n"),
+            std::string::npos) << folder.output;
+  EXPECT_NE(folder.output.find("--record " + dir + "/x/: a file path for the record, not a folder"), std::string::npos)
+      << folder.output;
+  // Said once, although the front hands the command to lockstep-torch.
+  EXPECT_EQ(folder.output.find("deprecated", folder.output.find("deprecated") + 1), std::string::npos)
+      << folder.output;
+  Result env = lockstep("env --json");
+  EXPECT_EQ(env.code, 0) << env.output;
+  EXPECT_EQ(env.output.rfind("lockstep: note: env --json without a file is deprecated; use --format json\n{", 0), 0u)
+      << env.output;
+  Result count = lockstep("calibrate " + kSmoke + " --seeds 3 --out " + dir + "/cal");
+  EXPECT_EQ(count.code, 2) << count.output;
+  EXPECT_NE(count.output.find("calibrate --seeds 3: a list of at least two seeds, as bless --seeds takes (e.g. "
+                              "--seeds 7,8,9); for K seeds from the config's, --seed-count K"),
+            std::string::npos) << count.output;
+}
+
 }  // namespace
 }  // namespace lockstep::cli_test

@@ -79,7 +79,7 @@ TEST(HistoryCli, TwoJobsPushingOneAfterTheOtherKeepBothNights) {
 TEST(HistoryCli, ARecordIsAddedOnceAndAFolderWithoutLedgersIsExit2) {
   fs::path d = fresh("add");
   std::string run = (d / "run.json").string();
-  ASSERT_EQ(lockstep("run " + kSourceDir + "/smoke/wine-mlp.json --out " + run).code, 0);
+  ASSERT_EQ(lockstep("run " + kSourceDir + "/smoke/wine-mlp.json --record " + run).code, 0);
   Result add = lockstep("history add " + run + " --to " + (d / "h").string());
   EXPECT_EQ(add.code, 0) << add.output;
   EXPECT_NE(add.output.find("-> " + (d / "h" / "wine-mlp.jsonl").string() + " (run "), std::string::npos) << add.output;
@@ -101,7 +101,7 @@ TEST(HistoryCli, ARecordIsAddedOnceAndAFolderWithoutLedgersIsExit2) {
   EXPECT_NE(shown.output.find("last verdict not compared"), std::string::npos) << shown.output;
   Result golden = lockstep("history add " + kSourceDir + "/goldens/wine-mlp/cpu-x86_64-avx2.json --to " + (d / "h").string());
   EXPECT_EQ(golden.code, 2) << golden.output;
-  EXPECT_NE(golden.output.find("expected a run record (lockstep run or import --out); this is a golden"),
+  EXPECT_NE(golden.output.find("expected a run record (lockstep run or import --record); this is a golden"),
             std::string::npos) << golden.output;
   fs::create_directories(d / "empty");
   Result none = lockstep("history " + (d / "empty").string());
@@ -118,7 +118,7 @@ TEST(HistoryCli, ARecordIsAddedOnceAndAFolderWithoutLedgersIsExit2) {
 TEST(HistoryCli, OutputsStayOffTheirInputsAndInsideTheirFolders) {
   fs::path d = fresh("outputs");
   std::string run = (d / "run.json").string(), hist = (d / "h").string();
-  ASSERT_EQ(lockstep("run " + kSourceDir + "/smoke/wine-mlp.json --out " + run).code, 0);
+  ASSERT_EQ(lockstep("run " + kSourceDir + "/smoke/wine-mlp.json --record " + run).code, 0);
   ASSERT_EQ(lockstep("history add " + run + " --to " + hist).code, 0);
   std::string ledger = hist + "/wine-mlp.jsonl", before = read_file(ledger);
   Result onto_ledger = lockstep("history " + hist + " --json " + ledger);
@@ -127,7 +127,7 @@ TEST(HistoryCli, OutputsStayOffTheirInputsAndInsideTheirFolders) {
   EXPECT_EQ(beside.code, 2) << beside.output;
   EXPECT_NE(beside.output.find("would stand among the ledgers"), std::string::npos) << beside.output;
   EXPECT_EQ(read_file(ledger), before);
-  Result escape = lockstep("import jsonl " + (d / "log.jsonl").string() + " --series loss --name ../escaped --out " +
+  Result escape = lockstep("import jsonl " + (d / "log.jsonl").string() + " --series loss --name ../escaped --record " +
                            (d / "x.json").string());
   EXPECT_EQ(escape.code, 2) << escape.output;
   EXPECT_NE(escape.output.find("--name ../escaped: a smoke name of 1 to 100 letters"), std::string::npos)
@@ -135,7 +135,7 @@ TEST(HistoryCli, OutputsStayOffTheirInputsAndInsideTheirFolders) {
   // A run folder read: nothing is written inside it.
   fs::create_directories(d / "run1" / "metrics");
   write_file_atomically((d / "run1" / "metrics" / "loss").string(), "1000 2.5 0\n1001 2.25 1\n");
-  Result inside = lockstep("import mlflow " + (d / "run1").string() + " --series loss --out " +
+  Result inside = lockstep("import mlflow " + (d / "run1").string() + " --series loss --record " +
                            (d / "run1" / "metrics" / "loss").string());
   EXPECT_EQ(inside.code, 2) << inside.output;
   EXPECT_NE(inside.output.find("inside the folder read"), std::string::npos) << inside.output;

@@ -18,7 +18,7 @@ std::string cfg(const fs::path& d, const std::string& name) { return (d / "smoke
 std::string run_into(const std::string& config, const fs::path& dir, const std::string& out, const std::string& args = "",
                      const std::string& env = "") {
   std::string path = (dir / (out + ".json")).string();
-  Result r = lockstep("run " + config + " --quiet --out " + path + " " + args, env);
+  Result r = lockstep("run " + config + " --quiet --record " + path + " " + args, env);
   EXPECT_EQ(r.code, 0) << r.output;
   return path;
 }
@@ -86,7 +86,7 @@ TEST(TraceCli, ASelfTestSurvivesTheResumeCheckAndTheTraceCrossesTheCheckpoint) {
   });
   std::string config = cfg(d, "digits-cnn");
   std::string straight = run_into(config, d, "straight");
-  Result half = lockstep("run " + config + " --stop-after 5 --checkpoint " + (d / "ck.pt").string() + " --out " +
+  Result half = lockstep("run " + config + " --stop-after 5 --checkpoint " + (d / "ck.pt").string() + " --record " +
                          (d / "half.json").string());
   ASSERT_EQ(half.code, 0) << half.output;
   // The resumed process runs steps 5..9: the self-test's step 1 is behind it.
@@ -141,7 +141,7 @@ TEST(TraceCli, AThreadCountChangeOnTheCnnNamesConvAndItsWeightGradient) {
 TEST(TraceCli, TraceConfigMistakesAreExitTwoNamingTheField) {
   auto expect = [](const std::string& name, const nlohmann::json& trace, const std::string& message) {
     fs::path d = scratch(name, [&](nlohmann::json& c) { c["trace"] = trace; });
-    Result r = lockstep("run " + cfg(d, "digits-cnn") + " --out " + (d / "r.json").string());
+    Result r = lockstep("run " + cfg(d, "digits-cnn") + " --record " + (d / "r.json").string());
     EXPECT_EQ(r.code, 2) << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
   };

@@ -43,7 +43,7 @@ TEST(TrainCli, AKilledCheckLeavesNoTrainingChild) {
 TEST(TrainCli, EachBuiltInModelIsBitIdenticalAcrossProcesses) {
   fs::path p = scratch("models");
   for (const std::string& smoke : {kTokens, kSmoke, kWine}) {
-    Result r = lockstep("run " + smoke + " --repeat 2 --out " + (p / "out" / "r.json").string());
+    Result r = lockstep("run " + smoke + " --repeat 2 --record " + (p / "out" / "r.json").string());
     EXPECT_EQ(r.code, 0) << smoke << "\n" << r.output;
     EXPECT_NE(r.output.find("2 runs in fresh processes are bit-identical"), std::string::npos) << r.output;
   }
@@ -63,7 +63,7 @@ TEST(TrainCli, NondeterministicKernelIsExit4OnlyWithoutDeterministicAlgorithms) 
       c["determinism"] = {{"mode", mode}, {"intra_op_threads", 2}, {"inter_op_threads", 1}};
       c.erase("resume_at");
     }, kWine);
-    Result r = lockstep("run " + smoke_in(p, "wine-mlp.json") + " --repeat 3 --out " + (p / "out/r.json").string());
+    Result r = lockstep("run " + smoke_in(p, "wine-mlp.json") + " --repeat 3 --record " + (p / "out/r.json").string());
     if (std::string(mode) == "default") {
       EXPECT_EQ(r.code, 4) << r.output;
       EXPECT_NE(r.output.find("NONDETERMINISTIC (exit 4)"), std::string::npos) << r.output;
@@ -86,17 +86,17 @@ TEST(TrainCli, ResumeReplaysTheStraightRunAndCatchesAMissingGeneratorState) {
   fs::path p = scratch("resume", {}, kWine);
   std::string smoke = smoke_in(p, "wine-mlp.json");
   std::string straight = (p / "straight.json").string(), ckpt = (p / "at5.ckpt").string();
-  ASSERT_EQ(lockstep("run " + smoke + " --out " + straight).code, 0);
+  ASSERT_EQ(lockstep("run " + smoke + " --record " + straight).code, 0);
   Result stop = lockstep("run " + smoke + " --stop-after 5 --checkpoint " + ckpt);
   ASSERT_EQ(stop.code, 0) << stop.output;
   EXPECT_NE(stop.output.find("stopped after 5 steps"), std::string::npos) << stop.output;
 
-  Result resumed = lockstep("run " + smoke + " --resume " + ckpt + " --out " + (p / "resumed.json").string());
+  Result resumed = lockstep("run " + smoke + " --resume " + ckpt + " --record " + (p / "resumed.json").string());
   ASSERT_EQ(resumed.code, 0) << resumed.output;
   Result same = lockstep("compare " + (p / "resumed.json").string() + " " + straight);
   EXPECT_EQ(same.code, 0) << same.output;
 
-  Result bad = lockstep("run " + smoke + " --resume " + ckpt + " --skip-generator-restore --out " +
+  Result bad = lockstep("run " + smoke + " --resume " + ckpt + " --skip-generator-restore --record " +
                         (p / "bad.json").string());
   ASSERT_EQ(bad.code, 0) << bad.output;
   Result differs = lockstep("compare " + (p / "bad.json").string() + " " + straight);
@@ -110,18 +110,18 @@ TEST(TrainCli, ResumeReplaysTheStraightRunAndCatchesAMissingGeneratorState) {
 
   // A checkpoint is bound to its config and is never half-read.
   std::string other = smoke_in(scratch("resume-other", [](nlohmann::json& c) { c["seed"] = 7; }, kWine), "wine-mlp.json");
-  Result foreign = lockstep("run " + other + " --resume " + ckpt + " --out " + (p / "x.json").string());
+  Result foreign = lockstep("run " + other + " --resume " + ckpt + " --record " + (p / "x.json").string());
   EXPECT_EQ(foreign.code, 2) << foreign.output;
   EXPECT_NE(foreign.output.find("config_hash"), std::string::npos) << foreign.output;
   std::string text = read_file(ckpt);
   std::string flipped = text;
   flipped[flipped.size() / 2] ^= 0x01;  // one bit in the middle: caught by the trailer hash
   write_file_atomically((p / "flip.ckpt").string(), flipped);
-  Result flip = lockstep("run " + smoke + " --resume " + (p / "flip.ckpt").string() + " --out " + (p / "x.json").string());
+  Result flip = lockstep("run " + smoke + " --resume " + (p / "flip.ckpt").string() + " --record " + (p / "x.json").string());
   EXPECT_EQ(flip.code, 2) << flip.output;
   EXPECT_NE(flip.output.find("flip.ckpt: (file): expected a lockstep checkpoint"), std::string::npos) << flip.output;
   write_file_atomically((p / "cut.ckpt").string(), text.substr(0, text.size() / 2));
-  Result cut = lockstep("run " + smoke + " --resume " + (p / "cut.ckpt").string() + " --out " + (p / "x.json").string());
+  Result cut = lockstep("run " + smoke + " --resume " + (p / "cut.ckpt").string() + " --record " + (p / "x.json").string());
   EXPECT_EQ(cut.code, 2) << cut.output;
   EXPECT_NE(cut.output.find("cut.ckpt"), std::string::npos) << cut.output;
 }
@@ -143,7 +143,7 @@ TEST(TrainCli, BlessRefusesNondeterministicRunsAndNaN) {
     c["inject_nondeterminism"] = "index_put_accumulate";
     c["determinism"] = {{"mode", "default"}, {"intra_op_threads", 2}, {"inter_op_threads", 1}};
   }, kWine);
-  Result r = lockstep("bless " + (nd / "smoke").string() + " --reason x --runs 3 --out " + (nd / "out").string());
+  Result r = lockstep("bless " + (nd / "smoke").string() + " --reason x --repeat 3 --out " + (nd / "out").string());
   EXPECT_EQ(r.code, 4) << r.output;
   EXPECT_NE(r.output.find("refusing to bless wine-mlp: run "), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(nd / "goldens"));
@@ -230,7 +230,7 @@ TEST(TrainCli, TrainerConfigAndFlagErrorsAreExit2NamingTheField) {
   int i = 0;
   for (const auto& c : cases) {
     fs::path p = scratch("cfg-" + std::to_string(i++), c.edit, kWine);
-    Result r = lockstep("run " + smoke_in(p, "wine-mlp.json") + " --out " + (p / "r.json").string());
+    Result r = lockstep("run " + smoke_in(p, "wine-mlp.json") + " --record " + (p / "r.json").string());
     EXPECT_EQ(r.code, 2) << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
   }
@@ -241,10 +241,10 @@ TEST(TrainCli, TrainerConfigAndFlagErrorsAreExit2NamingTheField) {
   EXPECT_EQ(both.code, 2) << both.output;
   Result alone = lockstep("run " + kWine + " --stop-after 3");
   EXPECT_EQ(alone.code, 2) << alone.output;
-  Result empty = lockstep("run " + kWine + " --out ''");
+  Result empty = lockstep("run " + kWine + " --record ''");
   EXPECT_EQ(empty.code, 2) << empty.output;
   EXPECT_NE(empty.output.find("a file path for the record, not empty"), std::string::npos) << empty.output;
-  Result device = lockstep("run " + kWine + " --out /dev/null");
+  Result device = lockstep("run " + kWine + " --record /dev/null");
   EXPECT_EQ(device.code, 2) << device.output;
   EXPECT_NE(device.output.find("/dev/null: refusing to write over something that is not a regular file"),
             std::string::npos) << device.output;

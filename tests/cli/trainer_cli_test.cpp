@@ -58,7 +58,7 @@ TEST(TrainerCli, ExampleTrainerPassesAgainstItsCommittedGolden) {
 TEST(TrainerCli, TheHelpersModuleTraceIsInTheRecordAndRepeatsBitForBit) {
   fs::path out = out_dir("trace");
   std::string rec = (out / "run.json").string();
-  Result r = lockstep("run " + kExampleSmoke + "/pytorch-trainer.json --repeat 2 --out " + rec);
+  Result r = lockstep("run " + kExampleSmoke + "/pytorch-trainer.json --repeat 2 --record " + rec);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 runs in fresh processes are bit-identical"), std::string::npos) << r.output;
   nlohmann::json t = parse_json_file(rec)["module_trace"];
@@ -205,7 +205,7 @@ TEST(TrainerCli, AnImportedPackageChangeLeadsTheDiffAndAnUnrelatedOneIsInformati
 
   // env --diff (from the smoke's folder: git state is read where the golden was made) lists exactly the fields that differ, the package first:
   // nothing lockstep sets for the run (threads, the contract) is starred.
-  Result e = lockstep("env --json --diff " + golden, site.env(), smoke);
+  Result e = lockstep("env --format json --diff " + golden, site.env(), smoke);
   ASSERT_EQ(e.code, 0) << e.output;
   nlohmann::json diff = nlohmann::json::parse(e.output);
   std::vector<std::string> fields;
@@ -228,7 +228,7 @@ TEST(TrainerCli, AnImportedPackageChangeLeadsTheDiffAndAnUnrelatedOneIsInformati
       << pinned.output;
   EXPECT_NE(pinned.output.find("    python.packages.fakeaug   golden: 1.0.0"), std::string::npos) << pinned.output;
   // env --diff applies the smoke's lists too (found beside the goldens), as check does.
-  Result pinned_env = lockstep("env --json --diff " + golden, site.env(), smoke);
+  Result pinned_env = lockstep("env --format json --diff " + golden, site.env(), smoke);
   ASSERT_EQ(pinned_env.code, 0) << pinned_env.output;
   nlohmann::json pd = nlohmann::json::parse(pinned_env.output);
   EXPECT_EQ(pd["config"], smoke + "/pytorch-trainer.json");
@@ -257,7 +257,7 @@ TEST(TrainerCli, APortInUseIsNamedAsTheCause) {
                    "__import__(\"os\").rename(\"" + port_file + ".tmp\", \"" + port_file + "\"); time.sleep(120)' & "
                    "holder=$!; i=0; while [ ! -s " + port_file + " ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; "
                    "env -u CI PYTORCH_TRAINER_BUG=fixed_master_port PYTORCH_TRAINER_PORT=$(cat " + port_file + ") " +
-                   LOCKSTEP_BINARY + " run " + kExampleSmoke + "/pytorch-trainer.json --out " + (d / "run.json").string() +
+                   LOCKSTEP_BINARY + " run " + kExampleSmoke + "/pytorch-trainer.json --record " + (d / "run.json").string() +
                    " 2>&1; code=$?; kill $holder; exit $code)");
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("its rendezvous could not bind a port that is in use (\"Address already in use\")"),
@@ -294,7 +294,7 @@ TEST(TrainerCli, AMissingDataOnlyPassIsSaidAndAnEmptyArgumentListRunsIt) {
   EXPECT_TRUE(said) << report.dump(2);
 
   fs::path empty = example_smoke_in(d / "empty", [](nlohmann::json& c) { c["trainer"]["data_only"] = nlohmann::json::array(); });
-  Result r = lockstep("run " + empty.string() + " --out " + (d / "run.json").string());
+  Result r = lockstep("run " + empty.string() + " --record " + (d / "run.json").string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find(": 10 batches probed, 10 steps"), std::string::npos) << r.output;
   EXPECT_EQ(parse_json_file((d / "run.json").string())["probes"].size(), 10u);
@@ -312,10 +312,10 @@ TEST(TrainerCli, AChangedDeclaredDataFileIsAChangedInputNamingTheFile) {
   fs::path smoke = example_smoke_in(d, [&](nlohmann::json& c) {
     c["trainer"]["inputs"] = {"{data}/digits.csv.gz", (d / "data" / "*.txt").string()};
   });
-  Result a = lockstep("run " + smoke.string() + " --out " + (d / "a.json").string());
+  Result a = lockstep("run " + smoke.string() + " --record " + (d / "a.json").string());
   ASSERT_EQ(a.code, 0) << a.output;
   write_file_atomically((d / "data" / "vocab.txt").string(), "a b d\n");
-  Result b = lockstep("run " + smoke.string() + " --out " + (d / "b.json").string());
+  Result b = lockstep("run " + smoke.string() + " --record " + (d / "b.json").string());
   ASSERT_EQ(b.code, 0) << b.output;
   Result cmp = lockstep("compare " + (d / "b.json").string() + " " + (d / "a.json").string());
   EXPECT_EQ(cmp.code, 1) << cmp.output;
@@ -323,7 +323,7 @@ TEST(TrainerCli, AChangedDeclaredDataFileIsAChangedInputNamingTheFile) {
                             " changed (xxh3 "),
             std::string::npos) << cmp.output;
   fs::path none = example_smoke_in(d / "none", [](nlohmann::json& c) { c["trainer"]["inputs"] = {"data/*.bin"}; });
-  Result refused = lockstep("run " + none.string() + " --out " + (d / "c.json").string());
+  Result refused = lockstep("run " + none.string() + " --record " + (d / "c.json").string());
   EXPECT_EQ(refused.code, 2) << refused.output;
   EXPECT_NE(refused.output.find(none.string() + ": trainer.inputs[0]: expected a pattern that matches at least one "
                                 "file in "),
@@ -342,7 +342,7 @@ TEST(TrainerCli, BatchesThatDependOnTheWorkerCountAreExitFourNamingTheBatch) {
     c["trainer"]["command"].push_back("--num-workers");
     c["trainer"]["command"].push_back("{workers}");
   });
-  Result good = lockstep("probe " + smoke.string() + " --out " + (d / "probe.json").string());
+  Result good = lockstep("probe " + smoke.string() + " --record " + (d / "probe.json").string());
   EXPECT_EQ(good.code, 0) << good.output;
   // check says the worker-count check held (here with no golden yet: exit 2, the note all the same).
   Result first = lockstep("check " + smoke.string() + " --repeat 1 --out " + (d / "out").string());
@@ -352,7 +352,7 @@ TEST(TrainerCli, BatchesThatDependOnTheWorkerCountAreExitFourNamingTheBatch) {
             std::string::npos) << first.output;
   // A smoke that stopped without a comparison has its HTML report too.
   EXPECT_TRUE(fs::exists(d / "out" / "pytorch-trainer" / "report.html"));
-  Result bad = lockstep("run " + smoke.string() + " --out " + (d / "run.json").string(),
+  Result bad = lockstep("run " + smoke.string() + " --record " + (d / "run.json").string(),
                         "PYTORCH_TRAINER_BUG=global_random");
   EXPECT_EQ(bad.code, 4) << bad.output;
   EXPECT_NE(bad.output.find("the data-only pass with 0 DataLoader workers differs from the one with 2 DataLoader "
@@ -361,7 +361,7 @@ TEST(TrainerCli, BatchesThatDependOnTheWorkerCountAreExitFourNamingTheBatch) {
   EXPECT_NE(bad.output.find("Python's global random"), std::string::npos) << bad.output;
   // An order that no seed fixes differs between the passes at one worker
   // count too: the seed is named, not the worker count.
-  Result unseeded = lockstep("run " + smoke.string() + " --out " + (d / "run.json").string(),
+  Result unseeded = lockstep("run " + smoke.string() + " --record " + (d / "run.json").string(),
                              "PYTORCH_TRAINER_BUG=urandom_sampler");
   EXPECT_EQ(unseeded.code, 4) << unseeded.output;
   EXPECT_NE(unseeded.output.find("the training pass and the data-only pass, both with 2 DataLoader workers, differ at "
@@ -376,16 +376,16 @@ TEST(TrainerCli, ImportReadsAJsonlLogIntoARecordThatCompares) {
   fs::create_directories(d);
   write_file_atomically((d / "a.jsonl").string(), "{\"step\": 0, \"loss\": 1.5}\n{\"step\": 1, \"loss\": NaN}\n");
   write_file_atomically((d / "b.jsonl").string(), "{\"step\": 0, \"loss\": 1.5}\n{\"step\": 1, \"loss\": 1.25}\n");
-  Result a = lockstep("import jsonl " + (d / "a.jsonl").string() + " --series loss --out " + (d / "a.json").string());
+  Result a = lockstep("import jsonl " + (d / "a.jsonl").string() + " --series loss --record " + (d / "a.json").string());
   ASSERT_EQ(a.code, 0) << a.output;
   EXPECT_NE(a.output.find("import: 1 series, steps 0..1 (2 values) from "), std::string::npos) << a.output;
-  Result b = lockstep("import jsonl " + (d / "b.jsonl").string() + " --series loss=loss --out " +
+  Result b = lockstep("import jsonl " + (d / "b.jsonl").string() + " --series loss=loss --record " +
                       (d / "b.json").string());
   ASSERT_EQ(b.code, 0) << b.output;
   Result c = lockstep("compare " + (d / "a.json").string() + " " + (d / "b.json").string());
   EXPECT_EQ(c.code, 1) << c.output;
   EXPECT_NE(c.output.find("step 1"), std::string::npos) << c.output;
-  Result bad = lockstep("import jsonl " + (d / "a.jsonl").string() + " --series lossx --out " + (d / "x.json").string());
+  Result bad = lockstep("import jsonl " + (d / "a.jsonl").string() + " --series lossx --record " + (d / "x.json").string());
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("lossx"), std::string::npos) << bad.output;
   fs::remove_all(d);
@@ -405,13 +405,13 @@ TEST(TrainerCli, ImportReadsMegatronAndTorchtitanGoldensIntoRecordsThatCompare) 
   Result m = lockstep("import megatron " + (d / "golden_values_dev_dgx_h100.json").string() +
                       " --series 'loss=lm loss' --out " + (d / "m.json").string());
   ASSERT_EQ(m.code, 0) << m.output;
-  Result t = lockstep("import torchtitan " + (d / "loss.txt").string() + " --series loss=loss --out " +
+  Result t = lockstep("import torchtitan " + (d / "loss.txt").string() + " --series loss=loss --record " +
                       (d / "t.json").string());
   ASSERT_EQ(t.code, 0) << t.output;
   Result c = lockstep("compare " + (d / "t.json").string() + " " + (d / "m.json").string());
   EXPECT_EQ(c.code, 1) << c.output;
   EXPECT_NE(c.output.find("step 3"), std::string::npos) << c.output;
-  Result bad = lockstep("import megatron " + (d / "loss.txt").string() + " --series 'loss=lm loss' --out " +
+  Result bad = lockstep("import megatron " + (d / "loss.txt").string() + " --series 'loss=lm loss' --record " +
                         (d / "x.json").string());
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("loss.txt"), std::string::npos) << bad.output;
@@ -439,7 +439,7 @@ TEST(TrainerCli, AnMlflowRunBecomesASmokesGoldenThroughReviewAndAccept) {
   fs::path d = out_dir("import-golden");
   fs::path smoke = example_smoke_in(d, [](nlohmann::json& c) { c.erase("resume_at"); });
   std::string run = (d / "run.json").string();
-  ASSERT_EQ(lockstep("run " + smoke.string() + " --out " + run).code, 0);
+  ASSERT_EQ(lockstep("run " + smoke.string() + " --record " + run).code, 0);
   // The same curves as a team's MLflow history: MLflow's tables, written
   // by Python's sqlite3 as MLflow's store would, rows out of step order.
   std::string db = (d / "mlflow.db").string();
@@ -467,7 +467,7 @@ TEST(TrainerCli, AnMlflowRunBecomesASmokesGoldenThroughReviewAndAccept) {
   EXPECT_NE(wrong.output.find("--series: lossx: not a series " + smoke.string() +
                               " records (trainer.metrics.series: grad_norm, loss)"),
             std::string::npos) << wrong.output;
-  Result run_for_jsonl = lockstep("import jsonl " + db + " --run baseline --series loss --out " + (d / "x.json").string());
+  Result run_for_jsonl = lockstep("import jsonl " + db + " --run baseline --series loss --record " + (d / "x.json").string());
   EXPECT_EQ(run_for_jsonl.code, 2) << run_for_jsonl.output;
   EXPECT_NE(run_for_jsonl.output.find("--run: only for mlflow stores"), std::string::npos) << run_for_jsonl.output;
 
@@ -593,8 +593,8 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
   };
   // The last case is a wrapper: the process that must die is its child, out
   // of reach of PR_SET_PDEATHSIG, which the process runner's watcher covers.
-  for (const Case& c : {Case{"TERM", 128 + SIGTERM, " run cancelled.json --out r.json", "echo $$ > PIDFILE; exec sleep 300"},
-                        Case{"INT", 128 + SIGINT, " run cancelled.json --out r.json", "echo $$ > PIDFILE; exec sleep 300"},
+  for (const Case& c : {Case{"TERM", 128 + SIGTERM, " run cancelled.json --record r.json", "echo $$ > PIDFILE; exec sleep 300"},
+                        Case{"INT", 128 + SIGINT, " run cancelled.json --record r.json", "echo $$ > PIDFILE; exec sleep 300"},
                         Case{"KILL", 128 + SIGKILL, " check cancelled.json --out out", "echo $$ > PIDFILE; exec sleep 300"},
                         Case{"KILL", 128 + SIGKILL, " check cancelled.json --out out",
                              "sleep 300 & echo $! > PIDFILE; wait"}}) {

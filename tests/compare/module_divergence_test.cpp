@@ -220,6 +220,14 @@ TEST(ModuleDivergence, TheFirstOpWhoseBitsMovedIsNamedWithItsPlace) {
             "train step 1, forward, fc: aten.addmm.default (op 2 of fc's 2 ops)");
   // Across stacks op bits say nothing: not looked at.
   EXPECT_EQ(locate_module_divergence(r.module_trace, g.module_trace, {}, false).first_op, "");
+  // Only an op moved (modules, series and hashes agree): in an exact lane
+  // that bit difference fails on its own, as a module entry's does.
+  RunRecord op_only = g;
+  op_only.module_trace.ops[8].output_xxh3 = hex('z');
+  Verdict w = compare_records(op_only, g, {});
+  EXPECT_FALSE(w.passed());
+  EXPECT_EQ(w.first_divergence, "train step 1: module_trace — the first op whose output bits differ: train step 1, "
+                                "forward, fc: aten.addmm.default (op 2 of fc's 2 ops)");
   // Another op at the same place stops the walk, said.
   r.module_trace.ops[3].op = "aten.bmm.default";
   d = locate_module_divergence(r.module_trace, g.module_trace, {}, true);

@@ -67,7 +67,9 @@ TEST_F(Process, ExitStatusAndSignalAreReported) {
 TEST_F(Process, TimeoutKillsTheWholeProcessGroup) {
   // A child that ignores SIGTERM and a grandchild (a DataLoader worker) that
   // would outlive it: both must be gone.
-  ProcessOutcome o = run_process(sh("sleep 30 & echo $! > grandchild.pid; trap '' TERM; sleep 30", 1));
+  ProcessSpec p = sh("sleep 30 & echo $! > grandchild.pid; trap '' TERM; sleep 30", 1);
+  p.kill_grace_ms = 200;  // SIGKILL 0.2 s after the ignored SIGTERM (5 s by default)
+  ProcessOutcome o = run_process(p);
   EXPECT_TRUE(o.timed_out);
   EXPECT_FALSE(o.ok());
   EXPECT_EQ(o.describe(1), "timed out after 1 s (killed with its process group)");

@@ -1,6 +1,6 @@
 // The rank coordinator's rules (distributed/rank_launch.h), driven through
 // its executable seam with a fake rank: a shell script that reads its
-// --rank, --rendezvous and --out and does what $FAKE_RANK_<r> says (write a
+// --rank, --rendezvous and --record and does what $FAKE_RANK_<r> says (write a
 // progress mark, a record, an error line; exit, hang, die). No LibTorch,
 // no Gloo: each rule in milliseconds.
 #include "distributed/rank_launch.h"
@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --rank) rank="$2"; shift ;;
     --rendezvous) dir="$2"; shift ;;
-    --out) out="$2"; shift ;;
+    --record) out="$2"; shift ;;
   esac
   shift
 done
@@ -226,7 +226,7 @@ TEST_F(RankLaunchTest, WhatCannotStartIsSaidBeforeAnyRank) {
   write_file_atomically(l.rendezvous + "/mine.txt", "a user's file");
   expect_error(l, ExitCode::kBadInput,
                l.rendezvous + ": exists and is not a rendezvous folder lockstep made; refusing to remove it (move it "
-               "away, or choose another --out)");
+               "away, or choose another --record)");
   EXPECT_TRUE(fs::exists(l.rendezvous + "/mine.txt"));
 }
 

@@ -118,6 +118,41 @@ TEST(HookPlan, ATrainerFolderAroundOrOutsideTheRepositoryIsNamedInANote) {
   fs::remove_all(elsewhere);
 }
 
+// A link inside the repository is a trigger of its own (git records it as
+// a file: retargeting it changes only the link), beside its target; a
+// folder whose name starts with ".." is inside the repository like any.
+TEST(HookPlan, LinksAndDotDotNamesAreTriggers) {
+  GateProject p("hook-links", [](nlohmann::json& c) {
+    c = {{"schema", 1}, {"name", "unit"}, {"device", "cpu"}, {"seed", 7}, {"steps", 2},
+         {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", "../..trainer"},
+                      {"inputs", {"../data/link.bin", "../..data/*.bin"}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+  });
+  fs::create_directories(p.root() / "..trainer");
+  fs::create_directories(p.root() / "data");
+  fs::create_directories(p.root() / "store");
+  write_file_atomically((p.root() / "store" / "v1.bin").string(), "1");
+  fs::create_symlink("../store/v1.bin", p.root() / "data" / "link.bin");
+  HookPlan plan = hook_plan(p.root().string());
+  EXPECT_EQ(plan.triggers, (std::vector<std::string>{"..data/", "..trainer/", "data/link.bin", "goldens/", "smoke/",
+                                                     "store/v1.bin"}));
+  EXPECT_TRUE(plan.notes.empty()) << ::testing::PrintToString(plan.notes);
+}
+
+// A path with a control character cannot travel in the hook's lines: the
+// config and its field are named.
+TEST(HookPlan, AControlCharacterInAPathIsRefusedNamingTheConfigsField) {
+  GateProject p("hook-control", [](nlohmann::json& c) {
+    c = {{"schema", 1}, {"name", "unit"}, {"device", "cpu"}, {"seed", 7}, {"steps", 2},
+         {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", ".."},
+                      {"inputs", {"data/a\x07" "b/*.bin"}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+  });
+  EXPECT_EQ(plan_error(p.root().string()),
+            p.smoke_file() + ": trainer.inputs[0]: expected a path without control characters (the pre-push hook reads "
+                             "its triggers line by line), got \"data/a\\x07b/*.bin\"");
+}
+
 TEST(HookPlan, MalformedSettingsAreBadInput) {
   GateProject p("hook-bad");
   std::string root = p.root().string();

@@ -142,6 +142,12 @@ TEST(Pending, DroppedChecksNameWhatTheReplacementNoLongerChecks) {
             (std::vector<std::string>{"series grad_norm", "1 of series loss's 2 steps", "batch probes",
                                       "per-op hashes (trace.ops)", "parameter hashes", "determinism contract",
                                       "resources (step time, peak RSS)"}));
+  // Kept with fewer entries is narrower too.
+  RunRecord fewer = current;
+  ASSERT_GE(fewer.probes.size(), 2u);
+  fewer.probes.pop_back();
+  EXPECT_EQ(dropped_checks(current, fewer),
+            std::vector<std::string>{"1 of the " + std::to_string(current.probes.size()) + " batch probes"});
   RunRecord wider = current;
   wider.series["lr"] = wider.series["loss"];
   EXPECT_TRUE(dropped_checks(current, wider).empty()) << "more is never narrower";

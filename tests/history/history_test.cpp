@@ -37,16 +37,22 @@ LedgerEntry night(int day, double loss_use, const std::string& loss_hash, const 
   e.lane = "cross-stack";
   e.golden = golden;
   e.fingerprint = {{"threads.intra_op", threads}, {"torch.version", "1.13.1"}};
+  // `loss_hash` names the values: nights given one hash hold one curve (its
+  // first character moves the last value), hashed as the ledger's writer does.
   LedgerSeries loss;
   loss.steps = {0, 1};
-  loss.values = {2.5, 2.25};
+  loss.values = {2.5, 2.25 + static_cast<unsigned char>(loss_hash[0]) / 1024.0};
   loss.count = 2;
-  loss.xxh3 = loss_hash;
+  Series curve;
+  curve.values = loss.values;
+  loss.xxh3 = series_content_hash(curve);
   loss.use = loss_use;
   loss.rule = "|a-g| <= 1e-06 + 0.0001*|g|";
   e.series["loss"] = loss;
   LedgerSeries grad = loss;
-  grad.xxh3 = std::string(32, 'e');
+  grad.values = {2.5, 2.25};
+  curve.values = grad.values;
+  grad.xxh3 = series_content_hash(curve);
   grad.use = 0;
   e.series["grad_norm"] = grad;
   e.step_time_median_s = std::numeric_limits<double>::quiet_NaN();
@@ -225,6 +231,13 @@ TEST(History, AReblessedGoldenIsNamedAndMarkedOnThePage) {
   std::string json = render_history_json({h});
   EXPECT_HAS(json, "\"lockstep_report\": \"history\"");
   EXPECT_HAS(json, "\"golden_changed\": true");
+  // A link the page would run is no link: http(s) only.
+  nights[2].ci.report_url = "JavaScript:alert(1)";
+  nights[2].ci.job_url = "data:text/html,x";
+  html = render_history_html({analyse_history("s", "s.jsonl", nights)});
+  EXPECT_EQ(html.find("href=\"JavaScript"), std::string::npos);
+  EXPECT_EQ(html.find("href=\"data:"), std::string::npos);
+  EXPECT_EQ(html.find(">report</a>"), std::string::npos);
 }
 
 }  // namespace

@@ -196,6 +196,25 @@ TEST(Ledger, TruncatedOrEditedLinesAreExit2NamingTheLineUnlessSkipped) {
 
   write_file_atomically(file, text + text.substr(0, first_end + 1));  // night 1 entered again by hand
   EXPECT_HAS(error_of([&] { read_ledger(file, true); }), file + ": line 4: expected each run once; run ");
+
+  // Every value of a short series is kept, so its hash is checked: a value
+  // edited with the hash left stale, or a count that does not match the
+  // values kept, is refused.
+  std::string line1 = text.substr(0, first_end);
+  nlohmann::json j = nlohmann::json::parse(line1);
+  nlohmann::json stale = j;
+  stale["series"]["loss"]["values"][1] = 2.125;
+  write_file_atomically(file, stale.dump() + "\n");
+  EXPECT_HAS(error_of([&] { read_ledger(file, false); }),
+             file + ": line 1: series.loss.xxh3: expected the XXH3-128 of the steps and values listed (every value "
+                    "is kept); they do not hash to " + j["series"]["loss"]["xxh3"].get<std::string>() +
+                    " (a value edited by hand?)");
+  nlohmann::json counted = j;
+  counted["series"]["loss"]["count"] = 99;
+  write_file_atomically(file, counted.dump() + "\n");
+  EXPECT_HAS(error_of([&] { read_ledger(file, false); }),
+             file + ": line 1: series.loss.count: expected the number of values kept (2): a series of at most 256 "
+                    "keeps every value");
   fs::remove_all(d);
 }
 

@@ -20,18 +20,18 @@ TEST(ChildArgs, CarryOverridesCheckpointAndResume) {
   ChildRun r;
   r.config = "smoke/a.json";
   r.out = "out/run-1.json";
-  EXPECT_EQ(child_args(r), (std::vector<std::string>{"run", "smoke/a.json", "--out", "out/run-1.json", "--quiet"}));
+  EXPECT_EQ(child_args(r), (std::vector<std::string>{"run", "smoke/a.json", "--record", "out/run-1.json", "--quiet"}));
   r.overrides = {2, 0};
   r.stop_after = 5;
   r.checkpoint = "out/c.ckpt";
-  EXPECT_EQ(child_args(r), (std::vector<std::string>{"run", "smoke/a.json", "--out", "out/run-1.json", "--quiet",
+  EXPECT_EQ(child_args(r), (std::vector<std::string>{"run", "smoke/a.json", "--record", "out/run-1.json", "--quiet",
                                                      "--intra-op-threads", "2", "--workers", "0", "--stop-after", "5",
                                                      "--checkpoint", "out/c.ckpt"}));
   ChildRun resume;
   resume.config = "a.json";
   resume.out = "o.json";
   resume.resume = "c.ckpt";
-  EXPECT_EQ(child_args(resume), (std::vector<std::string>{"run", "a.json", "--out", "o.json", "--quiet", "--resume", "c.ckpt"}));
+  EXPECT_EQ(child_args(resume), (std::vector<std::string>{"run", "a.json", "--record", "o.json", "--quiet", "--resume", "c.ckpt"}));
 }
 
 // A stand-in for `lockstep run`: writes `script` as an executable file.
@@ -133,7 +133,7 @@ TEST_F(FakeExecutable, ASuccessfulChildsRecordIsReadAndItsArgumentsAndSeedPassed
   r.seed = "7";
   RunRecord rec = l.run(r);
   EXPECT_EQ(rec.series.at("loss").values, testing::make_gate_record().series.at("loss").values);
-  EXPECT_EQ(read_file((dir_ / "args").string()), "run smoke/a.json --out " + r.out + " --quiet seed=7\n");
+  EXPECT_EQ(read_file((dir_ / "args").string()), "run smoke/a.json --record " + r.out + " --quiet seed=7\n");
   EXPECT_FALSE(fs::exists(r.out + ".log"));  // an empty stderr leaves no log
 }
 

@@ -136,7 +136,7 @@ TEST(RunPlan, OutputsNeverLandOnInputsGoldensOrTheCheckpoint) {
   r.out = p.p.out_dir() + "/run.json";
   r.stop_after = 1;
   r.checkpoint = p.p.out_dir() + "/run.json.ck";
-  EXPECT_EQ(p.refusal(r), "--out " + r.out + " and --checkpoint " + r.checkpoint +
+  EXPECT_EQ(p.refusal(r), "--record " + r.out + " and --checkpoint " + r.checkpoint +
                               ": the record (and its " + r.out + ".ranks or .trainer folder) and the checkpoint's "
                               "files (" + r.checkpoint + ", " + r.checkpoint +
                               ".*) would share paths; give them names that do not start with each other");
@@ -144,10 +144,10 @@ TEST(RunPlan, OutputsNeverLandOnInputsGoldensOrTheCheckpoint) {
   r.checkpoint.clear();
   fs::create_directories(p.p.out_dir() + "/folder.json");
   r.out = p.p.out_dir() + "/folder.json";
-  EXPECT_EQ(p.refusal(r), r.out + ": refusing to write over something that is not a regular file (--out names the "
+  EXPECT_EQ(p.refusal(r), r.out + ": refusing to write over something that is not a regular file (--record names the "
                                  "record's file, e.g. " + r.out + "/unit.run.json)");
   r.out = p.p.out_dir() + "/new/";
-  EXPECT_EQ(p.refusal(r), "--out " + r.out + ": a file path for the record, not a folder (drop the trailing /)");
+  EXPECT_EQ(p.refusal(r), "--record " + r.out + ": a file path for the record, not a folder (drop the trailing /)");
   EXPECT_FALSE(fs::exists(r.out));
   r.out = p.p.out_dir() + "/run.json";
   r.stop_after = 1;
@@ -165,8 +165,8 @@ TEST(RunPlan, OutputsNeverLandOnInputsGoldensOrTheCheckpoint) {
   std::string readme = p.p.out_dir() + "/README.md";
   write_file_atomically(readme, "# notes\n");
   r.out = readme;
-  EXPECT_EQ(p.refusal(r), "--out " + readme + ": refusing to write a run record over a file that is not a lockstep "
-                          "run record (--out replaces only an earlier record; name a new file, e.g. "
+  EXPECT_EQ(p.refusal(r), "--record " + readme + ": refusing to write a run record over a file that is not a lockstep "
+                          "run record (a record replaces only an earlier record; name a new file, e.g. "
                           "lockstep-out/<smoke>.run.json)");
   std::string earlier = p.p.out_dir() + "/earlier.json";
   write_file_atomically(earlier, "{\n  \"platform\": \"cpu\",\n  \"schema\": \"lockstep.run/1\"\n}\n");

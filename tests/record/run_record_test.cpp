@@ -1,5 +1,5 @@
 // Run records read and written as files: another JSON file is named as
-// such rather than as a record with unknown keys, and `--out` replaces only
+// such rather than as a record with unknown keys, and `--record` replaces only
 // an earlier record, never another file.
 #include "record/run_record.h"
 
@@ -38,7 +38,7 @@ TEST(RunRecordFile, AReportIsNamedAsNoRecord) {
   write_file_atomically(s.path("report.json"), R"({"environment_diff": [], "exit_code": 0, "lane": "same-stack"})");
   EXPECT_EQ(message_of([&] { read_run_record(s.path("report.json")); }),
             s.path("report.json") + ": (top level): expected a lockstep run record (\"schema\": \"lockstep.run/1\", "
-                                    "from lockstep run or import --out); this JSON has none of its keys (a report? a "
+                                    "from lockstep run or import --record); this JSON has none of its keys (a report? a "
                                     "config?)");
 }
 
@@ -46,11 +46,11 @@ TEST(RunRecordFile, OutReplacesOnlyAnEarlierRecord) {
   Scratch s;
   EXPECT_NO_THROW(refuse_replacing_other_than_a_record(s.path("new.json"), "--out"));  // nothing there
   write_run_record(s.path("run.json"), testing::make_record({2.5, 2.25}));
-  EXPECT_NO_THROW(refuse_replacing_other_than_a_record(s.path("run.json"), "--out"));
+  EXPECT_NO_THROW(refuse_replacing_other_than_a_record(s.path("run.json"), "--record"));
   write_file_atomically(s.path("notes.md"), "# notes\n");
-  EXPECT_EQ(message_of([&] { refuse_replacing_other_than_a_record(s.path("notes.md"), "--out"); }),
-            "--out " + s.path("notes.md") + ": refusing to write a run record over a file that is not a lockstep run "
-                                            "record (--out replaces only an earlier record; name a new file, e.g. "
+  EXPECT_EQ(message_of([&] { refuse_replacing_other_than_a_record(s.path("notes.md"), "--record"); }),
+            "--record " + s.path("notes.md") + ": refusing to write a run record over a file that is not a lockstep run "
+                                            "record (a record replaces only an earlier record; name a new file, e.g. "
                                             "lockstep-out/<smoke>.run.json)");
   // A compact record another tool wrote is a record too.
   write_file_atomically(s.path("compact.json"), R"({"schema":"lockstep.run/1","smoke":"x"})");

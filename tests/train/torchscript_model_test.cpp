@@ -170,7 +170,7 @@ TEST(TorchScriptModel, SmokeConfigRunsThroughTheCli) {
     "optimizer": {"name": "sgd", "lr": 0.1}
   })");
   std::string out = (dir / "ts.run.json").string();
-  std::string cmd = std::string(LOCKSTEP_BINARY) + " run " + (dir / "ts.json").string() + " --quiet --out " + out;
+  std::string cmd = std::string(LOCKSTEP_BINARY) + " run " + (dir / "ts.json").string() + " --quiet --record " + out;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::string text = read_file(out);
   EXPECT_NE(text.find("\"grad_norm/fc.weight\""), std::string::npos);
