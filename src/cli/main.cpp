@@ -62,9 +62,23 @@ CLI::Validator decimal_number(double lo, double hi) {
 // adds the same checks), and one line on stderr names the spelling that
 // replaced it. The remembered command line gets the new spelling, so a
 // front that hands the command to lockstep-torch does not say it twice.
+// Each old spelling with the flag that replaced it: given together, which
+// one counts would be a guess (main refuses it after parsing).
+struct DeprecatedPair {
+  std::string old, now;           ///< the two spellings, "--out" and "--record"
+  CLI::Option *alias, *current;   ///< their options
+};
+std::vector<DeprecatedPair>& deprecated_pairs() {
+  static std::vector<DeprecatedPair> pairs;
+  return pairs;
+}
+
 template <class T>
 CLI::Option* add_deprecated(CLI::App* cmd, const std::string& old, T& value, const std::string& now) {
-  return cmd->add_option(old, value, "")->group("")->each([old, now](const std::string&) {
+  CLI::Option* current = cmd->get_option_no_throw(now.substr(0, now.find(' ')));
+  CLI::Option* alias = cmd->add_option(old, value, "");
+  if (current != nullptr) deprecated_pairs().push_back({old, now.substr(0, now.find(' ')), alias, current});
+  return alias->group("")->each([old, now](const std::string&) {
     std::cerr << "lockstep: note: " << old << " is deprecated; use " << now << " (the same meaning)\n";
     lockstep::respell_remembered_flag(old, {now.substr(0, now.find(' '))});
   });
@@ -558,6 +572,12 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : to_int(ExitCode::kBadInput);
   }
 
+  for (const DeprecatedPair& p : deprecated_pairs())
+    if (p.alias->count() > 0 && p.current->count() > 0) {
+      std::cerr << "lockstep: error: " << p.old << " and " << p.now << " name one thing (" << p.old
+                << " is its old spelling); give " << p.now << " only\n";
+      return to_int(ExitCode::kBadInput);
+    }
   try {
     stack_label();  // a malformed LOCKSTEP_STACK is refused before any run, not after one
     for (const auto& c : commands)

@@ -776,7 +776,12 @@ void compare_module_traces(const RunRecord& run, const RunRecord& golden, const 
         v.notes.push_back("op trace: the first op whose output bits differ: " + v.trace.first_op);
     }
   }
-  if (!v.trace.op_note.empty()) v.notes.push_back(v.trace.op_note);
+  // Another op sequence in an exact lane (two repeats, or a run and its
+  // golden on one stack) is another computation: a difference of its own.
+  if (exact && v.trace.ops_differ)
+    v.findings.push_back({Section::kStructure, "module_trace", -1, v.trace.op_note.substr(10)});
+  else if (!v.trace.op_note.empty())
+    v.notes.push_back(v.trace.op_note);
   // In an exact lane another module sequence, shape or entry count is a
   // difference of its own; across stacks it is said.
   if (exact && v.trace.structure_differs)

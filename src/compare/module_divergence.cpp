@@ -128,14 +128,17 @@ void locate_first_op(const ModuleTrace& run, const ModuleTrace& ref, ModuleDiver
     return;
   }
   const int64_t steps = std::min(run.steps, ref.steps);
-  const size_t n = std::min(run.ops.size(), ref.ops.size());
-  for (size_t i = 0; i < n; ++i) {
+  auto within = [steps](const std::vector<OpTraceEntry>& ops) {
+    return static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [steps](const OpTraceEntry& o) { return o.step < steps; }));
+  };
+  const size_t run_n = within(run.ops), ref_n = within(ref.ops);
+  for (size_t i = 0; i < std::min(run_n, ref_n); ++i) {
     const OpTraceEntry& a = run.ops[i];
     const OpTraceEntry& g = ref.ops[i];
-    if (a.step >= steps || g.step >= steps) return;
     if (a.step != g.step || a.phase != g.phase || a.module != g.module || a.op != g.op) {
       d.op_note = "op trace: the op sequences part at op " + std::to_string(i) + " (golden " + op_in_words(ref.ops, i) +
                   ", run " + op_in_words(run.ops, i) + "): another op ran there; compared up to there";
+      d.ops_differ = true;
       return;
     }
     if (a.output_xxh3 != g.output_xxh3) {
@@ -143,6 +146,13 @@ void locate_first_op(const ModuleTrace& run, const ModuleTrace& ref, ModuleDiver
       d.first_op_step = g.step;
       return;
     }
+  }
+  // Every op both hold agrees: one side ran more (or dropped other counts).
+  if (run_n != ref_n || run.ops_dropped != ref.ops_dropped) {
+    d.op_note = "op trace: the golden holds " + std::to_string(ref_n) + " ops in the steps both traced (" +
+                std::to_string(ref.ops_dropped) + " left out), the run " + std::to_string(run_n) + " (" +
+                std::to_string(run.ops_dropped) + " left out); the ops both hold agree";
+    d.ops_differ = true;
   }
 }
 

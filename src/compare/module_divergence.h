@@ -58,8 +58,12 @@ struct ModuleDivergence {
   /// forward, fc: aten.addmm.default (op 2 of fc's 2 ops)"); "" none.
   std::string first_op;
   int64_t first_op_step = -1;   ///< the training step of first_op; -1 none
-  /// Why the ops were not compared, or where their sequences part; "" else.
+  /// Why the ops were not compared, or where their sequences part (or
+  /// how their counts differ); "" else.
   std::string op_note;
+  /// The op sequences differ (another op at a place, or more or fewer ops
+  /// in the steps both traced): in an exact lane a difference of its own.
+  bool ops_differ = false;
 };
 
 /// The first op of `run` whose output bits differ from `reference`'s, in

@@ -108,6 +108,17 @@ std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecor
     if (series.size() > 6) names += " and " + std::to_string(series.size() - 6) + " more";
     out.push_back((series.size() == 1 ? "series " : "the series ") + names);
   }
+  // A multi-seed golden's statistics are what its sigma rules hold runs to.
+  std::vector<std::string> seeded;
+  for (const auto& [name, s] : current.series)
+    if (auto it = pending.series.find(name); it != pending.series.end() && !s.mean.empty() && it->second.mean.empty())
+      seeded.push_back(name);
+  if (!seeded.empty()) {
+    std::string names;
+    for (size_t i = 0; i < seeded.size() && i < 6; ++i) names += (i ? ", " : "") + seeded[i];
+    if (seeded.size() > 6) names += " and " + std::to_string(seeded.size() - 6) + " more";
+    out.push_back("the multi-seed mean and std of " + names + " (the sigma rules' reference)");
+  }
   // A series logged at fewer steps is checked at those steps only.
   for (const auto& [name, s] : current.series)
     if (auto it = pending.series.find(name); it != pending.series.end() && it->second.values.size() < s.values.size())
@@ -124,6 +135,7 @@ std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecor
   fewer(current.probes.size(), pending.probes.size(), "batch probes");
   fewer(current.train_probes.size(), pending.train_probes.size(), "trained-batch probes");
   fewer(current.module_trace.entries.size(), pending.module_trace.entries.size(), "module trace entries");
+  fewer(current.module_trace.ops.size(), pending.module_trace.ops.size(), "per-op hashes");
   fewer(current.hashes.size(), pending.hashes.size(), "parameter hashes");
   fewer(current.init.size(), pending.init.size(), "initialisation statistics");
   lost(!current.probes.empty(), !pending.probes.empty(), "batch probes");

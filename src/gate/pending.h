@@ -66,7 +66,8 @@ struct PendingReview {
 /// "per-op hashes (trace.ops)", "parameter hashes", "initialisation statistics" and "determinism
 /// contract" when current has them and pending has none, and "3 of the 14
 /// batch probes" (probes, trained-batch probes, module trace entries,
-/// parameter hashes, initialisation statistics) when pending keeps fewer. Empty when
+/// parameter hashes, initialisation statistics, per-op hashes) when pending keeps
+/// fewer, and a multi-seed golden's mean and std when pending has none. Empty when
 /// pending checks all that current does (an imported loss curve replacing
 /// a lockstep run's golden drops most of them).
 std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecord& pending);

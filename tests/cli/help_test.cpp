@@ -118,6 +118,12 @@ TEST(Help, OldSpellingsStillWorkAndSayWhatReplacedThem) {
   EXPECT_EQ(env.code, 0) << env.output;
   EXPECT_EQ(env.output.rfind("lockstep: note: env --json without a file is deprecated; use --format json\n{", 0), 0u)
       << env.output;
+  // With its replacement: which one counts would be a guess.
+  Result both = lockstep("run " + kSmoke + " --out a.json --record b.json");
+  EXPECT_EQ(both.code, 2) << both.output;
+  EXPECT_NE(both.output.find("lockstep: error: --out and --record name one thing (--out is its old spelling); give "
+                             "--record only"),
+            std::string::npos) << both.output;
   Result count = lockstep("calibrate " + kSmoke + " --seeds 3 --out " + dir + "/cal");
   EXPECT_EQ(count.code, 2) << count.output;
   EXPECT_NE(count.output.find("calibrate --seeds 3: a list of at least two seeds, as bless --seeds takes (e.g. "

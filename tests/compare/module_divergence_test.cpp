@@ -235,6 +235,22 @@ TEST(ModuleDivergence, TheFirstOpWhoseBitsMovedIsNamedWithItsPlace) {
   EXPECT_EQ(d.op_note, "op trace: the op sequences part at op 3 (golden train step 0, backward: aten.mm.default "
                        "(op 1 of the step's 2 backward ops), run train step 0, backward: aten.bmm.default (op 1 of "
                        "the step's 2 backward ops)): another op ran there; compared up to there");
+  EXPECT_TRUE(d.ops_differ);
+  // In an exact lane another op sequence fails on its own (two repeats that
+  // ran other ops are not bit-identical); so do more ops than the golden's.
+  RunRecord other_op = g;
+  other_op.module_trace.ops[3].op = "aten.bmm.default";
+  Verdict x = compare_records(other_op, g, {});
+  EXPECT_FALSE(x.passed());
+  EXPECT_NE(first_bit_difference(other_op, g), "");
+  RunRecord more = g;
+  more.module_trace.ops.push_back(more.module_trace.ops.back());
+  d = locate_module_divergence(more.module_trace, g.module_trace, {}, true);
+  EXPECT_EQ(d.op_note, "op trace: the golden holds 14 ops in the steps both traced (0 left out), the run 15 (0 left "
+                       "out); the ops both hold agree");
+  EXPECT_FALSE(compare_records(more, g, {}).passed());
+  // Across stacks it is said, not failed.
+  EXPECT_FALSE(locate_module_divergence(more.module_trace, g.module_trace, {}, false).ops_differ);
 }
 
 TEST(ModuleDivergence, OpsOnOneSideOnlyOrNotRecordedAreANote) {

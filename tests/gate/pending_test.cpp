@@ -148,6 +148,14 @@ TEST(Pending, DroppedChecksNameWhatTheReplacementNoLongerChecks) {
   fewer.probes.pop_back();
   EXPECT_EQ(dropped_checks(current, fewer),
             std::vector<std::string>{"1 of the " + std::to_string(current.probes.size()) + " batch probes"});
+  // A multi-seed golden's mean and std, and per-op hashes, count too.
+  RunRecord seeded = current;
+  seeded.series["loss"].mean = seeded.series["loss"].values;
+  seeded.series["loss"].std = std::vector<double>(seeded.series["loss"].values.size(), 0.1);
+  seeded.module_trace.ops.push_back(seeded.module_trace.ops.front());
+  EXPECT_EQ(dropped_checks(seeded, current),
+            (std::vector<std::string>{"the multi-seed mean and std of loss (the sigma rules' reference)",
+                                      "1 of the 2 per-op hashes"}));
   RunRecord wider = current;
   wider.series["lr"] = wider.series["loss"];
   EXPECT_TRUE(dropped_checks(current, wider).empty()) << "more is never narrower";
