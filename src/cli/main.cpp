@@ -57,11 +57,6 @@ CLI::Validator decimal_number(double lo, double hi) {
       "NUMBER");
 }
 
-// An old spelling of a flag (docs/architecture.md, "One flag vocabulary"),
-// kept working: hidden from --help, bound to what `now` binds (the caller
-// adds the same checks), and one line on stderr names the spelling that
-// replaced it. The remembered command line gets the new spelling, so a
-// front that hands the command to lockstep-torch does not say it twice.
 // Each old spelling with the flag that replaced it: given together, which
 // one counts would be a guess (main refuses it after parsing).
 struct DeprecatedPair {
@@ -73,14 +68,20 @@ std::vector<DeprecatedPair>& deprecated_pairs() {
   return pairs;
 }
 
+// An old spelling of a flag (docs/architecture.md, "One flag vocabulary"),
+// kept working: hidden from --help, bound to what `now` binds (the caller
+// adds the same checks), and one line on stderr names the spelling that
+// replaced it ("--record FILE": the flag, then what it takes). The
+// remembered command line gets the new spelling, so a front that hands the
+// command to lockstep-torch does not say it twice.
 template <class T>
 CLI::Option* add_deprecated(CLI::App* cmd, const std::string& old, T& value, const std::string& now) {
-  CLI::Option* current = cmd->get_option_no_throw(now.substr(0, now.find(' ')));
+  const std::string flag = now.substr(0, now.find(' '));
   CLI::Option* alias = cmd->add_option(old, value, "");
-  if (current != nullptr) deprecated_pairs().push_back({old, now.substr(0, now.find(' ')), alias, current});
-  return alias->group("")->each([old, now](const std::string&) {
+  if (CLI::Option* current = cmd->get_option_no_throw(flag)) deprecated_pairs().push_back({old, flag, alias, current});
+  return alias->group("")->each([old, now, flag](const std::string&) {
     std::cerr << "lockstep: note: " << old << " is deprecated; use " << now << " (the same meaning)\n";
-    lockstep::respell_remembered_flag(old, {now.substr(0, now.find(' '))});
+    lockstep::respell_remembered_flag(old, {flag});
   });
 }
 

@@ -755,6 +755,12 @@ void compare_module_traces(const RunRecord& run, const RunRecord& golden, const 
     else if (known > 0 && same_input)
       summary += "; its initial parameters agree, so its kernel moved";
   };
+  // A trace difference is a finding of its own only where no series or
+  // hash already shows one.
+  auto values_or_hashes_moved = [&v] {
+    return std::any_of(v.findings.begin(), v.findings.end(),
+                       [](const auto& f) { return f.section == Section::kTrain || f.section == Section::kHashes; });
+  };
   init_moved(v.trace.first, v.trace.summary);
   init_moved(v.trace.first_bits, v.trace.bits_summary);
   // Per-op hashes (trace.ops) take it below the module: the first op whose
@@ -767,9 +773,7 @@ void compare_module_traces(const RunRecord& run, const RunRecord& golden, const 
       // Only an op moved (the modules' outputs agree): in an exact lane a
       // bit difference nothing else shows is a finding of its own, as a
       // module entry's is.
-      bool shown = false;
-      for (const auto& f : v.findings) shown |= f.section == Section::kTrain || f.section == Section::kHashes;
-      if (!shown)
+      if (!values_or_hashes_moved())
         v.findings.push_back({Section::kTrain, "module_trace", v.trace.first_op_step,
                               "the first op whose output bits differ: " + v.trace.first_op});
       else
@@ -791,9 +795,7 @@ void compare_module_traces(const RunRecord& run, const RunRecord& golden, const 
   if (!v.trace.bits_summary.empty())
     v.notes.push_back("module trace: the first module whose output moved in bits: " + v.trace.bits_summary);
   if (exact && v.trace.first >= 0) {
-    bool shown = false;
-    for (const auto& f : v.findings) shown |= f.section == Section::kTrain || f.section == Section::kHashes;
-    if (!shown)
+    if (!values_or_hashes_moved())
       v.findings.push_back({Section::kTrain, "module_trace", v.trace.cells[static_cast<size_t>(v.trace.first)].step,
                             v.trace.summary});
   }

@@ -76,9 +76,6 @@ std::string input_trigger_path(const SmokeConfig& c, const std::string& pattern)
   return glob ? (fixed / "").string() : fixed.string();
 }
 
-}  // namespace
-
-namespace {
 
 // hook.smokes: smoke files or folders inside the repository, each once
 // (one config under two spellings, or a file inside a listed folder, is

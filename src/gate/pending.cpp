@@ -96,29 +96,27 @@ std::string listed(const std::vector<std::string>& items) {
   return out;
 }
 
+// "a, b and 3 more": six names at most.
+std::string some_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 6; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 6) out += " and " + std::to_string(names.size() - 6) + " more";
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecord& pending) {
-  std::vector<std::string> out, series;
-  for (const auto& [name, _] : current.series)
-    if (pending.series.count(name) == 0) series.push_back(name);
-  if (!series.empty()) {
-    std::string names;
-    for (size_t i = 0; i < series.size() && i < 6; ++i) names += (i ? ", " : "") + series[i];
-    if (series.size() > 6) names += " and " + std::to_string(series.size() - 6) + " more";
-    out.push_back((series.size() == 1 ? "series " : "the series ") + names);
+  std::vector<std::string> out, series, seeded;
+  for (const auto& [name, s] : current.series) {
+    auto it = pending.series.find(name);
+    if (it == pending.series.end()) series.push_back(name);
+    // A multi-seed golden's statistics are what its sigma rules hold runs to.
+    else if (!s.mean.empty() && it->second.mean.empty()) seeded.push_back(name);
   }
-  // A multi-seed golden's statistics are what its sigma rules hold runs to.
-  std::vector<std::string> seeded;
-  for (const auto& [name, s] : current.series)
-    if (auto it = pending.series.find(name); it != pending.series.end() && !s.mean.empty() && it->second.mean.empty())
-      seeded.push_back(name);
-  if (!seeded.empty()) {
-    std::string names;
-    for (size_t i = 0; i < seeded.size() && i < 6; ++i) names += (i ? ", " : "") + seeded[i];
-    if (seeded.size() > 6) names += " and " + std::to_string(seeded.size() - 6) + " more";
-    out.push_back("the multi-seed mean and std of " + names + " (the sigma rules' reference)");
-  }
+  if (!series.empty()) out.push_back((series.size() == 1 ? "series " : "the series ") + some_names(series));
+  if (!seeded.empty())
+    out.push_back("the multi-seed mean and std of " + some_names(seeded) + " (the sigma rules' reference)");
   // A series logged at fewer steps is checked at those steps only.
   for (const auto& [name, s] : current.series)
     if (auto it = pending.series.find(name); it != pending.series.end() && it->second.values.size() < s.values.size())

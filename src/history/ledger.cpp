@@ -93,13 +93,20 @@ CiFacts ci_facts_from_environment() {
   return ci;
 }
 
-std::string series_content_hash(const Series& series) {
-  std::vector<int64_t> steps = step_numbers(series);
-  std::string bytes(steps.size() * 8 + series.values.size() * 8, '\0');
-  std::memcpy(bytes.data(), steps.data(), steps.size() * 8);  // little-endian hosts, as the sidecar
-  std::memcpy(bytes.data() + steps.size() * 8, series.values.data(), series.values.size() * 8);
+namespace {
+
+// XXH3-128 of every step (int64) then every value (float64), as the
+// little-endian bytes the host holds (as the sidecar).
+std::string points_hash(const std::vector<int64_t>& steps, const std::vector<double>& values) {
+  std::string bytes(steps.size() * 8 + values.size() * 8, '\0');
+  std::memcpy(bytes.data(), steps.data(), steps.size() * 8);
+  std::memcpy(bytes.data() + steps.size() * 8, values.data(), values.size() * 8);
   return xxh3_128_hex(bytes.data(), bytes.size());
 }
+
+}  // namespace
+
+std::string series_content_hash(const Series& series) { return points_hash(step_numbers(series), series.values); }
 
 LedgerEntry ledger_entry(const RunRecord& run, const Verdict* verdict, const std::string& golden_hash,
                          const CiFacts& ci, const std::string& time_utc, const std::string& instance) {
@@ -270,10 +277,7 @@ LedgerSeries parse_ledger_series(const JsonView& s) {
   // the hash left stale is refused). A NaN's bits do not survive JSON, so
   // a series holding one is not rehashed.
   if (ls.count == ls.values.size() && std::none_of(ls.values.begin(), ls.values.end(), [](double v) { return std::isnan(v); })) {
-    std::string bytes(ls.steps.size() * 8 + ls.values.size() * 8, '\0');
-    std::memcpy(bytes.data(), ls.steps.data(), ls.steps.size() * 8);
-    std::memcpy(bytes.data() + ls.steps.size() * 8, ls.values.data(), ls.values.size() * 8);
-    if (xxh3_128_hex(bytes.data(), bytes.size()) != ls.xxh3)
+    if (points_hash(ls.steps, ls.values) != ls.xxh3)
       s.at("xxh3").fail("the XXH3-128 of the steps and values listed (every value is kept); they do not hash to " +
                         ls.xxh3 + " (a value edited by hand?)");
   }
