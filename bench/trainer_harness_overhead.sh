@@ -3,9 +3,11 @@
 # (examples/pytorch-trainer) against running the trainer by hand: prints
 # the wall time of two training runs by hand (what a developer would do to
 # see whether two runs agree), of `check` without the resume check (two
-# runs, each with its data-only pass beside it, compared bit for bit and
-# against a golden), of the full `check` (with resume_at), and the ratios.
-# Goal (issue "Gate the team's own trainer"): check / by hand <= 1.10.
+# runs compared bit for bit and against a golden; the data-only pass is
+# the golden's, docs/decisions.md entry 29), at -j 1 and the default -j,
+# of the full `check` (with resume_at), and the ratios; best of 5
+# (LOCKSTEP_BENCH_RUNS), user and system time beside each.
+# Goal: check / by hand <= 1.10 at -j 1 and at the default -j.
 #   bench/trainer_harness_overhead.sh [BUILD_DIR]   (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +28,7 @@ mkdir -p "$work/ex/noresume" && mv "$work/ex/smoke-noresume.json" "$work/ex/nore
 "$lockstep" bless "$work/ex/smoke" --reason bench --out "$work/out" >/dev/null
 "$lockstep" bless "$work/ex/noresume" --reason bench --out "$work/out" >/dev/null
 
-now() { date +%s.%N; }
+source bench/timing.sh
 by_hand() {
   for i in 1 2; do
     mkdir -p "$work/hand-$i"
@@ -34,21 +36,15 @@ by_hand() {
        "$py" train.py --steps 10 >/dev/null 2>&1)
   done
 }
-best() {  # best of 3 wall times of "$@"
-  local b=""
-  for _ in 1 2 3; do
-    local t0 t1; t0=$(now); "$@" >/dev/null 2>&1 || { echo "bench: $* failed" >&2; exit 1; }; t1=$(now)
-    b=$(echo "$t0 $t1 ${b:-1e9}" | awk '{d=$2-$1; print (d<$3)?d:$3}')
-  done
-  echo "$b"
-}
-hand=$(best by_hand)
-check_serial=$(best "$lockstep" check "$work/ex/noresume" -j 1 --out "$work/out")
-check_noresume=$(best "$lockstep" check "$work/ex/noresume" --out "$work/out")
-check_full=$(best "$lockstep" check "$work/ex/smoke" --out "$work/out")
-awk -v h="$hand" -v s="$check_serial" -v c="$check_noresume" -v f="$check_full" 'BEGIN {
-  printf "two training runs by hand:                   %6.2f s\n", h
-  printf "lockstep check -j 1 (repeat 2, no resume):   %6.2f s   ratio %.2f (goal <= 1.10)\n", s, s / h
-  printf "lockstep check (default -j, no resume):      %6.2f s   ratio %.2f\n", c, c / h
-  printf "lockstep check (default -j, repeat 2 + resume): %6.2f s   ratio %.2f (the resume check adds a stopped and a resumed run)\n", f, f / h
+runs=${LOCKSTEP_BENCH_RUNS:-5}
+best_of "$runs" by_hand; hand=$BEST_WALL; hand_line=$(timing_line)
+best_of "$runs" "$lockstep" check "$work/ex/noresume" -j 1 --out "$work/out"; serial=$BEST_WALL; serial_line=$(timing_line)
+best_of "$runs" "$lockstep" check "$work/ex/noresume" --out "$work/out"; jobs=$BEST_WALL; jobs_line=$(timing_line)
+best_of "$runs" "$lockstep" check "$work/ex/smoke" --out "$work/out"; full=$BEST_WALL; full_line=$(timing_line)
+echo "best of $runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "two training runs by hand:                        $hand_line"
+awk -v h="$hand" -v s="$serial" -v c="$jobs" -v f="$full" -v sl="$serial_line" -v cl="$jobs_line" -v fl="$full_line" 'BEGIN {
+  printf "lockstep check -j 1 (repeat 2, no resume):       %s   ratio %.2f (goal <= 1.10)\n", sl, s / h
+  printf "lockstep check (default -j, no resume):          %s   ratio %.2f (goal <= 1.10)\n", cl, c / h
+  printf "lockstep check (default -j, repeat 2 + resume):  %s   ratio %.2f (the resume check adds a stopped and a resumed run)\n", fl, f / h
 }'

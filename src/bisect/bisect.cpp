@@ -162,6 +162,7 @@ class Bisector {
         cfg = load_smoke_config(file);
         ChildRun base;
         base.config = file;
+        base.share_data_pass = shares_data_pass(cfg);
         runs = run_children(launcher_, base, dir, cfg.name, o_.repeats, o_.slots, processes_per_run(cfg));
       } catch (const Error& e) {
         j.run_seconds += since(t0);

@@ -300,6 +300,7 @@ class EnvSearch {
     for (const auto& [file, cfg] : configs_) {
       ChildRun base;
       base.config = file;
+      base.share_data_pass = shares_data_pass(cfg);
       ChildRun run = apply_differences(base, good_, r_.differences, applied);
       std::vector<RunRecord> runs;
       try {

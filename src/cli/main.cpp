@@ -247,6 +247,10 @@ void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
                   "an input: a golden fails it); a trainer takes part through LOCKSTEP_LR_SCALE")
       ->check(decimal_number(1e-6, 1e6))
       ->excludes(resume);
+  run->add_flag_callback(
+      "--no-data-pass", [run_opts] { run_opts->data_pass = false; },
+      "A trainer smoke's training pass alone, without the data-only pass beside it; the record has no "
+      "data-only probes (check and bless run it so for every run after the first, which takes the first's)");
   run->add_flag("--skip-generator-restore", run_opts->skip_generator_restore,
                 "With --resume: leave the generators unrestored (proves the resume check catches it)")
       ->needs(resume)

@@ -29,6 +29,7 @@ class TrainerProducer : public RecordProducer {
     options.stop_after = r.stop_after;
     options.checkpoint = r.checkpoint;
     options.resume = r.resume;
+    options.data_pass = r.data_pass;
     TrainerRun run = run_trainer(plan.config, options);
     ProducedRun out;
     if (run.stopped_at_checkpoint) {

@@ -31,6 +31,7 @@ int run_repeated(const RunPlan& plan) {
   base.config = o.smoke;
   base.overrides = o.overrides;
   base.seed = o.seed;
+  base.share_data_pass = shares_data_pass(plan.config);
   SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   std::vector<RunRecord> runs = run_children(launcher, base, dir, prefix, plan.repeat);
   auto [index, diff] = first_repeat_difference(runs);

@@ -18,7 +18,8 @@ RunPlan plan_of(const ChildRun& run, const SmokeConfig& cfg) {
   r.stop_after = run.stop_after;
   r.checkpoint = run.checkpoint;
   r.resume = run.resume;
-  RunPlan plan = plan_run(cfg, r, /*train=*/true);
+  r.data_pass = run.data_pass;
+  RunPlan plan = plan_run(cfg, r, run.train);
   if (!run.python.empty() && !plan.config.trainer.command.empty()) plan.config.trainer.command[0] = run.python;
   for (const auto& x : run.env) {
     size_t eq = x.find('=');

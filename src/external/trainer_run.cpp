@@ -534,11 +534,11 @@ struct PassPlan {
 // The data-only pass (the batches the trainer's DataLoader yields, probed;
 // one per worker count) beside the training pass (whole, stopping at a
 // checkpoint, or resuming). A run that stops at a checkpoint needs no
-// data-only pass: the resumed run makes it.
+// data-only pass: the resumed run makes it (unless o.data_pass is false).
 PassPlan plan_passes(const TrainerLayout& l, const TrainerRunOptions& o, bool stopping, bool resuming) {
   const TrainerConfig& t = l.c.trainer;
   PassPlan p;
-  if (t.has_data_pass() && !stopping)
+  if (t.has_data_pass() && o.data_pass && !stopping)
     for (size_t k = 0; k < l.worker_counts.size(); ++k)
       p.data_outs.push_back(l.work + (k == 0 ? std::string("/data") : "/data-workers-" + std::to_string(l.worker_counts[k])));
   p.train_out = l.work + "/train";
@@ -558,7 +558,7 @@ PassPlan plan_passes(const TrainerLayout& l, const TrainerRunOptions& o, bool st
                           "data-only pass" + with + l.rank_word(r), port_of(k)});
     }
   }
-  const std::string train_port = port_of(p.data_outs.size());
+  const std::string train_port = o.train ? port_of(p.data_outs.size()) : std::string();  // probe: no training pass
   p.train_env = l.env(l.rank_dir(p.train_out, 0), "train", 0, train_port);
   std::vector<std::string> extra = stopping ? t.resume_stop : resuming ? t.resume_continue : std::vector<std::string>{};
   std::string what = stopping   ? "run stopping at step " + std::to_string(l.resume_at)
@@ -767,6 +767,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   const bool stopping = o.stop_after > 0, resuming = !o.resume.empty();
   if ((stopping || resuming) && t.resume_stop.empty())
     throw BadInput(c.file, "trainer.resume", "a resume section (how the command stops at a checkpoint and continues)");
+  if (!o.train && !o.data_pass) throw BadUsage("--no-data-pass: `lockstep probe` is the data-only pass");
   if (!o.train && !t.has_data_pass())
     throw BadUsage(c.file + ": `lockstep probe` runs the data-only pass, and this trainer has none (it writes no "
                    "batch probes: trainer.probes)");

@@ -50,6 +50,9 @@ struct TrainerRunOptions {
   int64_t stop_after = 0;   ///< > 0: train this many steps, checkpoint at `checkpoint`, no record
   std::string checkpoint;   ///< with stop_after
   std::string resume;       ///< continue from this checkpoint (written by a stop_after run)
+  /// false: no data-only pass (`run --no-data-pass`); the record's probes
+  /// stay empty, for a run that made them to fill (launch/launcher.h).
+  bool data_pass = true;
 };
 
 /// The outcome of run_trainer().

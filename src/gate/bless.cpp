@@ -171,6 +171,7 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
   for (uint64_t seed : seeds) {
     ChildRun base;
     base.config = file;
+    base.share_data_pass = shares_data_pass(cfg);
     if (seed != cfg.seed) base.seed = std::to_string(seed);
     std::string prefix = o.seeds.empty() ? "bless" : "bless-seed-" + std::to_string(seed);
     std::vector<RunRecord> runs = run_children(launcher, base, dir, prefix, o.runs);

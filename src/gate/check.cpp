@@ -19,11 +19,7 @@ namespace fs = std::filesystem;
 std::pair<ExitCode, std::string> data_pass_mismatch(const SmokeConfig& cfg, const RunRecord& r, int repeat,
                                                     const std::string& records) {
   size_t i = 0;
-  while (i < r.train_probes.size() && i < r.probes.size() &&
-         r.train_probes[i].sample_index_hash == r.probes[i].sample_index_hash &&
-         r.train_probes[i].inputs.xxh3_128 == r.probes[i].inputs.xxh3_128 &&
-         r.train_probes[i].labels.xxh3_128 == r.probes[i].labels.xxh3_128)
-    ++i;
+  while (i < r.train_probes.size() && i < r.probes.size() && same_batch(r.train_probes[i], r.probes[i])) ++i;
   if (i >= r.train_probes.size() || i >= r.probes.size()) return {ExitCode::kPass, ""};
   const BatchProbe &t = r.train_probes[i], &p = r.probes[i];
   auto short_hash = [](const std::string& h) { return h.substr(0, 12) + "…"; };
@@ -105,6 +101,7 @@ class ResumeRuns {
     stop_.checkpoint = dir + "/resume-at-" + std::to_string(resume_at) + ".ckpt";
     resume_.out = dir + "/resumed.json";
     resume_.resume = stop_.checkpoint;
+    if (base.share_data_pass) resume_.data_pass = false;  // the first run's stands for it (take_data_pass)
   }
   ~ResumeRuns() {
     abandoned_ = true;
@@ -226,6 +223,7 @@ bool rerun_failure(Launcher& launcher, const ChildRun& base, const std::string& 
   bool definite = v.lane == Lane::kContractMismatch ||
                   std::any_of(v.findings.begin(), v.findings.end(), [](const Finding& f) { return f.section == Section::kInput; });
   for (size_t i = 0; i < again.size(); ++i) {
+    take_data_pass(again[i], run);  // a trainer smoke's reruns make none
     std::string diff = first_bit_difference(again[i], run);
     if (diff.empty()) continue;
     if (definite) {
@@ -268,7 +266,7 @@ SmokeCheck resume_failure(const SmokeConfig& cfg, const std::string& diff, Lane 
 int slots_per_run(const SmokeConfig& cfg, const RunOverrides& overrides) {
   SmokeConfig sized = cfg;
   if (cfg.distributed.configured && overrides.world_size > 0) sized.distributed.world_size = overrides.world_size;
-  return processes_per_run(sized);
+  return processes_per_run(sized, /*with_data_pass=*/false);  // a trainer's data-only pass runs apart
 }
 
 // The note of a resume check that held.
@@ -277,6 +275,34 @@ std::string resumed_note(const SmokeConfig& cfg) {
          (cfg.distributed.configured ? std::to_string(cfg.distributed.world_size) + " fresh rank processes"
                                      : std::string("a fresh process")) +
          ": bit-identical to the uninterrupted run";
+}
+
+// Step 2 for a trainer smoke, whose runs made no data-only pass (a Python
+// process of its own, as costly as a training run). Batches trained on
+// that are the golden's bit for bit take the golden's data-only probes:
+// bless held those batches to its data-only pass (data_pass_mismatch), so
+// a pass now would show the same batches. Otherwise (no golden, another
+// golden's batches, a change) the data-only pass runs now, once, at each
+// trainer.workers count (<dir>/data-only.json; a worker-count difference
+// is its exit 4), and its probes are `run`'s. Returns the verdict's note.
+std::string settle_data_pass(Launcher& launcher, const ChildRun& base, const std::string& dir,
+                             const RunRecord* golden, const SmokeConfig& cfg, RunRecord& run) {
+  if (golden && !golden->probes.empty() && same_batches(run.train_probes, golden->train_probes)) {
+    run.probes = golden->probes;
+    return "no data-only pass ran: the " + std::to_string(run.train_probes.size()) +
+           " batches trained on are the golden's bit for bit, and bless held those to its data-only pass";
+  }
+  ChildRun pass = base;
+  pass.train = false;
+  pass.data_pass = true;
+  pass.out = dir + "/data-only.json";
+  run.probes = launcher.run(pass).probes;
+  std::string counts;
+  for (int w : cfg.trainer.workers) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
+  return std::string("the data-only pass ran once, after the runs (") +
+         (golden ? "the batches trained on are not the golden's" : "no golden yet") + ")" +
+         (cfg.trainer.workers.size() > 1 ? ", with " + counts + " DataLoader workers: the same batches bit for bit"
+                                         : "");
 }
 
 // The smoke's `repeat` fresh runs of `base` (<dir>/run-N.json), with the
@@ -318,10 +344,13 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   const std::string dir = c.report_dir;
   clear_smoke_outputs(dir);  // an earlier check's pending golden must not outlive this one
 
-  // 1. Fresh runs, bit for bit.
+  // 1. Fresh runs, bit for bit. A trainer smoke's leave its data-only
+  //    pass (a Python process of its own) to step 2.
   ChildRun base;
   base.config = file;
   base.overrides = o.overrides;
+  const bool data_pass_apart = shares_data_pass(cfg);
+  base.data_pass = !data_pass_apart;
   // `check --world-size N` over a suite: it sizes the multi-rank smokes;
   // a single-process smoke runs as it is.
   if (!cfg.distributed.configured) base.overrides.world_size = 0;
@@ -329,10 +358,16 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   const int per_run = slots_per_run(cfg, base.overrides);
   std::vector<RunRecord> runs = fresh_runs(launcher, base, cfg, o, repeat, per_run, resume_runs, dir);
   c.ran = true;
-  const RunRecord& run = runs.front();
+  RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
     return nondeterministic_check(cfg.name, runs, i, diff, dir);
   // 2. The trainer's batches are the data-only pass's.
+  std::string root = goldens_root(file, o.goldens_dir);
+  auto found = find_golden(root, cfg.name, run.platform, run.stack);
+  Golden golden;
+  if (found) golden = read_filed_golden(*found, cfg.name);
+  std::string data_note =
+      data_pass_apart ? settle_data_pass(launcher, base, dir, found ? &golden.record : nullptr, cfg, run) : "";
   if (auto [code, why] = data_pass_mismatch(cfg, run, repeat, dir); !why.empty()) {
     c.verdict = stopped_verdict(cfg.name, code, why);
     return c;
@@ -340,11 +375,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // 3. The golden, compared before the resume check: a regression against
   //    it is the finding to report (data batch 0 rather than a resumed run
   //    that also differs), and it costs no further runs.
-  std::string root = goldens_root(file, o.goldens_dir);
-  auto found = find_golden(root, cfg.name, run.platform, run.stack);
-  Golden golden;
   if (found) {
-    golden = read_filed_golden(*found, cfg.name);
     c.golden_hash = golden.content_hash;
     c.verdict = compare_with_golden(cfg, run, golden, *found, dir);
     c.compared = true;
@@ -360,7 +391,9 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   if (cfg.resume_at > 0 && (!found || c.verdict.passed())) {
     // A fresh process continued from the stopped run's checkpoint, bit for
     // bit against the uninterrupted run.
-    if (std::string diff = first_bit_difference(resume_runs.finish(per_run), run); !diff.empty())
+    RunRecord resumed = resume_runs.finish(per_run);
+    take_data_pass(resumed, run);
+    if (std::string diff = first_bit_difference(resumed, run); !diff.empty())
       return resume_failure(cfg, diff, found ? c.verdict.lane : Lane::kNone, dir);
     resume_note = resumed_note(cfg);
   }
@@ -368,11 +401,13 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   if (!found) {
     add_pending(c, run, file, o, repeat, "no golden existed for platform " + golden_key(run.platform, run.stack));
     c.verdict = no_golden_verdict(cfg.name, file, root, run);
+    if (!data_note.empty()) c.verdict.notes.push_back(data_note);
     return c;
   }
   if (repeat > 1) c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
   else c.verdict.notes.push_back("one run only (repeat 1): run-to-run determinism was not checked in this job");
   if (!resume_note.empty()) c.verdict.notes.push_back(resume_note);
+  if (!data_note.empty()) c.verdict.notes.push_back(data_note);
   if (!c.verdict.passed()) add_pending(c, run, file, o, repeat, "check failed: " + c.verdict.first_divergence);
   // A stack label's first runs, compared with the unlabeled golden: the
   // pending golden is the one to accept for the label (review shows both).
@@ -395,13 +430,6 @@ SmokeCheck check_smoke(const std::string& file, const CheckSmokeOptions& o, Laun
     SmokeCheck c = check_loaded(cfg, file, o, launcher);
     // Said in every verdict and report: a gate without it checks no batch.
     if (std::string note = missing_data_pass_note(cfg); !note.empty()) c.verdict.notes.push_back(note);
-    // The worker-count check held in every run (else the run was exit 4).
-    if (c.ran && cfg.trainer.workers.size() > 1) {
-      std::string counts;
-      for (int w : cfg.trainer.workers) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
-      c.verdict.notes.push_back("the data-only pass ran with " + counts + " DataLoader workers in every run: "
-                                "the same batches bit for bit");
-    }
     return c;
   } catch (const Error& e) {
     SmokeCheck c;

@@ -32,11 +32,12 @@ std::vector<std::string> override_args(const RunOverrides& o) {
 }
 
 std::vector<std::string> child_args(const ChildRun& run) {
-  std::vector<std::string> args = {"run", run.config, "--record", run.out, "--quiet"};
+  std::vector<std::string> args = {run.train ? "run" : "probe", run.config, "--record", run.out, "--quiet"};
   for (auto& a : override_args(run.overrides)) args.push_back(std::move(a));
   if (run.stop_after > 0)
     args.insert(args.end(), {"--stop-after", std::to_string(run.stop_after), "--checkpoint", run.checkpoint});
   if (!run.resume.empty()) args.insert(args.end(), {"--resume", run.resume});
+  if (!run.data_pass) args.push_back("--no-data-pass");
   return args;
 }
 
@@ -138,11 +139,19 @@ std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, co
     tasks.push_back([&, i] {
       ChildRun r = base;
       r.out = dir + "/" + prefix + "-" + std::to_string(i) + ".json";
+      if (base.share_data_pass && i > 1) r.data_pass = false;
       runs[static_cast<size_t>(i - 1)] = launcher.run(r);
     });
   run_tasks(tasks, slots, slots_per_run, held);
+  for (size_t i = 1; base.share_data_pass && i < runs.size(); ++i) take_data_pass(runs[i], runs[0]);
   return runs;
 }
+
+void take_data_pass(RunRecord& run, const RunRecord& from) {
+  if (run.probes.empty()) run.probes = from.probes;
+}
+
+bool shares_data_pass(const SmokeConfig& config) { return config.has_trainer() && config.trainer.has_data_pass(); }
 
 std::pair<size_t, std::string> first_repeat_difference(const std::vector<RunRecord>& runs) {
   for (size_t i = 1; i < runs.size(); ++i)

@@ -36,6 +36,17 @@ struct ChildRun {
   int64_t stop_after = 0;  ///< > 0: train this many steps, write `checkpoint`, no record
   std::string checkpoint;  ///< with stop_after
   std::string resume;      ///< non-empty: continue from this checkpoint to the end
+  bool train = true;       ///< false: the data-only pass alone (`lockstep probe`)
+  /// false: no data-only pass (`run --no-data-pass`, a trainer smoke only):
+  /// the record's data-only probes are empty until take_data_pass() fills them.
+  bool data_pass = true;
+  /// run_children(): only the first run makes the data-only pass; the
+  /// others run without it and take the first's probes. For a trainer
+  /// smoke, whose pass is a Python process of its own: a later run's
+  /// training batches are held to the same probes through the bit-for-bit
+  /// comparison with the first run, so a second pass would show nothing
+  /// new (docs/decisions.md).
+  bool share_data_pass = false;
   /// Extra environment of the run, "NAME=VALUE" (calibrate's
   /// ATEN_CPU_CAPABILITY axis): set in the child process, or for a trainer
   /// smoke in the trainer's environment (as trainer.env would).
@@ -81,15 +92,25 @@ class ProcessLauncher : public Launcher {
 /// The command-line flags that pass `overrides` on to a child run.
 std::vector<std::string> override_args(const RunOverrides& overrides);
 
-/// The `lockstep run` arguments for `run` (without the executable).
+/// The `lockstep run` (or `probe`) arguments for `run` (without the executable).
 std::vector<std::string> child_args(const ChildRun& run);
+
+/// Gives `run`, made without its data-only pass (ChildRun::data_pass
+/// false), the data-only probes of `from`, the run whose pass stands for
+/// both; a run with probes of its own is left as it is.
+void take_data_pass(RunRecord& run, const RunRecord& from);
+
+/// Whether `config`'s runs share one data-only pass (ChildRun::share_data_pass):
+/// a trainer smoke that writes batch probes.
+bool shares_data_pass(const SmokeConfig& config);
 
 /// `n` fresh runs of `base` (its `out` ignored), records
 /// <dir>/<prefix>-1.json ... <dir>/<prefix>-<n>.json, in that order. With
 /// `slots`, runs start at once while `slots_per_run` slots are free (core/job_slots.h's
 /// run_tasks; `launcher` must then be thread-safe, as ProcessLauncher and
 /// SmokeLauncher are); the error of the lowest-numbered failed run is
-/// thrown, as in a serial run. `held`: the slots the calling thread holds,
+/// thrown, as in a serial run. With base.share_data_pass, runs 2..n run
+/// without the data-only pass and take run 1's probes. `held`: the slots the calling thread holds,
 /// lent while it waits for the runs in other threads. `first`, when given,
 /// runs before them in this thread (work at the head of a longer chain,
 /// e.g. the resume check's two runs); it must not throw.

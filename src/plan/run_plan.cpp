@@ -166,6 +166,9 @@ RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
     p.site = RunSite::kTrainer;
     p.config = with_overrides(loaded, {r.overrides.intra_op_threads, -1, r.overrides.world_size, r.overrides.lr_scale});
   } else {
+    if (!r.data_pass)
+      throw BadUsage("--no-data-pass: a built-in smoke's data-only pass is part of its own process (no interpreter "
+                     "to start); the flag is for a trainer smoke");
     p.site = r.rank >= 0 ? RunSite::kRank : loaded.distributed.configured ? RunSite::kRanks : RunSite::kInProcess;
     p.config = with_overrides(loaded, r.overrides);
   }

@@ -33,6 +33,11 @@ struct RunRequest {
   int64_t stop_after = 0;       ///< > 0: checkpoint after this many steps; no record
   std::string checkpoint;       ///< with stop_after: where the checkpoint goes
   std::string resume;           ///< continue from this checkpoint to the end
+  /// false (`--no-data-pass`): a trainer smoke's training pass alone, no
+  /// data-only pass beside it, and a record without data-only probes (the
+  /// runs of check and bless after the first, which take the first's:
+  /// launch/launcher.h's ChildRun::share_data_pass).
+  bool data_pass = true;
   bool skip_generator_restore = false;  ///< test hook: resume without generator state
   int rank = -1;                ///< >= 0: one rank of a distributed smoke (with rendezvous)
   std::string rendezvous;       ///< the rank's rendezvous folder (distributed/rank_launch.h)
@@ -75,7 +80,7 @@ struct RunPlan {
 /// Decides `request` on `loaded` (load_smoke_config's result, overrides not
 /// yet applied). Throws BadUsage (exit 2) for anything `run` or `probe`
 /// refuses, naming the flag: --stop-after at or past the smoke's steps,
-/// --workers for a trainer smoke, --repeat with --stop-after/--resume or
+/// --workers for a trainer smoke, --no-data-pass for a built-in one, --repeat with --stop-after/--resume or
 /// several machines, an output over an input, into the goldens or sharing
 /// the checkpoint's paths, an output that is not a regular file, a folder
 /// as a single-process checkpoint, --rank outside the world or without its

@@ -82,6 +82,18 @@ TensorStats tensor_stats_from_json(const JsonView& n) {
 }
 
 
+bool same_batch(const BatchProbe& a, const BatchProbe& b) {
+  return a.sample_index_hash == b.sample_index_hash && a.inputs.xxh3_128 == b.inputs.xxh3_128 &&
+         a.labels.xxh3_128 == b.labels.xxh3_128;
+}
+
+bool same_batches(const std::vector<BatchProbe>& a, const std::vector<BatchProbe>& b) {
+  if (a.empty() || a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_batch(a[i], b[i])) return false;
+  return true;
+}
+
 std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<BatchProbe>>& per_rank,
                                                const std::string& where, int64_t first_batch) {
   std::vector<BatchProbe> out;

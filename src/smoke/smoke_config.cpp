@@ -327,9 +327,9 @@ bool is_smoke_config_file(const std::string& path) {
   }
 }
 
-int processes_per_run(const SmokeConfig& c) {
+int processes_per_run(const SmokeConfig& c, bool with_data_pass) {
   const int ranks = c.distributed.configured ? std::max(1, c.distributed.world_size) : 1;
-  if (!c.has_trainer()) return ranks;
+  if (!c.has_trainer() || !with_data_pass) return ranks;
   const int data_passes = c.trainer.has_data_pass() ? std::max<int>(1, static_cast<int>(c.trainer.workers.size())) : 0;
   return (1 + data_passes) * ranks;
 }

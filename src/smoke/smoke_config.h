@@ -205,7 +205,9 @@ bool is_smoke_config_file(const std::string& path);
 /// counts against its job slots: a built-in smoke 1 per rank; a trainer
 /// smoke its training pass plus, with a data-only pass, one pass per
 /// trainer.workers count (they run at the same time), each per rank.
-int processes_per_run(const SmokeConfig& config);
+/// `with_data_pass` false: the training pass's alone (check's runs of a
+/// trainer smoke, which leave the data-only pass out: gate/check.h).
+int processes_per_run(const SmokeConfig& config, bool with_data_pass = true);
 
 /// Applies the smoke's trainer.packages to python.packages.<name> fields:
 /// a name in packages_relevant becomes determinism-relevant (a field

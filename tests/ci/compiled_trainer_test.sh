@@ -3,7 +3,7 @@
 # --compile), on a torch >= 2.0 stack root (ci/stack.sh trixie|sid): a
 # scratch copy of its smoke, named pytorch-trainer-compiled, the command
 # given --compile; `bless` (two fresh runs, bit for bit), then `check`
-# (repeat 2, the data-only pass, the resume check from step 5), which must
+# (repeat 2, the golden's data-only pass, the resume check from step 5), which must
 # pass in the same-stack lane. The record says Inductor ran
 # (python.torch.inductor). Prints the wall time of bless and check.
 #   tests/ci/compiled_trainer_test.sh BUILD_DIR

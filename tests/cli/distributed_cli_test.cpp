@@ -566,11 +566,16 @@ TEST(DistributedCli, ATeamTrainerOnTwoRanksPassesItsGoldenWithEveryRanksData) {
   EXPECT_TRUE(fs::exists(d / "pytorch-trainer-2rank" / "resume-at-5.ckpt.rank-1"));
   nlohmann::json rec = read(d / "pytorch-trainer-2rank" / "run-1.json");
   EXPECT_EQ(rec["contract"]["distributed.world_size"], "2");
-  ASSERT_EQ(rec["probes"].size(), 20u);  // 10 batches of each rank, interleaved
-  EXPECT_EQ(rec["probes"][0]["rank"], 0);
-  EXPECT_EQ(rec["probes"][1]["rank"], 1);
-  EXPECT_NE(rec["probes"][0]["sample_index_hash"], rec["probes"][1]["sample_index_hash"]);
-  EXPECT_EQ(rec["train_probes"], rec["probes"]);  // the data-only pass saw what each rank trained on
+  ASSERT_EQ(rec["train_probes"].size(), 20u);  // 10 batches of each rank, interleaved
+  EXPECT_EQ(rec["train_probes"][0]["rank"], 0);
+  EXPECT_EQ(rec["train_probes"][1]["rank"], 1);
+  EXPECT_NE(rec["train_probes"][0]["sample_index_hash"], rec["train_probes"][1]["sample_index_hash"]);
+  // The golden's data-only pass stood for today's; one run now sees what each rank trained on.
+  EXPECT_NE(r.output.find("no data-only pass ran: the 20 batches trained on are the golden's bit for bit"),
+            std::string::npos) << r.output;
+  Result probe = lockstep("probe " + kTrainer2 + "/pytorch-trainer-2rank.json --record " + (d / "probe.json").string());
+  ASSERT_EQ(probe.code, 0) << probe.output;
+  EXPECT_EQ(rec["train_probes"], read(d / "probe.json")["probes"]);
   fs::path ranks = d / "pytorch-trainer-2rank" / "run-1.json.trainer" / "train";
   EXPECT_TRUE(fs::exists(ranks / "rank-0" / "metrics.jsonl"));
   EXPECT_TRUE(fs::exists(ranks / "rank-1" / "metrics.jsonl"));

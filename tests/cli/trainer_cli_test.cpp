@@ -51,6 +51,10 @@ TEST(TrainerCli, ExampleTrainerPassesAgainstItsCommittedGolden) {
   EXPECT_NE(r.output.find("2 runs in this job were bit-identical"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("resumed at step 5 from a checkpoint in a fresh process: bit-identical"), std::string::npos)
       << r.output;
+  // The golden's data-only pass stands for today's (docs/decisions.md, entry 29).
+  EXPECT_NE(r.output.find("note: no data-only pass ran: the 10 batches trained on are the golden's bit for bit"),
+            std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out / "pytorch-trainer" / "run-1.json.trainer" / "data")) << r.output;
   EXPECT_TRUE(fs::exists(out / "pytorch-trainer" / "report.md")) << r.output;
   fs::remove_all(out);
 }
@@ -134,7 +138,7 @@ TEST(TrainerCli, AFailingTrainerIsARegressionQuotingItsStderr) {
   fs::path out = out_dir("failing");
   Result r = check_with_bug("no_such_bug", out);
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("the trainer exited with status 2 in the data-only pass"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the trainer exited with status 2 in the training pass"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("  | train.py: error: PYTORCH_TRAINER_BUG must be one of"), std::string::npos) << r.output;
   fs::remove_all(out);
 }
@@ -298,6 +302,13 @@ TEST(TrainerCli, AMissingDataOnlyPassIsSaidAndAnEmptyArgumentListRunsIt) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find(": 10 batches probed, 10 steps"), std::string::npos) << r.output;
   EXPECT_EQ(parse_json_file((d / "run.json").string())["probes"].size(), 10u);
+  // --no-data-pass: the training pass alone, a record without data-only probes.
+  Result alone = lockstep("run " + empty.string() + " --no-data-pass --record " + (d / "alone.json").string());
+  ASSERT_EQ(alone.code, 0) << alone.output;
+  nlohmann::json rec = parse_json_file((d / "alone.json").string());
+  EXPECT_TRUE(!rec.contains("probes") || rec["probes"].empty()) << alone.output;
+  EXPECT_EQ(rec["train_probes"].size(), 10u);
+  EXPECT_FALSE(fs::exists(d / "alone.json.trainer" / "data"));
   fs::remove_all(d);
 }
 
@@ -347,8 +358,8 @@ TEST(TrainerCli, BatchesThatDependOnTheWorkerCountAreExitFourNamingTheBatch) {
   // check says the worker-count check held (here with no golden yet: exit 2, the note all the same).
   Result first = lockstep("check " + smoke.string() + " --repeat 1 --out " + (d / "out").string());
   EXPECT_EQ(first.code, 2) << first.output;
-  EXPECT_NE(first.output.find("note: the data-only pass ran with 2, 0 DataLoader workers in every run: the same "
-                              "batches bit for bit"),
+  EXPECT_NE(first.output.find("note: the data-only pass ran once, after the runs (no golden yet), with 2, 0 "
+                              "DataLoader workers: the same batches bit for bit"),
             std::string::npos) << first.output;
   // A smoke that stopped without a comparison has its HTML report too.
   EXPECT_TRUE(fs::exists(d / "out" / "pytorch-trainer" / "report.html"));

@@ -134,6 +134,78 @@ TEST(CheckSmoke, ATrainerWhoseDataPassDoesNotReplayTrainingIsBadInputWithTheFix)
       << one.verdict.first_divergence;
 }
 
+// A trainer smoke's runs make no data-only pass (a Python process of its
+// own). Batches trained on that are the golden's bit for bit take the
+// golden's data-only probes: no pass runs, and the verdict says so.
+TEST(CheckSmoke, ATrainerWhoseBatchesAreTheGoldensTakesItsDataOnlyPassAndRunsNone) {
+  GateProject p("data-from-golden", [](nlohmann::json& cfg) {
+    for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
+    cfg["resume_at"] = 1;
+    cfg["trainer"] = {{"command", {"python3", "train.py"}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+                      {"probes", "{out}/probes.jsonl"},
+                      {"resume", {{"stop", {"--stop-after", "{resume_at}"}}, {"continue", {"--resume", "{checkpoint}"}}}}};
+  });
+  RunRecord golden = make_gate_record();
+  golden.probes[0].inputs.sum = 7.0;  // the golden's own data-only probes, told apart
+  p.write_golden(golden);
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (!run.data_pass) r.probes.clear();  // as run_trainer makes it
+  };
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+  ASSERT_EQ(l.calls.size(), 3u);  // two runs and the resumed run, all training only
+  for (const ChildRun& call : l.calls) {
+    EXPECT_TRUE(call.train);
+    EXPECT_FALSE(call.data_pass);
+  }
+  ASSERT_EQ(c.run.probes.size(), 2u);
+  EXPECT_EQ(c.run.probes[0].inputs.sum, 7.0);
+  EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
+                      "no data-only pass ran: the 2 batches trained on are the golden's bit for bit, and bless held "
+                      "those to its data-only pass"),
+            c.verdict.notes.end());
+}
+
+// Other batches than the golden's (or no golden): the data-only pass runs
+// once, after the runs (`lockstep probe`), and its probes are the run's.
+TEST(CheckSmoke, ATrainerWhoseBatchesMovedRunsTheDataOnlyPassOnceAfterTheRuns) {
+  auto trainer = [](nlohmann::json& cfg) {
+    for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
+    cfg["trainer"] = {{"command", {"python3", "train.py"}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+                      {"probes", "{out}/probes.jsonl"}};
+  };
+  GateProject p("data-after-runs", trainer);
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.record.train_probes[1].labels.xxh3_128 = std::string(32, 'e');  // the data moved
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (!run.data_pass) r.probes.clear();
+    else r.probes = r.train_probes;  // the pass sees what training saw
+  };
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression) << c.verdict.first_divergence;
+  ASSERT_EQ(l.calls.size(), 3u);
+  EXPECT_FALSE(l.calls[0].data_pass);
+  EXPECT_FALSE(l.calls[1].data_pass);
+  EXPECT_FALSE(l.calls[2].train);
+  EXPECT_TRUE(l.calls[2].data_pass);
+  EXPECT_EQ(l.calls[2].out, p.out_dir() + "/unit/data-only.json");
+  EXPECT_EQ(c.run.probes[1].labels.xxh3_128, std::string(32, 'e'));
+  EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
+                      "the data-only pass ran once, after the runs (the batches trained on are not the golden's)"),
+            c.verdict.notes.end());
+
+  GateProject fresh("data-no-golden", trainer);
+  FakeLauncher first;
+  SmokeCheck none = check_smoke(fresh.smoke_file(), fresh.check_options(), first);
+  EXPECT_EQ(none.verdict.exit_code(), ExitCode::kBadInput);  // no golden: a pending one
+  ASSERT_EQ(first.calls.size(), 3u);
+  EXPECT_FALSE(first.calls[2].train);
+}
+
 TEST(CheckSmoke, ResumeDifferenceIsARegressionNamingTheStep) {
   GateProject p("resume", [](nlohmann::json& cfg) { cfg["resume_at"] = 1; });
   p.write_golden(make_gate_record());

@@ -137,6 +137,40 @@ TEST_F(FakeExecutable, ASuccessfulChildsRecordIsReadAndItsArgumentsAndSeedPassed
   EXPECT_FALSE(fs::exists(r.out + ".log"));  // an empty stderr leaves no log
 }
 
+TEST(ChildArgs, ADataOnlyPassIsAProbeAndATrainingPassAloneSaysSo) {
+  ChildRun r;
+  r.config = "a.json";
+  r.out = "o.json";
+  r.train = false;
+  EXPECT_EQ(child_args(r), (std::vector<std::string>{"probe", "a.json", "--record", "o.json", "--quiet"}));
+  r.train = true;
+  r.data_pass = false;
+  EXPECT_EQ(child_args(r), (std::vector<std::string>{"run", "a.json", "--record", "o.json", "--quiet", "--no-data-pass"}));
+}
+
+// With share_data_pass, run 1 makes the data-only pass and the others run
+// without it, taking run 1's probes.
+TEST(RunChildren, RunsAfterTheFirstShareItsDataOnlyPass) {
+  testing::FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (!run.data_pass) r.probes.clear();
+  };
+  ChildRun base;
+  base.config = "a.json";
+  base.share_data_pass = true;
+  std::vector<RunRecord> runs = run_children(l, base, "out", "run", 3);
+  ASSERT_EQ(l.calls.size(), 3u);
+  EXPECT_TRUE(l.calls[0].data_pass);
+  EXPECT_FALSE(l.calls[1].data_pass);
+  EXPECT_FALSE(l.calls[2].data_pass);
+  EXPECT_EQ(first_repeat_difference(runs), (std::pair<size_t, std::string>{0, ""}));
+  EXPECT_EQ(runs[2].probes.size(), 2u);
+  base.share_data_pass = false;
+  l.calls.clear();
+  run_children(l, base, "out", "run", 2);
+  EXPECT_TRUE(l.calls[1].data_pass);
+}
+
 TEST(RepeatDifference, NamesTheFirstRunThatDiffers) {
   RunRecord a = testing::make_gate_record();
   EXPECT_EQ(first_repeat_difference({a, a, a}), (std::pair<size_t, std::string>{0, ""}));

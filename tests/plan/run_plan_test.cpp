@@ -78,7 +78,7 @@ TEST(RunPlan, EachSmokeKindRunsAtItsSiteWithTheDefaultRecordPath) {
   EXPECT_EQ(builtin.plan(given).out, "elsewhere/r.json");
 }
 
-TEST(RunPlan, OverridesApplyToTheConfigAndATrainerRefusesWorkers) {
+TEST(RunPlan, OverridesApplyToTheConfigAndATrainerRefusesWorkersABuiltInSmokeNoDataPass) {
   Project builtin("builtin", "over"), trainer("trainer", "over-t");
   RunRequest r = builtin.request();
   r.overrides.intra_op_threads = 3;
@@ -94,6 +94,14 @@ TEST(RunPlan, OverridesApplyToTheConfigAndATrainerRefusesWorkers) {
   t.overrides.workers = -1;
   t.overrides.intra_op_threads = 2;
   EXPECT_EQ(trainer.plan(t).config.intra_op_threads, 2);
+  RunRequest alone = builtin.request();
+  alone.data_pass = false;
+  EXPECT_EQ(builtin.refusal(alone),
+            "--no-data-pass: a built-in smoke's data-only pass is part of its own process (no interpreter to start); "
+            "the flag is for a trainer smoke");
+  RunRequest trained = trainer.request();
+  trained.data_pass = false;
+  EXPECT_FALSE(trainer.plan(trained).request.data_pass);
 }
 
 TEST(RunPlan, StopAfterMustBeBelowTheStepsAtEverySite) {

@@ -294,8 +294,9 @@ TEST_F(TrainerConfig, ParsesTheSectionAndResolvesCwd) {
   EXPECT_EQ(values_json(c).at("trainer").at("command").size(), 4u);
 }
 
-// What check -j counts for one run of a trainer smoke: its training pass,
-// and its data-only passes (one per worker count) that run beside it, per rank.
+// The processes of one run of a trainer smoke: its training pass, and its
+// data-only passes (one per worker count) that run beside it, per rank;
+// check's runs, which leave the data-only pass out, count the ranks alone.
 TEST_F(TrainerConfig, ARunKeepsItsPassesBusyAtOnce) {
   nlohmann::json t = trainer();
   EXPECT_EQ(processes_per_run(load_smoke_config(write(t))), 2);
@@ -308,6 +309,8 @@ TEST_F(TrainerConfig, ARunKeepsItsPassesBusyAtOnce) {
   EXPECT_EQ(processes_per_run(load_smoke_config(write(t))), 3);
   t.erase("resume");
   EXPECT_EQ(processes_per_run(load_smoke_config(write(t, {{"distributed", {{"world_size", 2}}}}))), 6);
+  EXPECT_EQ(processes_per_run(load_smoke_config(write(t, {{"distributed", {{"world_size", 2}}}})), false), 2);
+  EXPECT_EQ(processes_per_run(load_smoke_config(write(t)), /*with_data_pass=*/false), 1);
 }
 
 // A value quoted back from the config is cut at 64 bytes with its length

@@ -1,0 +1,29 @@
+# Shared timing for the bench scripts: the best of K wall times of a
+# command, with the user and system CPU time of that same run (the
+# command's and its children's, from bash's `time`). Source it:
+#
+#   source bench/timing.sh
+#   best_of 5 lockstep check smoke/ -j 1     # sets BEST_WALL, BEST_USER, BEST_SYS (seconds)
+#   echo "$(timing_line)"                     # "4.47 s wall (3.31 user + 1.54 sys)"
+#
+# A figure on a VM: the wall time is what the goal is about; user + sys
+# beside it says whether the CPU or the kernel (page faults, fresh memory)
+# took it (docs/development.md, "Reading a figure on a VM"). The command's
+# output is discarded; a failing command stops the bench (exit 1).
+
+# best_of K CMD...: runs CMD K times and keeps the fastest run's times.
+best_of() {
+  local k=$1; shift
+  BEST_WALL="" BEST_USER="" BEST_SYS=""
+  local i t
+  for ((i = 0; i < k; i++)); do
+    t=$( { TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>&1; } 2>&1 ) || { echo "bench: $* failed" >&2; exit 1; }
+    read -r w u s <<<"$(tail -n1 <<<"$t")"
+    if [[ -z "$BEST_WALL" ]] || awk -v a="$w" -v b="$BEST_WALL" 'BEGIN { exit !(a < b) }'; then
+      BEST_WALL=$w BEST_USER=$u BEST_SYS=$s
+    fi
+  done
+}
+
+# timing_line: the kept run as "W s wall (U user + S sys)".
+timing_line() { printf '%6.2f s wall (%.2f user + %.2f sys)' "$BEST_WALL" "$BEST_USER" "$BEST_SYS"; }
