@@ -161,7 +161,7 @@ class Bisector {
       try {
         cfg = load_smoke_config(file);
         ChildRun base;
-        base.config = file;
+        base.smoke = file;
         base.share_data_pass = shares_data_pass(cfg);
         runs = run_children(launcher_, base, dir, cfg.name, o_.repeats, o_.slots, processes_per_run(cfg));
       } catch (const Error& e) {

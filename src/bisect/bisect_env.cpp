@@ -299,7 +299,7 @@ class EnvSearch {
     std::string dir = o_.out_dir + "/bisect-env/set-" + std::to_string(++sets_);
     for (const auto& [file, cfg] : configs_) {
       ChildRun base;
-      base.config = file;
+      base.smoke = file;
       base.share_data_pass = shares_data_pass(cfg);
       ChildRun run = apply_differences(base, good_, r_.differences, applied);
       std::vector<RunRecord> runs;

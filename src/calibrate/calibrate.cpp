@@ -76,7 +76,7 @@ std::vector<std::map<std::string, std::string>> product(const std::vector<Calibr
 // The child run at `point`.
 ChildRun child_at(const std::string& file, const std::map<std::string, std::string>& point) {
   ChildRun run;
-  run.config = file;
+  run.smoke = file;
   for (const auto& [axis, v] : point) {
     if (axis == "threads") run.overrides.intra_op_threads = std::stoi(v);
     if (axis == "workers") run.overrides.workers = std::stoi(v);

@@ -100,8 +100,10 @@ class RankProducer : public RecordProducer {
     const RunRequest& r = plan.request;
     RankLaunch l;
     l.executable = sibling_executable("lockstep-torch");
-    l.args = {plan.verb(), r.smoke};
-    for (auto& a : override_args(r.overrides)) l.args.push_back(std::move(a));
+    RunRequest shared;  // each rank adds its record, --rank and --rendezvous (rank_launch.h)
+    shared.smoke = r.smoke;
+    shared.overrides = r.overrides;
+    l.args = run_request_args(shared, plan.train);
     l.rendezvous = plan.out + ".ranks";
     l.world_size = plan.config.distributed.world_size;
     l.timeout_s = plan.config.distributed.timeout_s;

@@ -28,7 +28,7 @@ int run_repeated(const RunPlan& plan) {
   std::string prefix = out.stem().string() + ".repeat";
   std::string dir = out.parent_path().empty() ? "." : out.parent_path().string();
   ChildRun base;
-  base.config = o.smoke;
+  base.smoke = o.smoke;
   base.overrides = o.overrides;
   base.seed = o.seed;
   base.share_data_pass = shares_data_pass(plan.config);

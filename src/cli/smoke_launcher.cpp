@@ -9,17 +9,7 @@ namespace {
 
 // The plan a child `lockstep run` would make of `run`.
 RunPlan plan_of(const ChildRun& run, const SmokeConfig& cfg) {
-  RunRequest r;
-  r.smoke = run.config;
-  r.out = run.out;
-  r.quiet = true;
-  r.overrides = run.overrides;
-  r.seed = run.seed;
-  r.stop_after = run.stop_after;
-  r.checkpoint = run.checkpoint;
-  r.resume = run.resume;
-  r.data_pass = run.data_pass;
-  RunPlan plan = plan_run(cfg, r, run.train);
+  RunPlan plan = plan_run(cfg, run, run.train);
   if (!run.python.empty() && !plan.config.trainer.command.empty()) plan.config.trainer.command[0] = run.python;
   for (const auto& x : run.env) {
     size_t eq = x.find('=');
@@ -31,7 +21,7 @@ RunPlan plan_of(const ChildRun& run, const SmokeConfig& cfg) {
 }  // namespace
 
 RunRecord SmokeLauncher::run(const ChildRun& run) {
-  SmokeConfig cfg = load_smoke_config(run.config);
+  SmokeConfig cfg = load_smoke_config(run.smoke);
   if (!cfg.has_trainer()) return process_.run(run);
   RunPlan plan = plan_of(run, cfg);
   ProducedRun r = make_record_producer(plan)->produce(plan);
@@ -40,7 +30,7 @@ RunRecord SmokeLauncher::run(const ChildRun& run) {
 }
 
 void SmokeLauncher::run_to_checkpoint(const ChildRun& run) {
-  SmokeConfig cfg = load_smoke_config(run.config);
+  SmokeConfig cfg = load_smoke_config(run.smoke);
   if (!cfg.has_trainer()) return process_.run_to_checkpoint(run);
   RunPlan plan = plan_of(run, cfg);
   make_record_producer(plan)->produce(plan);

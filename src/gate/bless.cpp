@@ -170,7 +170,7 @@ BlessedGolden bless_smoke(const std::string& file, const BlessSmokeOptions& o, L
   std::vector<RunRecord> per_seed;
   for (uint64_t seed : seeds) {
     ChildRun base;
-    base.config = file;
+    base.smoke = file;
     base.share_data_pass = shares_data_pass(cfg);
     if (seed != cfg.seed) base.seed = std::to_string(seed);
     std::string prefix = o.seeds.empty() ? "bless" : "bless-seed-" + std::to_string(seed);

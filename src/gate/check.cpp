@@ -284,11 +284,13 @@ std::string resumed_note(const SmokeConfig& cfg) {
 // a pass now would show the same batches. Otherwise (no golden, another
 // golden's batches, a change) the data-only pass runs now, once, at each
 // trainer.workers count (<dir>/data-only.json; a worker-count difference
-// is its exit 4), and its probes are `run`'s. Returns the verdict's note.
+// is its exit 4), and its probes are `run`'s. <dir>/run-1.json is written
+// again with them: the record judged. Returns the verdict's note.
 std::string settle_data_pass(Launcher& launcher, const ChildRun& base, const std::string& dir,
                              const RunRecord* golden, const SmokeConfig& cfg, RunRecord& run) {
   if (golden && !golden->probes.empty() && same_batches(run.train_probes, golden->train_probes)) {
     run.probes = golden->probes;
+    write_run_record(dir + "/run-1.json", run);  // the record judged, as `compare` by hand reads it
     return "no data-only pass ran: the " + std::to_string(run.train_probes.size()) +
            " batches trained on are the golden's bit for bit, and bless held those to its data-only pass";
   }
@@ -297,6 +299,7 @@ std::string settle_data_pass(Launcher& launcher, const ChildRun& base, const std
   pass.data_pass = true;
   pass.out = dir + "/data-only.json";
   run.probes = launcher.run(pass).probes;
+  write_run_record(dir + "/run-1.json", run);
   std::string counts;
   for (int w : cfg.trainer.workers) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
   return std::string("the data-only pass ran once, after the runs (") +
@@ -347,7 +350,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // 1. Fresh runs, bit for bit. A trainer smoke's leave its data-only
   //    pass (a Python process of its own) to step 2.
   ChildRun base;
-  base.config = file;
+  base.smoke = file;
   base.overrides = o.overrides;
   const bool data_pass_apart = shares_data_pass(cfg);
   base.data_pass = !data_pass_apart;

@@ -22,24 +22,7 @@ extern char** environ;
 
 namespace lockstep {
 
-std::vector<std::string> override_args(const RunOverrides& o) {
-  std::vector<std::string> args;
-  if (o.intra_op_threads > 0) args.insert(args.end(), {"--intra-op-threads", std::to_string(o.intra_op_threads)});
-  if (o.workers >= 0) args.insert(args.end(), {"--workers", std::to_string(o.workers)});
-  if (o.world_size > 0) args.insert(args.end(), {"--world-size", std::to_string(o.world_size)});
-  if (o.lr_scale != 1) args.insert(args.end(), {"--lr-scale", format_double(o.lr_scale)});
-  return args;
-}
-
-std::vector<std::string> child_args(const ChildRun& run) {
-  std::vector<std::string> args = {run.train ? "run" : "probe", run.config, "--record", run.out, "--quiet"};
-  for (auto& a : override_args(run.overrides)) args.push_back(std::move(a));
-  if (run.stop_after > 0)
-    args.insert(args.end(), {"--stop-after", std::to_string(run.stop_after), "--checkpoint", run.checkpoint});
-  if (!run.resume.empty()) args.insert(args.end(), {"--resume", run.resume});
-  if (!run.data_pass) args.push_back("--no-data-pass");
-  return args;
-}
+std::vector<std::string> child_args(const ChildRun& run) { return run_request_args(run, run.train); }
 
 ProcessLauncher::ProcessLauncher(std::string executable, int64_t timeout_s)
     : executable_(std::move(executable)), timeout_s_(timeout_s) {}
@@ -108,18 +91,18 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   std::error_code ec;
   if (std::filesystem::file_size(log, ec) == 0 && !ec) std::filesystem::remove(log, ec);
   if (outcome.timed_out)
-    throw EnvironmentError("`lockstep run " + run.config + "` " + outcome.describe(p.timeout_s) + ": a hang");
+    throw EnvironmentError("`lockstep run " + run.smoke + "` " + outcome.describe(p.timeout_s) + ": a hang");
   if (outcome.signal != 0)
-    throw EnvironmentError("`lockstep run " + run.config + "` was killed by signal " + std::to_string(outcome.signal));
+    throw EnvironmentError("`lockstep run " + run.smoke + "` was killed by signal " + std::to_string(outcome.signal));
   int code = outcome.exit_status;
   if (code == to_int(ExitCode::kBadInput))
-    throw Error(ExitCode::kBadInput, "`lockstep run " + run.config + "` failed: " + reason);
+    throw Error(ExitCode::kBadInput, "`lockstep run " + run.smoke + "` failed: " + reason);
   // A team trainer that failed (non-zero exit, signal, timeout): the change
   // under test broke training (external/trainer_run.h).
   if (code == to_int(ExitCode::kRegression)) throw Error(ExitCode::kRegression, reason);
   if (code != 0)
     throw Error(ExitCode::kEnvironment,
-                "`lockstep run " + run.config + "` exited with " + std::to_string(code) + ": " + reason);
+                "`lockstep run " + run.smoke + "` exited with " + std::to_string(code) + ": " + reason);
 }
 
 RunRecord ProcessLauncher::run(const ChildRun& run) {

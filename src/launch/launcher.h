@@ -4,7 +4,7 @@
 // tested in-process with a fake launcher that returns canned records.
 //
 //   ProcessLauncher launcher;                       // spawns `lockstep run`
-//   ChildRun run;  run.config = "smoke/digits-cnn.json";  run.out = "out/run-1.json";
+//   ChildRun run;  run.smoke = "smoke/digits-cnn.json";  run.out = "out/run-1.json";
 //   RunRecord r = launcher.run(run);                // throws Error(2|3) on a failed child
 //   std::vector<RunRecord> rs = run_children(launcher, run, "out", "run", 2);
 //
@@ -21,25 +21,21 @@
 #include <vector>
 
 #include "core/job_slots.h"
+#include "plan/run_plan.h"
 #include "record/run_record.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
 
 
-/// One child run of a smoke.
-struct ChildRun {
-  std::string config;      ///< smoke config path
-  std::string out;         ///< record path the child writes
-  RunOverrides overrides;  ///< --intra-op-threads / --workers
-  std::string seed;        ///< non-empty: LOCKSTEP_SEED for the child
-  int64_t stop_after = 0;  ///< > 0: train this many steps, write `checkpoint`, no record
-  std::string checkpoint;  ///< with stop_after
-  std::string resume;      ///< non-empty: continue from this checkpoint to the end
+/// One child run of a smoke: the request a `lockstep run` would parse
+/// (plan/run_plan.h: smoke, out, overrides, seed, stop_after, checkpoint,
+/// resume, data_pass, ...; quiet), and what only a launcher knows. A run
+/// without its data-only pass (data_pass false) has empty data-only
+/// probes until take_data_pass() fills them.
+struct ChildRun : RunRequest {
+  ChildRun() { quiet = true; }
   bool train = true;       ///< false: the data-only pass alone (`lockstep probe`)
-  /// false: no data-only pass (`run --no-data-pass`, a trainer smoke only):
-  /// the record's data-only probes are empty until take_data_pass() fills them.
-  bool data_pass = true;
   /// run_children(): only the first run makes the data-only pass; the
   /// others run without it and take the first's probes. For a trainer
   /// smoke, whose pass is a Python process of its own: a later run's
@@ -89,10 +85,8 @@ class ProcessLauncher : public Launcher {
   int64_t timeout_s_;
 };
 
-/// The command-line flags that pass `overrides` on to a child run.
-std::vector<std::string> override_args(const RunOverrides& overrides);
-
-/// The `lockstep run` (or `probe`) arguments for `run` (without the executable).
+/// The `lockstep run` (or `probe`) arguments for `run` (without the
+/// executable): run_request_args() of its request.
 std::vector<std::string> child_args(const ChildRun& run);
 
 /// Gives `run`, made without its data-only pass (ChildRun::data_pass

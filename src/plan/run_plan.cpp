@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/float_bits.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "record/run_record.h"
@@ -149,6 +150,34 @@ std::string default_out(const RunPlan& p) {
 }
 
 }  // namespace
+
+std::vector<std::string> override_args(const RunOverrides& o) {
+  std::vector<std::string> args;
+  if (o.intra_op_threads > 0) args.insert(args.end(), {"--intra-op-threads", std::to_string(o.intra_op_threads)});
+  if (o.workers >= 0) args.insert(args.end(), {"--workers", std::to_string(o.workers)});
+  if (o.world_size > 0) args.insert(args.end(), {"--world-size", std::to_string(o.world_size)});
+  if (o.lr_scale != 1) args.insert(args.end(), {"--lr-scale", format_double(o.lr_scale)});
+  return args;
+}
+
+std::vector<std::string> run_request_args(const RunRequest& r, bool train) {
+  std::vector<std::string> args = {train ? "run" : "probe", r.smoke};
+  auto add = [&args](std::initializer_list<std::string> more) { args.insert(args.end(), more); };
+  if (!r.out.empty()) add({"--record", r.out});
+  if (r.quiet) add({"--quiet"});
+  for (auto& a : override_args(r.overrides)) args.push_back(std::move(a));
+  if (r.repeat > 1) add({"--repeat", std::to_string(r.repeat)});
+  if (r.stop_after > 0) add({"--stop-after", std::to_string(r.stop_after), "--checkpoint", r.checkpoint});
+  if (!r.resume.empty()) add({"--resume", r.resume});
+  if (!r.data_pass) add({"--no-data-pass"});
+  if (r.skip_generator_restore) add({"--skip-generator-restore"});
+  if (r.rank >= 0) add({"--rank", std::to_string(r.rank)});
+  if (!r.rendezvous.empty()) add({"--rendezvous", r.rendezvous});
+  if (r.nnodes > 1) add({"--nnodes", std::to_string(r.nnodes)});
+  if (r.node_rank >= 0) add({"--node-rank", std::to_string(r.node_rank)});
+  if (!r.master.empty()) add({"--master", r.master});
+  return args;
+}
 
 RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
   RunPlan p;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "smoke/smoke_config.h"
 #include "spec/distributed_spec.h"
@@ -22,7 +23,11 @@
 namespace lockstep {
 
 /// What was asked of `run` / `probe`: the command line's options (cli/main.cpp),
-/// or a child run of check and bless (launch/launcher.h's ChildRun).
+/// or a child run of check and bless (launch/launcher.h's ChildRun is one).
+/// A new run option is a field here, its flag in cli/main.cpp and its line
+/// in run_request_args() (tests/cli/run_request_test.cpp parses every
+/// field's flag back); every run site, in this process or a child, reads
+/// it from here.
 struct RunRequest {
   std::string smoke;   ///< smoke config path
   std::string out;     ///< default: lockstep-out/<smoke>.run.json (probe: .probe.json)
@@ -46,6 +51,16 @@ struct RunRequest {
   int node_rank = -1;           ///< this machine, 0..nnodes-1 (required with nnodes > 1)
   std::string master;           ///< "HOST:PORT" of node 0's store; default MASTER_ADDR:MASTER_PORT
 };
+
+/// The command-line flags that pass `overrides` on to a child run.
+std::vector<std::string> override_args(const RunOverrides& overrides);
+
+/// The `lockstep run` (`train`) or `lockstep probe` command line that asks
+/// for `request` (without the executable): the verb, the smoke, then a
+/// flag for every field that differs from its default, spelled as
+/// cli/main.cpp parses it. `seed` travels as LOCKSTEP_SEED in the child's
+/// environment, not as a flag.
+std::vector<std::string> run_request_args(const RunRequest& request, bool train);
 
 /// Where the record is made.
 enum class RunSite {

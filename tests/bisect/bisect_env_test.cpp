@@ -55,7 +55,7 @@ TEST(BisectEnv, DifferencesAreVariablesFoldersAndTheInterpreter) {
   EXPECT_EQ(labels, (std::vector<std::string>{"A=2", "B as inherited", "D=new", "library folder /opt/b/lib",
                                               "without Python folder /opt/a/site", "interpreter /opt/b/bin/python3"}));
   ChildRun base;
-  base.config = "smoke/x.json";
+  base.smoke = "smoke/x.json";
   ChildRun none = apply_differences(base, good, d, {});
   EXPECT_NE(std::find(none.env.begin(), none.env.end(), "A=1"), none.env.end());
   EXPECT_NE(std::find(none.env.begin(), none.env.end(), "B=x"), none.env.end());

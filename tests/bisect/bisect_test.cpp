@@ -88,9 +88,9 @@ class Repo {
 FakeLauncher lr_launcher() {
   FakeLauncher l;
   l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
-    double lr = parse_json_file(run.config)["optimizer"]["lr"].get<double>();
+    double lr = parse_json_file(run.smoke)["optimizer"]["lr"].get<double>();
     r.series["loss"].values[1] = static_cast<float>(2.25 - lr);
-    if (fs::exists(fs::path(run.config).parent_path() / "nondeterministic"))
+    if (fs::exists(fs::path(run.smoke).parent_path() / "nondeterministic"))
       r.series["grad_norm"].values[1] += (run.out[run.out.size() - 6] - '0') * 1e-3;  // unit-N.json: N
   };
   return l;

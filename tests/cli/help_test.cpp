@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/cli_helpers.h"
+#include "plan/run_plan.h"
 
 namespace lockstep::cli_test {
 namespace {
@@ -103,6 +104,54 @@ TEST(Help, EveryFlagIsInTheVocabularyTable) {
 // An old spelling keeps working and says once which flag replaced it; one
 // whose meaning changed (calibrate --seeds K, a count) is refused, never
 // read the new way.
+// A child run is a RunRequest written back as a command line
+// (run_request_args, plan/run_plan.h): every field's flag, set away from
+// its default, must parse as `run` and `probe` declare it. A smoke that
+// does not exist shows the command line was accepted: the refusal is the
+// file's, after parsing, not CLI11's.
+TEST(Help, EveryRunRequestFieldWrittenAsFlagsParsesBack) {
+  auto base = [] {
+    RunRequest r;
+    r.smoke = "/nonexistent/smoke.json";
+    r.out = "/nonexistent/run.json";
+    r.quiet = true;
+    return r;
+  };
+  std::vector<std::pair<RunRequest, bool>> requests;
+  RunRequest all = base();
+  all.overrides = {2, 1, 2, 1.5};
+  all.repeat = 3;
+  all.data_pass = false;
+  requests.push_back({all, true});
+  RunRequest stop = base();
+  stop.stop_after = 3;
+  stop.checkpoint = "/nonexistent/c.ckpt";
+  requests.push_back({stop, true});
+  RunRequest resume = base();
+  resume.resume = "/nonexistent/c.ckpt";
+  resume.skip_generator_restore = true;
+  requests.push_back({resume, true});
+  RunRequest rank = base();
+  rank.rank = 1;
+  rank.rendezvous = "/nonexistent/r";
+  rank.nnodes = 2;
+  rank.node_rank = 1;
+  rank.master = "host:29500";
+  requests.push_back({rank, true});
+  requests.push_back({rank, false});
+  for (const auto& [r, train] : requests) {
+    std::string line;
+    for (const auto& a : run_request_args(r, train)) line += (line.empty() ? "" : " ") + a;
+    Result out = lockstep(line);
+    EXPECT_EQ(out.code, 2) << line << "\n" << out.output;
+    EXPECT_NE(out.output.find("/nonexistent/smoke.json: cannot read"), std::string::npos) << line << "\n" << out.output;
+  }
+  EXPECT_EQ(run_request_args(all, true),
+            (std::vector<std::string>{"run", "/nonexistent/smoke.json", "--record", "/nonexistent/run.json", "--quiet",
+                                      "--intra-op-threads", "2", "--workers", "1", "--world-size", "2", "--lr-scale",
+                                      "1.5", "--repeat", "3", "--no-data-pass"}));
+}
+
 TEST(Help, OldSpellingsStillWorkAndSayWhatReplacedThem) {
   const std::string dir = own_working_dir();
   Result folder = lockstep("run " + kSmoke + " --out " + dir + "/x/");

@@ -55,6 +55,9 @@ TEST(TrainerCli, ExampleTrainerPassesAgainstItsCommittedGolden) {
   EXPECT_NE(r.output.find("note: no data-only pass ran: the 10 batches trained on are the golden's bit for bit"),
             std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(out / "pytorch-trainer" / "run-1.json.trainer" / "data")) << r.output;
+  Result by_hand = lockstep("compare " + (out / "pytorch-trainer" / "run-1.json").string() + " " + kExample +
+                            "/goldens/pytorch-trainer/cpu-x86_64-avx2.json");
+  EXPECT_EQ(by_hand.code, 0) << by_hand.output;
   EXPECT_TRUE(fs::exists(out / "pytorch-trainer" / "report.md")) << r.output;
   fs::remove_all(out);
 }

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 TEST(ChildArgs, CarryOverridesCheckpointAndResume) {
   ChildRun r;
-  r.config = "smoke/a.json";
+  r.smoke = "smoke/a.json";
   r.out = "out/run-1.json";
   EXPECT_EQ(child_args(r), (std::vector<std::string>{"run", "smoke/a.json", "--record", "out/run-1.json", "--quiet"}));
   r.overrides = {2, 0};
@@ -28,7 +28,7 @@ TEST(ChildArgs, CarryOverridesCheckpointAndResume) {
                                                      "--intra-op-threads", "2", "--workers", "0", "--stop-after", "5",
                                                      "--checkpoint", "out/c.ckpt"}));
   ChildRun resume;
-  resume.config = "a.json";
+  resume.smoke = "a.json";
   resume.out = "o.json";
   resume.resume = "c.ckpt";
   EXPECT_EQ(child_args(resume), (std::vector<std::string>{"run", "a.json", "--record", "o.json", "--quiet", "--resume", "c.ckpt"}));
@@ -50,7 +50,7 @@ class FakeExecutable : public ::testing::Test {
   }
   ChildRun child() {
     ChildRun r;
-    r.config = "smoke/a.json";
+    r.smoke = "smoke/a.json";
     r.out = (dir_ / "out" / "run-1.json").string();
     return r;
   }
@@ -139,7 +139,7 @@ TEST_F(FakeExecutable, ASuccessfulChildsRecordIsReadAndItsArgumentsAndSeedPassed
 
 TEST(ChildArgs, ADataOnlyPassIsAProbeAndATrainingPassAloneSaysSo) {
   ChildRun r;
-  r.config = "a.json";
+  r.smoke = "a.json";
   r.out = "o.json";
   r.train = false;
   EXPECT_EQ(child_args(r), (std::vector<std::string>{"probe", "a.json", "--record", "o.json", "--quiet"}));
@@ -156,7 +156,7 @@ TEST(RunChildren, RunsAfterTheFirstShareItsDataOnlyPass) {
     if (!run.data_pass) r.probes.clear();
   };
   ChildRun base;
-  base.config = "a.json";
+  base.smoke = "a.json";
   base.share_data_pass = true;
   std::vector<RunRecord> runs = run_children(l, base, "out", "run", 3);
   ASSERT_EQ(l.calls.size(), 3u);
