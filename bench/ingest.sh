@@ -2,12 +2,14 @@
 # Ingest speed, every reader side by side (docs/development.md, "Benchmarks"):
 # the same curves, STEPS steps x 8 metrics (default 1,000,000), written in
 # each format a team may bring, read by `lockstep import` (best of 5, wall
-# time), and printed as values per second and as a ratio to the JSONL
+# time with that run's user and system time: bench/timing.sh), and printed as values per second and as a ratio to the JSONL
 # reader's rate (goal: every other reader >= 0.5). Also, against their goals:
 #   JSONL import in MB/s (goal >= 250);
 #   TensorBoard read_metrics against libprotobuf's own parse (goal >= 0.5);
 #   MLflow's tracking database, 1,000,000 metric rows (goal <= 1 s);
-#   `lockstep compare` of two records with the series inline (goal <= 1 s).
+#   `lockstep compare` of two records with the series inline (goal <= 1 s);
+#   the system time of the JSONL import and the compare per 100 MB of input
+#   (goal <= 0.2 s: fresh memory and page faults cost more on some VMs).
 # Builds without LibTorch into build-bench/ (LOCKSTEP_BENCH_BUILD names another).
 #   bench/ingest.sh [STEPS]
 set -euo pipefail
@@ -76,26 +78,14 @@ mkdir -p "$work/tb"
 
 series="--series loss=loss --series grad_norm=grad_norm --series lr=lr --series param_norm=param_norm \
 --series loss_scale=loss_scale --series accuracy=accuracy --series tokens_per_s=tokens_per_s --series weight_decay=weight_decay"
-# best_of CMD...: the best wall time of 5 runs, in seconds.
-best_of() {
-  local best=""
-  for _ in 1 2 3 4 5; do
-    local t0 t1
-    t0=$(date +%s.%N)
-    "$@" >/dev/null
-    t1=$(date +%s.%N)
-    best=$(/usr/bin/python3 -c "import sys; a, b = float(sys.argv[1]), sys.argv[2]; print(a if not b or a < float(b) else b)" \
-      "$(/usr/bin/python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$t0" "$t1")" "$best")
-  done
-  echo "$best"
-}
+source bench/timing.sh
 bin="$build/lockstep"
-declare -A seconds values
+declare -A seconds values cpu
 run_reader() {  # NAME VALUES ARGS...
   local name=$1 n=$2
   shift 2
-  seconds[$name]=$(best_of "$bin" import "$@" --record "$work/$name.record.json")
-  values[$name]=$n
+  best_of 5 "$bin" import "$@" --record "$work/$name.record.json"
+  seconds[$name]=$BEST_WALL values[$name]=$n cpu[$name]="$BEST_USER $BEST_SYS"
 }
 run_reader jsonl $((steps * 8)) jsonl "$work/m.jsonl" $series
 run_reader csv $((steps * 8)) csv "$work/m.csv" $series
@@ -108,28 +98,38 @@ run_reader torchtitan "$steps" torchtitan "$work/loss.txt" --series loss=loss
 run_reader hf-trainer $((steps * 8)) hf-trainer "$work/trainer_state.json" $series
 run_reader mlflow-db $(((steps / 8) * 8)) mlflow "$work/mlflow.db" $series
 run_reader mlflow-files $((steps * 8)) mlflow "$work/mlruns/0/6f1c0a" $series
-compare_s=$(best_of "$bin" compare "$work/run.json" "$work/golden.json")
+best_of 5 "$bin" compare "$work/run.json" "$work/golden.json"
+compare="$BEST_WALL $BEST_USER $BEST_SYS"
 
 jsonl_bytes=$(stat -c %s "$work/m.jsonl")
+compare_bytes=$(( $(stat -c %s "$work/run.json") + $(stat -c %s "$work/golden.json") ))
 tb_line=$("$build/bench/tensorboard_read" time "$work/tb" 8 3 | grep "ratio read/protobuf")
-/usr/bin/python3 - "$steps" "$jsonl_bytes" "$compare_s" "$tb_line" \
-  "${seconds[jsonl]}" "${values[jsonl]}" "${seconds[csv]}" "${values[csv]}" "${seconds[tensorboard]}" "${values[tensorboard]}" \
-  "${seconds[megatron]}" "${values[megatron]}" "${seconds[torchtitan]}" "${values[torchtitan]}" \
-  "${seconds[hf-trainer]}" "${values[hf-trainer]}" "${seconds[mlflow-db]}" "${values[mlflow-db]}" \
-  "${seconds[mlflow-files]}" "${values[mlflow-files]}" <<'PY'
+args=()
+for n in jsonl csv tensorboard megatron torchtitan hf-trainer mlflow-db mlflow-files; do
+  args+=("${seconds[$n]}" "${values[$n]}" "${cpu[$n]}")
+done
+/usr/bin/python3 - "$steps" "$jsonl_bytes" "$compare_bytes" "$compare" "$tb_line" "$(cut -d' ' -f1-3 /proc/loadavg)" "${args[@]}" <<'PY'
 import sys
-steps, jsonl_bytes, compare_s, tb_line = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+steps, jsonl_bytes, compare_bytes = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+compare_s, compare_u, compare_sys = map(float, sys.argv[4].split())
+tb_line, load = sys.argv[5], sys.argv[6]
 names = ["jsonl", "csv", "tensorboard", "megatron", "torchtitan", "hf-trainer", "mlflow-db", "mlflow-files"]
-rest = sys.argv[5:]
-rate = {n: int(rest[2 * i + 1]) / float(rest[2 * i]) for i, n in enumerate(names)}
-sec = {n: float(rest[2 * i]) for i, n in enumerate(names)}
-print(f"ingest: {steps} steps x 8 metrics; `lockstep import`, best of 5 (wall)")
+rest = sys.argv[7:]
+sec = {n: float(rest[3 * i]) for i, n in enumerate(names)}
+rate = {n: int(rest[3 * i + 1]) / sec[n] for i, n in enumerate(names)}
+cpu = {n: tuple(map(float, rest[3 * i + 2].split())) for i, n in enumerate(names)}
+print(f"ingest: {steps} steps x 8 metrics; `lockstep import`, best of 5 (wall, with that run's user + sys); load {load}")
 for n in names:
     ratio = rate[n] / rate["jsonl"]
     goal = "" if n == "jsonl" else ("   (goal >= 0.5: met)" if ratio >= 0.5 else "   (goal >= 0.5: NOT met)")
-    print(f"  {n:13s} {sec[n]:7.3f} s  {rate[n] / 1e6:6.2f} M values/s  ratio to jsonl {ratio:.2f}{goal}")
-print(f"jsonl import:           {jsonl_bytes / sec['jsonl'] / 1e6:.0f} MB/s of {jsonl_bytes / 1e6:.0f} MB   (goal >= 250)")
+    print(f"  {n:13s} {sec[n]:7.3f} s ({cpu[n][0]:.2f} user + {cpu[n][1]:.2f} sys)  {rate[n] / 1e6:6.2f} M values/s  "
+          f"ratio to jsonl {ratio:.2f}{goal}")
+per100 = lambda s, b: s / (b / 1e8)
+print(f"jsonl import:           {jsonl_bytes / sec['jsonl'] / 1e6:.0f} MB/s of {jsonl_bytes / 1e6:.0f} MB   (goal >= 250); "
+      f"sys {per100(cpu['jsonl'][1], jsonl_bytes):.2f} s per 100 MB (goal <= 0.2)")
 print(f"mlflow database:        {sec['mlflow-db']:.3f} s for {steps // 8 * 8} metric rows   (goal <= 1 s for 1,000,000)")
 print(f"tensorboard:            {tb_line.split(':', 1)[1].strip()}")
-print(f"compare, series inline: {compare_s:.3f} s for two records of {steps} x 8   (goal <= 1 s)")
+print(f"compare, series inline: {compare_s:.3f} s ({compare_u:.2f} user + {compare_sys:.2f} sys) for two records of "
+      f"{steps} x 8, {compare_bytes / 1e6:.0f} MB   (goal <= 1 s); sys {per100(compare_sys, compare_bytes):.2f} s per "
+      f"100 MB (goal <= 0.2)")
 PY

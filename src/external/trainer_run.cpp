@@ -152,10 +152,11 @@ std::string bind_failure_cause(const std::vector<Pass>& passes, size_t failed) {
     msg += "lockstep gives every pass that runs at the same time its own MASTER_PORT (this one " + passes[failed].port +
            (list.empty() ? std::string() : "; the others " + list) + ", all on 127.0.0.1). ";
   } else {
-    msg += "The data-only pass runs beside the training pass. ";
+    msg += "Other processes of the same trainer run at the same time (the data-only pass beside the first training "
+           "pass; check's repeats and resume check with -j). ";
   }
   return msg + "A trainer that picks its port itself (os.environ[\"MASTER_PORT\"] = \"12355\", "
-               "init_method=\"tcp://...:12355\") binds the same port in both passes: use init_process_group's "
+               "init_method=\"tcp://...:12355\") binds the same port in each of them: use init_process_group's "
                "env:// rendezvous (MASTER_ADDR and MASTER_PORT from the environment). Otherwise another program "
                "took the port";
 }

@@ -223,7 +223,7 @@ bool rerun_failure(Launcher& launcher, const ChildRun& base, const std::string& 
   bool definite = v.lane == Lane::kContractMismatch ||
                   std::any_of(v.findings.begin(), v.findings.end(), [](const Finding& f) { return f.section == Section::kInput; });
   for (size_t i = 0; i < again.size(); ++i) {
-    take_data_pass(again[i], run);  // a trainer smoke's reruns make none
+    take_data_pass(again[i], run, dir + "/rerun-" + std::to_string(i + 1) + ".json");  // a trainer smoke's make none
     std::string diff = first_bit_difference(again[i], run);
     if (diff.empty()) continue;
     if (definite) {
@@ -277,35 +277,52 @@ std::string resumed_note(const SmokeConfig& cfg) {
          ": bit-identical to the uninterrupted run";
 }
 
-// Step 2 for a trainer smoke, whose runs made no data-only pass (a Python
-// process of its own, as costly as a training run). Batches trained on
-// that are the golden's bit for bit take the golden's data-only probes:
-// bless held those batches to its data-only pass (data_pass_mismatch), so
-// a pass now would show the same batches. Otherwise (no golden, another
-// golden's batches, a change) the data-only pass runs now, once, at each
-// trainer.workers count (<dir>/data-only.json; a worker-count difference
-// is its exit 4), and its probes are `run`'s. <dir>/run-1.json is written
-// again with them: the record judged. Returns the verdict's note.
+// Whether the golden's data-only pass stands for today's: its data-only
+// probes cover every batch trained on today, bit for bit, and were made
+// with today's data-only arguments (config trainer.data_only*, recorded in
+// both). Then a pass now would show those same batches.
+bool golden_data_pass_stands(const RunRecord& golden, const RunRecord& run) {
+  if (golden.config.empty() || run.train_probes.empty() || golden.probes.size() < run.train_probes.size()) return false;
+  for (size_t i = 0; i < run.train_probes.size(); ++i)
+    if (!same_batch(golden.probes[i], run.train_probes[i])) return false;
+  auto data_only = [](const std::map<std::string, std::string>& config) {
+    std::map<std::string, std::string> out;
+    for (auto it = config.lower_bound("trainer.data_only"); it != config.end() && it->first.rfind("trainer.data_only", 0) == 0; ++it)
+      out.insert(*it);
+    return out;
+  };
+  return data_only(golden.config) == data_only(run.config);
+}
+
+// Step 2 for a trainer smoke whose runs made no data-only pass (a Python
+// process of its own, as costly as a training run; only a smoke with one
+// DataLoader worker count: several run it beside run 1, as bless does).
+// Where the golden's pass stands for today's (golden_data_pass_stands),
+// the runs take its probes. Otherwise (no golden, other batches, other
+// data-only arguments) the pass runs now, once (<dir>/data-only.json), and
+// its probes are the runs'. Every run's record (<dir>/run-N.json) is
+// written again with them: the records judged. Returns the verdict's note.
 std::string settle_data_pass(Launcher& launcher, const ChildRun& base, const std::string& dir,
-                             const RunRecord* golden, const SmokeConfig& cfg, RunRecord& run) {
-  if (golden && !golden->probes.empty() && same_batches(run.train_probes, golden->train_probes)) {
+                             const RunRecord* golden, std::vector<RunRecord>& runs) {
+  RunRecord& run = runs.front();
+  std::string note;
+  if (golden && golden_data_pass_stands(*golden, run)) {
     run.probes = golden->probes;
-    write_run_record(dir + "/run-1.json", run);  // the record judged, as `compare` by hand reads it
-    return "no data-only pass ran: the " + std::to_string(run.train_probes.size()) +
-           " batches trained on are the golden's bit for bit, and bless held those to its data-only pass";
+    note = "no data-only pass ran: the " + std::to_string(run.train_probes.size()) +
+           " batches trained on are the golden's data-only batches bit for bit, with the same trainer.data_only";
+  } else {
+    ChildRun pass = base;
+    pass.train = false;
+    pass.data_pass = true;
+    pass.out = dir + "/data-only.json";
+    run.probes = launcher.run(pass).probes;
+    note = std::string("the data-only pass ran once, after the runs (") +
+           (golden ? "the golden's data-only batches are not the ones trained on, or trainer.data_only changed"
+                   : "no golden yet") + ")";
   }
-  ChildRun pass = base;
-  pass.train = false;
-  pass.data_pass = true;
-  pass.out = dir + "/data-only.json";
-  run.probes = launcher.run(pass).probes;
   write_run_record(dir + "/run-1.json", run);
-  std::string counts;
-  for (int w : cfg.trainer.workers) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
-  return std::string("the data-only pass ran once, after the runs (") +
-         (golden ? "the batches trained on are not the golden's" : "no golden yet") + ")" +
-         (cfg.trainer.workers.size() > 1 ? ", with " + counts + " DataLoader workers: the same batches bit for bit"
-                                         : "");
+  for (size_t i = 1; i < runs.size(); ++i) take_data_pass(runs[i], run, dir + "/run-" + std::to_string(i + 1) + ".json");
+  return note;
 }
 
 // The smoke's `repeat` fresh runs of `base` (<dir>/run-N.json), with the
@@ -352,8 +369,9 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   ChildRun base;
   base.smoke = file;
   base.overrides = o.overrides;
-  const bool data_pass_apart = shares_data_pass(cfg);
+  const bool data_pass_apart = shares_data_pass(cfg) && cfg.trainer.workers.size() <= 1;
   base.data_pass = !data_pass_apart;
+  base.share_data_pass = shares_data_pass(cfg) && !data_pass_apart;  // several worker counts: beside run 1
   // `check --world-size N` over a suite: it sizes the multi-rank smokes;
   // a single-process smoke runs as it is.
   if (!cfg.distributed.configured) base.overrides.world_size = 0;
@@ -370,7 +388,12 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   Golden golden;
   if (found) golden = read_filed_golden(*found, cfg.name);
   std::string data_note =
-      data_pass_apart ? settle_data_pass(launcher, base, dir, found ? &golden.record : nullptr, cfg, run) : "";
+      data_pass_apart ? settle_data_pass(launcher, base, dir, found ? &golden.record : nullptr, runs) : "";
+  if (base.share_data_pass && cfg.trainer.workers.size() > 1) {
+    std::string counts;
+    for (int w : cfg.trainer.workers) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
+    data_note = "the data-only pass ran beside run 1 with " + counts + " DataLoader workers: the same batches bit for bit";
+  }
   if (auto [code, why] = data_pass_mismatch(cfg, run, repeat, dir); !why.empty()) {
     c.verdict = stopped_verdict(cfg.name, code, why);
     return c;
@@ -395,7 +418,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     // A fresh process continued from the stopped run's checkpoint, bit for
     // bit against the uninterrupted run.
     RunRecord resumed = resume_runs.finish(per_run);
-    take_data_pass(resumed, run);
+    take_data_pass(resumed, run, dir + "/resumed.json");
     if (std::string diff = first_bit_difference(resumed, run); !diff.empty())
       return resume_failure(cfg, diff, found ? c.verdict.lane : Lane::kNone, dir);
     resume_note = resumed_note(cfg);

@@ -126,12 +126,15 @@ std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, co
       runs[static_cast<size_t>(i - 1)] = launcher.run(r);
     });
   run_tasks(tasks, slots, slots_per_run, held);
-  for (size_t i = 1; base.share_data_pass && i < runs.size(); ++i) take_data_pass(runs[i], runs[0]);
+  for (size_t i = 1; base.share_data_pass && i < runs.size(); ++i)
+    take_data_pass(runs[i], runs[0], dir + "/" + prefix + "-" + std::to_string(i + 1) + ".json");
   return runs;
 }
 
-void take_data_pass(RunRecord& run, const RunRecord& from) {
-  if (run.probes.empty()) run.probes = from.probes;
+void take_data_pass(RunRecord& run, const RunRecord& from, const std::string& path) {
+  if (!run.probes.empty() || from.probes.empty()) return;
+  run.probes = from.probes;
+  if (!path.empty()) write_run_record(path, run);
 }
 
 bool shares_data_pass(const SmokeConfig& config) { return config.has_trainer() && config.trainer.has_data_pass(); }

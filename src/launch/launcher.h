@@ -91,8 +91,10 @@ std::vector<std::string> child_args(const ChildRun& run);
 
 /// Gives `run`, made without its data-only pass (ChildRun::data_pass
 /// false), the data-only probes of `from`, the run whose pass stands for
-/// both; a run with probes of its own is left as it is.
-void take_data_pass(RunRecord& run, const RunRecord& from);
+/// both, and writes it again to `path` (its record file) when given, so
+/// the record on disk is the one judged; a run with probes of its own is
+/// left as it is.
+void take_data_pass(RunRecord& run, const RunRecord& from, const std::string& path = "");
 
 /// Whether `config`'s runs share one data-only pass (ChildRun::share_data_pass):
 /// a trainer smoke that writes batch probes.

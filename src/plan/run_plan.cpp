@@ -187,6 +187,9 @@ RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
   if (r.repeat > 1) {
     if (r.nnodes > 1) throw BadUsage("--nnodes: --repeat runs on one machine only (run it there)");
     if (r.stop_after > 0 || !r.resume.empty()) throw BadUsage("--repeat does not combine with --stop-after or --resume");
+    if (!r.data_pass)
+      throw BadUsage("--no-data-pass does not combine with --repeat (the first of the repeats makes the data-only "
+                     "pass, the others take its probes)");
   }
   if (loaded.has_trainer()) {
     if (r.overrides.workers >= 0)

@@ -52,7 +52,8 @@ TEST(TrainerCli, ExampleTrainerPassesAgainstItsCommittedGolden) {
   EXPECT_NE(r.output.find("resumed at step 5 from a checkpoint in a fresh process: bit-identical"), std::string::npos)
       << r.output;
   // The golden's data-only pass stands for today's (docs/decisions.md, entry 29).
-  EXPECT_NE(r.output.find("note: no data-only pass ran: the 10 batches trained on are the golden's bit for bit"),
+  EXPECT_NE(r.output.find("note: no data-only pass ran: the 10 batches trained on are the golden's data-only batches "
+                          "bit for bit"),
             std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(out / "pytorch-trainer" / "run-1.json.trainer" / "data")) << r.output;
   Result by_hand = lockstep("compare " + (out / "pytorch-trainer" / "run-1.json").string() + " " + kExample +
@@ -269,7 +270,9 @@ TEST(TrainerCli, APortInUseIsNamedAsTheCause) {
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("its rendezvous could not bind a port that is in use (\"Address already in use\")"),
             std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("The data-only pass runs beside the training pass. A trainer that picks its port itself"),
+  EXPECT_NE(r.output.find("Other processes of the same trainer run at the same time (the data-only pass beside the "
+                          "first training pass; check's repeats and resume check with -j). A trainer that picks its "
+                          "port itself"),
             std::string::npos) << r.output;
   EXPECT_NE(r.output.find("use init_process_group's env:// rendezvous"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("Otherwise another program took the port"), std::string::npos) << r.output;
@@ -361,8 +364,8 @@ TEST(TrainerCli, BatchesThatDependOnTheWorkerCountAreExitFourNamingTheBatch) {
   // check says the worker-count check held (here with no golden yet: exit 2, the note all the same).
   Result first = lockstep("check " + smoke.string() + " --repeat 1 --out " + (d / "out").string());
   EXPECT_EQ(first.code, 2) << first.output;
-  EXPECT_NE(first.output.find("note: the data-only pass ran once, after the runs (no golden yet), with 2, 0 "
-                              "DataLoader workers: the same batches bit for bit"),
+  EXPECT_NE(first.output.find("note: the data-only pass ran beside run 1 with 2, 0 DataLoader workers: the same "
+                              "batches bit for bit"),
             std::string::npos) << first.output;
   // A smoke that stopped without a comparison has its HTML report too.
   EXPECT_TRUE(fs::exists(d / "out" / "pytorch-trainer" / "report.html"));

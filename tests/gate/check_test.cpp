@@ -147,9 +147,11 @@ TEST(CheckSmoke, ATrainerWhoseBatchesAreTheGoldensTakesItsDataOnlyPassAndRunsNon
                       {"resume", {{"stop", {"--stop-after", "{resume_at}"}}, {"continue", {"--resume", "{checkpoint}"}}}}};
   });
   RunRecord golden = make_gate_record();
+  golden.config = {{"trainer.data_only", "[\"--data-only\"]"}};
   golden.probes[0].inputs.sum = 7.0;  // the golden's own data-only probes, told apart
   p.write_golden(golden);
   FakeLauncher l;
+  l.record.config = golden.config;
   l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
     if (!run.data_pass) r.probes.clear();  // as run_trainer makes it
   };
@@ -162,12 +164,30 @@ TEST(CheckSmoke, ATrainerWhoseBatchesAreTheGoldensTakesItsDataOnlyPassAndRunsNon
   }
   ASSERT_EQ(c.run.probes.size(), 2u);
   EXPECT_EQ(c.run.probes[0].inputs.sum, 7.0);
-  // The record on disk is the one judged: `compare` by hand agrees.
-  EXPECT_EQ(read_run_record(p.out_dir() + "/unit/run-1.json").probes.size(), 2u);
+  // The records on disk are the ones judged: `compare` by hand agrees.
+  for (const char* f : {"run-1.json", "run-2.json", "resumed.json"})
+    EXPECT_EQ(read_run_record(p.out_dir() + "/unit/" + f).probes.size(), 2u) << f;
   EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
-                      "no data-only pass ran: the 2 batches trained on are the golden's bit for bit, and bless held "
-                      "those to its data-only pass"),
+                      "no data-only pass ran: the 2 batches trained on are the golden's data-only batches bit for "
+                      "bit, with the same trainer.data_only"),
             c.verdict.notes.end());
+
+  // The golden's pass does not stand for today's when the data-only
+  // arguments changed, or when it probed fewer batches than were trained.
+  for (int variant = 0; variant < 2; ++variant) {
+    FakeLauncher again;
+    again.record.config = golden.config;
+    if (variant == 0) again.record.config["trainer.data_only"] = "[\"--data-only\",\"--fast\"]";
+    RunRecord shorter = golden;
+    if (variant == 1) {
+      shorter.probes.pop_back();
+      p.write_golden(shorter);
+    }
+    again.edit = l.edit;
+    check_smoke(p.smoke_file(), p.check_options(), again);
+    ASSERT_GE(again.calls.size(), 3u) << variant;  // two runs, then the data-only pass
+    EXPECT_FALSE(again.calls[2].train) << variant;
+  }
 }
 
 // Other batches than the golden's (or no golden): the data-only pass runs
@@ -197,7 +217,8 @@ TEST(CheckSmoke, ATrainerWhoseBatchesMovedRunsTheDataOnlyPassOnceAfterTheRuns) {
   EXPECT_EQ(l.calls[2].out, p.out_dir() + "/unit/data-only.json");
   EXPECT_EQ(c.run.probes[1].labels.xxh3_128, std::string(32, 'e'));
   EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
-                      "the data-only pass ran once, after the runs (the batches trained on are not the golden's)"),
+                      "the data-only pass ran once, after the runs (the golden's data-only batches are not the ones "
+                      "trained on, or trainer.data_only changed)"),
             c.verdict.notes.end());
 
   GateProject fresh("data-no-golden", trainer);
@@ -206,6 +227,33 @@ TEST(CheckSmoke, ATrainerWhoseBatchesMovedRunsTheDataOnlyPassOnceAfterTheRuns) {
   EXPECT_EQ(none.verdict.exit_code(), ExitCode::kBadInput);  // no golden: a pending one
   ASSERT_EQ(first.calls.size(), 3u);
   EXPECT_FALSE(first.calls[2].train);
+}
+
+// Several DataLoader worker counts: the worker-count check is the pass's
+// own finding, which no golden records, so the pass runs beside run 1 at
+// every count (with its training batches to name the cause), as in bless.
+TEST(CheckSmoke, ATrainerWithSeveralWorkerCountsRunsTheDataOnlyPassBesideTheFirstRun) {
+  GateProject p("data-workers", [](nlohmann::json& cfg) {
+    for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
+    cfg["trainer"] = {{"command", {"python3", "train.py", "--workers", "{workers}"}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+                      {"probes", "{out}/probes.jsonl"},
+                      {"workers", {2, 0}}};
+  });
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (!run.data_pass) r.probes.clear();
+  };
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+  ASSERT_EQ(l.calls.size(), 2u);
+  EXPECT_TRUE(l.calls[0].data_pass);
+  EXPECT_FALSE(l.calls[1].data_pass);
+  EXPECT_EQ(read_run_record(p.out_dir() + "/unit/run-2.json").probes.size(), 2u);
+  EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
+                      "the data-only pass ran beside run 1 with 2, 0 DataLoader workers: the same batches bit for bit"),
+            c.verdict.notes.end());
 }
 
 TEST(CheckSmoke, ResumeDifferenceIsARegressionNamingTheStep) {

@@ -102,6 +102,9 @@ TEST(RunPlan, OverridesApplyToTheConfigAndATrainerRefusesWorkersABuiltInSmokeNoD
   RunRequest trained = trainer.request();
   trained.data_pass = false;
   EXPECT_FALSE(trainer.plan(trained).request.data_pass);
+  trained.repeat = 2;
+  EXPECT_EQ(trainer.refusal(trained), "--no-data-pass does not combine with --repeat (the first of the repeats makes "
+                                      "the data-only pass, the others take its probes)");
 }
 
 TEST(RunPlan, StopAfterMustBeBelowTheStepsAtEverySite) {
