@@ -94,15 +94,12 @@ void print_summary(const std::vector<Verdict>& verdicts, ExitCode worst, const s
   std::cout << "; exit " << to_int(worst) << " (junit " << junit << ")\n";
 }
 
-// The job slots a smoke's check holds while it runs: the processes of one
-// of its runs (processes_per_run: a rank each; a trainer smoke's runs leave
-// the data-only pass out, gate/check.h), with --world-size applied; a
-// config that cannot be read takes one and fails in check_smoke.
+// The job slots a smoke's check holds while it runs: one of its runs'
+// (gate/check.h's check_slots_per_run); a config that cannot be read takes
+// one and fails in check_smoke.
 int smoke_processes(const std::string& file, int world_size_override) {
   try {
-    SmokeConfig cfg = load_smoke_config(file);
-    if (cfg.distributed.configured && world_size_override > 0) cfg.distributed.world_size = world_size_override;
-    return processes_per_run(cfg, /*with_data_pass=*/false);
+    return check_slots_per_run(load_smoke_config(file), world_size_override);
   } catch (const Error&) {
     return 1;
   }

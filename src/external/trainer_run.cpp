@@ -768,7 +768,6 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
   const bool stopping = o.stop_after > 0, resuming = !o.resume.empty();
   if ((stopping || resuming) && t.resume_stop.empty())
     throw BadInput(c.file, "trainer.resume", "a resume section (how the command stops at a checkpoint and continues)");
-  if (!o.train && !o.data_pass) throw BadUsage("--no-data-pass: `lockstep probe` is the data-only pass");
   if (!o.train && !t.has_data_pass())
     throw BadUsage(c.file + ": `lockstep probe` runs the data-only pass, and this trainer has none (it writes no "
                    "batch probes: trainer.probes)");

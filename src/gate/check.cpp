@@ -261,13 +261,6 @@ SmokeCheck resume_failure(const SmokeConfig& cfg, const std::string& diff, Lane 
   return c;
 }
 
-// The processes of one run of `cfg` under `overrides` (check --world-size
-// sizes a multi-rank smoke), counted against check -j's slots.
-int slots_per_run(const SmokeConfig& cfg, const RunOverrides& overrides) {
-  SmokeConfig sized = cfg;
-  if (cfg.distributed.configured && overrides.world_size > 0) sized.distributed.world_size = overrides.world_size;
-  return processes_per_run(sized, /*with_data_pass=*/false);  // a trainer's data-only pass runs apart
-}
 
 // The note of a resume check that held.
 std::string resumed_note(const SmokeConfig& cfg) {
@@ -296,14 +289,21 @@ bool golden_data_pass_stands(const RunRecord& golden, const RunRecord& run) {
 
 // Step 2 for a trainer smoke whose runs made no data-only pass (a Python
 // process of its own, as costly as a training run; only a smoke with one
-// DataLoader worker count: several run it beside run 1, as bless does).
+// DataLoader worker count: several run it beside run 1, as bless does,
+// and get that note; a built-in smoke's runs made theirs: no note).
 // Where the golden's pass stands for today's (golden_data_pass_stands),
 // the runs take its probes. Otherwise (no golden, other batches, other
 // data-only arguments) the pass runs now, once (<dir>/data-only.json), and
 // its probes are the runs'. Every run's record (<dir>/run-N.json) is
 // written again with them: the records judged. Returns the verdict's note.
-std::string settle_data_pass(Launcher& launcher, const ChildRun& base, const std::string& dir,
-                             const RunRecord* golden, std::vector<RunRecord>& runs) {
+std::string settle_data_pass(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg,
+                             const std::string& dir, const RunRecord* golden, std::vector<RunRecord>& runs) {
+  if (base.share_data_pass && cfg.trainer.workers.size() > 1) {  // it ran beside run 1 (run_children)
+    std::string counts;
+    for (int w : cfg.trainer.workers) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
+    return "the data-only pass ran beside run 1 with " + counts + " DataLoader workers: the same batches bit for bit";
+  }
+  if (base.data_pass) return "";  // a built-in smoke's runs make their own
   RunRecord& run = runs.front();
   std::string note;
   if (golden && golden_data_pass_stands(*golden, run)) {
@@ -355,6 +355,37 @@ Verdict no_golden_verdict(const std::string& smoke, const std::string& file, con
                              " --reason \"...\"`");
 }
 
+// Step 1's child run. A trainer smoke's runs leave its data-only pass (a
+// Python process of its own) to step 2 (settle_data_pass); with several
+// worker counts the first run makes it and the others take it.
+// `check --world-size N` over a suite sizes the multi-rank smokes; a
+// single-process smoke runs as it is.
+ChildRun check_run(const SmokeConfig& cfg, const std::string& file, const CheckSmokeOptions& o) {
+  ChildRun base;
+  base.smoke = file;
+  base.overrides = o.overrides;
+  const bool several_counts = cfg.trainer.workers.size() > 1;
+  base.data_pass = !shares_data_pass(cfg) || several_counts;
+  base.share_data_pass = shares_data_pass(cfg) && several_counts;
+  if (!cfg.distributed.configured) base.overrides.world_size = 0;
+  return base;
+}
+
+// Steps 4 and 5's notes on a verdict against a golden, and its pending
+// golden where one is due (a failure, or a stack label's first runs).
+void finish_verdict(SmokeCheck& c, const RunRecord& run, const GoldenLookup& found, const std::string& file,
+                    const CheckSmokeOptions& o, int repeat, const std::vector<std::string>& notes) {
+  if (repeat > 1) c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
+  else c.verdict.notes.push_back("one run only (repeat 1): run-to-run determinism was not checked in this job");
+  for (const auto& n : notes)
+    if (!n.empty()) c.verdict.notes.push_back(n);
+  if (!c.verdict.passed()) add_pending(c, run, file, o, repeat, "check failed: " + c.verdict.first_divergence);
+  // A stack label's first runs, compared with the unlabeled golden: the
+  // pending golden is the one to accept for the label (review shows both).
+  else if (!found.exact_stack)
+    add_pending(c, run, file, o, repeat, "no golden for stack " + run.stack + " yet; passed against " + found.path);
+}
+
 SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const CheckSmokeOptions& o,
                         Launcher& launcher) {
   SmokeCheck c;
@@ -364,19 +395,10 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   const std::string dir = c.report_dir;
   clear_smoke_outputs(dir);  // an earlier check's pending golden must not outlive this one
 
-  // 1. Fresh runs, bit for bit. A trainer smoke's leave its data-only
-  //    pass (a Python process of its own) to step 2.
-  ChildRun base;
-  base.smoke = file;
-  base.overrides = o.overrides;
-  const bool data_pass_apart = shares_data_pass(cfg) && cfg.trainer.workers.size() <= 1;
-  base.data_pass = !data_pass_apart;
-  base.share_data_pass = shares_data_pass(cfg) && !data_pass_apart;  // several worker counts: beside run 1
-  // `check --world-size N` over a suite: it sizes the multi-rank smokes;
-  // a single-process smoke runs as it is.
-  if (!cfg.distributed.configured) base.overrides.world_size = 0;
+  // 1. Fresh runs, bit for bit.
+  const ChildRun base = check_run(cfg, file, o);
   ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
-  const int per_run = slots_per_run(cfg, base.overrides);
+  const int per_run = check_slots_per_run(cfg, base.overrides.world_size);
   std::vector<RunRecord> runs = fresh_runs(launcher, base, cfg, o, repeat, per_run, resume_runs, dir);
   c.ran = true;
   RunRecord& run = runs.front();
@@ -387,13 +409,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   auto found = find_golden(root, cfg.name, run.platform, run.stack);
   Golden golden;
   if (found) golden = read_filed_golden(*found, cfg.name);
-  std::string data_note =
-      data_pass_apart ? settle_data_pass(launcher, base, dir, found ? &golden.record : nullptr, runs) : "";
-  if (base.share_data_pass && cfg.trainer.workers.size() > 1) {
-    std::string counts;
-    for (int w : cfg.trainer.workers) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
-    data_note = "the data-only pass ran beside run 1 with " + counts + " DataLoader workers: the same batches bit for bit";
-  }
+  const std::string data_note = settle_data_pass(launcher, base, cfg, dir, found ? &golden.record : nullptr, runs);
   if (auto [code, why] = data_pass_mismatch(cfg, run, repeat, dir); !why.empty()) {
     c.verdict = stopped_verdict(cfg.name, code, why);
     return c;
@@ -430,21 +446,20 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     if (!data_note.empty()) c.verdict.notes.push_back(data_note);
     return c;
   }
-  if (repeat > 1) c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
-  else c.verdict.notes.push_back("one run only (repeat 1): run-to-run determinism was not checked in this job");
-  if (!resume_note.empty()) c.verdict.notes.push_back(resume_note);
-  if (!data_note.empty()) c.verdict.notes.push_back(data_note);
-  if (!c.verdict.passed()) add_pending(c, run, file, o, repeat, "check failed: " + c.verdict.first_divergence);
-  // A stack label's first runs, compared with the unlabeled golden: the
-  // pending golden is the one to accept for the label (review shows both).
-  else if (!found->exact_stack)
-    add_pending(c, run, file, o, repeat, "no golden for stack " + run.stack + " yet; passed against " + found->path);
+  finish_verdict(c, run, *found, file, o, repeat, {resume_note, data_note});
   c.run = run;
   c.golden = std::move(golden.record);
   return c;
 }
 
 }  // namespace
+
+int check_slots_per_run(const SmokeConfig& cfg, int world_size) {
+  SmokeConfig sized = cfg;
+  if (cfg.distributed.configured && world_size > 0) sized.distributed.world_size = world_size;
+  // The data-only pass runs beside a run only with several worker counts (check_run).
+  return processes_per_run(sized, /*with_data_pass=*/cfg.trainer.workers.size() > 1);
+}
 
 SmokeCheck check_smoke(const std::string& file, const CheckSmokeOptions& o, Launcher& launcher) {
   std::string name = fs::path(file).stem().string();

@@ -82,6 +82,12 @@ struct SmokeCheck {
   std::string pending_path;
 };
 
+/// The job slots one of check's runs of `config` keeps busy (check -j):
+/// processes_per_run() with `world_size` (> 0: check --world-size) sizing a
+/// multi-rank smoke; a trainer smoke's data-only pass counts only with
+/// several worker counts, the one case where it runs beside a run.
+int check_slots_per_run(const SmokeConfig& config, int world_size);
+
 /// Checks the smoke config `file` (see the steps above). Never throws
 /// lockstep::Error: every failure is a verdict with its exit code.
 SmokeCheck check_smoke(const std::string& file, const CheckSmokeOptions& options, Launcher& launcher);

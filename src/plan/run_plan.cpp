@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/float_bits.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/float_bits.h"
 #include "record/run_record.h"
 #include "smoke/golden_store.h"
 
@@ -184,6 +184,7 @@ RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
   p.request = r;
   p.train = train;
   p.repeat = r.repeat;
+  if (!train && !r.data_pass) throw BadUsage("--no-data-pass: `lockstep probe` is the data-only pass");
   if (r.repeat > 1) {
     if (r.nnodes > 1) throw BadUsage("--nnodes: --repeat runs on one machine only (run it there)");
     if (r.stop_after > 0 || !r.resume.empty()) throw BadUsage("--repeat does not combine with --stop-after or --resume");

@@ -87,13 +87,6 @@ bool same_batch(const BatchProbe& a, const BatchProbe& b) {
          a.labels.xxh3_128 == b.labels.xxh3_128;
 }
 
-bool same_batches(const std::vector<BatchProbe>& a, const std::vector<BatchProbe>& b) {
-  if (a.empty() || a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!same_batch(a[i], b[i])) return false;
-  return true;
-}
-
 std::vector<BatchProbe> interleave_rank_probes(const std::vector<std::vector<BatchProbe>>& per_rank,
                                                const std::string& where, int64_t first_batch) {
   std::vector<BatchProbe> out;

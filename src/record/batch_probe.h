@@ -39,10 +39,6 @@ struct BatchProbe {
 /// (sample_index_hash), inputs and labels (xxh3_128).
 bool same_batch(const BatchProbe& a, const BatchProbe& b);
 
-/// Whether two lists of probes are the same batches, in the same order
-/// and as many (same_batch() entry by entry); empty lists are never the same.
-bool same_batches(const std::vector<BatchProbe>& a, const std::vector<BatchProbe>& b);
-
 /// Names of the float64 statistics in a fixed order:
 /// "sum", "mean", "std", "min", "max".
 const std::vector<std::string>& tensor_stat_names();

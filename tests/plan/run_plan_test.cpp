@@ -99,6 +99,9 @@ TEST(RunPlan, OverridesApplyToTheConfigAndATrainerRefusesWorkersABuiltInSmokeNoD
   EXPECT_EQ(builtin.refusal(alone),
             "--no-data-pass: a built-in smoke's data-only pass is part of its own process (no interpreter to start); "
             "the flag is for a trainer smoke");
+  RunRequest probed = trainer.request();
+  probed.data_pass = false;
+  EXPECT_EQ(trainer.refusal(probed, /*train=*/false), "--no-data-pass: `lockstep probe` is the data-only pass");
   RunRequest trained = trainer.request();
   trained.data_pass = false;
   EXPECT_FALSE(trainer.plan(trained).request.data_pass);
