@@ -38,6 +38,10 @@ contract its kernels run deterministically, so the compiled smoke repeats
 and resumes bit for bit as the eager one does (tests/ci/compiled_trainer_test.sh
 checks it on Debian 13's torch 2.6 and sid's 2.14).
 
+--accum K trains each batch as K micro-batches with gradient accumulation
+(the loss of each divided by K): the same update as the whole batch, up to
+the order of the sums; an equivalence lane holds it to the base run.
+
 TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
 (what lockstep sees, 10 steps, 2 workers):
   no_worker_init_fn     no worker_init_fn, and the noise drawn from a numpy
@@ -66,6 +70,11 @@ TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
                         batch 1 on, though every run repeats bit for bit.
   rank_local_loss       (multi-rank) each rank logs its own loss instead of
                         the all-reduced one: the ranks disagree on "loss".
+  accum_unscaled        with --accum K, each micro-batch's loss is not
+                        divided by K: the gradients are K times too large.
+                        The base run never accumulates, so it still matches
+                        the golden; only an equivalence lane with --accum
+                        (docs/equivalence.md) catches it, at step 1.
   fixed_master_port     the trainer sets MASTER_ADDR=127.0.0.1 and
                         MASTER_PORT=$PYTORCH_TRAINER_PORT itself and joins a
                         process group in every pass (also a single process):
@@ -87,7 +96,7 @@ import torch.nn.functional as F
 import lockstep
 
 BUGS = ("no_worker_init_fn", "no_sampler_generator", "urandom_sampler", "global_random", "nondeterministic_op",
-        "dropout_shared_generator", "rank_local_loss", "fixed_master_port")
+        "dropout_shared_generator", "rank_local_loss", "fixed_master_port", "accum_unscaled")
 
 
 class Digits(torch.utils.data.Dataset):
@@ -186,6 +195,8 @@ def main():
     ap.add_argument("--resume")
     ap.add_argument("--compile", action="store_true",
                     help="train through torch.compile (Inductor; torch >= 2.0): the compiled smoke")
+    ap.add_argument("--accum", type=int, default=1,
+                    help="each batch as K micro-batches with gradient accumulation (an equivalence lane)")
     args = ap.parse_args()
     bug = os.environ.get("PYTORCH_TRAINER_BUG", "")
     if bug and bug not in BUGS:
@@ -194,6 +205,8 @@ def main():
         ap.error("--stop-after and --checkpoint go together")
     if args.stop_after is not None and args.stop_after < 1:
         ap.error("--stop-after must be >= 1")
+    if args.accum < 1 or 32 % args.accum:
+        ap.error("--accum must divide the batch of 32")
     if args.num_workers < 0:
         ap.error("--num-workers must be >= 0")
     if args.compile and not hasattr(torch, "compile"):
@@ -271,12 +284,19 @@ def main():
         x, y = x.to(ctx.device), y.to(ctx.device)
         tracer.step(step)
         opt.zero_grad()
-        out = forward(x)
-        if bug == "nondeterministic_op":
-            loss = unordered_sum(F.cross_entropy(out, y, reduction="none"), 0) / len(y)
-        else:
-            loss = F.cross_entropy(out, y)
-        loss.backward()
+        if args.accum == 1:
+            out = forward(x)
+            if bug == "nondeterministic_op":
+                loss = unordered_sum(F.cross_entropy(out, y, reduction="none"), 0) / len(y)
+            else:
+                loss = F.cross_entropy(out, y)
+            loss.backward()
+        else:  # micro-batches, gradients accumulated: the whole batch's update
+            loss = 0
+            for xs, ys in zip(x.chunk(args.accum), y.chunk(args.accum)):
+                part = F.cross_entropy(forward(xs), ys)
+                (part if bug == "accum_unscaled" else part / args.accum).backward()
+                loss = loss + part.detach() / args.accum
         grad_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))
         opt.step()
         logged = loss.detach().clone()

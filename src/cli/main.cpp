@@ -108,6 +108,8 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   cmd->add_option("--record", o.out, out_help)->check(not_empty);
   add_deprecated(cmd, "--out", o.out, "--record FILE")->check(not_empty);
   cmd->add_flag("--quiet", o.quiet, "Print nothing on success");
+  cmd->add_option("--variant", o.variant,
+                  "Run the smoke's equivalence lane NAME (its \"equivalence\" section) instead of the base run");
   add_overrides(cmd, o.overrides);
   // One rank of a multi-rank smoke, started by the coordinator
   // (distributed/rank_launch.h); hidden from --help.

@@ -102,6 +102,7 @@ class RankProducer : public RecordProducer {
     l.executable = sibling_executable("lockstep-torch");
     RunRequest shared;  // each rank adds its record, --rank and --rendezvous (rank_launch.h)
     shared.smoke = r.smoke;
+    shared.variant = r.variant;
     shared.overrides = r.overrides;
     l.args = run_request_args(shared, plan.train);
     l.rendezvous = plan.out + ".ranks";

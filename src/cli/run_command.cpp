@@ -85,7 +85,7 @@ int run_or_probe(const RunOptions& o, bool train) {
   if (fs::is_directory(o.smoke, ec))
     throw BadUsage(o.smoke + ": a folder; `lockstep " + (train ? "run" : "probe") +
                    "` takes one smoke config file (`lockstep check " + o.smoke + "` checks every smoke in it)");
-  RunPlan plan = plan_run(load_smoke_config(o.smoke), o, train);
+  RunPlan plan = plan_run(load_smoke_config(o.smoke, o.variant), o, train);
   if (plan.repeat > 1) return run_repeated(plan);
   return report_run(plan, make_record_producer(plan)->produce(plan));
 }

@@ -21,7 +21,7 @@ RunPlan plan_of(const ChildRun& run, const SmokeConfig& cfg) {
 }  // namespace
 
 RunRecord SmokeLauncher::run(const ChildRun& run) {
-  SmokeConfig cfg = load_smoke_config(run.smoke);
+  SmokeConfig cfg = load_smoke_config(run.smoke, run.variant);
   if (!cfg.has_trainer()) return process_.run(run);
   RunPlan plan = plan_of(run, cfg);
   ProducedRun r = make_record_producer(plan)->produce(plan);
@@ -30,7 +30,7 @@ RunRecord SmokeLauncher::run(const ChildRun& run) {
 }
 
 void SmokeLauncher::run_to_checkpoint(const ChildRun& run) {
-  SmokeConfig cfg = load_smoke_config(run.smoke);
+  SmokeConfig cfg = load_smoke_config(run.smoke, run.variant);
   if (!cfg.has_trainer()) return process_.run_to_checkpoint(run);
   RunPlan plan = plan_of(run, cfg);
   make_record_producer(plan)->produce(plan);

@@ -1091,6 +1091,48 @@ Verdict compare_runs(const RunRecord& run, const RunRecord& reference, const Com
   return compare_records(a2, b2, exact_policy, labels);
 }
 
+Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const Tolerance& rule, bool same_batches,
+                        const CompareLabels& labels) {
+  TolerancePolicy policy;
+  policy.series_default = rule;
+  policy.probe_default = Tolerance::exact();  // a batch is the same or it is not
+  policy.allow_nonfinite_golden = true;       // NaN on both sides is agreement
+  policy.same_stack_exact = rule.rule == Tolerance::Rule::kExact;
+  RunRecord a2 = variant, b2 = base;
+  // What the lane changes on purpose: its inputs and contract.
+  a2.fingerprint = b2.fingerprint;
+  a2.contract = b2.contract;
+  a2.config = b2.config;
+  a2.config_hash = b2.config_hash;
+  a2.resources = {};
+  b2.resources = {};
+  a2.probes.clear();
+  b2.probes.clear();
+  if (!same_batches) {
+    a2.train_probes.clear();
+    b2.train_probes.clear();
+  }
+  // A lane that calls the modules otherwise (micro-batches: other shapes;
+  // another world size) has traces that locate nothing: left out, said.
+  std::string trace_note;
+  const auto& ta = a2.module_trace.entries;
+  const auto& tb = b2.module_trace.entries;
+  for (size_t i = 0; i < std::min(ta.size(), tb.size()) && trace_note.empty(); ++i)
+    if (ta[i].step != tb[i].step || ta[i].phase != tb[i].phase || ta[i].module != tb[i].module ||
+        ta[i].output.shape != tb[i].output.shape || ta[i].output.dtype != tb[i].output.dtype)
+      trace_note = "module traces not compared: " + labels.subject_word + " calls the modules with other shapes or "
+                   "in another order (entry " + std::to_string(i) + ": " + tb[i].module + " in the " +
+                   labels.reference_word + ", " + ta[i].module + " here, train step " + std::to_string(ta[i].step) +
+                   "), so they cannot locate a difference";
+  if (!trace_note.empty()) a2.module_trace = b2.module_trace = {};
+  Verdict v = compare_records(a2, b2, policy, labels);
+  if (!trace_note.empty()) v.notes.push_back(trace_note);
+  v.lane_reason = labels.subject_word + " against the " + labels.reference_word + " of this job, " +
+                  (policy.same_stack_exact ? std::string("bit for bit") : "every series within " + rule.describe()) +
+                  (same_batches ? ", on the same batches bit for bit" : "");
+  return v;
+}
+
 std::string first_bit_difference(const RunRecord& a, const RunRecord& b) {
   Verdict v = compare_runs(a, b, {"run 2", "run 1", "run 1", "run 2"});
   return v.passed() ? "" : v.first_divergence;

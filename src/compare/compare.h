@@ -42,6 +42,17 @@ struct CompareLabels {
 Verdict compare_records(const RunRecord& run, const RunRecord& golden,
                         const TolerancePolicy& policy, const CompareLabels& labels = {});
 
+/// An equivalence lane's run (`variant`: the base run with some fields
+/// changed, smoke/smoke_config.h's EquivalenceVariant) against the base
+/// run of the same job (`base`), with no golden: every training series
+/// under `rule` (exact: bit for bit, with the final hashes and module
+/// traces too), the batches trained on bit for bit when `same_batches`.
+/// The inputs, contract and resources differ by design and are not
+/// compared, nor the data-only pass (the base run's own check). Throws
+/// what compare_records throws (exit 2: the seeds differ).
+Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const Tolerance& rule, bool same_batches,
+                        const CompareLabels& labels);
+
 /// The first difference between two runs of the same job, held to bit
 /// equality (for --repeat and bless): "" when bit-identical, else e.g.
 /// "train step 3: loss 2.3012 vs 2.3013 (first parameter: conv.weight)".

@@ -371,6 +371,54 @@ ChildRun check_run(const SmokeConfig& cfg, const std::string& file, const CheckS
   return base;
 }
 
+// Step 5: the smoke's equivalence lanes, one fresh run each
+// (<dir>/variant-<name>.json, side by side while job slots allow), each
+// held to the base run (run 1) under its own rule. The first lane that
+// fails becomes the verdict (exit 1, comparing the lane's run with run 1,
+// so the reports locate it) and is returned; else each lane adds a note.
+std::optional<SmokeCheck> check_lanes(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg,
+                                      const std::string& dir, const RunRecord& run, const CheckSmokeOptions& o,
+                                      int per_run, std::vector<std::string>& notes) {
+  std::vector<RunRecord> records(cfg.equivalence.size());
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < cfg.equivalence.size(); ++i)
+    tasks.push_back([&, i] {
+      ChildRun lane = base;
+      lane.variant = cfg.equivalence[i].name;
+      lane.out = dir + "/variant-" + lane.variant + ".json";
+      if (base.share_data_pass || !base.data_pass) lane.data_pass = lane.share_data_pass = false;  // run 1's stands
+      records[i] = launcher.run(lane);
+    });
+  run_tasks(tasks, o.slots, per_run, o.slots ? per_run : 0);
+  for (size_t i = 0; i < cfg.equivalence.size(); ++i) {
+    const EquivalenceVariant& lane = cfg.equivalence[i];
+    const std::string path = dir + "/variant-" + lane.name + ".json";
+    Verdict v = compare_variant(records[i], run, lane.rule, lane.same_batches,
+                                {path, dir + "/run-1.json", "base run", "lane " + lane.name});
+    std::string rule = lane.rule.rule == Tolerance::Rule::kExact ? "bit for bit" : "within " + lane.rule.describe();
+    if (v.passed()) {
+      notes.push_back("equivalence lane " + lane.name + " (" + lane.describe() + "): the same as the base run " + rule +
+                      " (" + std::to_string(v.values_checked) + " values compared)");
+      continue;
+    }
+    SmokeCheck c;
+    c.smoke = cfg.name;
+    c.ran = true;
+    c.report_dir = dir;
+    c.verdict = std::move(v);
+    c.verdict.smoke = cfg.name;
+    c.verdict.first_divergence = "equivalence lane " + lane.name + " (" + lane.describe() +
+                                 ") differs from the base run, held " + rule + "; first difference: " +
+                                 c.verdict.first_divergence;
+    c.compared = true;
+    c.run = records[i];
+    c.golden = run;
+    c.records = "records: " + dir + "/run-1.json, " + path;
+    return c;
+  }
+  return std::nullopt;
+}
+
 // Steps 4 and 5's notes on a verdict against a golden, and its pending
 // golden where one is due (a failure, or a stack label's first runs).
 void finish_verdict(SmokeCheck& c, const RunRecord& run, const GoldenLookup& found, const std::string& file,
@@ -439,14 +487,20 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
       return resume_failure(cfg, diff, found ? c.verdict.lane : Lane::kNone, dir);
     resume_note = resumed_note(cfg);
   }
-  // 5. No golden: exit 2 with a pending one.
+  // 5. The equivalence lanes, each against run 1 (no golden needed).
+  std::vector<std::string> lane_notes;
+  if (!cfg.equivalence.empty() && (!found || c.verdict.passed()))
+    if (auto failed = check_lanes(launcher, base, cfg, dir, run, o, per_run, lane_notes)) return *failed;
+  // 6. No golden: exit 2 with a pending one.
   if (!found) {
     add_pending(c, run, file, o, repeat, "no golden existed for platform " + golden_key(run.platform, run.stack));
     c.verdict = no_golden_verdict(cfg.name, file, root, run);
     if (!data_note.empty()) c.verdict.notes.push_back(data_note);
+    for (auto& n : lane_notes) c.verdict.notes.push_back(n);
     return c;
   }
-  finish_verdict(c, run, *found, file, o, repeat, {resume_note, data_note});
+  lane_notes.insert(lane_notes.begin(), {resume_note, data_note});
+  finish_verdict(c, run, *found, file, o, repeat, lane_notes);
   c.run = run;
   c.golden = std::move(golden.record);
   return c;

@@ -24,7 +24,11 @@
 //      held to the uninterrupted run's bits (a difference is exit 1); with
 //      a spare job slot the stopped run starts beside step 1, and its
 //      error, if any, still counts only here;
-//   5. no golden: exit 2 with a pending golden.
+//   5. each equivalence lane (config "equivalence"): one fresh run of the
+//      smoke with the lane's changes, held to run 1 under the lane's rule
+//      (compare_variant); a difference is exit 1 naming the lane, its
+//      first step and module;
+//   6. no golden: exit 2 with a pending golden.
 // An Error from the launcher or a file ends the smoke with its own code.
 // check never writes into goldens/: the caller writes reports and pending
 // goldens from the SmokeCheck.

@@ -14,7 +14,7 @@ bool is_smoke_output_name(const std::string& name) {
   // The names gate/check.cpp, gate/bless.cpp, gate/calibrate.cpp and
   // launch/launcher.cpp give.
   static const std::regex kOutput(
-      R"(((run|rerun|bless|bless-seed-[0-9]+|calibrate|detect)-[0-9]+\.json|resume-part\.json|resume-at-[0-9]+\.ckpt|resumed\.json|data-only\.json)(\..+)?)"
+      R"(((run|rerun|bless|bless-seed-[0-9]+|calibrate|detect)-[0-9]+\.json|resume-part\.json|resume-at-[0-9]+\.ckpt|resumed\.json|data-only\.json|variant-[A-Za-z0-9._-]+\.json)(\..+)?)"
       R"(|report\.(json|md|html))");
   if (std::string key = pending_platform_of(name); !key.empty()) return is_golden_key(key);
   return std::regex_match(name, kOutput);

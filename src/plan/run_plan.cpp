@@ -163,6 +163,7 @@ std::vector<std::string> override_args(const RunOverrides& o) {
 std::vector<std::string> run_request_args(const RunRequest& r, bool train) {
   std::vector<std::string> args = {train ? "run" : "probe", r.smoke};
   auto add = [&args](std::initializer_list<std::string> more) { args.insert(args.end(), more); };
+  if (!r.variant.empty()) add({"--variant", r.variant});
   if (!r.out.empty()) add({"--record", r.out});
   if (r.quiet) add({"--quiet"});
   for (auto& a : override_args(r.overrides)) args.push_back(std::move(a));

@@ -30,6 +30,9 @@ namespace lockstep {
 /// it from here.
 struct RunRequest {
   std::string smoke;   ///< smoke config path
+  /// Non-empty: run equivalence lane `variant` of the smoke (its config's
+  /// "equivalence.<variant>" applied: load_smoke_config's second argument).
+  std::string variant;
   std::string out;     ///< default: lockstep-out/<smoke>.run.json (probe: .probe.json)
   bool quiet = false;  ///< no summary on stdout
   RunOverrides overrides;

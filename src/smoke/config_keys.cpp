@@ -21,6 +21,7 @@ const std::vector<ConfigKey>& smoke_config_keys() {
       {"platforms", false, "platforms a golden is required for (verify-goldens)"},
       {"resume_at", false, "step of the resume check's checkpoint (how the check judges)"},
       {"tolerance", false, "tolerances of the comparison (how the check judges; compare/tolerance_policy.h)"},
+      {"equivalence", false, "equivalence lanes: named variants of the run held to the base run by their own rule, no golden (how the check judges; docs/equivalence.md)"},
       {"calibration", false, "written by `lockstep calibrate --write`: the evidence behind the tolerances (recorded, not read by the gate)"},
       {"calibration.date", false, "when it ran, UTC"},
       {"calibration.axes", false, "axis name -> the values run"},

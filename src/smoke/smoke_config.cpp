@@ -177,8 +177,120 @@ void check_calibration_block(const JsonView& b) {
 
 }  // namespace
 
-SmokeConfig load_smoke_config(const std::string& path) {
+namespace {
+
+SmokeConfig load_smoke_doc(const nlohmann::json& doc, const std::string& path);
+
+// The keys a lane's "set" may not patch: what names the smoke, what makes
+// the two runs comparable at all, and how the check judges (a lane changes
+// how the run is made).
+constexpr const char* kFixedByTheBaseRun[] = {"schema", "name", "seed", "steps", "equivalence", "tolerance",
+                                              "repeat", "platforms", "resume_at", "calibration"};
+
+// `doc` with lane `lane` applied: the merge patch, then args appended to
+// trainer.command and env added to trainer.env; no equivalence section.
+nlohmann::json variant_doc(nlohmann::json doc, const EquivalenceVariant& lane) {
+  doc.erase("equivalence");
+  doc.merge_patch(lane.set);
+  if (!lane.args.empty())
+    for (const auto& a : lane.args) doc["trainer"]["command"].push_back(a);
+  for (const auto& [k, val] : lane.env) doc["trainer"]["env"][k] = val;
+  return doc;
+}
+
+// The "equivalence" section: each lane parsed, then loaded as a config of
+// its own, so a lane that cannot run is exit 2 now, not in check's child.
+void read_equivalence(const JsonView& e, const nlohmann::json& doc, SmokeConfig& c) {
+  e.expect_object();
+  if (e.keys().size() > 16) e.fail("at most 16 lanes (each costs a run), got " + std::to_string(e.keys().size()));
+  for (const std::string& name : e.keys()) {
+    JsonView l = e.at(name);
+    if (!is_golden_name(name) || name.size() > 64)
+      l.fail("a lane name of letters, digits, '.', '_' and '-' not starting with '.' (it names the record "
+             "variant-<name>.json), at most 64 characters");
+    l.expect_object();
+    l.allow_keys({"set", "args", "env", "rule", "same_batches"});
+    EquivalenceVariant lane;
+    lane.name = name;
+    if (l.has("set")) {
+      l.at("set").expect_object();
+      for (const char* k : kFixedByTheBaseRun)
+        if (l.at("set").has(k))
+          l.at("set").at(k).fail(std::string("no \"") + k + "\" in a lane: a lane varies how the run is made, and " + k +
+                                 " is what makes it comparable with the base run or how the check judges");
+      if (l.at("set").keys().empty() && !l.has("args") && !l.has("env"))
+        l.at("set").fail("at least one field to change (an empty lane is the base run again)");
+      lane.set = l.at("set").raw();
+    }
+    if (l.has("args")) {
+      if (!c.has_trainer()) l.at("args").fail("no \"args\" for a built-in smoke (they go to trainer.command; use \"set\")");
+      JsonView a = l.at("args");
+      a.expect_array();
+      for (size_t i = 0; i < a.size(); ++i) lane.args.push_back(a.at(i).as_string());
+    }
+    if (l.has("env")) {
+      if (!c.has_trainer()) l.at("env").fail("no \"env\" for a built-in smoke (it goes to trainer.env)");
+      JsonView en = l.at("env");
+      en.expect_object();
+      for (const std::string& k : en.keys()) lane.env[k] = en.at(k).as_string();
+    }
+    if (!l.has("set") && !l.has("args") && !l.has("env"))
+      l.fail("\"set\", \"args\" or \"env\": what this lane changes");
+    if (l.has("rule")) {
+      lane.rule = tolerance_from_json(l.at("rule"));
+      if (lane.rule.rule == Tolerance::Rule::kSigma)
+        l.at("rule").fail("{\"exact\": true}, {\"ulp\": N} or {\"atol\": A, \"rtol\": R} (a sigma rule needs a "
+                          "golden's spread; a lane has one base run)");
+    }
+    if (l.has("same_batches")) lane.same_batches = l.at("same_batches").as_bool();
+    try {
+      load_smoke_doc(variant_doc(doc, lane), c.file);
+    } catch (const Error& err) {
+      l.fail("a lane whose config loads; with it applied: " + std::string(err.what()));
+    }
+    c.equivalence.push_back(std::move(lane));
+  }
+}
+
+}  // namespace
+
+std::string EquivalenceVariant::describe() const {
+  std::string out;
+  auto add = [&out](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  if (!set.empty()) add("set " + canonical_dump(set));
+  if (!args.empty()) {
+    std::string a;
+    for (const auto& x : args) a += " " + x;
+    add("trainer args" + a);
+  }
+  for (const auto& [k, val] : env) add("env " + k + "=" + val);
+  return out;
+}
+
+SmokeConfig load_smoke_config(const std::string& path, const std::string& variant) {
   nlohmann::json doc = parse_json_file(path);
+  if (variant.empty()) return load_smoke_doc(doc, path);
+  SmokeConfig base = load_smoke_doc(doc, path);
+  std::string names;
+  for (const auto& lane : base.equivalence) {
+    if (lane.name == variant) {
+      SmokeConfig c = load_smoke_doc(variant_doc(doc, lane), path);
+      c.variant = variant;
+      nlohmann::json values = values_json(c);
+      c.values_hash = hex64(xxh3_64(canonical_dump(values)));
+      c.values_fields.clear();
+      flatten_into(values, "", c.values_fields);
+      return c;
+    }
+    names += (names.empty() ? "" : ", ") + lane.name;
+  }
+  throw BadInput(path, "equivalence", "a lane named \"" + input_excerpt(variant) + "\" (" +
+                 (names.empty() ? std::string("the config has no equivalence section") : "its lanes: " + names) + ")");
+}
+
+namespace {
+
+SmokeConfig load_smoke_doc(const nlohmann::json& doc, const std::string& path) {
   JsonView v(doc, path);
   v.expect_object();
   v.allow_keys(keys_under(""));
@@ -227,8 +339,11 @@ SmokeConfig load_smoke_config(const std::string& path) {
   nlohmann::json values = values_json(c);
   c.values_hash = hex64(xxh3_64(canonical_dump(values)));
   flatten_into(values, "", c.values_fields);
+  if (v.has("equivalence")) read_equivalence(v.at("equivalence"), doc, c);
   return c;
 }
+
+}  // namespace
 
 namespace {
 
@@ -251,10 +366,13 @@ nlohmann::json trainer_values(const TrainerConfig& t) {
 }  // namespace
 
 nlohmann::json values_json(const SmokeConfig& c) {
-  if (c.has_trainer())
-    return {{"device", c.device}, {"seed", c.seed}, {"steps", c.steps}, {"mode", c.mode},
-            {"intra_op_threads", c.intra_op_threads}, {"inter_op_threads", c.inter_op_threads},
-            {"trainer", trainer_values(c.trainer)}};
+  if (c.has_trainer()) {
+    nlohmann::json out = {{"device", c.device}, {"seed", c.seed}, {"steps", c.steps}, {"mode", c.mode},
+                          {"intra_op_threads", c.intra_op_threads}, {"inter_op_threads", c.inter_op_threads},
+                          {"trainer", trainer_values(c.trainer)}};
+    if (!c.variant.empty()) out["variant"] = c.variant;
+    return out;
+  }
   const DataConfig& d = c.data;
   const LoaderSpec& l = d.loader;
   const OptimizerSpec& o = c.optimizer;
@@ -297,6 +415,7 @@ nlohmann::json values_json(const SmokeConfig& c) {
                         {"intra_op_threads", c.intra_op_threads}, {"inter_op_threads", c.inter_op_threads},
                         {"data", data}, {"model", model}, {"optimizer", optimizer},
                         {"inject_nondeterminism", c.inject_nondeterminism}};
+  if (!c.variant.empty()) out["variant"] = c.variant;
   // Only when present: a single-process smoke keeps the values (and the
   // config.values_xxh3 of its goldens) it always had.
   if (c.distributed.configured) {

@@ -104,6 +104,34 @@ struct TrainerConfig {
   bool has_data_pass() const { return !probes.empty(); }
 };
 
+/// One equivalence lane (config "equivalence": {"<name>": {...}}; docs/equivalence.md):
+/// a variant of the base run that must agree with it under `rule`, with no
+/// golden. `check` runs it once beside the smoke's runs and compares it
+/// with run 1 (compare/compare.h, compare_variant):
+///
+///   "equivalence": {"accum2":  {"args": ["--accum", "2"], "rule": {"ulp": 8}},
+///                   "workers0": {"set": {"data": {"workers": 0}}},
+///                   "ranks2":  {"set": {"distributed": {"world_size": 2}}, "same_batches": false}}
+struct EquivalenceVariant {
+  std::string name;   ///< letters, digits, '.', '_', '-' (names <out>/<smoke>/variant-<name>.json)
+  /// A JSON merge patch (RFC 7386) of the config; never name, schema,
+  /// seed, steps, equivalence nor how the check judges (tolerance, repeat,
+  /// platforms, resume_at, calibration).
+  nlohmann::json set = nlohmann::json::object();
+  std::vector<std::string> args;              ///< appended to trainer.command (a trainer smoke)
+  std::map<std::string, std::string> env;     ///< added to trainer.env (a trainer smoke)
+  /// How every series (and, across steps, the module traces) is held to the
+  /// base run's: exact by default, else ulp / atol-rtol (compare/tolerance.h).
+  Tolerance rule = Tolerance::exact();
+  /// true: the batches trained on (train probes) must be the base run's bit
+  /// for bit; false for a variant that batches otherwise (micro-batches,
+  /// ranks that each take a share).
+  bool same_batches = true;
+  /// How it differs, for a person: "trainer args --accum 2", "set
+  /// {"data":{"workers":0}}".
+  std::string describe() const;
+};
+
 /// Command-line overrides of a smoke's config (`--intra-op-threads`,
 /// `--workers`); recorded in the run's contract and fingerprint.
 struct RunOverrides {
@@ -159,6 +187,13 @@ struct SmokeConfig {
   /// RunOverrides::lr_scale applied (1: none); a trainer gets it as
   /// LOCKSTEP_LR_SCALE.
   double lr_scale = 1;
+  /// Equivalence lanes, in the config's key order (sorted by name).
+  std::vector<EquivalenceVariant> equivalence;
+  /// Non-empty: this config is variant `variant` of the file's
+  /// (load_smoke_config's second argument): its set/args/env applied, no
+  /// equivalence section; values_json() names it, so its record is never a
+  /// base run's.
+  std::string variant;
   std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
   /// XXH3-64 of values_json(): the config as an input of the run
   /// (fingerprint field config.values_xxh3). Loosening a tolerance, or
@@ -218,8 +253,11 @@ int processes_per_run(const SmokeConfig& config, bool with_data_pass = true);
 void apply_package_relevance(const TrainerConfig& trainer, Fingerprint& fingerprint);
 
 /// Reads and validates a smoke config. Throws exit-2 Error naming the file
-/// and field.
-SmokeConfig load_smoke_config(const std::string& path);
+/// and field. With `variant`, the config of that equivalence lane (the
+/// file's "equivalence.<variant>" applied); exit 2 naming the lanes there
+/// are when it has none of that name. Each lane is validated as a config
+/// of its own when the file is read.
+SmokeConfig load_smoke_config(const std::string& path, const std::string& variant = "");
 
 /// Expands SMOKE arguments: files as given, folders to their *.json files
 /// sorted by name. Throws exit-2 Error for a missing path or an empty folder.

@@ -122,6 +122,7 @@ TEST(Help, EveryRunRequestFieldWrittenAsFlagsParsesBack) {
   all.overrides = {2, 1, 2, 1.5};
   all.repeat = 3;
   all.data_pass = false;
+  all.variant = "accum2";
   requests.push_back({all, true});
   RunRequest stop = base();
   stop.stop_after = 3;
@@ -147,7 +148,7 @@ TEST(Help, EveryRunRequestFieldWrittenAsFlagsParsesBack) {
     EXPECT_NE(out.output.find("/nonexistent/smoke.json: cannot read"), std::string::npos) << line << "\n" << out.output;
   }
   EXPECT_EQ(run_request_args(all, true),
-            (std::vector<std::string>{"run", "/nonexistent/smoke.json", "--record", "/nonexistent/run.json", "--quiet",
+            (std::vector<std::string>{"run", "/nonexistent/smoke.json", "--variant", "accum2", "--record", "/nonexistent/run.json", "--quiet",
                                       "--intra-op-threads", "2", "--workers", "1", "--world-size", "2", "--lr-scale",
                                       "1.5", "--repeat", "3", "--no-data-pass"}));
 }

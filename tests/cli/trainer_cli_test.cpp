@@ -348,6 +348,46 @@ TEST(TrainerCli, AChangedDeclaredDataFileIsAChangedInputNamingTheFile) {
   fs::remove_all(d);
 }
 
+// An equivalence lane (docs/equivalence.md): the trainer's own --accum 2
+// against its base run, no golden needed. A gradient-accumulation bug the
+// base run never reaches passes the golden and fails only the lane, at
+// train step 0, named.
+TEST(TrainerCli, AnAccumulationBugOnlyTheEquivalenceLaneCatchesIsExitOneNamingTheLane) {
+  fs::path d = out_dir("lanes");
+  // A copy of the example (its golden beside it, trainer.cwd as committed).
+  fs::create_directories(d / "ex");
+  fs::copy(kExample, d / "ex", fs::copy_options::recursive);
+  fs::path smoke = d / "ex" / "smoke" / "pytorch-trainer.json";
+  nlohmann::json cfg = parse_json_file(smoke.string());
+  cfg.erase("resume_at");
+  cfg["equivalence"] = nlohmann::json::parse(R"({"accum2": {"args": ["--accum", "2"], "rule": {"rtol": 1e-6}}})");
+  write_file_atomically(smoke.string(), pretty_dump(cfg));
+  const std::string check = "check " + smoke.string() + " --repeat 1 --out " + (d / "out").string();
+  Result good = lockstep(check);
+  EXPECT_EQ(good.code, 0) << good.output;
+  EXPECT_NE(good.output.find("note: equivalence lane accum2 (trainer args --accum 2): the same as the base run within "
+                             "|a-g| <= 0 + 1e-06*|g| (120 values compared)"),
+            std::string::npos) << good.output;
+  nlohmann::json lane = parse_json_file((d / "out" / "pytorch-trainer" / "variant-accum2.json").string());
+  EXPECT_EQ(lane["config"]["variant"], "\"accum2\"") << lane["config"].dump();
+  Result bad = lockstep(check, "PYTORCH_TRAINER_BUG=accum_unscaled");
+  EXPECT_EQ(bad.code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("first divergence: equivalence lane accum2 (trainer args --accum 2) differs from the base "
+                            "run, held within |a-g| <= 0 + 1e-06*|g|; first difference: train step 0: grad_norm — "
+                            "step 0: base run "),
+            std::string::npos) << bad.output;
+  EXPECT_FALSE(fs::exists(d / "out" / "pytorch-trainer" / "cpu-x86_64-avx2.golden.new")) << bad.output;
+  // The lane by hand: `run --variant`.
+  Result by_hand = lockstep("run " + smoke.string() + " --variant accum2 --no-data-pass --record " +
+                            (d / "accum2.json").string());
+  EXPECT_EQ(by_hand.code, 0) << by_hand.output;
+  Result unknown = lockstep("run " + smoke.string() + " --variant accum4");
+  EXPECT_EQ(unknown.code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find(smoke.string() + ": equivalence: expected a lane named \"accum4\" (its lanes: accum2)"),
+            std::string::npos) << unknown.output;
+  fs::remove_all(d);
+}
+
 // trainer.workers runs the data-only pass at each worker count: a bug
 // that depends on the count (augmentation from the global `random`, which
 // the DataLoader seeds per worker) is exit 4 naming the batch, even when

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "compare/markdown_report.h"
 #include "compare/text_report.h"
@@ -431,6 +432,95 @@ TEST(CheckSmoke, ARegressionLeavesAPendingGolden) {
   EXPECT_EQ(c.pending->provenance.reason, "(pending review: check failed: " + c.verdict.first_divergence + ")");
   EXPECT_EQ(c.verdict.first_divergence.rfind("train step 0: loss", 0), 0u) << c.verdict.first_divergence;
   EXPECT_EQ(c.golden.series.at("loss").values[0], golden.series.at("loss").values[0]);
+}
+
+// Equivalence lanes: one fresh run per lane, held to run 1 by the lane's
+// rule, no golden needed.
+void add_lanes(nlohmann::json& cfg) {
+  cfg["equivalence"] = nlohmann::json::parse(R"({
+    "workers0": {"set": {"data": {"workers": 0}}},
+    "threads2": {"set": {"determinism": {"intra_op_threads": 2}}, "rule": {"ulp": 2}}})");
+}
+
+// Moves lane `name`'s loss at step 1 by `ulps` float32 ULPs.
+std::function<void(size_t, const ChildRun&, RunRecord&)> lane_moves(const std::string& name, int ulps) {
+  return [name, ulps](size_t, const ChildRun& run, RunRecord& r) {
+    if (run.variant != name) return;
+    float v = static_cast<float>(r.series["loss"].values[1]);
+    for (int i = 0; i < ulps; ++i) v = std::nextafter(v, 10.0f);
+    r.series["loss"].values[1] = v;
+  };
+}
+
+TEST(CheckSmoke, EachEquivalenceLaneRunsOnceAndPassesWithANote) {
+  GateProject p("lanes-pass", add_lanes);
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = lane_moves("threads2", 2);  // within its rule
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+  ASSERT_EQ(l.calls.size(), 4u);
+  EXPECT_EQ(l.calls[2].variant, "threads2");  // the config's order: by name
+  EXPECT_EQ(l.calls[2].out, p.out_dir() + "/unit/variant-threads2.json");
+  EXPECT_EQ(l.calls[3].variant, "workers0");
+  EXPECT_TRUE(l.calls[3].data_pass);  // a built-in smoke's run makes its own
+  const auto& n = c.verdict.notes;
+  EXPECT_NE(std::find(n.begin(), n.end(),
+                      "equivalence lane threads2 (set {\"determinism\":{\"intra_op_threads\":2}}): the same as the "
+                      "base run within ulp <= 2 (24 values compared)"),
+            n.end());
+  EXPECT_NE(std::find(n.begin(), n.end(),
+                      "equivalence lane workers0 (set {\"data\":{\"workers\":0}}): the same as the base run bit for "
+                      "bit (24 values compared)"),
+            n.end());
+}
+
+TEST(CheckSmoke, ALaneBeyondItsRuleIsARegressionNamingTheLaneAndStep) {
+  GateProject p("lanes-fail", add_lanes);
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = lane_moves("threads2", 3);
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(c.verdict.first_divergence.rfind("equivalence lane threads2 (set {\"determinism\":{\"intra_op_threads\":2}}) "
+                                             "differs from the base run, held within ulp <= 2; first difference: "
+                                             "train step 1: loss",
+                                             0),
+            0u)
+      << c.verdict.first_divergence;
+  EXPECT_TRUE(c.compared);
+  EXPECT_FALSE(c.pending.has_value());  // the golden comparison passed: nothing to accept
+  EXPECT_EQ(c.records, "records: " + p.out_dir() + "/unit/run-1.json, " + p.out_dir() + "/unit/variant-threads2.json");
+  EXPECT_NE(c.run.series.at("loss").values[1], c.golden.series.at("loss").values[1]);
+  EXPECT_EQ(c.verdict.run_label, p.out_dir() + "/unit/variant-threads2.json");
+}
+
+TEST(CheckSmoke, ALaneFailsWithoutAGoldenToo) {
+  GateProject p("lanes-no-golden", add_lanes);
+  FakeLauncher l;
+  l.edit = lane_moves("workers0", 1);
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(c.verdict.first_divergence.rfind("equivalence lane workers0", 0), 0u) << c.verdict.first_divergence;
+}
+
+TEST(CheckSmoke, ALaneOfOtherBatchesIsRefusedUnlessItSaysSo) {
+  auto batches_moved = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (!run.variant.empty()) r.train_probes[1].sample_index_hash = std::string(16, '1');
+  };
+  GateProject p("lanes-batches", add_lanes);
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = batches_moved;
+  EXPECT_EQ(check_smoke(p.smoke_file(), p.check_options(), l).verdict.exit_code(), ExitCode::kRegression);
+  GateProject q("lanes-other-batches", [](nlohmann::json& cfg) {
+    cfg["equivalence"] = nlohmann::json::parse(R"({"micro": {"set": {"data": {"batch_size": 2}}, "same_batches": false}})");
+  });
+  q.write_golden(make_gate_record());
+  FakeLauncher m;
+  m.edit = batches_moved;
+  SmokeCheck c = check_smoke(q.smoke_file(), q.check_options(), m);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
 }
 
 // check --rerun-failing: reruns that reproduce the failing run keep exit 1

@@ -135,6 +135,7 @@ const std::map<std::string, Change>& changes() {
       {"repeat", {"csv", {{"repeat", 3}}}},
       {"platforms", {"csv", {{"platforms", {"cpu-x86_64-avx2"}}}}},
       {"resume_at", {"csv", {{"resume_at", 2}}}},
+      {"equivalence", {"csv", {{"equivalence", json::parse(R"({"workers0": {"set": {"data": {"workers": 0}}}})")}}}},
       {"tolerance", {"csv", {{"tolerance", {{"series", {{"loss", {{"rtol", 1e-3}}}}}}}}}},
       {"calibration.date", {"csv", {{"calibration", json{{"date", "2026-12-03T10:00:00Z"}, {"axes", {{"threads", {"1", "2"}}}}, {"runs", 4}, {"multiplier", 1.5}}}, {"calibration.date", "2026-12-04T10:00:00Z"}}}},
       {"calibration.axes", {"csv", {{"calibration", json{{"date", "2026-12-03T10:00:00Z"}, {"axes", {{"threads", {"1", "2"}}}}, {"runs", 4}, {"multiplier", 1.5}}}, {"calibration.axes", {{"workers", {"0", "2"}}}}}}},

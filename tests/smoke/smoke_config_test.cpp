@@ -150,6 +150,69 @@ TEST(SmokeConfig, AHandMadeCalibrationBlockIsHeldToItsShape) {
   }
 }
 
+// Equivalence lanes: parsed in name order, each loaded as a config of its
+// own; a lane's config names it (values "variant"), so its record is never
+// mistaken for the base run's.
+TEST(SmokeConfig, AnEquivalenceLaneIsTheBaseConfigWithItsChanges) {
+  testing::GateProject p("lanes", [](nlohmann::json& cfg) {
+    cfg["equivalence"] = nlohmann::json::parse(R"({
+      "workers0": {"set": {"data": {"workers": 0}}},
+      "batch2": {"set": {"data": {"batch_size": 2}}, "rule": {"ulp": 4}, "same_batches": false}})");
+  });
+  SmokeConfig base = load_smoke_config(p.smoke_file());
+  ASSERT_EQ(base.equivalence.size(), 2u);
+  EXPECT_EQ(base.equivalence[0].name, "batch2");
+  EXPECT_EQ(base.equivalence[0].rule.rule, Tolerance::Rule::kUlp);
+  EXPECT_EQ(base.equivalence[0].rule.max_ulp, 4u);
+  EXPECT_FALSE(base.equivalence[0].same_batches);
+  EXPECT_EQ(base.equivalence[0].describe(), R"(set {"data":{"batch_size":2}})");
+  EXPECT_EQ(base.equivalence[1].rule.rule, Tolerance::Rule::kExact);
+  EXPECT_TRUE(base.equivalence[1].same_batches);
+  SmokeConfig lane = load_smoke_config(p.smoke_file(), "batch2");
+  EXPECT_EQ(lane.variant, "batch2");
+  EXPECT_EQ(lane.data.loader.batch_size, 2);
+  EXPECT_TRUE(lane.equivalence.empty());
+  EXPECT_EQ(lane.values_fields.at("variant"), "\"batch2\"");
+  EXPECT_NE(lane.values_hash, base.values_hash);
+  // data.workers is outside the value hash: only the lane's name moves it.
+  SmokeConfig workers = load_smoke_config(p.smoke_file(), "workers0");
+  EXPECT_EQ(workers.data.loader.workers, 0);
+  EXPECT_NE(workers.values_hash, base.values_hash);
+  try {
+    load_smoke_config(p.smoke_file(), "accum2");
+    ADD_FAILURE() << "an unknown lane was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("equivalence: expected a lane named \"accum2\" (its lanes: batch2, workers0)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SmokeConfig, ALaneThatCannotRunOrChangesWhatJudgesIsRefusedNamingIt) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"a": {"set": {"seed": 7}}})", "equivalence.a.set.seed: expected no \"seed\" in a lane"},
+      {R"({"a": {"set": {"tolerance": {}}}})", "equivalence.a.set.tolerance: expected no \"tolerance\" in a lane"},
+      {R"({"a": {"rule": {"ulp": 2}}})", "equivalence.a: expected \"set\", \"args\" or \"env\""},
+      {R"({"a": {"set": {}}})", "equivalence.a.set: expected at least one field to change"},
+      {R"({"a": {"args": ["--accum", "2"]}})", "equivalence.a.args: expected no \"args\" for a built-in smoke"},
+      {R"({"a": {"set": {"data": {"batch_size": 0}}}})", "equivalence.a: expected a lane whose config loads"},
+      {R"({"a": {"set": {"data": {"workers": 0}}, "rule": {"sigma": 3}}})", "equivalence.a.rule: expected {\"exact\": true}"},
+      {R"({"a b": {"set": {"data": {"workers": 0}}}})", "equivalence.a b: expected a lane name"},
+      {R"({"a": {"set": {"data": {"workers": 0}}, "same": true}})", "equivalence.a"},
+  };
+  for (const auto& [lanes, expected] : bad) {
+    testing::GateProject p("lanes-bad", [&](nlohmann::json& cfg) { cfg["equivalence"] = nlohmann::json::parse(lanes); });
+    try {
+      load_smoke_config(p.smoke_file());
+      ADD_FAILURE() << "accepted: " << lanes;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput) << lanes;
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << lanes << "\n" << e.what();
+    }
+  }
+}
+
 TEST(GoldenStore, ExactPlatformFirstThenTheFamilyByName) {
   fs::path root = fs::temp_directory_path() / ("lockstep-golden-store-" + std::to_string(::getpid()));
   fs::remove_all(root);
