@@ -74,7 +74,8 @@ TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
                         divided by K: the gradients are K times too large.
                         The base run never accumulates, so it still matches
                         the golden; only an equivalence lane with --accum
-                        (docs/equivalence.md) catches it, at step 1.
+                        (docs/equivalence.md) catches it, at train step 0
+                        (grad_norm twice the base run's).
   fixed_master_port     the trainer sets MASTER_ADDR=127.0.0.1 and
                         MASTER_PORT=$PYTORCH_TRAINER_PORT itself and joins a
                         process group in every pass (also a single process):

@@ -31,6 +31,18 @@ CalibrateAxis seed_axis(const CalibrateCliOptions& o) {
   if (o.seeds > 1) throw BadUsage("calibrate --seeds with --seed-count: give the seeds one way");
   for (const std::string& a : o.axes)
     if (a.rfind("seed=", 0) == 0) throw BadUsage("calibrate --seeds with --axis seed=...: give the seeds one way");
+  // Said in --seeds' own words (parse_axis would speak of --axis seed=...).
+  size_t at = 0;
+  for (int n = 1;; ++n) {
+    size_t comma = list.find(',', at);
+    std::string entry = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (entry.empty() || entry.find_first_not_of("0123456789") != std::string::npos)
+      throw BadUsage("calibrate --seeds " + input_excerpt(list) + ": seed " + std::to_string(n) + " is " +
+                     (entry.empty() ? std::string("empty") : "\"" + input_excerpt(entry) + "\"") +
+                     "; expected unsigned integers separated by commas (e.g. --seeds 7,8,9)");
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
   try {
     return parse_axis("seed=" + list);
   } catch (const Error& e) {

@@ -112,7 +112,7 @@ void enter_history(const SmokeCheck& c, const std::string& dir) {
   std::string now = utc_now();
   // This check's own run: another night may make the very same record.
   std::string instance = now + " pid " + std::to_string(::getpid()) + " job " + ci.job;
-  LedgerEntry e = c.compared && !c.run.smoke.empty()
+  LedgerEntry e = c.compared && !c.run.smoke.empty() && c.lane.empty()
                       ? ledger_entry(c.run, &c.verdict, c.golden_hash, ci, now, instance)
                       : stopped_entry(c.smoke, c.verdict, ci, now, instance);
   append_entry(dir, e, [&](int pid) {

@@ -79,8 +79,12 @@ CLI::Option* add_deprecated(CLI::App* cmd, const std::string& old, T& value, con
   const std::string flag = now.substr(0, now.find(' '));
   CLI::Option* alias = cmd->add_option(old, value, "");
   if (CLI::Option* current = cmd->get_option_no_throw(flag)) deprecated_pairs().push_back({old, flag, alias, current});
-  return alias->group("")->each([old, now, flag](const std::string&) {
-    std::cerr << "lockstep: note: " << old << " is deprecated; use " << now << " (the same meaning)\n";
+  // Given twice, it is refused after the parse, by name (a hidden option's
+  // own error would not name it), with the note said once.
+  auto said = std::make_shared<bool>(false);
+  return alias->group("")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->each([old, now, flag, said](const std::string&) {
+    if (!*said) std::cerr << "lockstep: note: " << old << " is deprecated; use " << now << " (the same meaning)\n";
+    *said = true;
     lockstep::respell_remembered_flag(old, {flag});
   });
 }
@@ -109,7 +113,8 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   add_deprecated(cmd, "--out", o.out, "--record FILE")->check(not_empty);
   cmd->add_flag("--quiet", o.quiet, "Print nothing on success");
   cmd->add_option("--variant", o.variant,
-                  "Run the smoke's equivalence lane NAME (its \"equivalence\" section) instead of the base run");
+                  "Run the smoke's equivalence lane NAME (its \"equivalence\" section) instead of the base run")
+      ->check([](const std::string& v) { return v.empty() ? std::string("a lane's name, not empty") : std::string(); });
   add_overrides(cmd, o.overrides);
   // One rank of a multi-rank smoke, started by the coordinator
   // (distributed/rank_launch.h); hidden from --help.
@@ -579,12 +584,18 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : to_int(ExitCode::kBadInput);
   }
 
-  for (const DeprecatedPair& p : deprecated_pairs())
+  for (const DeprecatedPair& p : deprecated_pairs()) {
+    if (p.alias->count() > 1) {
+      std::cerr << "lockstep: error: " << p.old << " given " << p.alias->count() << " times; give " << p.now
+                << " once\n";
+      return to_int(ExitCode::kBadInput);
+    }
     if (p.alias->count() > 0 && p.current->count() > 0) {
       std::cerr << "lockstep: error: " << p.old << " and " << p.now << " name one thing (" << p.old
                 << " is its old spelling); give " << p.now << " only\n";
       return to_int(ExitCode::kBadInput);
     }
+  }
   try {
     stack_label();  // a malformed LOCKSTEP_STACK is refused before any run, not after one
     for (const auto& c : commands)

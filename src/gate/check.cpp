@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <thread>
@@ -371,34 +373,71 @@ ChildRun check_run(const SmokeConfig& cfg, const std::string& file, const CheckS
   return base;
 }
 
+// How far lane verdict `v` (passed) was from the base run, for its note:
+// "bit for bit", or the series and step of the largest relative difference.
+std::string lane_distance(const Verdict& v) {
+  const SeriesResult* worst = nullptr;
+  for (const auto& r : v.results)
+    if (r.max_abs > 0 && (!worst || r.max_rel > worst->max_rel || std::isnan(worst->max_rel))) worst = &r;
+  if (!worst) return "bit for bit";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", std::isnan(worst->max_rel) ? worst->max_abs : worst->max_rel);
+  return std::string("largest difference ") + (std::isnan(worst->max_rel) ? "|Δ| " : "rel ") + buf + " in " +
+         worst->name + " at step " + std::to_string(worst->max_rel_at >= 0 ? worst->max_rel_at : worst->max_abs_at);
+}
+
 // Step 5: the smoke's equivalence lanes, one fresh run each
 // (<dir>/variant-<name>.json, side by side while job slots allow), each
-// held to the base run (run 1) under its own rule. The first lane that
-// fails becomes the verdict (exit 1, comparing the lane's run with run 1,
-// so the reports locate it) and is returned; else each lane adds a note.
+// held to the base run (run 1) under its own rule, every lane reported in
+// `notes`. The first lane that fails (in name order) becomes the verdict
+// (exit 1, comparing the lane's run with run 1, so the reports locate it)
+// and is returned, with the golden's outcome (`golden_note`) and how to
+// reproduce it. A lane's failed run is its own error, naming the lane.
 std::optional<SmokeCheck> check_lanes(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg,
                                       const std::string& dir, const RunRecord& run, const CheckSmokeOptions& o,
-                                      int per_run, std::vector<std::string>& notes) {
+                                      int per_run, const std::string& golden_note, std::vector<std::string>& notes) {
   std::vector<RunRecord> records(cfg.equivalence.size());
   std::vector<std::function<void()>> tasks;
   for (size_t i = 0; i < cfg.equivalence.size(); ++i)
     tasks.push_back([&, i] {
-      ChildRun lane = base;
-      lane.variant = cfg.equivalence[i].name;
-      lane.out = dir + "/variant-" + lane.variant + ".json";
-      if (base.share_data_pass || !base.data_pass) lane.data_pass = lane.share_data_pass = false;  // run 1's stands
-      records[i] = launcher.run(lane);
+      const EquivalenceVariant& lane = cfg.equivalence[i];
+      ChildRun r = base;
+      r.variant = lane.name;
+      // check's own overrides stand for the base run; what the lane sets is the lane's.
+      auto sets = [&lane](const char* section, const char* key) {
+        return lane.set.contains(section) && lane.set[section].is_object() && lane.set[section].contains(key);
+      };
+      if (sets("determinism", "intra_op_threads")) r.overrides.intra_op_threads = 0;
+      if (sets("data", "workers")) r.overrides.workers = -1;
+      if (sets("distributed", "world_size")) r.overrides.world_size = 0;
+      r.out = dir + "/variant-" + lane.name + ".json";
+      if (base.share_data_pass || !base.data_pass) r.data_pass = r.share_data_pass = false;  // run 1's stands
+      try {
+        records[i] = launcher.run(r);
+      } catch (const Error& e) {
+        throw Error(e.code(), "equivalence lane " + lane.name + " (" + lane.describe() + "): " + e.what());
+      }
     });
   run_tasks(tasks, o.slots, per_run, o.slots ? per_run : 0);
+  std::optional<SmokeCheck> failed;
   for (size_t i = 0; i < cfg.equivalence.size(); ++i) {
     const EquivalenceVariant& lane = cfg.equivalence[i];
     const std::string path = dir + "/variant-" + lane.name + ".json";
     Verdict v = compare_variant(records[i], run, lane.rule, lane.same_batches,
                                 {path, dir + "/run-1.json", "base run", "lane " + lane.name});
-    std::string rule = lane.rule.rule == Tolerance::Rule::kExact ? "bit for bit" : "within " + lane.rule.describe();
+    const std::string rule = lane.rule.rule == Tolerance::Rule::kExact ? "bit for bit" : "within " + lane.rule.describe();
+    const std::string head = "equivalence lane " + lane.name + " (" + lane.describe() + ")";
     if (v.passed()) {
-      notes.push_back("equivalence lane " + lane.name + " (" + lane.describe() + "): the same as the base run " + rule +
-                      " (" + std::to_string(v.values_checked) + " values compared)");
+      std::string distance = lane_distance(v);
+      notes.push_back(head + ": the same as the base run " + rule + " (" +
+                      (distance == "bit for bit" && rule != distance ? "bit for bit, " :
+                       distance == "bit for bit" ? "" : distance + "; ") +
+                      std::to_string(v.values_checked) + " values compared)");
+      continue;
+    }
+    const std::string why = "differs from the base run, held " + rule + "; first difference: " + v.first_divergence;
+    if (failed) {
+      notes.push_back(head + " also " + why);
       continue;
     }
     SmokeCheck c;
@@ -407,16 +446,21 @@ std::optional<SmokeCheck> check_lanes(Launcher& launcher, const ChildRun& base, 
     c.report_dir = dir;
     c.verdict = std::move(v);
     c.verdict.smoke = cfg.name;
-    c.verdict.first_divergence = "equivalence lane " + lane.name + " (" + lane.describe() +
-                                 ") differs from the base run, held " + rule + "; first difference: " +
-                                 c.verdict.first_divergence;
+    c.verdict.first_divergence = head + " " + why;
+    c.verdict.notes.push_back(golden_note);
+    c.verdict.notes.push_back("to see it again: lockstep run " + cfg.file + " --variant " + lane.name +
+                              "; a lane that may differ this much takes a wider equivalence." + lane.name +
+                              ".rule, one that trains on other batches \"same_batches\": false (docs/equivalence.md)");
     c.compared = true;
     c.run = records[i];
     c.golden = run;
+    c.lane = lane.name;
     c.records = "records: " + dir + "/run-1.json, " + path;
-    return c;
+    failed = std::move(c);
   }
-  return std::nullopt;
+  if (failed)
+    for (auto& n : notes) failed->verdict.notes.push_back(std::move(n));
+  return failed;
 }
 
 // Steps 4 and 5's notes on a verdict against a golden, and its pending
@@ -489,8 +533,15 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   }
   // 5. The equivalence lanes, each against run 1 (no golden needed).
   std::vector<std::string> lane_notes;
-  if (!cfg.equivalence.empty() && (!found || c.verdict.passed()))
-    if (auto failed = check_lanes(launcher, base, cfg, dir, run, o, per_run, lane_notes)) return *failed;
+  if (!cfg.equivalence.empty() && (!found || c.verdict.passed())) {
+    std::string golden_note = found ? "the base run passed its golden (" + found->path + "; " + c.verdict.lane_reason + ")"
+                                    : "the base run has no golden yet";
+    if (auto failed = check_lanes(launcher, base, cfg, dir, run, o, per_run, golden_note, lane_notes)) return *failed;
+  } else if (!cfg.equivalence.empty()) {
+    std::string names;
+    for (const auto& lane : cfg.equivalence) names += (names.empty() ? "" : ", ") + lane.name;
+    lane_notes.push_back("equivalence lanes not run (" + names + "): the golden comparison failed first");
+  }
   // 6. No golden: exit 2 with a pending one.
   if (!found) {
     add_pending(c, run, file, o, repeat, "no golden existed for platform " + golden_key(run.platform, run.stack));

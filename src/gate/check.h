@@ -80,6 +80,10 @@ struct SmokeCheck {
   RunRecord run;          ///< the run compared (when compared)
   RunRecord golden;       ///< its reference: the golden's record, or run 1 (when compared)
   std::string golden_hash;  ///< the golden's content_hash (when compared with a golden)
+  /// Non-empty: the verdict is this equivalence lane's (run: the lane's
+  /// record, golden: run 1), not the smoke's run against its golden; a
+  /// ledger takes the verdict alone, never the lane's values as the night's.
+  std::string lane;
   /// The run as a pending golden (a failed comparison, or no golden yet),
   /// to be written at pending_path for `lockstep review` / `accept`.
   std::optional<Golden> pending;

@@ -117,8 +117,17 @@ void read_hook_paths(const JsonView& ps, const fs::path& root, std::set<std::str
     std::string norm = fs::path(p).lexically_normal().generic_string();
     if (p.empty() || has_control(p) || fs::path(p).is_absolute() || climbs_out(fs::path(norm)))
       ps.at(i).fail("a path relative to the repository root (a folder ends with \"/\")");
+    // A glob triggers on its fixed folder, as trainer.inputs does
+    // ("src/*.py" → "src/"): the hook matches paths, not patterns.
+    bool glob = false;
+    fs::path fixed;
+    for (const fs::path& part : fs::path(norm)) {
+      if ((glob = part.string().find_first_of("*?[") != std::string::npos)) break;
+      fixed /= part;
+    }
+    if (glob) norm = fixed.empty() ? "." : fixed.generic_string();
     // "." is every file; a folder named without its "/" still means the folder.
-    bool folder = p.back() == '/' || norm == "." || fs::is_directory(root / p, ec);
+    bool folder = glob || p.back() == '/' || norm == "." || fs::is_directory(root / p, ec);
     if (norm == "." || norm == "./") norm = "./";
     else if (folder && norm.back() != '/') norm += "/";
     triggers.insert(norm);

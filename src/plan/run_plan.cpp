@@ -141,12 +141,14 @@ void check_rank(const RunRequest& r, const SmokeConfig& cfg) {
   }
 }
 
-// The record's default path: lockstep-out/<smoke>[.node-K].run.json
-// (probe: .probe.json). Node K > 0 writes no record, only its ranks' logs
-// beside node 0's, so both nodes can share one folder.
+// The record's default path: lockstep-out/<smoke>[.variant-<lane>][.node-K].run.json
+// (probe: .probe.json): a lane's never overwrites the base run's. Node K >
+// 0 writes no record, only its ranks' logs beside node 0's, so both nodes
+// can share one folder.
 std::string default_out(const RunPlan& p) {
   std::string node = p.master.set() && p.request.node_rank > 0 ? ".node-" + std::to_string(p.request.node_rank) : "";
-  return "lockstep-out/" + p.config.name + node + (p.train ? ".run.json" : ".probe.json");
+  std::string lane = p.request.variant.empty() ? "" : ".variant-" + p.request.variant;
+  return "lockstep-out/" + p.config.name + lane + node + (p.train ? ".run.json" : ".probe.json");
 }
 
 }  // namespace

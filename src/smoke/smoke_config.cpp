@@ -226,12 +226,14 @@ void read_equivalence(const JsonView& e, const nlohmann::json& doc, SmokeConfig&
       if (!c.has_trainer()) l.at("args").fail("no \"args\" for a built-in smoke (they go to trainer.command; use \"set\")");
       JsonView a = l.at("args");
       a.expect_array();
+      if (a.size() == 0) a.fail("at least one argument (an empty lane is the base run again)");
       for (size_t i = 0; i < a.size(); ++i) lane.args.push_back(a.at(i).as_string());
     }
     if (l.has("env")) {
       if (!c.has_trainer()) l.at("env").fail("no \"env\" for a built-in smoke (it goes to trainer.env)");
       JsonView en = l.at("env");
       en.expect_object();
+      if (en.keys().empty()) en.fail("at least one variable (an empty lane is the base run again)");
       for (const std::string& k : en.keys()) lane.env[k] = en.at(k).as_string();
     }
     if (!l.has("set") && !l.has("args") && !l.has("env"))
@@ -243,8 +245,20 @@ void read_equivalence(const JsonView& e, const nlohmann::json& doc, SmokeConfig&
                           "golden's spread; a lane has one base run)");
     }
     if (l.has("same_batches")) lane.same_batches = l.at("same_batches").as_bool();
+    nlohmann::json changed;
     try {
-      load_smoke_doc(variant_doc(doc, lane), c.file);
+      changed = variant_doc(doc, lane);
+    } catch (const nlohmann::json::exception&) {  // args/env onto a patched trainer of another shape
+      l.fail("a lane whose args go onto trainer.command (an array) and env into trainer.env (an object), "
+             "as its \"set\" leaves them");
+    }
+    nlohmann::json unchanged = doc;
+    unchanged.erase("equivalence");
+    if (canonical_dump(changed) == canonical_dump(unchanged))
+      l.fail("a lane that changes the config; with it applied the config is the base run's (a merge patch "
+             "sets a key to a value, null deletes it, and an object is merged key by key)");
+    try {
+      load_smoke_doc(changed, c.file);
     } catch (const Error& err) {
       l.fail("a lane whose config loads; with it applied: " + std::string(err.what()));
     }

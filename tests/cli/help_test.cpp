@@ -174,6 +174,16 @@ TEST(Help, OldSpellingsStillWorkAndSayWhatReplacedThem) {
   EXPECT_NE(both.output.find("lockstep: error: --out and --record name one thing (--out is its old spelling); give "
                              "--record only"),
             std::string::npos) << both.output;
+  // Twice: refused by name, the note said once.
+  Result twice = lockstep("run " + kSmoke + " --out a.json --out b.json");
+  EXPECT_EQ(twice.code, 2) << twice.output;
+  EXPECT_EQ(twice.output, "lockstep: note: --out is deprecated; use --record FILE (the same meaning)\n"
+                          "lockstep: error: --out given 2 times; give --record once\n");
+  Result trailing = lockstep("calibrate " + kSmoke + " --seeds 3, --out " + dir + "/cal");
+  EXPECT_EQ(trailing.code, 2) << trailing.output;
+  EXPECT_NE(trailing.output.find("lockstep: error: calibrate --seeds 3,: seed 2 is empty; expected unsigned integers "
+                                 "separated by commas (e.g. --seeds 7,8,9)"),
+            std::string::npos) << trailing.output;
   Result count = lockstep("calibrate " + kSmoke + " --seeds 3 --out " + dir + "/cal");
   EXPECT_EQ(count.code, 2) << count.output;
   EXPECT_NE(count.output.find("calibrate --seeds 3: a list of at least two seeds, as bless --seeds takes (e.g. "

@@ -47,6 +47,18 @@ TEST(HookPlan, LockstepJsonAddsPathsAndNamesTheSmokes) {
             (std::vector<std::string>{"goldens/", "lockstep.json", "smoke/", "src/", "train.py"}));
 }
 
+// A glob in hook.paths triggers on its fixed folder (the hook matches
+// paths, not patterns), as trainer.inputs does; a glob at the top is every file.
+TEST(HookPlan, AGlobInPathsTriggersOnItsFixedFolder) {
+  GateProject p("hook-glob");
+  write_file_atomically((p.root() / "lockstep.json").string(),
+                        R"({"hook": {"paths": ["src/models/*.py", "configs/**/x.yaml"]}})");
+  EXPECT_EQ(hook_plan(p.root().string()).triggers,
+            (std::vector<std::string>{"configs/", "goldens/", "lockstep.json", "smoke/", "src/models/"}));
+  write_file_atomically((p.root() / "lockstep.json").string(), R"({"hook": {"paths": ["*.py"]}})");
+  EXPECT_EQ(hook_plan(p.root().string()).triggers, std::vector<std::string>{"./"});
+}
+
 // A trainer run from the repository root may import any file in it: every
 // change triggers the check ("./"), and the plan says why, once per smoke.
 TEST(HookPlan, ATrainerAtTheRepositoryRootTriggersOnEveryFileAndSaysWhy) {

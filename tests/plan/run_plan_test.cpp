@@ -69,6 +69,9 @@ TEST(RunPlan, EachSmokeKindRunsAtItsSiteWithTheDefaultRecordPath) {
   RunPlan probe = builtin.plan(builtin.request(), /*train=*/false);
   EXPECT_EQ(probe.out, "lockstep-out/unit.probe.json");
   EXPECT_STREQ(probe.verb(), "probe");
+  RunRequest lane = builtin.request();
+  lane.variant = "workers0";  // a lane's record never overwrites the base run's
+  EXPECT_EQ(builtin.plan(lane).out, "lockstep-out/unit.variant-workers0.run.json");
   EXPECT_EQ(trainer.plan(trainer.request()).site, RunSite::kTrainer);
   EXPECT_EQ(ranks.plan(ranks.request()).site, RunSite::kRanks);
   EXPECT_EQ(processes_per_run(b.config), 1);  // what check -j counts per run

@@ -200,9 +200,46 @@ TEST(SmokeConfig, ALaneThatCannotRunOrChangesWhatJudgesIsRefusedNamingIt) {
       {R"({"a": {"set": {"data": {"workers": 0}}, "rule": {"sigma": 3}}})", "equivalence.a.rule: expected {\"exact\": true}"},
       {R"({"a b": {"set": {"data": {"workers": 0}}}})", "equivalence.a b: expected a lane name"},
       {R"({"a": {"set": {"data": {"workers": 0}}, "same": true}})", "equivalence.a"},
+      {R"({"a": {"set": {"data": {"batch_size": 4}}}})", "equivalence.a: expected a lane that changes the config"},
+      {R"({"a": {"set": {"min_driver": null}}})", "equivalence.a: expected a lane that changes the config"},
+      {R"({"a": {"set": {"data": {"workers": 0}}, "env": {}}})", "equivalence.a.env: expected no \"env\" for a built-in"},
   };
   for (const auto& [lanes, expected] : bad) {
     testing::GateProject p("lanes-bad", [&](nlohmann::json& cfg) { cfg["equivalence"] = nlohmann::json::parse(lanes); });
+    try {
+      load_smoke_config(p.smoke_file());
+      ADD_FAILURE() << "accepted: " << lanes;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput) << lanes;
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << lanes << "\n" << e.what();
+    }
+  }
+}
+
+TEST(SmokeConfig, ATrainerLaneAddsArgumentsAndEnvironmentOfTheRightShape) {
+  auto trainer = [](const std::string& lanes) {
+    return [lanes](nlohmann::json& c) {
+      c = {{"schema", 1}, {"name", "unit"}, {"seed", 7}, {"steps", 2},
+           {"trainer", {{"command", {"/usr/bin/python3", "train.py"}},
+                        {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+      c["equivalence"] = nlohmann::json::parse(lanes);
+    };
+  };
+  testing::GateProject ok("lanes-trainer", trainer(R"({"accum2": {"args": ["--accum", "2"], "env": {"K": "1"}}})"));
+  SmokeConfig lane = load_smoke_config(ok.smoke_file(), "accum2");
+  EXPECT_EQ(lane.trainer.command, (std::vector<std::string>{"/usr/bin/python3", "train.py", "--accum", "2"}));
+  EXPECT_EQ(lane.trainer.env.at("K"), "1");
+  EXPECT_EQ(load_smoke_config(ok.smoke_file()).equivalence[0].describe(), "trainer args --accum 2, env K=1");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"a": {"args": []}})", "equivalence.a.args: expected at least one argument"},
+      {R"({"a": {"env": {}}})", "equivalence.a.env: expected at least one variable"},
+      {R"({"a": {"set": {"trainer": {"command": "garbage"}}, "args": ["x"]}})",
+       "equivalence.a: expected a lane whose args go onto trainer.command (an array)"},
+      {R"({"a": {"set": {"trainer": {"env": ["x"]}}, "env": {"A": "1"}}})",
+       "equivalence.a: expected a lane whose args go onto trainer.command (an array) and env into trainer.env"},
+  };
+  for (const auto& [lanes, expected] : bad) {
+    testing::GateProject p("lanes-trainer-bad", trainer(lanes));
     try {
       load_smoke_config(p.smoke_file());
       ADD_FAILURE() << "accepted: " << lanes;
