@@ -328,18 +328,25 @@ std::string settle_data_pass(Launcher& launcher, const ChildRun& base, const Smo
 }
 
 // The smoke's `repeat` fresh runs of `base` (<dir>/run-N.json), with the
-// resume check's two runs set going. With room for two runs at once
-// (check -j), those two go first in this thread: they are the smoke's
-// longest chain (the second needs the first's checkpoint), and the repeats
-// take slots as they come free; a last smoke otherwise ends on the chain
-// with a core idle. With one slot they follow the comparison (finish()),
-// as a serial check's do. This thread holds `per_run` slots (the
-// caller's), lent while it waits.
+// resume check's two runs and the equivalence lanes' (`lanes`, when
+// given) set going. With room for two runs at once (check -j), those go
+// first in this thread: the resume chain is the smoke's longest (the
+// second run needs the first's checkpoint), the lanes need nothing from
+// the runs, and the repeats take slots as they come free; a last smoke
+// otherwise ends on them with a core idle. With one slot the resume runs
+// follow the comparison (finish()), and `lanes` is not called: a serial
+// check runs the lanes only once the golden passed. This thread holds
+// `per_run` slots (the caller's), lent while it waits.
 std::vector<RunRecord> fresh_runs(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg,
                                   const CheckSmokeOptions& o, int repeat, int per_run, ResumeRuns& resume_runs,
-                                  const std::string& dir) {
+                                  const std::string& dir, const std::function<void()>& lanes) {
   std::function<void()> chain;
-  if (cfg.resume_at > 0 && o.slots && o.slots->capacity() >= 2 * per_run) chain = [&] { resume_runs.run_now(); };
+  const bool room = o.slots && o.slots->capacity() >= 2 * per_run;
+  if (room && (cfg.resume_at > 0 || lanes))
+    chain = [&] {
+      if (cfg.resume_at > 0) resume_runs.run_now();
+      if (lanes) lanes();
+    };
   else if (cfg.resume_at > 0) resume_runs.start_early(o.slots, per_run);
   return run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run, chain);
 }
@@ -386,16 +393,12 @@ std::string lane_distance(const Verdict& v) {
          worst->name + " at step " + std::to_string(worst->max_rel_at >= 0 ? worst->max_rel_at : worst->max_abs_at);
 }
 
-// Step 5: the smoke's equivalence lanes, one fresh run each
-// (<dir>/variant-<name>.json, side by side while job slots allow), each
-// held to the base run (run 1) under its own rule, every lane reported in
-// `notes`. The first lane that fails (in name order) becomes the verdict
-// (exit 1, comparing the lane's run with run 1, so the reports locate it)
-// and is returned, with the golden's outcome (`golden_note`) and how to
-// reproduce it. A lane's failed run is its own error, naming the lane.
-std::optional<SmokeCheck> check_lanes(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg,
-                                      const std::string& dir, const RunRecord& run, const CheckSmokeOptions& o,
-                                      int per_run, const std::string& golden_note, std::vector<std::string>& notes) {
+// Step 5's runs: one fresh run of each equivalence lane
+// (<dir>/variant-<name>.json), side by side while `slots` allow (this
+// thread holds `per_run`). A lane's failed run is its own error, naming
+// the lane.
+std::vector<RunRecord> run_lanes(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg,
+                                 const std::string& dir, JobSlots* slots, int per_run) {
   std::vector<RunRecord> records(cfg.equivalence.size());
   std::vector<std::function<void()>> tasks;
   for (size_t i = 0; i < cfg.equivalence.size(); ++i)
@@ -418,7 +421,18 @@ std::optional<SmokeCheck> check_lanes(Launcher& launcher, const ChildRun& base, 
         throw Error(e.code(), "equivalence lane " + lane.name + " (" + lane.describe() + "): " + e.what());
       }
     });
-  run_tasks(tasks, o.slots, per_run, o.slots ? per_run : 0);
+  run_tasks(tasks, slots, per_run, slots ? per_run : 0);
+  return records;
+}
+
+// Step 5: each lane's run held to the base run (run 1) under the lane's
+// rule, every lane reported in `notes`. The first lane that fails (in
+// name order) becomes the verdict (exit 1, comparing the lane's run with
+// run 1, so the reports locate it) and is returned, with the golden's
+// outcome (`golden_note`) and how to see it again.
+std::optional<SmokeCheck> judge_lanes(const std::vector<RunRecord>& records, const SmokeConfig& cfg,
+                                      const std::string& dir, const RunRecord& run, const std::string& golden_note,
+                                      std::vector<std::string>& notes) {
   std::optional<SmokeCheck> failed;
   for (size_t i = 0; i < cfg.equivalence.size(); ++i) {
     const EquivalenceVariant& lane = cfg.equivalence[i];
@@ -491,7 +505,15 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   const ChildRun base = check_run(cfg, file, o);
   ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
   const int per_run = check_slots_per_run(cfg, base.overrides.world_size);
-  std::vector<RunRecord> runs = fresh_runs(launcher, base, cfg, o, repeat, per_run, resume_runs, dir);
+  std::vector<RunRecord> lane_records;
+  bool lanes_ran = false;
+  std::function<void()> lanes;
+  if (!cfg.equivalence.empty())
+    lanes = [&] {
+      lane_records = run_lanes(launcher, base, cfg, dir, o.slots, per_run);
+      lanes_ran = true;
+    };
+  std::vector<RunRecord> runs = fresh_runs(launcher, base, cfg, o, repeat, per_run, resume_runs, dir, lanes);
   c.ran = true;
   RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
@@ -536,11 +558,13 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   if (!cfg.equivalence.empty() && (!found || c.verdict.passed())) {
     std::string golden_note = found ? "the base run passed its golden (" + found->path + "; " + c.verdict.lane_reason + ")"
                                     : "the base run has no golden yet";
-    if (auto failed = check_lanes(launcher, base, cfg, dir, run, o, per_run, golden_note, lane_notes)) return *failed;
+    if (!lanes_ran) lanes();
+    if (auto failed = judge_lanes(lane_records, cfg, dir, run, golden_note, lane_notes)) return *failed;
   } else if (!cfg.equivalence.empty()) {
     std::string names;
     for (const auto& lane : cfg.equivalence) names += (names.empty() ? "" : ", ") + lane.name;
-    lane_notes.push_back("equivalence lanes not run (" + names + "): the golden comparison failed first");
+    lane_notes.push_back("equivalence lanes " + std::string(lanes_ran ? "not judged" : "not run") + " (" + names +
+                         "): the golden comparison failed first");
   }
   // 6. No golden: exit 2 with a pending one.
   if (!found) {

@@ -569,6 +569,43 @@ TEST(CheckSmoke, ALanesFailedRunIsNamedByTheLane) {
             "an existing data file");
 }
 
+// With room for two runs (check -j), the lanes run beside the fresh runs
+// (they need nothing from them); serially, only once the golden passed.
+// Run early, a failing golden leaves them unjudged, said.
+TEST(CheckSmoke, LanesRunBesideTheRunsWhenTwoRunsFit) {
+  GateProject p("lanes-early", add_lanes);
+  p.write_golden(make_gate_record());
+  for (int capacity : {1, 2}) {
+    JobSlots slots(capacity);
+    slots.acquire(capacity);  // the check's own slot, and every other one
+    CheckSmokeOptions o = p.check_options();
+    o.slots = &slots;
+    FakeLauncher l;
+    SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+    EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+    std::vector<std::string> order;
+    for (const auto& run : l.calls) order.push_back(std::filesystem::path(run.out).filename().string());
+    const std::vector<std::string> serial = {"run-1.json", "run-2.json", "variant-threads2.json", "variant-workers0.json"};
+    const std::vector<std::string> early = {"variant-threads2.json", "variant-workers0.json", "run-1.json", "run-2.json"};
+    EXPECT_EQ(order, capacity == 1 ? serial : early) << "capacity " << capacity;
+    slots.release(capacity);
+  }
+  RunRecord moved = make_gate_record();
+  moved.series["loss"].values[0] = static_cast<float>(2.4);
+  p.write_golden(moved);
+  JobSlots slots(2);
+  slots.acquire(1);
+  CheckSmokeOptions o = p.check_options();
+  o.slots = &slots;
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  const auto& n = c.verdict.notes;
+  EXPECT_NE(std::find(n.begin(), n.end(),
+                      "equivalence lanes not judged (threads2, workers0): the golden comparison failed first"),
+            n.end()) << ::testing::PrintToString(n);
+}
+
 TEST(CheckSmoke, ALaneFailsWithoutAGoldenToo) {
   GateProject p("lanes-no-golden", add_lanes);
   FakeLauncher l;
