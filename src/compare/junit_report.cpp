@@ -36,14 +36,18 @@ namespace {
 
 struct Case {
   std::string classname, name, failure;
+  std::string skipped;  ///< non-empty: <skipped message="...">
 };
 
 std::vector<Case> cases_of(const Verdict& v) {
   std::vector<Case> out;
-  std::string prefix = "lockstep." + v.smoke + ".";
+  // A lane's comparison files its rows under the lane: never the IDs of a
+  // regression against the golden.
+  std::string prefix = "lockstep." + v.smoke + "." +
+                       (v.equivalence_lane.empty() ? "" : "equivalence." + v.equivalence_lane + ".");
   std::vector<bool> used(v.findings.size(), false);
   for (const auto& r : v.results) {
-    Case c{prefix + section_name(r.section), r.name, ""};
+    Case c{prefix + section_name(r.section), r.name, "", ""};
     for (size_t i = 0; i < v.findings.size(); ++i) {
       if (v.findings[i].section == r.section && v.findings[i].subject == r.name) {
         c.failure = v.findings[i].detail;
@@ -55,7 +59,16 @@ std::vector<Case> cases_of(const Verdict& v) {
   for (size_t i = 0; i < v.findings.size(); ++i) {
     if (used[i]) continue;
     const Finding& f = v.findings[i];
-    out.push_back({prefix + section_name(f.section), f.subject, f.detail});
+    out.push_back({prefix + section_name(f.section), f.subject, f.detail, ""});
+  }
+  // Each lane, one testcase; the failing lane whose comparison this is
+  // already failed above.
+  for (const auto& l : v.lanes) {
+    Case c{"lockstep." + v.smoke + ".equivalence", l.name, "", ""};
+    std::string what = l.name + " (" + l.change + "), held " + l.rule + ": " + l.detail;
+    if (!l.judged) c.skipped = what;
+    else if (!l.passed) c.failure = what;
+    out.push_back(c);
   }
   return out;
 }
@@ -83,6 +96,10 @@ std::string render_junit(const std::vector<Verdict>& verdicts) {
     for (const auto& c : cases) {
       body << "    <testcase classname=\"" << xml_escape(c.classname) << "\" name=\"" << xml_escape(c.name)
            << "\" time=\"0\"";
+      if (!c.skipped.empty()) {
+        body << ">\n      <skipped message=\"" << xml_escape(c.skipped) << "\"/>\n    </testcase>\n";
+        continue;
+      }
       if (c.failure.empty()) {
         body << "/>\n";
         continue;

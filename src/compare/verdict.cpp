@@ -85,6 +85,10 @@ nlohmann::json to_json(const Verdict& v) {
                        {"max_abs_at", r.max_abs_at},
                        {"max_rel", r.max_rel_at < 0 ? nlohmann::json(nullptr) : double_to_json(r.max_rel)},
                        {"max_rel_at", r.max_rel_at}});
+  nlohmann::json lanes = nlohmann::json::array();
+  for (const auto& l : v.lanes)
+    lanes.push_back({{"name", l.name}, {"change", l.change}, {"rule", l.rule}, {"judged", l.judged},
+                     {"passed", l.passed}, {"detail", l.detail}, {"values_checked", l.values_checked}});
   nlohmann::json module = nullptr;
   if (v.trace.first >= 0) {
     const TraceCell& c = v.trace.cells[static_cast<size_t>(v.trace.first)];
@@ -104,6 +108,8 @@ nlohmann::json to_json(const Verdict& v) {
           {"quote", v.quote},
           {"stopped", stop_kind(v)},
           {"values_checked", v.values_checked},
+          {"equivalence_lane", v.equivalence_lane.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.equivalence_lane)},
+          {"lanes", lanes},
           {"environment_diff", env},
           {"findings", findings},
           {"results", results},

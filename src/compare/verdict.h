@@ -66,6 +66,24 @@ struct SeriesResult {
   double max_use = 0;
 };
 
+/// One equivalence lane's outcome beside a smoke's verdict
+/// (docs/equivalence.md): JUnit gives it a testcase
+/// "lockstep.<smoke>.equivalence" / <name>, the JSON report a "lanes" row.
+struct LaneOutcome {
+  std::string name;       ///< the lane's name in the config
+  std::string change;     ///< what it changes: "trainer args --accum 2"
+  std::string rule;       ///< "bit for bit" or "within <rule>"
+  /// false: the lane was not run, or not judged, because the golden
+  /// comparison failed first (JUnit: <skipped>).
+  bool judged = true;
+  bool passed = false;
+  /// Pass: how close it came ("bit for bit", "largest difference rel
+  /// 1.04e-07 in loss at step 9"); fail: its first difference; not
+  /// judged: why.
+  std::string detail;
+  size_t values_checked = 0;
+};
+
 /// Everything a report needs.
 struct Verdict {
   std::string smoke;
@@ -98,6 +116,12 @@ struct Verdict {
   /// (its runs differ), 2 (bad input) or 3 (environment: CUDA unusable, a
   /// refused knob). JUnit reports the last two as <error>, not <failure>.
   ExitCode code = ExitCode::kPass;
+  /// Non-empty: this verdict compares equivalence lane `equivalence_lane`'s
+  /// run with the base run (run 1), not a run with its golden; JUnit files
+  /// its testcases under "lockstep.<smoke>.equivalence.<lane>.<section>".
+  std::string equivalence_lane;
+  /// Every equivalence lane of the smoke, in name order (empty: none).
+  std::vector<LaneOutcome> lanes;
 
   bool passed() const { return code == ExitCode::kPass; }
   /// The exit code this verdict stands for.

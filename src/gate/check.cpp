@@ -429,10 +429,11 @@ std::vector<RunRecord> run_lanes(Launcher& launcher, const ChildRun& base, const
 // rule, every lane reported in `notes`. The first lane that fails (in
 // name order) becomes the verdict (exit 1, comparing the lane's run with
 // run 1, so the reports locate it) and is returned, with the golden's
-// outcome (`golden_note`) and how to see it again.
+// outcome (`golden_note`) and how to see it again. `outcomes` gets every
+// lane's, for the reports (Verdict::lanes).
 std::optional<SmokeCheck> judge_lanes(const std::vector<RunRecord>& records, const SmokeConfig& cfg,
                                       const std::string& dir, const RunRecord& run, const std::string& golden_note,
-                                      std::vector<std::string>& notes) {
+                                      std::vector<std::string>& notes, std::vector<LaneOutcome>& outcomes) {
   std::optional<SmokeCheck> failed;
   for (size_t i = 0; i < cfg.equivalence.size(); ++i) {
     const EquivalenceVariant& lane = cfg.equivalence[i];
@@ -441,6 +442,8 @@ std::optional<SmokeCheck> judge_lanes(const std::vector<RunRecord>& records, con
                                 {path, dir + "/run-1.json", "base run", "lane " + lane.name});
     const std::string rule = lane.rule.rule == Tolerance::Rule::kExact ? "bit for bit" : "within " + lane.rule.describe();
     const std::string head = "equivalence lane " + lane.name + " (" + lane.describe() + ")";
+    outcomes.push_back({lane.name, lane.describe(), rule, true, v.passed(),
+                        v.passed() ? lane_distance(v) : v.first_divergence, v.values_checked});
     if (v.passed()) {
       std::string distance = lane_distance(v);
       notes.push_back(head + ": the same as the base run " + rule + " (" +
@@ -469,11 +472,14 @@ std::optional<SmokeCheck> judge_lanes(const std::vector<RunRecord>& records, con
     c.run = records[i];
     c.golden = run;
     c.lane = lane.name;
+    c.verdict.equivalence_lane = lane.name;
     c.records = "records: " + dir + "/run-1.json, " + path;
     failed = std::move(c);
   }
-  if (failed)
+  if (failed) {
     for (auto& n : notes) failed->verdict.notes.push_back(std::move(n));
+    failed->verdict.lanes = outcomes;
+  }
   return failed;
 }
 
@@ -555,14 +561,19 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   }
   // 5. The equivalence lanes, each against run 1 (no golden needed).
   std::vector<std::string> lane_notes;
+  std::vector<LaneOutcome> lane_outcomes;
   if (!cfg.equivalence.empty() && (!found || c.verdict.passed())) {
     std::string golden_note = found ? "the base run passed its golden (" + found->path + "; " + c.verdict.lane_reason + ")"
                                     : "the base run has no golden yet";
     if (!lanes_ran) lanes();
-    if (auto failed = judge_lanes(lane_records, cfg, dir, run, golden_note, lane_notes)) return *failed;
+    if (auto failed = judge_lanes(lane_records, cfg, dir, run, golden_note, lane_notes, lane_outcomes)) return *failed;
   } else if (!cfg.equivalence.empty()) {
     std::string names;
-    for (const auto& lane : cfg.equivalence) names += (names.empty() ? "" : ", ") + lane.name;
+    const std::string why = std::string(lanes_ran ? "not judged" : "not run") + ": the golden comparison failed first";
+    for (const auto& lane : cfg.equivalence) {
+      names += (names.empty() ? "" : ", ") + lane.name;
+      lane_outcomes.push_back({lane.name, lane.describe(), "", false, false, why, 0});
+    }
     lane_notes.push_back("equivalence lanes " + std::string(lanes_ran ? "not judged" : "not run") + " (" + names +
                          "): the golden comparison failed first");
   }
@@ -572,10 +583,12 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     c.verdict = no_golden_verdict(cfg.name, file, root, run);
     if (!data_note.empty()) c.verdict.notes.push_back(data_note);
     for (auto& n : lane_notes) c.verdict.notes.push_back(n);
+    c.verdict.lanes = lane_outcomes;
     return c;
   }
   lane_notes.insert(lane_notes.begin(), {resume_note, data_note});
   finish_verdict(c, run, *found, file, o, repeat, lane_notes);
+  c.verdict.lanes = lane_outcomes;
   c.run = run;
   c.golden = std::move(golden.record);
   return c;

@@ -26,6 +26,38 @@ TEST(JUnit, OneTestcasePerMetricWithClassnameAndFailure) {
   EXPECT_NE(xml.find("first divergence: train step 1: loss"), std::string::npos) << xml;
 }
 
+// Each equivalence lane is a testcase of its own; a failing lane's
+// comparison files its rows under the lane, never as a golden regression.
+TEST(JUnit, EachEquivalenceLaneIsATestcaseAndALanesRowsAreFiledUnderIt) {
+  RunRecord g = testing::make_record({2.5, 2.25});
+  Verdict pass = compare_records(g, g, {});
+  pass.lanes = {{"workers0", "set {\"data\":{\"workers\":0}}", "bit for bit", true, true, "bit for bit", 24}};
+  std::string xml = render_junit({pass});
+  EXPECT_NE(xml.find("<testcase classname=\"lockstep.unit.equivalence\" name=\"workers0\" time=\"0\"/>"),
+            std::string::npos) << xml;
+  EXPECT_NE(xml.find("tests=\"3\" failures=\"0\""), std::string::npos) << xml;
+  Verdict lane = failing_verdict();
+  lane.equivalence_lane = "accum2";
+  lane.lanes = {{"accum2", "trainer args --accum 2", "within ulp <= 4", true, false, "train step 1: loss", 4},
+                {"workers0", "trainer args --num-workers 0", "bit for bit", false, false,
+                 "not judged: the golden comparison failed first", 0}};
+  xml = render_junit({lane});
+  EXPECT_NE(xml.find("<testcase classname=\"lockstep.unit.equivalence.accum2.train\" name=\"loss\" time=\"0\">"),
+            std::string::npos) << xml;
+  EXPECT_EQ(xml.find("classname=\"lockstep.unit.train\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"lockstep.unit.equivalence\" name=\"accum2\" time=\"0\">\n      <failure "
+                     "message=\"accum2 (trainer args --accum 2), held within ulp &lt;= 4: train step 1: loss\""),
+            std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"lockstep.unit.equivalence\" name=\"workers0\" time=\"0\">\n      <skipped "
+                     "message=\"workers0 (trainer args --num-workers 0), held bit for bit: not judged: the golden "
+                     "comparison failed first\"/>"),
+            std::string::npos) << xml;
+  nlohmann::json j = to_json(lane);
+  EXPECT_EQ(j["equivalence_lane"], "accum2");
+  EXPECT_EQ(j["lanes"][1]["judged"], false);
+  EXPECT_EQ(j["lanes"][0]["detail"], "train step 1: loss");
+}
+
 // A smoke that could not run is an <error> of its own type, with the reason
 // and no comparison placeholders; a nondeterministic one a typed <failure>.
 TEST(JUnit, SmokesThatCouldNotRunAreErrors) {

@@ -509,6 +509,12 @@ TEST(CheckSmoke, EveryLaneIsReportedAndTheFirstFailureIsTheVerdict) {
   SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
   EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
   EXPECT_EQ(c.lane, "threads2");
+  EXPECT_EQ(c.verdict.equivalence_lane, "threads2");
+  ASSERT_EQ(c.verdict.lanes.size(), 2u);
+  EXPECT_FALSE(c.verdict.lanes[0].passed);
+  EXPECT_EQ(c.verdict.lanes[1].name, "workers0");
+  EXPECT_EQ(c.verdict.lanes[1].rule, "bit for bit");
+  EXPECT_EQ(c.verdict.lanes[1].detail.rfind("train step 1: loss", 0), 0u) << c.verdict.lanes[1].detail;
   EXPECT_EQ(c.verdict.first_divergence.rfind("equivalence lane threads2", 0), 0u) << c.verdict.first_divergence;
   const auto& n = c.verdict.notes;
   auto has = [&n](const std::string& prefix) {
