@@ -195,6 +195,17 @@ SmokeCheck nondeterministic_check(const std::string& smoke, const std::vector<Ru
   return c;
 }
 
+// When the golden's data-only probes stood for today's pass
+// (golden_data_pass_stands), the comparison held them against themselves:
+// those rows say nothing, and are left out of the verdict and its count
+// of values compared (the data note says what stood in).
+void drop_self_compared_probes(Verdict& v) {
+  auto self = [](const SeriesResult& r) { return r.section == Section::kData && r.name.rfind("probes.", 0) == 0; };
+  for (const auto& r : v.results)
+    if (self(r)) v.values_checked -= r.checked;
+  v.results.erase(std::remove_if(v.results.begin(), v.results.end(), self), v.results.end());
+}
+
 // Step 3: the run against its golden (found exactly, or one of the
 // platform's family, said in a note), trainer.packages applied as the
 // config says now on both sides (no re-bless needed).
@@ -540,6 +551,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   if (found) {
     c.golden_hash = golden.content_hash;
     c.verdict = compare_with_golden(cfg, run, golden, *found, dir);
+    if (data_note.rfind("no data-only pass ran", 0) == 0) drop_self_compared_probes(c.verdict);
     c.compared = true;
     if (o.rerun_failing > 0 && c.verdict.code == ExitCode::kRegression &&
         rerun_failure(launcher, base, dir, run, o.rerun_failing, o.slots, per_run, c.verdict)) {

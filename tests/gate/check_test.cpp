@@ -172,6 +172,11 @@ TEST(CheckSmoke, ATrainerWhoseBatchesAreTheGoldensTakesItsDataOnlyPassAndRunsNon
                       "no data-only pass ran: the 2 batches trained on are the golden's data-only batches bit for "
                       "bit, with the same trainer.data_only"),
             c.verdict.notes.end());
+  // The golden's probes held against themselves say nothing: no rows, not counted.
+  for (const auto& r : c.verdict.results) EXPECT_NE(r.name.rfind("probes.", 0), 0u) << r.name;
+  size_t counted = 0;
+  for (const auto& r : c.verdict.results) counted += r.checked;
+  EXPECT_EQ(c.verdict.values_checked, counted);
 
   // The golden's pass does not stand for today's when the data-only
   // arguments changed, or when it probed fewer batches than were trained.
