@@ -299,7 +299,7 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
   std::ostringstream o;
   o << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>lockstep: " << esc(v.smoke)
     << "</title><style>body{font-family:sans-serif;margin:1.5em;max-width:1200px}"
-       ".ok{color:#2ca02c}.bad{color:#d62728;font-weight:bold}table{border-collapse:collapse;font-size:12px}"
+       ".ok{color:#2ca02c}.skip{color:#777}.bad{color:#d62728;font-weight:bold}table{border-collapse:collapse;font-size:12px}"
        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}.plots{display:flex;flex-wrap:wrap;gap:12px}"
        ".plot{border:1px solid #eee;padding:4px}.plot h3{font-size:13px;margin:2px}code{font-size:12px}"
        "</style></head><body>";
@@ -346,6 +346,14 @@ std::string render_html(const Verdict& v, const RunRecord& run, const RunRecord&
   }
   o << "</div>" << trace_grid(v);
   o << "<h2>Batch probes (data-only pass)</h2>" << probe_table(run.probes, golden.probes, v);
+  if (!v.lanes.empty()) {  // beside the golden comparison (docs/equivalence.md)
+    o << "<h2>Equivalence lanes</h2><table><tr><th>lane</th><th>changes</th><th>held</th><th>result</th></tr>";
+    for (const auto& l : v.lanes)
+      o << "<tr><td>" << esc(l.name) << "</td><td>" << esc(l.change) << "</td><td>" << esc(l.rule) << "</td><td class="
+        << (!l.judged ? "skip" : l.passed ? "ok" : "bad") << ">"
+        << (!l.judged ? "not judged: " : l.passed ? "same: " : "differs: ") << esc(l.detail) << "</td></tr>";
+    o << "</table>";
+  }
   for (const auto& n : v.notes) o << "<p><i>note: " << esc(n) << "</i></p>";
   o << "</body></html>\n";
   return o.str();

@@ -85,6 +85,12 @@ std::string render_markdown(const Verdict& v) {
   for (const auto& r : v.results) passing += r.failed == 0;
   o << passing << " of " << v.results.size() << " series and probe fields within their rule; "
     << v.values_checked << " values compared.\n";
+  if (!v.lanes.empty()) {  // beside the golden comparison (docs/equivalence.md)
+    o << "\n| equivalence lane | changes | held | result |\n|---|---|---|---|\n";
+    for (const auto& l : v.lanes)
+      o << "| " << code(l.name) << " | " << cell(l.change) << " | " << cell(l.rule) << " | "
+        << (!l.judged ? "⏭ " : l.passed ? "✅ " : "❌ ") << cell(l.detail) << " |\n";
+  }
   for (const auto& n : v.notes) o << "\n> " << cell(n) << "\n";
   return o.str();
 }

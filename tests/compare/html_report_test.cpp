@@ -141,5 +141,16 @@ TEST(Html, RecordBorneNamesAreEscaped) {
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
 }
 
+TEST(Html, EquivalenceLanesAreATableBesideTheGoldenComparison) {
+  RunRecord g = testing::make_record({2.5, 2.25});
+  Verdict v = compare_records(g, g, {});
+  v.lanes = {{"<b>", "trainer args --accum 2", "bit for bit", true, false, "train step 0: loss", 4}};
+  std::string html = render_html(v, g, g);
+  EXPECT_NE(html.find("<h2>Equivalence lanes</h2><table><tr><th>lane</th><th>changes</th><th>held</th><th>result</th></tr>"
+                      "<tr><td>&lt;b&gt;</td><td>trainer args --accum 2</td><td>bit for bit</td><td class=bad>differs: "
+                      "train step 0: loss</td></tr></table>"),
+            std::string::npos) << html;
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -95,6 +95,20 @@ TEST(Markdown, FailingVerdictSummary) {
   EXPECT_NE(md.find("1 of 2 series and probe fields within their rule; 4 values compared.\n"), std::string::npos) << md;
 }
 
+// The lanes beside the golden comparison, one row each, escaped.
+TEST(Markdown, EquivalenceLanesAreATableBesideTheGoldenComparison) {
+  Verdict v = failing_verdict();
+  v.lanes = {{"accum2", "trainer args --accum 2", "within ulp <= 4", true, true, "largest difference rel 1e-07 in loss at step 9", 4},
+             {"w|0", "set {\"data\":{\"workers\":0}}", "bit for bit", false, false, "not run: the golden comparison failed first", 0}};
+  std::string md = render_markdown(v);
+  EXPECT_NE(md.find("\n| equivalence lane | changes | held | result |\n|---|---|---|---|\n"
+                    "| <code>accum2</code> | trainer args --accum 2 | within ulp &lt;= 4 | ✅ largest difference rel 1e-07 "
+                    "in loss at step 9 |\n"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("| <code>w&#124;0</code> |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ⏭ not run: the golden comparison failed first |"), std::string::npos) << md;
+}
+
 // Names come from records (series, parameters, trainers' tags): none may
 // reach a report as markup.
 RunRecord hostile_pair(RunRecord& golden) {
