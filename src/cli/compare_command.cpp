@@ -24,6 +24,46 @@
 
 namespace lockstep {
 
+namespace {
+
+// The equivalence lane a record was made by (its config's "variant"), "".
+std::string lane_of(const RunRecord& r) {
+  auto it = r.config.find("variant");
+  if (it == r.config.end()) return "";
+  try {
+    auto j = nlohmann::json::parse(it->second);
+    return j.is_string() ? j.get<std::string>() : "";
+  } catch (const nlohmann::json::exception&) {
+    return "";
+  }
+}
+
+// A lane's record against its base run, as check holds it
+// (compare_variant): the lane's rule and same_batches from `config`'s
+// equivalence section when it has the lane, else bit for bit on the same
+// batches, said in a note.
+Verdict compare_lane(const RunRecord& run, const RunRecord& base, const std::vector<EquivalenceVariant>& lanes,
+                     const std::string& config, const CompareLabels& files) {
+  const std::string name = lane_of(run);
+  Tolerance rule = Tolerance::exact();
+  bool same_batches = true;
+  std::string how = "no --config naming lane " + name + ": held bit for bit, on the same batches";
+  for (const auto& l : lanes)
+    if (l.name == name) {
+      rule = l.rule;
+      same_batches = l.same_batches;
+      how = "held by equivalence." + name + " of " + config;
+    }
+  Verdict v = compare_variant(run, base, rule, same_batches, {files.run, files.golden, "base run", "lane " + name});
+  v.smoke = base.smoke;
+  v.equivalence_lane = name;
+  v.notes.insert(v.notes.begin(), "the run is equivalence lane " + name + "'s (its config's \"variant\"), the reference "
+                                  "a base run: compared as check compares a lane, its inputs left out; " + how);
+  return v;
+}
+
+}  // namespace
+
 int compare_command(const CompareOptions& o) {
   // Each report, its flag and what an earlier report of its kind holds: an
   // existing file is replaced only when it is one (cli/out_folder.cpp).
@@ -50,7 +90,12 @@ int compare_command(const CompareOptions& o) {
     require_report_file(flag, *out, signature, {o.run, o.golden, o.config});
   }
   TolerancePolicy policy;
-  if (!o.config.empty()) policy = load_smoke_config(o.config).tolerance;
+  std::vector<EquivalenceVariant> lanes;
+  if (!o.config.empty()) {
+    SmokeConfig cfg = load_smoke_config(o.config);
+    policy = cfg.tolerance;
+    lanes = cfg.equivalence;
+  }
   std::error_code ec;
   RunRecord run;
   Golden golden;
@@ -94,7 +139,9 @@ int compare_command(const CompareOptions& o) {
                  ", the run under " + (run.stack.empty() ? "no stack label" : "stack " + run.stack) +
                  " (LOCKSTEP_STACK): compared as given";
   }
-  Verdict v = compare_records(run, golden.record, policy, {o.run, golden_path});
+  Verdict v = lane_of(run).empty() || !lane_of(golden.record).empty()
+                  ? compare_records(run, golden.record, policy, {o.run, golden_path})
+                  : compare_lane(run, golden.record, lanes, o.config, {o.run, golden_path});
   if (!stand_in.empty()) v.notes.insert(v.notes.begin(), stand_in);
   std::cout << render_text(v, isatty(STDOUT_FILENO));
   if (!o.json_out.empty()) write_file_atomically(o.json_out, pretty_dump(to_json(v)));

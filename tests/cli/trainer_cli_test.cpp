@@ -372,6 +372,15 @@ TEST(TrainerCli, AnAccumulationBugOnlyTheEquivalenceLaneCatchesIsExitOneNamingTh
   EXPECT_NE(good.output.find("; 120 values compared)\n", note), std::string::npos) << good.output;
   nlohmann::json lane = parse_json_file((d / "out" / "pytorch-trainer" / "variant-accum2.json").string());
   EXPECT_EQ(lane["config"]["variant"], "\"accum2\"") << lane["config"].dump();
+  // By hand, `compare` holds a lane's record to its base run as check does.
+  const std::string records = (d / "out" / "pytorch-trainer" / "variant-accum2.json").string() + " " +
+                              (d / "out" / "pytorch-trainer" / "run-1.json").string();
+  Result by_rule = lockstep("compare " + records + " --config " + smoke.string());
+  EXPECT_EQ(by_rule.code, 0) << by_rule.output;
+  EXPECT_NE(by_rule.output.find("held by equivalence.accum2 of " + smoke.string()), std::string::npos) << by_rule.output;
+  Result exact = lockstep("compare " + records);
+  EXPECT_NE(exact.output.find("no --config naming lane accum2: held bit for bit"), std::string::npos) << exact.output;
+  EXPECT_EQ(exact.output.find("input changed"), std::string::npos) << exact.output;
   Result bad = lockstep(check, "PYTORCH_TRAINER_BUG=accum_unscaled");
   EXPECT_EQ(bad.code, 1) << bad.output;
   EXPECT_NE(bad.output.find("first divergence: equivalence lane accum2 (trainer args --accum 2) differs from the base "
