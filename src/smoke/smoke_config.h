@@ -194,7 +194,7 @@ struct SmokeConfig {
   /// equivalence section; values_json() names it, so its record is never a
   /// base run's.
   std::string variant;
-  std::string config_hash;  ///< XXH3-64 of the canonical JSON, 16 hex digits
+  std::string config_hash;  ///< XXH3-64 of the canonical JSON but "equivalence", 16 hex digits
   /// XXH3-64 of values_json(): the config as an input of the run
   /// (fingerprint field config.values_xxh3). Loosening a tolerance, or
   /// writing a default out, changes config_hash but not this.

@@ -161,6 +161,9 @@ TEST(SmokeConfig, AnEquivalenceLaneIsTheBaseConfigWithItsChanges) {
   });
   SmokeConfig base = load_smoke_config(p.smoke_file());
   ASSERT_EQ(base.equivalence.size(), 2u);
+  // Lanes are runs of their own: adding them leaves the base run's config hash.
+  testing::GateProject plain("lanes-none");
+  EXPECT_EQ(base.config_hash, load_smoke_config(plain.smoke_file()).config_hash);
   EXPECT_EQ(base.equivalence[0].name, "batch2");
   EXPECT_EQ(base.equivalence[0].rule.rule, Tolerance::Rule::kUlp);
   EXPECT_EQ(base.equivalence[0].rule.max_ulp, 4u);
