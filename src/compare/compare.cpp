@@ -1131,6 +1131,7 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
   if (!trace_note.empty()) a2.module_trace = b2.module_trace = {};
   Verdict v = compare_records(a2, b2, policy, labels);
   if (!trace_note.empty()) v.notes.push_back(trace_note);
+  v.lane = Lane::kEquivalence;
   v.lane_reason = labels.subject_word + " against the " + labels.reference_word + " of this job, " +
                   (policy.same_stack_exact ? std::string("bit for bit") : "every series within " + rule.describe()) +
                   (same_batches ? ", on the same batches bit for bit" : "");

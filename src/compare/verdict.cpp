@@ -10,6 +10,7 @@ const char* lane_name(Lane lane) {
     case Lane::kCrossStack: return "cross-stack";
     case Lane::kContractMismatch: return "contract-mismatch";
     case Lane::kNone: return "none";
+    case Lane::kEquivalence: return "equivalence";
   }
   return "?";
 }

@@ -25,9 +25,10 @@ enum class Lane {
   kContractMismatch,  ///< the determinism contract differs: fails; values compared
                       ///< exactly only to locate the first divergence
   kNone,              ///< nothing was compared (a run stopped before: stopped_verdict)
+  kEquivalence,       ///< an equivalence lane's run against the base run (compare_variant)
 };
 
-/// "same-stack", "cross-stack", "contract-mismatch", "none".
+/// "same-stack", "cross-stack", "contract-mismatch", "none", "equivalence".
 const char* lane_name(Lane lane);
 
 /// Where a failure was found. Findings are reported in causal order

@@ -499,6 +499,7 @@ TEST(CheckSmoke, ALaneBeyondItsRuleIsARegressionNamingTheLaneAndStep) {
   EXPECT_EQ(c.records, "records: " + p.out_dir() + "/unit/run-1.json, " + p.out_dir() + "/unit/variant-threads2.json");
   EXPECT_NE(c.run.series.at("loss").values[1], c.golden.series.at("loss").values[1]);
   EXPECT_EQ(c.verdict.run_label, p.out_dir() + "/unit/variant-threads2.json");
+  EXPECT_EQ(c.verdict.lane, Lane::kEquivalence);  // "lane: equivalence — lane threads2 against the base run ..."
 }
 
 // Every lane is reported: the first that fails (by name) is the verdict,
