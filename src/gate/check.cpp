@@ -404,6 +404,27 @@ std::string lane_distance(const Verdict& v) {
          worst->name + " at step " + std::to_string(worst->max_rel_at >= 0 ? worst->max_rel_at : worst->max_abs_at);
 }
 
+// One fresh run of equivalence lane `lane` into `out`: `base` with the
+// lane's name; check's own overrides stand for the base run, except for
+// the fields the lane sets. Its failure is its own error, naming the lane.
+RunRecord run_lane(Launcher& launcher, const ChildRun& base, const EquivalenceVariant& lane, const std::string& out) {
+  ChildRun r = base;
+  r.variant = lane.name;
+  auto sets = [&lane](const char* section, const char* key) {
+    return lane.set.contains(section) && lane.set[section].is_object() && lane.set[section].contains(key);
+  };
+  if (sets("determinism", "intra_op_threads")) r.overrides.intra_op_threads = 0;
+  if (sets("data", "workers")) r.overrides.workers = -1;
+  if (sets("distributed", "world_size")) r.overrides.world_size = 0;
+  r.out = out;
+  if (base.share_data_pass || !base.data_pass) r.data_pass = r.share_data_pass = false;  // run 1's stands
+  try {
+    return launcher.run(r);
+  } catch (const Error& e) {
+    throw Error(e.code(), "equivalence lane " + lane.name + " (" + lane.describe() + "): " + e.what());
+  }
+}
+
 // Step 5's runs: one fresh run of each equivalence lane
 // (<dir>/variant-<name>.json), side by side while `slots` allow (this
 // thread holds `per_run`). A lane's failed run is its own error, naming
@@ -415,22 +436,7 @@ std::vector<RunRecord> run_lanes(Launcher& launcher, const ChildRun& base, const
   for (size_t i = 0; i < cfg.equivalence.size(); ++i)
     tasks.push_back([&, i] {
       const EquivalenceVariant& lane = cfg.equivalence[i];
-      ChildRun r = base;
-      r.variant = lane.name;
-      // check's own overrides stand for the base run; what the lane sets is the lane's.
-      auto sets = [&lane](const char* section, const char* key) {
-        return lane.set.contains(section) && lane.set[section].is_object() && lane.set[section].contains(key);
-      };
-      if (sets("determinism", "intra_op_threads")) r.overrides.intra_op_threads = 0;
-      if (sets("data", "workers")) r.overrides.workers = -1;
-      if (sets("distributed", "world_size")) r.overrides.world_size = 0;
-      r.out = dir + "/variant-" + lane.name + ".json";
-      if (base.share_data_pass || !base.data_pass) r.data_pass = r.share_data_pass = false;  // run 1's stands
-      try {
-        records[i] = launcher.run(r);
-      } catch (const Error& e) {
-        throw Error(e.code(), "equivalence lane " + lane.name + " (" + lane.describe() + "): " + e.what());
-      }
+      records[i] = run_lane(launcher, base, lane, dir + "/variant-" + lane.name + ".json");
     });
   run_tasks(tasks, slots, per_run, slots ? per_run : 0);
   return records;
@@ -492,6 +498,30 @@ std::optional<SmokeCheck> judge_lanes(const std::vector<RunRecord>& records, con
     failed->verdict.lanes = outcomes;
   }
   return failed;
+}
+
+// A failing lane's second run (<dir>/variant-<name>.rerun.json): one that
+// differs from the first bit for bit makes the verdict exit 4 (the lane is
+// nondeterministic itself, so its difference from the base run is no
+// evidence); else a note says it reproduced. Its failed run is an error.
+void recheck_failed_lane(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg, const std::string& dir,
+                         SmokeCheck& c) {
+  const EquivalenceVariant* lane = nullptr;
+  for (const auto& l : cfg.equivalence)
+    if (l.name == c.lane) lane = &l;
+  if (!lane) return;
+  const std::string path = dir + "/variant-" + lane->name + ".rerun.json";
+  RunRecord again = run_lane(launcher, base, *lane, path);
+  std::string diff = first_bit_difference(again, c.run);
+  if (diff.empty()) {
+    c.verdict.notes.push_back("a second run of lane " + lane->name + " reproduced it bit for bit");
+    return;
+  }
+  c.verdict.code = ExitCode::kNondeterministic;
+  c.verdict.first_divergence = "equivalence lane " + lane->name + " is nondeterministic itself: a second run of it (" +
+                               path + ") differs from the first bit for bit (" + diff +
+                               "), so its difference from the base run is no evidence; it said: " +
+                               c.verdict.first_divergence;
 }
 
 // Steps 4 and 5's notes on a verdict against a golden, and its pending
@@ -578,7 +608,10 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     std::string golden_note = found ? "the base run passed its golden (" + found->path + "; " + c.verdict.lane_reason + ")"
                                     : "the base run has no golden yet";
     if (!lanes_ran) lanes();
-    if (auto failed = judge_lanes(lane_records, cfg, dir, run, golden_note, lane_notes, lane_outcomes)) return *failed;
+    if (auto failed = judge_lanes(lane_records, cfg, dir, run, golden_note, lane_notes, lane_outcomes)) {
+      recheck_failed_lane(launcher, base, cfg, dir, *failed);
+      return *failed;
+    }
   } else if (!cfg.equivalence.empty()) {
     std::string names;
     const std::string why = std::string(lanes_ran ? "not judged" : "not run") + ": the golden comparison failed first";

@@ -27,7 +27,8 @@
 //   5. each equivalence lane (config "equivalence"): one fresh run of the
 //      smoke with the lane's changes, held to run 1 under the lane's rule
 //      (compare_variant); a difference is exit 1 naming the lane, its
-//      first step and module;
+//      first step and module, once a second run of the lane reproduced
+//      it (a second run that differs is exit 4: the lane is flaky itself);
 //   6. no golden: exit 2 with a pending golden.
 // An Error from the launcher or a file ends the smoke with its own code.
 // check never writes into goldens/: the caller writes reports and pending

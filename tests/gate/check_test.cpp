@@ -618,6 +618,32 @@ TEST(CheckSmoke, LanesRunBesideTheRunsWhenTwoRunsFit) {
             n.end()) << ::testing::PrintToString(n);
 }
 
+// A failing lane runs once more: reproduced, it stands (exit 1, said);
+// a second run that differs makes it exit 4, the lane's own nondeterminism.
+TEST(CheckSmoke, AFailingLaneRunsAgainAndAFlakyOneIsNondeterministic) {
+  GateProject p("lanes-rerun", add_lanes);
+  p.write_golden(make_gate_record());
+  FakeLauncher steady;
+  steady.edit = lane_moves("threads2", 3);
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), steady);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  ASSERT_EQ(steady.calls.size(), 5u);
+  EXPECT_EQ(steady.calls[4].out, p.out_dir() + "/unit/variant-threads2.rerun.json");
+  const auto& n = c.verdict.notes;
+  EXPECT_NE(std::find(n.begin(), n.end(), "a second run of lane threads2 reproduced it bit for bit"), n.end());
+  FakeLauncher flaky;
+  flaky.edit = [](size_t call, const ChildRun& run, RunRecord& r) {
+    if (run.variant == "threads2") r.series["loss"].values[1] = call == 5 ? 2.0 : 1.5;
+  };
+  SmokeCheck f = check_smoke(p.smoke_file(), p.check_options(), flaky);
+  EXPECT_EQ(f.verdict.exit_code(), ExitCode::kNondeterministic);
+  EXPECT_EQ(f.verdict.first_divergence.rfind("equivalence lane threads2 is nondeterministic itself: a second run of it (" +
+                                             p.out_dir() + "/unit/variant-threads2.rerun.json) differs from the first "
+                                             "bit for bit (train step 1: loss",
+                                             0),
+            0u) << f.verdict.first_divergence;
+}
+
 TEST(CheckSmoke, ALaneFailsWithoutAGoldenToo) {
   GateProject p("lanes-no-golden", add_lanes);
   FakeLauncher l;

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 TEST(SmokeOutputs, LockstepsNamesOnly) {
   for (const char* ours : {"run-1.json", "run-12.json.log", "run-2.json.ranks", "run-1.json.trainer", "bless-1.json",
                            "bless-seed-7-2.json", "resume-part.json", "resume-at-5.ckpt", "resume-at-5.ckpt.log",
-                           "resumed.json", "resumed.json.ranks", "data-only.json", "data-only.json.trainer", "variant-accum2.json", "variant-ranks2.json.ranks", "report.json", "report.md", "report.html",
+                           "resumed.json", "resumed.json.ranks", "data-only.json", "data-only.json.trainer", "variant-accum2.json", "variant-accum2.rerun.json", "variant-ranks2.json.ranks", "report.json", "report.md", "report.html",
                            "cpu-x86_64-avx2.golden.new", "rerun-1.json", "calibrate-12.json.trainer",
                            "detect-3.json.log"})
     EXPECT_TRUE(is_smoke_output_name(ours)) << ours;
