@@ -207,7 +207,9 @@ TEST(SmokeConfig, ALaneThatCannotRunOrChangesWhatJudgesIsRefusedNamingIt) {
       {R"({"a": {"set": {"min_driver": null}}})", "equivalence.a: expected a lane that changes the config"},
       {R"({"a": {"set": {"data": {"workers": 0}}, "env": {}}})", "equivalence.a.env: expected no \"env\" for a built-in"},
   };
-  for (const auto& [lanes, expected] : bad) {
+  for (const auto& c : bad) {
+    const std::string& lanes = c.first;
+    const std::string& expected = c.second;
     testing::GateProject p("lanes-bad", [&](nlohmann::json& cfg) { cfg["equivalence"] = nlohmann::json::parse(lanes); });
     try {
       load_smoke_config(p.smoke_file());
