@@ -598,8 +598,14 @@ TEST(CheckSmoke, LanesRunBesideTheRunsWhenTwoRunsFit) {
     std::vector<std::string> order;
     for (const auto& run : l.calls) order.push_back(std::filesystem::path(run.out).filename().string());
     const std::vector<std::string> serial = {"run-1.json", "run-2.json", "variant-threads2.json", "variant-workers0.json"};
-    const std::vector<std::string> early = {"variant-threads2.json", "variant-workers0.json", "run-1.json", "run-2.json"};
-    EXPECT_EQ(order, capacity == 1 ? serial : early) << "capacity " << capacity;
+    if (capacity == 1) {
+      EXPECT_EQ(order, serial);
+    } else {  // the lanes go first, in this thread; the runs take slots as they come free
+      ASSERT_EQ(order.size(), 4u);
+      EXPECT_EQ(order.front(), "variant-threads2.json");
+      std::sort(order.begin(), order.end());
+      EXPECT_EQ(order, serial);
+    }
     slots.release(capacity);
   }
   RunRecord moved = make_gate_record();

@@ -13,6 +13,8 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,7 @@ inline RunRecord make_gate_record() {
 
 /// Returns `record` for every run; `edit(call, run, record)` may change
 /// the record of a given call (1-based) before it is returned.
+/// Thread-safe, as check -j needs of a launcher (runs in several threads).
 class FakeLauncher : public Launcher {
  public:
   RunRecord record = make_gate_record();
@@ -45,6 +48,7 @@ class FakeLauncher : public Launcher {
   std::vector<ChildRun> checkpoints;          ///< every run_to_checkpoint
 
   RunRecord run(const ChildRun& run) override {
+    std::lock_guard<std::mutex> lock(*mutex_);
     calls.push_back(run);
     if (fail) fail(run);
     RunRecord r = record;
@@ -52,9 +56,13 @@ class FakeLauncher : public Launcher {
     return r;
   }
   void run_to_checkpoint(const ChildRun& run) override {
+    std::lock_guard<std::mutex> lock(*mutex_);
     checkpoints.push_back(run);
     if (fail) fail(run);
   }
+
+ private:
+  std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();  ///< copies share it
 };
 
 /// smoke/unit.json (a small CSV smoke; its data is never read: the
