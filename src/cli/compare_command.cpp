@@ -62,11 +62,11 @@ Verdict compare_lane(const RunRecord& run, const RunRecord& base, const std::vec
   return v;
 }
 
-}  // namespace
-
-int compare_command(const CompareOptions& o) {
-  // Each report, its flag and what an earlier report of its kind holds: an
-  // existing file is replaced only when it is one (cli/out_folder.cpp).
+// Each report file asked for (--json, --junit, --markdown, --html) must be
+// a new file or an earlier report of its kind: never an input, a golden, a
+// pending golden's name, nor inside the goldens folder compared against.
+// Throws BadUsage naming the flag.
+void refuse_bad_report_paths(const CompareOptions& o) {
   struct Output {
     const char* what;
     const char* flag;
@@ -89,6 +89,14 @@ int compare_command(const CompareOptions& o) {
     else refuse_overwriting_a_golden(*out, what);
     require_report_file(flag, *out, signature, {o.run, o.golden, o.config});
   }
+}
+
+}  // namespace
+
+int compare_command(const CompareOptions& o) {
+  // Each report, its flag and what an earlier report of its kind holds: an
+  // existing file is replaced only when it is one (cli/out_folder.cpp).
+  refuse_bad_report_paths(o);
   TolerancePolicy policy;
   std::vector<EquivalenceVariant> lanes;
   if (!o.config.empty()) {

@@ -500,6 +500,28 @@ std::optional<SmokeCheck> judge_lanes(const std::vector<RunRecord>& records, con
   return failed;
 }
 
+// Step 5 when the golden comparison failed first: every lane not judged
+// (or, serially, not run), one outcome each and one note.
+void lanes_left_unjudged(const SmokeConfig& cfg, bool ran, std::vector<std::string>& notes,
+                         std::vector<LaneOutcome>& outcomes) {
+  const std::string why = std::string(ran ? "not judged" : "not run") + ": the golden comparison failed first";
+  std::string names;
+  for (const auto& lane : cfg.equivalence) {
+    names += (names.empty() ? "" : ", ") + lane.name;
+    outcomes.push_back({lane.name, lane.describe(), "", false, false, why, 0});
+  }
+  notes.push_back("equivalence lanes " + std::string(ran ? "not judged" : "not run") + " (" + names +
+                  "): the golden comparison failed first");
+}
+
+// The equivalence lanes' runs of one check: `start` runs them (beside
+// the smoke's runs when two fit, else at step 5); `ran` says it did.
+struct LaneRuns {
+  std::function<void()> start;
+  std::vector<RunRecord> records;
+  bool ran = false;
+};
+
 // A failing lane's second run (<dir>/variant-<name>.rerun.json): one that
 // differs from the first bit for bit makes the verdict exit 4 (the lane is
 // nondeterministic itself, so its difference from the base run is no
@@ -522,6 +544,41 @@ void recheck_failed_lane(Launcher& launcher, const ChildRun& base, const SmokeCo
                                path + ") differs from the first bit for bit (" + diff +
                                "), so its difference from the base run is no evidence; it said: " +
                                c.verdict.first_divergence;
+}
+
+// Step 5: the lanes judged against run 1 when the golden comparison
+// (`golden`, against `found`; null: no golden yet) passed, their runs made
+// now if they have not run yet; else left unjudged. Returns the failing
+// lane's check (exit 1, or 4 when its second run differs); fills `notes`
+// and `outcomes` for the verdict otherwise.
+std::optional<SmokeCheck> settle_lanes(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg,
+                                       const std::string& dir, const RunRecord& run, const GoldenLookup* found,
+                                       const Verdict& golden, LaneRuns& lanes, std::vector<std::string>& notes,
+                                       std::vector<LaneOutcome>& outcomes) {
+  if (cfg.equivalence.empty()) return std::nullopt;
+  if (found && !golden.passed()) {
+    lanes_left_unjudged(cfg, lanes.ran, notes, outcomes);
+    return std::nullopt;
+  }
+  std::string golden_note = found ? "the base run passed its golden (" + found->path + "; " + golden.lane_reason + ")"
+                                  : "the base run has no golden yet";
+  if (!lanes.ran) lanes.start();
+  auto failed = judge_lanes(lanes.records, cfg, dir, run, golden_note, notes, outcomes);
+  if (failed) recheck_failed_lane(launcher, base, cfg, dir, *failed);
+  return failed;
+}
+
+// Step 6: no golden for the run's platform: exit 2 with a pending golden,
+// the step's `notes` (empty ones left out) and the lanes' outcomes.
+SmokeCheck without_golden(SmokeCheck c, const RunRecord& run, const std::string& file, const std::string& root,
+                          const CheckSmokeOptions& o, int repeat, const std::vector<std::string>& notes,
+                          std::vector<LaneOutcome> outcomes) {
+  add_pending(c, run, file, o, repeat, "no golden existed for platform " + golden_key(run.platform, run.stack));
+  c.verdict = no_golden_verdict(c.smoke, file, root, run);
+  for (const auto& n : notes)
+    if (!n.empty()) c.verdict.notes.push_back(n);
+  c.verdict.lanes = std::move(outcomes);
+  return c;
 }
 
 // Steps 4 and 5's notes on a verdict against a golden, and its pending
@@ -552,15 +609,13 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   const ChildRun base = check_run(cfg, file, o);
   ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
   const int per_run = check_slots_per_run(cfg, base.overrides.world_size);
-  std::vector<RunRecord> lane_records;
-  bool lanes_ran = false;
-  std::function<void()> lanes;
+  LaneRuns lanes;
   if (!cfg.equivalence.empty())
-    lanes = [&] {
-      lane_records = run_lanes(launcher, base, cfg, dir, o.slots, per_run);
-      lanes_ran = true;
+    lanes.start = [&] {
+      lanes.records = run_lanes(launcher, base, cfg, dir, o.slots, per_run);
+      lanes.ran = true;
     };
-  std::vector<RunRecord> runs = fresh_runs(launcher, base, cfg, o, repeat, per_run, resume_runs, dir, lanes);
+  std::vector<RunRecord> runs = fresh_runs(launcher, base, cfg, o, repeat, per_run, resume_runs, dir, lanes.start);
   c.ran = true;
   RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
@@ -604,34 +659,13 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // 5. The equivalence lanes, each against run 1 (no golden needed).
   std::vector<std::string> lane_notes;
   std::vector<LaneOutcome> lane_outcomes;
-  if (!cfg.equivalence.empty() && (!found || c.verdict.passed())) {
-    std::string golden_note = found ? "the base run passed its golden (" + found->path + "; " + c.verdict.lane_reason + ")"
-                                    : "the base run has no golden yet";
-    if (!lanes_ran) lanes();
-    if (auto failed = judge_lanes(lane_records, cfg, dir, run, golden_note, lane_notes, lane_outcomes)) {
-      recheck_failed_lane(launcher, base, cfg, dir, *failed);
-      return *failed;
-    }
-  } else if (!cfg.equivalence.empty()) {
-    std::string names;
-    const std::string why = std::string(lanes_ran ? "not judged" : "not run") + ": the golden comparison failed first";
-    for (const auto& lane : cfg.equivalence) {
-      names += (names.empty() ? "" : ", ") + lane.name;
-      lane_outcomes.push_back({lane.name, lane.describe(), "", false, false, why, 0});
-    }
-    lane_notes.push_back("equivalence lanes " + std::string(lanes_ran ? "not judged" : "not run") + " (" + names +
-                         "): the golden comparison failed first");
-  }
+  if (auto failed = settle_lanes(launcher, base, cfg, dir, run, found ? &*found : nullptr, c.verdict, lanes,
+                                 lane_notes, lane_outcomes))
+    return *failed;
   // 6. No golden: exit 2 with a pending one.
-  if (!found) {
-    add_pending(c, run, file, o, repeat, "no golden existed for platform " + golden_key(run.platform, run.stack));
-    c.verdict = no_golden_verdict(cfg.name, file, root, run);
-    if (!data_note.empty()) c.verdict.notes.push_back(data_note);
-    for (auto& n : lane_notes) c.verdict.notes.push_back(n);
-    c.verdict.lanes = lane_outcomes;
-    return c;
-  }
-  lane_notes.insert(lane_notes.begin(), {resume_note, data_note});
+  lane_notes.insert(lane_notes.begin(), data_note);
+  if (!found) return without_golden(std::move(c), run, file, root, o, repeat, lane_notes, std::move(lane_outcomes));
+  lane_notes.insert(lane_notes.begin(), resume_note);
   finish_verdict(c, run, *found, file, o, repeat, lane_notes);
   c.verdict.lanes = lane_outcomes;
   c.run = run;
