@@ -82,16 +82,39 @@ size_t add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs:
   return found;
 }
 
+// A glob match as the kernel opens it: a ".." after a link climbs out of
+// the link's target, not out of the folder holding the link, so the
+// folders are resolved (fs::canonical) rather than normalised by their
+// names, and the last name is kept (a data file that is itself a link is
+// named as the trainer opens it). A path that cannot be resolved is
+// normalised by name; add_match says what is wrong with it.
+fs::path as_opened(const fs::path& match) {
+  std::error_code ec;
+  fs::path name = match.filename();
+  if (name.empty() || name == "." || name == "..") {
+    fs::path whole = fs::canonical(match, ec);
+    return ec ? match.lexically_normal() : whole;
+  }
+  fs::path dir = fs::canonical(match.parent_path().empty() ? fs::path(".") : match.parent_path(), ec);
+  return ec ? match.lexically_normal() : dir / name;
+}
+
+// `path` made absolute with its links resolved where they exist.
+std::string resolved_folder(const fs::path& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  return (ec ? fs::absolute(path).lexically_normal() : p).string();
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> trainer_input_files(const SmokeConfig& c) {
-  const fs::path cwd(c.trainer.resolved_cwd);
+  const fs::path cwd(resolved_folder(c.trainer.resolved_cwd));
   // The placeholders, as the command has them; a file under one is named
   // through it ("{data}/digits.csv.gz"), so the name is the same on every
   // machine whatever its data cache's folder.
   const std::vector<std::pair<std::string, std::string>> places = {
-      {"{data}", fs::absolute(data_dir()).lexically_normal().string()},
-      {"{config_dir}", fs::absolute(c.file).parent_path().lexically_normal().string()}};
+      {"{data}", resolved_folder(data_dir())}, {"{config_dir}", resolved_folder(fs::absolute(c.file).parent_path())}};
   std::map<std::string, std::string> files;
   for (size_t i = 0; i < c.trainer.inputs.size(); ++i) {
     // As the command's arguments are expanded (a value holding "{data}"
@@ -113,7 +136,7 @@ std::vector<std::pair<std::string, std::string>> trainer_input_files(const Smoke
       throw BadInput(c.file, field_of(i), "a pattern glob(3) can read, got \"" + input_excerpt(c.trainer.inputs[i]) +
                                               "\" (out of memory)");
     size_t found = 0;
-    for (const auto& m : matches) found += add_match(c, i, fs::path(m).lexically_normal(), cwd, places, files);
+    for (const auto& m : matches) found += add_match(c, i, as_opened(m), cwd, places, files);
     if (found == 0)
       throw BadInput(c.file, field_of(i), "a pattern that names at least one file, got \"" +
                                               input_excerpt(c.trainer.inputs[i]) + "\", which names only empty "

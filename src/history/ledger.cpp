@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "core/atomic_file.h"
 #include "core/directory_lock.h"
@@ -233,8 +234,11 @@ std::string ledger_line(const LedgerEntry& e) {
                       {"peak_rss_bytes", e.peak_rss_bytes}};
   if (!e.stack.empty()) j["stack"] = e.stack;
   if (!e.config.empty()) j["config"] = e.config;
+  if (e.prev) j["prev"] = *e.prev;
   return canonical_dump(j);  // a CI variable that is not UTF-8 is escaped, never an error
 }
+
+std::string ledger_line_hash(const std::string& line) { return xxh3_128_hex(line.data(), line.size()); }
 
 namespace {
 
@@ -295,7 +299,7 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   JsonView v(doc, where);
   v.expect_object();
   v.allow_keys({"schema", "run_id", "record_xxh3", "time", "smoke", "platform", "stack", "commit", "branch", "ci", "verdict", "exit", "lane",
-                "golden", "fingerprint", "config", "series", "probes", "step_time_median_s", "peak_rss_bytes"});
+                "golden", "fingerprint", "config", "series", "probes", "step_time_median_s", "peak_rss_bytes", "prev"});
   if (v.at("schema").as_string() != "lockstep.history/1") v.at("schema").fail("\"lockstep.history/1\"");
   LedgerEntry e;
   e.run_id = v.at("run_id").as_string();
@@ -358,14 +362,42 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   for (size_t i = 0; i < probes.size(); ++i) e.probes.push_back(probes.at(i).as_string());
   e.step_time_median_s = v.at("step_time_median_s").raw().is_null() ? kNaN : v.at("step_time_median_s").as_finite(0, 1e9);
   e.peak_rss_bytes = v.at("peak_rss_bytes").as_int(-1);
+  if (v.has("prev")) {
+    e.prev = v.at("prev").as_string();
+    if (!e.prev->empty() && !is_hex_digest(*e.prev, 32))
+      v.at("prev").fail("the XXH3-128 of the line before it (32 lowercase hex digits), or \"\" on the first line");
+  }
   return e;
 }
+
+namespace {
+
+// The chain's rule (docs/history.md): a line that carries `prev` names the
+// hash of the line before it, `before_hash` of line `before` ("" and 0: it
+// is the first). Throws exit-2 Error naming `where`'s line `n` otherwise.
+void check_prev(const LedgerEntry& e, const std::string& before_hash, uint64_t before, const std::string& where,
+                uint64_t n) {
+  if (!e.prev || *e.prev == before_hash) return;
+  std::string field = "line " + std::to_string(n) + ": prev";
+  if (before == 0)
+    throw BadInput(where, field, "\"\" on the first line; got " + *e.prev +
+                                     ", the hash of a line before it: the ledger's first lines were deleted");
+  if (e.prev->empty())
+    throw BadInput(where, field, before_hash + ", the XXH3-128 of line " + std::to_string(before) +
+                                     "; got \"\", a first line's: the lines before it were pasted in by hand");
+  throw BadInput(where, field, before_hash + ", the XXH3-128 of line " + std::to_string(before) + " before it; got " +
+                                   *e.prev + ": a line between them was deleted, or line " + std::to_string(before) +
+                                   " was edited (the ledger is append-only)");
+}
+
+}  // namespace
 
 LedgerRead read_ledger(const std::string& file, bool skip_bad) {
   LedgerRead out;
   std::string text = read_file(file);
   std::set<std::string> runs;
-  uint64_t n = 0;
+  std::string last_hash;  // of the last line read, which the next line's prev names
+  uint64_t n = 0, last_line = 0;
   size_t at = 0;
   while (at < text.size()) {
     size_t end = text.find('\n', at);
@@ -381,6 +413,8 @@ LedgerRead read_ledger(const std::string& file, bool skip_bad) {
     std::string line = text.substr(at, end - at);
     at = end + 1;
     if (line.empty()) continue;
+    const std::string before_hash = std::exchange(last_hash, ledger_line_hash(line));
+    const uint64_t before = std::exchange(last_line, n);
     LedgerEntry e;
     try {
       if (line.size() > kLedgerLineBytes)
@@ -398,6 +432,12 @@ LedgerRead read_ledger(const std::string& file, bool skip_bad) {
       out.skipped.push_back(error.what());
       continue;
     }
+    try {
+      check_prev(e, before_hash, before, file, n);
+    } catch (const Error& gap) {
+      if (!skip_bad) throw;
+      out.skipped.push_back(std::string(gap.what()) + " (its entry is read; the lines lost are not)");
+    }
     // Never skipped: which of the two is the run's would be a guess.
     if (!runs.insert(e.run_id).second)
       throw BadInput(file, "line " + std::to_string(n), "each run once; run " + e.run_id + " is entered twice");
@@ -412,7 +452,8 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
   // ledger written before it was kept lacks)
   std::map<std::string, std::pair<size_t, std::string>> seen;
   for (const auto& [text, side] : {std::pair<const std::string*, const char*>{&theirs, " (the remote's)"}, {&ours, ""}}) {
-    uint64_t n = 0;
+    uint64_t n = 0, last_line = 0;
+    std::string last_hash;
     size_t at = 0;
     while (at < text->size()) {
       size_t end = text->find('\n', at);
@@ -422,12 +463,17 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
       ++n;
       if (line.empty()) continue;
       LedgerEntry e = parse_ledger_line(line, name + side, n);
+      // A side that lost a line is refused: the merge would chain over the gap.
+      check_prev(e, last_hash, last_line, name + side, n);
+      last_hash = ledger_line_hash(line);
+      last_line = n;
       std::string stem = name.size() > 6 ? name.substr(0, name.size() - 6) : name;
       if (e.smoke != stem)
         throw BadInput(name + side, "line " + std::to_string(n), "entries of smoke \"" + stem + "\" only; one is of \"" +
                                                                    e.smoke + "\"");
       LedgerEntry bare = e;
       bare.record_xxh3.clear();
+      bare.prev.reset();  // each side chains in its own order
       std::string compared = ledger_line(bare);
       auto known = seen.find(e.run_id);
       if (known == seen.end()) {
@@ -444,8 +490,13 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
     }
   }
   std::stable_sort(all.begin(), all.end(), [](const LedgerEntry& a, const LedgerEntry& b) { return a.time_utc < b.time_utc; });
-  std::string out;
-  for (const auto& e : all) out += ledger_line(e) + "\n";
+  std::string out, last_hash;
+  for (auto& e : all) {
+    e.prev = last_hash;
+    std::string line = ledger_line(e);
+    last_hash = ledger_line_hash(line);
+    out += line + "\n";
+  }
   return out;
 }
 
@@ -466,7 +517,17 @@ void append_entry(const std::string& dir, const LedgerEntry& entry, const std::f
                                            ") is already in the ledger");
     text = read_file(file);
   }
-  write_file_atomically(file, text + ledger_line(entry) + "\n");
+  // Chained to the last line (read_ledger above checked the chain before it).
+  LedgerEntry chained = entry;
+  size_t last_end = text.find_last_not_of('\n');
+  if (last_end == std::string::npos) {
+    chained.prev = "";
+  } else {
+    size_t last_start = text.rfind('\n', last_end);
+    last_start = last_start == std::string::npos ? 0 : last_start + 1;
+    chained.prev = ledger_line_hash(text.substr(last_start, last_end + 1 - last_start));
+  }
+  write_file_atomically(file, text + ledger_line(chained) + "\n");
 }
 
 }  // namespace lockstep

@@ -14,12 +14,14 @@
 // hash, the median step time, the peak memory, and the golden's content
 // hash. One JSON object per line; the file only ever grows (rewritten whole
 // through a temporary file and a rename, so a kill leaves the old or the
-// new file). Torch-free.
+// new file), and each line carries the XXH3-128 of the line before it
+// (`prev`), so a line lost from the middle is exit 2 where it was. Torch-free.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +94,11 @@ struct LedgerEntry {
   std::vector<std::string> probes;  ///< each batch probe's inputs content hash, in order
   double step_time_median_s;        ///< NaN when the record has no step times
   int64_t peak_rss_bytes = -1;
+  /// The XXH3-128 (ledger_line_hash) of the ledger line before this one, ""
+  /// on the first line: the chain that makes a deleted or replaced line
+  /// exit 2. Set by append_entry and merge_ledgers; absent (nullopt) in an
+  /// entry not yet appended and in lines written before the chain was kept.
+  std::optional<std::string> prev;
 };
 
 /// XXH3-128 (32 hex digits) of a series' steps (step_numbers) and values,
@@ -126,6 +133,10 @@ std::vector<std::string> ledger_files(const std::string& dir);
 /// One entry as its ledger line (no newline).
 std::string ledger_line(const LedgerEntry& entry);
 
+/// XXH3-128 (32 hex digits) of one ledger line's bytes (no newline): the
+/// next line's `prev`.
+std::string ledger_line_hash(const std::string& line);
+
 /// Parses one ledger line; throws exit-2 Error naming `file`, the line
 /// and the field for anything malformed, out of range or unknown.
 LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, uint64_t line_number);
@@ -138,13 +149,19 @@ struct LedgerRead {
 
 /// Reads a ledger file. A malformed, truncated or hand-edited line is exit
 /// 2 naming the file and line, unless `skip_bad`: then it is left out and
-/// said in `skipped`. Two entries of one run are exit 2 either way.
+/// said in `skipped`. A line whose `prev` is not the hash of the line
+/// before it (a line deleted between them, or that line replaced) is exit 2
+/// naming both lines, unless `skip_bad`: then its entry is read and the gap
+/// said in `skipped`. Lines without `prev` (written before the chain) are
+/// not checked; the last lines cut away leave no trace. Two entries of one
+/// run are exit 2 either way.
 LedgerRead read_ledger(const std::string& file, bool skip_bad);
 
 /// The union of two versions of one ledger's text (`ours`, being pushed,
 /// and `theirs`, the remote's: both append-only), each run once, in time
-/// order (their entries first at equal times). Throws exit-2 Error naming
-/// `name` and the side for a malformed line.
+/// order (their entries first at equal times), chained anew (each `prev`
+/// the hash of the merged line before it). Throws exit-2 Error naming
+/// `name` and the side for a malformed line or a broken chain.
 std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs);
 
 /// Appends `entry` to its smoke's ledger in `dir` (created when absent),

@@ -141,5 +141,26 @@ TEST_F(TrainerInputsTest, ADanglingLinkOrAFifoIsNoDataFile) {
                            " (a dangling link, FIFO, socket or device)");
 }
 
+// "link/../x" is the file the trainer opens: ".." after a link climbs out
+// of the link's target (as the kernel resolves it), not out of the folder
+// holding the link; a file of the same name there is not the one hashed.
+TEST_F(TrainerInputsTest, APathThroughALinkAndDotDotNamesTheFileTheKernelOpens) {
+  fs::create_directory_symlink(dir_ / "data" / "meta", dir_ / "lnk");
+  write_file_atomically((dir_ / "val.bin").string(), "not the trainer's");
+  c_.trainer.inputs = {"lnk/../val.bin", "lnk/../*.bin"};
+  auto files = trainer_input_files(c_);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0], std::make_pair(std::string("data/train.bin"), (dir_ / "data" / "train.bin").string()));
+  EXPECT_EQ(files[1], std::make_pair(std::string("data/val.bin"), (dir_ / "data" / "val.bin").string()));
+  // A trainer folder reached through a link names its files the same way.
+  fs::create_directory_symlink(dir_, dir_.string() + "-link");
+  c_.trainer.resolved_cwd = dir_.string() + "-link";
+  c_.trainer.inputs = {"data/val.bin"};
+  files = trainer_input_files(c_);
+  fs::remove(dir_.string() + "-link");
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].first, "data/val.bin");
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "../record_builder.h"
@@ -186,8 +187,11 @@ TEST(Ledger, TruncatedOrEditedLinesAreExit2NamingTheLineUnlessSkipped) {
   EXPECT_HAS(e, file + ": line 2: verdict: expected one of");
   LedgerRead skipped = read_ledger(file, true);
   EXPECT_EQ(skipped.entries.size(), 2u);
-  ASSERT_EQ(skipped.skipped.size(), 1u);
+  ASSERT_EQ(skipped.skipped.size(), 2u);
   EXPECT_HAS(skipped.skipped[0], "line 2");
+  // Line 3 names the hash of line 2 as written: the edit shows there too.
+  EXPECT_HAS(skipped.skipped[1], file + ": line 3: prev: expected " + ledger_line_hash(edited.substr(first_end + 1,
+                                     edited.find('\n', first_end + 1) - first_end - 1)) + ", the XXH3-128 of line 2 before it; got ");
 
   write_file_atomically(file, text.substr(0, text.size() - 40));  // cut inside the last line
   EXPECT_HAS(error_of([&] { read_ledger(file, false); }),
@@ -218,15 +222,88 @@ TEST(Ledger, TruncatedOrEditedLinesAreExit2NamingTheLineUnlessSkipped) {
   fs::remove_all(d);
 }
 
+// The ledger append_entry writes for these lines' entries, in this order
+// (chained).
+std::string appended(const std::vector<std::string>& texts) {
+  fs::path d = scratch("appended");
+  for (const auto& text : texts) append_entry(d.string(), parse_ledger_line(text.substr(0, text.size() - 1), "t", 1));
+  std::string out = read_file(ledger_path(d.string(), "unit"));
+  fs::remove_all(d);
+  return out;
+}
+
+// Each line carries the hash of the line before it: a line deleted from the
+// middle or the start, or one replaced, is exit 2 where the chain breaks,
+// naming both lines; --skip-bad reads on and says so. Lines written before
+// the chain carry no prev and are read as they are.
+TEST(Ledger, ALineDeletedFromTheMiddleOrTheStartBreaksTheChain) {
+  fs::path d = scratch("chain");
+  std::vector<std::string> lines;
+  for (int night = 1; night <= 4; ++night) {
+    RunRecord r = make_record({2.5, 2.0 + 0.125 * night});
+    append_entry(d.string(), ledger_entry(r, nullptr, "", {}, "2026-12-0" + std::to_string(night) + "T02:00:00Z"));
+  }
+  std::string file = ledger_path(d.string(), "unit"), text = read_file(file);
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(parse_ledger_line(lines[0], file, 1).prev, std::optional<std::string>(""));
+  EXPECT_EQ(parse_ledger_line(lines[2], file, 3).prev, std::optional<std::string>(ledger_line_hash(lines[1])));
+  EXPECT_EQ(read_ledger(file, false).entries.size(), 4u);
+
+  write_file_atomically(file, lines[0] + "\n" + lines[1] + "\n" + lines[3] + "\n");  // night 3 deleted
+  EXPECT_EQ(error_of([&] { read_ledger(file, false); }),
+            file + ": line 3: prev: expected " + ledger_line_hash(lines[1]) + ", the XXH3-128 of line 2 before it; got " +
+                ledger_line_hash(lines[2]) + ": a line between them was deleted, or line 2 was edited (the ledger is "
+                "append-only)");
+  LedgerRead read_on = read_ledger(file, true);
+  EXPECT_EQ(read_on.entries.size(), 3u);
+  ASSERT_EQ(read_on.skipped.size(), 1u);
+  EXPECT_HAS(read_on.skipped[0], "(its entry is read; the lines lost are not)");
+  // Nothing is appended to a ledger with a gap, nor merged over one.
+  RunRecord five = make_record({2.5, 1.0});
+  EXPECT_HAS(error_of([&] { append_entry(d.string(), ledger_entry(five, nullptr, "", {}, "2026-12-05T02:00:00Z")); }),
+             file + ": line 3: prev: expected ");
+  EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", read_file(file), ""); }), "unit.jsonl: line 3: prev: expected ");
+
+  write_file_atomically(file, lines[1] + "\n" + lines[2] + "\n");  // night 1 deleted
+  EXPECT_EQ(error_of([&] { read_ledger(file, false); }),
+            file + ": line 1: prev: expected \"\" on the first line; got " + ledger_line_hash(lines[0]) +
+                ", the hash of a line before it: the ledger's first lines were deleted");
+
+  // Lines from before the chain: read as they are; the next append chains on.
+  std::string legacy;
+  for (size_t i = 0; i < 2; ++i) {
+    nlohmann::json j = nlohmann::json::parse(lines[i]);
+    j.erase("prev");
+    legacy += j.dump() + "\n";
+  }
+  write_file_atomically(file, legacy);
+  EXPECT_EQ(read_ledger(file, false).entries.size(), 2u);
+  append_entry(d.string(), ledger_entry(five, nullptr, "", {}, "2026-12-05T02:00:00Z"));
+  std::string after = read_file(file);
+  EXPECT_EQ(parse_ledger_line(after.substr(legacy.size(), after.size() - legacy.size() - 1), file, 3).prev,
+            std::optional<std::string>(ledger_line_hash(legacy.substr(legacy.find('\n') + 1,
+                                                                       legacy.size() - legacy.find('\n') - 2))));
+  EXPECT_EQ(read_ledger(file, false).entries.size(), 3u);
+  fs::remove_all(d);
+}
+
 // Two jobs' versions of one ledger (a branch store's merge): each run
-// once, in time order.
+// once, in time order, chained anew.
 TEST(Ledger, TwoVersionsMergeIntoTheirUnionInTimeOrder) {
   RunRecord a = make_record({2.5, 2.25}), b = make_record({2.5, 2.0}), c = make_record({2.5, 1.5});
   std::string night1 = ledger_line(ledger_entry(a, nullptr, "", {}, "2026-12-01T02:00:00Z")) + "\n";
   std::string night2b = ledger_line(ledger_entry(b, nullptr, "", {}, "2026-12-02T02:00:00Z")) + "\n";
   std::string night2c = ledger_line(ledger_entry(c, nullptr, "", {}, "2026-12-02T03:00:00Z")) + "\n";
-  EXPECT_EQ(merge_ledgers("unit.jsonl", night1 + night2c, night1 + night2b), night1 + night2b + night2c);
-  EXPECT_EQ(merge_ledgers("unit.jsonl", night1, ""), night1);
+  EXPECT_EQ(merge_ledgers("unit.jsonl", night1 + night2c, night1 + night2b), appended({night1, night2b, night2c}));
+  EXPECT_EQ(merge_ledgers("unit.jsonl", night1, ""), appended({night1}));
+  // Either side chained already: the merged chain is the same.
+  EXPECT_EQ(merge_ledgers("unit.jsonl", appended({night1, night2c}), appended({night1, night2b})),
+            appended({night1, night2b, night2c}));
   EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", night1, "{}\n"); }), "unit.jsonl (the remote's): line 1: ");
   // One run that the two sides tell differently: refused, never a silent pick.
   std::string edited = night1;
@@ -240,8 +317,8 @@ TEST(Ledger, TwoVersionsMergeIntoTheirUnionInTimeOrder) {
   old.record_xxh3.clear();
   nlohmann::json older = nlohmann::json::parse(ledger_line(old));
   older.erase("record_xxh3");
-  EXPECT_EQ(merge_ledgers("unit.jsonl", older.dump() + "\n", night1), night1);
-  EXPECT_EQ(merge_ledgers("unit.jsonl", night1, older.dump() + "\n"), night1);
+  EXPECT_EQ(merge_ledgers("unit.jsonl", older.dump() + "\n", night1), appended({night1}));
+  EXPECT_EQ(merge_ledgers("unit.jsonl", night1, older.dump() + "\n"), appended({night1}));
 }
 
 // A run entered by a check carries its instance in its run id, but its
