@@ -1,6 +1,7 @@
 #include "cli/record_producers.h"
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "core/install_paths.h"
@@ -21,21 +22,12 @@ namespace {
 class TrainerProducer : public RecordProducer {
  public:
   ProducedRun produce(const RunPlan& plan) override {
-    const RunRequest& r = plan.request;
-    TrainerRunOptions options;
-    options.work_dir = plan.out + ".trainer";
-    options.train = plan.train;
-    options.seed = r.seed;
-    options.stop_after = r.stop_after;
-    options.checkpoint = r.checkpoint;
-    options.resume = r.resume;
-    options.data_pass = r.data_pass;
-    TrainerRun run = run_trainer(plan.config, options);
+    TrainerRun run = run_trainer(plan, plan.out + ".trainer");
     ProducedRun out;
     if (run.stopped_at_checkpoint) {
       out.outcome = ProducedRun::Outcome::kStopped;
       out.who = "the trainer ";
-      out.checkpoint = r.checkpoint;
+      out.checkpoint = plan.request.checkpoint;
       return out;
     }
     out.record = std::move(run.record);
@@ -56,12 +48,13 @@ class RankProducer : public RecordProducer {
   ProducedRun produce(const RunPlan& plan) override {
     const RunRequest& r = plan.request;
     const SmokeConfig& cfg = plan.config;
-    RankLaunch l = launch_of(plan);
     ProducedRun out;
     if (plan.span == RunSpan::kStopAfter) {
-      RankCheckpointWriter checkpoint(r.checkpoint, {cfg.name, l.world_size, r.stop_after});
-      for (int k = 0; k < l.world_size; ++k)
-        l.rank_args.push_back({"--stop-after", std::to_string(r.stop_after), "--checkpoint", checkpoint.rank_file(k)});
+      RankCheckpointWriter checkpoint(r.checkpoint, {cfg.name, cfg.distributed.world_size, r.stop_after});
+      RankLaunch l = launch_of(plan, [&](int rank, RunRequest& q) {
+        q.stop_after = r.stop_after;
+        q.checkpoint = checkpoint.rank_file(rank);
+      });
       run_ranks(l);
       checkpoint.commit();
       std::error_code ec;
@@ -71,11 +64,13 @@ class RankProducer : public RecordProducer {
       out.checkpoint = checkpoint.dir();
       return out;
     }
-    if (plan.span == RunSpan::kResume)
-      for (const auto& file : open_rank_checkpoint(r.resume, cfg.name, l.world_size)) {
-        l.rank_args.push_back({"--resume", file});
-        if (r.skip_generator_restore) l.rank_args.back().push_back("--skip-generator-restore");
-      }
+    std::vector<std::string> resume_files;
+    if (plan.span == RunSpan::kResume) resume_files = open_rank_checkpoint(r.resume, cfg.name, cfg.distributed.world_size);
+    RankLaunch l = launch_of(plan, [&](int rank, RunRequest& q) {
+      if (resume_files.empty()) return;
+      q.resume = resume_files[static_cast<size_t>(rank)];
+      q.skip_generator_restore = r.skip_generator_restore;
+    });
     std::vector<std::string> paths = run_ranks(l);
     if (l.node_rank > 0) return elsewhere(l);
     std::vector<RunRecord> ranks;
@@ -94,18 +89,34 @@ class RankProducer : public RecordProducer {
   }
 
  private:
-  // The coordinator's launch: `lockstep-torch run|probe SMOKE --rank r
-  // --rendezvous <out>.ranks` per rank, with the plan's overrides.
-  static RankLaunch launch_of(const RunPlan& plan) {
+  // The coordinator's launch: per rank, `lockstep-torch run|probe SMOKE
+  // --record <out>.ranks/rank-<r>.json --quiet --rank r --rendezvous
+  // <out>.ranks`, with the plan's lane and overrides (and --nnodes, --master
+  // on several machines), written from the rank's RunRequest; `each` adds
+  // what rank r alone gets (its checkpoint or resume file); what `each`
+  // refers to must outlive the launch.
+  static RankLaunch launch_of(const RunPlan& plan, std::function<void(int, RunRequest&)> each) {
     const RunRequest& r = plan.request;
     RankLaunch l;
     l.executable = sibling_executable("lockstep-torch");
-    RunRequest shared;  // each rank adds its record, --rank and --rendezvous (rank_launch.h)
+    l.rendezvous = plan.out + ".ranks";
+    RunRequest shared;
     shared.smoke = r.smoke;
     shared.variant = r.variant;
     shared.overrides = r.overrides;
-    l.args = run_request_args(shared, plan.train);
-    l.rendezvous = plan.out + ".ranks";
+    shared.quiet = true;
+    shared.rendezvous = l.rendezvous;
+    if (plan.master.set()) {
+      shared.nnodes = r.nnodes;
+      shared.master = plan.master.describe();
+    }
+    l.argv = [shared, each = std::move(each), train = plan.train](int rank, const std::string& record) {
+      RunRequest q = shared;
+      q.rank = rank;
+      q.out = record;
+      each(rank, q);
+      return run_request_args(q, train);
+    };
     l.world_size = plan.config.distributed.world_size;
     l.timeout_s = plan.config.distributed.timeout_s;
     l.smoke = plan.config.name;

@@ -144,9 +144,8 @@ std::string node_label(const RankLaunch& l) {
                   ")");
 }
 
-// One process per rank of this node: `executable args rank_args[r] --record
-// <rendezvous>/rank-<r>.json --quiet --rank r --rendezvous DIR` (with
-// --nnodes and --master on several machines), logs in the rendezvous folder.
+// One process per rank of this node: `executable argv(r, <rendezvous>/rank-<r>.json)`,
+// logs in the rendezvous folder.
 std::vector<ProcessSpec> rank_specs(const RankLaunch& l, const std::vector<std::string>& records) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
@@ -158,12 +157,7 @@ std::vector<ProcessSpec> rank_specs(const RankLaunch& l, const std::vector<std::
     ProcessSpec p;
     p.what = "lockstep-torch (rank " + std::to_string(r) + ")";
     p.argv = {l.executable};
-    p.argv.insert(p.argv.end(), l.args.begin(), l.args.end());
-    if (static_cast<size_t>(r) < l.rank_args.size())
-      p.argv.insert(p.argv.end(), l.rank_args[static_cast<size_t>(r)].begin(), l.rank_args[static_cast<size_t>(r)].end());
-    p.argv.insert(p.argv.end(), {"--record", records[static_cast<size_t>(r)], "--quiet", "--rank", std::to_string(r),
-                                 "--rendezvous", l.rendezvous});
-    if (l.nnodes > 1) p.argv.insert(p.argv.end(), {"--nnodes", std::to_string(l.nnodes), "--master", l.master});
+    for (auto& arg : l.argv(r, records[static_cast<size_t>(r)])) p.argv.push_back(std::move(arg));
     p.env = env;  // the rank dies with this coordinator (core/process.h)
     p.cwd = cwd;
     p.stdout_path = l.rendezvous + "/rank-" + std::to_string(r) + ".stdout.log";

@@ -5,8 +5,10 @@
 //
 //   RankLaunch l;
 //   l.executable = sibling_executable("lockstep-torch");
-//   l.args = {"run", "smoke/digits-cnn-2rank.json"};
 //   l.rendezvous = "lockstep-out/digits-cnn-2rank.run.json.ranks";
+//   l.argv = [&](int r, const std::string& record) {      // rank r's RunRequest, written
+//     return run_request_args(rank_request(r, record), /*train=*/true);   // by plan/'s writer
+//   };
 //   l.world_size = 2;  l.timeout_s = 120;
 //   std::vector<std::string> records = run_ranks(l);   // <rendezvous>/rank-<r>.json, rank order
 //
@@ -26,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,14 +39,16 @@ namespace lockstep {
 /// One multi-rank run to start.
 struct RankLaunch {
   std::string executable;         ///< the LibTorch executable (lockstep-torch)
-  std::vector<std::string> args;  ///< "run"|"probe", CONFIG, overrides (no --out/--rank/--rendezvous)
+  /// The arguments (after `executable`) of rank r's process, which writes
+  /// its record to `record` (<rendezvous>/rank-<r>.json) and joins the
+  /// group in `rendezvous` (and, on several machines, at `master`): the
+  /// caller writes the rank's whole request (cli/'s rank producer, through
+  /// plan/'s run_request_args); nothing is appended here.
+  std::function<std::vector<std::string>(int rank, const std::string& record)> argv;
   std::string rendezvous;         ///< folder for the store, progress files, rank records and logs
   int world_size = 1;
   int64_t timeout_s = 120;        ///< the whole run, every rank
   std::string smoke;              ///< the smoke's name, for messages
-  /// Arguments for rank r alone (rank_args[r], appended after `args`), e.g.
-  /// its own --checkpoint or --resume file; empty: none.
-  std::vector<std::vector<std::string>> rank_args;
   /// Several machines: this coordinator starts node_rank's share of the
   /// ranks (world_size / nnodes of them, global ranks from node_rank *
   /// world_size / nnodes), which meet the other nodes' at `master`

@@ -535,16 +535,17 @@ struct PassPlan {
 // The data-only pass (the batches the trainer's DataLoader yields, probed;
 // one per worker count) beside the training pass (whole, stopping at a
 // checkpoint, or resuming). A run that stops at a checkpoint needs no
-// data-only pass: the resumed run makes it (unless o.data_pass is false).
-PassPlan plan_passes(const TrainerLayout& l, const TrainerRunOptions& o, bool stopping, bool resuming) {
+// data-only pass: the resumed run makes it (unless the request's data_pass
+// is false).
+PassPlan plan_passes(const TrainerLayout& l, const RunPlan& run, bool stopping, bool resuming) {
   const TrainerConfig& t = l.c.trainer;
   PassPlan p;
-  if (t.has_data_pass() && o.data_pass && !stopping)
+  if (t.has_data_pass() && run.request.data_pass && !stopping)
     for (size_t k = 0; k < l.worker_counts.size(); ++k)
       p.data_outs.push_back(l.work + (k == 0 ? std::string("/data") : "/data-workers-" + std::to_string(l.worker_counts[k])));
   p.train_out = l.work + "/train";
   const std::vector<std::string> ports =
-      l.multi ? free_loopback_ports(p.data_outs.size() + (o.train ? 1 : 0)) : std::vector<std::string>{};
+      l.multi ? free_loopback_ports(p.data_outs.size() + (run.train ? 1 : 0)) : std::vector<std::string>{};
   auto port_of = [&](size_t pass) { return l.multi ? ports[pass] : std::string(); };
   if (l.multi) {  // rank folders live inside the pass folders, made fresh here
     std::error_code ec;
@@ -559,13 +560,13 @@ PassPlan plan_passes(const TrainerLayout& l, const TrainerRunOptions& o, bool st
                           "data-only pass" + with + l.rank_word(r), port_of(k)});
     }
   }
-  const std::string train_port = o.train ? port_of(p.data_outs.size()) : std::string();  // probe: no training pass
+  const std::string train_port = run.train ? port_of(p.data_outs.size()) : std::string();  // probe: no training pass
   p.train_env = l.env(l.rank_dir(p.train_out, 0), "train", 0, train_port);
   std::vector<std::string> extra = stopping ? t.resume_stop : resuming ? t.resume_continue : std::vector<std::string>{};
   std::string what = stopping   ? "run stopping at step " + std::to_string(l.resume_at)
                      : resuming ? "run resumed at step " + std::to_string(l.resume_at)
                                 : std::string("training pass");
-  for (int r = 0; o.train && r < l.world; ++r) {
+  for (int r = 0; run.train && r < l.world; ++r) {
     std::string dir = l.rank_dir(p.train_out, r);
     p.passes.push_back({l.argv(dir, r, l.worker_counts.front(), extra), l.env(dir, "train", r, train_port), dir,
                         what + l.rank_word(r), train_port});
@@ -761,21 +762,23 @@ void stamp_trainer_record(const TrainerLayout& l, const PassPlan& p, const Train
 
 }  // namespace
 
-TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
+TrainerRun run_trainer(const RunPlan& run, const std::string& work_dir) {
+  const SmokeConfig& c = run.config;
+  const RunRequest& o = run.request;
   const TrainerConfig& t = c.trainer;
   if (!c.has_trainer()) throw BadUsage(c.file + ": no trainer section");
   const std::pair<uint64_t, bool> seed = base_seed(c, o.seed.empty() ? nullptr : o.seed.c_str());
   const bool stopping = o.stop_after > 0, resuming = !o.resume.empty();
   if ((stopping || resuming) && t.resume_stop.empty())
     throw BadInput(c.file, "trainer.resume", "a resume section (how the command stops at a checkpoint and continues)");
-  if (!o.train && !t.has_data_pass())
+  if (!run.train && !t.has_data_pass())
     throw BadUsage(c.file + ": `lockstep probe` runs the data-only pass, and this trainer has none (it writes no "
                    "batch probes: trainer.probes)");
   // The resumed run starts from what the stopped run recorded.
   ResumePoint resume = resuming ? read_resume_point(c, o.resume, seed.first) : ResumePoint{{}, o.stop_after};
   TrainerLayout l(c);
   l.seed = seed.first;
-  l.work = fs::absolute(o.work_dir).lexically_normal().string();
+  l.work = fs::absolute(work_dir).lexically_normal().string();
   l.data_dir = data_dir();
   l.config_dir = fs::absolute(c.file).parent_path().lexically_normal().string();
   l.checkpoint = stopping ? fs::absolute(o.checkpoint).string() : resuming ? fs::absolute(o.resume).string() : "";
@@ -787,22 +790,22 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
 
   TrainerRun result;
   RunRecord& rec = result.record;
-  PassPlan plan = plan_passes(l, o, stopping, resuming);
-  run_passes(c, plan.passes, l.multi);
-  auto [report, report_path] = check_reports(l, plan, o.train);
+  PassPlan passes = plan_passes(l, run, stopping, resuming);
+  run_passes(c, passes.passes, l.multi);
+  auto [report, report_path] = check_reports(l, passes, run.train);
   std::string worker_difference, data_path;
-  if (!plan.data_outs.empty()) rec.probes = read_data_probes(l, plan, worker_difference, data_path);
-  else if (!t.has_data_pass() && o.train) result.notes.push_back(missing_data_pass_note(c));
-  if (!worker_difference.empty() && (!o.train || resuming))
+  if (!passes.data_outs.empty()) rec.probes = read_data_probes(l, passes, worker_difference, data_path);
+  else if (!t.has_data_pass() && run.train) result.notes.push_back(missing_data_pass_note(c));
+  if (!worker_difference.empty() && (!run.train || resuming))
     throw_data_pass_difference(worker_difference, rec.probes, nullptr, 0, data_path, "");
-  if (o.train) {
+  if (run.train) {
     const int64_t first = resuming ? resume.at : 0, end = stopping ? resume.at : c.steps;
     TrainedOutputs out;
-    read_metrics_of_ranks(l, plan, first, end, out, result.notes);
-    read_trained_batches_and_trace(l, plan, first, end, out, result.notes);
+    read_metrics_of_ranks(l, passes, first, end, out, result.notes);
+    read_trained_batches_and_trace(l, passes, first, end, out, result.notes);
     if (!worker_difference.empty())
       throw_data_pass_difference(worker_difference, rec.probes, &out.train_probes, l.worker_counts.front(), data_path,
-                                 "the training pass's batches (" + plan.train_out + ")");
+                                 "the training pass's batches (" + passes.train_out + ")");
     if (resuming) merge_with_stopped_run(resume, partial_path(o.resume), c.trace.steps, out);
     if (!stopping)
       for (auto& [name, s] : out.series) compact_steps(s);
@@ -810,7 +813,7 @@ TrainerRun run_trainer(const SmokeConfig& c, const TrainerRunOptions& o) {
     rec.train_probes = std::move(out.train_probes);
     rec.module_trace = std::move(out.trace);
   }
-  stamp_trainer_record(l, plan, report, report_path, seed.second, rec);
+  stamp_trainer_record(l, passes, report, report_path, seed.second, rec);
   if (stopping) {
     write_run_record(partial_path(l.checkpoint), rec);
     // Its hash beside it: an edited or damaged partial record is refused on resume.

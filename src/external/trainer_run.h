@@ -9,7 +9,8 @@
 // (docs/trainers.md).
 //
 //   SmokeConfig cfg = load_smoke_config("examples/pytorch-trainer/smoke.json");
-//   TrainerRun r = run_trainer(cfg, {"lockstep-out/example.run.json.trainer"});
+//   RunPlan plan = plan_run(cfg, request, /*train=*/true);   // plan/run_plan.h
+//   TrainerRun r = run_trainer(plan, "lockstep-out/example.run.json.trainer");
 //   write_run_record("lockstep-out/example.run.json", r.record);
 //
 // Exit classes (thrown as Error): the command not found or not executable,
@@ -33,27 +34,11 @@
 #include <string>
 #include <vector>
 
+#include "plan/run_plan.h"
 #include "record/run_record.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
-
-/// What one trainer run does.
-struct TrainerRunOptions {
-  /// Folder of this run's processes (<record>.trainer): data/ and train/
-  /// are created fresh in it, one LOCKSTEP_OUT each.
-  std::string work_dir;
-  bool train = true;        ///< false: the data-only pass alone (`lockstep probe`)
-  /// Non-empty: the base seed, as $LOCKSTEP_SEED would give it (exit 2 if
-  /// not a decimal uint64); empty: base_seed() (the config's or $LOCKSTEP_SEED).
-  std::string seed;
-  int64_t stop_after = 0;   ///< > 0: train this many steps, checkpoint at `checkpoint`, no record
-  std::string checkpoint;   ///< with stop_after
-  std::string resume;       ///< continue from this checkpoint (written by a stop_after run)
-  /// false: no data-only pass (`run --no-data-pass`); the record's probes
-  /// stay empty, for a run that made them to fill (launch/launcher.h).
-  bool data_pass = true;
-};
 
 /// The outcome of run_trainer().
 struct TrainerRun {
@@ -62,9 +47,16 @@ struct TrainerRun {
   std::vector<std::string> notes;       ///< facts worth a line on the console
 };
 
-/// Runs the trainer of `config` (has_trainer() must hold). Throws Error
-/// with the exit classes above.
-TrainerRun run_trainer(const SmokeConfig& config, const TrainerRunOptions& options);
+/// Runs the trainer of `plan.config` (overrides applied; has_trainer()
+/// must hold) as `plan` asks: the request's seed (empty: the config's or
+/// $LOCKSTEP_SEED), stop_after with checkpoint (train that many steps,
+/// checkpoint, no record), resume, data_pass (false: no data-only pass,
+/// the record's probes left empty for a run that made them), and
+/// plan.train (false: the data-only pass alone, `lockstep probe`). Each
+/// pass gets a fresh folder under `work_dir` (data/, train/; the producer
+/// gives <record>.trainer), one LOCKSTEP_OUT each. Throws Error with the
+/// exit classes above.
+TrainerRun run_trainer(const RunPlan& plan, const std::string& work_dir);
 
 /// `text` with {steps}, {seed}, {out}, {data}, {config_dir}, {resume_at}
 /// and {checkpoint} replaced from `values` (placeholder name -> value).

@@ -61,8 +61,11 @@ class RankLaunchTest : public ::testing::Test {
   RankLaunch launch(int world = 2, int64_t timeout_s = 30) {
     RankLaunch l;
     l.executable = (dir_ / "fake-rank").string();
-    l.args = {"run", "smoke/fake.json"};
     l.rendezvous = (dir_ / "run.json.ranks").string();
+    l.argv = [rendezvous = l.rendezvous](int r, const std::string& record) {
+      return std::vector<std::string>{"run", "smoke/fake.json", "--record", record, "--quiet",
+                                      "--rank", std::to_string(r), "--rendezvous", rendezvous};
+    };
     l.world_size = world;
     l.timeout_s = timeout_s;
     l.smoke = "fake";

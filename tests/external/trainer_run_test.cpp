@@ -89,15 +89,18 @@ class TrainerRunTest : public ::testing::Test {
     write_file_atomically((dir_ / "fake.json").string(), text);
     return load_smoke_config((dir_ / "fake.json").string());
   }
-  TrainerRunOptions options() {
-    TrainerRunOptions o;
-    o.work_dir = (dir_ / "work").string();
-    return o;
+  // A whole run of `c` as `lockstep run` plans it (no overrides).
+  static RunPlan plan_of(const SmokeConfig& c) {
+    RunPlan p;
+    p.config = c;
+    p.site = RunSite::kTrainer;
+    return p;
   }
+  std::string work() const { return (dir_ / "work").string(); }
   // run_trainer(c) must throw an Error of exit class `code` whose message holds `part`.
   void expect_error(const SmokeConfig& c, ExitCode code, const std::string& part) {
     try {
-      run_trainer(c, options());
+      run_trainer(plan_of(c), work());
       ADD_FAILURE() << "run_trainer did not throw; expected exit " << to_int(code) << ": " << part;
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), code) << e.what();
@@ -113,7 +116,7 @@ class TrainerRunTest : public ::testing::Test {
 
 TEST_F(TrainerRunTest, RecordHoldsTheTrainersMetricsProbesAndContract) {
   SmokeConfig c = config();
-  TrainerRun r = run_trainer(c, options());
+  TrainerRun r = run_trainer(plan_of(c), work());
   const RunRecord& rec = r.record;
   EXPECT_EQ(rec.smoke, "fake");
   EXPECT_EQ(rec.seed, 7u);
@@ -142,7 +145,7 @@ TEST_F(TrainerRunTest, TheTrainerGetsTheContractThroughItsEnvironment) {
   ::setenv("LOCKSTEP_SEED", "99", 1);
   ::setenv("LOCKSTEP_STRAY", "leak", 1);
   SmokeConfig c = config(R"(, "env": {"MY_FLAG": "on"})");
-  TrainerRun r = run_trainer(c, options());
+  TrainerRun r = run_trainer(plan_of(c), work());
   ::unsetenv("LOCKSTEP_STRAY");
   std::string env = read(dir_ / "work" / "train" / "env.txt");
   for (const std::string& line : std::vector<std::string>{"LOCKSTEP_SEED=99", "LOCKSTEP_OUT=" + (dir_ / "work" / "train").string(), std::string("LOCKSTEP_DETERMINISM=strict"),
@@ -163,7 +166,7 @@ TEST_F(TrainerRunTest, TheTrainerGetsTheContractThroughItsEnvironment) {
 TEST_F(TrainerRunTest, AFailingTrainerIsARegressionQuotingItsStderr) {
   ::setenv("FAKE_EXIT", "1", 1);
   try {
-    run_trainer(config(), options());
+    run_trainer(plan_of(config()), work());
     FAIL();
   } catch (const Error& e) {
     std::string m = e.what();
@@ -217,7 +220,7 @@ TEST_F(TrainerRunTest, ACpuCapabilityThatCannotNameAPlatformIsBadInput) {
                  "expected what torch.backends.cpu.get_cpu_capability() returns");
   }
   ::setenv("FAKE_CAPABILITY", "NO AVX", 1);
-  RunRecord rec = run_trainer(config(), options()).record;
+  RunRecord rec = run_trainer(plan_of(config()), work()).record;
   EXPECT_EQ(rec.platform, "cpu-" + rec.fingerprint.at("cpu.arch").value + "-default");
 }
 
@@ -231,17 +234,15 @@ TEST_F(TrainerRunTest, StopAndResumeGiveTheUninterruptedRecord) {
   SmokeConfig c = config(R"(, "resume": {"stop": ["--stop-after", "{resume_at}", "--checkpoint", "{checkpoint}"],
                                          "continue": ["--resume", "{checkpoint}"]})",
                          R"("resume_at": 4,)");
-  RunRecord straight = run_trainer(c, options()).record;
-  TrainerRunOptions stop = options();
-  stop.work_dir = (dir_ / "stop").string();
-  stop.stop_after = 4;
-  stop.checkpoint = (dir_ / "at-4.ckpt").string();
-  EXPECT_TRUE(run_trainer(c, stop).stopped_at_checkpoint);
+  RunRecord straight = run_trainer(plan_of(c), work()).record;
+  RunPlan stop = plan_of(c);
+  stop.request.stop_after = 4;
+  stop.request.checkpoint = (dir_ / "at-4.ckpt").string();
+  EXPECT_TRUE(run_trainer(stop, (dir_ / "stop").string()).stopped_at_checkpoint);
   EXPECT_EQ(read(dir_ / "at-4.ckpt"), "4\n");
-  TrainerRunOptions resume = options();
-  resume.work_dir = (dir_ / "resume").string();
-  resume.resume = stop.checkpoint;
-  RunRecord resumed = run_trainer(c, resume).record;
+  RunPlan resume = plan_of(c);
+  resume.request.resume = stop.request.checkpoint;
+  RunRecord resumed = run_trainer(resume, (dir_ / "resume").string()).record;
   EXPECT_EQ(resumed.series.at("loss").values, straight.series.at("loss").values);
   EXPECT_TRUE(resumed.series.at("loss").steps.empty());
   ASSERT_EQ(resumed.train_probes.size(), 6u);
@@ -286,14 +287,14 @@ TEST_F(TrainerRunTest, ATraceWithoutOpEntriesUnderTraceOpsIsNamedInANote) {
   t.entries = {e};
   const std::string entry = to_json(t)["entries"][0].dump();
   ::setenv("FAKE_TRACE", entry.c_str(), 1);
-  TrainerRun r = run_trainer(c, options());
+  TrainerRun r = run_trainer(plan_of(c), work());
   EXPECT_EQ(r.record.module_trace.entries.size(), 1u);
   const std::string trace_file = (dir_ / "work" / "train" / "module_trace.jsonl").string();
   const std::string note = trace_file + " holds no op entry although trace.ops is true: the helper records them "
                            "with ModuleTracer(..., ops=True) or LOCKSTEP_TRACE_OPS=1 (python/lockstep of this lockstep)";
   EXPECT_NE(std::find(r.notes.begin(), r.notes.end(), note), r.notes.end()) << ::testing::PrintToString(r.notes);
   ::setenv("FAKE_TRACE", (entry + "\n{\"ops_not_traced\": \"torch 1.13.1 has no DebugMode\"}").c_str(), 1);
-  r = run_trainer(c, options());
+  r = run_trainer(plan_of(c), work());
   EXPECT_EQ(r.record.module_trace.ops_not_traced, "torch 1.13.1 has no DebugMode");
   for (const std::string& n : r.notes) EXPECT_EQ(n.find("holds no op entry"), std::string::npos) << n;
 }
