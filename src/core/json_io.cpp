@@ -1,5 +1,7 @@
 #include "core/json_io.h"
 
+#include <string>
+
 #include <simdjson.h>
 
 #include <cerrno>
@@ -486,6 +488,27 @@ std::string JsonView::as_enum(std::initializer_list<std::string_view> choices) c
          (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
   }
   return v;
+}
+
+bool is_utc_time(const std::string& t) {
+  if (t.size() != 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':' || t[19] != 'Z')
+    return false;
+  auto num = [&](size_t at, size_t n, int lo, int hi) {
+    int v = 0;
+    for (size_t i = at; i < at + n; ++i) {
+      if (t[i] < '0' || t[i] > '9') return false;
+      v = v * 10 + (t[i] - '0');
+    }
+    return v >= lo && v <= hi;
+  };
+  if (!(num(0, 4, 1970, 9999) && num(5, 2, 1, 12) && num(8, 2, 1, 31) && num(11, 2, 0, 23) && num(14, 2, 0, 59) &&
+        num(17, 2, 0, 60)))
+    return false;
+  // A day the month has (2026-02-30 is none).
+  const int year = std::stoi(t.substr(0, 4)), month = std::stoi(t.substr(5, 2)), day = std::stoi(t.substr(8, 2));
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return day <= kDays[month - 1] + (month == 2 && leap ? 1 : 0);
 }
 
 nlohmann::json double_to_json(double value) {

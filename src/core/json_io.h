@@ -90,6 +90,11 @@ class JsonView {
   std::string path_;
 };
 
+/// Whether `t` is a UTC time as lockstep writes one (ISO 8601,
+/// "2026-12-03T02:00:00Z": every field in its range, a day the month has,
+/// years 1970..9999).
+bool is_utc_time(const std::string& t);
+
 /// JSON value for a double that may be non-finite ("nan", "inf", "-inf").
 nlohmann::json double_to_json(double value);
 

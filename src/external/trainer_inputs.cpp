@@ -1,6 +1,7 @@
 #include "external/trainer_inputs.h"
 
 #include <glob.h>
+#include <cerrno>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -55,6 +56,7 @@ size_t add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs:
   };
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
+  const bool loop = ec.value() == ELOOP;
   if (fs::is_regular_file(st)) {
     add_file(path);
     return 1;
@@ -62,7 +64,8 @@ size_t add_match(const SmokeConfig& c, size_t i, const fs::path& path, const fs:
   if (!fs::is_directory(st))
     throw BadInput(c.file, field_of(i),
                    "regular files or folders, got " + path.string() +
-                       (fs::is_symlink(fs::symlink_status(path, ec)) && !fs::exists(st)
+                       (loop ? ": a loop of links (each names another, none a file)"
+                        : fs::is_symlink(fs::symlink_status(path, ec)) && !fs::exists(st)
                             ? ": a dangling link (an unfetched Git LFS or git-annex file?)"
                             : ": not a regular file (a FIFO, socket or device)"));
   size_t found = 0;

@@ -83,7 +83,8 @@ void validate_contract(const RunRecord& record, const SmokeConfig& config, const
 /// runs. An imported golden (provenance.imported_from: another tool's
 /// curves, `lockstep import --golden`) was made by no lockstep run: only
 /// its values are held (finite unless allowed). Either way the precision
-/// guard (refuse_rounded_series). Throws exit-2 Error "refusing to
+/// guard (refuse_rounded_series), and for a trainer smoke no series its
+/// trainer.metrics.series does not name. Throws exit-2 Error "refusing to
 /// <action>: ...".
 void validate_kept_golden(const Golden& golden, const SmokeConfig& config, const std::string& action);
 

@@ -64,21 +64,6 @@ std::vector<size_t> kept_indices(size_t n) {
   return out;
 }
 
-// "YYYY-MM-DDTHH:MM:SSZ" with every field in its range.
-bool is_utc_time(const std::string& t) {
-  if (t.size() != 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':' || t[19] != 'Z')
-    return false;
-  auto num = [&](size_t at, size_t n, int lo, int hi) {
-    int v = 0;
-    for (size_t i = at; i < at + n; ++i) {
-      if (t[i] < '0' || t[i] > '9') return false;
-      v = v * 10 + (t[i] - '0');
-    }
-    return v >= lo && v <= hi;
-  };
-  return num(0, 4, 1970, 9999) && num(5, 2, 1, 12) && num(8, 2, 1, 31) && num(11, 2, 0, 23) && num(14, 2, 0, 59) &&
-         num(17, 2, 0, 60);
-}
 
 nlohmann::json number_or_null(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : double_to_json(v); }
 
@@ -98,10 +83,14 @@ namespace {
 
 // XXH3-128 of every step (int64) then every value (float64), as the
 // little-endian bytes the host holds (as the sidecar).
+// Every NaN hashes as the one quiet NaN: a NaN's sign and payload do not
+// survive a ledger line ("nan"), and the hash must be checkable from it.
 std::string points_hash(const std::vector<int64_t>& steps, const std::vector<double>& values) {
   std::string bytes(steps.size() * 8 + values.size() * 8, '\0');
   std::memcpy(bytes.data(), steps.data(), steps.size() * 8);
-  std::memcpy(bytes.data() + steps.size() * 8, values.data(), values.size() * 8);
+  const double quiet_nan = std::numeric_limits<double>::quiet_NaN();
+  for (size_t i = 0; i < values.size(); ++i)
+    std::memcpy(bytes.data() + steps.size() * 8 + i * 8, std::isnan(values[i]) ? &quiet_nan : &values[i], 8);
   return xxh3_128_hex(bytes.data(), bytes.size());
 }
 
@@ -244,7 +233,10 @@ namespace {
 
 // One series of a ledger line: its kept points (steps increasing), count,
 // hash, use and rule. Throws exit 2 naming the element that is wrong.
-LedgerSeries parse_ledger_series(const JsonView& s) {
+// `chained`: the line carries prev, so its writer hashed every NaN as the
+// quiet NaN and a series holding one is checked too (a line from before
+// the chain hashed a NaN's own bits, which its "nan" no longer has).
+LedgerSeries parse_ledger_series(const JsonView& s, bool chained) {
   s.allow_keys({"steps", "values", "count", "xxh3", "use", "rule"});
   LedgerSeries ls;
   JsonView steps = s.at("steps"), values = s.at("values");
@@ -278,9 +270,9 @@ LedgerSeries parse_ledger_series(const JsonView& s) {
   ls.xxh3 = s.at("xxh3").as_string();
   if (!is_hex_digest(ls.xxh3, 32)) s.at("xxh3").fail("the series' XXH3-128 (32 hex digits)");
   // Every value kept: the hash can be checked (a value edited by hand with
-  // the hash left stale is refused). A NaN's bits do not survive JSON, so
-  // a series holding one is not rehashed.
-  if (ls.count == ls.values.size() && std::none_of(ls.values.begin(), ls.values.end(), [](double v) { return std::isnan(v); })) {
+  // the hash left stale is refused).
+  if (ls.count == ls.values.size() &&
+      (chained || std::none_of(ls.values.begin(), ls.values.end(), [](double v) { return std::isnan(v); }))) {
     if (points_hash(ls.steps, ls.values) != ls.xxh3)
       s.at("xxh3").fail("the XXH3-128 of the steps and values listed (every value is kept); they do not hash to " +
                         ls.xxh3 + " (a value edited by hand?)");
@@ -355,7 +347,7 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   JsonView series = v.at("series");
   series.expect_object();
   if (series.keys().size() > kLedgerSeries) series.fail("at most " + std::to_string(kLedgerSeries) + " series");
-  for (const std::string& name : series.keys()) e.series.emplace(name, parse_ledger_series(series.at(name)));
+  for (const std::string& name : series.keys()) e.series.emplace(name, parse_ledger_series(series.at(name), v.has("prev")));
   JsonView probes = v.at("probes");
   probes.expect_array();
   if (probes.size() > kLedgerProbes) probes.fail("at most " + std::to_string(kLedgerProbes) + " probe hashes");
@@ -374,11 +366,18 @@ namespace {
 
 // The chain's rule (docs/history.md): a line that carries `prev` names the
 // hash of the line before it, `before_hash` of line `before` ("" and 0: it
-// is the first). Throws exit-2 Error naming `where`'s line `n` otherwise.
-void check_prev(const LedgerEntry& e, const std::string& before_hash, uint64_t before, const std::string& where,
-                uint64_t n) {
-  if (!e.prev || *e.prev == before_hash) return;
+// is the first); once a line carries it (`chained`), every later line does.
+// Throws exit-2 Error naming `where`'s line `n` otherwise.
+void check_prev(const LedgerEntry& e, const std::string& before_hash, uint64_t before, bool chained,
+                const std::string& where, uint64_t n) {
   std::string field = "line " + std::to_string(n) + ": prev";
+  if (!e.prev) {
+    if (chained)
+      throw BadInput(where, field, "the XXH3-128 of line " + std::to_string(before) + " (every line after a chained "
+                                   "one carries prev; this one was written or edited by hand)");
+    return;
+  }
+  if (*e.prev == before_hash) return;
   if (before == 0)
     throw BadInput(where, field, "\"\" on the first line; got " + *e.prev +
                                      ", the hash of a line before it: the ledger's first lines were deleted");
@@ -390,14 +389,31 @@ void check_prev(const LedgerEntry& e, const std::string& before_hash, uint64_t b
                                    " was edited (the ledger is append-only)");
 }
 
-}  // namespace
+// One line's entry, held to everything but the chain: its size, its
+// ending, its fields and the smoke `smoke` the ledger is named for.
+LedgerEntry parse_checked_line(const std::string& line, const std::string& where, uint64_t n, const std::string& smoke) {
+  const std::string at = "line " + std::to_string(n);
+  if (line.size() > kLedgerLineBytes)
+    throw BadInput(where, at, "a line of at most " + std::to_string(kLedgerLineBytes >> 20) + " MiB");
+  if (line.back() == '\r')
+    throw BadInput(where, at, "a line ending in \"\\n\", got \"\\r\\n\" (converted by git's autocrlf or an "
+                              "editor? `*.jsonl -text` in .gitattributes keeps ledgers as written)");
+  LedgerEntry e = parse_ledger_line(line, where, n);
+  // <smoke>.jsonl holds that smoke's nights only (check and history add
+  // append by the smoke's name).
+  if (e.smoke != smoke)
+    throw BadInput(where, at + ": smoke", "\"" + smoke + "\", the smoke this ledger is named for; got \"" + e.smoke + "\"");
+  return e;
+}
 
-LedgerRead read_ledger(const std::string& file, bool skip_bad) {
+// The entries of one ledger's text, named `where` in messages, of smoke
+// `smoke`: read_ledger's rules (see ledger.h).
+LedgerRead read_ledger_text(const std::string& text, const std::string& where, const std::string& smoke, bool skip_bad) {
   LedgerRead out;
-  std::string text = read_file(file);
   std::set<std::string> runs;
   std::string last_hash;  // of the last line read, which the next line's prev names
   uint64_t n = 0, last_line = 0;
+  bool chained = false;
   size_t at = 0;
   while (at < text.size()) {
     size_t end = text.find('\n', at);
@@ -406,8 +422,8 @@ LedgerRead read_ledger(const std::string& file, bool skip_bad) {
       // A last line without its newline was cut while being written by
       // something other than lockstep (whose writes are whole-file).
       std::string why = "a complete line ending in a newline (the file ends inside line " + std::to_string(n) + ")";
-      if (!skip_bad) throw BadInput(file, "line " + std::to_string(n), why);
-      out.skipped.push_back(file + ": line " + std::to_string(n) + ": expected " + why);
+      if (!skip_bad) throw BadInput(where, "line " + std::to_string(n), why);
+      out.skipped.push_back(where + ": line " + std::to_string(n) + ": expected " + why);
       break;
     }
     std::string line = text.substr(at, end - at);
@@ -417,33 +433,37 @@ LedgerRead read_ledger(const std::string& file, bool skip_bad) {
     const uint64_t before = std::exchange(last_line, n);
     LedgerEntry e;
     try {
-      if (line.size() > kLedgerLineBytes)
-        throw BadInput(file, "line " + std::to_string(n), "a line of at most " + std::to_string(kLedgerLineBytes >> 20) + " MiB");
-      e = parse_ledger_line(line, file, n);
-      // <smoke>.jsonl holds that smoke's nights only (check and history
-      // add append by the smoke's name).
-      std::string stem = fs::path(file).filename().string();
-      stem = stem.size() > 6 ? stem.substr(0, stem.size() - 6) : stem;
-      if (e.smoke != stem)
-        throw BadInput(file, "line " + std::to_string(n) + ": smoke",
-                       "\"" + stem + "\", the smoke this ledger is named for; got \"" + e.smoke + "\"");
+      e = parse_checked_line(line, where, n, smoke);
     } catch (const Error& error) {
       if (!skip_bad || error.code() != ExitCode::kBadInput) throw;
       out.skipped.push_back(error.what());
       continue;
     }
     try {
-      check_prev(e, before_hash, before, file, n);
+      check_prev(e, before_hash, before, chained, where, n);
     } catch (const Error& gap) {
       if (!skip_bad) throw;
       out.skipped.push_back(std::string(gap.what()) + " (its entry is read; the lines lost are not)");
     }
+    chained = chained || e.prev.has_value();
     // Never skipped: which of the two is the run's would be a guess.
     if (!runs.insert(e.run_id).second)
-      throw BadInput(file, "line " + std::to_string(n), "each run once; run " + e.run_id + " is entered twice");
+      throw BadInput(where, "line " + std::to_string(n), "each run once; run " + e.run_id + " is entered twice");
     out.entries.push_back(std::move(e));
   }
   return out;
+}
+
+// "digits-cnn" of ".../digits-cnn.jsonl".
+std::string smoke_of_ledger(const std::string& file) {
+  std::string stem = fs::path(file).filename().string();
+  return stem.size() > 6 ? stem.substr(0, stem.size() - 6) : stem;
+}
+
+}  // namespace
+
+LedgerRead read_ledger(const std::string& file, bool skip_bad) {
+  return read_ledger_text(read_file(file), file, smoke_of_ledger(file), skip_bad);
 }
 
 std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs) {
@@ -452,25 +472,9 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
   // ledger written before it was kept lacks)
   std::map<std::string, std::pair<size_t, std::string>> seen;
   for (const auto& [text, side] : {std::pair<const std::string*, const char*>{&theirs, " (the remote's)"}, {&ours, ""}}) {
-    uint64_t n = 0, last_line = 0;
-    std::string last_hash;
-    size_t at = 0;
-    while (at < text->size()) {
-      size_t end = text->find('\n', at);
-      if (end == std::string::npos) end = text->size();
-      std::string line = text->substr(at, end - at);
-      at = end + 1;
-      ++n;
-      if (line.empty()) continue;
-      LedgerEntry e = parse_ledger_line(line, name + side, n);
-      // A side that lost a line is refused: the merge would chain over the gap.
-      check_prev(e, last_hash, last_line, name + side, n);
-      last_hash = ledger_line_hash(line);
-      last_line = n;
-      std::string stem = name.size() > 6 ? name.substr(0, name.size() - 6) : name;
-      if (e.smoke != stem)
-        throw BadInput(name + side, "line " + std::to_string(n), "entries of smoke \"" + stem + "\" only; one is of \"" +
-                                                                   e.smoke + "\"");
+    // Each side held to what read_ledger holds a ledger to: a merge must not
+    // launder a line the reader would refuse (nor chain over a gap).
+    for (LedgerEntry& e : read_ledger_text(*text, name + side, smoke_of_ledger(name), false).entries) {
       LedgerEntry bare = e;
       bare.record_xxh3.clear();
       bare.prev.reset();  // each side chains in its own order
@@ -483,9 +487,9 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
         LedgerEntry& kept = all[known->second.first];
         if (kept.record_xxh3.empty()) kept.record_xxh3 = e.record_xxh3;
       } else {
-        throw BadInput(name + side, "line " + std::to_string(n),
-                       "run " + e.run_id + " as the other side has it; the two sides disagree about it (a ledger "
-                       "edited by hand?): fix one before merging");
+        throw BadInput(name + side, "run " + e.run_id,
+                       "the run as the other side has it; the two sides disagree about it (a ledger edited by hand?): "
+                       "fix one before merging");
       }
     }
   }

@@ -70,15 +70,28 @@ bool LineReader::next(std::string_view& line) {
     const char* start = buf_.data() + pos_;
     const char* nl = static_cast<const char*>(std::memchr(start + scanned, '\n', end_ - pos_ - scanned));
     size_t length = nl ? static_cast<size_t>(nl - start) : end_ - pos_;
-    if (length > max_line_)
+    // Lines ended by "\r" alone (classic Mac OS) read as one long line:
+    // said as such where that line is refused.
+    auto cr_only = [&] {
+      const void* cr = std::memchr(start, '\r', length);
+      if (cr && static_cast<const char*>(cr) + 1 < start + length)
+        throw BadInput(path_, "line " + std::to_string(line_ + 1),
+                       "lines ending in \"\\n\" or \"\\r\\n\", got \"\\r\" alone (a file with classic Mac OS line "
+                       "endings?)");
+    };
+    if (length > max_line_) {
+      cr_only();
       throw BadInput(path_, "line " + std::to_string(line_ + 1),
                      "a line of at most " + std::to_string(max_line_) + " bytes (the file is not a line-based log)");
+    }
     if (nl || (eof_ && end_ > pos_)) {
       line = std::string_view(start, length);
-      if (!nl && final_newline_ && !is_blank_line(line.substr(0, line.find_last_not_of('\r') + 1)))
+      if (!nl && final_newline_ && !is_blank_line(line.substr(0, line.find_last_not_of('\r') + 1))) {
+        cr_only();
         throw BadInput(path_, "line " + std::to_string(line_ + 1),
                        "a line ending in a newline; the file ends mid-line (cut short while being written, or "
                        "copied in part), so its last value cannot be trusted");
+      }
       pos_ += nl ? length + 1 : length;
       ++line_;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);

@@ -64,13 +64,30 @@ Provenance provenance_from_json(JsonView p, uint64_t seed) {
   }
   if (p.has("ci_job_url")) out.ci_job_url = p.at("ci_job_url").as_string();
   if (p.has("ci_runner")) out.ci_runner = p.at("ci_runner").as_string();
+  // What bless, accept, import and check write, and nothing else: the
+  // content hash is unkeyed, so a hand-made provenance must at least read
+  // as one lockstep could have written.
   out.reason = p.at("reason").as_string();
+  if (out.reason.empty()) p.at("reason").fail("why the golden was made (bless and accept require --reason)");
   out.created_utc = p.at("created_utc").as_string();
+  if (!is_utc_time(out.created_utc))
+    p.at("created_utc").fail("an ISO 8601 UTC time such as 2026-12-03T02:00:00Z, got \"" +
+                             input_excerpt(out.created_utc) + "\"");
   out.git_commit = p.at("git_commit").as_string();
+  if (!is_hex_digest(out.git_commit, 40) && !is_hex_digest(out.git_commit, 64) && out.git_commit != "(no commits)" &&
+      out.git_commit.rfind("(absent: ", 0) != 0)
+    p.at("git_commit").fail("a commit id (40 or 64 lowercase hex digits), \"(no commits)\" or \"(absent: ...)\", got \"" +
+                            input_excerpt(out.git_commit) + "\"");
   out.git_author = p.at("git_author").as_string();
   out.tool_version = p.at("tool_version").as_string();
   out.allow_dirty = p.at("allow_dirty").as_bool();
   out.runs = static_cast<int>(p.at("runs").as_int(0, 1000));
+  // A golden lockstep made comes from at least one run; an imported one
+  // from none (another tool's log).
+  if (out.imported_from.empty() && out.runs == 0)
+    p.at("runs").fail("the runs the golden was made from, 1 or more (0 only for an imported golden)");
+  if (!out.imported_from.empty() && out.runs != 0)
+    p.at("runs").fail("0 for an imported golden (another tool's log, no lockstep runs), got " + std::to_string(out.runs));
   if (p.has("seeds")) {
     JsonView seeds = p.at("seeds");
     for (size_t i = 0; i < seeds.size(); ++i) {

@@ -164,6 +164,7 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
   r.fingerprint = fingerprint_from_json(n.at("fingerprint"));
   JsonView series = n.at("series");
   for (const auto& k : series.keys()) {
+    if (!is_series_name(k)) series.at(k).fail("a series name (1 to 200 printable characters, no spaces or quotes)");
     Series s = series_from_json(series.at(k), b);
     if (!s.steps.empty()) {
       // Logged at some steps only (a trainer's metric every k steps): each
@@ -178,7 +179,13 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
     r.series[k] = std::move(s);
   }
   JsonView hashes = n.at("hashes");
-  for (const auto& k : hashes.keys()) r.hashes[k] = hashes.at(k).as_string();
+  hashes.expect_object();
+  for (const auto& k : hashes.keys()) {
+    if (!is_series_name(k)) hashes.at(k).fail("a hash name such as \"params\" (printable, no spaces or quotes)");
+    r.hashes[k] = hashes.at(k).as_string();
+    if (!is_hex_digest(r.hashes[k], 32))
+      hashes.at(k).fail("an XXH3-128 digest (32 lowercase hex digits), got \"" + input_excerpt(r.hashes[k]) + "\"");
+  }
   if (n.has("init")) {
     JsonView init = n.at("init");
     for (const auto& k : init.keys()) r.init[k] = init_stats_from_json(init.at(k));
@@ -193,6 +200,13 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
                                             std::to_string(r.module_trace.steps));
   }
   return r;
+}
+
+bool is_series_name(const std::string& name) {
+  if (name.empty() || name.size() > 200) return false;
+  for (unsigned char ch : name)
+    if (ch <= ' ' || ch == '"' || ch == 0x7f) return false;
+  return true;
 }
 
 const std::vector<std::string_view>& run_record_keys() {

@@ -151,4 +151,9 @@ std::vector<std::string> differing_config_fields(const std::map<std::string, std
 /// data.file_xxh3). Moving a byte-identical data file is no changed input.
 bool is_location_field(const std::string& path);
 
+/// Whether `name` may name a series (or a final hash) in a record: 1 to
+/// 200 bytes, none of them a space, control character or double quote
+/// (the rule of a trainer's trainer.metrics.series keys too).
+bool is_series_name(const std::string& name);
+
 }  // namespace lockstep

@@ -139,8 +139,7 @@ void read_trainer_metrics(const JsonView& m, TrainerConfig& tc, bool workers) {
   series.expect_object();
   if (series.keys().empty()) series.fail("at least one series, e.g. {\"loss\": \"train/loss\"}");
   for (const auto& k : series.keys()) {
-    if (k.empty() || k.size() > 200 || k.find_first_of(" \t\n\"") != std::string::npos)
-      series.at(k).fail("a series name without spaces or quotes (1 to 200 characters)");
+    if (!is_series_name(k)) series.at(k).fail("a series name without spaces or quotes (1 to 200 characters)");
     tc.series[k] = series.at(k).as_string();
     if (tc.series[k].empty() || tc.series[k].find('\0') != std::string::npos)
       series.at(k).fail("the tag, key or column to read (no NUL bytes)");

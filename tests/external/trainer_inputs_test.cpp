@@ -134,6 +134,14 @@ TEST_F(TrainerInputsTest, ADanglingLinkOrAFifoIsNoDataFile) {
   EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[0]: expected regular files or folders, got " +
                            (dir_ / "data" / "big.bin").string() +
                            ": a dangling link (an unfetched Git LFS or git-annex file?)");
+  fs::remove(dir_ / "data" / "big.bin");
+  fs::create_symlink(dir_ / "data" / "b.bin", dir_ / "data" / "a.bin");
+  fs::create_symlink(dir_ / "data" / "a.bin", dir_ / "data" / "b.bin");
+  c_.trainer.inputs = {"data/a.bin"};
+  EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[0]: expected regular files or folders, got " +
+                           (dir_ / "data" / "a.bin").string() + ": a loop of links (each names another, none a file)");
+  fs::remove(dir_ / "data" / "a.bin");
+  fs::remove(dir_ / "data" / "b.bin");
   ASSERT_EQ(::mkfifo((dir_ / "data" / "meta" / "pipe").c_str(), 0600), 0);
   c_.trainer.inputs = {"data/meta"};
   EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[0]: expected regular files under " + (dir_ / "data" / "meta").string() +

@@ -169,6 +169,31 @@ TEST(ValidateGoldenCandidate, NamesTheFirstNonFiniteField) {
   }
 }
 
+// A trainer smoke records the series its config names: a golden holding
+// another (a forged one, its hash recomputed) is refused by accept and
+// verify-goldens, naming the series and the ones the config has.
+TEST(ValidateKeptGolden, ATrainerGoldenHoldsOnlyTheConfigsSeries) {
+  SmokeConfig cfg;
+  cfg.file = "smoke/trainer.json";
+  cfg.trainer.command = {"python3", "train.py"};
+  cfg.trainer.series = {{"loss", "train/loss"}, {"lr", "lr"}};
+  Golden g;
+  g.record = make_gate_record();
+  g.record.series.erase("grad_norm");
+  g.provenance = stamp_provenance("import", "from the old CI", GitState{}, 0);
+  g.provenance.imported_from = "jsonl /ci/loss.jsonl";  // no contract to hold it to
+  EXPECT_NO_THROW(validate_kept_golden(g, cfg, "accept x"));
+  g.record.series["../../x"] = g.record.series.at("loss");
+  try {
+    validate_kept_golden(g, cfg, "accept x");
+    FAIL() << "a series the config does not name was kept";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), "refusing to accept x: series ../../x: not a series smoke/trainer.json records "
+                                     "(trainer.metrics.series: loss, lr)");
+  }
+}
+
 // lockstep's own output (goldens, --out, pending goldens) never makes the
 // work tree dirty; anything else does.
 TEST(DirtyTree, OwnFoldersAreIgnoredAndOtherChangesNamed) {

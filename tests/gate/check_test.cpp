@@ -1,6 +1,7 @@
 // check_smoke() in-process: every way a smoke's check ends, with a fake
 // launcher (no LibTorch, no child processes).
 #include "gate/check.h"
+#include "gate/provenance.h"
 
 #include <gtest/gtest.h>
 
@@ -360,21 +361,26 @@ TEST(CheckSmoke, APendingGoldenCopiedIntoTheGoldensIsRefused) {
 }
 
 // A golden of fewer than two runs is refused by check as verify-goldens
-// refuses it, naming the field.
+// refuses it, naming the field (0 runs is refused by every reader).
 TEST(CheckSmoke, AGoldenOfFewerThanTwoRunsIsRefused) {
   GateProject p("one-run");
   FakeLauncher l;
   Golden g;
   g.record = make_gate_record();
-  g.provenance.reason = "made by hand";
-  g.provenance.runs = 0;
+  g.provenance = stamp_provenance("bless", "made by hand", GitState{}, 1);
   std::string path = p.goldens_dir() + "/unit/cpu-x86_64-avx2.json";
   write_golden(path, g);
   SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
   EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
   EXPECT_EQ(c.verdict.first_divergence,
             path + ": provenance.runs: expected 2 or more (a golden is made of bit-identical runs in fresh "
-                   "processes), got 0");
+                   "processes), got 1");
+  g.provenance.runs = 0;
+  write_golden(path, g);
+  c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
+  EXPECT_EQ(c.verdict.first_divergence, path + ": provenance.runs: expected the runs the golden was made from, 1 or "
+                                               "more (0 only for an imported golden)");
 }
 
 // A golden whose seed is not its config's (a forged or hand-edited one,
@@ -401,7 +407,7 @@ TEST(CheckSmoke, AnImportedGoldenMakesNoOtherPlatformStale) {
   imported.record = make_gate_record();
   imported.record.platform = "cpu-x86_64-avx512";
   imported.record.fingerprint = {{"import.source", {"jsonl /ci/loss.jsonl (xxh3 0123456789abcdef)", false}}};
-  imported.provenance.reason = "moved";
+  imported.provenance = stamp_provenance("import", "moved", GitState{}, 0);
   imported.provenance.imported_from = "jsonl /ci/loss.jsonl (xxh3 0123456789abcdef)";
   imported.provenance.created_utc = "2999-01-01T00:00:00Z";  // the newest
   write_golden(p.goldens_dir() + "/unit/cpu-x86_64-avx512.json", imported);

@@ -21,6 +21,7 @@
 #include "core/atomic_file.h"
 #include "core/json_io.h"
 #include "gate/check.h"
+#include "gate/provenance.h"
 #include "launch/launcher.h"
 #include "record/golden.h"
 #include "record_builder.h"
@@ -93,8 +94,7 @@ class GateProject {
     Golden g;
     g.record = record;
     if (!platform.empty()) g.record.platform = platform;
-    g.provenance.reason = "test golden";
-    g.provenance.runs = 2;
+    g.provenance = stamp_provenance("bless", "test golden", GitState{}, 2);
     std::string key = g.record.stack.empty() ? g.record.platform : g.record.platform + "@" + g.record.stack;
     std::string path = (root_ / "goldens" / "unit" / (key + ".json")).string();
     lockstep::write_golden(path, g);

@@ -1,6 +1,7 @@
 // review_pending() and accept_pending() in-process: what a pending golden
 // must be to replace a golden.
 #include "gate/pending.h"
+#include "gate/provenance.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -23,8 +24,7 @@ std::string write_pending(const GateProject& p, RunRecord record) {
   record.config_hash = load_smoke_config(p.smoke_file()).config_hash;
   Golden g;
   g.record = std::move(record);
-  g.provenance.reason = "(pending review: check failed: train step 0: loss)";
-  g.provenance.runs = 2;
+  g.provenance = stamp_provenance("check", "(pending review: check failed: train step 0: loss)", GitState{}, 2);
   std::string path = p.out_dir() + "/unit/cpu-x86_64-avx2.golden.new";
   write_golden(path, g);
   return path;
@@ -237,8 +237,7 @@ TEST(Pending, APendingGoldenOfADeletedSmokeIsLeftOutAndSaid) {
   gone.smoke = "gone";
   Golden g;
   g.record = gone;
-  g.provenance.reason = "(pending review: no golden existed for platform cpu-x86_64-avx2)";
-  g.provenance.runs = 2;
+  g.provenance = stamp_provenance("check", "(pending review: no golden existed for platform cpu-x86_64-avx2)", GitState{}, 2);
   std::string orphan = p.out_dir() + "/gone/cpu-x86_64-avx2.golden.new";
   write_golden(orphan, g);
   PendingSet set = load_pending(p.out_dir(), p.goldens_dir(), "");
@@ -263,7 +262,7 @@ TEST(Pending, AcceptRefusesAPendingGoldenOfAnotherConfigVersion) {
   Golden g;
   g.record = make_gate_record();
   g.record.config_hash = "0000000000000000";  // made before the config changed
-  g.provenance.runs = 2;
+  g.provenance = stamp_provenance("check", "(pending review: check failed)", GitState{}, 2);
   std::string path = p.out_dir() + "/unit/cpu-x86_64-avx2.golden.new";
   write_golden(path, g);
   std::string what = expect_refusal(load_pending(p.out_dir(), p.goldens_dir(), ""));

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "gate/bless.h"
+#include "gate/provenance.h"
 #include "gate/check.h"
 #include "gate/gate_fixture.h"
 #include "gate/pending.h"
@@ -169,8 +170,7 @@ TEST(StackLabel, AGoldenLeftOnTheOldTorchUnderTheSameLabelIsStale) {
   new_trainer.platform = "cpu-x86_64-avx512";
   Golden g;
   g.record = new_trainer;
-  g.provenance.reason = "re-blessed";
-  g.provenance.runs = 2;
+  g.provenance = stamp_provenance("bless", "re-blessed", GitState{}, 2);
   g.provenance.created_utc = "2999-01-01T00:00:00Z";  // the newest
   std::string newer = p.goldens_dir() + "/unit/cpu-x86_64-avx512.json";
   write_golden(newer, g);

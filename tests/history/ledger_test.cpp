@@ -292,6 +292,52 @@ TEST(Ledger, ALineDeletedFromTheMiddleOrTheStartBreaksTheChain) {
   fs::remove_all(d);
 }
 
+// What the chain leaves to the reader's other rules: a line without prev
+// after a chained one, a NaN beside an edited value (every NaN hashes as
+// the one quiet NaN, so the series is still checked), a day the month does
+// not have, and "\r\n" endings, said as such; a merge holds each side to
+// the same rules.
+TEST(Ledger, TheChainKeepsOnAndEveryLineIsHeldToItsOwnFields) {
+  fs::path d = scratch("held");
+  RunRecord a = make_record({2.5, 2.25}), b = make_record({2.5, std::nan("")});
+  append_entry(d.string(), ledger_entry(a, nullptr, "", {}, "2026-12-01T02:00:00Z"));
+  append_entry(d.string(), ledger_entry(b, nullptr, "", {}, "2026-12-02T02:00:00Z"));
+  std::string file = ledger_path(d.string(), "unit"), text = read_file(file);
+  const size_t first_end = text.find('\n');
+  const std::string line1 = text.substr(0, first_end), line2 = text.substr(first_end + 1, text.size() - first_end - 2);
+  EXPECT_EQ(read_ledger(file, false).entries.size(), 2u);
+  auto rewrite = [&](const std::string& second) { write_file_atomically(file, line1 + "\n" + second + "\n"); };
+
+  nlohmann::json j = nlohmann::json::parse(line2);
+  ASSERT_EQ(j["series"]["loss"]["values"][1], "nan");
+  nlohmann::json unchained = j;
+  unchained.erase("prev");
+  rewrite(unchained.dump());
+  EXPECT_EQ(error_of([&] { read_ledger(file, false); }),
+            file + ": line 2: prev: expected the XXH3-128 of line 1 (every line after a chained one carries prev; "
+                   "this one was written or edited by hand)");
+  nlohmann::json edited = j;
+  edited["series"]["loss"]["values"][0] = 0.5;
+  rewrite(edited.dump());
+  EXPECT_HAS(error_of([&] { read_ledger(file, false); }), file + ": line 2: series.loss.xxh3: expected the XXH3-128");
+  nlohmann::json no_day = j;
+  no_day["time"] = "2026-02-30T02:00:00Z";
+  rewrite(no_day.dump());
+  EXPECT_HAS(error_of([&] { read_ledger(file, false); }), file + ": line 2: time: expected an ISO 8601 UTC time");
+  rewrite(line2 + "\r");
+  EXPECT_EQ(error_of([&] { read_ledger(file, false); }),
+            file + ": line 2: expected a line ending in \"\\n\", got \"\\r\\n\" (converted by git's autocrlf or an "
+                   "editor? `*.jsonl -text` in .gitattributes keeps ledgers as written)");
+  // The remote's side as read_ledger holds it: no cut last line, no line over
+  // the size limit.
+  EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", text, text.substr(0, text.size() - 1)); }),
+             "unit.jsonl (the remote's): line 2: expected a complete line ending in a newline");
+  EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", text, text + std::string(kLedgerLineBytes + 1, ' ') + "\n"); }),
+             "unit.jsonl (the remote's): line 3: expected a line of at most 4 MiB");
+  EXPECT_EQ(merge_ledgers("unit.jsonl", text, text), text);
+  fs::remove_all(d);
+}
+
 // Two jobs' versions of one ledger (a branch store's merge): each run
 // once, in time order, chained anew.
 TEST(Ledger, TwoVersionsMergeIntoTheirUnionInTimeOrder) {
@@ -309,7 +355,8 @@ TEST(Ledger, TwoVersionsMergeIntoTheirUnionInTimeOrder) {
   std::string edited = night1;
   edited.replace(edited.find("\"peak_rss_bytes\":-1"), 19, "\"peak_rss_bytes\":77");
   EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", edited, night1); }), "the two sides disagree about it");
-  EXPECT_HAS(error_of([&] { merge_ledgers("other.jsonl", night1, ""); }), "entries of smoke \"other\" only");
+  EXPECT_HAS(error_of([&] { merge_ledgers("other.jsonl", night1, ""); }),
+             "other.jsonl: line 1: smoke: expected \"other\", the smoke this ledger is named for; got \"unit\"");
   // A line written before record_xxh3 was kept is the same run as the line
   // with it: merged into the line that has it.
   LedgerEntry old = parse_ledger_line(night1, "unit.jsonl", 1);

@@ -52,6 +52,12 @@ TEST_F(Csv, ALastLineWithoutItsNewlineIsACutFile) {
             file_ + ": line 3: expected a line ending in a newline; the file ends mid-line (cut short while being "
                     "written, or copied in part), so its last value cannot be trusted");
   EXPECT_EQ(read("step,loss\n0,1.5\n1,1.125\n  ").at("loss").values, (std::vector<double>{1.5, 1.125}));
+  // Lines ended by "\r" alone read as one line without its newline: said
+  // as what they are.
+  EXPECT_EQ(error("step,loss\r0,1.0\r1,0.9\r"),
+            file_ + ": line 1: expected lines ending in \"\\n\" or \"\\r\\n\", got \"\\r\" alone (a file with classic "
+                    "Mac OS line endings?)");
+  EXPECT_EQ(read("step,loss\r\n0,1.5\r\n").at("loss").values, (std::vector<double>{1.5}));
 }
 
 // pytest-regressions' num_regression writes pandas' index as the first,

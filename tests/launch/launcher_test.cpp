@@ -158,7 +158,10 @@ TEST(RunChildren, RunsAfterTheFirstShareItsDataOnlyPass) {
   ChildRun base;
   base.smoke = "a.json";
   base.share_data_pass = true;
-  std::vector<RunRecord> runs = run_children(l, base, "out", "run", 3);
+  // The fake launcher writes the records: into a folder of the test's own.
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("lockstep-run-children-" + std::to_string(::getpid()))).string();
+  std::vector<RunRecord> runs = run_children(l, base, out, "run", 3);
   ASSERT_EQ(l.calls.size(), 3u);
   EXPECT_TRUE(l.calls[0].data_pass);
   EXPECT_FALSE(l.calls[1].data_pass);
@@ -167,8 +170,9 @@ TEST(RunChildren, RunsAfterTheFirstShareItsDataOnlyPass) {
   EXPECT_EQ(runs[2].probes.size(), 2u);
   base.share_data_pass = false;
   l.calls.clear();
-  run_children(l, base, "out", "run", 2);
+  run_children(l, base, out, "run", 2);
   EXPECT_TRUE(l.calls[1].data_pass);
+  std::filesystem::remove_all(out);
 }
 
 TEST(RepeatDifference, NamesTheFirstRunThatDiffers) {

@@ -26,7 +26,7 @@ Golden sample() {
   g.record.probes.push_back(testing::make_probe(0, 0.5));
   g.provenance.reason = "initial";
   g.provenance.created_utc = "2026-11-29T09:00:00Z";
-  g.provenance.git_commit = "abc";
+  g.provenance.git_commit = "0123456789abcdef0123456789abcdef01234567";
   g.provenance.git_author = "A <a@b>";
   g.provenance.tool_version = "0.1.0";
   g.provenance.runs = 2;
@@ -243,6 +243,32 @@ TEST(Golden, AGoldenWhosePartsContradictIsExit2NamingTheField) {
   imported.record.fingerprint = {{"import.source", {"megatron x.json", false}}};
   imported.record.contract.clear();
   EXPECT_EQ(refusal(imported), "(read)");
+
+  // Every part in the form lockstep writes it: a final hash is an XXH3-128,
+  // a series has a name, the provenance reads as bless, accept, check or
+  // import wrote it.
+  Golden hashes = g;
+  hashes.record.hashes["params"] = "not a hash at all";
+  EXPECT_EQ(refusal(hashes), ": hashes.params: expected an XXH3-128 digest (32 lowercase hex digits), got \"not a "
+                             "hash at all\"");
+  Golden unnamed = g;
+  unnamed.record.series[""] = unnamed.record.series.at("loss");
+  EXPECT_EQ(refusal(unnamed), ": series.: expected a series name (1 to 200 printable characters, no spaces or quotes)");
+  Golden reason = g;
+  reason.provenance.reason = "";
+  EXPECT_EQ(refusal(reason), ": provenance.reason: expected why the golden was made (bless and accept require --reason)");
+  Golden when = g;
+  when.provenance.created_utc = "yesterday";
+  EXPECT_EQ(refusal(when), ": provenance.created_utc: expected an ISO 8601 UTC time such as 2026-12-03T02:00:00Z, got "
+                           "\"yesterday\"");
+  Golden commit = g;
+  commit.provenance.git_commit = "xyz";
+  EXPECT_EQ(refusal(commit), ": provenance.git_commit: expected a commit id (40 or 64 lowercase hex digits), \"(no "
+                             "commits)\" or \"(absent: ...)\", got \"xyz\"");
+  Golden no_runs = g;
+  no_runs.provenance.runs = 0;
+  EXPECT_EQ(refusal(no_runs), ": provenance.runs: expected the runs the golden was made from, 1 or more (0 only for an "
+                              "imported golden)");
 }
 
 }  // namespace
