@@ -30,7 +30,10 @@
 #      the example trainer through torch.compile blessed and checked
 #      (tests/ci/compiled_trainer_test.sh), and its per-op hashes
 #      (tests/ci/op_trace_test.sh: the first op whose bits moved named on
-#      torch >= 2.10, the reason there are none on 2.6).
+#      torch >= 2.10, the reason there are none on 2.6); and when the host
+#      made the relocatable bundle (build/lockstep-*-linux-*.tar.gz, the
+#      test command's bundle stage), that bundle on this root's libraries
+#      (tests/ci/bundle_test.sh --tarball).
 # Every mount is undone on exit, whatever the outcome. Exit: 0 passed, 1 a
 # test or the check failed, 2 usage, 3 the root could not be made.
 set -euo pipefail
@@ -164,5 +167,11 @@ in_root "cd /src && bash tests/ci/compiled_trainer_test.sh $build" || status=1
 # Per-op hashes under torch's DebugMode (torch >= 2.10; an older torch says
 # why there are none).
 in_root "cd /src && bash tests/ci/op_trace_test.sh $build" || status=1
+# The host's relocatable bundle (Debian 12's libraries inside it) on this
+# root's glibc and Python, none of Debian 12's libraries around it.
+for tarball in build/lockstep-*-linux-*.tar.gz; do
+  [ -f "$tarball" ] || continue
+  in_root "cd /src && bash tests/ci/bundle_test.sh --tarball $tarball" || status=1
+done
 echo "stack: $suite: $([ "$status" -eq 0 ] && echo passed || echo FAILED) ($(elapsed))"
 exit "$status"

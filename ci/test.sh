@@ -82,10 +82,15 @@ stage "gitlab-ci-local" bash ci/gitlab-ci-local.sh
 # helper, and the installed CI template run by gitlab-ci-local (two shards,
 # a blocked change, the bless job).
 stage "package and CI template" bash tests/ci/package_test.sh build
+# The relocatable bundle of the torch-free lockstep (ci/bundle.sh, written to
+# build/ for the trixie stage to test too), extracted elsewhere: ldd into the
+# bundle only, and a trainer gated with the bundle's Python helper.
+stage "bundle" bash -c 'bash ci/bundle.sh build && bash tests/ci/bundle_test.sh --tarball build/lockstep-*-linux-*.tar.gz'
 # LibTorch 2.6 (Debian 13) in a root made from Debian's archive, cached under
 # /var/cache/lockstep/stacks: the LibTorch build, its tests, the Python
 # helper's tests, check smoke/ and the example trainer against the 1.13
-# goldens (ci/stack.sh; `ci/stack.sh sid` does the same for LibTorch 2.14).
+# goldens, and the bundle made above on trixie's libraries (ci/stack.sh;
+# `ci/stack.sh sid` does the same for LibTorch 2.14).
 stage "stack: trixie (LibTorch 2.6)" as_root bash ci/stack.sh trixie
 
 echo "== test: stage times"

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The relocatable bundle (ci/bundle.sh), as a team puts it into its own
+# image: extracted into a folder it was not built for (with a space in its
+# path), nothing else of lockstep's on PATH, no Debian 12 library needed:
+#   1. `ldd bin/lockstep` resolves every library into the bundle's
+#      lib/lockstep/, but glibc, libstdc++ and libgcc_s (the host's); none
+#      is missing;
+#   2. its size (compressed) and the start-up of `lockstep --version`
+#      (best of 20) are printed, with the oldest glibc it states;
+#   3. the team's trainer (examples/pytorch-trainer, copied into a fresh git
+#      repository): `lockstep init`, bless, check with the bundle's Python
+#      helper (exit 0), then a planted lr change committed: check exit 1.
+# Run by the test command on the host, and by ci/stack.sh in the Debian 13
+# root (trixie's libraries, not Debian 12's).
+#   tests/ci/bundle_test.sh [BUILD_DIR]          makes the tarball from BUILD_DIR (default build/)
+#   tests/ci/bundle_test.sh --tarball FILE       tests a tarball made elsewhere
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo="$PWD"
+fail() { echo "bundle_test: $*" >&2; exit 1; }
+work="$(mktemp -d)"
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+if [ "${1:-}" = --tarball ]; then
+  [ $# -eq 2 ] && [ -f "$2" ] || { echo "usage: tests/ci/bundle_test.sh [BUILD_DIR | --tarball FILE]" >&2; exit 2; }
+  tarball="$(realpath "$2")"
+else
+  bash ci/bundle.sh "${1:-build}" "$work" >/dev/null
+  tarball=$(ls "$work"/lockstep-*-linux-*.tar.gz)
+fi
+
+# Extracted where no build put it.
+dest="$work/team image/opt"
+mkdir -p "$dest"
+tar -C "$dest" -xzf "$tarball"
+top=$(ls "$dest")
+bundle="$dest/$top"
+[ -x "$bundle/bin/lockstep" ] || fail "$tarball has no $top/bin/lockstep"
+[ ! -e "$bundle/bin/lockstep-torch" ] || fail "the bundle should not hold lockstep-torch"
+
+# 1. Every library from the bundle, but the host's C and C++ runtimes.
+ldd_out=$(env -u LD_LIBRARY_PATH ldd "$bundle/bin/lockstep")
+if grep -q "not found" <<<"$ldd_out"; then echo "$ldd_out" >&2; fail "a library of bin/lockstep is not found"; fi
+host_ok='^(linux-vdso|/lib64/ld-linux|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libresolv\.so|libutil\.so|libstdc\+\+\.so|libgcc_s\.so)'
+bundled=0
+lib_dir="$(realpath "$bundle/lib/lockstep")"
+while IFS= read -r line; do
+  lib=$(sed -E 's/^[[:space:]]*([^ ]+).*/\1/' <<<"$line")
+  [ -n "$lib" ] || continue
+  path=""   # "name => /path/with spaces/name (0x...)": what lies between "=> " and " (0x"
+  [[ "$line" == *"=> /"* ]] && path=$(sed -E 's/.*=> (.*) \(0x[0-9a-f]+\)$/\1/' <<<"$line")
+  if [ -n "$path" ] && [[ "$(realpath -m "$path")" == "$lib_dir/"* ]]; then
+    bundled=$((bundled + 1))
+  elif ! [[ "$lib" =~ $host_ok ]]; then
+    echo "$ldd_out" >&2
+    fail "$lib resolves to ${path:-?}, outside the bundle (only glibc, libstdc++ and libgcc_s may)"
+  fi
+done <<<"$ldd_out"
+[ "$bundled" -gt 0 ] || fail "no library resolved into $bundle/lib/lockstep"
+echo "bundle_test: ldd: $bundled libraries from the bundle, the rest glibc/libstdc++/libgcc_s"
+
+# 2. The figures.
+start_ms=$(python3 - "$bundle/bin/lockstep" <<'PY'
+import subprocess, sys, time
+best = float("inf")
+for _ in range(20):
+    t = time.perf_counter()
+    subprocess.run([sys.argv[1], "--version"], check=True, stdout=subprocess.DEVNULL)
+    best = min(best, time.perf_counter() - t)
+print("%.1f" % (best * 1000))
+PY
+)
+echo "bundle_test: $(basename "$tarball"): $(( $(stat -c %s "$tarball") / 1024 )) KiB; lockstep --version starts in $start_ms ms (best of 20); $(grep '^needs' "$bundle/share/lockstep/BUNDLE")"
+"$bundle/bin/lockstep" --version | grep -q '^lockstep ' || fail "lockstep --version"
+
+# 3. A team's trainer, with the bundle's lockstep and Python helper alone.
+export PATH="$bundle/bin:/usr/local/bin:/usr/bin:/bin"
+team="$work/team"
+cp -r "$repo/examples/pytorch-trainer" "$team"
+cd "$team"
+rm -rf goldens
+sed -i '/"platforms"/d' smoke/pytorch-trainer.json   # this machine's platform, whatever it is
+git init -q -b main . && git config user.email dev@example.com && git config user.name "Bundle Test"
+lockstep init >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; fail "lockstep init failed"; }
+git add -A && git commit -qm "a trainer gated by lockstep"
+lockstep bless smoke/ --reason "first golden" --out "$work/bless-out" >"$work/bless.log" 2>&1 ||
+  { tail -n 30 "$work/bless.log" >&2; fail "bless failed"; }
+git add goldens && git commit -qm "first golden"
+lockstep check smoke/ --out "$work/check-out" >"$work/check.log" 2>&1 ||
+  { tail -n 30 "$work/check.log" >&2; fail "check of the freshly blessed trainer should pass"; }
+grep -A2 '"trainer.env.PYTHONPATH"' "$work/check-out/pytorch-trainer/run-1.json" |
+  grep -qF "\"value\": \"$bundle/share/lockstep/python\"" ||
+  fail "the trainer should get the bundle's Python helper on PYTHONPATH"
+sed -i 's/lr=0\.05 \*/lr=0.0501 */' train.py
+grep -q 'lr=0.0501 \*' train.py || fail "train.py's lr was not found to plant a change"
+git commit -qam "a planted lr change"
+status=0
+lockstep check smoke/ --out "$work/check-out" >"$work/planted.log" 2>&1 || status=$?
+[ "$status" -eq 1 ] || { tail -n 30 "$work/planted.log" >&2; fail "the planted lr change should fail check with exit 1, got $status"; }
+echo "bundle_test: the bundle runs from $dest, gates a trainer with its own Python helper (PASS, then exit 1 on a planted lr change)"
