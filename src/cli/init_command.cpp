@@ -73,7 +73,7 @@ variables:
   # An image with lockstep installed: lockstep:cpu (Dockerfile.cpu in lockstep's
   # repository) runs built-in smokes only, it has no Python. A smoke with a
   # "trainer" section needs your trainer's own image with python3, its torch and
-  # lockstep's .deb installed (docs/install.md).
+  # lockstep in it: the relocatable bundle (ci/bundle.sh) or the .deb (docs/install.md).
   LOCKSTEP_IMAGE: "lockstep:cpu"
 )";
 

@@ -47,8 +47,7 @@ namespace {
   ::execve(argv[0], argv.data(), envp.data());
   int err = errno;
   throw EnvironmentError(std::string("`lockstep ") + what + "` needs LibTorch, in " + bin.string() + ": " +
-                         std::strerror(err) + " (install lockstep-torch beside lockstep; a build configured with " +
-                         "LOCKSTEP_WITH_TORCH=OFF has none)");
+                         std::strerror(err) + " " + missing_torch_hint());
 }
 
 // The built-in smoke's producer of the front: lockstep-torch makes the

@@ -21,6 +21,13 @@ std::string self_executable();
 /// `lockstep`. The path, whether or not it exists. Same errors.
 std::string sibling_executable(const std::string& name);
 
+/// What to do when lockstep-torch is missing beside lockstep, as the
+/// messages that need it end: "(install lockstep-torch beside lockstep:
+/// ...)", naming what has it (the Debian package, the lockstep:cpu image)
+/// and what has none (the relocatable bundle, a LOCKSTEP_WITH_TORCH=OFF
+/// build; a trainer smoke needs it not).
+std::string missing_torch_hint();
+
 /// <prefix>/share/lockstep/<installed> when this executable is
 /// <prefix>/bin/<name> and that exists, else <source tree>/<in_source> when
 /// that exists, else "". Never throws.

@@ -11,6 +11,7 @@
 #include "core/directory_lock.h"
 #include "core/child_error.h"
 #include "core/error.h"
+#include "core/install_paths.h"
 #include "distributed/rank_progress.h"
 #include "core/process.h"
 #include "core/torch_start.h"
@@ -207,8 +208,7 @@ std::vector<std::string> run_ranks(const RankLaunch& l) {
   if (::access(l.executable.c_str(), X_OK) != 0) {
     int err = errno;
     throw EnvironmentError("the ranks of " + l.smoke + " run in " + l.executable + ", which cannot be started: " +
-                           std::strerror(err) + " (install lockstep-torch beside lockstep; a build configured with "
-                           "LOCKSTEP_WITH_TORCH=OFF has none)");
+                           std::strerror(err) + " " + missing_torch_hint());
   }
   // Two runs with one record path would share (and remove) one rendezvous.
   DirectoryLock lock(l.rendezvous + ".lock", /*wait=*/true, [&](int pid) {

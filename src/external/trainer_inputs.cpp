@@ -131,10 +131,20 @@ std::vector<std::pair<std::string, std::string>> trainer_input_files(const Smoke
     if (rc == 0)
       for (size_t k = 0; k < g.gl_pathc; ++k) matches.emplace_back(g.gl_pathv[k]);
     ::globfree(&g);
-    if (rc == GLOB_NOMATCH)
-      throw BadInput(c.file, field_of(i), "a pattern that matches at least one file in " + cwd.string() +
-                                              " (trainer.cwd), got \"" + input_excerpt(c.trainer.inputs[i]) +
-                                              "\", which matches none");
+    if (rc == GLOB_NOMATCH) {
+      const std::string& given = c.trainer.inputs[i];
+      if (pattern == given && !fs::path(given).is_absolute())
+        throw BadInput(c.file, field_of(i), "a pattern that matches at least one file in " + cwd.string() +
+                                                " (trainer.cwd), got \"" + input_excerpt(given) + "\", which matches none");
+      // A placeholder or an absolute path: where it looked, said whole.
+      throw BadInput(c.file, field_of(i),
+                     "a pattern that matches at least one file, got \"" + input_excerpt(given) + "\", that is " +
+                         full.string() + ", which matches none" +
+                         (given.find("{data}") != std::string::npos
+                              ? " ({data} is the data cache, $LOCKSTEP_DATA_DIR or ~/.cache/lockstep/data: is the "
+                                "dataset there?)"
+                              : ""));
+    }
     if (rc != 0)
       throw BadInput(c.file, field_of(i), "a pattern glob(3) can read, got \"" + input_excerpt(c.trainer.inputs[i]) +
                                               "\" (out of memory)");

@@ -98,6 +98,15 @@ TEST_F(TrainerInputsTest, APatternThatMatchesNothingIsBadInputNamingTheFieldAndF
   c_.trainer.inputs = {"data/*.bin", "data/shakespeare/*.bin"};
   EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[1]: expected a pattern that matches at least one file in " +
                            dir_.string() + " (trainer.cwd), got \"data/shakespeare/*.bin\", which matches none");
+  // A placeholder is said expanded, with where the data cache is.
+  ::setenv("LOCKSTEP_DATA_DIR", (dir_ / "cache").c_str(), 1);
+  c_.trainer.inputs = {"{data}/digits.csv.gz"};
+  std::string why = refusal();
+  ::unsetenv("LOCKSTEP_DATA_DIR");
+  EXPECT_EQ(why, c_.file + ": trainer.inputs[0]: expected a pattern that matches at least one file, got "
+                           "\"{data}/digits.csv.gz\", that is " + (dir_ / "cache" / "digits.csv.gz").string() +
+                           ", which matches none ({data} is the data cache, $LOCKSTEP_DATA_DIR or "
+                           "~/.cache/lockstep/data: is the dataset there?)");
 }
 
 // A folder with no file in it (a dataset not fetched yet) names nothing;
