@@ -96,6 +96,12 @@ BranchStoreOptions store_options(const HistorySyncOptions& o, const std::string&
   return s;
 }
 
+// Whether a file of the branch is a ledger (<smoke>.jsonl, not hidden), as
+// ledger_files() finds them in a folder.
+bool is_ledger_name(const std::string& name) {
+  return name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 && name[0] != '.';
+}
+
 // The ledgers in `dir` (<smoke>.jsonl), name -> text; each is read strictly first.
 std::map<std::string, std::string> ledgers_in(const std::string& dir) {
   std::map<std::string, std::string> out;
@@ -115,12 +121,21 @@ std::map<std::string, std::string> ledgers_in(const std::string& dir) {
 int history_push_command(const HistorySyncOptions& o) {
   std::map<std::string, std::string> mine = ledgers_in(o.dir);
   if (mine.empty()) throw BadInput(o.dir, "", "a history folder holding ledgers (<smoke>.jsonl) to push");
+  // Ledgers merged (each side held to the reader's rules); any other file
+  // on the branch is left there as it is, and not brought into the folder.
+  auto merge = [](const std::string& name, const std::string& ours, const std::string& theirs) {
+    return is_ledger_name(name) ? merge_ledgers(name, ours, theirs) : ours.empty() ? theirs : ours;
+  };
   PushOutcome p = commit_and_push(mine, store_options(o, "lockstep history: " + std::to_string(mine.size()) + " ledger(s)"),
-                                  merge_ledgers);
+                                  merge);
   // The folder now holds what was pushed: the remote's entries too.
-  for (const auto& [name, text] : p.files)
+  size_t ledgers = 0;
+  for (const auto& [name, text] : p.files) {
+    if (!is_ledger_name(name)) continue;
+    ++ledgers;
     if (mine.count(name) == 0 || mine[name] != text) write_file_atomically((fs::path(o.dir) / name).string(), text);
-  std::cout << "history: pushed " << p.files.size() << " ledger(s) to " << o.branch << " at " << o.remote << " (commit "
+  }
+  std::cout << "history: pushed " << ledgers << " ledger(s) to " << o.branch << " at " << o.remote << " (commit "
             << p.commit.substr(0, 12) << (p.merged ? ", merged with the remote's entries" : "") << ")\n";
   return 0;
 }
@@ -133,7 +148,7 @@ int history_pull_command(const HistorySyncOptions& o) {
   if (ec) throw io_error(o.dir, "create the history folder", ec.value());
   size_t ledgers = 0, written = 0;
   for (const auto& [name, text] : there ? *there : std::map<std::string, std::string>{}) {
-    if (name.size() <= 6 || name.compare(name.size() - 6, 6, ".jsonl") != 0) continue;
+    if (!is_ledger_name(name)) continue;
     ++ledgers;
     auto m = mine.find(name);
     std::string merged = m == mine.end() ? merge_ledgers(name, "", text) : merge_ledgers(name, m->second, text);

@@ -118,14 +118,8 @@ void validate_kept_golden(const Golden& golden, const SmokeConfig& config, const
   refuse_rounded_series(golden.record, config, action);
   // A trainer smoke records the series its config names and no other: a
   // golden holding another was not made from this config.
-  if (config.has_trainer())
-    for (const auto& [name, series] : golden.record.series)
-      if (!config.trainer.series.count(name)) {
-        std::string known;
-        for (const auto& [k, tag] : config.trainer.series) known += (known.empty() ? "" : ", ") + k;
-        throw BadUsage("refusing to " + action + ": series " + printable_message(name, false) + ": not a series " +
-                       config.file + " records (trainer.metrics.series: " + known + ")");
-      }
+  if (std::string why = foreign_series(golden.record, config); !why.empty())
+    throw BadUsage("refusing to " + action + ": " + why);
 }
 
 void refuse_rounded_series(const RunRecord& record, const SmokeConfig& config, const std::string& action) {

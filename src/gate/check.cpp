@@ -624,7 +624,11 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   std::string root = goldens_root(file, o.goldens_dir);
   auto found = find_golden(root, cfg.name, run.platform, run.stack);
   Golden golden;
-  if (found) golden = read_filed_golden(*found, cfg.name);
+  if (found) {
+    golden = read_filed_golden(*found, cfg.name);
+    if (std::string why = foreign_series(golden.record, cfg); !why.empty())
+      throw BadUsage(found->path + ": " + why + " (a golden made from another config, or edited by hand)");
+  }
   const std::string data_note = settle_data_pass(launcher, base, cfg, dir, found ? &golden.record : nullptr, runs);
   if (auto [code, why] = data_pass_mismatch(cfg, run, repeat, dir); !why.empty()) {
     c.verdict = stopped_verdict(cfg.name, code, why);

@@ -270,9 +270,14 @@ LedgerSeries parse_ledger_series(const JsonView& s, bool chained) {
   ls.xxh3 = s.at("xxh3").as_string();
   if (!is_hex_digest(ls.xxh3, 32)) s.at("xxh3").fail("the series' XXH3-128 (32 hex digits)");
   // Every value kept: the hash can be checked (a value edited by hand with
-  // the hash left stale is refused).
-  if (ls.count == ls.values.size() &&
-      (chained || std::none_of(ls.values.begin(), ls.values.end(), [](double v) { return std::isnan(v); }))) {
+  // the hash left stale is refused). A line from before the chain hashed a
+  // NaN's own bits, which its "nan" no longer holds: its hash is made anew
+  // from the values, as the chain's writer makes it (so a merge that
+  // chains the line, and a night compared with it, agree).
+  const bool has_nan = std::any_of(ls.values.begin(), ls.values.end(), [](double v) { return std::isnan(v); });
+  if (ls.count == ls.values.size() && !chained && has_nan) {
+    ls.xxh3 = points_hash(ls.steps, ls.values);
+  } else if (ls.count == ls.values.size()) {
     if (points_hash(ls.steps, ls.values) != ls.xxh3)
       s.at("xxh3").fail("the XXH3-128 of the steps and values listed (every value is kept); they do not hash to " +
                         ls.xxh3 + " (a value edited by hand?)");
@@ -475,9 +480,15 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
     // Each side held to what read_ledger holds a ledger to: a merge must not
     // launder a line the reader would refuse (nor chain over a gap).
     for (LedgerEntry& e : read_ledger_text(*text, name + side, smoke_of_ledger(name), false).entries) {
+      // What must agree about one run: all but the chain (each side chains
+      // in its own order), record_xxh3 (a line from before it was kept
+      // lacks it), and when and from which job it was entered (`history
+      // add` of one record in two clones: one run, the earlier entry kept).
       LedgerEntry bare = e;
       bare.record_xxh3.clear();
-      bare.prev.reset();  // each side chains in its own order
+      bare.prev.reset();
+      bare.time_utc.clear();
+      bare.ci = {};
       std::string compared = ledger_line(bare);
       auto known = seen.find(e.run_id);
       if (known == seen.end()) {
@@ -485,7 +496,9 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
         all.push_back(std::move(e));
       } else if (known->second.second == compared) {
         LedgerEntry& kept = all[known->second.first];
-        if (kept.record_xxh3.empty()) kept.record_xxh3 = e.record_xxh3;
+        std::string record = kept.record_xxh3.empty() ? e.record_xxh3 : kept.record_xxh3;
+        if (e.time_utc < kept.time_utc) kept = std::move(e);
+        kept.record_xxh3 = record;
       } else {
         throw BadInput(name + side, "run " + e.run_id,
                        "the run as the other side has it; the two sides disagree about it (a ledger edited by hand?): "
@@ -501,6 +514,9 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
     last_hash = ledger_line_hash(line);
     out += line + "\n";
   }
+  // What is written must read back (a line from before the chain that
+  // `prev` takes past the line limit would not): refused here instead.
+  read_ledger_text(out, name + " (merged)", smoke_of_ledger(name), false);
   return out;
 }
 

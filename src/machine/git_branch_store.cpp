@@ -177,9 +177,25 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
   out.files = files;
   // First on top of the local branch (as the last pull left it); when the
   // remote rejects that, on top of the remote's, its files merged in.
+  // Each file of `tree` merged into what is pushed; a file only it has
+  // through `merge` too (with "" for ours), so that the caller holds it to
+  // its rules.
+  auto absorb = [&](const std::map<std::string, std::string>& tree) {
+    for (const auto& [name, text] : tree) {
+      auto mine = out.files.find(name);
+      if (mine == out.files.end()) out.files[name] = merge(name, "", text);
+      else if (mine->second != text) out.files[name] = merge(name, mine->second, text);
+    }
+  };
   std::vector<git_oid> parents;
   git_oid ours;
-  if (s.tip(s.local(), ours)) parents.push_back(ours);
+  if (s.tip(s.local(), ours)) {
+    parents.push_back(ours);
+    // The union with the branch as this clone last saw it: a folder that
+    // lacks what the branch holds (a cache miss, a cut file) must not push
+    // its loss as a fast-forward.
+    absorb(s.files_of(ours));
+  }
   for (out.attempts = 1; out.attempts <= o.attempts; ++out.attempts) {
     git_oid id = s.commit(out.files, parents);
     out.commit = oid_hex(id);
@@ -187,11 +203,7 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
     git_oid theirs;
     if (!s.fetch() || !s.tip(s.tracking(), theirs))
       throw EnvironmentError("pushing " + o.branch + " to " + o.remote + ": refused, and the remote has no such branch");
-    for (const auto& [name, text] : s.files_of(theirs)) {
-      auto mine = out.files.find(name);
-      if (mine == out.files.end()) out.files[name] = text;
-      else if (mine->second != text) out.files[name] = merge(name, mine->second, text);
-    }
+    absorb(s.files_of(theirs));
     out.merged = true;
     parents = {theirs, id};
   }

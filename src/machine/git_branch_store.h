@@ -28,8 +28,9 @@ struct BranchStoreOptions {
   int attempts = 5;                        ///< pushes tried before giving up
 };
 
-/// Merges two versions of file `name` (ours: being pushed; theirs: the
-/// remote's) into the one to push. Throws lockstep::Error to give up.
+/// Merges two versions of file `name` (ours: being pushed, "" when only the
+/// branch has it; theirs: the branch's or the remote's) into the one to
+/// push. Throws lockstep::Error to give up.
 using FileMerge = std::function<std::string(const std::string& name, const std::string& ours, const std::string& theirs)>;
 
 /// What commit_and_push did.
@@ -40,9 +41,12 @@ struct PushOutcome {
   bool merged = false;                        ///< the remote had moved: its files were merged in
 };
 
-/// Commits `files` (name -> content; plain names, no folders) as the whole
-/// tree of the branch, its parent the branch's tip, and pushes it to the
-/// remote, merging with the remote's files when it moved (see above).
+/// Commits `files` (name -> content; plain names, no folders), merged
+/// with the files of the local branch's tip (its parent: what this clone
+/// last pulled or pushed), as the whole tree of the branch, and pushes it
+/// to the remote, merging with the remote's files when it moved (see
+/// above). A file only the tip or the remote has goes through `merge` too,
+/// with "" for ours. Nothing the branch held is dropped by a push.
 /// Throws exit-2 Error for a path outside a repository or a file name with
 /// a '/', exit-3 Error when the remote cannot be reached or keeps moving.
 PushOutcome commit_and_push(const std::map<std::string, std::string>& files, const BranchStoreOptions& options,

@@ -187,4 +187,16 @@ Golden read_filed_golden(const GoldenLookup& found, const std::string& smoke) {
   return golden;
 }
 
+std::string foreign_series(const RunRecord& record, const SmokeConfig& config) {
+  if (!config.has_trainer()) return "";
+  for (const auto& [name, series] : record.series)
+    if (!config.trainer.series.count(name)) {
+      std::string known;
+      for (const auto& [k, tag] : config.trainer.series) known += (known.empty() ? "" : ", ") + k;
+      return "series " + printable_message(name, false) + ": not a series " + config.file +
+             " records (trainer.metrics.series: " + known + ")";
+    }
+  return "";
+}
+
 }  // namespace lockstep

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "record/golden.h"
+#include "smoke/smoke_config.h"
 
 namespace lockstep {
 
@@ -116,5 +117,13 @@ std::string stand_in_note(const GoldenLookup& found, const std::string& platform
 /// read goldens through it, so a record copied into the folder never
 /// passes as one.
 Golden read_filed_golden(const GoldenLookup& found, const std::string& smoke);
+
+/// For a trainer smoke, the first series of `record` its config's
+/// trainer.metrics.series does not name, said as "series NAME: not a
+/// series <config> records (trainer.metrics.series: a, b)"; "" when there
+/// is none, or for a built-in smoke (whose series the model decides). A
+/// golden holding one was not made from this config: every reader refuses
+/// it (exit 2).
+std::string foreign_series(const RunRecord& record, const SmokeConfig& config);
 
 }  // namespace lockstep

@@ -676,7 +676,7 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
         {"name", "cancelled"}, {"seed", 1}, {"steps", 2},
         {"trainer", {{"command", {"sh", "-c", script}},
                      {"timeout_s", 600},
-                     {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+                     {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}}}}};
     write_file_atomically((d / "cancelled.json").string(), pretty_dump(cfg));
     // In the background, so the shell can signal it once the trainer is up.
     Result r = shell("cd '" + d.string() + "' && " + LOCKSTEP_BINARY + c.command + " & lp=$!; " +

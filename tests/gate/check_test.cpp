@@ -111,7 +111,7 @@ TEST(CheckSmoke, ATrainerWhoseDataPassDoesNotReplayTrainingIsBadInputWithTheFix)
   GateProject p("shared-generator", [](nlohmann::json& cfg) {
     for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
     cfg["trainer"] = {{"command", {"python3", "train.py"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
                       {"probes", "{out}/probes.jsonl"}};
   });
   p.write_golden(make_gate_record());
@@ -144,7 +144,7 @@ TEST(CheckSmoke, ATrainerWhoseBatchesAreTheGoldensTakesItsDataOnlyPassAndRunsNon
     for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
     cfg["resume_at"] = 1;
     cfg["trainer"] = {{"command", {"python3", "train.py"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
                       {"probes", "{out}/probes.jsonl"},
                       {"resume", {{"stop", {"--stop-after", "{resume_at}"}}, {"continue", {"--resume", "{checkpoint}"}}}}};
   });
@@ -203,7 +203,7 @@ TEST(CheckSmoke, ATrainerWhoseBatchesMovedRunsTheDataOnlyPassOnceAfterTheRuns) {
   auto trainer = [](nlohmann::json& cfg) {
     for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
     cfg["trainer"] = {{"command", {"python3", "train.py"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
                       {"probes", "{out}/probes.jsonl"}};
   };
   GateProject p("data-after-runs", trainer);
@@ -243,7 +243,7 @@ TEST(CheckSmoke, ATrainerWithSeveralWorkerCountsRunsTheDataOnlyPassBesideTheFirs
   GateProject p("data-workers", [](nlohmann::json& cfg) {
     for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
     cfg["trainer"] = {{"command", {"python3", "train.py", "--workers", "{workers}"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
                       {"probes", "{out}/probes.jsonl"},
                       {"workers", {2, 0}}};
   });
@@ -358,6 +358,26 @@ TEST(CheckSmoke, APendingGoldenCopiedIntoTheGoldensIsRefused) {
   std::string all;
   for (const auto& problem : audit.problems) all += problem + "\n";
   EXPECT_NE(all.find(copied + ": provenance.action: a pending golden a failing check left"), std::string::npos) << all;
+}
+
+// A trainer golden holding a series the config's trainer.metrics.series
+// does not name was not made from this config: check refuses it as
+// verify-goldens does (exit 2), rather than failing the run against it.
+TEST(CheckSmoke, ATrainerGoldenWithASeriesTheConfigDoesNotNameIsRefused) {
+  GateProject p("foreign-series", [](nlohmann::json& cfg) {
+    for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
+    cfg["trainer"] = {{"command", {"python3", "train.py"}},
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+                      {"probes", "{out}/probes.jsonl"}};
+  });
+  std::string path = p.write_golden(make_gate_record());  // loss and grad_norm
+  FakeLauncher l;
+  l.record.series.erase("grad_norm");
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
+  EXPECT_EQ(c.verdict.first_divergence,
+            path + ": series grad_norm: not a series " + p.smoke_file() + " records (trainer.metrics.series: loss) "
+                   "(a golden made from another config, or edited by hand)");
 }
 
 // A golden of fewer than two runs is refused by check as verify-goldens

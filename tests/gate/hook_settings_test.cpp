@@ -65,7 +65,7 @@ TEST(HookPlan, ATrainerAtTheRepositoryRootTriggersOnEveryFileAndSaysWhy) {
   GateProject p("hook-root-trainer", [](nlohmann::json& c) {
     c = {{"schema", 1}, {"name", "unit"}, {"device", "cpu"}, {"seed", 7}, {"steps", 2},
          {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", ".."},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}}}}};
   });
   HookPlan plan = hook_plan(p.root().string());
   EXPECT_EQ(plan.triggers, std::vector<std::string>{"./"});
@@ -92,7 +92,7 @@ TEST(HookPlan, TheTrainersInputFilesTriggerTheCheck) {
          {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", "../trainer"},
                       {"inputs", {"../datasets/shards/*.bin", "../datasets/vocab.json", "{config_dir}/extra.txt",
                                   "{data}/digits.csv.gz", "local/*.txt"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}}}}};
   });
   fs::create_directories(p.root() / "trainer");
   HookPlan plan = hook_plan(p.root().string());
@@ -107,7 +107,7 @@ TEST(HookPlan, ATrainerFolderAroundOrOutsideTheRepositoryIsNamedInANote) {
   GateProject p("hook-outside-trainer", [](nlohmann::json& c) {
     c = {{"schema", 1}, {"name", "unit"}, {"device", "cpu"}, {"seed", 7}, {"steps", 2},
          {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", "../.."},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}}}}};
   });
   const std::string around = fs::weakly_canonical(p.root() / "..").string();
   HookPlan plan = hook_plan(p.root().string());
@@ -138,7 +138,7 @@ TEST(HookPlan, LinksAndDotDotNamesAreTriggers) {
     c = {{"schema", 1}, {"name", "unit"}, {"device", "cpu"}, {"seed", 7}, {"steps", 2},
          {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", "../..trainer"},
                       {"inputs", {"../data/link.bin", "../..data/*.bin"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}}}}};
   });
   fs::create_directories(p.root() / "..trainer");
   fs::create_directories(p.root() / "data");
@@ -158,7 +158,7 @@ TEST(HookPlan, AControlCharacterInAPathIsRefusedNamingTheConfigsField) {
     c = {{"schema", 1}, {"name", "unit"}, {"device", "cpu"}, {"seed", 7}, {"steps", 2},
          {"trainer", {{"command", {"/usr/bin/python3", "train.py"}}, {"cwd", ".."},
                       {"inputs", {"data/a\x07" "b/*.bin"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}}}}};
   });
   EXPECT_EQ(plan_error(p.root().string()),
             p.smoke_file() + ": trainer.inputs[0]: expected a path without control characters (the pre-push hook reads "

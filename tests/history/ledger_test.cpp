@@ -338,6 +338,37 @@ TEST(Ledger, TheChainKeepsOnAndEveryLineIsHeldToItsOwnFields) {
   fs::remove_all(d);
 }
 
+// A line from before the chain hashed a NaN's own bits (torch's NaN is
+// negative), which "nan" does not keep: it reads as it is, and a merge that
+// chains it hashes it anew, so the merged ledger reads back. One record
+// entered in two clones (`history add`, its time the only difference) is
+// one run: the earlier entry is kept.
+TEST(Ledger, MergesKeepLegacyNaNLinesAndOneRecordEnteredTwice) {
+  RunRecord a = make_record({2.5, std::nan("")});
+  nlohmann::json legacy = nlohmann::json::parse(ledger_line(ledger_entry(a, nullptr, "", {}, "2026-12-01T02:00:00Z")));
+  const std::string normalised = legacy["series"]["loss"]["xxh3"];
+  legacy["series"]["loss"]["xxh3"] = std::string(32, 'f');  // as a raw-bits hash would differ
+  const std::string old_text = legacy.dump() + "\n";
+  fs::path d = scratch("legacy-nan");
+  write_file_atomically(ledger_path(d.string(), "unit"), old_text);
+  LedgerRead read = read_ledger(ledger_path(d.string(), "unit"), false);
+  ASSERT_EQ(read.entries.size(), 1u);
+  EXPECT_EQ(read.entries[0].series.at("loss").xxh3, normalised);
+  std::string merged = merge_ledgers("unit.jsonl", old_text, "");
+  EXPECT_EQ(parse_ledger_line(merged.substr(0, merged.size() - 1), "m", 1).series.at("loss").xxh3, normalised);
+  write_file_atomically(ledger_path(d.string(), "unit"), merged);
+  EXPECT_EQ(read_ledger(ledger_path(d.string(), "unit"), false).entries.size(), 1u);
+
+  RunRecord b = make_record({2.5, 2.0});
+  std::string early = ledger_line(ledger_entry(b, nullptr, "", {}, "2026-12-02T02:00:00Z")) + "\n";
+  CiFacts job;
+  job.job = "77";
+  std::string late = ledger_line(ledger_entry(b, nullptr, "", job, "2026-12-03T02:00:00Z")) + "\n";
+  EXPECT_EQ(merge_ledgers("unit.jsonl", late, early), appended({early}));
+  EXPECT_EQ(merge_ledgers("unit.jsonl", early, late), appended({early}));
+  fs::remove_all(d);
+}
+
 // Two jobs' versions of one ledger (a branch store's merge): each run
 // once, in time order, chained anew.
 TEST(Ledger, TwoVersionsMergeIntoTheirUnionInTimeOrder) {

@@ -98,6 +98,24 @@ TEST_F(BranchStore, TwoJobsFromOneBaseBothLand) {
       << "a merge commit: the remote's tip and the rejected commit";
 }
 
+// A folder that lacks nights the branch holds (a CI cache miss, a cut
+// file) pushes their union with the branch's tip, never their loss as a
+// fast-forward; a file only the branch has goes through the merge too.
+TEST_F(BranchStore, APushNeverDropsWhatTheBranchHolds) {
+  commit_and_push({{"s.jsonl", "night 1\nnight 2\n"}, {"t.jsonl", "t 1\n"}}, in("a"), union_lines);
+  std::vector<std::string> merged;
+  auto noting = [&](const std::string& name, const std::string& ours, const std::string& theirs) {
+    merged.push_back(name + (ours.empty() ? " (branch only)" : ""));
+    return union_lines(name, ours, theirs);
+  };
+  PushOutcome p = commit_and_push({{"s.jsonl", "night 3\n"}}, in("a"), noting);
+  EXPECT_EQ(p.attempts, 1);
+  EXPECT_FALSE(p.merged) << "nothing came from the remote";
+  EXPECT_EQ(merged, (std::vector<std::string>{"s.jsonl", "t.jsonl (branch only)"}));
+  EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:s.jsonl"), "night 1\nnight 2\nnight 3\n");
+  EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:t.jsonl"), "t 1\n");
+}
+
 TEST_F(BranchStore, APathOutsideARepositoryOrAnUnknownRemoteIsExit2) {
   BranchStoreOptions o;
   o.repo = root_.string();

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 nlohmann::json trainer_section() {
   return {{"command", {"python3", "train.py", "--steps", "{steps}"}},
-          {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+          {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
           {"probes", "{out}/probes.jsonl"},
           {"resume", {{"stop", {"--stop-after", "{resume_at}", "--checkpoint", "{checkpoint}"}},
                       {"continue", {"--resume", "{checkpoint}"}}}}};

@@ -92,7 +92,7 @@ json base(const std::string& family) {
             {"steps", 4},
             {"trainer",
              {{"command", {"python3", "train.py"}},
-              {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
+              {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
               {"probes", "{out}/p.jsonl"}}}};
   if (family == "trainer") return t;
   if (family == "trainer-workers") {

@@ -226,7 +226,7 @@ TEST(SmokeConfig, ATrainerLaneAddsArgumentsAndEnvironmentOfTheRightShape) {
     return [lanes](nlohmann::json& c) {
       c = {{"schema", 1}, {"name", "unit"}, {"seed", 7}, {"steps", 2},
            {"trainer", {{"command", {"/usr/bin/python3", "train.py"}},
-                        {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}}}}};
+                        {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}}}}};
       c["equivalence"] = nlohmann::json::parse(lanes);
     };
   };
