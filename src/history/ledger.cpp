@@ -307,7 +307,8 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
       v.at("record_xxh3").fail("the run record's own XXH3-128 (32 lowercase hex digits), or \"\"");
   }
   e.time_utc = v.at("time").as_string();
-  if (!is_utc_time(e.time_utc)) v.at("time").fail("an ISO 8601 UTC time such as 2026-12-03T02:00:00Z");
+  if (!is_utc_time(e.time_utc))
+    v.at("time").fail("an ISO 8601 UTC time such as 2026-12-03T02:00:00Z, got \"" + input_excerpt(e.time_utc) + "\"");
   e.smoke = v.at("smoke").as_string();
   e.platform = v.at("platform").as_string();
   if (v.has("stack")) {

@@ -255,7 +255,7 @@ TEST(Golden, AGoldenWhosePartsContradictIsExit2NamingTheField) {
   unnamed.record.series[""] = unnamed.record.series.at("loss");
   EXPECT_EQ(refusal(unnamed), ": series.: expected a series name (1 to 200 printable characters, no spaces or quotes)");
   Golden reason = g;
-  reason.provenance.reason = "";
+  reason.provenance.reason = " \n";
   EXPECT_EQ(refusal(reason), ": provenance.reason: expected why the golden was made (bless and accept require --reason)");
   Golden when = g;
   when.provenance.created_utc = "yesterday";
