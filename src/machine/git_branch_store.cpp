@@ -1,6 +1,8 @@
 #include "machine/git_branch_store.h"
 
+#include <cctype>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
@@ -33,8 +35,11 @@ using Blob = Git<git_blob, git_blob_free>;
 using Sig = Git<git_signature, git_signature_free>;
 
 // A name that stays inside the folder it is written to.
+// (".gitattributes" is one; ".", ".." and ".git" are none).
 bool plain_name(const std::string& name) {
-  return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos &&
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return !name.empty() && name != "." && name != ".." && lower != ".git" && name.find('/') == std::string::npos &&
          name.find('\\') == std::string::npos && name.find('\0') == std::string::npos;
 }
 
@@ -83,7 +88,30 @@ class Store {
     return git_reference_name_to_id(&id, repo_.get(), ref.c_str()) == 0;
   }
 
-  std::map<std::string, std::string> files_of(const git_oid& commit_id) {
+  // Whether the local branch is the one checked out in a work tree (a
+  // commit to it would leave the work tree and index behind it).
+  bool checked_out() {
+    if (git_repository_is_bare(repo_.get())) return false;
+    Ref head;
+    if (git_reference_lookup(head.out(), repo_.get(), "HEAD") != 0) return false;
+    const char* target = git_reference_symbolic_target(head.get());
+    return target && local() == target;
+  }
+
+  // The local branch back at `id`, or gone when it did not exist.
+  void reset_local(const std::optional<git_oid>& id) {
+    Ref r;
+    if (id) {
+      git_reference_create(r.out(), repo_.get(), local().c_str(), &*id, 1, "lockstep history: push refused");
+    } else if (git_reference_lookup(r.out(), repo_.get(), local().c_str()) == 0) {
+      git_reference_delete(r.get());
+    }
+  }
+
+  // The plain files of `commit_id`'s tree. `rewriting`: the tree is about
+  // to be committed anew (a push), so an entry that is not a plain file is
+  // refused rather than lost; otherwise (a pull) it is passed over.
+  std::map<std::string, std::string> files_of(const git_oid& commit_id, bool rewriting) {
     Commit c;
     Tree t;
     if (git_commit_lookup(c.out(), repo_.get(), &commit_id) != 0 || git_commit_tree(t.out(), c.get()) != 0)
@@ -91,11 +119,23 @@ class Store {
     std::map<std::string, std::string> out;
     for (size_t i = 0; i < git_tree_entrycount(t.get()); ++i) {
       const git_tree_entry* e = git_tree_entry_byindex(t.get(), i);
-      if (git_tree_entry_type(e) != GIT_OBJECT_BLOB) continue;
       std::string name = git_tree_entry_name(e);
-      if (!plain_name(name))
+      // A branch of plain files only: a push commits the whole tree anew,
+      // so a folder, an executable, a link or a submodule would be lost (a
+      // code branch named by mistake: refused before anything is written).
+      const git_filemode_t mode = git_tree_entry_filemode(e);
+      if (mode != GIT_FILEMODE_BLOB && !rewriting) continue;
+      if (mode != GIT_FILEMODE_BLOB)
         throw BadInput(o_.remote, o_.branch + ":" + name,
-                       "plain file names in the branch's folder (no '/', '..', or leading '.')");
+                       std::string("a branch of plain files only (ledgers, on a branch of their own such as "
+                                   "lockstep-history), got ") +
+                           (mode == GIT_FILEMODE_TREE              ? "a folder"
+                            : mode == GIT_FILEMODE_BLOB_EXECUTABLE ? "an executable file"
+                            : mode == GIT_FILEMODE_LINK            ? "a symbolic link"
+                                                                   : "a submodule") +
+                           ": is --branch a branch of code?");
+      if (!plain_name(name))
+        throw BadInput(o_.remote, o_.branch + ":" + name, "plain file names in the branch's folder (no '/' or '..')");
       Blob b;
       if (git_blob_lookup(b.out(), repo_.get(), git_tree_entry_id(e)) != 0) fail_env("reading " + o_.branch);
       out[git_tree_entry_name(e)] = std::string(static_cast<const char*>(git_blob_rawcontent(b.get())),
@@ -187,26 +227,37 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
       else if (mine->second != text) out.files[name] = merge(name, mine->second, text);
     }
   };
+  if (s.checked_out())
+    throw BadInput(o.repo, "branch", "a branch of its own for the ledgers (such as lockstep-history), got " + o.branch +
+                                         ", the branch checked out here: a push commits a tree of ledgers to it");
   std::vector<git_oid> parents;
   git_oid ours;
+  std::optional<git_oid> before;
   if (s.tip(s.local(), ours)) {
+    before = ours;
     parents.push_back(ours);
     // The union with the branch as this clone last saw it: a folder that
     // lacks what the branch holds (a cache miss, a cut file) must not push
     // its loss as a fast-forward.
-    absorb(s.files_of(ours));
+    absorb(s.files_of(ours, true));
   }
-  for (out.attempts = 1; out.attempts <= o.attempts; ++out.attempts) {
-    git_oid id = s.commit(out.files, parents);
-    out.commit = oid_hex(id);
-    if (s.push()) return out;
-    git_oid theirs;
-    if (!s.fetch() || !s.tip(s.tracking(), theirs))
-      throw EnvironmentError("pushing " + o.branch + " to " + o.remote + ": refused, and the remote has no such branch");
-    absorb(s.files_of(theirs));
-    out.merged = true;
-    parents = {theirs, id};
+  try {
+    for (out.attempts = 1; out.attempts <= o.attempts; ++out.attempts) {
+      git_oid id = s.commit(out.files, parents);
+      out.commit = oid_hex(id);
+      if (s.push()) return out;
+      git_oid theirs;
+      if (!s.fetch() || !s.tip(s.tracking(), theirs))
+        throw EnvironmentError("pushing " + o.branch + " to " + o.remote + ": refused, and the remote has no such branch");
+      absorb(s.files_of(theirs, true));
+      out.merged = true;
+      parents = {theirs, id};
+    }
+  } catch (...) {
+    s.reset_local(before);  // a push that did not land leaves the local branch where it was
+    throw;
   }
+  s.reset_local(before);
   throw EnvironmentError("pushing " + o.branch + " to " + o.remote + ": the remote's branch kept moving (" +
                          std::to_string(o.attempts) + " attempts); run history push again");
 }
@@ -225,7 +276,7 @@ std::optional<std::map<std::string, std::string>> fetch_branch_files(const Branc
       git_repository_free(repo);
     }
   }
-  return s.files_of(theirs);
+  return s.files_of(theirs, false);
 }
 
 }  // namespace lockstep

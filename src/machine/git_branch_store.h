@@ -46,13 +46,17 @@ struct PushOutcome {
 /// last pulled or pushed), as the whole tree of the branch, and pushes it
 /// to the remote, merging with the remote's files when it moved (see
 /// above). A file only the tip or the remote has goes through `merge` too,
-/// with "" for ours. Nothing the branch held is dropped by a push.
+/// with "" for ours. Nothing the branch held is dropped by a push: a branch
+/// holding anything but plain files (a folder, an executable, a link, a
+/// submodule) is exit 2, as is the branch checked out in the work tree; a
+/// push that throws leaves the local branch where it was.
 /// Throws exit-2 Error for a path outside a repository or a file name with
 /// a '/', exit-3 Error when the remote cannot be reached or keeps moving.
 PushOutcome commit_and_push(const std::map<std::string, std::string>& files, const BranchStoreOptions& options,
                             const FileMerge& merge);
 
-/// The files of the remote's branch (fetched); nullopt when the remote has
+/// The plain files of the remote's branch (fetched; folders, executables,
+/// links and submodules passed over); nullopt when the remote has
 /// no such branch yet. Also points the local branch at it when the local
 /// one is absent. Same errors.
 std::optional<std::map<std::string, std::string>> fetch_branch_files(const BranchStoreOptions& options);

@@ -116,6 +116,45 @@ TEST_F(BranchStore, APushNeverDropsWhatTheBranchHolds) {
   EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:t.jsonl"), "t 1\n");
 }
 
+// A push rewrites the branch's whole tree, so a branch holding a folder
+// (a branch of code named by mistake) is refused before anything moves, as
+// is the branch checked out here; a refused push leaves the local branch
+// where it was. A dot-file such as .gitattributes is a plain file: kept.
+TEST_F(BranchStore, ABranchOfCodeOrTheCheckedOutOneIsRefusedAndMovesNothing) {
+  auto refusal = [&](const BranchStoreOptions& o) {
+    try {
+      commit_and_push({{"s.jsonl", "night 1\n"}}, o, union_lines);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "pushed";
+    return std::string();
+  };
+  BranchStoreOptions checked_out = in("a");
+  checked_out.branch = "main";
+  EXPECT_NE(refusal(checked_out).find("got main, the branch checked out here"), std::string::npos);
+  std::string b = (root_ / "b").string(), a = (root_ / "a").string();
+  sh("cd '" + b + "' && mkdir src && echo x > src/a.cpp && git add src && git commit -q -m src && "
+     "git push -q origin main:code");
+  const std::string tip = sh("git -C '" + remote_ + "' rev-parse code");
+  BranchStoreOptions code = in("a");
+  code.branch = "code";
+  EXPECT_NE(refusal(code).find("code:src: expected a branch of plain files only (ledgers, on a branch of their own "
+                               "such as lockstep-history), got a folder: is --branch a branch of code?"),
+            std::string::npos);
+  EXPECT_EQ(sh("git -C '" + remote_ + "' rev-parse code"), tip) << "the remote's branch untouched";
+  EXPECT_EQ(sh("git -C '" + a + "' for-each-ref refs/heads/code"), "") << "no local branch left behind";
+
+  commit_and_push({{"s.jsonl", "night 1\n"}}, in("a"), union_lines);
+  sh("cd '" + b + "' && git fetch -q origin lockstep-history && git checkout -q -b h FETCH_HEAD && "
+     "echo '*.jsonl -text' > .gitattributes && git add .gitattributes && git commit -q -m attrs && "
+     "git push -q origin h:lockstep-history && git checkout -q main");
+  commit_and_push({{"s.jsonl", "night 1\nnight 2\n"}}, in("a"), union_lines);
+  EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:.gitattributes"), "*.jsonl -text\n");
+  EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:s.jsonl"), "night 1\nnight 2\n");
+}
+
 TEST_F(BranchStore, APathOutsideARepositoryOrAnUnknownRemoteIsExit2) {
   BranchStoreOptions o;
   o.repo = root_.string();
