@@ -96,12 +96,6 @@ BranchStoreOptions store_options(const HistorySyncOptions& o, const std::string&
   return s;
 }
 
-// Whether a file of the branch is a ledger (<smoke>.jsonl, not hidden), as
-// ledger_files() finds them in a folder.
-bool is_ledger_name(const std::string& name) {
-  return name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 && name[0] != '.';
-}
-
 // The ledgers in `dir` (<smoke>.jsonl), name -> text; each is read strictly first.
 std::map<std::string, std::string> ledgers_in(const std::string& dir) {
   std::map<std::string, std::string> out;
@@ -124,14 +118,14 @@ int history_push_command(const HistorySyncOptions& o) {
   // Ledgers merged (each side held to the reader's rules); any other file
   // on the branch is left there as it is, and not brought into the folder.
   auto merge = [](const std::string& name, const std::string& ours, const std::string& theirs) {
-    return is_ledger_name(name) ? merge_ledgers(name, ours, theirs) : ours.empty() ? theirs : ours;
+    return is_ledger_file_name(name) ? merge_ledgers(name, ours, theirs) : ours.empty() ? theirs : ours;
   };
   PushOutcome p = commit_and_push(mine, store_options(o, "lockstep history: " + std::to_string(mine.size()) + " ledger(s)"),
                                   merge);
   // The folder now holds what was pushed: the remote's entries too.
   size_t ledgers = 0;
   for (const auto& [name, text] : p.files) {
-    if (!is_ledger_name(name)) continue;
+    if (!is_ledger_file_name(name)) continue;
     ++ledgers;
     if (mine.count(name) == 0 || mine[name] != text) write_file_atomically((fs::path(o.dir) / name).string(), text);
   }
@@ -148,7 +142,7 @@ int history_pull_command(const HistorySyncOptions& o) {
   if (ec) throw io_error(o.dir, "create the history folder", ec.value());
   size_t ledgers = 0, written = 0;
   for (const auto& [name, text] : there ? *there : std::map<std::string, std::string>{}) {
-    if (!is_ledger_name(name)) continue;
+    if (!is_ledger_file_name(name)) continue;
     ++ledgers;
     auto m = mine.find(name);
     std::string merged = m == mine.end() ? merge_ledgers(name, "", text) : merge_ledgers(name, m->second, text);

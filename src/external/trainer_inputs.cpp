@@ -136,7 +136,7 @@ std::vector<std::pair<std::string, std::string>> trainer_input_files(const Smoke
       if (pattern == given && !fs::path(given).is_absolute())
         throw BadInput(c.file, field_of(i), "a pattern that matches at least one file in " + cwd.string() +
                                                 " (trainer.cwd), got \"" + input_excerpt(given) + "\", which matches none");
-      // A placeholder or an absolute path: where it looked, said whole.
+      // With {data} or {config_dir} in it, or absolute: where it looked, said whole.
       throw BadInput(c.file, field_of(i),
                      "a pattern that matches at least one file, got \"" + input_excerpt(given) + "\", that is " +
                          full.string() + ", which matches none" +

@@ -182,13 +182,16 @@ std::string ledger_path(const std::string& dir, const std::string& smoke) {
   return (fs::path(dir) / (smoke + ".jsonl")).string();
 }
 
+bool is_ledger_file_name(const std::string& name) {
+  return name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 && name[0] != '.';
+}
+
 std::vector<std::string> ledger_files(const std::string& dir) {
   std::vector<std::string> files;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
-    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".jsonl") == 0 && name[0] != '.')
-      files.push_back(it->path().string());
+    if (is_ledger_file_name(name)) files.push_back(it->path().string());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -457,6 +460,7 @@ LedgerRead read_ledger_text(const std::string& text, const std::string& where, c
       throw BadInput(where, "line " + std::to_string(n), "each run once; run " + e.run_id + " is entered twice");
     out.entries.push_back(std::move(e));
   }
+  out.last_line_hash = last_hash;
   return out;
 }
 
@@ -509,15 +513,20 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
   }
   std::stable_sort(all.begin(), all.end(), [](const LedgerEntry& a, const LedgerEntry& b) { return a.time_utc < b.time_utc; });
   std::string out, last_hash;
+  uint64_t n = 0;
   for (auto& e : all) {
     e.prev = last_hash;
     std::string line = ledger_line(e);
+    ++n;
+    // Every side read within the limit; a line from before the chain that
+    // its `prev` takes past it would not read back: refused here instead.
+    if (line.size() > kLedgerLineBytes)
+      throw BadInput(name + " (merged)", "line " + std::to_string(n),
+                     "a line of at most " + std::to_string(kLedgerLineBytes >> 20) + " MiB, which run " + e.run_id +
+                         " exceeds once chained");
     last_hash = ledger_line_hash(line);
     out += line + "\n";
   }
-  // What is written must read back (a line from before the chain that
-  // `prev` takes past the line limit would not): refused here instead.
-  read_ledger_text(out, name + " (merged)", smoke_of_ledger(name), false);
   return out;
 }
 
@@ -531,23 +540,17 @@ void append_entry(const std::string& dir, const LedgerEntry& entry, const std::f
   // from what it held before the other's line.
   DirectoryLock lock(dir, /*wait=*/true, on_wait);
   std::string text;
+  LedgerRead held;
   if (fs::exists(file, ec)) {
-    for (const LedgerEntry& e : read_ledger(file, false).entries)
+    text = read_file(file);
+    held = read_ledger_text(text, file, smoke_of_ledger(file), false);
+    for (const LedgerEntry& e : held.entries)
       if (e.run_id == entry.run_id)
         throw BadInput(file, "run_id", "a run not yet entered; run " + entry.run_id + " (" + e.time_utc +
                                            ") is already in the ledger");
-    text = read_file(file);
   }
-  // Chained to the last line (read_ledger above checked the chain before it).
   LedgerEntry chained = entry;
-  size_t last_end = text.find_last_not_of('\n');
-  if (last_end == std::string::npos) {
-    chained.prev = "";
-  } else {
-    size_t last_start = text.rfind('\n', last_end);
-    last_start = last_start == std::string::npos ? 0 : last_start + 1;
-    chained.prev = ledger_line_hash(text.substr(last_start, last_end + 1 - last_start));
-  }
+  chained.prev = held.last_line_hash;  // "" for the first line
   write_file_atomically(file, text + ledger_line(chained) + "\n");
 }
 

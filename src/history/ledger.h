@@ -126,6 +126,9 @@ LedgerEntry stopped_entry(const std::string& smoke, const Verdict& verdict, cons
 /// The ledger file of `smoke` in `dir`: <dir>/<smoke>.jsonl.
 std::string ledger_path(const std::string& dir, const std::string& smoke);
 
+/// Whether a file name is a ledger's: <smoke>.jsonl, not hidden.
+bool is_ledger_file_name(const std::string& name);
+
 /// The ledgers in `dir`: its <smoke>.jsonl files (not hidden ones), sorted;
 /// none when `dir` is absent.
 std::vector<std::string> ledger_files(const std::string& dir);
@@ -145,6 +148,9 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
 struct LedgerRead {
   std::vector<LedgerEntry> entries;  ///< in file order
   std::vector<std::string> skipped;  ///< "<file>: line N: <why>" (only with skip_bad)
+  /// XXH3-128 of the last line (ledger_line_hash), the `prev` of a line
+  /// appended next; "" when the ledger has none.
+  std::string last_line_hash;
 };
 
 /// Reads a ledger file. A malformed, truncated or hand-edited line is exit

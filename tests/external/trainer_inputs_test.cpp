@@ -98,7 +98,7 @@ TEST_F(TrainerInputsTest, APatternThatMatchesNothingIsBadInputNamingTheFieldAndF
   c_.trainer.inputs = {"data/*.bin", "data/shakespeare/*.bin"};
   EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[1]: expected a pattern that matches at least one file in " +
                            dir_.string() + " (trainer.cwd), got \"data/shakespeare/*.bin\", which matches none");
-  // A placeholder is said expanded, with where the data cache is.
+  // A pattern naming {data} is said expanded, with where the data cache is.
   ::setenv("LOCKSTEP_DATA_DIR", (dir_ / "cache").c_str(), 1);
   c_.trainer.inputs = {"{data}/digits.csv.gz"};
   std::string why = refusal();

@@ -23,6 +23,15 @@ using testing::FakeLauncher;
 using testing::GateProject;
 using testing::make_gate_record;
 
+// `cfg` made a trainer smoke (`python3 train.py`, JSONL metrics naming
+// `series`, probes): the gate's trainer paths with the fake launcher.
+void as_trainer(nlohmann::json& cfg, const nlohmann::json& series = {{"loss", "loss"}, {"grad_norm", "grad_norm"}}) {
+  for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
+  cfg["trainer"] = {{"command", {"python3", "train.py"}},
+                    {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", series}}},
+                    {"probes", "{out}/probes.jsonl"}};
+}
+
 TEST(CheckSmoke, IdenticalRunsMatchingTheGoldenPass) {
   GateProject p("pass");
   p.write_golden(make_gate_record());
@@ -108,12 +117,7 @@ TEST(CheckSmoke, ABuiltInSmokesBatchesOtherThanItsDataPassAreNondeterministic) {
 // pass. That is the smoke's wiring, said as exit 2 with the fix; with one
 // run the repeat is unknown and it stays exit 4.
 TEST(CheckSmoke, ATrainerWhoseDataPassDoesNotReplayTrainingIsBadInputWithTheFix) {
-  GateProject p("shared-generator", [](nlohmann::json& cfg) {
-    for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
-    cfg["trainer"] = {{"command", {"python3", "train.py"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
-                      {"probes", "{out}/probes.jsonl"}};
-  });
+  GateProject p("shared-generator", [](nlohmann::json& cfg) { as_trainer(cfg); });
   p.write_golden(make_gate_record());
   FakeLauncher l;
   l.record.train_probes[1].sample_index_hash = "00000000000000ff";
@@ -141,12 +145,9 @@ TEST(CheckSmoke, ATrainerWhoseDataPassDoesNotReplayTrainingIsBadInputWithTheFix)
 // golden's data-only probes: no pass runs, and the verdict says so.
 TEST(CheckSmoke, ATrainerWhoseBatchesAreTheGoldensTakesItsDataOnlyPassAndRunsNone) {
   GateProject p("data-from-golden", [](nlohmann::json& cfg) {
-    for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
+    as_trainer(cfg);
     cfg["resume_at"] = 1;
-    cfg["trainer"] = {{"command", {"python3", "train.py"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
-                      {"probes", "{out}/probes.jsonl"},
-                      {"resume", {{"stop", {"--stop-after", "{resume_at}"}}, {"continue", {"--resume", "{checkpoint}"}}}}};
+    cfg["trainer"]["resume"] = {{"stop", {"--stop-after", "{resume_at}"}}, {"continue", {"--resume", "{checkpoint}"}}};
   });
   RunRecord golden = make_gate_record();
   golden.config = {{"trainer.data_only", "[\"--data-only\"]"}};
@@ -200,12 +201,7 @@ TEST(CheckSmoke, ATrainerWhoseBatchesAreTheGoldensTakesItsDataOnlyPassAndRunsNon
 // Other batches than the golden's (or no golden): the data-only pass runs
 // once, after the runs (`lockstep probe`), and its probes are the run's.
 TEST(CheckSmoke, ATrainerWhoseBatchesMovedRunsTheDataOnlyPassOnceAfterTheRuns) {
-  auto trainer = [](nlohmann::json& cfg) {
-    for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
-    cfg["trainer"] = {{"command", {"python3", "train.py"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
-                      {"probes", "{out}/probes.jsonl"}};
-  };
+  auto trainer = [](nlohmann::json& cfg) { as_trainer(cfg); };
   GateProject p("data-after-runs", trainer);
   p.write_golden(make_gate_record());
   FakeLauncher l;
@@ -364,12 +360,7 @@ TEST(CheckSmoke, APendingGoldenCopiedIntoTheGoldensIsRefused) {
 // does not name was not made from this config: check refuses it as
 // verify-goldens does (exit 2), rather than failing the run against it.
 TEST(CheckSmoke, ATrainerGoldenWithASeriesTheConfigDoesNotNameIsRefused) {
-  GateProject p("foreign-series", [](nlohmann::json& cfg) {
-    for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
-    cfg["trainer"] = {{"command", {"python3", "train.py"}},
-                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}}}}},
-                      {"probes", "{out}/probes.jsonl"}};
-  });
+  GateProject p("foreign-series", [](nlohmann::json& cfg) { as_trainer(cfg, {{"loss", "loss"}}); });
   std::string path = p.write_golden(make_gate_record());  // loss and grad_norm
   FakeLauncher l;
   l.record.series.erase("grad_norm");
