@@ -70,7 +70,7 @@ stage "sanitizer build + tests" bash ci/sanitize.sh
 stage "LibTorch-free check" libtorch_free_check
 # libFuzzer on the record/golden parser, the sidecar and the metric-log
 # readers, bounded in time.
-stage "fuzzers" env FUZZ_SECONDS="${FUZZ_SECONDS:-60}" bash ci/fuzz.sh
+stage "fuzzers" env FUZZ_SECONDS="${FUZZ_SECONDS:-20}" bash ci/fuzz.sh
 stage "image recipes" image_recipes
 # The pipeline itself: its build and smoke-cpu jobs from .gitlab-ci.yml, run
 # by gitlab-ci-local with the shell executor (its sanitizers job is the

@@ -678,13 +678,17 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
                      {"timeout_s", 600},
                      {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"}, {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}}}}};
     write_file_atomically((d / "cancelled.json").string(), pretty_dump(cfg));
-    // In the background, so the shell can signal it once the trainer is up.
-    Result r = shell("cd '" + d.string() + "' && " + LOCKSTEP_BINARY + c.command + " & lp=$!; " +
+    // In the background, so the shell can signal it once the trainer is up;
+    // the shell itself in the folder (not `cd && lockstep &`, which would
+    // change only the background job's folder), so it reads the pid file.
+    Result r = shell("cd '" + d.string() + "' || exit 9; " + LOCKSTEP_BINARY + c.command + " & lp=$!; " +
                      "i=0; while [ ! -s trainer.pid ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; " +
+                     "[ -s trainer.pid ] || echo \"trainer never started\"; " +
                      "kill -" + sig + " $lp; wait $lp; echo \"lockstep status $?\"; tp=$(cat trainer.pid); " +
                      "i=0; while kill -0 $tp 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; " +
                      "if kill -0 $tp 2>/dev/null; then echo \"trainer alive\"; kill -9 $tp; else echo \"trainer gone\"; fi");
     EXPECT_NE(r.output.find("lockstep status " + std::to_string(c.status)), std::string::npos) << sig << r.output;
+    EXPECT_EQ(r.output.find("trainer never started"), std::string::npos) << sig << r.output;
     EXPECT_NE(r.output.find("trainer gone"), std::string::npos) << sig << r.output;
     EXPECT_FALSE(fs::exists(d / "r.json")) << sig;
     fs::remove_all(d);
