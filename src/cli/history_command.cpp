@@ -117,8 +117,9 @@ int history_push_command(const HistorySyncOptions& o) {
   if (mine.empty()) throw BadInput(o.dir, "", "a history folder holding ledgers (<smoke>.jsonl) to push");
   // Ledgers merged (each side held to the reader's rules); any other file
   // on the branch is left there as it is, and not brought into the folder.
-  auto merge = [](const std::string& name, const std::string& ours, const std::string& theirs) {
-    return is_ledger_file_name(name) ? merge_ledgers(name, ours, theirs) : ours.empty() ? theirs : ours;
+  auto merge = [](const std::string& name, const std::string& ours, const std::string& theirs,
+                  const std::string& theirs_is) {
+    return is_ledger_file_name(name) ? merge_ledgers(name, ours, theirs, theirs_is) : ours.empty() ? theirs : ours;
   };
   PushOutcome p = commit_and_push(mine, store_options(o, "lockstep history: " + std::to_string(mine.size()) + " ledger(s)"),
                                   merge);
@@ -130,7 +131,8 @@ int history_push_command(const HistorySyncOptions& o) {
     if (mine.count(name) == 0 || mine[name] != text) write_file_atomically((fs::path(o.dir) / name).string(), text);
   }
   std::cout << "history: pushed " << ledgers << " ledger(s) to " << o.branch << " at " << o.remote << " (commit "
-            << p.commit.substr(0, 12) << (p.merged ? ", merged with the remote's entries" : "") << ")\n";
+            << p.commit.substr(0, 12) << (p.merged ? ", merged with the remote's entries" : "")
+            << (p.unchanged ? ", nothing new: no commit made" : "") << ")\n";
   return 0;
 }
 

@@ -102,6 +102,22 @@ fs::path as_opened(const fs::path& match) {
   return ec ? match.lexically_normal() : dir / name;
 }
 
+// Why a pattern that matched nothing could not: its literal part (the
+// folders before the first wildcard, or the whole path) runs through a
+// loop of links or a folder that cannot be read; "" when neither.
+std::string why_no_match(const fs::path& full) {
+  fs::path literal;
+  for (const fs::path& part : full) {
+    if (part.string().find_first_of("*?[") != std::string::npos) break;
+    literal /= part;
+  }
+  struct stat st {};
+  if (::stat(literal.c_str(), &st) == 0) return "";
+  if (errno == ELOOP) return " (" + literal.string() + " runs through a loop of symbolic links)";
+  if (errno == EACCES) return " (" + literal.string() + ": a folder on the way cannot be read: permission denied)";
+  return "";
+}
+
 // `path` made absolute with its links resolved where they exist.
 std::string resolved_folder(const fs::path& path) {
   std::error_code ec;
@@ -133,13 +149,15 @@ std::vector<std::pair<std::string, std::string>> trainer_input_files(const Smoke
     ::globfree(&g);
     if (rc == GLOB_NOMATCH) {
       const std::string& given = c.trainer.inputs[i];
+      const std::string why = why_no_match(full);
       if (pattern == given && !fs::path(given).is_absolute())
         throw BadInput(c.file, field_of(i), "a pattern that matches at least one file in " + cwd.string() +
-                                                " (trainer.cwd), got \"" + input_excerpt(given) + "\", which matches none");
+                                                " (trainer.cwd), got \"" + input_excerpt(given) + "\", which matches none" +
+                                                why);
       // With {data} or {config_dir} in it, or absolute: where it looked, said whole.
       throw BadInput(c.file, field_of(i),
                      "a pattern that matches at least one file, got \"" + input_excerpt(given) + "\", that is " +
-                         full.string() + ", which matches none" +
+                         full.string() + ", which matches none" + why +
                          (given.find("{data}") != std::string::npos
                               ? " ({data} is the data cache, $LOCKSTEP_DATA_DIR or ~/.cache/lockstep/data: is the "
                                 "dataset there?)"

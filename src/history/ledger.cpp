@@ -437,7 +437,13 @@ LedgerRead read_ledger_text(const std::string& text, const std::string& where, c
     }
     std::string line = text.substr(at, end - at);
     at = end + 1;
-    if (line.empty()) continue;
+    if (line.empty()) {
+      // lockstep writes no blank line: one is a line emptied by hand.
+      const std::string why = "an entry (lockstep writes no blank lines: was this line emptied?)";
+      if (!skip_bad) throw BadInput(where, "line " + std::to_string(n), why);
+      out.skipped.push_back(where + ": line " + std::to_string(n) + ": expected " + why);
+      continue;
+    }
     const std::string before_hash = std::exchange(last_hash, ledger_line_hash(line));
     const uint64_t before = std::exchange(last_line, n);
     LedgerEntry e;
@@ -476,12 +482,14 @@ LedgerRead read_ledger(const std::string& file, bool skip_bad) {
   return read_ledger_text(read_file(file), file, smoke_of_ledger(file), skip_bad);
 }
 
-std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs) {
+std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs,
+                          const std::string& theirs_is) {
   std::vector<LedgerEntry> all;
   // run_id -> (its entry in `all`, its line without record_xxh3, which a
   // ledger written before it was kept lacks)
   std::map<std::string, std::pair<size_t, std::string>> seen;
-  for (const auto& [text, side] : {std::pair<const std::string*, const char*>{&theirs, " (the remote's)"}, {&ours, ""}}) {
+  const std::string their_side = " (" + theirs_is + ")";
+  for (const auto& [text, side] : {std::pair<const std::string*, std::string>{&theirs, their_side}, {&ours, ""}}) {
     // Each side held to what read_ledger holds a ledger to: a merge must not
     // launder a line the reader would refuse (nor chain over a gap).
     for (LedgerEntry& e : read_ledger_text(*text, name + side, smoke_of_ledger(name), false).entries) {

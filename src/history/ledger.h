@@ -153,8 +153,8 @@ struct LedgerRead {
   std::string last_line_hash;
 };
 
-/// Reads a ledger file. A malformed, truncated or hand-edited line is exit
-/// 2 naming the file and line, unless `skip_bad`: then it is left out and
+/// Reads a ledger file. A malformed, truncated, blank or hand-edited line is
+/// exit 2 naming the file and line, unless `skip_bad`: then it is left out and
 /// said in `skipped`. A line whose `prev` is not the hash of the line
 /// before it (a line deleted between them, or that line replaced) is exit 2
 /// naming both lines, unless `skip_bad`: then its entry is read and the gap
@@ -164,11 +164,13 @@ struct LedgerRead {
 LedgerRead read_ledger(const std::string& file, bool skip_bad);
 
 /// The union of two versions of one ledger's text (`ours`, being pushed,
-/// and `theirs`, the remote's: both append-only), each run once, in time
-/// order (their entries first at equal times), chained anew (each `prev`
-/// the hash of the merged line before it). Throws exit-2 Error naming
-/// `name` and the side for a malformed line or a broken chain.
-std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs);
+/// and `theirs`, the remote's or the local branch's, as `theirs_is` says:
+/// both append-only), each run once, in time order (their entries first at
+/// equal times), chained anew (each `prev` the hash of the merged line
+/// before it). Throws exit-2 Error naming `name`, the side ("name (the
+/// remote's)") and the line for a malformed line or a broken chain.
+std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs,
+                          const std::string& theirs_is = "the remote's");
 
 /// Appends `entry` to its smoke's ledger in `dir` (created when absent),
 /// atomically, holding `dir`'s DirectoryLock: concurrent appends all land. Throws exit-2 Error when the ledger already holds the run

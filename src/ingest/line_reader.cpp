@@ -86,6 +86,15 @@ bool LineReader::next(std::string_view& line) {
     }
     if (nl || (eof_ && end_ > pos_)) {
       line = std::string_view(start, length);
+      // A '\r' inside a line (not its "\r\n" ending) is a file of "\r"
+      // line endings read as one line: said so, not left to the parser.
+      if (length > 1) {
+        size_t body = line.back() == '\r' ? length - 1 : length;
+        if (std::memchr(start, '\r', body)) {
+          length = body;
+          cr_only();
+        }
+      }
       if (!nl && final_newline_ && !is_blank_line(line.substr(0, line.find_last_not_of('\r') + 1))) {
         cr_only();
         throw BadInput(path_, "line " + std::to_string(line_ + 1),

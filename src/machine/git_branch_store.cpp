@@ -166,6 +166,12 @@ class Store {
       if (git_commit_lookup(owned.back()->out(), repo_.get(), &p) != 0) fail_env("reading the branch's tip");
       ps.push_back(owned.back()->get());
     }
+    // Nothing new on top of one parent: no empty commit, the tip stays.
+    if (ps.size() == 1 && git_oid_equal(git_commit_tree_id(ps[0]), &tree_id)) {
+      unchanged = true;
+      return parents[0];
+    }
+    unchanged = false;
     Sig sig;
     if (git_signature_default(sig.out(), repo_.get()) != 0 &&
         git_signature_now(sig.out(), "lockstep", "lockstep@localhost") != 0)
@@ -200,6 +206,8 @@ class Store {
   std::string tracking() const { return tracking_; }
   std::string local() const { return "refs/heads/" + o_.branch; }
 
+  bool unchanged = false;  ///< the last commit() found nothing new and made none
+
  private:
   Libgit2Session session_;
   BranchStoreOptions o_;
@@ -220,11 +228,11 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
   // Each file of `tree` merged into what is pushed; a file only it has
   // through `merge` too (with "" for ours), so that the caller holds it to
   // its rules.
-  auto absorb = [&](const std::map<std::string, std::string>& tree) {
+  auto absorb = [&](const std::map<std::string, std::string>& tree, const std::string& from) {
     for (const auto& [name, text] : tree) {
       auto mine = out.files.find(name);
-      if (mine == out.files.end()) out.files[name] = merge(name, "", text);
-      else if (mine->second != text) out.files[name] = merge(name, mine->second, text);
+      if (mine == out.files.end()) out.files[name] = merge(name, "", text, from);
+      else if (mine->second != text) out.files[name] = merge(name, mine->second, text, from);
     }
   };
   if (s.checked_out())
@@ -239,17 +247,18 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
     // The union with the branch as this clone last saw it: a folder that
     // lacks what the branch holds (a cache miss, a cut file) must not push
     // its loss as a fast-forward.
-    absorb(s.files_of(ours, true));
+    absorb(s.files_of(ours, true), "the local branch " + o.branch);
   }
   try {
     for (out.attempts = 1; out.attempts <= o.attempts; ++out.attempts) {
       git_oid id = s.commit(out.files, parents);
       out.commit = oid_hex(id);
+      out.unchanged = s.unchanged;
       if (s.push()) return out;
       git_oid theirs;
       if (!s.fetch() || !s.tip(s.tracking(), theirs))
         throw EnvironmentError("pushing " + o.branch + " to " + o.remote + ": refused, and the remote has no such branch");
-      absorb(s.files_of(theirs, true));
+      absorb(s.files_of(theirs, true), o.branch + " at " + o.remote);
       out.merged = true;
       parents = {theirs, id};
     }

@@ -29,9 +29,11 @@ struct BranchStoreOptions {
 };
 
 /// Merges two versions of file `name` (ours: being pushed, "" when only the
-/// branch has it; theirs: the branch's or the remote's) into the one to
-/// push. Throws lockstep::Error to give up.
-using FileMerge = std::function<std::string(const std::string& name, const std::string& ours, const std::string& theirs)>;
+/// branch has it; theirs: the local branch's or the remote's, which
+/// `theirs_is` names for messages, e.g. "lockstep-history at origin") into
+/// the one to push. Throws lockstep::Error to give up.
+using FileMerge = std::function<std::string(const std::string& name, const std::string& ours, const std::string& theirs,
+                                            const std::string& theirs_is)>;
 
 /// What commit_and_push did.
 struct PushOutcome {
@@ -39,6 +41,7 @@ struct PushOutcome {
   std::string commit;                         ///< the pushed commit's id (40 hex digits)
   int attempts = 0;                           ///< pushes it took
   bool merged = false;                        ///< the remote had moved: its files were merged in
+  bool unchanged = false;                     ///< nothing new: no commit made, the branch's tip pushed as it was
 };
 
 /// Commits `files` (name -> content; plain names, no folders), merged

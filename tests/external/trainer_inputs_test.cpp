@@ -179,5 +179,16 @@ TEST_F(TrainerInputsTest, APathThroughALinkAndDotDotNamesTheFileTheKernelOpens) 
   EXPECT_EQ(files[0].first, "data/val.bin");
 }
 
+// A folder on the way that is a loop of links matches nothing: said so,
+// not left as a pattern that merely matched none.
+TEST_F(TrainerInputsTest, ALinkLoopOnTheWayIsNamed) {
+  fs::create_directory_symlink("loop-b", dir_ / "loop-a");
+  fs::create_directory_symlink("loop-a", dir_ / "loop-b");
+  c_.trainer.inputs = {"loop-a/data/*.bin"};
+  EXPECT_EQ(refusal(), c_.file + ": trainer.inputs[0]: expected a pattern that matches at least one file in " +
+                           dir_.string() + " (trainer.cwd), got \"loop-a/data/*.bin\", which matches none (" +
+                           (dir_ / "loop-a" / "data").string() + " runs through a loop of symbolic links)");
+}
+
 }  // namespace
 }  // namespace lockstep

@@ -198,6 +198,15 @@ TEST(Ledger, TruncatedOrEditedLinesAreExit2NamingTheLineUnlessSkipped) {
              file + ": line 3: expected a complete line ending in a newline (the file ends inside line 3)");
   EXPECT_EQ(read_ledger(file, true).entries.size(), 2u);
 
+  // A line emptied by hand: lockstep writes no blank line.
+  write_file_atomically(file, text.substr(0, first_end + 1) + "\n" + text.substr(first_end + 1));
+  EXPECT_HAS(error_of([&] { read_ledger(file, false); }),
+             file + ": line 2: expected an entry (lockstep writes no blank lines: was this line emptied?)");
+  LedgerRead around_blank = read_ledger(file, true);
+  EXPECT_EQ(around_blank.entries.size(), 3u);
+  ASSERT_EQ(around_blank.skipped.size(), 1u);
+  EXPECT_HAS(around_blank.skipped[0], file + ": line 2: expected an entry");
+
   write_file_atomically(file, text + text.substr(0, first_end + 1));  // night 1 entered again by hand
   EXPECT_HAS(error_of([&] { read_ledger(file, true); }), file + ": line 4: expected each run once; run ");
 
@@ -382,6 +391,8 @@ TEST(Ledger, TwoVersionsMergeIntoTheirUnionInTimeOrder) {
   EXPECT_EQ(merge_ledgers("unit.jsonl", appended({night1, night2c}), appended({night1, night2b})),
             appended({night1, night2b, night2c}));
   EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", night1, "{}\n"); }), "unit.jsonl (the remote's): line 1: ");
+  EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", night1, "{}\n", "the local branch lockstep-history"); }),
+             "unit.jsonl (the local branch lockstep-history): line 1: ");
   // One run that the two sides tell differently: refused, never a silent pick.
   std::string edited = night1;
   edited.replace(edited.find("\"peak_rss_bytes\":-1"), 19, "\"peak_rss_bytes\":77");

@@ -50,6 +50,17 @@ TEST_F(Jsonl, ReadsEveryRequestedKeyAsFloat64) {
   EXPECT_EQ(out.at("learning_rate").values, (std::vector<double>{0.1, 1e-3, 0.001}));
 }
 
+// A file of "\r" line endings reads as one line: said as what it is,
+// whether or not it ends in "\r", not as a JSON syntax error.
+TEST_F(Jsonl, ClassicMacLineEndingsAreNamed) {
+  const std::string said = file_ + ": line 1: expected lines ending in \"\\n\" or \"\\r\\n\", got \"\\r\" alone (a file "
+                           "with classic Mac OS line endings?)";
+  EXPECT_EQ(error("{\"step\": 0, \"loss\": 1.5}\r{\"step\": 1, \"loss\": 1.25}\r"), said);
+  EXPECT_EQ(error("{\"step\": 0, \"loss\": 1.5}\r{\"step\": 1, \"loss\": 1.25}\r\n"), said);
+  EXPECT_EQ(read("{\"step\": 0, \"loss\": 1.5}\r\n{\"step\": 1, \"loss\": 1.25}\r\n").at("loss").values,
+            (std::vector<double>{1.5, 1.25}));
+}
+
 TEST_F(Jsonl, PythonNonFiniteTokensAndLockstepStrings) {
   auto out = read(
       "{\"step\": 0, \"loss\": NaN}\n"

@@ -56,7 +56,7 @@ class BranchStore : public ::testing::Test {
 
 // Appends the lines of `ours` that `theirs` lacks: a stand-in for the
 // ledgers' union.
-std::string union_lines(const std::string&, const std::string& ours, const std::string& theirs) {
+std::string union_lines(const std::string&, const std::string& ours, const std::string& theirs, const std::string&) {
   std::string out = theirs;
   size_t at = 0;
   while (at < ours.size()) {
@@ -104,16 +104,32 @@ TEST_F(BranchStore, TwoJobsFromOneBaseBothLand) {
 TEST_F(BranchStore, APushNeverDropsWhatTheBranchHolds) {
   commit_and_push({{"s.jsonl", "night 1\nnight 2\n"}, {"t.jsonl", "t 1\n"}}, in("a"), union_lines);
   std::vector<std::string> merged;
-  auto noting = [&](const std::string& name, const std::string& ours, const std::string& theirs) {
-    merged.push_back(name + (ours.empty() ? " (branch only)" : ""));
-    return union_lines(name, ours, theirs);
+  auto noting = [&](const std::string& name, const std::string& ours, const std::string& theirs,
+                    const std::string& theirs_is) {
+    merged.push_back(name + (ours.empty() ? " (branch only)" : "") + " from " + theirs_is);
+    return union_lines(name, ours, theirs, theirs_is);
   };
   PushOutcome p = commit_and_push({{"s.jsonl", "night 3\n"}}, in("a"), noting);
   EXPECT_EQ(p.attempts, 1);
   EXPECT_FALSE(p.merged) << "nothing came from the remote";
-  EXPECT_EQ(merged, (std::vector<std::string>{"s.jsonl", "t.jsonl (branch only)"}));
+  EXPECT_EQ(merged, (std::vector<std::string>{"s.jsonl from the local branch lockstep-history",
+                                              "t.jsonl (branch only) from the local branch lockstep-history"}));
   EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:s.jsonl"), "night 1\nnight 2\nnight 3\n");
   EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:t.jsonl"), "t 1\n");
+}
+
+// A push of what the branch already holds makes no commit: the tip stays,
+// and the remote is where it was.
+TEST_F(BranchStore, APushWithNothingNewMakesNoCommit) {
+  PushOutcome first = commit_and_push({{"s.jsonl", "night 1\n"}}, in("a"), union_lines);
+  EXPECT_FALSE(first.unchanged);
+  PushOutcome again = commit_and_push({{"s.jsonl", "night 1\n"}}, in("a"), union_lines);
+  EXPECT_TRUE(again.unchanged);
+  EXPECT_EQ(again.commit, first.commit);
+  EXPECT_EQ(sh("git -C '" + remote_ + "' rev-list --count lockstep-history"), "1\n");
+  PushOutcome more = commit_and_push({{"s.jsonl", "night 1\nnight 2\n"}}, in("a"), union_lines);
+  EXPECT_FALSE(more.unchanged);
+  EXPECT_EQ(sh("git -C '" + remote_ + "' rev-list --count lockstep-history"), "2\n");
 }
 
 // A push rewrites the branch's whole tree, so a branch holding a folder
