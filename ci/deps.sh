@@ -36,6 +36,7 @@ torch_packages=(
   libgloo-dev             # gloo/*.h for c10d::ProcessGroupGloo (libtorch-dev does not pull them in)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy python3-xxhash  # python/lockstep, the trainer helper: tests/python, examples/pytorch-trainer
+  python3-wheel python3-venv  # the wheel (ci/wheel.sh) and its test: pip install into a venv (tests/ci/bundle_test.sh)
 )
 case "$profile" in
   full)

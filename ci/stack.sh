@@ -33,7 +33,8 @@
 #      torch >= 2.10, the reason there are none on 2.6); and when the host
 #      made the relocatable bundle (build/lockstep-*-linux-*.tar.gz, the
 #      test command's bundle stage), that bundle on this root's libraries
-#      (tests/ci/bundle_test.sh --tarball).
+#      (tests/ci/bundle_test.sh --tarball), and the wheel beside it
+#      pip-installed into a venv over this root's torch (--wheel).
 # Every mount is undone on exit, whatever the outcome. Exit: 0 passed, 1 a
 # test or the check failed, 2 usage, 3 the root could not be made.
 set -euo pipefail
@@ -172,6 +173,11 @@ in_root "cd /src && bash tests/ci/op_trace_test.sh $build" || status=1
 for tarball in build/lockstep-*-linux-*.tar.gz; do
   [ -f "$tarball" ] || continue
   in_root "cd /src && bash tests/ci/bundle_test.sh --tarball $tarball" || status=1
+done
+# The host's wheel, pip-installed into a venv over this root's torch.
+for whl in build/lockstep-*.whl; do
+  [ -f "$whl" ] || continue
+  in_root "cd /src && bash tests/ci/bundle_test.sh --wheel $whl" || status=1
 done
 echo "stack: $suite: $([ "$status" -eq 0 ] && echo passed || echo FAILED) ($(elapsed))"
 exit "$status"

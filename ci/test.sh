@@ -82,10 +82,13 @@ stage "gitlab-ci-local" bash ci/gitlab-ci-local.sh
 # helper, and the installed CI template run by gitlab-ci-local (two shards,
 # a blocked change, the bless job).
 stage "package and CI template" bash tests/ci/package_test.sh build
-# The relocatable bundle of the torch-free lockstep (ci/bundle.sh, written to
-# build/ for the trixie stage to test too), extracted elsewhere: ldd into the
-# bundle only, and a trainer gated with the bundle's Python helper.
-stage "bundle" bash -c 'bash ci/bundle.sh build && bash tests/ci/bundle_test.sh --tarball build/lockstep-*-linux-*.tar.gz'
+# The relocatable bundle of the torch-free lockstep (ci/bundle.sh) and its
+# wheel (ci/wheel.sh), written to build/ for the trixie stage to test too:
+# the bundle extracted elsewhere, the wheel pip-installed into a venv; ldd
+# into their lib/lockstep only, and a trainer gated with the shipped helper.
+stage "bundle and wheel" bash -c 'bash ci/bundle.sh build && bash ci/wheel.sh build &&
+  bash tests/ci/bundle_test.sh --tarball build/lockstep-*-linux-*.tar.gz &&
+  bash tests/ci/bundle_test.sh --wheel build/lockstep-*.whl'
 # LibTorch 2.6 (Debian 13) in a root made from Debian's archive, cached under
 # /var/cache/lockstep/stacks: the LibTorch build, its tests, the Python
 # helper's tests, check smoke/ and the example trainer against the 1.13

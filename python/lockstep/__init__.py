@@ -121,6 +121,7 @@ exits with code 3, lockstep's exit codes (README.md, "Exit codes").
 
 
 from ._errors import LockstepError
+from ._version import __version__
 from .contract import TRAINER_FILE, TRAINER_SCHEMA, Context, apply_contract, lr_scale, stack_fingerprint, worker_init_fn
 from .probes import probe, tensor_stats
 from .seeds import derive_seed
@@ -142,4 +143,5 @@ __all__ = [
     "stack_fingerprint",
     "TRAINER_FILE",
     "TRAINER_SCHEMA",
+    "__version__",
 ]

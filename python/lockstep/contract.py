@@ -19,11 +19,16 @@ import re
 import sys
 
 import numpy as np
-import xxhash
 
 from ._errors import _fail, _torch
 from .seeds import _MASK64, _seed_numpy_global, derive_seed
 from .tracer import ModuleTracer
+from . import _xxh as xxhash
+from ._version import __version__
+
+# This helper's folder, which the binary names when the trainer imported
+# a helper of another version than its own.
+_HELPER_DIR = str(pathlib.Path(__file__).resolve().parent)
 
 TRAINER_FILE = "lockstep-trainer.json"
 TRAINER_SCHEMA = "lockstep.trainer/1"
@@ -547,7 +552,8 @@ class Context:
             for k, v in _read_torch_contract(self._torch).items():
                 if k in self.contract and self.contract[k] == self._applied[k] and v != self._applied[k]:
                     self.contract[k] = v
-        record = {"schema": TRAINER_SCHEMA, "contract": self.contract, "fingerprint": self.fingerprint}
+        record = {"schema": TRAINER_SCHEMA, "helper": {"version": __version__, "path": _HELPER_DIR},
+                  "contract": self.contract, "fingerprint": self.fingerprint}
         text = json.dumps(record, indent=2) + "\n"
         if text != self._written:
             _write_atomic(self.record_path, text)

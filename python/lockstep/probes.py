@@ -9,7 +9,7 @@ import math
 import sys
 
 import numpy as np
-import xxhash
+from . import _xxh as xxhash
 
 # dtype names as record/batch_probe.h lists them.
 _NUMPY_DTYPES = {

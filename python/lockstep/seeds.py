@@ -5,7 +5,7 @@
 """
 
 import numpy as np
-import xxhash
+from . import _xxh as xxhash
 
 _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1

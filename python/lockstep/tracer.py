@@ -11,11 +11,11 @@ import os
 import pathlib
 import sys
 
-import xxhash
 
 from ._errors import _torch
 from .probes import _as_probe_arrays, tensor_stats
 from .writers import _Closing, _json_line
+from . import _xxh as xxhash
 
 
 def _first_tensor(value):

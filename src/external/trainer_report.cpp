@@ -21,10 +21,18 @@ TrainerReport read_trainer_report(const std::string& path) {
   nlohmann::json doc = parse_json_file(path);
   JsonView v(doc, path);
   v.expect_object();
-  v.allow_keys({"schema", "contract", "fingerprint"});
+  v.allow_keys({"schema", "helper", "contract", "fingerprint"});
   if (v.at("schema").as_string() != "lockstep.trainer/1")
     v.at("schema").fail("\"lockstep.trainer/1\" (the helper shipped with this lockstep)");
   TrainerReport r;
+  if (v.has("helper")) {
+    JsonView h = v.at("helper");
+    h.allow_keys({"version", "path"});
+    r.helper_version = h.at("version").as_string();
+    r.helper_path = h.at("path").as_string();
+    if (r.helper_version.empty() || r.helper_version.size() > 64) h.at("version").fail("a version of 1 to 64 characters");
+    if (r.helper_path.size() > 4096) h.at("path").fail("a folder of at most 4096 characters");
+  }
   JsonView c = v.at("contract");
   c.expect_object();
   for (const auto& k : c.keys()) r.contract[k] = c.at(k).as_string();
@@ -72,6 +80,17 @@ void add_trainer_facts(const TrainerReport& report, const std::string& report_pa
                      "a field under python., loader. or trainer. that lockstep does not record itself");
     rec.fingerprint[k] = f;
   }
+}
+
+std::string helper_mismatch(const TrainerReport& r) {
+  if (r.helper_version == LOCKSTEP_VERSION) return "";
+  return "the trainer imported lockstep's Python helper " +
+         (r.helper_version.empty() ? std::string("of a version before 0.1.0 (its report names none)")
+                                   : r.helper_version) +
+         (r.helper_path.empty() ? "" : " from " + r.helper_path) + ", but this lockstep is " + LOCKSTEP_VERSION +
+         ": the helper and the binary must come from one install (lockstep puts its own helper first on "
+         "PYTHONPATH: does the trainer put another copy of `lockstep` first on sys.path, or does "
+         "LOCKSTEP_PYTHONPATH name an old one?)";
 }
 
 std::map<std::string, std::string> expected_contract(const SmokeConfig& c) {

@@ -8,6 +8,7 @@
 //
 // The file (schema "lockstep.trainer/1"):
 //   {"schema": "lockstep.trainer/1",
+//    "helper": {"version": "0.1.0", "path": "/opt/lockstep/share/lockstep/python/lockstep"},
 //    "contract": {"mode": "strict", "deterministic_algorithms": "true", ...},   // read back from torch
 //    "fingerprint": {"python.torch": {"value": "1.13.1", "relevant": true}, ...}}
 #pragma once
@@ -28,6 +29,8 @@ inline constexpr const char* kTrainerReportFile = "lockstep-trainer.json";
 struct TrainerReport {
   std::map<std::string, std::string> contract;  ///< flag name -> value read back ("true", "1", ...)
   Fingerprint fingerprint;                      ///< python.*, loader.*, trainer.* fields
+  std::string helper_version;                   ///< the helper's __version__; "" from a helper before 0.1.0
+  std::string helper_path;                      ///< the folder the trainer imported the helper from
 };
 
 /// Reads `path`. Throws exit-2 Error naming the file and field when it is
@@ -43,6 +46,12 @@ TrainerReport read_trainer_report(const std::string& path);
 /// field the record already holds: exit-2 Error naming `report_path`.
 /// Shared by a trainer smoke's run and `lockstep import --trainer-report`.
 void add_trainer_facts(const TrainerReport& report, const std::string& report_path, RunRecord& record);
+
+/// "" when the helper that wrote `report` is this lockstep's own version
+/// (LOCKSTEP_VERSION); else a message naming both versions and the folder
+/// the trainer imported the helper from (for an exit-3 EnvironmentError:
+/// the helper and the binary must come from one install).
+std::string helper_mismatch(const TrainerReport& report);
 
 /// The flags the config's determinism mode requires, with the values the
 /// report must show: strict pins deterministic algorithms (error, not

@@ -580,6 +580,8 @@ PassPlan plan_passes(const TrainerLayout& l, const RunPlan& run, bool stopping, 
 std::pair<TrainerReport, std::string> check_reports(const TrainerLayout& l, const PassPlan& p, bool train) {
   auto checked = [&](const std::string& dir) {
     TrainerReport r = read_trainer_report(dir + "/" + kTrainerReportFile);
+    if (std::string why = helper_mismatch(r); !why.empty())
+      throw EnvironmentError(dir + "/" + kTrainerReportFile + ": " + why);
     if (std::string why = contract_mismatch(expected_contract(l.c), r.contract); !why.empty())
       throw EnvironmentError(dir + "/" + kTrainerReportFile + ": the trainer ran under another determinism "
                              "contract than " + l.c.file + " asks for (" + l.c.mode + "): " + why);

@@ -188,8 +188,9 @@ SmokeHistory analyse_history(std::string smoke, std::string file, std::vector<Le
   SmokeHistory h;
   h.smoke = std::move(smoke);
   h.file = std::move(file);
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const LedgerEntry& a, const LedgerEntry& b) { return a.time_utc < b.time_utc; });
+  // In ledger order: the order the nights were appended, which the chain
+  // holds, not their `time` (one runner's clock ahead would otherwise put
+  // its night last and hide the nights after it).
   h.entries = std::move(entries);
   std::set<std::string> names;
   for (const auto& e : h.entries)

@@ -78,7 +78,7 @@ struct SmokeHistory {
   /// two histories, never as one stack changing every night.
   std::string stack;
   std::string file;                    ///< its ledger
-  std::vector<LedgerEntry> entries;    ///< the nights, in time order
+  std::vector<LedgerEntry> entries;    ///< the nights, in ledger (append) order
   std::vector<MetricHistory> metrics;  ///< by name
   /// The smoke's own verdicts classified as a metric's uses are (a night
   /// that did not pass counts as a failure, whatever failed).
@@ -88,7 +88,9 @@ struct SmokeHistory {
   std::vector<std::string> skipped;    ///< lines left out (--skip-bad)
 };
 
-/// Analyses one smoke's entries (sorted here by time, then file order).
+/// Analyses one smoke's entries, in the order given: the ledger's (the
+/// order of appending, which its chain holds; merges of two clones order
+/// by time), never re-sorted by their clocks.
 SmokeHistory analyse_history(std::string smoke, std::string file, std::vector<LedgerEntry> entries);
 
 /// "digits-cnn", or "digits-cnn (stack torch2)" under a stack label.

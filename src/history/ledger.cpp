@@ -108,20 +108,22 @@ LedgerEntry ledger_entry(const RunRecord& run, const Verdict* verdict, const std
   e.time_utc = time_utc;
   e.smoke = run.smoke;
   e.platform = run.platform;
-  e.stack = run.stack;
+  // A value longer than kLedgerConfigValue bytes (a path, a forged or
+  // runaway fingerprint value) is kept as its hash: a line stays bounded
+  // whatever the record holds.
+  auto bounded = [](const std::string& s) { return s.size() <= kLedgerConfigValue ? s : "xxh3 " + hex64(xxh3_64(s)); };
+  e.stack = bounded(run.stack);
   auto fact = [&](const char* key) {
     auto it = run.fingerprint.find(key);
-    return it == run.fingerprint.end() ? std::string() : it->second.value;
+    return it == run.fingerprint.end() ? std::string() : bounded(it->second.value);
   };
   e.commit = fact("git.commit");
   e.branch = fact("git.branch");
   e.ci = ci;
   for (const auto& [key, field] : run.fingerprint)
-    if (field.relevant || field.input) e.fingerprint[key] = field.value;
+    if (field.relevant || field.input) e.fingerprint[bounded(key)] = bounded(field.value);
   for (const auto& [key, value] : run.config) {
     if (e.config.size() >= kLedgerConfigFields) break;
-    // A path or value longer than kLedgerConfigValue bytes is kept as its hash.
-    auto bounded = [](const std::string& s) { return s.size() <= kLedgerConfigValue ? s : "xxh3 " + hex64(xxh3_64(s)); };
     e.config[key.empty() ? "(empty)" : bounded(key)] = bounded(value);
   }
   e.verdict = verdict ? verdict_word(verdict->exit_code()) : "not compared";
@@ -559,7 +561,13 @@ void append_entry(const std::string& dir, const LedgerEntry& entry, const std::f
   }
   LedgerEntry chained = entry;
   chained.prev = held.last_line_hash;  // "" for the first line
-  write_file_atomically(file, text + ledger_line(chained) + "\n");
+  const std::string line = ledger_line(chained);
+  // Never a line the reader would refuse: the ledger would take no night more.
+  if (line.size() > kLedgerLineBytes)
+    throw BadInput(file, "run " + entry.run_id,
+                   "an entry of at most " + std::to_string(kLedgerLineBytes >> 20) + " MiB; this one would be " +
+                       std::to_string(line.size()) + " bytes (nothing was written)");
+  write_file_atomically(file, text + line + "\n");
 }
 
 }  // namespace lockstep

@@ -39,7 +39,9 @@ inline constexpr size_t kLedgerProbes = 4096;
 inline constexpr size_t kLedgerSeries = 64;
 /// At most this many config value fields per line, each path and value at
 /// most kLedgerConfigValue bytes (a longer one is kept as its XXH3-64):
-/// enough to name the field a config-only edit changed.
+/// enough to name the field a config-only edit changed. Fingerprint names
+/// and values, the stack label, commit and branch are held to the same
+/// length.
 inline constexpr size_t kLedgerConfigFields = 512;
 inline constexpr size_t kLedgerConfigValue = 200;
 /// Longest ledger line read (an entry at the caps above is under 1 MiB).

@@ -88,14 +88,20 @@ class Store {
     return git_reference_name_to_id(&id, repo_.get(), ref.c_str()) == 0;
   }
 
-  // Whether the local branch is the one checked out in a work tree (a
-  // commit to it would leave the work tree and index behind it).
+  // Whether the local branch is checked out in a work tree of the
+  // repository, the main one or a linked one (`git worktree add`): a commit
+  // to it would leave that work tree and index behind it.
   bool checked_out() {
-    if (git_repository_is_bare(repo_.get())) return false;
-    Ref head;
-    if (git_reference_lookup(head.out(), repo_.get(), "HEAD") != 0) return false;
-    const char* target = git_reference_symbolic_target(head.get());
-    return target && local() == target;
+    Ref branch;
+    if (git_reference_lookup(branch.out(), repo_.get(), local().c_str()) != 0) return false;
+    return git_branch_is_checked_out(branch.get()) == 1;
+  }
+
+  // The local branch at `id`.
+  void set_local(const git_oid& id) {
+    Ref r;
+    if (git_reference_create(r.out(), repo_.get(), local().c_str(), &id, 1, o_.message.c_str()) != 0)
+      fail_env("moving " + o_.branch);
   }
 
   // The local branch back at `id`, or gone when it did not exist.
@@ -237,7 +243,8 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
   };
   if (s.checked_out())
     throw BadInput(o.repo, "branch", "a branch of its own for the ledgers (such as lockstep-history), got " + o.branch +
-                                         ", the branch checked out here: a push commits a tree of ledgers to it");
+                                         ", a branch checked out in a work tree of this repository: a push "
+                                         "commits a tree of ledgers to it");
   std::vector<git_oid> parents;
   git_oid ours;
   std::optional<git_oid> before;
@@ -258,8 +265,24 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
       git_oid theirs;
       if (!s.fetch() || !s.tip(s.tracking(), theirs))
         throw EnvironmentError("pushing " + o.branch + " to " + o.remote + ": refused, and the remote has no such branch");
-      absorb(s.files_of(theirs, true), o.branch + " at " + o.remote);
+      // The caller's files, merged so far; every other file is the
+      // remote's, as it has it now (changed or removed there since this
+      // clone last saw it), never this clone's older copy.
+      std::map<std::string, std::string> own;
+      for (auto& [name, text] : out.files)
+        if (files.count(name)) own[name] = std::move(text);
+      out.files = std::move(own);
+      const std::map<std::string, std::string> remote_files = s.files_of(theirs, true);
+      absorb(remote_files, o.branch + " at " + o.remote);
       out.merged = true;
+      if (out.files == remote_files) {
+        // Nothing of ours the remote lacks: no merge commit, the local
+        // branch at the remote's tip.
+        s.set_local(theirs);
+        out.commit = oid_hex(theirs);
+        out.unchanged = true;
+        return out;
+      }
       parents = {theirs, id};
     }
   } catch (...) {

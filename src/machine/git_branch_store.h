@@ -49,9 +49,12 @@ struct PushOutcome {
 /// last pulled or pushed), as the whole tree of the branch, and pushes it
 /// to the remote, merging with the remote's files when it moved (see
 /// above). A file only the tip or the remote has goes through `merge` too,
-/// with "" for ours. Nothing the branch held is dropped by a push: a branch
+/// with "" for ours. When the remote moved, a file `files` does not hold
+/// is the remote's as it has it (changed or removed there), and a merge
+/// that adds nothing to the remote's tree makes no commit (`unchanged`). Nothing the branch held is dropped by a push: a branch
 /// holding anything but plain files (a folder, an executable, a link, a
-/// submodule) is exit 2, as is the branch checked out in the work tree; a
+/// submodule) is exit 2, as is a branch checked out in a work tree (the
+/// main one or one of `git worktree add`); a
 /// push that throws leaves the local branch where it was.
 /// Throws exit-2 Error for a path outside a repository or a file name with
 /// a '/', exit-3 Error when the remote cannot be reached or keeps moving.

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# The relocatable bundle (ci/bundle.sh), as a team puts it into its own
-# image: extracted into a folder it was not built for (with a space in its
-# path), nothing else of lockstep's on PATH, no Debian 12 library needed:
-#   1. `ldd bin/lockstep` resolves every library into the bundle's
-#      lib/lockstep/, but glibc, libstdc++ and libgcc_s (the host's); none
-#      is missing;
+# The relocatable bundle (ci/bundle.sh) or the wheel (ci/wheel.sh), as a
+# team puts lockstep into its own image: the bundle extracted into a folder
+# it was not built for (with a space in its path), or the wheel installed
+# with pip into a fresh venv there (system site packages: the image's torch
+# and numpy); nothing else of lockstep's on PATH, no Debian 12 library
+# needed:
+#   1. `ldd bin/lockstep` resolves every library into lib/lockstep/ (the
+#      bundle's, or <venv>/lib/lockstep), but glibc, libstdc++ and libgcc_s
+#      (the host's); none is missing;
 #   2. its size (compressed) and the start-up of `lockstep --version`
-#      (best of 20) are printed, with the oldest glibc it states;
+#      (best of 20) are printed, with the oldest glibc it states; from the
+#      wheel, `import lockstep` gives the helper of the binary's version;
 #   3. the team's trainer (examples/pytorch-trainer, copied into a fresh git
-#      repository): `lockstep init`, bless, check with the bundle's Python
+#      repository): `lockstep init`, bless, check with the shipped Python
 #      helper (exit 0), then a planted lr change committed: check exit 1.
 # Run by the test command on the host, and by ci/stack.sh in the Debian 13
 # root (trixie's libraries, not Debian 12's).
 #   tests/ci/bundle_test.sh [BUILD_DIR]          makes the tarball from BUILD_DIR (default build/)
 #   tests/ci/bundle_test.sh --tarball FILE       tests a tarball made elsewhere
+#   tests/ci/bundle_test.sh --wheel FILE         tests a wheel (pip install into a venv)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo="$PWD"
@@ -22,22 +27,39 @@ fail() { echo "bundle_test: $*" >&2; exit 1; }
 unset CI LOCKSTEP_BIN LOCKSTEP_PYTHONPATH LOCKSTEP_SEED LOCKSTEP_STACK
 work="$(mktemp -d)"
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-if [ "${1:-}" = --tarball ]; then
-  [ $# -eq 2 ] && [ -f "$2" ] || { echo "usage: tests/ci/bundle_test.sh [BUILD_DIR | --tarball FILE]" >&2; exit 2; }
-  tarball="$(realpath "$2")"
+kind=bundle
+if [ "${1:-}" = --tarball ] || [ "${1:-}" = --wheel ]; then
+  [ $# -eq 2 ] && [ -f "$2" ] ||
+    { echo "usage: tests/ci/bundle_test.sh [BUILD_DIR | --tarball FILE | --wheel FILE]" >&2; exit 2; }
+  [ "$1" = --wheel ] && kind=wheel
+  package="$(realpath "$2")"
 else
   bash ci/bundle.sh "${1:-build}" "$work" >/dev/null
-  tarball=$(ls "$work"/lockstep-*-linux-*.tar.gz)
+  package=$(ls "$work"/lockstep-*-linux-*.tar.gz)
 fi
 
-# Extracted where no build put it.
 dest="$work/team image/opt"
 mkdir -p "$dest"
-tar -C "$dest" -xzf "$tarball"
-top=$(ls "$dest")
-bundle="$dest/$top"
-[ -x "$bundle/bin/lockstep" ] || fail "$tarball has no $top/bin/lockstep"
-[ ! -e "$bundle/bin/lockstep-torch" ] || fail "the bundle should not hold lockstep-torch"
+if [ "$kind" = bundle ]; then
+  # Extracted where no build put it.
+  tar -C "$dest" -xzf "$package"
+  top=$(ls "$dest")
+  bundle="$dest/$top"
+else
+  # pip install into a venv that sees the image's own packages (torch,
+  # numpy), from the file alone: no index, nothing downloaded.
+  bundle="$dest/venv"
+  python3 -m venv --system-site-packages "$bundle" >"$work/venv.log" 2>&1 ||
+    { cat "$work/venv.log" >&2; fail "python3 -m venv failed (python3-venv installed?)"; }
+  "$bundle/bin/python" -m pip install --no-index --no-cache-dir -q "$package" >"$work/pip.log" 2>&1 ||
+    { cat "$work/pip.log" >&2; fail "pip install $package failed"; }
+  helper=$("$bundle/bin/python" -c 'import lockstep; print(lockstep.__version__)') || fail "import lockstep failed"
+  binary=$("$bundle/bin/lockstep" --version | awk '{print $2}')
+  [ "$helper" = "$binary" ] || fail "import lockstep gives helper $helper, the binary is $binary"
+  echo "bundle_test: wheel: pip installed lockstep $binary into a venv; import lockstep gives the helper $helper"
+fi
+[ -x "$bundle/bin/lockstep" ] || fail "$package has no bin/lockstep"
+[ ! -e "$bundle/bin/lockstep-torch" ] || fail "the $kind should not hold lockstep-torch"
 
 # 1. Every library from the bundle, but the host's C and C++ runtimes.
 ldd_out=$(env -u LD_LIBRARY_PATH ldd "$bundle/bin/lockstep")
@@ -58,7 +80,7 @@ while IFS= read -r line; do
   fi
 done <<<"$ldd_out"
 [ "$bundled" -gt 0 ] || fail "no library resolved into $bundle/lib/lockstep"
-echo "bundle_test: ldd: $bundled libraries from the bundle, the rest glibc/libstdc++/libgcc_s"
+echo "bundle_test: ldd: $bundled libraries from the $kind's lib/lockstep, the rest glibc/libstdc++/libgcc_s"
 
 # 2. The figures.
 start_ms=$(python3 - "$bundle/bin/lockstep" <<'PY'
@@ -71,7 +93,7 @@ for _ in range(20):
 print("%.1f" % (best * 1000))
 PY
 )
-echo "bundle_test: $(basename "$tarball"): $(( $(stat -c %s "$tarball") / 1024 )) KiB; lockstep --version starts in $start_ms ms (best of 20); $(grep '^needs' "$bundle/share/lockstep/BUNDLE")"
+echo "bundle_test: $(basename "$package"): $(( $(stat -c %s "$package") / 1024 )) KiB; lockstep --version starts in $start_ms ms (best of 20); $(grep '^needs' "$bundle/share/lockstep/BUNDLE")"
 "$bundle/bin/lockstep" --version | grep -q '^lockstep ' || fail "lockstep --version"
 
 # 3. A team's trainer, with the bundle's lockstep and Python helper alone.
@@ -91,11 +113,11 @@ lockstep check smoke/ --out "$work/check-out" >"$work/check.log" 2>&1 ||
   { tail -n 30 "$work/check.log" >&2; fail "check of the freshly blessed trainer should pass"; }
 grep -A2 '"trainer.env.PYTHONPATH"' "$work/check-out/pytorch-trainer/run-1.json" |
   grep -qF "\"value\": \"$bundle/share/lockstep/python\"" ||
-  fail "the trainer should get the bundle's Python helper on PYTHONPATH"
+  fail "the trainer should get the $kind's Python helper on PYTHONPATH"
 sed -i 's/lr=0\.05 \*/lr=0.0501 */' train.py
 grep -q 'lr=0.0501 \*' train.py || fail "train.py's lr was not found to plant a change"
 git commit -qam "a planted lr change"
 status=0
 lockstep check smoke/ --out "$work/check-out" >"$work/planted.log" 2>&1 || status=$?
 [ "$status" -eq 1 ] || { tail -n 30 "$work/planted.log" >&2; fail "the planted lr change should fail check with exit 1, got $status"; }
-echo "bundle_test: the bundle runs from $dest, gates a trainer with its own Python helper (PASS, then exit 1 on a planted lr change)"
+echo "bundle_test: the $kind runs from $dest, gates a trainer with its own Python helper (PASS, then exit 1 on a planted lr change)"

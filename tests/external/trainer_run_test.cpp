@@ -44,6 +44,7 @@ done
 mode="${FAKE_CONTRACT_MODE:-$LOCKSTEP_DETERMINISM}"
 cat > "$out/lockstep-trainer.json" <<EOF
 {"schema": "lockstep.trainer/1",
+ "helper": {"version": "${FAKE_HELPER_VERSION:-@VERSION@}", "path": "/opt/fake/lockstep"},
  "contract": {"mode": "$mode", "deterministic_algorithms": "true", "deterministic_algorithms_warn_only": "false",
               "cudnn_deterministic": "true", "cudnn_benchmark": "${FAKE_BENCHMARK:-false}", "allow_tf32_cublas": "false",
               "allow_tf32_cudnn": "false", "intra_op_threads": "$LOCKSTEP_INTRA_OP_THREADS",
@@ -72,13 +73,17 @@ class TrainerRunTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("lockstep-trainer-run-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    write_file_atomically((dir_ / "trainer.sh").string(), kTrainer);
+    std::string trainer = kTrainer;
+    trainer.replace(trainer.find("@VERSION@"), 9, LOCKSTEP_VERSION);
+    write_file_atomically((dir_ / "trainer.sh").string(), trainer);
     ::chmod((dir_ / "trainer.sh").c_str(), 0755);
     ::unsetenv("LOCKSTEP_SEED");
   }
   void TearDown() override {
     fs::remove_all(dir_);
-    for (const char* v : {"FAKE_EXIT", "FAKE_TRACE", "FAKE_CONTRACT_MODE", "FAKE_BENCHMARK", "FAKE_CAPABILITY", "LOCKSTEP_SEED"}) ::unsetenv(v);
+    for (const char* v : {"FAKE_EXIT", "FAKE_TRACE", "FAKE_CONTRACT_MODE", "FAKE_BENCHMARK", "FAKE_CAPABILITY",
+                          "FAKE_HELPER_VERSION", "LOCKSTEP_SEED"})
+      ::unsetenv(v);
   }
   // A smoke config with `trainer_extra` spliced into the trainer section.
   SmokeConfig config(const std::string& trainer_extra = "", const std::string& top_extra = "") {
@@ -182,6 +187,15 @@ TEST_F(TrainerRunTest, AFailingTrainerIsARegressionQuotingItsStderr) {
 TEST_F(TrainerRunTest, AnotherContractIsAnEnvironmentError) {
   ::setenv("FAKE_BENCHMARK", "true", 1);
   expect_error(config(), ExitCode::kEnvironment, "cudnn_benchmark must be false, the trainer reported true");
+}
+
+// The helper the trainer imported must be this lockstep's own: another
+// version is exit 3 naming both and where the trainer found it.
+TEST_F(TrainerRunTest, AHelperOfAnotherVersionIsAnEnvironmentError) {
+  ::setenv("FAKE_HELPER_VERSION", "0.0.9", 1);
+  expect_error(config(), ExitCode::kEnvironment,
+               "lockstep-trainer.json: the trainer imported lockstep's Python helper 0.0.9 from /opt/fake/lockstep, "
+               "but this lockstep is " LOCKSTEP_VERSION ": the helper and the binary must come from one install");
 }
 
 TEST_F(TrainerRunTest, MissingMetricsOrReportIsBadInput) {

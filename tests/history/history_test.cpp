@@ -201,6 +201,20 @@ TEST(History, FailuresAtTheEndAreARegressionElsewhereSuspicious) {
   EXPECT_EQ(classify({0.1, 0.3, 0.2, 0.3, 0.4}).trend, Trend::kSteady) << "a fall ends it";
 }
 
+// Nights are in ledger order, not their clocks': a runner whose clock ran
+// ahead (night 2 dated 2030) does not put its night last and hide the two
+// failures after it as "not at the end".
+TEST(History, NightsKeepLedgerOrderWhateverTheirClocksSay) {
+  std::vector<LedgerEntry> nights = {night(1, 0.1, hash('1')), night(2, 0.1, hash('1')), night(3, 1.5, hash('2')),
+                                     night(4, 2.0, hash('2'))};
+  nights[1].time_utc = "2030-01-01T00:00:00Z";
+  SmokeHistory h = analyse_history("s", "s.jsonl", nights);
+  EXPECT_EQ(h.entries.back().run_id, nights.back().run_id);
+  EXPECT_EQ(metric(h, "loss").trend, Trend::kRegression);
+  EXPECT_EQ(metric(h, "loss").trend_reason, "failed the last 2 nights in a row");
+  EXPECT_EQ(h.verdicts, Trend::kRegression);
+}
+
 // The plot's scale shows a drift at a hundredth of the tolerance and a
 // night failing at 40 times it, neither clipped, with night numbers below.
 TEST(History, ThePlotShowsSmallDriftsAndLargeFailuresWithNightNumbers) {

@@ -17,6 +17,7 @@
 
 #include "../record_builder.h"
 #include "compare/compare.h"
+#include "core/hash.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -114,6 +115,17 @@ TEST(Ledger, AnEntryKeepsTheRunsCurvesStackAndUseAndRoundTrips) {
   EXPECT_EQ(alone.verdict, "not compared");
   EXPECT_TRUE(std::isnan(alone.series.at("loss").use));
   EXPECT_EQ(alone.run_id, e.run_id) << "the same run";
+
+  // A fingerprint value of megabytes (a forged or runaway record) is kept
+  // as its hash, as a long config value is: the line stays far under the
+  // reader's cap, so the ledger keeps taking nights.
+  RunRecord big = run;
+  big.fingerprint["torch.version"] = {std::string(5 << 20, 'x'), true};
+  big.fingerprint["git.branch"] = {std::string(300, 'b'), false};
+  LedgerEntry bounded = ledger_entry(big, nullptr, "", ci, "2026-12-03T02:00:00Z");
+  EXPECT_EQ(bounded.fingerprint.at("torch.version"), "xxh3 " + hex64(xxh3_64(std::string(5 << 20, 'x'))));
+  EXPECT_EQ(bounded.branch, "xxh3 " + hex64(xxh3_64(std::string(300, 'b'))));
+  EXPECT_LT(ledger_line(bounded).size(), size_t{1} << 20);
 }
 
 TEST(Ledger, AppendsAndRefusesARunEnteredTwice) {

@@ -149,7 +149,8 @@ TEST_F(BranchStore, ABranchOfCodeOrTheCheckedOutOneIsRefusedAndMovesNothing) {
   };
   BranchStoreOptions checked_out = in("a");
   checked_out.branch = "main";
-  EXPECT_NE(refusal(checked_out).find("got main, the branch checked out here"), std::string::npos);
+  EXPECT_NE(refusal(checked_out).find("got main, a branch checked out in a work tree of this repository"),
+            std::string::npos);
   std::string b = (root_ / "b").string(), a = (root_ / "a").string();
   sh("cd '" + b + "' && mkdir src && echo x > src/a.cpp && git add src && git commit -q -m src && "
      "git push -q origin main:code");
@@ -169,6 +170,51 @@ TEST_F(BranchStore, ABranchOfCodeOrTheCheckedOutOneIsRefusedAndMovesNothing) {
   commit_and_push({{"s.jsonl", "night 1\nnight 2\n"}}, in("a"), union_lines);
   EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:.gitattributes"), "*.jsonl -text\n");
   EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:s.jsonl"), "night 1\nnight 2\n");
+}
+
+// The branch checked out in a linked work tree (`git worktree add`) is
+// refused as the main one is: a commit would leave that index behind it.
+TEST_F(BranchStore, ABranchCheckedOutInALinkedWorkTreeIsRefused) {
+  std::string a = (root_ / "a").string();
+  commit_and_push({{"s.jsonl", "night 1\n"}}, in("a"), union_lines);
+  sh("cd '" + a + "' && git worktree add -q '" + (root_ / "wt").string() + "' lockstep-history");
+  try {
+    commit_and_push({{"s.jsonl", "night 1\nnight 2\n"}}, in("a"), union_lines);
+    ADD_FAILURE() << "pushed to a branch checked out in a linked work tree";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a branch checked out in a work tree"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:s.jsonl"), "night 1\n");
+}
+
+// When the remote moved, what this clone does not push is the remote's as
+// it is now: a file changed or removed there is not brought back from this
+// clone's older copy; and a merge that adds nothing makes no commit.
+TEST_F(BranchStore, AfterTheRemoteMovedItsOtherFilesWinAndNothingNewMakesNoMerge) {
+  std::string b = (root_ / "b").string();
+  commit_and_push({{"s.jsonl", "night 1\n"}}, in("a"), union_lines);
+  fetch_branch_files(in("b"));
+  auto on_branch = [&](const std::string& cmd) {
+    sh("cd '" + b + "' && git fetch -q origin lockstep-history && git checkout -q -B h FETCH_HEAD && " + cmd +
+       " && git commit -q -m edit && git push -q origin h:lockstep-history && git checkout -q main");
+  };
+  on_branch("printf 'v1\\n' > .gitattributes && printf 'x\\n' > gone.txt && git add .gitattributes gone.txt");
+  commit_and_push({{"s.jsonl", "night 1\nnight 2\n"}}, in("a"), union_lines);  // a's branch now holds v1 and gone.txt
+  on_branch("printf 'v2\\n' > .gitattributes && git rm -q gone.txt && git add .gitattributes");
+  PushOutcome p = commit_and_push({{"s.jsonl", "night 1\nnight 2\nnight 3\n"}}, in("a"), union_lines);
+  EXPECT_TRUE(p.merged);
+  EXPECT_EQ(sh("git -C '" + remote_ + "' show lockstep-history:.gitattributes"), "v2\n");
+  EXPECT_EQ(sh("git -C '" + remote_ + "' ls-tree --name-only lockstep-history"), ".gitattributes\ns.jsonl\n");
+
+  // b pushes a night; a, with nothing b lacks, pushes: no merge commit.
+  commit_and_push({{"s.jsonl", "night 1\nnight 2\nnight 3\nnight 4\n"}}, in("b"), union_lines);
+  const std::string tip = sh("git -C '" + remote_ + "' rev-parse lockstep-history");
+  PushOutcome nothing = commit_and_push({{"s.jsonl", "night 1\nnight 2\nnight 3\n"}}, in("a"), union_lines);
+  EXPECT_TRUE(nothing.unchanged);
+  EXPECT_EQ(nothing.commit + "\n", tip);
+  EXPECT_EQ(sh("git -C '" + remote_ + "' rev-parse lockstep-history"), tip);
+  EXPECT_EQ(sh("git -C '" + (root_ / "a").string() + "' rev-parse lockstep-history"), tip) << "a's branch at the remote's";
 }
 
 TEST_F(BranchStore, APathOutsideARepositoryOrAnUnknownRemoteIsExit2) {

@@ -18,6 +18,7 @@ tests that need torch are skipped when it is not installed.
 import json
 import math
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
@@ -154,8 +155,10 @@ print(json.dumps({"contract": ctx.contract, "torch": torch_state(), "seed": ctx.
                          (20260425, self.out, "cpu", 10, False, "strict"))
 
         rec = self.record()
-        self.assertEqual(list(rec), ["schema", "contract", "fingerprint"])
+        self.assertEqual(list(rec), ["schema", "helper", "contract", "fingerprint"])
         self.assertEqual(rec["schema"], "lockstep.trainer/1")
+        self.assertEqual(rec["helper"], {"version": lockstep.__version__,
+                                         "path": str(pathlib.Path(lockstep.__file__).resolve().parent)})
         self.assertEqual(rec["contract"], expected)
         fp = rec["fingerprint"]
         for name, field in fp.items():
