@@ -58,7 +58,8 @@ def _candidates():
     here = pathlib.Path(__file__).resolve().parent
     # <root>/share/lockstep/python/lockstep/_xxh.py (bundle, .deb) and
     # <prefix>/lib/pythonX.Y/site-packages/lockstep/_xxh.py (wheel).
-    roots = [here.parents[3], pathlib.Path(sys.prefix), pathlib.Path(sys.base_prefix)]
+    roots = ([here.parents[3]] if len(here.parents) > 3 else []) + [pathlib.Path(sys.prefix),
+                                                                   pathlib.Path(sys.base_prefix)]
     seen = []
     for root in roots:
         p = root / "lib" / "lockstep" / "libxxhash.so.0"

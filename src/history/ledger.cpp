@@ -511,6 +511,18 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
         all.push_back(std::move(e));
       } else if (known->second.second == compared) {
         LedgerEntry& kept = all[known->second.first];
+        // A run `check` entered (its run_id names the record and the
+        // process, so it differs from record_xxh3) was entered once, at
+        // one time, from one job: two copies that differ there are an
+        // edit, not two clones' `history add` of one record.
+        const bool checked = !e.record_xxh3.empty() && e.run_id != e.record_xxh3;
+        if (checked && (e.time_utc != kept.time_utc || e.ci.pipeline != kept.ci.pipeline || e.ci.job != kept.ci.job ||
+                        e.ci.job_url != kept.ci.job_url || e.ci.runner != kept.ci.runner ||
+                        e.ci.report_url != kept.ci.report_url))
+          throw BadInput(name + side, "run " + e.run_id,
+                         "the run as the other side has it; the two sides disagree about its time or CI job (" +
+                             e.time_utc + " vs " + kept.time_utc + "): a run entered by check is entered once; was "
+                             "one side edited by hand?");
         std::string record = kept.record_xxh3.empty() ? e.record_xxh3 : kept.record_xxh3;
         if (e.time_utc < kept.time_utc) kept = std::move(e);
         kept.record_xxh3 = record;

@@ -387,6 +387,18 @@ TEST(Ledger, MergesKeepLegacyNaNLinesAndOneRecordEnteredTwice) {
   std::string late = ledger_line(ledger_entry(b, nullptr, "", job, "2026-12-03T02:00:00Z")) + "\n";
   EXPECT_EQ(merge_ledgers("unit.jsonl", late, early), appended({early}));
   EXPECT_EQ(merge_ledgers("unit.jsonl", early, late), appended({early}));
+
+  // A run `check` entered (its id names the process too) was entered once:
+  // its time or CI job edited on one side is refused, not merged away.
+  LedgerEntry checked = ledger_entry(b, nullptr, "", job, "2026-12-04T02:00:00Z", "host 1234 2026-12-04T02:00:00Z");
+  std::string genuine = ledger_line(checked) + "\n";
+  LedgerEntry forged = checked;
+  forged.time_utc = "2020-01-01T00:00:00Z";
+  forged.ci.report_url = "https://evil.example/report";
+  EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", genuine, ledger_line(forged) + "\n"); }),
+             "unit.jsonl: run " + checked.run_id +
+                 ": expected the run as the other side has it; the two sides disagree about its time or CI job");
+  EXPECT_EQ(merge_ledgers("unit.jsonl", genuine, genuine), appended({genuine}));
   fs::remove_all(d);
 }
 
