@@ -95,6 +95,8 @@ python.packages.<name>          (*)   version of every installed distribution
                                       (importlib.metadata; name lowercased,
                                       runs of -_. as "-"; first on sys.path wins).
                                       (*) relevant when the trainer imported it
+                                      (never lockstep's own: its version is
+                                      checked apart)
                                       (a top-level module of it in sys.modules
                                       when the file is written, the last time
                                       at exit; or, for a distribution without

@@ -378,7 +378,12 @@ def _fingerprint(torch, num_workers, pass_name):
         if key in seen:
             continue
         seen.add(key)
-        fp["python.packages." + key] = _field(dist.version, imported is None or key in imported)
+        # lockstep itself (its wheel in the trainer's venv) is the gate, not
+        # the trainer's code: its helper's version is checked apart (exit 3
+        # when it is not the binary's), so a lockstep upgrade is no stack
+        # change.
+        relevant = key != "lockstep" and (imported is None or key in imported)
+        fp["python.packages." + key] = _field(dist.version, relevant)
     # __version__ of a fixed list of modules, only those the trainer has
     # imported (importing one here could be slow or have side effects, and a
     # module the trainer never imports cannot change its numbers). Refreshed

@@ -6,6 +6,8 @@
 //
 //   $ lockstep init
 //   created smoke/example-mlp.json (a built-in smoke on synthetic data: runs as is)
+//   (without lockstep-torch beside lockstep, the bundle or the wheel: an
+//   empty smoke/ and where to read how to gate a trainer)
 //   created goldens/ ...
 #include <filesystem>
 #include <iostream>
@@ -172,6 +174,13 @@ int init_command(const InitOptions& o) {
     for (const auto& e : fs::directory_iterator(smoke, ec)) has_smoke = has_smoke || e.path().extension() == ".json";
   if (has_smoke) {
     say("kept smoke/ (it has smoke configs)");
+  } else if (!fs::exists(sibling_executable("lockstep-torch"), ec)) {
+    // The bundle or the wheel: the built-in example would not run here.
+    fs::create_directories(smoke, ec);
+    if (ec) throw io_error(smoke.string(), "create the folder", ec.value());
+    say("created smoke/, empty: this lockstep has no lockstep-torch beside it (the bundle or the wheel), so it "
+        "runs your own trainer, not the built-in example; write smoke/<name>.json with a trainer section "
+        "(docs/trainers.md; examples/pytorch-trainer in lockstep's source is a complete one)");
   } else {
     create_file(smoke / "example-mlp.json", kExampleSmoke);
     say("created smoke/example-mlp.json (a built-in smoke on synthetic data: runs as is; docs: smoke-config.md, "

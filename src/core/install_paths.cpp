@@ -36,8 +36,8 @@ std::string shipped_path(const std::string& installed, const std::string& in_sou
 
 std::string missing_torch_hint() {
   return "(install lockstep-torch beside lockstep: the Debian package and the lockstep:cpu image have it; the "
-         "relocatable bundle and a build configured with LOCKSTEP_WITH_TORCH=OFF have none: they run trainer smokes, "
-         "not the built-in LibTorch ones nor `lockstep env`)";
+         "relocatable bundle, the wheel and a build configured with LOCKSTEP_WITH_TORCH=OFF have none: they run "
+         "trainer smokes, not the built-in LibTorch ones nor `lockstep env`)";
 }
 
 }  // namespace lockstep

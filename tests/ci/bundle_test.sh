@@ -98,6 +98,13 @@ echo "bundle_test: $(basename "$package"): $(( $(stat -c %s "$package") / 1024 )
 
 # 3. A team's trainer, with the bundle's lockstep and Python helper alone.
 export PATH="$bundle/bin:/usr/local/bin:/usr/bin:/bin"
+# In an empty folder, init writes no built-in smoke (it needs lockstep-torch)
+# and says how to gate a trainer instead.
+mkdir "$work/empty"
+(cd "$work/empty" && lockstep init >"$work/init-empty.log" 2>&1) || { cat "$work/init-empty.log" >&2; fail "init in an empty folder"; }
+grep -q "created smoke/, empty: this lockstep has no lockstep-torch beside it" "$work/init-empty.log" &&
+  [ -d "$work/empty/smoke" ] && [ -z "$(ls "$work/empty/smoke")" ] ||
+  { cat "$work/init-empty.log" >&2; fail "init without lockstep-torch should leave smoke/ empty and say why"; }
 team="$work/team"
 cp -r "$repo/examples/pytorch-trainer" "$team"
 cd "$team"

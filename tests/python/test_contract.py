@@ -194,7 +194,7 @@ print(json.dumps({"contract": ctx.contract, "torch": torch_state(), "seed": ctx.
         # them, so the distribution's own name is matched to the imported
         # top-level modules.
         site = os.path.join(self.tmp, "site")
-        for name, version in (("plainmod", "1.0"), ("otherdist", "2.0")):
+        for name, version in (("plainmod", "1.0"), ("otherdist", "2.0"), ("lockstep", "0.1.0")):
             info = os.path.join(site, "%s-%s.dist-info" % (name, version))
             os.makedirs(info)
             with open(os.path.join(info, "METADATA"), "w") as f:
@@ -206,11 +206,15 @@ import json, sys
 sys.path.insert(0, %r)
 import plainmod, lockstep
 fp = lockstep.stack_fingerprint()
-print(json.dumps({k: fp[k] for k in ("python.packages.plainmod", "python.packages.otherdist")}))
+print(json.dumps({k: fp[k] for k in ("python.packages.plainmod", "python.packages.otherdist",
+                                       "python.packages.lockstep")}))
 """ % site
         got, _ = run_snippet(code, protocol_env(self.out))
+        # lockstep's own wheel, imported by every trainer, is the gate: never
+        # a stack change (its helper's version is checked apart).
         self.assertEqual(got, {"python.packages.plainmod": {"value": "1.0", "relevant": True},
-                               "python.packages.otherdist": {"value": "2.0", "relevant": False}})
+                               "python.packages.otherdist": {"value": "2.0", "relevant": False},
+                               "python.packages.lockstep": {"value": "0.1.0", "relevant": False}})
 
     @needs_torch
     def test_keeps_a_deterministic_cublas_value_and_refuses_others(self):
