@@ -49,7 +49,14 @@ else
   # pip install into a venv that sees the image's own packages (torch,
   # numpy), from the file alone: no index, nothing downloaded.
   bundle="$dest/venv"
-  python3 -m venv --system-site-packages "$bundle" >"$work/venv.log" 2>&1 ||
+  # The image's Python: the python3 with numpy (the wheel's one dependency;
+  # a pyenv or other python3 first on PATH may lack it).
+  py=""
+  for candidate in python3 /usr/bin/python3; do
+    if "$candidate" -c 'import numpy' 2>/dev/null; then py=$candidate; break; fi
+  done
+  [ -n "$py" ] || fail "no python3 with numpy to make the venv from (apt-get install python3-numpy)"
+  "$py" -m venv --system-site-packages "$bundle" >"$work/venv.log" 2>&1 ||
     { cat "$work/venv.log" >&2; fail "python3 -m venv failed (python3-venv installed?)"; }
   "$bundle/bin/python" -m pip install --no-index --no-cache-dir -q "$package" >"$work/pip.log" 2>&1 ||
     { cat "$work/pip.log" >&2; fail "pip install $package failed"; }
