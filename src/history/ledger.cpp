@@ -426,24 +426,25 @@ LedgerRead read_ledger_text(const std::string& text, const std::string& where, c
   uint64_t n = 0, last_line = 0;
   bool chained = false;
   size_t at = 0;
+  // A line that is no entry: exit 2, or left out and said with skip_bad.
+  auto refuse = [&](const std::string& why) {
+    if (!skip_bad) throw BadInput(where, "line " + std::to_string(n), why);
+    out.skipped.push_back(where + ": line " + std::to_string(n) + ": expected " + why);
+  };
   while (at < text.size()) {
     size_t end = text.find('\n', at);
     ++n;
     if (end == std::string::npos) {
       // A last line without its newline was cut while being written by
       // something other than lockstep (whose writes are whole-file).
-      std::string why = "a complete line ending in a newline (the file ends inside line " + std::to_string(n) + ")";
-      if (!skip_bad) throw BadInput(where, "line " + std::to_string(n), why);
-      out.skipped.push_back(where + ": line " + std::to_string(n) + ": expected " + why);
+      refuse("a complete line ending in a newline (the file ends inside line " + std::to_string(n) + ")");
       break;
     }
     std::string line = text.substr(at, end - at);
     at = end + 1;
     if (line.empty()) {
       // lockstep writes no blank line: one is a line emptied by hand.
-      const std::string why = "an entry (lockstep writes no blank lines: was this line emptied?)";
-      if (!skip_bad) throw BadInput(where, "line " + std::to_string(n), why);
-      out.skipped.push_back(where + ": line " + std::to_string(n) + ": expected " + why);
+      refuse("an entry (lockstep writes no blank lines: was this line emptied?)");
       continue;
     }
     const std::string before_hash = std::exchange(last_hash, ledger_line_hash(line));
@@ -516,9 +517,7 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
         // one time, from one job: two copies that differ there are an
         // edit, not two clones' `history add` of one record.
         const bool checked = !e.record_xxh3.empty() && e.run_id != e.record_xxh3;
-        if (checked && (e.time_utc != kept.time_utc || e.ci.pipeline != kept.ci.pipeline || e.ci.job != kept.ci.job ||
-                        e.ci.job_url != kept.ci.job_url || e.ci.runner != kept.ci.runner ||
-                        e.ci.report_url != kept.ci.report_url))
+        if (checked && (e.time_utc != kept.time_utc || !(e.ci == kept.ci)))
           throw BadInput(name + side, "run " + e.run_id,
                          "the run as the other side has it; the two sides disagree about its time or CI job (" +
                              e.time_utc + " vs " + kept.time_utc + "): a run entered by check is entered once; was "

@@ -23,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compare/verdict.h"
@@ -53,6 +54,12 @@ struct CiFacts {
   std::string pipeline, job, job_url, runner;
   std::string report_url;  ///< where this night's report is published, when known
 };
+
+/// Whether two CiFacts name one job (every field equal).
+inline bool operator==(const CiFacts& a, const CiFacts& b) {
+  return std::tie(a.pipeline, a.job, a.job_url, a.runner, a.report_url) ==
+         std::tie(b.pipeline, b.job, b.job_url, b.runner, b.report_url);
+}
 
 /// CiFacts from GitLab's variables in this process's environment; a report
 /// URL from $LOCKSTEP_REPORT_URL.

@@ -86,9 +86,10 @@ bool LineReader::next(std::string_view& line) {
     }
     if (nl || (eof_ && end_ > pos_)) {
       line = std::string_view(start, length);
-      // A '\r' inside a line (not its "\r\n" ending) is a file of "\r"
-      // line endings read as one line: said so, not left to the parser.
-      if (length > 1) {
+      // A '\r' inside the first line (not its "\r\n" ending) is a file of
+      // "\r" line endings read as one line: said so, not left to the
+      // parser. Only there: the lines after it are not scanned twice.
+      if (line_ == 0 && length > 1) {
         size_t body = line.back() == '\r' ? length - 1 : length;
         if (std::memchr(start, '\r', body)) {
           length = body;

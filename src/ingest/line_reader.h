@@ -6,8 +6,8 @@
 //   while (lines.next(line)) use(lines.line_number(), line);
 //
 // Lines end at "\n"; a "\r" before it and a UTF-8 byte-order mark at the
-// start of the file are dropped; a "\r" anywhere else in a line (a file
-// of classic Mac OS "\r" endings) is exit 2 naming the line. Memory stays
+// start of the file are dropped; a "\r" inside the first line (a file of
+// classic Mac OS "\r" endings, read as one line) is exit 2 naming it. Memory stays
 // bounded by the cap, whatever the file holds.
 #pragma once
 

@@ -97,21 +97,22 @@ class Store {
     return git_branch_is_checked_out(branch.get()) == 1;
   }
 
-  // The local branch at `id`.
-  void set_local(const git_oid& id) {
-    Ref r;
-    if (git_reference_create(r.out(), repo_.get(), local().c_str(), &id, 1, o_.message.c_str()) != 0)
-      fail_env("moving " + o_.branch);
-  }
 
-  // The local branch back at `id`, or gone when it did not exist.
+  // The local branch back at `id`, or gone when it did not exist; on the
+  // way out of a failed push, so nothing here throws.
   void reset_local(const std::optional<git_oid>& id) {
     Ref r;
     if (id) {
-      git_reference_create(r.out(), repo_.get(), local().c_str(), &*id, 1, "lockstep history: push refused");
+      point_local(*id, "lockstep history: push refused");
     } else if (git_reference_lookup(r.out(), repo_.get(), local().c_str()) == 0) {
       git_reference_delete(r.get());
     }
+  }
+
+  // Points the local branch at `id`; false when git refused.
+  bool point_local(const git_oid& id, const char* why) {
+    Ref r;
+    return git_reference_create(r.out(), repo_.get(), local().c_str(), &id, 1, why) == 0;
   }
 
   // The plain files of `commit_id`'s tree. `rewriting`: the tree is about
@@ -150,7 +151,8 @@ class Store {
     return out;
   }
 
-  // A commit of `files` with `parents`, made the local branch's tip.
+  // A commit of `files` with `parents`, made the local branch's tip; the
+  // one parent itself when the tree is the parent's (nothing new).
   git_oid commit(const std::map<std::string, std::string>& files, const std::vector<git_oid>& parents) {
     Builder tb;
     if (git_treebuilder_new(tb.out(), repo_.get(), nullptr) != 0) fail_env("building the tree");
@@ -173,11 +175,7 @@ class Store {
       ps.push_back(owned.back()->get());
     }
     // Nothing new on top of one parent: no empty commit, the tip stays.
-    if (ps.size() == 1 && git_oid_equal(git_commit_tree_id(ps[0]), &tree_id)) {
-      unchanged = true;
-      return parents[0];
-    }
-    unchanged = false;
+    if (ps.size() == 1 && git_oid_equal(git_commit_tree_id(ps[0]), &tree_id)) return parents[0];
     Sig sig;
     if (git_signature_default(sig.out(), repo_.get()) != 0 &&
         git_signature_now(sig.out(), "lockstep", "lockstep@localhost") != 0)
@@ -212,7 +210,6 @@ class Store {
   std::string tracking() const { return tracking_; }
   std::string local() const { return "refs/heads/" + o_.branch; }
 
-  bool unchanged = false;  ///< the last commit() found nothing new and made none
 
  private:
   Libgit2Session session_;
@@ -260,7 +257,7 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
     for (out.attempts = 1; out.attempts <= o.attempts; ++out.attempts) {
       git_oid id = s.commit(out.files, parents);
       out.commit = oid_hex(id);
-      out.unchanged = s.unchanged;
+      out.unchanged = parents.size() == 1 && git_oid_equal(&id, &parents[0]);  // commit() made none
       if (s.push()) return out;
       git_oid theirs;
       if (!s.fetch() || !s.tip(s.tracking(), theirs))
@@ -278,7 +275,7 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
       if (out.files == remote_files) {
         // Nothing of ours the remote lacks: no merge commit, the local
         // branch at the remote's tip.
-        s.set_local(theirs);
+        if (!s.point_local(theirs, o.message.c_str())) fail_env("moving " + o.branch);
         out.commit = oid_hex(theirs);
         out.unchanged = true;
         return out;
