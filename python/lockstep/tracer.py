@@ -102,17 +102,33 @@ class _OpRecorder:
     innermost module in forward, "" elsewhere), "op", "output_xxh3"}, at
     most 4,096 a step (the rest counted in one {"step", "ops_dropped"}
     line). Ops on tensors without output (in-place bookkeeping, empty
-    allocations DebugMode skips) are not written."""
+    allocations DebugMode skips) are not written.
+
+    A step's ops run from ModuleTracer.step() to the end of the step's last
+    torch.optim optimizer step (a global optimizer step post hook marks it);
+    what the loop does after it (logging the loss, fetching the next batch:
+    a DataLoader rebuilds its workers' tensors in this thread, as many as
+    happen to have arrived) is not the step's compute and is left out. A
+    trainer whose optimizer is no torch.optim.Optimizer is recorded up to
+    the next step()."""
 
     def __init__(self, torch, debug_mode, write, strip_prefix):
         self._torch, self._mode_class, self._write, self._strip = torch, debug_mode, write, strip_prefix
-        self._mode = self._hashes = None
+        self._mode = self._hashes = self._hook = self._cut = None
         self._step = -1
+
+    def _optimizer_stepped(self, optimizer, args, kwargs):
+        if self._mode is not None:
+            self._cut = len(self._mode.operators)
 
     def start(self, step):
         torch = self._torch
         self._step = step
         self._mode = self._mode_class(record_nn_module=True)
+        self._cut = None
+        if self._hook is None:
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+            self._hook = register_optimizer_step_post_hook(self._optimizer_stepped)
         self._hashes = self._mode_class.log_tensor_hashes(hash_fn=lambda t: _op_output_hash(torch, t))
         self._mode.__enter__()
         self._hashes.__enter__()
@@ -123,7 +139,14 @@ class _OpRecorder:
         self._hashes.__exit__(None, None, None)
         self._mode.__exit__(None, None, None)
         calls, self._mode, self._hashes = self._mode.operators, None, None
-        self._emit(calls)
+        self._emit(calls if self._cut is None else calls[:self._cut])
+
+    def close(self):
+        """Stops recording and removes the optimizer step hook."""
+        self.stop()
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
 
     def _module_of(self, tag):
         # DebugMode tags a module by its path under the root's class name
@@ -259,9 +282,11 @@ class ModuleTracer(_Closing):
         self._step = int(step)
         self._stepped = True
         if self._ops is not None:
-            self._ops.stop()
             if 0 <= self._step < self.steps:
+                self._ops.stop()
                 self._ops.start(self._step)
+            else:
+                self._ops.close()
         if self._step >= self.steps:
             self._remove()
 
@@ -348,7 +373,7 @@ class ModuleTracer(_Closing):
             sys.stderr.write("lockstep: ModuleTracer(%s): step() was never called, so nothing was traced; call "
                              "tracer.step(step) before each step's forward\n" % self.path)
         if self._ops is not None and not self._file.closed:
-            self._ops.stop()
+            self._ops.close()
         self._remove()
         if not self._file.closed:
             self._file.close()

@@ -54,7 +54,7 @@ bool running_in_ci() {
 }
 
 int bless_command(const BlessOptions& o) {
-  if (o.reason.find_first_not_of(" \t\n") == std::string::npos)
+  if (is_blank_text(o.reason))
     throw BadUsage("bless needs --reason TEXT: say why the goldens change (it is recorded)");
   if (running_in_ci() && !o.in_ci)
     throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "

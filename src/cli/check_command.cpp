@@ -46,19 +46,20 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
     write_file_atomically(c.report_dir + "/report.md", render_markdown(v));
     write_file_atomically(c.report_dir + "/report.html", render_html(v, c.run, c.golden));
   }
-  if (c.pending) {
-    write_golden(c.pending_path, *c.pending);
-    std::cout << "pending golden: " << c.pending_path << " (review with `lockstep review " << out_dir
-              << "`, promote with `lockstep accept " << out_dir << " --reason ...`)\n";
-  }
-  if (!c.compared || v.exit_code() == ExitCode::kNondeterministic) {
+  if (c.pending) write_golden(c.pending_path, *c.pending);
+  // The verdict first, then what can be done about it, then the notes.
+  const bool verdict_line = !c.compared || v.exit_code() == ExitCode::kNondeterministic;
+  if (verdict_line) {
     std::cout << "lockstep: " << c.smoke << ": " << exit_class_name(v.exit_code()) << " (exit "
               << to_int(v.exit_code()) << "): " << v.first_divergence << "\n";
     for (const auto& line : v.quote) std::cout << "  | " << printable_message(line, false) << "\n";
     if (!c.records.empty()) std::cout << "  " << c.records << "\n";
-    if (!c.compared)
-      for (const auto& n : v.notes) std::cout << "note: " << printable_message(n, false) << "\n";
   }
+  if (c.pending)
+    std::cout << "pending golden: " << c.pending_path << " (review with `lockstep review " << out_dir
+              << "`, promote with `lockstep accept " << out_dir << " --reason ...`)\n";
+  if (verdict_line && !c.compared)
+    for (const auto& n : v.notes) std::cout << "note: " << printable_message(n, false) << "\n";
   // A smoke that ended without a comparison still has its reports (what
   // stopped it, and a failed trainer's stderr), beside its records; when
   // even they cannot be written (the cause of the stop, often), its verdict

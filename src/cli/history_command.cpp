@@ -44,10 +44,44 @@ int history_command(const HistoryOptions& o) {
   return 0;
 }
 
+namespace {
+
+// A check's own records beside its report.json (gate/check.cpp names them):
+// its run 1 is the night; its repeats, reruns, resumed run, variants and
+// data-only pass are that same night seen again. What `record` is, or ""
+// when it is none of them.
+std::string check_repeat_kind(const std::string& record) {
+  const fs::path p(record);
+  std::error_code ec;
+  if (!fs::exists(p.parent_path() / "report.json", ec)) return "";
+  const std::string name = p.filename().string();
+  auto numbered = [&](const std::string& prefix) {
+    if (name.rfind(prefix, 0) != 0 || name.size() <= prefix.size() + 5 || name.substr(name.size() - 5) != ".json")
+      return false;
+    const std::string n = name.substr(prefix.size(), name.size() - prefix.size() - 5);
+    return n.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (numbered("run-") && name != "run-1.json") return "a repeat run";
+  if (numbered("rerun-")) return "a rerun";
+  if (name == "resumed.json") return "the resumed run";
+  if (name == "data-only.json") return "the data-only pass";
+  if (name.rfind("variant-", 0) == 0 && p.extension() == ".json") return "an equivalence lane's variant run";
+  return "";
+}
+
+}  // namespace
+
 int history_add_command(const HistoryAddOptions& o) {
   // Every record first: one that cannot be read adds none.
   std::vector<RunRecord> records;
   for (const auto& path : o.records) {
+    if (std::string kind = check_repeat_kind(path); !kind.empty()) {
+      const std::string dir = fs::path(path).parent_path().string();
+      throw BadInput(path, "", "a night's run record; this is " + kind + " of the check whose report is " +
+                                   (fs::path(dir) / "report.json").string() + ": its night is its run 1 (`lockstep "
+                                   "history add " + (fs::path(dir) / "run-1.json").string() +
+                                   "`, unless check --history entered it); nothing was added");
+    }
     try {
       records.push_back(read_run_record(path));
     } catch (const Error& e) {

@@ -56,7 +56,7 @@ int review_command(const PendingOptions& o) {
 }
 
 int accept_command(const PendingOptions& o) {
-  if (o.reason.find_first_not_of(" \t\n") == std::string::npos)
+  if (is_blank_text(o.reason))
     throw BadUsage("accept needs --reason TEXT: say why the goldens change (it is recorded)");
   if (running_in_ci() && !o.in_ci)
     throw BadUsage("CI is set: accept does not write goldens in CI; pass --in-ci to accept here anyway");

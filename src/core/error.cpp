@@ -24,6 +24,38 @@ size_t bidi_control_at(const std::string& text, size_t i, std::string* escaped) 
   return n;
 }
 
+bool is_blank_text(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    auto byte = [&](size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u; };
+    const unsigned b0 = byte(0);
+    if (b0 < 0x80) {
+      if (!std::strchr(" \t\r\n\v\f", static_cast<int>(b0)) || b0 == 0) return false;
+      ++i;
+      continue;
+    }
+    if (size_t n = bidi_control_at(text, i, nullptr)) {
+      i += n;
+      continue;
+    }
+    unsigned cp = 0;
+    size_t n = 0;
+    if ((b0 & 0xe0) == 0xc0 && (byte(1) & 0xc0) == 0x80) {
+      cp = ((b0 & 0x1f) << 6) | (byte(1) & 0x3f), n = 2;
+    } else if ((b0 & 0xf0) == 0xe0 && (byte(1) & 0xc0) == 0x80 && (byte(2) & 0xc0) == 0x80) {
+      cp = ((b0 & 0x0f) << 12) | ((byte(1) & 0x3f) << 6) | (byte(2) & 0x3f), n = 3;
+    } else {
+      return false;
+    }
+    // Unicode White_Space, and the zero-width characters that show nothing.
+    const bool blank = cp == 0x85 || cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200d) ||
+                       cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x2060 ||
+                       cp == 0x3000 || cp == 0xfeff;
+    if (!blank) return false;
+    i += n;
+  }
+  return true;
+}
+
 std::string input_excerpt(const std::string& v) {
   constexpr size_t kMax = 64;
   if (v.size() <= kMax) return printable_message(v, false);

@@ -64,6 +64,12 @@ std::string valid_utf8(const std::string& text);
 /// floods a log.
 std::string input_excerpt(const std::string& value);
 
+/// Whether `text` shows nothing: empty, or only whitespace (ASCII and
+/// Unicode White_Space, e.g. U+00A0 NO-BREAK SPACE, U+3000), zero-width
+/// characters (U+200B..U+200D, U+2060, U+FEFF) and bidirectional
+/// controls. A required reason made of these says nothing.
+bool is_blank_text(const std::string& text);
+
 /// The length in bytes of the UTF-8 bidirectional control at `text[i]`
 /// (see printable_message), or 0 when there is none; `escaped` gets its
 /// escaped spelling ("\u202e"). For printers that escape the rest themselves (HTML,

@@ -245,14 +245,36 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path)
     return out;
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann counts from 1; every offset lockstep names counts from 0.
-    std::string where = "byte " + std::to_string(e.byte > 0 ? e.byte - 1 : 0);
+    // A person edits a config by line and column, a program seeks a byte:
+    // both are named.
+    const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n'));
+    const size_t line_start = text.rfind('\n', at == 0 ? std::string::npos : at - 1);
+    const size_t column = at - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+    std::string where = "line " + std::to_string(line) + ", column " + std::to_string(column) + " (byte " +
+                        std::to_string(at) + ")";
     std::string message = e.what();
     // nlohmann reports data after a complete value as "expected end of input".
     bool trailing = message.find("; expected end of input") != std::string::npos;
     bool truncated = !trailing && e.byte >= text.size();
+    // "syntax error while parsing object - unexpected string literal;
+    // expected '}'; last read: ..." -> "in an object: unexpected string
+    // literal; expected '}'" (what was last read is the input: not quoted).
+    std::string detail;
+    const std::string lead = "syntax error while parsing ";
+    if (size_t p = message.find(lead); p != std::string::npos) {
+      detail = message.substr(p + lead.size());
+      if (size_t cut = detail.find("; last read"); cut != std::string::npos) detail.resize(cut);
+      // nlohmann's words and token names only.
+      if (size_t dash = detail.find(" - "); dash != std::string::npos && dash > 0)
+        detail = " in " + std::string(std::strchr("aeiou", detail[0]) ? "an " : "a ") + detail.substr(0, dash) + ": " +
+                 detail.substr(dash + 3);
+      else
+        detail = ": " + detail;
+    }
     std::string what = trailing    ? "nothing after the JSON value (trailing data)"
                        : truncated ? "complete JSON (file is truncated or empty)"
-                                   : "valid JSON (syntax error)";
+                                   : "valid JSON (syntax error" + detail + ")";
     throw BadInput(path, where, what);
   } catch (const nlohmann::json::exception& e) {
     // out_of_range 406: a number beyond the range of a double (1e400).
@@ -504,6 +526,8 @@ bool is_utc_time(const std::string& t) {
   if (!(num(0, 4, 1970, 9999) && num(5, 2, 1, 12) && num(8, 2, 1, 31) && num(11, 2, 0, 23) && num(14, 2, 0, 59) &&
         num(17, 2, 0, 60)))
     return false;
+  // A leap second is the last second of a day (23:59:60), never another.
+  if (t.substr(17, 2) == "60" && t.substr(11, 5) != "23:59") return false;
   // A day the month has (2026-02-30 is none).
   const int year = std::stoi(t.substr(0, 4)), month = std::stoi(t.substr(5, 2)), day = std::stoi(t.substr(8, 2));
   const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;

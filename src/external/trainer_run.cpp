@@ -25,6 +25,7 @@
 #include "ingest/metrics.h"
 #include "ingest/module_trace_jsonl.h"
 #include "ingest/probes_jsonl.h"
+#include "ingest/series_builder.h"
 #include "smoke/finish_record.h"
 
 extern char** environ;
@@ -646,7 +647,13 @@ void read_metrics_of_ranks(const TrainerLayout& l, const PassPlan& p, int64_t fi
   spec.step_key = t.step_key;
   spec.mllog_step = t.mllog_step;
   require_written(l.c, "trainer.metrics.path", spec.path, l.rank_dir(p.train_out, 0));
-  out.series = read_metrics(spec);
+  try {
+    out.series = read_metrics(spec);
+  } catch (const MissingSeries& e) {  // the config's spelling, named where it is written
+    throw BadInput(l.c.file, "trainer.metrics.series." + e.names.front(),
+                   "a " + e.kind + " the trainer logs in " + spec.path + ", got '" + input_excerpt(e.key) +
+                       "', which never appears" + e.hint);
+  }
   out.metrics_path = spec.path;
   check_coverage(out.series, first, end, spec.path);
   for (int r = 1; r < l.world; ++r) {
@@ -762,6 +769,38 @@ void stamp_trainer_record(const TrainerLayout& l, const PassPlan& p, const Train
   finish_record(c, {{l.seed, seed_overridden}, c.steps}, rec);
 }
 
+// A Python trainer's script (`python3 train.py ...`: the first argument
+// that is no option, unless -m or -c runs a module or a string) is checked
+// before minutes are spent: a mistyped name is the config's error (exit 2,
+// naming trainer.command[i]), not a trainer that exited with status 2.
+// Options that take a value (-W, -X) skip it. Other launchers (torchrun,
+// a shell wrapper) parse their own arguments and are left to run.
+void check_python_script(const TrainerLayout& l) {
+  const SmokeConfig& c = l.c;
+  const auto& cmd = c.trainer.command;
+  if (cmd.size() < 2 || fs::path(cmd[0]).filename().string().rfind("python", 0) != 0) return;
+  for (size_t i = 1; i < cmd.size(); ++i) {
+    const std::string& a = cmd[i];
+    if (a == "-" || a.rfind("-m", 0) == 0 || a.rfind("-c", 0) == 0) return;
+    if (a == "-W" || a == "-X") {
+      ++i;
+      continue;
+    }
+    if (!a.empty() && a[0] == '-') continue;
+    if (a.find("{out}") != std::string::npos || a.find("{checkpoint}") != std::string::npos) return;
+    std::string expanded = expand_placeholders(a, {{"data", l.data_dir}, {"config_dir", l.config_dir}});
+    fs::path full = fs::path(expanded).is_absolute() ? fs::path(expanded) : fs::path(c.trainer.resolved_cwd) / expanded;
+    std::error_code ec;
+    if (fs::exists(full, ec)) return;
+    std::string cwd = fs::path(c.trainer.resolved_cwd).lexically_normal().string();
+    if (cwd.size() > 1 && cwd.back() == '/') cwd.pop_back();
+    throw BadInput(c.file, "trainer.command[" + std::to_string(i) + "]",
+                   "the Python script the trainer runs, got \"" + input_excerpt(a) + "\" = " +
+                       full.lexically_normal().string() + ", which does not exist (trainer.cwd is " + cwd + ")");
+    return;
+  }
+}
+
 }  // namespace
 
 TrainerRun run_trainer(const RunPlan& run, const std::string& work_dir) {
@@ -788,6 +827,7 @@ TrainerRun run_trainer(const RunPlan& run, const std::string& work_dir) {
   l.multi = c.distributed.configured;
   l.world = l.multi ? c.distributed.world_size : 1;
   l.worker_counts = t.workers.empty() ? std::vector<int>{-1} : t.workers;
+  check_python_script(l);
   add_trainer_inputs(c, l.inputs);  // a pattern that matches nothing is refused before the trainer runs
 
   TrainerRun result;

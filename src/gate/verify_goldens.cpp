@@ -217,6 +217,12 @@ struct Audit {
       problems.push_back(e.what());
       return;
     }
+    // A day of clock skew between machines is allowed; a golden "made"
+    // later than that sorts as the newest of its stack whatever it holds.
+    if (g.provenance.created_utc > utc_now(86400))
+      problems.push_back(path + ": provenance.created_utc: " + g.provenance.created_utc +
+                         " is in the future (this machine's clock says " + utc_now() +
+                         "): a hand-made or mis-clocked golden; re-bless it on a machine with the right time");
     if (g.provenance.action == "check")
       problems.push_back(path + ": provenance.action: a pending golden a failing check left, copied into the goldens "
                          "folder by hand; promote it with `lockstep accept DIR --reason ...` instead");

@@ -205,8 +205,12 @@ std::map<std::string, Series> SeriesSet::finish(const std::string& path, const s
   for (size_t i = 0; i < builders_.size(); ++i) {
     if (builders_[i].size() > 0) continue;
     std::string names;
+    std::vector<std::string> readers;
     for (const auto& [name, key] : series_)
-      if (key == keys_[i]) names += (names.empty() ? "" : ", ") + name;
+      if (key == keys_[i]) {
+        names += (names.empty() ? "" : ", ") + name;
+        readers.push_back(name);
+      }
     std::vector<std::string> others(unrequested_.begin(), unrequested_.end());
     std::string hint = closest_spelling(keys_[i], others);
     std::string present;
@@ -217,8 +221,10 @@ std::map<std::string, Series> SeriesSet::finish(const std::string& path, const s
       for (const std::string& t : others) present += " '" + t + "'";
       present += ")";
     }
-    throw BadInput(path, kind_ + " '" + keys_[i] + "'",
-                   "the " + kind_ + " of series " + names + " " + where + "; it never appears" + present);
+    throw MissingSeries(BadInput(path, kind_ + " '" + keys_[i] + "'",
+                                 "the " + kind_ + " of series " + names + " " + where + "; it never appears" + present)
+                            .what(),
+                        kind_, keys_[i], readers, present);
   }
   std::vector<Series> done;
   done.reserve(builders_.size());

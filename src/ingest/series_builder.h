@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "record/series.h"
 
 namespace lockstep {
@@ -127,6 +128,23 @@ class SeriesBuilder {
   uint64_t dtype_origin_ = 0;
 };
 
+/// What SeriesSet::finish throws when a requested tag, key or column
+/// never appears in the log: an exit-2 Error whose message names the log,
+/// with its parts kept so a caller that knows where the series were
+/// declared (a smoke config's trainer.metrics.series) can name that field
+/// instead.
+class MissingSeries : public Error {
+ public:
+  MissingSeries(const std::string& message, std::string kind, std::string key, std::vector<std::string> names,
+                std::string hint)
+      : Error(ExitCode::kBadInput, message), kind(std::move(kind)), key(std::move(key)), names(std::move(names)),
+        hint(std::move(hint)) {}
+  std::string kind;                ///< "tag", "key", "column", "metric"
+  std::string key;                 ///< the one that never appears
+  std::vector<std::string> names;  ///< the lockstep series reading it, sorted
+  std::string hint;                ///< " (did you mean 'x'?)", " (keys logged: ...)" or ""
+};
+
 /// The builders of one read: one per distinct tag, key or column
 /// requested (two series may read the same one), and the lockstep names.
 class SeriesSet {
@@ -168,7 +186,8 @@ class SeriesSet {
   /// Finishes every builder, lockstep name -> Series. Throws exit-2 Error
   /// naming `path` and the first tag/key/column that has no value ("...
   /// never appears <where>", then "did you mean 'x'?" or the unrequested
-  /// ones noted, when at most 20), or whatever SeriesBuilder::finish throws.
+  /// ones noted, when at most 20) as MissingSeries, or whatever
+  /// SeriesBuilder::finish throws.
   std::map<std::string, Series> finish(const std::string& path, const std::string& where);
 
  private:

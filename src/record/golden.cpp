@@ -68,7 +68,7 @@ Provenance provenance_from_json(JsonView p, uint64_t seed) {
   // content hash is unkeyed, so a hand-made provenance must at least read
   // as one lockstep could have written.
   out.reason = p.at("reason").as_string();
-  if (out.reason.find_first_not_of(" \t\r\n") == std::string::npos)
+  if (is_blank_text(out.reason))
     p.at("reason").fail("why the golden was made (bless and accept require --reason)");
   out.created_utc = p.at("created_utc").as_string();
   if (!is_utc_time(out.created_utc))

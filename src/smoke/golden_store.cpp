@@ -82,8 +82,8 @@ std::vector<std::string> find_pending(const std::string& dir) {
   return out;
 }
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
+std::string utc_now(int64_t offset_s) {
+  std::time_t t = std::time(nullptr) + static_cast<std::time_t>(offset_s);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];

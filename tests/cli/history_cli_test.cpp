@@ -95,6 +95,22 @@ TEST(HistoryCli, ARecordIsAddedOnceAndAFolderWithoutLedgersIsExit2) {
   Result entered = lockstep("history add " + (d / "out" / "wine-mlp" / "run-1.json").string() + " --to " + checked);
   EXPECT_EQ(entered.code, 2) << entered.output;
   EXPECT_NE(entered.output.find(") is already in the ledger; nothing was added"), std::string::npos) << entered.output;
+  // A check's other records beside its report are the same night seen
+  // again (a repeat, the resumed run, a variant): not a night of their own.
+  const fs::path out = d / "out" / "wine-mlp";
+  for (const auto& [name, kind] : std::vector<std::pair<std::string, std::string>>{
+           {"run-2.json", "a repeat run"}, {"resumed.json", "the resumed run"},
+           {"variant-threads.json", "an equivalence lane's variant run"}}) {
+    fs::copy_file(out / "run-1.json", out / name, fs::copy_options::overwrite_existing);
+    Result repeat = lockstep("history add " + (out / name).string() + " --to " + (d / "h3").string());
+    EXPECT_EQ(repeat.code, 2) << repeat.output;
+    EXPECT_NE(repeat.output.find((out / name).string() + ": expected a night's run record; this is " + kind +
+                                 " of the check whose report is " + (out / "report.json").string() +
+                                 ": its night is its run 1 (`lockstep history add " + (out / "run-1.json").string() +
+                                 "`, unless check --history entered it); nothing was added"),
+              std::string::npos) << repeat.output;
+  }
+  EXPECT_FALSE(fs::exists(d / "h3"));
   Result shown = lockstep("history " + (d / "h").string());
   EXPECT_EQ(shown.code, 0) << shown.output;
   EXPECT_NE(shown.output.find("history: wine-mlp: 1 night, "), std::string::npos) << shown.output;

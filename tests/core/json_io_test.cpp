@@ -21,12 +21,18 @@ TEST(ParseJson, TruncatedNamesFileAndSaysTruncated) {
   ExitCode code{};
   std::string msg = error_of([] { parse_json_text("{\"a\": [1, 2", "goldens/x.json"); }, &code);
   EXPECT_EQ(code, ExitCode::kBadInput);
-  EXPECT_EQ(msg, "goldens/x.json: byte 11: expected complete JSON (file is truncated or empty)");
+  EXPECT_EQ(msg, "goldens/x.json: line 1, column 12 (byte 11): expected complete JSON (file is truncated or empty)");
 }
 
-TEST(ParseJson, SyntaxErrorGivesOffset) {
+// Line and column for the person editing the file, the byte for a
+// program, and what the parser expected there.
+TEST(ParseJson, SyntaxErrorGivesLineColumnOffsetAndWhy) {
   std::string msg = error_of([] { parse_json_text("{\"a\": x}", "c.json"); });
-  EXPECT_EQ(msg, "c.json: byte 6: expected valid JSON (syntax error)");
+  EXPECT_EQ(msg, "c.json: line 1, column 7 (byte 6): expected valid JSON (syntax error in a value: invalid literal)");
+  // A comma left out at the end of line 2: found at the next key's end.
+  msg = error_of([] { parse_json_text("{\n  \"steps\": 10\n  \"seed\": 1\n}\n", "smoke/a.json"); });
+  EXPECT_EQ(msg, "smoke/a.json: line 3, column 8 (byte 23): expected valid JSON (syntax error in an object: unexpected "
+                 "string literal; expected '}')");
 }
 
 // A key written twice could show one value to a reviewer and the other to
@@ -70,9 +76,9 @@ TEST(ParseJson, NestingDeeperThanTheLimitIsRefusedAtItsByte) {
 
 TEST(ParseJson, TrailingDataIsNotCalledTruncated) {
   EXPECT_EQ(error_of([] { parse_json_text("{\"a\": 1}x", "t.json"); }),
-            "t.json: byte 8: expected nothing after the JSON value (trailing data)");
+            "t.json: line 1, column 9 (byte 8): expected nothing after the JSON value (trailing data)");
   EXPECT_EQ(error_of([] { parse_json_text("{\"a\": 1}\n{\"a\": 2}\n", "t.json"); }),
-            "t.json: byte 9: expected nothing after the JSON value (trailing data)");
+            "t.json: line 2, column 1 (byte 9): expected nothing after the JSON value (trailing data)");
 }
 
 TEST(JsonView, UnknownKeySuggestsSpelling) {

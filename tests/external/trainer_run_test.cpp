@@ -201,7 +201,11 @@ TEST_F(TrainerRunTest, AHelperOfAnotherVersionIsAnEnvironmentError) {
 TEST_F(TrainerRunTest, MissingMetricsOrReportIsBadInput) {
   SmokeConfig c = config();
   c.trainer.series = {{"loss", "lossx"}};
-  expect_error(c, ExitCode::kBadInput, "lossx");
+  // Named where it is spelt: the config's field, then the log it is not in.
+  expect_error(c, ExitCode::kBadInput,
+               (dir_ / "fake.json").string() + ": trainer.metrics.series.loss: expected a key the trainer logs in " +
+                   (dir_ / "work" / "train" / "metrics.jsonl").string() +
+                   ", got 'lossx', which never appears (did you mean 'loss'?)");
   c = config();
   c.trainer.command = {"sh", "-c", "true"};
   c.trainer.data_only.clear();
@@ -268,6 +272,24 @@ TEST_F(TrainerRunTest, CommandNotFoundIsBadInput) {
   SmokeConfig c = config();
   c.trainer.command = {"./no-such-train.py"};
   expect_error(c, ExitCode::kBadInput, "./no-such-train.py: no such file");
+}
+
+// A Python trainer's script is looked for before anything runs: a
+// mistyped name is the config's error, not a trainer exiting with 2.
+TEST_F(TrainerRunTest, AMissingPythonScriptIsBadInputNamingTheField) {
+  SmokeConfig c = config();
+  c.trainer.command = {"python3", "-u", "-W", "ignore", "trian.py", "--steps", "{steps}"};
+  expect_error(c, ExitCode::kBadInput,
+               (dir_ / "fake.json").string() + ": trainer.command[4]: expected the Python script the trainer runs, got "
+               "\"trian.py\" = " + (dir_ / "trian.py").string() + ", which does not exist (trainer.cwd is " +
+                   dir_.string() + ")");
+  c.trainer.command = {"python3", "{config_dir}/nope.py"};
+  expect_error(c, ExitCode::kBadInput, ": trainer.command[1]: expected the Python script the trainer runs, got "
+               "\"{config_dir}/nope.py\" = " + (dir_ / "nope.py").string() + ", which does not exist");
+  // -m and -c run no file: nothing is looked for, the trainer runs (and
+  // here writes no report).
+  c.trainer.command = {"python3", "-c", "pass", "trian.py"};
+  expect_error(c, ExitCode::kBadInput, "lockstep-trainer.json");
 }
 
 TEST_F(TrainerRunTest, OutputsMustStayInsideTheProcesssFolder) {

@@ -15,12 +15,14 @@
 #include "core/atomic_file.h"
 #include "gate/gate_fixture.h"
 #include "gate/verify_goldens.h"
+#include "smoke/golden_store.h"
 
 namespace lockstep {
 namespace {
 
 using testing::FakeLauncher;
 using testing::GateProject;
+using testing::joined;
 using testing::make_gate_record;
 
 // `cfg` made a trainer smoke (`python3 train.py`, JSONL metrics naming
@@ -409,6 +411,36 @@ TEST(CheckSmoke, AGoldenOfAnotherSeedThanItsConfigIsAVerifyGoldensProblem) {
             std::string::npos) << all;
 }
 
+// A golden "made" in the future (a forged or mis-clocked provenance) would
+// sort as the newest of its stack whatever it holds: a problem, with a
+// day allowed for clock skew between machines.
+TEST(CheckSmoke, AGoldenMadeInTheFutureIsAVerifyGoldensProblem) {
+  GateProject p("future");
+  Golden g;
+  g.record = make_gate_record();
+  g.provenance = stamp_provenance("bless", "made tomorrow", GitState{}, 2);
+  g.provenance.created_utc = utc_now(23 * 3600);
+  const std::string path = p.goldens_dir() + "/unit/cpu-x86_64-avx2.json";
+  write_golden(path, g);
+  const std::string want = path + ": provenance.created_utc: ";
+  auto future_problems = [&] {
+    std::vector<std::string> out;
+    for (const auto& problem : audit_goldens(p.goldens_dir(), "").problems)
+      if (problem.rfind(want, 0) == 0) out.push_back(problem);
+    return out;
+  };
+  EXPECT_TRUE(future_problems().empty()) << joined(future_problems());
+  g.provenance.created_utc = "9999-12-31T23:59:59Z";
+  write_golden(path, g);
+  std::vector<std::string> found = future_problems();
+  ASSERT_EQ(found.size(), 1u) << joined(found);
+  const std::string head = want + "9999-12-31T23:59:59Z is in the future (this machine's clock says " +
+                           utc_now().substr(0, 4);
+  EXPECT_EQ(found[0].substr(0, head.size()), head);
+  EXPECT_NE(found[0].find("): a hand-made or mis-clocked golden; re-bless it on a machine with the right time"),
+            std::string::npos) << found[0];
+}
+
 // An imported golden (another tool's curves) has no LibTorch stack: it
 // makes no lockstep golden of another platform stale, nor is it stale.
 TEST(CheckSmoke, AnImportedGoldenMakesNoOtherPlatformStale) {
@@ -420,7 +452,7 @@ TEST(CheckSmoke, AnImportedGoldenMakesNoOtherPlatformStale) {
   imported.record.fingerprint = {{"import.source", {"jsonl /ci/loss.jsonl (xxh3 0123456789abcdef)", false}}};
   imported.provenance = stamp_provenance("import", "moved", GitState{}, 0);
   imported.provenance.imported_from = "jsonl /ci/loss.jsonl (xxh3 0123456789abcdef)";
-  imported.provenance.created_utc = "2999-01-01T00:00:00Z";  // the newest
+  imported.provenance.created_utc = utc_now(60);  // the newest (a minute from now)
   write_golden(p.goldens_dir() + "/unit/cpu-x86_64-avx512.json", imported);
   GoldensAudit audit = audit_goldens(p.goldens_dir(), "");
   std::string all;

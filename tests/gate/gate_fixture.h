@@ -28,6 +28,13 @@
 
 namespace lockstep::testing {
 
+/// `lines` one per line, for a failed expectation's message.
+inline std::string joined(const std::vector<std::string>& lines) {
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  return all;
+}
+
 /// A record of the scratch smoke "unit": two steps, two probed batches that
 /// the trainer consumed in the same order.
 inline RunRecord make_gate_record() {

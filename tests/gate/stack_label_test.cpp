@@ -13,6 +13,7 @@
 #include "gate/provenance.h"
 #include "gate/check.h"
 #include "gate/gate_fixture.h"
+#include "smoke/golden_store.h"
 #include "gate/pending.h"
 #include "gate/verify_goldens.h"
 #include "smoke/smoke_config.h"
@@ -22,6 +23,7 @@ namespace {
 
 using testing::FakeLauncher;
 using testing::GateProject;
+using testing::joined;
 using testing::make_gate_record;
 
 // The scratch smoke's record as made on another stack: LibTorch 2.6, its
@@ -38,12 +40,6 @@ RunRecord old_stack_golden(const GateProject& p) {
   RunRecord r = make_gate_record();
   r.config_hash = load_smoke_config(p.smoke_file()).config_hash;
   return r;
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string all;
-  for (const auto& l : lines) all += l + "\n";
-  return all;
 }
 
 TEST(StackLabel, TheFirstRunUnderALabelIsComparedWithTheUnlabeledGoldenAcrossStacks) {
@@ -171,7 +167,7 @@ TEST(StackLabel, AGoldenLeftOnTheOldTorchUnderTheSameLabelIsStale) {
   Golden g;
   g.record = new_trainer;
   g.provenance = stamp_provenance("bless", "re-blessed", GitState{}, 2);
-  g.provenance.created_utc = "2999-01-01T00:00:00Z";  // the newest
+  g.provenance.created_utc = utc_now(60);  // the newest (a minute from now)
   std::string newer = p.goldens_dir() + "/unit/cpu-x86_64-avx512.json";
   write_golden(newer, g);
   GoldensAudit audit = audit_goldens(p.goldens_dir(), "");

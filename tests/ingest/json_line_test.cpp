@@ -51,7 +51,7 @@ TEST_F(JsonDocumentTest, AKeyWrittenTwiceIsRefusedInSmallAndLargeObjects) {
 }
 
 TEST_F(JsonDocumentTest, MalformedAndTooDeepDocumentsNameTheByte) {
-  EXPECT_HAS(parse_error(R"({"a": [1, 2)"), file_ + ": byte ");
+  EXPECT_HAS(parse_error(R"({"a": [1, 2)"), file_ + ": line 1, column 12 (byte 11): ");
   EXPECT_HAS(parse_error(std::string(300, '[') + std::string(300, ']')),
              "arrays and objects nested at most " + std::to_string(kMaxJsonDepth) + " deep");
 }

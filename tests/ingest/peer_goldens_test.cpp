@@ -61,7 +61,7 @@ TEST_F(PeerGoldens, AByteOrderMarkBeforeTheJsonIsSkipped) {
   const std::string golden = R"({"lm loss": {"start_step": 1, "end_step": 2, "step_interval": 1, "values": {"1": 1.5, "2": 1.25}}})";
   auto s = read(MetricsFormat::kMegatron, "\xEF\xBB\xBF" + golden, {{"loss", "lm loss"}});
   EXPECT_EQ(s.at("loss").values, (std::vector<double>{1.5, 1.25}));
-  EXPECT_HAS(error(MetricsFormat::kMegatron, " \xEF\xBB\xBF" + golden, {{"loss", "lm loss"}}), "byte 1: expected valid JSON");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, " \xEF\xBB\xBF" + golden, {{"loss", "lm loss"}}), "(byte 1): expected valid JSON");
   auto hf = read(MetricsFormat::kHfTrainer, "\xEF\xBB\xBF{\"log_history\": [{\"step\": 1, \"loss\": 2.5}]}", {{"loss", "loss"}});
   EXPECT_EQ(hf.at("loss").values, (std::vector<double>{2.5}));
 }
