@@ -173,12 +173,20 @@ std::vector<CalibrationRun> read_records(const std::vector<std::string>& paths, 
       // In a folder of CI artifacts, JSON that is no run record (a report)
       // is left out; a file that is not valid JSON, or a record that does
       // not read back, is bad input as anywhere else.
-      if (folder) {
-        nlohmann::json doc = parse_json_file(f);  // exit 2 naming the byte
-        if (!doc.is_object() || !doc.contains("series") || !doc.contains("fingerprint")) {
-          left_out.push_back(name + " (JSON, but no run record)");
-          continue;
-        }
+      // A golden is a record blessed, not a run of this spread: left out
+      // of a folder, refused when named, said as what it is.
+      nlohmann::json doc = parse_json_file(f);  // exit 2 naming the byte
+      const bool golden = doc.is_object() && doc.contains("content_hash") && doc.contains("provenance");
+      if (golden && !folder)
+        throw BadInput(f, "", "a run record (lockstep run, check's run-N.json); this is a golden (provenance, "
+                              "content_hash): calibrate measures runs");
+      if (folder && (!doc.is_object() || !doc.contains("series") || !doc.contains("fingerprint"))) {
+        left_out.push_back(name + " (JSON, but no run record)");
+        continue;
+      }
+      if (golden) {
+        left_out.push_back(name + " (a golden, not a run record)");
+        continue;
       }
       RunRecord r = read_run_record(f);
       if (r.smoke != cfg.name) {

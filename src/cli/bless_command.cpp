@@ -60,7 +60,11 @@ int bless_command(const BlessOptions& o) {
     throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "
                    "files instead); pass --in-ci to bless here anyway");
   std::vector<std::string> files = expand_smoke_args(o.smokes);
-  suite_smoke_names(files);  // two configs of one name would bless one golden twice
+  std::vector<std::string> names = suite_smoke_names(files);  // two configs of one name would bless one golden twice
+  if (!o.kind.empty()) {
+    if (std::string said = select_smoke_kind(o.kind, "bless", files, names); !said.empty()) std::cout << said << "\n";
+    if (files.empty()) return 0;
+  }
   require_out_folder(o.out_dir, files, o.goldens_dir);
   BlessSmokeOptions options;
   options.reason = o.reason;

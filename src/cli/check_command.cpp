@@ -140,7 +140,7 @@ std::vector<std::string> shard_files(const std::vector<std::string>& files, cons
 // night entered with --history; its verdict, or the write's failure as one.
 Verdict report_smoke(SmokeCheck& c, const CheckOptions& o) {
   try {
-    print_and_write(c, o.out_dir);
+    print_and_write(c, o.smoke.out_dir);
     if (!o.history_dir.empty()) enter_history(c, o.history_dir);
   } catch (const Error& e) {  // a report, pending golden or ledger entry that cannot be written
     std::cout << "lockstep: " << c.smoke << ": " << exit_class_name(e.code()) << " (exit " << to_int(e.code())
@@ -160,7 +160,7 @@ void require_history_folder(const CheckOptions& o, const std::vector<std::string
     throw BadUsage("--history " + o.history_dir + ": a folder for the ledgers (<smoke>.jsonl), and this is a file");
   std::string here = fs::weakly_canonical(fs::absolute(o.history_dir), ec).string() + "/";
   for (const auto& file : files) {
-    std::string goldens = fs::weakly_canonical(fs::absolute(goldens_root(file, o.goldens_dir)), ec).string() + "/";
+    std::string goldens = fs::weakly_canonical(fs::absolute(goldens_root(file, o.smoke.goldens_dir)), ec).string() + "/";
     if (here.rfind(goldens, 0) == 0)
       throw BadUsage("--history " + o.history_dir + ": inside the goldens folder " + goldens +
                      " (goldens are written only by bless and accept); keep the ledgers beside it, e.g. "
@@ -168,9 +168,9 @@ void require_history_folder(const CheckOptions& o, const std::vector<std::string
   }
   // The output folder is check's (it holds that folder's lock while the
   // ledger would take it again, and clears what it wrote before).
-  std::string out = fs::weakly_canonical(fs::absolute(o.out_dir), ec).string() + "/";
+  std::string out = fs::weakly_canonical(fs::absolute(o.smoke.out_dir), ec).string() + "/";
   if (here.rfind(out, 0) == 0)
-    throw BadUsage("--history " + o.history_dir + ": inside the output folder " + o.out_dir +
+    throw BadUsage("--history " + o.history_dir + ": inside the output folder " + o.smoke.out_dir +
                    " (check's own, rewritten every run); keep the ledgers beside it, e.g. lockstep-history");
   for (const std::string& ledger : ledger_files(o.history_dir)) {
     // A night's entry replaces the ledger atomically: never through a link.
@@ -200,7 +200,7 @@ std::vector<Verdict> check_suite(const std::vector<std::string>& files, CheckSmo
   auto worker = [&] {
     for (size_t i; (i = next++) < files.size();) {
       SmokeCheck c = [&] {
-        SlotHold hold(slots, smoke_processes(files[i], o.overrides.world_size));
+        SlotHold hold(slots, smoke_processes(files[i], o.smoke.overrides.world_size));
         return check_smoke(files[i], options, launcher);
       }();
       std::lock_guard<std::mutex> lock(mu);
@@ -216,7 +216,7 @@ std::vector<Verdict> check_suite(const std::vector<std::string>& files, CheckSmo
   for (size_t i = 0; i < files.size(); ++i) {
     SmokeCheck c;
     if (serial) {
-      SlotHold hold(slots, smoke_processes(files[i], o.overrides.world_size));  // the rest is spare for its runs
+      SlotHold hold(slots, smoke_processes(files[i], o.smoke.overrides.world_size));  // the rest is spare for its runs
       c = check_smoke(files[i], options, launcher);
     } else {
       std::unique_lock<std::mutex> lock(mu);
@@ -235,19 +235,24 @@ int check_command(const CheckOptions& o) {
   std::vector<std::string> files = expand_smoke_args(o.smokes);
   // A wrong --out is one usage error, said once, not a failure per smoke;
   // two checks writing one --out would read each other's records.
-  require_out_folder(o.out_dir, files, o.goldens_dir);
-  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
-    std::cout << "check: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
+  require_out_folder(o.smoke.out_dir, files, o.smoke.goldens_dir);
+  DirectoryLock out_lock(o.smoke.out_dir, true, [&](int pid) {
+    std::cout << "check: waiting for process " << pid << ", which writes to " << o.smoke.out_dir << "\n" << std::flush;
   });
   if (!o.history_dir.empty()) require_history_folder(o, files);
   // Two configs of one name are refused before any run (one golden each).
   std::vector<std::string> names = suite_smoke_names(files);
+  if (!o.kind.empty()) {
+    if (std::string said = select_smoke_kind(o.kind, "check", files, names); !said.empty()) std::cout << said << "\n";
+    if (files.empty()) {
+      write_file_atomically((std::filesystem::path(o.smoke.out_dir) / "junit.xml").string(), render_junit({}));
+      return 0;
+    }
+  }
   if (o.shard_given) files = shard_files(files, names, o.shard);
-  CheckSmokeOptions options{o.goldens_dir, o.out_dir, o.repeat, o.overrides};
-  options.rerun_failing = o.rerun_failing;
-  std::vector<Verdict> verdicts = check_suite(files, options, o);
+  std::vector<Verdict> verdicts = check_suite(files, o.smoke, o);
   // GitLab: artifacts:reports:junit: lockstep-out/junit.xml
-  std::string junit = (std::filesystem::path(o.out_dir) / "junit.xml").string();
+  std::string junit = (std::filesystem::path(o.smoke.out_dir) / "junit.xml").string();
   write_file_atomically(junit, render_junit(verdicts));
   ExitCode worst = most_severe(verdicts);
   if (verdicts.size() > 1) print_summary(verdicts, worst, junit);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gate/check.h"
 #include "plan/run_plan.h"
 #include "record/fingerprint.h"
 #include "smoke/smoke_config.h"
@@ -93,15 +94,15 @@ int compare_command(const CompareOptions& options);
 /// (exit 4 if they differ), then compared against the golden.
 struct CheckOptions {
   std::vector<std::string> smokes = {"smoke"};
-  std::string goldens_dir;  ///< default: goldens/ beside the smoke folder
-  std::string out_dir = "lockstep-out";
-  int repeat = 0;           ///< 0: from the config (default 2)
-  RunOverrides overrides;
+  /// What shapes each smoke's check (--goldens, --out, --repeat, the run
+  /// overrides, --rerun-failing, --distinct-runs), declared once in
+  /// gate/check.h; its `slots` are set by check_command.
+  CheckSmokeOptions smoke;
   std::string shard;        ///< "I/N": only this shard of the suite (gate/shard.h)
   bool shard_given = false; ///< --shard was given (an empty value is an error, not "no sharding")
   int jobs = 0;             ///< -j: child runs at once; 0: the CPUs this process may use
-  int rerun_failing = 0;    ///< --rerun-failing K (gate/check.h)
   std::string history_dir;  ///< --history DIR: one ledger entry per smoke (history/ledger.h); "" none
+  std::string kind;         ///< --kind trainer|built-in: only the smokes of that kind; "" all
 };
 int check_command(const CheckOptions& options);
 
@@ -197,6 +198,7 @@ struct BlessOptions {
   int runs = 2;
   std::string seeds;  ///< --seeds "42,43": extra seeds for a multi-seed golden (parsed strictly)
   bool no_wait = false;  ///< exit 3 instead of waiting when another bless/accept holds the goldens folder
+  std::string kind;      ///< --kind trainer|built-in: only the smokes of that kind; "" all
 };
 int bless_command(const BlessOptions& options);
 
@@ -250,6 +252,10 @@ int hook_plan_command(const HookPlanOptions& options);
 /// missing (a broken install) or a file cannot be written.
 struct InitOptions {
   std::string dir = ".";
+  /// --kind: the smokes the repository will have, "built-in", "trainer" or
+  /// "both" (which example and CI jobs init writes); "": both where
+  /// lockstep-torch is beside lockstep, else trainer.
+  std::string kind;
 };
 int init_command(const InitOptions& options);
 

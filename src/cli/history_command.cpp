@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/json_io.h"
 #include "history/history.h"
 #include "history/ledger.h"
 #include "machine/git_branch_store.h"

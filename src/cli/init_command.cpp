@@ -63,21 +63,43 @@ const char* kExampleSmoke = R"({
 // lockstep-history/: the ledger folder of a local `check --history`.
 // __pycache__/: what Python leaves beside a trainer's modules (and the
 // helper's, run from a checkout).
+// .lockstep-venv/: the CI template's trainer jobs install the wheel there.
 const char* kIgnored[] = {"lockstep-out/",     "lockstep-import/",   ".lockstep.lock", ".*.tmp.*",
-                          ".gitlab-ci-local/", "lockstep-history/", "__pycache__/"};
+                          ".gitlab-ci-local/", "lockstep-history/", "__pycache__/",   ".lockstep-venv/"};
 
-const char* kGitlabCi = R"(# lockstep: blocks a merge request whose smoke training or batch checksums
-# move away from goldens/ (ci/templates/lockstep.gitlab-ci.yml says more).
-include:
-  - local: ci/templates/lockstep.gitlab-ci.yml
-
-variables:
-  # An image with lockstep installed: lockstep:cpu (Dockerfile.cpu in lockstep's
-  # repository) runs built-in smokes only, it has no Python. A smoke with a
-  # "trainer" section needs your trainer's own image with python3, its torch and
-  # lockstep in it: the relocatable bundle (ci/bundle.sh) or the .deb (docs/install.md).
-  LOCKSTEP_IMAGE: "lockstep:cpu"
-)";
+// The .gitlab-ci.yml init writes for `kind` ("built-in", "trainer" or
+// "both"): the template included, and the variables naming the image each
+// job needs; with trainer smokes only, the built-in jobs are switched off.
+std::string gitlab_ci_for(const std::string& kind) {
+  std::string out =
+      "# lockstep: blocks a merge request whose smoke training or batch checksums\n"
+      "# move away from goldens/ (ci/templates/lockstep.gitlab-ci.yml says more).\n"
+      "include:\n"
+      "  - local: ci/templates/lockstep.gitlab-ci.yml\n\n"
+      "variables:\n";
+  if (kind != "trainer")
+    out +=
+        "  # Built-in smokes (no \"trainer\" section) run in an image with lockstep and\n"
+        "  # lockstep-torch: lockstep:cpu (Dockerfile.cpu in lockstep's repository), or\n"
+        "  # the Debian package (docs/install.md). It has no Python for your trainer.\n"
+        "  LOCKSTEP_IMAGE: \"lockstep:cpu\"\n";
+  if (kind != "built-in")
+    out += std::string(
+               "  # Trainer smokes (a \"trainer\" section) run in your trainer's own image\n"
+               "  # (python3 with its torch): set it, or no trainer job runs. lockstep's wheel\n"
+               "  # is pip-installed there into a venv over the image's packages: a URL, a\n"
+               "  # path, or lockstep==VERSION from your package registry (PIP_INDEX_URL).\n"
+               "  LOCKSTEP_TRAINER_IMAGE: \"\"\n"
+               "  LOCKSTEP_WHEEL: \"lockstep==") +
+           LOCKSTEP_VERSION + "\"\n";
+  if (kind == "trainer")
+    out +=
+        "\n# This repository has trainer smokes only: the jobs in lockstep's own image are off.\n"
+        "lockstep-check:\n  rules: [{when: never}]\n"
+        "lockstep-nightly:\n  rules: [{when: never}]\n"
+        "lockstep-bless:\n  rules: [{when: never}]\n";
+  return out;
+}
 
 void say(const std::string& what) { std::cout << what << "\n"; }
 
@@ -129,7 +151,7 @@ void update_gitignore(const fs::path& root) {
     if (!text.empty() && text.back() != '\n') text += "\n";
     write_file_atomically(ignore.string(), text + added);
     say(std::string(text.empty() ? "created" : "updated") + " .gitignore (lockstep-out/, lockstep-import/, lockstep-history/, __pycache__/, the lock file, "
-        "temporaries, .gitlab-ci-local/)");
+        "temporaries, .gitlab-ci-local/, .lockstep-venv/)");
   } else {
     say("kept .gitignore (it has lockstep's entries)");
   }
@@ -137,19 +159,27 @@ void update_gitignore(const fs::path& root) {
 }
 
 // The CI template, and a .gitlab-ci.yml that includes it (kept when there).
-void add_ci_files(const fs::path& root) {
+void add_ci_files(const fs::path& root, const std::string& kind) {
   std::string tmpl = shipped_path("ci/lockstep.gitlab-ci.yml", "ci/templates/lockstep.gitlab-ci.yml");
   if (tmpl.empty())
     throw EnvironmentError("the CI template lockstep.gitlab-ci.yml is neither in share/lockstep/ci beside this "
                            "lockstep nor in its source tree (a broken install)");
   fs::path ci = root / "ci" / "templates" / "lockstep.gitlab-ci.yml";
   if (create_file(ci, read_file(tmpl)))
-    say("created " + rel(ci, root) + " (the jobs: lockstep-check, lockstep-nightly, lockstep-gpu, lockstep-bless)");
+    say("created " + rel(ci, root) + " (the jobs: lockstep-check, lockstep-nightly, lockstep-gpu, lockstep-bless, "
+        "lockstep-trainer, lockstep-trainer-bless)");
   else
     say("kept " + rel(ci, root));
   fs::path gitlab = root / ".gitlab-ci.yml";
-  if (create_file(gitlab, kGitlabCi)) {
-    say("created .gitlab-ci.yml (includes the template; set LOCKSTEP_IMAGE)");
+  if (create_file(gitlab, gitlab_ci_for(kind))) {
+    say("created .gitlab-ci.yml (includes the template; " +
+        std::string(kind == "built-in" ? "built-in smokes: set LOCKSTEP_IMAGE, an image with lockstep-torch"
+                    : kind == "trainer"
+                        ? "trainer smokes: set LOCKSTEP_TRAINER_IMAGE, your trainer's image with python3 and torch, "
+                          "and LOCKSTEP_WHEEL if lockstep's wheel is not in your package registry"
+                        : "built-in smokes run in LOCKSTEP_IMAGE, an image with lockstep-torch; trainer smokes in "
+                          "LOCKSTEP_TRAINER_IMAGE, your trainer's image with python3 and torch, once you set it") +
+        ")");
   } else if (read_file(gitlab.string()).find("lockstep.gitlab-ci.yml") == std::string::npos) {
     say("kept .gitlab-ci.yml; add to it:\n  include:\n    - local: ci/templates/lockstep.gitlab-ci.yml");
   } else {
@@ -167,6 +197,11 @@ int init_command(const InitOptions& o) {
   refuse_links(root, {root / "smoke" / "example-mlp.json", root / "goldens", root / ".gitignore",
                       root / "ci" / "templates" / "lockstep.gitlab-ci.yml", root / ".gitlab-ci.yml"});
 
+  // What the repository gates: the built-in example needs lockstep-torch
+  // beside lockstep (the bundle and the wheel have none).
+  const bool torch_here = fs::exists(sibling_executable("lockstep-torch"), ec);
+  const std::string kind = !o.kind.empty() ? o.kind : torch_here ? "both" : "trainer";
+
   // smoke/: one example, only when the folder has no smoke yet.
   fs::path smoke = root / "smoke";
   bool has_smoke = false;
@@ -174,17 +209,20 @@ int init_command(const InitOptions& o) {
     for (const auto& e : fs::directory_iterator(smoke, ec)) has_smoke = has_smoke || e.path().extension() == ".json";
   if (has_smoke) {
     say("kept smoke/ (it has smoke configs)");
-  } else if (!fs::exists(sibling_executable("lockstep-torch"), ec)) {
-    // The bundle or the wheel: the built-in example would not run here.
+  } else if (kind == "trainer") {
     fs::create_directories(smoke, ec);
     if (ec) throw io_error(smoke.string(), "create the folder", ec.value());
-    say("created smoke/, empty: this lockstep has no lockstep-torch beside it (the bundle or the wheel), so it "
-        "runs your own trainer, not the built-in example; write smoke/<name>.json with a trainer section "
-        "(docs/trainers.md; examples/pytorch-trainer in lockstep's source is a complete one)");
+    say(std::string("created smoke/, empty: ") +
+        (torch_here ? "--kind trainer"
+                    : "this lockstep has no lockstep-torch beside it (the bundle or the wheel), so it runs your own "
+                      "trainer, not the built-in example") +
+        "; write smoke/<name>.json with a trainer section (docs/trainers.md; examples/pytorch-trainer in "
+        "lockstep's source is a complete one)");
   } else {
     create_file(smoke / "example-mlp.json", kExampleSmoke);
-    say("created smoke/example-mlp.json (a built-in smoke on synthetic data: runs as is; docs: smoke-config.md, "
-        "trainers.md for your own trainer)");
+    say(std::string("created smoke/example-mlp.json (a built-in smoke on synthetic data: runs as is") +
+        (torch_here ? "" : " where lockstep-torch is, not with this lockstep") +
+        "; docs: smoke-config.md, trainers.md for your own trainer)");
   }
 
   fs::path goldens = root / "goldens";
@@ -197,7 +235,7 @@ int init_command(const InitOptions& o) {
   }
 
   update_gitignore(root);
-  add_ci_files(root);
+  add_ci_files(root, kind);
   // The pre-push hook, when DIR is a repository's work tree.
   GitState git = read_git_state(root.string());
   bool hooked = false;

@@ -340,6 +340,14 @@ void add_compare_and_import(CLI::App& app, std::vector<Command>& out) {
                  }});
 }
 
+// --kind of check and bless (smoke/smoke_config.h's select_smoke_kind).
+void add_kind_option(CLI::App* cmd, std::string& kind) {
+  cmd->add_option("--kind", kind,
+                  "trainer or built-in: only the smokes of that kind (a trainer smoke runs in your trainer's image "
+                  "with the wheel; a built-in one needs lockstep-torch); none of it: exit 0, saying so")
+      ->check(CLI::IsMember({"trainer", "built-in"}));
+}
+
 // `check`, the CI stage, and what runs smokes many times: `calibrate`,
 // `bisect`, `bisect-env`.
 void add_check_family(CLI::App& app, std::vector<Command>& out) {
@@ -347,26 +355,31 @@ void add_check_family(CLI::App& app, std::vector<Command>& out) {
   auto o = std::make_shared<CheckOptions>();
   auto* check = app.add_subcommand("check", "Probe + train + compare against goldens (the CI stage)");
   check->add_option("SMOKE", o->smokes, "Smoke configs or folders (default: smoke)");
-  check->add_option("--goldens", o->goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
-  check->add_option("--out", o->out_dir, "Folder for run records and reports")->capture_default_str();
+  check->add_option("--goldens", o->smoke.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
+  check->add_option("--out", o->smoke.out_dir, "Folder for run records and reports")->capture_default_str();
   auto* shard = check->add_option("--shard", o->shard,
                                   "I/N: check only shard I of N of the suite (smokes dealt by a stable hash of their "
                                   "names; GitLab: $CI_NODE_INDEX/$CI_NODE_TOTAL)");
-  check->add_option("--repeat", o->repeat, "Fresh runs compared bit for bit (default: config, 2)")
+  check->add_option("--repeat", o->smoke.repeat, "Fresh runs compared bit for bit (default: config, 2)")
       ->transform(decimal_range(1, 100));
   check->add_option("-j,--jobs", o->jobs,
                     "Child runs at once: smokes, and each smoke's repeats and stopped run, in fresh processes "
                     "(a run takes one per process it keeps busy: a rank, a trainer's pass); output and verdicts as with -j 1 "
                     "(default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
-  add_overrides(check, o->overrides);
+  add_overrides(check, o->smoke.overrides);
   check->add_option("--history", o->history_dir,
                     "DIR: append each smoke's night to DIR/<smoke>.jsonl, the nightly ledger (`lockstep history DIR`)");
-  check->add_option("--rerun-failing", o->rerun_failing,
+  check->add_option("--rerun-failing", o->smoke.rerun_failing,
                     "K: run a smoke that fails against its golden K more times here; reruns that differ from the "
                     "failing run make it exit 4 (nondeterministic on this runner), else exit 1 stands "
                     "\"(reproduced K of K)\"")
       ->transform(decimal_range(1, 20));
+  add_kind_option(check, o->kind);
+  check->add_option("--distinct-runs", o->smoke.distinct_runs,
+                    "K: when the repeats differ (exit 4), run the smoke until K runs in all and say how many distinct "
+                    "results they gave and where each first differs (default 5; at most --repeat: no extra run)")
+      ->transform(decimal_range(1, 50));
   // check runs on one machine; these only say what to do instead
   // (docs/distributed.md, "Gating a multi-node run in CI"). Hidden from --help.
   auto several_machines = std::make_shared<std::string>();
@@ -402,6 +415,7 @@ void add_golden_commands(CLI::App& app, std::vector<Command>& out) {
   bless->add_option("--seeds", o->seeds,
                     "Also bless these seeds (comma-separated) into a multi-seed golden: per-step mean and "
                     "std for the sigma rule; the config's seed stays the exact reference");
+  add_kind_option(bless, o->kind);
   bless->add_flag("--allow-dirty", o->allow_dirty, "Bless from a dirty work tree (recorded)");
   bless->add_flag("--in-ci", o->in_ci, "Write goldens even though CI is set");
   bless->add_flag("--no-wait", o->no_wait,
@@ -443,6 +457,11 @@ void add_setup_commands(CLI::App& app, std::vector<Command>& out) {
   auto* init = app.add_subcommand("init", "Scaffold lockstep in a repository: smoke/, goldens/, .gitignore, the GitLab CI template and .gitlab-ci.yml, "
       "and the pre-push hook (in a git work tree); never overwrites a file");
   init->add_option("DIR", init_opts->dir, "Repository folder")->capture_default_str();
+  init->add_option("--kind", init_opts->kind,
+                   "The smokes this repository will gate: built-in (lockstep's models, in lockstep's image), trainer "
+                   "(your own trainer, in its image with the wheel) or both: the example and CI jobs written "
+                   "(default: both where lockstep-torch is installed, else trainer)")
+      ->check(CLI::IsMember({"built-in", "trainer", "both"}));
   out.push_back({init, [init_opts] { return init_command(*init_opts); }});
   auto* hook = app.add_subcommand("hook", "Git hooks");
   out.push_back({hook->add_subcommand("install", "Install the pre-push hook (never overwrites one)"),

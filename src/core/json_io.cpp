@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <vector>
@@ -533,6 +534,15 @@ bool is_utc_time(const std::string& t) {
   const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
   static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   return day <= kDays[month - 1] + (month == 2 && leap ? 1 : 0);
+}
+
+std::string utc_now(int64_t offset_s) {
+  std::time_t t = std::time(nullptr) + static_cast<std::time_t>(offset_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 nlohmann::json double_to_json(double value) {

@@ -95,6 +95,10 @@ class JsonView {
 /// years 1970..9999).
 bool is_utc_time(const std::string& t);
 
+/// The UTC time now, or `offset_s` seconds from now, as is_utc_time()
+/// accepts it ("2026-11-29T09:12:03Z").
+std::string utc_now(int64_t offset_s = 0);
+
 /// JSON value for a double that may be non-finite ("nan", "inf", "-inf").
 nlohmann::json double_to_json(double value);
 

@@ -352,9 +352,16 @@ std::vector<std::pair<std::string, int64_t>> list_image_folder(const ImageFolder
       std::string name = e.path().filename().string();
       std::error_code entry_ec;
       if (name[0] == '.') continue;  // dotfiles: never looked at
-      if (e.is_regular_file(entry_ec) && is_image_name(name))
+      if (e.is_regular_file(entry_ec) && is_image_name(name)) {
         files.emplace_back(f.classes[label] + "/" + name, static_cast<int64_t>(label));
-      else
+      } else if (std::error_code link_ec; is_image_name(name) && e.is_symlink(link_ec) && !fs::exists(e.path(), link_ec)) {
+        // An image named in a class whose bytes are not here (an unfetched
+        // Git LFS or git-annex file): training on the rest would pass on
+        // part of the dataset.
+        throw BadInput(e.path().string(), "(image)",
+                       "an image file; this is " + not_loaded_why(e, /*in_class=*/true) +
+                           " (fetch it: `git lfs pull`, `git annex get`)");
+      } else
         f.skipped.push_back(f.classes[label] + "/" + name + " (" + not_loaded_why(e, /*in_class=*/true) + ")");
     }
   std::sort(files.begin(), files.end());  // byte-wise on "class/file"
@@ -404,11 +411,15 @@ ImageFolder read_image_folder_unchecked(const ImageFolderOptions& o) {
       if (is_jpeg_name(rel) && !decoder.intact())
         throw EnvironmentError(path + ": cannot tell whether this JPEG is whole: libjpeg's warnings could not be "
                                "caught (no room for a temporary file in $TMPDIR or /tmp?)");
-      refuse_incomplete_jpeg(path, decoder.take_new());
+      // Taken after every image, so that what the decoder said about one
+      // (libpng's iCCP warnings) is never quoted about a later one.
+      const std::string said_now = decoder.take_new();
+      if (is_jpeg_name(rel)) refuse_incomplete_jpeg(path, said_now);
     } catch (const Error& e) {
-      // What the decoder said before failing goes into lockstep's message,
-      // not raw onto the terminal.
-      std::string said = decoder_said_about(decoder.finish(), t, e.what());
+      // What the decoder said about this image before failing goes into
+      // lockstep's message, not raw onto the terminal.
+      std::string said = decoder_said_about(decoder.take_new(), t, e.what());
+      decoder.finish();
       if (said.empty()) throw;
       throw Error(e.code(), std::string(e.what()) + " (the decoder said: " + said + ")");
     } catch (...) {

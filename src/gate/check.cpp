@@ -1,6 +1,7 @@
 #include "gate/check.h"
 
 #include <algorithm>
+#include <iterator>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -176,6 +177,22 @@ class ResumeRuns {
 
 // Step 1's failure: run `i` differs from run 1 in the same job (exit 4),
 // with the same reports as a regression, comparing run N with run 1.
+// With three runs or more, how many distinct results they gave
+// ("2 distinct results in 5 runs") and a note per result: its runs, and
+// where it first differs from run 1.
+std::string count_distinct(const std::vector<RunRecord>& runs, std::vector<std::string>& notes) {
+  if (runs.size() < 3) return "";
+  const DistinctResults d = distinct_results(runs);
+  for (size_t g = 0; g < d.groups.size(); ++g) {
+    std::string members;
+    for (size_t k : d.groups[g]) members += (members.empty() ? "" : ", ") + std::to_string(k + 1);
+    notes.push_back("result " + std::to_string(g + 1) + " of " + std::to_string(d.groups.size()) + ": run" +
+                    (d.groups[g].size() > 1 ? "s " : " ") + members +
+                    (g == 0 ? " (run 1's)" : "; first difference from run 1: " + d.first_difference[g]));
+  }
+  return " (" + std::to_string(d.groups.size()) + " distinct results in " + std::to_string(runs.size()) + " runs)";
+}
+
 SmokeCheck nondeterministic_check(const std::string& smoke, const std::vector<RunRecord>& runs, size_t i,
                                   const std::string& diff, const std::string& dir) {
   SmokeCheck c;
@@ -186,7 +203,10 @@ SmokeCheck nondeterministic_check(const std::string& smoke, const std::vector<Ru
   c.verdict = compare_runs(runs[i], runs.front(), {dir + "/run-" + n + ".json", dir + "/run-1.json", "run 1", "run " + n});
   c.verdict.smoke = smoke;
   c.verdict.code = ExitCode::kNondeterministic;
-  c.verdict.first_divergence = "run " + n + " differs from run 1 in the same job; first difference: " + diff;
+  std::vector<std::string> results;
+  const std::string count = count_distinct(runs, results);
+  c.verdict.notes.insert(c.verdict.notes.begin(), results.begin(), results.end());
+  c.verdict.first_divergence = "run " + n + " differs from run 1 in the same job" + count + "; first difference: " + diff;
   c.verdict.lane_reason = "run " + n + " against run 1 of this job on one machine, bit for bit";
   c.compared = true;
   c.run = runs[i];
@@ -618,8 +638,17 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   std::vector<RunRecord> runs = fresh_runs(launcher, base, cfg, o, repeat, per_run, resume_runs, dir, lanes.start);
   c.ran = true;
   RunRecord& run = runs.front();
-  if (auto [i, diff] = first_repeat_difference(runs); !diff.empty())
+  if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
+    // How nondeterministic: more runs, up to --distinct-runs in all.
+    if (const int more = o.distinct_runs - static_cast<int>(runs.size()); more > 0) {
+      const int next = static_cast<int>(runs.size()) + 1;
+      std::vector<RunRecord> extra = run_children(launcher, base, dir, "run", more, o.slots, per_run, per_run, {}, next);
+      for (size_t k = 0; base.share_data_pass && k < extra.size(); ++k)
+        take_data_pass(extra[k], run, dir + "/run-" + std::to_string(next + static_cast<int>(k)) + ".json");
+      runs.insert(runs.end(), std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
+    }
     return nondeterministic_check(cfg.name, runs, i, diff, dir);
+  }
   // 2. The trainer's batches are the data-only pass's.
   std::string root = goldens_root(file, o.goldens_dir);
   auto found = find_golden(root, cfg.name, run.platform, run.stack);

@@ -67,6 +67,11 @@ struct CheckSmokeOptions {
   /// failing run makes the verdict exit 4 (nondeterministic on this
   /// runner), else exit 1 stands "(reproduced K of K)".
   int rerun_failing = 0;
+  /// check --distinct-runs K: when the repeats differ (exit 4), the smoke
+  /// runs until K runs in all, and the verdict says how many distinct
+  /// results they gave and where each first differs from run 1 ("3
+  /// distinct results in 5 runs"). K at most the repeat count: no extra run.
+  int distinct_runs = 5;
 };
 
 /// What check found for one smoke.

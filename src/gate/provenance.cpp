@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "core/json_io.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {

@@ -13,6 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_io.h"
 #include "gate/bless.h"
 #include "record/golden.h"
 #include "record/platform_key.h"

@@ -532,6 +532,16 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
       }
     }
   }
+  // The merge orders the two sides' nights by time: a night dated ahead of
+  // this machine's clock (by more than a day of skew) would take the end
+  // of the ledger, and with it the "last night" every class reads.
+  const std::string latest = utc_now(86400);
+  for (const LedgerEntry& e : all)
+    if (e.time_utc > latest)
+      throw BadInput(name, "run " + e.run_id,
+                     "a time at most a day ahead of this machine's clock (" + utc_now() + "), got " + e.time_utc +
+                         ": its runner's clock ran ahead, or the line was edited; a merge orders nights by time, so "
+                         "it would move this night to the end; fix the time before merging");
   std::stable_sort(all.begin(), all.end(), [](const LedgerEntry& a, const LedgerEntry& b) { return a.time_utc < b.time_utc; });
   std::string out, last_hash;
   uint64_t n = 0;

@@ -114,21 +114,36 @@ void ProcessLauncher::run_to_checkpoint(const ChildRun& run) { spawn(run); }
 
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
                                     const std::string& prefix, int n, JobSlots* slots, int slots_per_run,
-                                    int held, const std::function<void()>& first) {
+                                    int held, const std::function<void()>& first, int first_number) {
   std::vector<RunRecord> runs(static_cast<size_t>(std::max(n, 0)));
   std::vector<std::function<void()>> tasks;
   if (first) tasks.push_back(first);
   for (int i = 1; i <= n; ++i)
     tasks.push_back([&, i] {
       ChildRun r = base;
-      r.out = dir + "/" + prefix + "-" + std::to_string(i) + ".json";
-      if (base.share_data_pass && i > 1) r.data_pass = false;
+      const int number = first_number + i - 1;
+      r.out = dir + "/" + prefix + "-" + std::to_string(number) + ".json";
+      if (base.share_data_pass && number > 1) r.data_pass = false;
       runs[static_cast<size_t>(i - 1)] = launcher.run(r);
     });
   run_tasks(tasks, slots, slots_per_run, held);
-  for (size_t i = 1; base.share_data_pass && i < runs.size(); ++i)
+  for (size_t i = 1; base.share_data_pass && first_number == 1 && i < runs.size(); ++i)
     take_data_pass(runs[i], runs[0], dir + "/" + prefix + "-" + std::to_string(i + 1) + ".json");
   return runs;
+}
+
+DistinctResults distinct_results(const std::vector<RunRecord>& runs) {
+  DistinctResults out;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    size_t g = 0;
+    while (g < out.groups.size() && !first_bit_difference(runs[i], runs[out.groups[g].front()]).empty()) ++g;
+    if (g == out.groups.size()) {
+      out.groups.emplace_back();
+      out.first_difference.push_back(i == 0 ? "" : first_bit_difference(runs[i], runs[0]));
+    }
+    out.groups[g].push_back(i);
+  }
+  return out;
 }
 
 void take_data_pass(RunRecord& run, const RunRecord& from, const std::string& path) {

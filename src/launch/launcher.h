@@ -109,10 +109,29 @@ bool shares_data_pass(const SmokeConfig& config);
 /// without the data-only pass and take run 1's probes. `held`: the slots the calling thread holds,
 /// lent while it waits for the runs in other threads. `first`, when given,
 /// runs before them in this thread (work at the head of a longer chain,
-/// e.g. the resume check's two runs); it must not throw.
+/// e.g. the resume check's two runs); it must not throw. `first_number`
+/// > 1 numbers them from there (<prefix>-<first_number>.json on): more runs
+/// of an earlier batch, none making the data-only pass (the caller hands
+/// them run 1's with take_data_pass).
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
                                     const std::string& prefix, int n, JobSlots* slots = nullptr,
-                                    int slots_per_run = 1, int held = 0, const std::function<void()>& first = {});
+                                    int slots_per_run = 1, int held = 0, const std::function<void()>& first = {},
+                                    int first_number = 1);
+
+/// Runs grouped by their bits: each group holds the 0-based indices of
+/// runs bit-identical to each other (first_bit_difference() empty), in
+/// the order their first member ran; `first_difference[g]` is where group
+/// g's first run differs from runs[0] ("" for group 0, run 1's). How
+/// nondeterministic a job is: SGLang's count of distinct outputs over N
+/// trials.
+struct DistinctResults {
+  std::vector<std::vector<size_t>> groups;
+  std::vector<std::string> first_difference;
+};
+
+/// Groups `runs` (at least one) by bitwise equality; each run is compared
+/// with one run of each group found so far.
+DistinctResults distinct_results(const std::vector<RunRecord>& runs);
 
 /// Where the first run that is not bit-identical to runs[0] differs:
 /// {its 0-based index, first_bit_difference()}, or {0, ""} when all agree.

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/json_io.h"
+#include "record/platform_key.h"
 #include "record/series_file.h"
 
 namespace lockstep {
@@ -125,7 +126,27 @@ void check_consistency(const Golden& g, JsonView& view) {
   if (r.steps > 0 && r.series.empty())
     view.at("series").fail("at least one series (a golden of " + std::to_string(r.steps) +
                            " training steps pins its loss, at least), got none");
-  if (!g.provenance.imported_from.empty() || r.fingerprint.count("import.source")) return;  // no stack claimed
+  // Imported (another tool's curves: no stack, no inputs, compared on its
+  // series alone) is said twice, and both agree: a blessed golden given an
+  // import.source would leave its inputs unchecked. (Its action is
+  // "import", or "accept" once its pending golden was accepted.)
+  const bool source = r.fingerprint.count("import.source") > 0, imported = !g.provenance.imported_from.empty();
+  if (source && !imported)
+    view.at("fingerprint").at("import.source")
+        .fail("no import.source in a golden lockstep made (provenance.action \"" + input_excerpt(g.provenance.action) +
+              "\", no imported_from): only `lockstep import` writes it");
+  if (imported && !source)
+    view.at("provenance").at("imported_from")
+        .fail("a fingerprint saying where the curves came from (import.source), as `lockstep import` writes it");
+  if (imported) return;  // no stack claimed
+  // The platform its file is named by is the one its own fingerprint
+  // makes: a golden that claims avx2 while its stack says avx512 would be
+  // compared across stacks, by tolerance, with every avx2 run.
+  const bool keyed = r.device == "cuda" ? r.fingerprint.count("cuda.compute_capability") > 0
+                                         : r.fingerprint.count("cpu.arch") > 0 && r.fingerprint.count("cpu.capability") > 0;
+  if (std::string key = platform_key(r.fingerprint); keyed && key != r.platform)
+    view.at("platform").fail("\"" + key + "\", the key its fingerprint makes (device, cpu.arch, cpu.capability, "
+                             "cuda.compute_capability), got \"" + input_excerpt(r.platform) + "\"");
   if (r.fingerprint.empty())
     view.at("fingerprint").fail("the stack the golden was made on (it is empty: with no stack to compare, every "
                                 "run would land in the same-stack lane)");

@@ -82,14 +82,6 @@ std::vector<std::string> find_pending(const std::string& dir) {
   return out;
 }
 
-std::string utc_now(int64_t offset_s) {
-  std::time_t t = std::time(nullptr) + static_cast<std::time_t>(offset_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 namespace {
 

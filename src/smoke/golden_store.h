@@ -17,7 +17,6 @@
 #pragma once
 
 #include <optional>
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,9 +85,6 @@ std::string pending_path(const std::string& out_dir, const std::string& smoke, c
 /// name is listed too, for the caller to refuse (never skipped unseen).
 std::vector<std::string> find_pending(const std::string& dir);
 
-/// The UTC time now, or `offset_s` seconds from now, ISO 8601
-/// ("2026-11-29T09:12:03Z").
-std::string utc_now(int64_t offset_s = 0);
 
 /// A golden found for a run.
 struct GoldenLookup {

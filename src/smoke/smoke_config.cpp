@@ -542,6 +542,31 @@ std::vector<std::string> suite_smoke_names(const std::vector<std::string>& files
   return names;
 }
 
+std::string select_smoke_kind(const std::string& kind, const std::string& command, std::vector<std::string>& files,
+                              std::vector<std::string>& names) {
+  const std::string other_kind = kind == "trainer" ? "built-in" : "trainer";
+  std::vector<std::string> kept_files, kept_names;
+  for (size_t i = 0; i < files.size(); ++i) {
+    bool keep = true;
+    try {
+      keep = load_smoke_config(files[i]).has_trainer() == (kind == "trainer");
+    } catch (const Error&) {
+    }
+    if (!keep) continue;
+    kept_files.push_back(files[i]);
+    kept_names.push_back(names[i]);
+  }
+  const size_t given = files.size(), other = given - kept_files.size();
+  files = std::move(kept_files);
+  names = std::move(kept_names);
+  if (files.empty())
+    return command + ": no " + kind + " smoke among the " + std::to_string(given) + " given (" + other_kind +
+           " smokes only: `" + command + " --kind " + other_kind + "` takes them); nothing to " + command + ", exit 0";
+  if (other == 0) return "";
+  return command + ": " + std::to_string(files.size()) + " " + kind + " smoke" + (files.size() == 1 ? "" : "s") + "; " +
+         std::to_string(other) + " of the other kind left to `" + command + " --kind " + other_kind + "`";
+}
+
 std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args) {
   std::vector<std::string> out;
   for (const auto& a : args) {

@@ -270,6 +270,18 @@ std::vector<std::string> expand_smoke_args(const std::vector<std::string>& args)
 /// reported where it is checked or blessed.
 std::vector<std::string> suite_smoke_names(const std::vector<std::string>& files);
 
+/// `check --kind` / `bless --kind`: keeps in `files` (and `names`, the
+/// same length) the smokes of `kind`, "trainer" (a trainer section) or
+/// "built-in" (none: run by lockstep-torch), so one suite folder can be
+/// split between a job in the team's trainer image (the wheel) and one in
+/// lockstep's image. A config that does not load is kept: its error is
+/// reported where it is checked. Returns what to say ("" when every smoke
+/// was of the kind), e.g. "check: 1 trainer smoke; 2 of the other kind
+/// left to `check --kind built-in`", or, with none left, "check: no
+/// trainer smoke among the 3 given (...); nothing to check, exit 0".
+std::string select_smoke_kind(const std::string& kind, const std::string& command, std::vector<std::string>& files,
+                              std::vector<std::string>& names);
+
 /// Every smoke config in folder `dir` by name. Throws exit-2 Error for a
 /// malformed config or two configs with one name.
 std::map<std::string, SmokeConfig> load_smoke_folder(const std::string& dir);

@@ -140,6 +140,8 @@ TEST(Calibrate, RecordsFromOtherRunnersJoinTheRunsAndReportsBesideThemAreLeftOut
   write_run_record((p.root() / "ci" / "run-1.json").string(), other);
   write_file_atomically((p.root() / "ci" / "report.json").string(), "{\"verdict\": 0}");
   write_run_record((p.root() / "ci" / "run-1-again.json").string(), other);  // the same record twice
+  const std::string golden = p.write_golden(other);
+  std::filesystem::copy_file(golden, p.root() / "ci" / "golden.json");  // a golden among the artifacts
   FakeLauncher l;
   l.record.fingerprint["runner"] = {"host here", false};
   CalibrateOptions o = options(p);
@@ -153,15 +155,23 @@ TEST(Calibrate, RecordsFromOtherRunnersJoinTheRunsAndReportsBesideThemAreLeftOut
   EXPECT_EQ(c.notes.at(0), "--records " + (p.root() / "ci" / "run-1.json").string() +
                               ": the same record as one read before, counted once");
   ASSERT_EQ(c.notes.size(), 3u);
-  EXPECT_EQ(c.notes.at(1).rfind("--records " + (p.root() / "ci").string() + ": 1 file(s) left out: report.json (", 0), 0u)
+  EXPECT_EQ(c.notes.at(1), "--records " + (p.root() / "ci").string() + ": 2 file(s) left out: golden.json (a golden, "
+                          "not a run record), report.json (JSON, but no run record)")
       << c.notes.at(1);
-  EXPECT_EQ(c.notes.at(2), "no golden yet for platform cpu-x86_64-avx2: check will ask for one (lockstep bless)");
   EXPECT_EQ(c.recommended.at("grad_norm").tolerance.rule, Tolerance::Rule::kClose);
   // A record named on its own must be one of this smoke, and of this
   // version of its config; both are refused before anything runs.
   size_t calls = l.calls.size();
   o.records = {(p.root() / "ci" / "report.json").string()};
   EXPECT_THROW(calibrate_smoke(p.smoke_file(), o, l), Error);
+  o.records = {golden};
+  try {
+    calibrate_smoke(p.smoke_file(), o, l);
+    ADD_FAILURE() << "a golden named in --records was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), golden + ": expected a run record (lockstep run, check's run-N.json); this is a "
+                                              "golden (provenance, content_hash): calibrate measures runs");
+  }
   other.fingerprint["config.values_xxh3"] = {"0123456789abcdef", false, true};
   write_run_record((p.root() / "old.json").string(), other);
   o.records = {(p.root() / "old.json").string()};

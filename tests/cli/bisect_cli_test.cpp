@@ -101,8 +101,16 @@ TEST(BisectCli, BisectEnvNamesTwoDifferencesThatOnlyMoveTheCurveTogether) {
   write_file_atomically((d / "good.json").string(), R"({"env": {"SHIFT": "0", "NOISE": "a"}})");
   write_file_atomically((d / "bad.json").string(),
                         R"({"env": {"SHIFT": "1", "NOISE": "b"}, "python_path": [")" + (d / "site").string() + R"("]})");
-  Result r = lockstep("bisect-env --good-env good.json --bad-env bad.json --repeat 1 " + kSourceDir +
-                          "/examples/pytorch-trainer/smoke/pytorch-trainer.json --out " + (d / "out").string(),
+  // The example trainer, shortened (4 steps, no resume check): the pair
+  // moves the curve from the first step on.
+  nlohmann::json smoke = parse_json_file(kSourceDir + "/examples/pytorch-trainer/smoke/pytorch-trainer.json");
+  smoke["steps"] = 4;
+  smoke.erase("resume_at");
+  smoke.erase("platforms");
+  smoke["trainer"]["cwd"] = kSourceDir + "/examples/pytorch-trainer";
+  write_file_atomically((d / "pytorch-trainer.json").string(), pretty_dump(smoke));
+  Result r = lockstep("bisect-env --good-env good.json --bad-env bad.json --repeat 1 " +
+                          (d / "pytorch-trainer.json").string() + " --out " + (d / "out").string(),
                       "", d.string());
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("bisect-env: the curve moves with {SHIFT=1, Python folder " + (d / "site").string() +

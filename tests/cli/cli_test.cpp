@@ -255,7 +255,8 @@ TEST_F(Cli, TruncatedGoldenIsExit2NamingTheFile) {
   write_file_atomically(target, text.substr(0, text.size() / 3));
   Result r = lockstep("check " + (p / "smoke").string() + " --out " + (p / "out").string());
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find(target + ": byte "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(target + ": line "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" (byte "), std::string::npos) << r.output;
 }
 
 // The committed golden, from the repository's smoke/.
@@ -466,6 +467,37 @@ TEST_F(Cli, VerifyGoldensJudgesAConfigEditByItsValues) {
       << c.output;
   EXPECT_EQ(c.output.find("input changed"), std::string::npos) << c.output;
   EXPECT_EQ(c.output.find("config.values_xxh3 golden:"), std::string::npos) << c.output;  // not listed as a changed input
+}
+
+// --kind splits one suite folder between a job in lockstep's image (the
+// built-in smokes) and one in the team's trainer image (the trainer
+// smokes): the other kind is never run, and none of the kind is exit 0.
+TEST(CliCheck, KindChecksOnlyTheSmokesOfThatKind) {
+  fs::path p = scratch("kind", {}, kSourceDir + "/smoke/wine-mlp.json");
+  nlohmann::json trainer = {{"name", "team-trainer"}, {"seed", 1}, {"steps", 2},
+                            {"trainer", {{"command", {"false"}},
+                                         {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"},
+                                                      {"series", {{"loss", "loss"}}}}}}}};
+  write_file_atomically((p / "smoke" / "team-trainer.json").string(), pretty_dump(trainer));
+  const std::string out = (p / "out").string();
+  ASSERT_EQ(lockstep("bless " + (p / "smoke").string() + " --kind built-in --reason first --out " + out).code, 0);
+  Result built_in = lockstep("check " + (p / "smoke").string() + " --kind built-in --out " + out);
+  EXPECT_EQ(built_in.code, 0) << built_in.output;
+  EXPECT_NE(built_in.output.find("check: 1 built-in smoke; 1 of the other kind left to `check --kind trainer`\n"),
+            std::string::npos) << built_in.output;
+  EXPECT_EQ(built_in.output.find("team-trainer"), std::string::npos) << built_in.output;
+  Result none = lockstep("check " + kSourceDir + "/smoke --kind trainer --out " + (p / "out2").string());
+  EXPECT_EQ(none.code, 0) << none.output;
+  EXPECT_NE(none.output.find("check: no trainer smoke among the 5 given (built-in smokes only: `check --kind "
+                             "built-in` takes them); nothing to check, exit 0"),
+            std::string::npos) << none.output;
+  EXPECT_TRUE(fs::exists(p / "out2" / "junit.xml"));
+  // The trainer smoke, checked on its own: its command fails (exit 1, quoted).
+  Result trainer_only = lockstep("check " + (p / "smoke").string() + " --kind trainer --out " + out);
+  EXPECT_EQ(trainer_only.code, 1) << trainer_only.output;
+  EXPECT_NE(trainer_only.output.find("team-trainer"), std::string::npos) << trainer_only.output;
+  EXPECT_EQ(trainer_only.output.find("wine-mlp"), std::string::npos) << trainer_only.output;
+  EXPECT_EQ(lockstep("check " + (p / "smoke").string() + " --kind gpu --out " + out).code, 2);
 }
 
 // check -j 2 gives what check -j 1 gives: the same exit code, the same

@@ -22,7 +22,7 @@ TEST(InitCli, ScaffoldsARepositoryWhoseExampleBlessesAndChecks) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("created smoke/example-mlp.json"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::is_directory(d / "goldens"));
-  EXPECT_EQ(read_file((d / ".gitignore").string()), "lockstep-out/\nlockstep-import/\n.lockstep.lock\n.*.tmp.*\n.gitlab-ci-local/\nlockstep-history/\n__pycache__/\n");
+  EXPECT_EQ(read_file((d / ".gitignore").string()), "lockstep-out/\nlockstep-import/\n.lockstep.lock\n.*.tmp.*\n.gitlab-ci-local/\nlockstep-history/\n__pycache__/\n.lockstep-venv/\n");
   EXPECT_EQ(read_file((d / "ci/templates/lockstep.gitlab-ci.yml").string()),
             read_file(kSourceDir + "/ci/templates/lockstep.gitlab-ci.yml"));
   EXPECT_NE(read_file((d / ".gitlab-ci.yml").string()).find("  - local: ci/templates/lockstep.gitlab-ci.yml\n"),
@@ -44,6 +44,49 @@ TEST(InitCli, ScaffoldsARepositoryWhoseExampleBlessesAndChecks) {
   fs::remove_all(d);
 }
 
+// What the repository will gate decides the example and the CI jobs:
+// trainer smokes only switch off the jobs in lockstep's own image and name
+// the trainer's image and the wheel; built-in ones name lockstep's image.
+TEST(InitCli, TheKindOfSmokesDecidesTheExampleAndTheJobs) {
+  fs::path d = fresh("trainer");
+  Result r = lockstep("init --kind trainer " + d.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(fs::is_directory(d / "smoke"));
+  EXPECT_TRUE(fs::is_empty(d / "smoke"));
+  EXPECT_NE(r.output.find("created smoke/, empty: --kind trainer; write smoke/<name>.json with a trainer section"),
+            std::string::npos) << r.output;
+  const std::string ci = read_file((d / ".gitlab-ci.yml").string());
+  EXPECT_NE(ci.find("  LOCKSTEP_TRAINER_IMAGE: \"\"\n  LOCKSTEP_WHEEL: \"lockstep==" LOCKSTEP_VERSION "\"\n"),
+            std::string::npos) << ci;
+  EXPECT_EQ(ci.find("LOCKSTEP_IMAGE:"), std::string::npos) << ci;
+  EXPECT_NE(ci.find("lockstep-check:\n  rules: [{when: never}]\nlockstep-nightly:\n  rules: [{when: never}]\n"
+                    "lockstep-bless:\n  rules: [{when: never}]\n"),
+            std::string::npos) << ci;
+  EXPECT_NE(r.output.find("trainer smokes: set LOCKSTEP_TRAINER_IMAGE, your trainer's image with python3 and torch"),
+            std::string::npos) << r.output;
+  fs::remove_all(d);
+
+  Result built_in = lockstep("init --kind built-in " + d.string());
+  ASSERT_EQ(built_in.code, 0) << built_in.output;
+  EXPECT_TRUE(fs::exists(d / "smoke" / "example-mlp.json"));
+  const std::string ci2 = read_file((d / ".gitlab-ci.yml").string());
+  EXPECT_NE(ci2.find("  LOCKSTEP_IMAGE: \"lockstep:cpu\"\n"), std::string::npos) << ci2;
+  EXPECT_EQ(ci2.find("LOCKSTEP_TRAINER_IMAGE"), std::string::npos) << ci2;
+  EXPECT_EQ(ci2.find("when: never"), std::string::npos) << ci2;
+  fs::remove_all(d);
+
+  // Here lockstep-torch is beside lockstep: both, by default.
+  Result both = lockstep("init " + d.string());
+  ASSERT_EQ(both.code, 0) << both.output;
+  const std::string ci3 = read_file((d / ".gitlab-ci.yml").string());
+  EXPECT_NE(ci3.find("LOCKSTEP_IMAGE: \"lockstep:cpu\""), std::string::npos) << ci3;
+  EXPECT_NE(ci3.find("LOCKSTEP_TRAINER_IMAGE: \"\""), std::string::npos) << ci3;
+  EXPECT_EQ(ci3.find("when: never"), std::string::npos) << ci3;
+  Result bad = lockstep("init --kind gpu " + d.string());
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  fs::remove_all(d);
+}
+
 TEST(InitCli, NeverOverwritesAndASecondRunChangesNothing) {
   fs::path d = fresh("existing");
   fs::create_directories(d / "smoke");
@@ -56,7 +99,7 @@ TEST(InitCli, NeverOverwritesAndASecondRunChangesNothing) {
   EXPECT_FALSE(fs::exists(d / "smoke" / "example-mlp.json"));
   EXPECT_EQ(read_file((d / "smoke" / "ours.json").string()), "{}");
   // Entries it lacks are appended; the team's own lines stay as they are.
-  EXPECT_EQ(read_file((d / ".gitignore").string()), "*.pyc\nlockstep-out/\nlockstep-import/\n.lockstep.lock\n.*.tmp.*\n.gitlab-ci-local/\nlockstep-history/\n__pycache__/\n");
+  EXPECT_EQ(read_file((d / ".gitignore").string()), "*.pyc\nlockstep-out/\nlockstep-import/\n.lockstep.lock\n.*.tmp.*\n.gitlab-ci-local/\nlockstep-history/\n__pycache__/\n.lockstep-venv/\n");
   EXPECT_EQ(read_file((d / ".gitlab-ci.yml").string()), "stages: [test]\n");
   EXPECT_NE(r.output.find("kept .gitlab-ci.yml; add to it:\n  include:\n    - local: ci/templates/lockstep.gitlab-ci.yml"),
             std::string::npos)

@@ -603,6 +603,31 @@ TEST(Compare, AnInputTheGoldenPredatesIsANoteNotAFailure) {
   EXPECT_EQ(v.notes[0], "the golden predates the input field config.values_xxh3 (run: cccccccccccccccc); re-bless to pin it");
 }
 
+// A golden made by the run's own lockstep version cannot predate what
+// that version records: an input field or the init statistics it lacks
+// were taken out by hand, and the comparison fails.
+TEST(Compare, AGoldenOfTheRunsOwnVersionPredatesNothing) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["lockstep.version"] = {"0.1.0", false};
+  RunRecord run = golden;
+  run.fingerprint["config.values_xxh3"] = {std::string(16, 'c'), false, true};
+  Verdict v = compare_records(run, golden, {});
+  EXPECT_EQ(v.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(v.first_divergence,
+            "the golden lacks the input field config.values_xxh3, which lockstep 0.1.0 (the version that made it) "
+            "always records: taken out by hand; re-bless it");
+  RunRecord with_init = golden;
+  with_init.init["fc.weight"] = {0.0, 1.0, std::string(32, 'a')};
+  Verdict init = compare_records(with_init, golden, {});
+  EXPECT_EQ(init.exit_code(), ExitCode::kRegression);
+  EXPECT_NE(init.first_divergence.find("the golden has no init statistics, though lockstep 0.1.0 (the version that "
+                                       "made it) records them: taken out by hand; re-bless it"),
+            std::string::npos) << init.first_divergence;
+  // Made by another version: a note, as before.
+  with_init.fingerprint["lockstep.version"].value = "0.2.0";
+  EXPECT_TRUE(compare_records(with_init, golden, {}).passed());
+}
+
 TEST(Compare, AChangedInputAcrossStacksStillFails) {
   RunRecord golden = make_record({2.5, 2.25});
   golden.fingerprint["model.torchscript_xxh3"] = {std::string(32, 'a'), false, true};

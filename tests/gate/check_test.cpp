@@ -15,7 +15,6 @@
 #include "core/atomic_file.h"
 #include "gate/gate_fixture.h"
 #include "gate/verify_goldens.h"
-#include "smoke/golden_store.h"
 
 namespace lockstep {
 namespace {
@@ -71,6 +70,7 @@ TEST(CheckSmoke, RepeatDifferenceIsNondeterministic) {
   FakeLauncher l;
   CheckSmokeOptions o = p.check_options();
   o.repeat = 3;
+  o.distinct_runs = 3;  // no run more than the repeats
   l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
     r.resources.step_time_s = {0.01 * static_cast<double>(call), 0.02};
     r.resources.peak_rss_bytes = 1000 * static_cast<int64_t>(call);
@@ -95,10 +95,43 @@ TEST(CheckSmoke, RepeatDifferenceIsNondeterministic) {
   EXPECT_EQ(render_markdown(c.verdict).find("golden"), std::string::npos);
   for (const auto& n : c.verdict.notes)  // two runs of one job say nothing about resources
     EXPECT_TRUE(n.find("step time") == std::string::npos && n.find("RSS") == std::string::npos) << n;
-  EXPECT_EQ(c.verdict.first_divergence.rfind("run 3 differs from run 1 in the same job; first difference: train step 1: loss", 0), 0u)
+  EXPECT_EQ(c.verdict.first_divergence.rfind("run 3 differs from run 1 in the same job (2 distinct results in 3 runs); "
+                                             "first difference: train step 1: loss", 0), 0u)
       << c.verdict.first_divergence;
   EXPECT_EQ(c.records, "records: " + p.out_dir() + "/unit/run-1.json, " + p.out_dir() + "/unit/run-3.json");
   EXPECT_STREQ(stop_kind(c.verdict), "nondeterministic");
+}
+
+// How nondeterministic: when the repeats differ, the smoke runs until
+// distinct_runs runs in all (default 5), and the verdict counts the
+// distinct results and says where each first differs from run 1.
+TEST(CheckSmoke, DifferingRepeatsAreCountedInDistinctResults) {
+  GateProject p("distinct");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
+    if (call == 2 || call == 4) r.series["loss"].values[1] = 2.0;  // runs 2 and 4 alike
+    if (call == 5) r.series["loss"].values[0] = 3.0;               // run 5 on its own
+  };
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kNondeterministic);
+  ASSERT_EQ(l.calls.size(), 5u);
+  EXPECT_EQ(l.calls[2].out, p.out_dir() + "/unit/run-3.json");
+  EXPECT_EQ(l.calls[4].out, p.out_dir() + "/unit/run-5.json");
+  EXPECT_EQ(c.verdict.first_divergence.rfind("run 2 differs from run 1 in the same job (3 distinct results in 5 runs); "
+                                             "first difference: train step 1: loss", 0), 0u)
+      << c.verdict.first_divergence;
+  ASSERT_GE(c.verdict.notes.size(), 3u);
+  EXPECT_EQ(c.verdict.notes[0], "result 1 of 3: runs 1, 3 (run 1's)");
+  EXPECT_EQ(c.verdict.notes[1].rfind("result 2 of 3: runs 2, 4; first difference from run 1: train step 1: loss", 0), 0u)
+      << c.verdict.notes[1];
+  EXPECT_EQ(c.verdict.notes[2].rfind("result 3 of 3: run 5; first difference from run 1: train step 0: loss", 0), 0u)
+      << c.verdict.notes[2];
+  // Repeats that agree run no more.
+  FakeLauncher same;
+  SmokeCheck pass = check_smoke(p.smoke_file(), p.check_options(), same);
+  EXPECT_EQ(pass.verdict.exit_code(), ExitCode::kPass) << pass.verdict.first_divergence;
+  EXPECT_EQ(same.calls.size(), 2u);
 }
 
 TEST(CheckSmoke, ABuiltInSmokesBatchesOtherThanItsDataPassAreNondeterministic) {

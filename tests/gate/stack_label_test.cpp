@@ -13,7 +13,6 @@
 #include "gate/provenance.h"
 #include "gate/check.h"
 #include "gate/gate_fixture.h"
-#include "smoke/golden_store.h"
 #include "gate/pending.h"
 #include "gate/verify_goldens.h"
 #include "smoke/smoke_config.h"

@@ -17,6 +17,7 @@
 
 #include "../record_builder.h"
 #include "compare/compare.h"
+#include "core/json_io.h"
 #include "core/hash.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -399,6 +400,17 @@ TEST(Ledger, MergesKeepLegacyNaNLinesAndOneRecordEnteredTwice) {
              "unit.jsonl: run " + checked.run_id +
                  ": expected the run as the other side has it; the two sides disagree about its time or CI job");
   EXPECT_EQ(merge_ledgers("unit.jsonl", genuine, genuine), appended({genuine}));
+
+  // A night dated ahead of this machine's clock (a day of skew allowed)
+  // would take the end of the merged ledger, and its "last night": refused.
+  RunRecord c = make_record({2.5, 1.5});
+  LedgerEntry ahead = ledger_entry(c, nullptr, "", {}, "2099-01-01T00:00:00Z");
+  EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", early, ledger_line(ahead) + "\n"); }),
+             "unit.jsonl: run " + ahead.run_id + ": expected a time at most a day ahead of this machine's clock (");
+  EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", early, ledger_line(ahead) + "\n"); }),
+             "), got 2099-01-01T00:00:00Z: its runner's clock ran ahead, or the line was edited");
+  LedgerEntry skewed = ledger_entry(c, nullptr, "", {}, utc_now(3600));  // an hour ahead: skew
+  EXPECT_NO_THROW(merge_ledgers("unit.jsonl", early, ledger_line(skewed) + "\n"));
   fs::remove_all(d);
 }
 

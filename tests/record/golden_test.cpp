@@ -244,7 +244,30 @@ TEST(Golden, AGoldenWhosePartsContradictIsExit2NamingTheField) {
   Golden imported = g;
   imported.record.fingerprint = {{"import.source", {"megatron x.json", false}}};
   imported.record.contract.clear();
+  imported.provenance.action = "import";
+  imported.provenance.imported_from = "megatron x.json";
+  imported.provenance.runs = 0;
   EXPECT_EQ(refusal(imported), "(read)");
+  // Imported is said by the fingerprint and imported_from: a blessed
+  // golden given an import.source (its inputs would go unchecked), or an
+  // imported one without it, is refused.
+  Golden forged = g;
+  forged.provenance.action = "bless";
+  forged.record.fingerprint["import.source"] = {"tensorboard events", false};
+  EXPECT_EQ(refusal(forged), ": fingerprint.import.source: expected no import.source in a golden lockstep made "
+                             "(provenance.action \"bless\", no imported_from): only `lockstep import` writes it");
+  Golden no_source = imported;
+  no_source.record.fingerprint = {{"cpu.arch", {"x86_64", false}}};
+  EXPECT_EQ(refusal(no_source), ": provenance.imported_from: expected a fingerprint saying where the curves came "
+                                "from (import.source), as `lockstep import` writes it");
+  // The platform key its file is named by is the one its fingerprint makes.
+  Golden keyed = g;
+  keyed.record.fingerprint["cpu.arch"] = {"x86_64", true};
+  keyed.record.fingerprint["cpu.capability"] = {"AVX2", true};
+  EXPECT_EQ(refusal(keyed), "(read)");
+  keyed.record.fingerprint["cpu.capability"].value = "AVX512";
+  EXPECT_EQ(refusal(keyed), ": platform: expected \"cpu-x86_64-avx512\", the key its fingerprint makes (device, "
+                            "cpu.arch, cpu.capability, cuda.compute_capability), got \"cpu-x86_64-avx2\"");
 
   // Every part in the form lockstep writes it: a final hash is an XXH3-128,
   // a series has a name, the provenance reads as bless, accept, check or
