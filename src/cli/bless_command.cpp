@@ -65,6 +65,7 @@ int bless_command(const BlessOptions& o) {
     if (std::string said = select_smoke_kind(o.kind, "bless", files, names); !said.empty()) std::cout << said << "\n";
     if (files.empty()) return 0;
   }
+  require_torch_for_built_in(files, "bless");
   require_out_folder(o.out_dir, files, o.goldens_dir);
   BlessSmokeOptions options;
   options.reason = o.reason;

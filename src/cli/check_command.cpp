@@ -250,6 +250,7 @@ int check_command(const CheckOptions& o) {
     }
   }
   if (o.shard_given) files = shard_files(files, names, o.shard);
+  require_torch_for_built_in(files, "check");
   std::vector<Verdict> verdicts = check_suite(files, o.smoke, o);
   // GitLab: artifacts:reports:junit: lockstep-out/junit.xml
   std::string junit = (std::filesystem::path(o.smoke.out_dir) / "junit.xml").string();

@@ -266,6 +266,14 @@ int init_command(const InitOptions& options);
 void require_out_folder(const std::string& out, const std::vector<std::string>& smoke_files,
                         const std::string& goldens_dir);
 
+/// Before any run of `command` (check, bless): a built-in smoke among
+/// `smoke_files` (no trainer section) runs in lockstep-torch; when none is
+/// beside this lockstep (the bundle, the wheel), throws exit-3
+/// EnvironmentError naming those smokes and --kind trainer, rather than
+/// failing each of their runs. A config that does not load is left to the
+/// command.
+void require_torch_for_built_in(const std::vector<std::string>& smoke_files, const std::string& command);
+
 /// Refuses (BadUsage, exit 2, naming `flag`) a report path that is empty,
 /// a folder, one of `inputs`, inside `own_dir` (the folder the command
 /// clears and fills with its records; "": none), not a regular file, or an

@@ -97,7 +97,8 @@ std::string gitlab_ci_for(const std::string& kind) {
         "\n# This repository has trainer smokes only: the jobs in lockstep's own image are off.\n"
         "lockstep-check:\n  rules: [{when: never}]\n"
         "lockstep-nightly:\n  rules: [{when: never}]\n"
-        "lockstep-bless:\n  rules: [{when: never}]\n";
+        "lockstep-bless:\n  rules: [{when: never}]\n"
+        "lockstep-gpu:\n  rules: [{when: never}]\n";
   return out;
 }
 
@@ -250,8 +251,11 @@ int init_command(const InitOptions& o) {
     say("no pre-push hook: " + root.string() + " is not the root of a git work tree (after `git init`, "
         "`lockstep hook install` adds it)");
   }
-  say(std::string("next: commit these files (bless refuses a dirty work tree), then `lockstep bless smoke/ --reason "
-                  "\"first goldens\"`, `lockstep check smoke/`, commit goldens/") +
+  const bool smoke_empty = fs::is_empty(smoke, ec);
+  say(std::string("next: ") +
+      (smoke_empty ? "write smoke/<name>.json for your trainer (docs/trainers.md), " : "") +
+      "commit these files (bless refuses a dirty work tree), then `lockstep bless smoke/ --reason "
+      "\"first goldens\"`, `lockstep check smoke/`, commit goldens/" +
       (hooked ? "" : "; `lockstep hook install` adds the pre-push check"));
   return 0;
 }

@@ -7,6 +7,8 @@
 #include "cli/commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/install_paths.h"
+#include "smoke/smoke_config.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {
@@ -54,6 +56,26 @@ void require_report_file(const std::string& flag, const std::string& path, const
   if (text.find(signature) == std::string::npos)
     throw BadUsage(flag + " " + path + ": refusing to overwrite a file that is not an earlier report of this command "
                    "(remove it, or name a new file)");
+}
+
+void require_torch_for_built_in(const std::vector<std::string>& smoke_files, const std::string& command) {
+  std::error_code ec;
+  if (std::filesystem::exists(sibling_executable("lockstep-torch"), ec)) return;
+  std::string built_in;
+  size_t n = 0;
+  for (const auto& file : smoke_files) {
+    try {
+      if (load_smoke_config(file).has_trainer()) continue;
+    } catch (const Error&) {
+      continue;
+    }
+    if (n++ < 5) built_in += (built_in.empty() ? "" : ", ") + file;
+  }
+  if (n == 0) return;
+  throw EnvironmentError(built_in + (n > 5 ? " and " + std::to_string(n - 5) + " more" : "") +
+                         (n == 1 ? ": a built-in smoke" : ": built-in smokes") +
+                         " (no trainer section), which run in lockstep-torch, and this lockstep has none beside it; `" +
+                         command + " --kind trainer` takes your trainer smokes only " + missing_torch_hint());
 }
 
 }  // namespace lockstep

@@ -177,6 +177,7 @@ void run_passes(const SmokeConfig& c, const std::vector<Pass>& passes, bool rank
     p.argv = pass.argv;
     for (const auto& [k, v] : pass.env) p.env.push_back(k + "=" + v);
     p.cwd = c.trainer.resolved_cwd;
+    p.what = c.file + ": trainer.command[0]";
     p.stdout_path = pass.out + "/stdout.log";
     p.stderr_path = pass.out + "/stderr.log";
     p.timeout_s = c.trainer.timeout_s;

@@ -656,7 +656,8 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   if (found) {
     golden = read_filed_golden(*found, cfg.name);
     if (std::string why = foreign_series(golden.record, cfg); !why.empty())
-      throw BadUsage(found->path + ": " + why + " (a golden made from another config, or edited by hand)");
+      throw BadUsage(found->path + ": " + why + " (a golden made from another config, or edited by hand; or the "
+                     "config renamed a series since it was blessed: re-bless it if the change is meant)");
   }
   const std::string data_note = settle_data_pass(launcher, base, cfg, dir, found ? &golden.record : nullptr, runs);
   if (auto [code, why] = data_pass_mismatch(cfg, run, repeat, dir); !why.empty()) {

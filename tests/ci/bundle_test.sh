@@ -114,6 +114,15 @@ mkdir "$work/empty"
 grep -q "created smoke/, empty: this lockstep has no lockstep-torch beside it" "$work/init-empty.log" &&
   [ -d "$work/empty/smoke" ] && [ -z "$(ls "$work/empty/smoke")" ] ||
   { cat "$work/init-empty.log" >&2; fail "init without lockstep-torch should leave smoke/ empty and say why"; }
+# A built-in smoke cannot run without lockstep-torch: exit 3 before any
+# run, naming it and --kind trainer.
+mkdir -p "$work/empty/builtin"
+cp "$repo/smoke/wine-mlp.json" "$work/empty/builtin/"
+status=0
+(cd "$work/empty" && lockstep check builtin --out "$work/builtin-out") >"$work/builtin.log" 2>&1 || status=$?
+[ "$status" -eq 3 ] && grep -q "builtin/wine-mlp.json: a built-in smoke (no trainer section), which run in lockstep-torch" "$work/builtin.log" &&
+  grep -q "check --kind trainer" "$work/builtin.log" ||
+  { cat "$work/builtin.log" >&2; fail "check of a built-in smoke without lockstep-torch should be exit 3 naming it, got $status"; }
 team="$work/team"
 cp -r "$repo/examples/pytorch-trainer" "$team"
 cd "$team"

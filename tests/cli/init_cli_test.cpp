@@ -60,9 +60,11 @@ TEST(InitCli, TheKindOfSmokesDecidesTheExampleAndTheJobs) {
             std::string::npos) << ci;
   EXPECT_EQ(ci.find("LOCKSTEP_IMAGE:"), std::string::npos) << ci;
   EXPECT_NE(ci.find("lockstep-check:\n  rules: [{when: never}]\nlockstep-nightly:\n  rules: [{when: never}]\n"
-                    "lockstep-bless:\n  rules: [{when: never}]\n"),
+                    "lockstep-bless:\n  rules: [{when: never}]\nlockstep-gpu:\n  rules: [{when: never}]\n"),
             std::string::npos) << ci;
   EXPECT_NE(r.output.find("trainer smokes: set LOCKSTEP_TRAINER_IMAGE, your trainer's image with python3 and torch"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("next: write smoke/<name>.json for your trainer (docs/trainers.md), commit these files"),
             std::string::npos) << r.output;
   fs::remove_all(d);
 

@@ -403,7 +403,8 @@ TEST(CheckSmoke, ATrainerGoldenWithASeriesTheConfigDoesNotNameIsRefused) {
   EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
   EXPECT_EQ(c.verdict.first_divergence,
             path + ": series grad_norm: not a series " + p.smoke_file() + " records (trainer.metrics.series: loss) "
-                   "(a golden made from another config, or edited by hand)");
+                   "(a golden made from another config, or edited by hand; or the config renamed a series since "
+                   "it was blessed: re-bless it if the change is meant)");
 }
 
 // A golden of fewer than two runs is refused by check as verify-goldens
