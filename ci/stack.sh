@@ -152,32 +152,41 @@ if [ "$status" -ne 0 ]; then
   exit 1
 fi
 echo "stack: $suite: built ($(elapsed))"
-in_root "cd /src/$build && ctest -j 2 -L 'torch|python' --output-on-failure" || status=1
-echo "stack: $suite: tests done ($(elapsed))"
-in_root "cd /src && ./$build/lockstep check smoke/ --out $build/lockstep-out" || status=1
+# step NAME COMMAND: COMMAND in the root, in /src; a failure fails the run
+# and the next steps still run. Each step says its wall time, so a slow
+# one shows in the run that made it so.
+step() {
+  local name="$1" s0 rc=0
+  s0=$(date +%s)
+  in_root "cd /src && $2" || rc=$?
+  [ "$rc" -eq 0 ] || status=1
+  echo "stack: $suite: $name: $([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)") ($(( $(date +%s) - s0 )) s)"
+}
+step "torch and python tests" "cd $build && ctest -j 2 -L 'torch|python' --output-on-failure"
+step "check smoke/" "./$build/lockstep check smoke/ --out $build/lockstep-out"
 # The Python helper under this stack's torch, against the example trainer's
 # golden made on Debian 12's torch 1.13.
-in_root "cd /src/examples/pytorch-trainer && ../../$build/lockstep check smoke/ --out ../../$build/lockstep-out-trainer" ||
-  status=1
+step "example trainer" \
+  "cd examples/pytorch-trainer && ../../$build/lockstep check smoke/ --out ../../$build/lockstep-out-trainer"
 # The stack migration of docs/platforms.md, as written: the 1.13 golden
 # checked under a stack label, reviewed, accepted, left behind, retired.
-in_root "cd /src && bash tests/ci/migration_test.sh $build" || status=1
+step "migration" "bash tests/ci/migration_test.sh $build"
 # The example trainer through torch.compile: Inductor under the strict
 # contract, its repeat and resume checks bit for bit.
-in_root "cd /src && bash tests/ci/compiled_trainer_test.sh $build" || status=1
+step "compiled trainer" "bash tests/ci/compiled_trainer_test.sh $build"
 # Per-op hashes under torch's DebugMode (torch >= 2.10; an older torch says
 # why there are none).
-in_root "cd /src && bash tests/ci/op_trace_test.sh $build" || status=1
+step "op trace" "bash tests/ci/op_trace_test.sh $build"
 # The host's relocatable bundle (Debian 12's libraries inside it) on this
 # root's glibc and Python, none of Debian 12's libraries around it.
 for tarball in build/lockstep-*-linux-*.tar.gz; do
   [ -f "$tarball" ] || continue
-  in_root "cd /src && bash tests/ci/bundle_test.sh --tarball $tarball" || status=1
+  step "bundle" "bash tests/ci/bundle_test.sh --tarball $tarball"
 done
 # The host's wheel, pip-installed into a venv over this root's torch.
 for whl in build/lockstep-*.whl; do
   [ -f "$whl" ] || continue
-  in_root "cd /src && bash tests/ci/bundle_test.sh --wheel $whl" || status=1
+  step "wheel" "bash tests/ci/bundle_test.sh --wheel $whl"
 done
 echo "stack: $suite: $([ "$status" -eq 0 ] && echo passed || echo FAILED) ($(elapsed))"
 exit "$status"

@@ -341,6 +341,33 @@ def _imported_distributions():
     return out
 
 
+_INSTALLED = (None, None)  # (sys.path it was read for, [(normalised name, version)])
+
+
+def _installed_distributions():
+    """Every installed distribution with metadata as (normalised name,
+    version), the first found on sys.path winning, as import does. Read
+    once per sys.path: the record is rewritten every step, and parsing a
+    few hundred METADATA files each time would cost a tenth of a second."""
+    global _INSTALLED
+    path = tuple(sys.path)
+    if _INSTALLED[0] == path:
+        return _INSTALLED[1]
+    out, seen = [], set()
+    for dist in importlib.metadata.distributions():
+        meta = dist.metadata  # parsed once: Name and Version from one read
+        name = meta["Name"] if meta else None
+        if not name:
+            continue
+        key = _normalized(name)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((key, meta["Version"]))
+    _INSTALLED = (path, out)
+    return out
+
+
 def _fingerprint(torch, num_workers, pass_name):
     fp = {
         "python.version": _field(platform.python_version(), True),
@@ -369,21 +396,13 @@ def _fingerprint(torch, num_workers, pass_name):
     # egg-info; Debian's python3-* packages mostly have one too), the first
     # found on sys.path winning, as import does; relevant when imported.
     imported = _imported_distributions()
-    seen = set()
-    for dist in importlib.metadata.distributions():
-        name = dist.metadata["Name"] if dist.metadata else None
-        if not name:
-            continue
-        key = _normalized(name)
-        if key in seen:
-            continue
-        seen.add(key)
+    for key, version in _installed_distributions():
         # lockstep itself (its wheel in the trainer's venv) is the gate, not
         # the trainer's code: its helper's version is checked apart (exit 3
         # when it is not the binary's), so a lockstep upgrade is no stack
         # change.
         relevant = key != "lockstep" and (imported is None or key in imported)
-        fp["python.packages." + key] = _field(dist.version, relevant)
+        fp["python.packages." + key] = _field(version, relevant)
     # __version__ of a fixed list of modules, only those the trainer has
     # imported (importing one here could be slow or have side effects, and a
     # module the trainer never imports cannot change its numbers). Refreshed

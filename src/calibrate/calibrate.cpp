@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -138,6 +139,65 @@ std::map<std::string, std::string> point_of(const RunRecord& r, const std::strin
   return p;
 }
 
+// The files `path` (a --records argument) names: itself, or the .json
+// files of a folder, sorted; what a folder holds that is not a regular
+// file goes to `left_out`. Throws BadUsage when `path` does not exist.
+std::vector<std::string> record_files(const std::string& path, bool folder, std::vector<std::string>& left_out) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (folder) {
+    for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() != ".json") continue;
+      if (it->is_regular_file(ec)) files.push_back(it->path().string());
+      else left_out.push_back(it->path().filename().string() + " (not a regular file)");
+    }
+    if (ec) throw io_error(path, "list the records folder", ec.value());
+    std::sort(files.begin(), files.end());
+  } else if (path.empty() || !fs::exists(path, ec)) {
+    throw BadUsage("--records '" + path + "': no such file or folder");
+  } else {
+    files.push_back(path);
+  }
+  return files;
+}
+
+// One file of --records as a run of this smoke and this version of its
+// config. In a folder of CI artifacts, JSON that is no run record (a
+// report) and a golden (a record blessed, not a run of this spread) are
+// left out, said in `left_out` as `name`; named by itself, a golden or
+// another smoke's record is refused. A file that is not valid JSON, a
+// record that does not read back, or one of another config version is bad
+// input anywhere (exit 2 naming the file).
+std::optional<RunRecord> read_calibration_record(const std::string& f, bool folder, const std::string& name,
+                                                 const SmokeConfig& cfg, std::vector<std::string>& left_out) {
+  nlohmann::json doc = parse_json_file(f);  // exit 2 naming the byte
+  const bool golden = doc.is_object() && doc.contains("content_hash") && doc.contains("provenance");
+  if (golden && !folder)
+    throw BadInput(f, "", "a run record (lockstep run, check's run-N.json); this is a golden (provenance, "
+                          "content_hash): calibrate measures runs");
+  if (folder && (!doc.is_object() || !doc.contains("series") || !doc.contains("fingerprint"))) {
+    left_out.push_back(name + " (JSON, but no run record)");
+    return std::nullopt;
+  }
+  if (golden) {
+    left_out.push_back(name + " (a golden, not a run record)");
+    return std::nullopt;
+  }
+  RunRecord r = read_run_record(f);
+  if (r.smoke != cfg.name) {
+    if (!folder) throw BadInput(f, "smoke", "a record of smoke '" + cfg.name + "', got '" + r.smoke + "'");
+    left_out.push_back(name + " (smoke " + r.smoke + ")");
+    return std::nullopt;
+  }
+  auto values = r.fingerprint.find("config.values_xxh3");
+  std::string theirs = values == r.fingerprint.end() ? "(none)" : values->second.value;
+  if (theirs != cfg.values_hash)
+    throw BadInput(f, "fingerprint.config.values_xxh3",
+                   cfg.values_hash + ", the value hash of " + cfg.file + " now (a record of this version of the "
+                   "smoke's config; another version's spread is a change, not noise), got " + theirs);
+  return r;
+}
+
 // Records from other runners: files, or the run records in folders, of
 // this smoke and this version of its config, each file once.
 std::vector<CalibrationRun> read_records(const std::vector<std::string>& paths, const SmokeConfig& cfg,
@@ -146,70 +206,27 @@ std::vector<CalibrationRun> read_records(const std::vector<std::string>& paths, 
   std::set<std::string> seen_paths, seen_content;
   for (const auto& path : paths) {
     std::error_code ec;
-    std::vector<std::string> files;
-    bool folder = fs::is_directory(path, ec);
+    const bool folder = fs::is_directory(path, ec);
     std::vector<std::string> left_out;
-    if (folder) {
-      for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-        if (it->path().extension() != ".json") continue;
-        if (it->is_regular_file(ec)) files.push_back(it->path().string());
-        else left_out.push_back(it->path().filename().string() + " (not a regular file)");
-      }
-      if (ec) throw io_error(path, "list the records folder", ec.value());
-      std::sort(files.begin(), files.end());
-    } else if (path.empty() || !fs::exists(path, ec)) {
-      throw BadUsage("--records '" + path + "': no such file or folder");
-    } else {
-      files.push_back(path);
-    }
     size_t taken = 0;
-    for (const auto& f : files) {
-      std::string name = folder ? fs::path(f).filename().string() : f;
+    for (const auto& f : record_files(path, folder, left_out)) {
       std::string canonical = fs::weakly_canonical(f, ec).string();
       if (!seen_paths.insert(canonical).second) {
         notes.push_back("--records " + f + ": given more than once, counted once");
         continue;
       }
-      // In a folder of CI artifacts, JSON that is no run record (a report)
-      // is left out; a file that is not valid JSON, or a record that does
-      // not read back, is bad input as anywhere else.
-      // A golden is a record blessed, not a run of this spread: left out
-      // of a folder, refused when named, said as what it is.
-      nlohmann::json doc = parse_json_file(f);  // exit 2 naming the byte
-      const bool golden = doc.is_object() && doc.contains("content_hash") && doc.contains("provenance");
-      if (golden && !folder)
-        throw BadInput(f, "", "a run record (lockstep run, check's run-N.json); this is a golden (provenance, "
-                              "content_hash): calibrate measures runs");
-      if (folder && (!doc.is_object() || !doc.contains("series") || !doc.contains("fingerprint"))) {
-        left_out.push_back(name + " (JSON, but no run record)");
-        continue;
-      }
-      if (golden) {
-        left_out.push_back(name + " (a golden, not a run record)");
-        continue;
-      }
-      RunRecord r = read_run_record(f);
-      if (r.smoke != cfg.name) {
-        if (!folder) throw BadInput(f, "smoke", "a record of smoke '" + cfg.name + "', got '" + r.smoke + "'");
-        left_out.push_back(name + " (smoke " + r.smoke + ")");
-        continue;
-      }
-      auto values = r.fingerprint.find("config.values_xxh3");
-      std::string theirs = values == r.fingerprint.end() ? "(none)" : values->second.value;
-      if (theirs != cfg.values_hash)
-        throw BadInput(f, "fingerprint.config.values_xxh3",
-                       cfg.values_hash + ", the value hash of " + cfg.file + " now (a record of this version of the "
-                       "smoke's config; another version's spread is a change, not noise), got " + theirs);
-      std::string content = to_json(r).dump();
-      if (!seen_content.insert(content).second) {
+      std::optional<RunRecord> r =
+          read_calibration_record(f, folder, folder ? fs::path(f).filename().string() : f, cfg, left_out);
+      if (!r) continue;
+      if (!seen_content.insert(to_json(*r).dump()).second) {
         notes.push_back("--records " + f + ": the same record as one read before, counted once");
         continue;
       }
       CalibrationRun c;
-      c.point = point_of(r, f);
+      c.point = point_of(*r, f);
       c.label = f;
       c.source = f;
-      c.record = std::move(r);
+      c.record = std::move(*r);
       out.push_back(std::move(c));
       ++taken;
     }

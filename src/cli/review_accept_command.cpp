@@ -79,6 +79,7 @@ int accept_command(const PendingOptions& o) {
       for (size_t i = 0; i < a.dropped.size(); ++i) std::cout << (i ? ", " : " ") << a.dropped[i];
       std::cout << "\n";
     }
+    if (!a.other_commit.empty()) std::cout << "  note: " << a.other_commit << "\n";
   }
   std::cout << "now commit " << o.goldens_dir << "/ with the same reason\n";
   return 0;

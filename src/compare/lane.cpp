@@ -121,6 +121,55 @@ std::string input_hash_word(const std::string& field) {
   return field.size() > 5 && field.compare(field.size() - 5, 5, "_xxh3") == 0 ? "xxh3" : "value";
 }
 
+// The leading "major.minor.patch" of a version string as numbers
+// ("2.6.0+debian" and "2.6.0" are one version; "1.13.0a0" is 1.13.0);
+// empty when it does not start with a number.
+std::vector<long> version_numbers(const std::string& text) {
+  std::vector<long> out;
+  size_t i = 0;
+  while (out.size() < 3 && i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    long n = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 100000) n = n * 10 + (text[i++] - '0');
+    out.push_back(n);
+    if (i < text.size() && text[i] == '.') ++i;
+    else break;
+  }
+  return out;
+}
+
+// The first lockstep release, and the first version that records each
+// input field: a golden can predate a field only by being of a release
+// older than it. A field not listed is taken to be as new as the run.
+constexpr const char* kFirstRelease = "0.1.0";
+std::string input_field_since(const std::string& field, const std::string& run_version) {
+  static const char* const kSinceFirst[] = {"config.values_xxh3", "data.file_xxh3", "trainer.inputs_xxh3",
+                                            "model.torchscript_xxh3"};
+  for (const char* f : kSinceFirst)
+    if (field == f) return kFirstRelease;
+  return run_version;
+}
+
+// "" when the golden may predate input field `field` (made by a lockstep
+// release older than the first to record it: a note), else what says it
+// cannot, for "lacks the input field F, which <why>": the version that
+// made it records the field, it names no lockstep release, or none at all
+// (a field every release writes). A golden edited to drop an input field
+// and claim an older version fails as one that only drops it.
+std::string why_not_predating(const RunRecord& run, const RunRecord& golden, const std::string& field) {
+  auto theirs = golden.fingerprint.find("lockstep.version");
+  auto ours = run.fingerprint.find("lockstep.version");
+  if (theirs == golden.fingerprint.end())
+    return "every lockstep release records, as it records lockstep.version, which the golden lacks too";
+  const std::vector<long> made_by = version_numbers(theirs->second.value);
+  if (made_by.size() != 3 || made_by < version_numbers(kFirstRelease))
+    return "every lockstep release records (the golden says it was made by lockstep " +
+           input_excerpt(theirs->second.value) + ", which is no release: the first is " + kFirstRelease + ")";
+  const std::string since = input_field_since(field, ours == run.fingerprint.end() ? "" : ours->second.value);
+  const std::vector<long> field_from = version_numbers(since);
+  if (!field_from.empty() && made_by < field_from) return "";
+  return "lockstep " + theirs->second.value + " (the version that made it) always records";
+}
+
 // The inputs that differ (v.env_diffs): a finding each ("input changed"),
 // or a note when the golden predates the field; true when the only change
 // is where an input lives (is_location_field), its content the same.
@@ -148,11 +197,10 @@ bool judge_inputs(const RunRecord& run, const RunRecord& golden, Verdict& v) {
         continue;
       }
     }
-    if (d.golden == "(missing)" && !shared_tool_version(run, golden).empty())
+    if (std::string why = d.golden == "(missing)" ? why_not_predating(run, golden, d.name) : ""; !why.empty())
       v.findings.push_back({Section::kInput, d.name, -1,
-                            "the " + v.reference_word + " lacks the input field " + d.name + ", which lockstep " +
-                                shared_tool_version(run, golden) + " (the version that made it) always records: "
-                                "taken out by hand; re-bless it"});
+                            "the " + v.reference_word + " lacks the input field " + d.name + ", which " + why +
+                                ": taken out by hand; re-bless it"});
     else if (d.golden == "(missing)")
       v.notes.push_back("the golden predates the input field " + d.name + " (run: " + d.run +
                         "); re-bless to pin it");
@@ -203,22 +251,6 @@ bool version_dependent_setting(const std::string& key) {
 // tolerances -- the spread `calibrate --axis threads=...` measures
 // (docs/comparison.md, "One rule for calibrate and check").
 bool stack_setting(const std::string& key) { return key == "intra_op_threads" || key == "inter_op_threads"; }
-
-// The leading "major.minor.patch" of a version string as numbers
-// ("2.6.0+debian" and "2.6.0" are one version; "1.13.0a0" is 1.13.0);
-// empty when it does not start with a number.
-std::vector<long> version_numbers(const std::string& text) {
-  std::vector<long> out;
-  size_t i = 0;
-  while (out.size() < 3 && i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    long n = 0;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 100000) n = n * 10 + (text[i++] - '0');
-    out.push_back(n);
-    if (i < text.size() && text[i] == '.') ++i;
-    else break;
-  }
-  return out;
-}
 
 // "LibTorch 1.13.0 → 2.6.0" (or "torch ..." for a trainer's record) when
 // both sides name a framework version and the numbers differ; "" else (a

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -196,6 +197,74 @@ static size_t first_out_of_range_number(const std::string& text) {
   return std::string::npos;
 }
 
+namespace {
+
+// Exit 2 naming `path`, the key path and both bytes where `text` writes a
+// key twice in one object: such a file could show one value to a reviewer
+// and the other to the comparator.
+void refuse_duplicate_key(const std::string& text, const std::string& path) {
+  if (auto d = find_duplicate_key(text))
+    throw BadInput(path, d->path,
+                   "each key once; it is written twice, at byte " + std::to_string(d->first) + " and byte " +
+                       std::to_string(d->second));
+}
+
+// nlohmann's parse error `e` on `text` as exit 2 naming `path` by line,
+// column and byte, with nlohmann's reason in its own words.
+[[noreturn]] void throw_syntax_error(const std::string& text, const std::string& path,
+                                     const nlohmann::json::parse_error& e) {
+  // nlohmann counts from 1; every offset lockstep names counts from 0.
+  // A person edits a config by line and column, a program seeks a byte:
+  // both are named.
+  const std::string message = e.what();
+  size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+  // nlohmann reports a bad literal ("tru}") where it stopped reading, after
+  // it: the offset named is where the literal starts.
+  auto literal_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+  };
+  if (message.find("invalid literal") != std::string::npos)
+    while (at > 0 && at <= text.size() && literal_char(text[at - 1])) --at;
+  const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n'));
+  const size_t line_start = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+  const size_t column = at - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+  std::string where = "line " + std::to_string(line) + ", column " + std::to_string(column) + " (byte " +
+                      std::to_string(at) + ")";
+  // nlohmann reports data after a complete value as "expected end of input".
+  // A file cut short ends in an error at its last byte, whether inside a
+  // value, a string or a literal ("tr"); a word no literal starts with
+  // ("x") is a syntax error there, not a cut.
+  bool trailing = message.find("; expected end of input") != std::string::npos;
+  bool bad_word = false;
+  if (message.find("invalid literal") != std::string::npos) {
+    const std::string word = text.substr(at, 6);
+    bad_word = std::string("true").rfind(word, 0) != 0 && std::string("false").rfind(word, 0) != 0 &&
+               std::string("null").rfind(word, 0) != 0;
+  }
+  bool truncated = !trailing && !bad_word && e.byte >= text.size();
+  // "syntax error while parsing object - unexpected string literal;
+  // expected '}'; last read: ..." -> "in an object: unexpected string
+  // literal; expected '}'" (what was last read is the input: not quoted).
+  std::string detail;
+  const std::string lead = "syntax error while parsing ";
+  if (size_t p = message.find(lead); p != std::string::npos) {
+    detail = message.substr(p + lead.size());
+    if (size_t cut = detail.find("; last read"); cut != std::string::npos) detail.resize(cut);
+    // nlohmann's words and token names only.
+    if (size_t dash = detail.find(" - "); dash != std::string::npos && dash > 0)
+      detail = " in " + std::string(std::strchr("aeiou", detail[0]) ? "an " : "a ") + detail.substr(0, dash) + ": " +
+               detail.substr(dash + 3);
+    else
+      detail = ": " + detail;
+  }
+  std::string what = trailing    ? "nothing after the JSON value (trailing data)"
+                     : truncated ? "complete JSON (file is truncated or empty)"
+                                 : "valid JSON (syntax error" + detail + ")";
+  throw BadInput(path, where, what);
+}
+
+}  // namespace
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
   if (std::string kind = utf16_kind(text); !kind.empty())
     throw BadInput(path, "", "UTF-8 text; the file is " + kind + " (save it as UTF-8, e.g. iconv -f " +
@@ -226,10 +295,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path)
       if (!duplicate) return out;
       // A file that says two things for one key could show one to a
       // reviewer and the other to the comparator: never accepted.
-      if (auto d = find_duplicate_key(text))
-        throw BadInput(path, d->path,
-                       "each key once; it is written twice, at byte " + std::to_string(d->first) + " and byte " +
-                           std::to_string(d->second));
+      refuse_duplicate_key(text, path);
       throw BadInput(path, "", "each key once in every object (a key is written twice)");
     }
   }
@@ -239,44 +305,10 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path)
   refuse_if_too_deep();
   try {
     nlohmann::json out = nlohmann::json::parse(text);
-    if (auto d = find_duplicate_key(text))
-      throw BadInput(path, d->path,
-                     "each key once; it is written twice, at byte " + std::to_string(d->first) + " and byte " +
-                         std::to_string(d->second));
+    refuse_duplicate_key(text, path);
     return out;
   } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann counts from 1; every offset lockstep names counts from 0.
-    // A person edits a config by line and column, a program seeks a byte:
-    // both are named.
-    const size_t at = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n'));
-    const size_t line_start = text.rfind('\n', at == 0 ? std::string::npos : at - 1);
-    const size_t column = at - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
-    std::string where = "line " + std::to_string(line) + ", column " + std::to_string(column) + " (byte " +
-                        std::to_string(at) + ")";
-    std::string message = e.what();
-    // nlohmann reports data after a complete value as "expected end of input".
-    bool trailing = message.find("; expected end of input") != std::string::npos;
-    bool truncated = !trailing && e.byte >= text.size();
-    // "syntax error while parsing object - unexpected string literal;
-    // expected '}'; last read: ..." -> "in an object: unexpected string
-    // literal; expected '}'" (what was last read is the input: not quoted).
-    std::string detail;
-    const std::string lead = "syntax error while parsing ";
-    if (size_t p = message.find(lead); p != std::string::npos) {
-      detail = message.substr(p + lead.size());
-      if (size_t cut = detail.find("; last read"); cut != std::string::npos) detail.resize(cut);
-      // nlohmann's words and token names only.
-      if (size_t dash = detail.find(" - "); dash != std::string::npos && dash > 0)
-        detail = " in " + std::string(std::strchr("aeiou", detail[0]) ? "an " : "a ") + detail.substr(0, dash) + ": " +
-                 detail.substr(dash + 3);
-      else
-        detail = ": " + detail;
-    }
-    std::string what = trailing    ? "nothing after the JSON value (trailing data)"
-                       : truncated ? "complete JSON (file is truncated or empty)"
-                                   : "valid JSON (syntax error" + detail + ")";
-    throw BadInput(path, where, what);
+    throw_syntax_error(text, path, e);
   } catch (const nlohmann::json::exception& e) {
     // out_of_range 406: a number beyond the range of a double (1e400).
     size_t at = first_out_of_range_number(text);
@@ -463,7 +495,7 @@ int64_t JsonView::as_int(int64_t lo, int64_t hi) const {
     if (v < lo || v > hi) fail(range + ", got " + std::to_string(v));
     return v;
   }
-  if (!node_->is_number_integer()) fail(range + ", got " + type_name(*node_));
+  if (!node_->is_number_integer()) fail(range + ", got " + (node_->is_number() ? node_->dump() : type_name(*node_)));
   int64_t v = node_->get<int64_t>();
   if (v < lo || v > hi) fail(range + ", got " + std::to_string(v));
   return v;

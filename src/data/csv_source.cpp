@@ -92,6 +92,10 @@ class CsvParser {
       throw BadInput(o_.path, "byte " + std::to_string(start + cr),
                      "lines ending in LF or CRLF; this file ends its lines with CR alone (classic Mac OS): "
                      "convert it, e.g. `tr '\\r' '\\n'`");
+    // A NUL would cut a cell short for one reader and not another.
+    if (size_t nul = line.find('\0'); nul != std::string_view::npos)
+      throw BadInput(o_.path, "byte " + std::to_string(start + nul),
+                     "text without NUL bytes (the file holds binary data, or was damaged)");
     if (line_no_ <= o_.skip_rows) return;
     if (trim(line).empty()) return;
     std::string where = "line " + std::to_string(line_no_);

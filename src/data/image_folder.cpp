@@ -354,13 +354,15 @@ std::vector<std::pair<std::string, int64_t>> list_image_folder(const ImageFolder
       if (name[0] == '.') continue;  // dotfiles: never looked at
       if (e.is_regular_file(entry_ec) && is_image_name(name)) {
         files.emplace_back(f.classes[label] + "/" + name, static_cast<int64_t>(label));
-      } else if (std::error_code link_ec; is_image_name(name) && e.is_symlink(link_ec) && !fs::exists(e.path(), link_ec)) {
+      } else if (is_image_name(name)) {
         // An image named in a class whose bytes are not here (an unfetched
-        // Git LFS or git-annex file): training on the rest would pass on
-        // part of the dataset.
+        // Git LFS or git-annex file, a folder or FIFO in its place):
+        // training on the rest would pass on part of the dataset.
+        std::error_code link_ec;
+        const bool dangling = e.is_symlink(link_ec) && !fs::exists(e.path(), link_ec);
         throw BadInput(e.path().string(), "(image)",
                        "an image file; this is " + not_loaded_why(e, /*in_class=*/true) +
-                           " (fetch it: `git lfs pull`, `git annex get`)");
+                           (dangling ? " (fetch it: `git lfs pull`, `git annex get`)" : ""));
       } else
         f.skipped.push_back(f.classes[label] + "/" + name + " (" + not_loaded_why(e, /*in_class=*/true) + ")");
     }

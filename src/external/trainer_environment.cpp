@@ -162,6 +162,12 @@ TrainerEnvironmentDiff diff_trainer_environment(const std::string& path, const s
   }
   for (const auto& [k, f] : here.fingerprint)
     if (!left_out_of_diff(k, f)) ours[k] = f;
+  // This process imported nothing of the trainer's: which packages and
+  // modules the trainer imports is the record's to say.
+  for (auto& [k, f] : ours)
+    if (auto t = theirs.find(k); t != theirs.end() && (k.rfind("python.packages.", 0) == 0 ||
+                                                      k.rfind("python.module.", 0) == 0))
+      f.relevant = f.relevant || t->second.relevant;
   d.compared = theirs.size();
   d.differences = diff_fingerprints(theirs, ours);
   return d;

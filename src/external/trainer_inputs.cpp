@@ -127,6 +127,12 @@ std::string resolved_folder(const fs::path& path) {
 
 }  // namespace
 
+std::string trainer_path(const std::string& arg, const std::string& cwd, const std::string& data_dir,
+                         const std::string& config_dir) {
+  const fs::path expanded = expand_placeholders(arg, {{"data", data_dir}, {"config_dir", config_dir}});
+  return (expanded.is_absolute() ? expanded : fs::path(cwd) / expanded).string();
+}
+
 std::vector<std::pair<std::string, std::string>> trainer_input_files(const SmokeConfig& c) {
   const fs::path cwd(resolved_folder(c.trainer.resolved_cwd));
   // The placeholders, as the command has them; a file under one is named
@@ -138,9 +144,7 @@ std::vector<std::pair<std::string, std::string>> trainer_input_files(const Smoke
   for (size_t i = 0; i < c.trainer.inputs.size(); ++i) {
     // As the command's arguments are expanded (a value holding "{data}"
     // itself is not expanded again).
-    std::string pattern = expand_placeholders(c.trainer.inputs[i], {{"data", places[0].second},
-                                                                     {"config_dir", places[1].second}});
-    fs::path full = fs::path(pattern).is_absolute() ? fs::path(pattern) : cwd / pattern;
+    const fs::path full = trainer_path(c.trainer.inputs[i], cwd.string(), places[0].second, places[1].second);
     glob_t g{};
     int rc = ::glob(full.string().c_str(), 0, nullptr, &g);
     std::vector<std::string> matches;
@@ -150,7 +154,7 @@ std::vector<std::pair<std::string, std::string>> trainer_input_files(const Smoke
     if (rc == GLOB_NOMATCH) {
       const std::string& given = c.trainer.inputs[i];
       const std::string why = why_no_match(full);
-      if (pattern == given && !fs::path(given).is_absolute())
+      if (!fs::path(given).is_absolute() && full == cwd / given)  // no placeholder in it
         throw BadInput(c.file, field_of(i), "a pattern that matches at least one file in " + cwd.string() +
                                                 " (trainer.cwd), got \"" + input_excerpt(given) + "\", which matches none" +
                                                 why);

@@ -33,6 +33,15 @@ inline constexpr size_t kMaxTrainerInputFiles = 10000;
 /// kMaxTrainerInputFiles files.
 std::vector<std::pair<std::string, std::string>> trainer_input_files(const SmokeConfig& config);
 
+/// A path in a trainer's command or trainer.inputs as the trainer opens
+/// it: `arg` with {data} and {config_dir} replaced by `data_dir` and
+/// `config_dir` (expand_placeholders, as the command's arguments are), then
+/// under `cwd` (trainer.cwd) unless absolute. E.g. "{data}/digits.csv.gz"
+/// -> "/root/.cache/lockstep/data/digits.csv.gz"; "train.py" with cwd
+/// "/repo" -> "/repo/train.py". Not normalised, not checked to exist.
+std::string trainer_path(const std::string& arg, const std::string& cwd, const std::string& data_dir,
+                         const std::string& config_dir);
+
 /// Adds the fingerprint fields of trainer_input_files(config):
 /// "trainer.input.<path>" (XXH3-128 of the file, informational: names what
 /// changed) and "trainer.inputs_xxh3" (XXH3-128 of every path and hash,

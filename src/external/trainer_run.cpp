@@ -789,8 +789,7 @@ void check_python_script(const TrainerLayout& l) {
     }
     if (!a.empty() && a[0] == '-') continue;
     if (a.find("{out}") != std::string::npos || a.find("{checkpoint}") != std::string::npos) return;
-    std::string expanded = expand_placeholders(a, {{"data", l.data_dir}, {"config_dir", l.config_dir}});
-    fs::path full = fs::path(expanded).is_absolute() ? fs::path(expanded) : fs::path(c.trainer.resolved_cwd) / expanded;
+    const fs::path full = trainer_path(a, c.trainer.resolved_cwd, l.data_dir, l.config_dir);
     std::error_code ec;
     if (fs::exists(full, ec)) return;
     std::string cwd = fs::path(c.trainer.resolved_cwd).lexically_normal().string();

@@ -188,9 +188,23 @@ std::string count_distinct(const std::vector<RunRecord>& runs, std::vector<std::
     for (size_t k : d.groups[g]) members += (members.empty() ? "" : ", ") + std::to_string(k + 1);
     notes.push_back("result " + std::to_string(g + 1) + " of " + std::to_string(d.groups.size()) + ": run" +
                     (d.groups[g].size() > 1 ? "s " : " ") + members +
-                    (g == 0 ? " (run 1's)" : "; first difference from run 1: " + d.first_difference[g]));
+                    (g == 0 ? "" : "; first difference from run 1: " + d.first_difference[g]));
   }
   return " (" + std::to_string(d.groups.size()) + " distinct results in " + std::to_string(runs.size()) + " runs)";
+}
+
+// How nondeterministic: when a check's repeats differ, more runs
+// (run-N.json on from the next number) until --distinct-runs in all, each
+// given run 1's data-only pass where the runs share one.
+void add_distinct_runs(Launcher& launcher, const ChildRun& base, const CheckSmokeOptions& o, int per_run,
+                       const std::string& dir, std::vector<RunRecord>& runs) {
+  const int more = o.distinct_runs - static_cast<int>(runs.size());
+  if (more <= 0) return;
+  const int next = static_cast<int>(runs.size()) + 1;
+  std::vector<RunRecord> extra = run_children(launcher, base, dir, "run", more, o.slots, per_run, per_run, {}, next);
+  for (size_t k = 0; base.share_data_pass && k < extra.size(); ++k)
+    take_data_pass(extra[k], runs.front(), dir + "/run-" + std::to_string(next + static_cast<int>(k)) + ".json");
+  runs.insert(runs.end(), std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
 }
 
 SmokeCheck nondeterministic_check(const std::string& smoke, const std::vector<RunRecord>& runs, size_t i,
@@ -639,14 +653,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   c.ran = true;
   RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
-    // How nondeterministic: more runs, up to --distinct-runs in all.
-    if (const int more = o.distinct_runs - static_cast<int>(runs.size()); more > 0) {
-      const int next = static_cast<int>(runs.size()) + 1;
-      std::vector<RunRecord> extra = run_children(launcher, base, dir, "run", more, o.slots, per_run, per_run, {}, next);
-      for (size_t k = 0; base.share_data_pass && k < extra.size(); ++k)
-        take_data_pass(extra[k], run, dir + "/run-" + std::to_string(next + static_cast<int>(k)) + ".json");
-      runs.insert(runs.end(), std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
-    }
+    add_distinct_runs(launcher, base, o, per_run, dir, runs);
     return nondeterministic_check(cfg.name, runs, i, diff, dir);
   }
   // 2. The trainer's batches are the data-only pass's.

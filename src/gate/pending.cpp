@@ -6,6 +6,7 @@
 
 #include "compare/compare.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "gate/bless.h"
 #include "gate/provenance.h"
 #include "record/platform_key.h"
@@ -27,13 +28,17 @@ PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, 
   s.files = find_pending(dir);
   if (s.files.empty()) throw BadUsage(dir + ": no pending goldens (*.golden.new) to review");
   // One that is no file would be skipped unseen (or block, a FIFO): refused.
+  // A link, even to a golden file, is not what check wrote there: the file
+  // it leads to is anyone's.
   for (const std::string& file : s.files) {
     std::error_code type_ec;
     fs::file_status st = fs::status(file, type_ec);
-    if (!fs::is_regular_file(st))
+    const bool link = fs::is_symlink(fs::symlink_status(file, type_ec));
+    if (link || !fs::is_regular_file(st))
       throw BadInput(file, "", std::string("a pending golden file as check writes it, got ") +
-                                   (fs::is_symlink(fs::symlink_status(file, type_ec)) && !fs::exists(st)
-                                        ? "a dangling link"
+                                   (link && !fs::exists(st) ? "a dangling link"
+                                        : link              ? "a symbolic link (to " +
+                                                     fs::read_symlink(file, type_ec).string() + ")"
                                         : fs::is_directory(st) ? "a folder"
                                         : fs::is_fifo(st)      ? "a FIFO"
                                                                : "no regular file") +
@@ -272,7 +277,14 @@ std::vector<AcceptedGolden> accept_pending(const PendingSet& set, const std::str
                                      " (an imported curve?): accept --allow-narrower to replace it anyway");
       g.provenance.narrower = listed(dropped);
     }
-    out.push_back({path, target, std::move(g), std::move(dropped)});
+    std::string other_commit;
+    if (auto made_at = g.record.fingerprint.find("git.commit");
+        git.in_repo && made_at != g.record.fingerprint.end() && is_hex_digest(made_at->second.value, 40) &&
+        made_at->second.value != git.commit)
+      other_commit = "its runs were made at commit " + made_at->second.value.substr(0, 12) + ", this work tree is at " +
+                     git.commit.substr(0, 12) + ": its data and code are that commit's; if the smoke's inputs "
+                     "differ here, the next check fails (run `lockstep check` here to be sure)";
+    out.push_back({path, target, std::move(g), std::move(dropped), std::move(other_commit)});
   }
   // After the pending goldens' own refusals, so one made from uncommitted
   // files is said first (committing alone would not make it acceptable).

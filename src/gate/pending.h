@@ -82,6 +82,10 @@ struct AcceptedGolden {
   std::string target;  ///< goldens/<smoke>/<platform>.json
   Golden golden;       ///< with a fresh provenance stamp carrying `reason`
   std::vector<std::string> dropped;  ///< what the golden it replaces checked and this one does not
+  /// "" when its runs were made at this work tree's commit; else what to
+  /// know: its inputs (data, code) are those of that commit, which accept
+  /// cannot compare with these (the next check does).
+  std::string other_commit;
 };
 
 /// Validates every pending golden before any is accepted: a clean work

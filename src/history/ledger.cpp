@@ -314,6 +314,11 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   e.time_utc = v.at("time").as_string();
   if (!is_utc_time(e.time_utc))
     v.at("time").fail("an ISO 8601 UTC time such as 2026-12-03T02:00:00Z, got \"" + input_excerpt(e.time_utc) + "\"");
+  // A night cannot have run later than now (a day of clock skew allowed):
+  // the ledger's last line, which no chain protects, edited to sort last.
+  if (e.time_utc > utc_now(86400))
+    v.at("time").fail("a time at most a day ahead of this machine's clock (" + utc_now() + "), got " + e.time_utc +
+                      ": its runner's clock ran ahead, or the line was edited");
   e.smoke = v.at("smoke").as_string();
   e.platform = v.at("platform").as_string();
   if (v.has("stack")) {
@@ -341,6 +346,11 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   JsonView fp = v.at("fingerprint");
   fp.expect_object();
   for (const std::string& key : fp.keys()) e.fingerprint[key] = fp.at(key).as_string();
+  // The platform key is made from the device ("cpu-x86_64-avx2", "cuda-sm90").
+  if (auto device = e.fingerprint.find("device");
+      device != e.fingerprint.end() && e.platform.rfind(device->second + "-", 0) != 0)
+    v.at("platform").fail("a platform key of the night's device " + input_excerpt(device->second) + " (\"" +
+                          input_excerpt(device->second) + "-...\"), got \"" + input_excerpt(e.platform) + "\"");
   if (v.has("config")) {
     JsonView config = v.at("config");
     config.expect_object();
@@ -482,7 +492,11 @@ std::string smoke_of_ledger(const std::string& file) {
 }  // namespace
 
 LedgerRead read_ledger(const std::string& file, bool skip_bad) {
-  return read_ledger_text(read_file(file), file, smoke_of_ledger(file), skip_bad);
+  std::string text = read_file(file);
+  // lockstep writes a ledger with its first night: an empty one was cut.
+  if (text.empty())
+    throw BadInput(file, "", "at least one night (lockstep never writes an empty ledger: was it truncated?)");
+  return read_ledger_text(text, file, smoke_of_ledger(file), skip_bad);
 }
 
 std::string merge_ledgers(const std::string& name, const std::string& ours, const std::string& theirs,
@@ -532,16 +546,8 @@ std::string merge_ledgers(const std::string& name, const std::string& ours, cons
       }
     }
   }
-  // The merge orders the two sides' nights by time: a night dated ahead of
-  // this machine's clock (by more than a day of skew) would take the end
-  // of the ledger, and with it the "last night" every class reads.
-  const std::string latest = utc_now(86400);
-  for (const LedgerEntry& e : all)
-    if (e.time_utc > latest)
-      throw BadInput(name, "run " + e.run_id,
-                     "a time at most a day ahead of this machine's clock (" + utc_now() + "), got " + e.time_utc +
-                         ": its runner's clock ran ahead, or the line was edited; a merge orders nights by time, so "
-                         "it would move this night to the end; fix the time before merging");
+  // Nights by time; none is dated more than a day ahead of this clock
+  // (parse_ledger_line), so none can take the end, and its "last night".
   std::stable_sort(all.begin(), all.end(), [](const LedgerEntry& a, const LedgerEntry& b) { return a.time_utc < b.time_utc; });
   std::string out, last_hash;
   uint64_t n = 0;

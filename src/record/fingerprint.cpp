@@ -16,7 +16,9 @@ std::vector<FieldDiff> diff_fingerprints(const Fingerprint& golden, const Finger
     auto g = golden.find(name);
     auto r = run.find(name);
     bool input = (g != golden.end() && g->second.input) || (r != run.end() && r->second.input);
-    bool relevant = !input && ((g != golden.end() && g->second.relevant) || (r != run.end() && r->second.relevant));
+    // Which fields are relevant is lockstep's to say, in the run it made
+    // now; a golden's own flags speak only for fields the run lacks.
+    bool relevant = !input && (r != run.end() ? r->second.relevant : g != golden.end() && g->second.relevant);
     FieldDiff d{name, g == golden.end() ? "(missing)" : g->second.value,
                 r == run.end() ? "(missing)" : r->second.value, relevant, input};
     // A field one side lacks and the other could not read ("(absent: no

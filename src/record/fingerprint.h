@@ -48,17 +48,17 @@ struct FieldDiff {
   bool input = false;
 };
 
-/// Differences in diff_rank's order, each group by name: inputs; the
-/// framework, CUDA, cuDNN and driver versions; the contract
-/// (determinism.*); the Python packages the trainer imported; the other
-/// determinism-relevant fields; informational fields; last, packages the
-/// trainer did not import. A field is an input (or relevant) when either side
-/// tags it so; an input is never also counted relevant. A field absent on
-/// one side and "(absent: <why>)" on the other is no difference: neither
-/// holds a value (a CUDA field a CPU machine could not read, recorded by a
-/// newer lockstep than the golden's); so is one absent on one side and
-/// "(unset)" on the other (an environment variable a newer lockstep
-/// records, not set).
+/// Differences in diff_rank's order, each group by name: inputs; versions
+/// (framework, CUDA, cuDNN, driver); the contract (determinism.*); imported
+/// Python packages; other relevant fields; informational ones; last,
+/// packages not imported. An input when either side tags it so (never also
+/// relevant); relevant as the run tags it, as the golden does only for a
+/// field the run lacks: a golden edited to call git.commit relevant cannot
+/// move a run to the looser lane. A field absent on one side and "(absent:
+/// <why>)" on the other is no difference: neither holds a value (a CUDA
+/// field a CPU machine could not read, recorded by a newer lockstep than
+/// the golden's); so is one absent on one side and "(unset)" on the other
+/// (an environment variable a newer lockstep records, not set).
 std::vector<FieldDiff> diff_fingerprints(const Fingerprint& golden, const Fingerprint& run);
 
 /// The group of a difference in that order, 0 (input) to 6 (a package

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli_helpers.h"
+#include "test_paths.h"
 
 namespace lockstep {
 namespace {
@@ -132,7 +133,7 @@ TEST(BisectCli, ACancelledBisectLeavesNoTemporaryFolder) {
     git(d, "add -A");
     git(d, "commit -q -m c" + std::to_string(k));
   }
-  Result r = shell("cd '" + d.string() + "' && (env -u CI TMPDIR='" + tmp.string() + "' " + LOCKSTEP_BINARY +
+  Result r = shell("cd '" + d.string() + "' && (env -u CI TMPDIR='" + tmp.string() + "' " + test_paths::lockstep_binary() +
                    " bisect --good HEAD~2 --bad HEAD --build 'sleep 61.5' --out '" + (d / "out").string() +
                    "' & pid=$!; sleep 2; kill -TERM $pid; wait $pid; echo \"rc=$?\")");
   EXPECT_NE(r.output.find("rc=143"), std::string::npos) << r.output;  // 128 + SIGTERM

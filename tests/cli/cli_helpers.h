@@ -16,6 +16,7 @@
 
 #include "core/atomic_file.h"
 #include "core/json_io.h"
+#include "test_paths.h"
 
 namespace lockstep::cli_test {
 namespace fs = std::filesystem;
@@ -60,11 +61,11 @@ inline const std::string& own_working_dir() {
 // environment `env`, in folder `dir` when given, else in the test's own
 // working folder.
 inline Result lockstep(const std::string& args, const std::string& env = "", const std::string& dir = "") {
-  return shell("cd '" + (dir.empty() ? own_working_dir() : dir) + "' && env -u CI " + env + " " + LOCKSTEP_BINARY +
+  return shell("cd '" + (dir.empty() ? own_working_dir() : dir) + "' && env -u CI " + env + " " + test_paths::lockstep_binary() +
                " " + args);
 }
 
-inline const std::string kSourceDir = LOCKSTEP_SOURCE_DIR;
+inline const std::string kSourceDir = test_paths::source_dir();
 
 // The folder of lockstep's fetched datasets ("{data}" in a config), by the
 // rule of smoke_config.h's data_dir().

@@ -17,6 +17,7 @@
 #include "core/atomic_file.h"
 #include "core/float_bits.h"
 #include "core/json_io.h"
+#include "test_paths.h"
 
 namespace lockstep {
 namespace {
@@ -844,7 +845,7 @@ TEST(CliErrors, CudaOnACpuBuildIsExit3) {
 
 // The fake NVIDIA libraries (tests/machine/fake_nvidia): one H200, driver
 // 580.95.05, cuDNN 9.8.0 and NCCL 2.27.3 loaded as LibTorch would load them.
-const std::string kFakeNvidia = LOCKSTEP_FAKE_NVIDIA_DIR;
+const std::string kFakeNvidia = test_paths::fake_nvidia_dir();
 const std::string kWithFakeDriver = "LD_LIBRARY_PATH=" + kFakeNvidia;
 const std::string kWithFakeStack =
     kWithFakeDriver + " LD_PRELOAD=" + kFakeNvidia + "/libcudnn.so.9:" + kFakeNvidia + "/libnccl.so.2";
@@ -882,7 +883,7 @@ TEST(CliCuda, MinDriverAgainstTheInstalledDriver) {
 // cuDNN/NCCL, with the platform key they give.
 TEST(CliCuda, EnvDeviceCudaShowsEveryCudaField) {
   fs::path err = fs::temp_directory_path() / ("lockstep-env-cuda-" + std::to_string(::getpid()) + ".err");
-  Result r = shell("(env -u CI " + kWithFakeStack + " " + LOCKSTEP_BINARY + " env --device cuda --format json 2>" +
+  Result r = shell("(env -u CI " + kWithFakeStack + " " + test_paths::lockstep_binary() + " env --device cuda --format json 2>" +
                    err.string() + ")");
   EXPECT_EQ(r.code, 3) << r.output;
   auto j = nlohmann::json::parse(r.output);
@@ -914,7 +915,7 @@ TEST(CliCuda, EnvDeviceCudaShowsEveryCudaField) {
       << message;
   fs::remove(err);
   // The CPU view of the same machine: CUDA facts recorded, not relevant.
-  Result cpu = shell("(env -u CI " + kWithFakeStack + " " + LOCKSTEP_BINARY + " env --format json 2>/dev/null)");
+  Result cpu = shell("(env -u CI " + kWithFakeStack + " " + test_paths::lockstep_binary() + " env --format json 2>/dev/null)");
   EXPECT_EQ(cpu.code, 0) << cpu.output;
   auto c = nlohmann::json::parse(cpu.output);
   EXPECT_EQ(c["platform"].get<std::string>().rfind("cpu-", 0), 0u);
@@ -1271,7 +1272,7 @@ TEST(CliErrors, TooManyProbeBatchesIsExit2NamingTheField) {
 TEST(CliGoldenWriters, ConcurrentBlessesTakeTurnsAndStaleTemporariesAreCleared) {
   fs::path p = scratch("writers", [](nlohmann::json& c) { c.erase("resume_at"); });
   std::string smoke = (p / "smoke").string();
-  std::string bless = std::string("env -u CI ") + LOCKSTEP_BINARY + " bless " + smoke + " --reason turns --out ";
+  std::string bless = std::string("env -u CI ") + test_paths::lockstep_binary() + " bless " + smoke + " --reason turns --out ";
   Result both = shell("(" + bless + (p / "out-a").string() + " > " + (p / "a.log").string() + " 2>&1 & " + bless +
                       (p / "out-b").string() + " > " + (p / "b.log").string() + " 2>&1; wait $!; b=$?; wait; echo b=$b)");
   std::string a = read_file((p / "a.log").string()), b = read_file((p / "b.log").string());
@@ -1321,7 +1322,7 @@ TEST(CliGoldenWriters, ConcurrentBlessesTakeTurnsAndStaleTemporariesAreCleared) 
 
   // --no-wait while the folder is held: exit 3 naming the holder.
   Result held = shell("cd " + p.string() + " && exec 9>goldens/.lockstep.lock && flock 9 && echo 4242 >&9 && env -u CI " +
-                      LOCKSTEP_BINARY + " bless " + smoke + " --reason x --no-wait --out " + (p / "out-d").string());
+                      test_paths::lockstep_binary() + " bless " + smoke + " --reason x --no-wait --out " + (p / "out-d").string());
   EXPECT_EQ(held.code, 3) << held.output;
   EXPECT_NE(held.output.find("is locked by process 4242"), std::string::npos) << held.output;
 }

@@ -13,6 +13,7 @@
 
 #include "cli/cli_helpers.h"
 #include "core/json_io.h"
+#include "test_paths.h"
 
 namespace lockstep::cli_test {
 namespace {
@@ -128,7 +129,7 @@ TEST(DistributedCli, RanksDieWithAKilledCoordinator) {
     c["distributed"]["timeout_s"] = 120;
   });
   std::string pid_file = (d / "pid").string();
-  shell("(" + std::string(LOCKSTEP_BINARY) + " run " + cfg_path(d) + " --record " + (d / "run.json").string() +
+  shell("(" + test_paths::lockstep_binary() + " run " + cfg_path(d) + " --record " + (d / "run.json").string() +
         " >/dev/null 2>&1 & echo $! > " + pid_file + "; wait) >/dev/null 2>&1 &");
   for (int i = 0; i < 200 && processes_mentioning(d.string()) < 2; ++i) ::usleep(50000);
   ASSERT_EQ(processes_mentioning(d.string()), 2);
@@ -144,7 +145,7 @@ TEST(DistributedCli, RanksDieWithAKilledCoordinator) {
 
 TEST(DistributedCli, TwoRunsWithOneRecordPathDoNotShareARendezvous) {
   fs::path d = two_rank("same-out");
-  std::string run = std::string(LOCKSTEP_BINARY) + " run " + cfg_path(d) + " --record " + (d / "run.json").string();
+  std::string run = test_paths::lockstep_binary() + " run " + cfg_path(d) + " --record " + (d / "run.json").string();
   Result r = shell("cd " + d.string() + " && ( (" + run + " > a.log 2>&1; echo $? > a.rc) & (" + run +
                    " > b.log 2>&1; echo $? > b.rc) & wait ) && cat a.rc b.rc a.log b.log");
   // One of them runs; the other stops at once, naming the first (whichever won the lock).
@@ -362,7 +363,7 @@ TEST(DistributedCli, AMissingLockstepTorchIsExitThreeNamingIt) {
   fs::path d = two_rank("no-torch");
   fs::path alone = d / "bin" / "lockstep";
   fs::create_directories(alone.parent_path());
-  fs::copy_file(LOCKSTEP_BINARY, alone);
+  fs::copy_file(test_paths::lockstep_binary(), alone);
   Result r = shell(alone.string() + " run " + cfg_path(d) + " --record " + (d / "run.json").string());
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("the ranks of digits-cnn-2rank run in " + (d / "bin" / "lockstep-torch").string() +
@@ -399,7 +400,7 @@ TwoNodes on_two_nodes(const fs::path& d, const std::string& args0, const std::st
   TwoNodes t;
   t.master = "127.0.0.1:" + std::to_string(free_port());
   std::string common = " --nnodes 2 --master " + t.master + " --node-rank ";
-  std::string bin = std::string("env -u CI ") + LOCKSTEP_BINARY + " ";
+  std::string bin = std::string("env -u CI ") + test_paths::lockstep_binary() + " ";
   std::string log1 = (d / "node1.log").string(), rc1 = (d / "node1.rc").string();
   t.node0 = shell("cd " + d.string() + " || exit 9; (" + bin + args1 + common + "1 > " + log1 + " 2>&1; echo $? > " + rc1 + ") & " + bin + args0 +
                   common + "0 2>&1; rc=$?; wait; exit $rc");

@@ -11,6 +11,7 @@
 
 #include "cli/cli_helpers.h"
 #include "plan/run_plan.h"
+#include "test_paths.h"
 
 namespace lockstep::cli_test {
 namespace {
@@ -48,7 +49,7 @@ TEST(Help, CommandsAreGroupedAndTheManPageDocumentsEveryLeaf) {
       << top.output;
 
   const std::string man =
-      read_file((std::filesystem::path(LOCKSTEP_BINARY).parent_path() / "lockstep.1").string());
+      read_file((std::filesystem::path(test_paths::lockstep_binary()).parent_path() / "lockstep.1").string());
   std::vector<std::string> leaves;
   for (const auto& [group, commands] : groups)
     for (const std::string& c : commands) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli_helpers.h"
+#include "test_paths.h"
 
 namespace lockstep {
 namespace {
@@ -28,7 +29,7 @@ TEST(TrainCli, AKilledCheckLeavesNoTrainingChild) {
   std::string cfg = smoke_in(d, "wine-mlp.json");
   // "[l]ockstep": the pattern must not match this shell's own command line.
   std::string child = "'[l]ockstep-torch run .*" + d.string() + "'";
-  Result r = shell("cd '" + d.string() + "' && " + LOCKSTEP_BINARY + " check " + cfg + " --out out & lp=$!; " +
+  Result r = shell("cd '" + d.string() + "' && " + test_paths::lockstep_binary() + " check " + cfg + " --out out & lp=$!; " +
                    "i=0; while ! pgrep -f " + child + " >/dev/null && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; " +
                    "kill -KILL $lp; wait $lp; echo \"lockstep status $?\"; " +
                    "i=0; while pgrep -f " + child + " >/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; " +

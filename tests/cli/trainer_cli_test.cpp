@@ -11,6 +11,7 @@
 
 #include "cli/cli_helpers.h"
 #include "core/json_io.h"
+#include "test_paths.h"
 
 namespace lockstep::cli_test {
 namespace {
@@ -80,6 +81,15 @@ TEST(TrainerCli, TheHelpersModuleTraceIsInTheRecordAndRepeatsBitForBit) {
                                              "0 backward conv2", "1 forward conv1", "1 forward conv2", "1 forward fc",
                                              "1 backward fc", "1 backward conv2"}));
   fs::remove_all(out);
+}
+
+// For a test about something else: the smoke's trainer runs once per run
+// of a check (no resume check: no stopped and continued runs; no data-only
+// pass), one Python process where the example as committed starts four.
+void trainer_only(nlohmann::json& c) {
+  c.erase("resume_at");
+  c["trainer"].erase("probes");
+  c["trainer"].erase("data_only");
 }
 
 TEST(TrainerCli, WorkerInitFnRemovedIsARegressionAtADataBatch) {
@@ -191,6 +201,11 @@ TEST(TrainerCli, AnImportedPackageChangeLeadsTheDiffAndAnUnrelatedOneIsInformati
   fs::copy(kExample, d / "example", fs::copy_options::recursive);
   fs::remove_all(d / "example" / "goldens");
   std::string smoke = (d / "example" / "smoke").string(), out = (d / "out").string();
+  {
+    nlohmann::json cfg = parse_json_file(smoke + "/pytorch-trainer.json");
+    trainer_only(cfg);
+    write_file_atomically(smoke + "/pytorch-trainer.json", pretty_dump(cfg));
+  }
   site.install("1.0.0", "");
   Result b = lockstep("bless " + smoke + " --reason test --out " + out, site.env());
   ASSERT_EQ(b.code, 0) << b.output;
@@ -202,13 +217,13 @@ TEST(TrainerCli, AnImportedPackageChangeLeadsTheDiffAndAnUnrelatedOneIsInformati
 
   // Installed but never imported: informational, the same bits, same stack.
   site.install("1.0.0", "2.0");
-  Result same = lockstep("check " + smoke + " --out " + out, site.env());
+  Result same = lockstep("check " + smoke + " --repeat 1 --out " + out, site.env());
   EXPECT_EQ(same.code, 0) << same.output;
   EXPECT_NE(same.output.find("lane: same-stack"), std::string::npos) << same.output;
   EXPECT_NE(same.output.find("  python.packages.unrelated golden: (missing)"), std::string::npos) << same.output;
 
   site.install("1.1.0", "2.0");
-  Result r = lockstep("check " + smoke + " --out " + out, site.env());
+  Result r = lockstep("check " + smoke + " --repeat 1 --out " + out, site.env());
   EXPECT_EQ(r.code, 0) << r.output;  // the same bits: the cross-stack lane passes, naming the change
   // The first line under the heading names the package, both versions below it.
   size_t heading = r.output.find("environment differences (");
@@ -239,7 +254,7 @@ TEST(TrainerCli, AnImportedPackageChangeLeadsTheDiffAndAnUnrelatedOneIsInformati
   cfg["trainer"]["packages"] = {{"relevant", {"Unrelated"}}, {"informational", {"fakeaug"}}};
   write_file_atomically(smoke + "/pytorch-trainer.json", pretty_dump(cfg));
   site.install("1.2.0", "2.1");
-  Result pinned = lockstep("check " + smoke + " --out " + out, site.env());
+  Result pinned = lockstep("check " + smoke + " --repeat 1 --out " + out, site.env());
   EXPECT_EQ(pinned.code, 0) << pinned.output;
   EXPECT_NE(pinned.output.find("  * python.packages.unrelated golden: (absent: not installed)"), std::string::npos)
       << pinned.output;
@@ -274,7 +289,7 @@ TEST(TrainerCli, APortInUseIsNamedAsTheCause) {
                    "__import__(\"os\").rename(\"" + port_file + ".tmp\", \"" + port_file + "\"); time.sleep(120)' & "
                    "holder=$!; i=0; while [ ! -s " + port_file + " ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; "
                    "env -u CI PYTORCH_TRAINER_BUG=fixed_master_port PYTORCH_TRAINER_PORT=$(cat " + port_file + ") " +
-                   LOCKSTEP_BINARY + " run " + kExampleSmoke + "/pytorch-trainer.json --record " + (d / "run.json").string() +
+                   test_paths::lockstep_binary() + " run " + kExampleSmoke + "/pytorch-trainer.json --record " + (d / "run.json").string() +
                    " 2>&1; code=$?; kill $holder; exit $code)");
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("its rendezvous could not bind a port that is in use (\"Address already in use\")"),
@@ -336,6 +351,7 @@ TEST(TrainerCli, AChangedDeclaredDataFileIsAChangedInputNamingTheFile) {
   fs::create_directories(d / "data");
   write_file_atomically((d / "data" / "vocab.txt").string(), "a b c\n");
   fs::path smoke = example_smoke_in(d, [&](nlohmann::json& c) {
+    trainer_only(c);
     c["trainer"]["inputs"] = {"{data}/digits.csv.gz", (d / "data" / "*.txt").string()};
   });
   Result a = lockstep("run " + smoke.string() + " --record " + (d / "a.json").string());
@@ -583,33 +599,34 @@ TEST(TrainerCli, AnMlflowRunBecomesASmokesGoldenThroughReviewAndAccept) {
   fs::remove_all(d);
 }
 
-// Thirty nights of the example trainer, each checked with --history: the
+// Sixteen nights of the example trainer, each checked with --history: the
 // stack alternates between CPU capabilities night by night, and from night
-// 20 a silent lr drift of growing size (PYTORCH_TRAINER_LR_DRIFT, nothing
-// lockstep is told of) moves the curves. The history names night 20 as the
+// 10 a silent lr drift of growing size (PYTORCH_TRAINER_LR_DRIFT, nothing
+// lockstep is told of) moves the curves. The history names night 10 as the
 // first change on a stack seen before, with that night's stack delta, and
 // classifies the end as the data says; a hand-edited line is exit 2
 // naming it, and skipped with --skip-bad.
-TEST(TrainerCli, ThirtyNightsOfHistoryNameTheNightADriftBegan) {
+TEST(TrainerCli, NightsOfHistoryNameTheNightADriftBegan) {
+  constexpr int kNights = 16, kDriftFrom = 10;
   fs::path d = out_dir("history");
-  fs::path smoke = example_smoke_in(d, [](nlohmann::json& c) { c.erase("resume_at"); });
+  fs::path smoke = example_smoke_in(d, trainer_only);
   std::string out = (d / "out").string(), hist = (d / "history").string();
   ASSERT_EQ(lockstep("bless " + smoke.string() + " --reason base --allow-dirty --out " + out).code, 0);
   std::vector<int> codes;
-  for (int n = 1; n <= 30; ++n) {
+  for (int n = 1; n <= kNights; ++n) {
     std::string env = std::string("ATEN_CPU_CAPABILITY=") + (n % 2 ? "avx2" : "default");
-    if (n >= 20) env += " PYTORCH_TRAINER_LR_DRIFT=" + std::to_string(2e-4 * (n - 19));
+    if (n >= kDriftFrom) env += " PYTORCH_TRAINER_LR_DRIFT=" + std::to_string(2e-4 * (n - kDriftFrom + 1));
     Result r = lockstep("check " + smoke.string() + " --repeat 1 --out " + out + " --history " + hist, env);
     ASSERT_TRUE(r.code == 0 || r.code == 1) << "night " << n << "\n" << r.output;
     codes.push_back(r.code);
   }
-  EXPECT_EQ(std::count(codes.begin(), codes.begin() + 19, 0), 19) << "nights 1-19 pass";
+  EXPECT_EQ(std::count(codes.begin(), codes.begin() + kDriftFrom - 1, 0), kDriftFrom - 1) << "nights before the drift pass";
   std::string page = (d / "history.html").string(), json = (d / "history.json").string();
   Result h = lockstep("history " + hist + " --html " + page + " --json " + json);
   ASSERT_EQ(h.code, 0) << h.output;
-  EXPECT_NE(h.output.find("history: pytorch-trainer: 30 nights"), std::string::npos) << h.output;
-  EXPECT_NE(h.output.find("first changed on a stack seen before: night 20 ("), std::string::npos) << h.output;
-  size_t first = h.output.find("first changed on a stack seen before: night 20 (");
+  EXPECT_NE(h.output.find("history: pytorch-trainer: 16 nights"), std::string::npos) << h.output;
+  EXPECT_NE(h.output.find("first changed on a stack seen before: night 10 ("), std::string::npos) << h.output;
+  size_t first = h.output.find("first changed on a stack seen before: night 10 (");
   std::string line = first == std::string::npos ? "" : h.output.substr(first, h.output.find('\n', first) - first);
   EXPECT_NE(line.find("; that night: stack: cpu.capability: AVX2 → "), std::string::npos) << line;
   EXPECT_NE(line.find("env.ATEN_CPU_CAPABILITY: avx2 → default"), std::string::npos) << line;
@@ -619,24 +636,26 @@ TEST(TrainerCli, ThirtyNightsOfHistoryNameTheNightADriftBegan) {
   for (const auto& m : smoke_history["metrics"])
     if (m["name"] == "loss") loss = &m;
   ASSERT_NE(loss, nullptr);
-  EXPECT_EQ((*loss)["first_change"], 19);
+  EXPECT_EQ((*loss)["first_change"], kDriftFrom - 1);
   // The class the data says: the uses of the last nights.
   std::vector<double> use;
   for (const auto& u : (*loss)["use"]) use.push_back(u.is_null() ? -1 : u.is_string() ? 1e300 : u.get<double>());
-  ASSERT_EQ(use.size(), 30u);
+  ASSERT_EQ(use.size(), static_cast<size_t>(kNights));
   // Before the drift: bit-identical to the golden on its stack (odd nights),
   // one and the same small use on the other capability (even nights).
-  for (int n = 0; n < 19; ++n) EXPECT_EQ(use[n], n % 2 == 0 ? 0 : use[1]) << "night " << n + 1;
+  for (int n = 0; n < kDriftFrom - 1; ++n) EXPECT_EQ(use[n], n % 2 == 0 ? 0 : use[1]) << "night " << n + 1;
   EXPECT_GT(use[1], 0);
   EXPECT_LT(use[1], 1);
-  bool regression = use[28] > 1 && use[29] > 1;
-  bool rising = use[25] < use[26] && use[26] < use[27] && use[27] < use[28] && use[28] < use[29];
+  const size_t last = kNights - 1;
+  bool regression = use[last - 1] > 1 && use[last] > 1;
+  bool rising = use[last - 4] < use[last - 3] && use[last - 3] < use[last - 2] && use[last - 2] < use[last - 1] &&
+                use[last - 1] < use[last];
   EXPECT_TRUE(regression || rising) << (*loss).dump();
   EXPECT_EQ((*loss)["class"], regression ? "regression" : "drifting") << (*loss).dump();
-  // The page: a trend plot per metric, the change-point table with night 20.
+  // The page: a trend plot per metric, the change-point table with night 10.
   std::string html = read_file(page);
   EXPECT_NE(html.find("<svg class=trend"), std::string::npos);
-  EXPECT_NE(html.find("<tr><td>20</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>10</td>"), std::string::npos);
   EXPECT_NE(html.find("loss (on a stack seen before)"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
 
@@ -652,7 +671,7 @@ TEST(TrainerCli, ThirtyNightsOfHistoryNameTheNightADriftBegan) {
       << bad.output;
   Result skipped = lockstep("history " + hist + " --skip-bad");
   EXPECT_EQ(skipped.code, 0) << skipped.output;
-  EXPECT_NE(skipped.output.find("29 nights"), std::string::npos) << skipped.output;
+  EXPECT_NE(skipped.output.find("15 nights"), std::string::npos) << skipped.output;
   EXPECT_NE(skipped.output.find("skipped: " + ledger + ": line 2"), std::string::npos) << skipped.output;
   fs::remove_all(d);
 }
@@ -690,7 +709,7 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
     // In the background, so the shell can signal it once the trainer is up;
     // the shell itself in the folder (not `cd && lockstep &`, which would
     // change only the background job's folder), so it reads the pid file.
-    Result r = shell("cd '" + d.string() + "' || exit 9; " + LOCKSTEP_BINARY + c.command + " & lp=$!; " +
+    Result r = shell("cd '" + d.string() + "' || exit 9; " + test_paths::lockstep_binary() + c.command + " & lp=$!; " +
                      "i=0; while [ ! -s trainer.pid ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; " +
                      "[ -s trainer.pid ] || echo \"trainer never started\"; " +
                      "kill -" + sig + " $lp; wait $lp; echo \"lockstep status $?\"; tp=$(cat trainer.pid); " +

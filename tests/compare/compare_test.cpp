@@ -593,14 +593,41 @@ TEST(Compare, AChangedInputFailsOnTheSameStackNamingItFirst) {
 }
 
 TEST(Compare, AnInputTheGoldenPredatesIsANoteNotAFailure) {
+  // Made by a release older than the first to record the field (one newer
+  // than this run's table: as new as the run).
   RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["lockstep.version"] = {"0.1.0", false};
   RunRecord run = golden;
-  run.fingerprint["config.values_xxh3"] = {std::string(16, 'c'), false, true};
+  run.fingerprint["lockstep.version"] = {"0.2.0", false};
+  run.fingerprint["tokenizer_xxh3"] = {std::string(16, 'c'), false, true};
   Verdict v = compare_records(run, golden, {});
   EXPECT_TRUE(v.passed()) << v.first_divergence;
   EXPECT_EQ(v.lane, Lane::kSameStack);
   ASSERT_FALSE(v.notes.empty());
-  EXPECT_EQ(v.notes[0], "the golden predates the input field config.values_xxh3 (run: cccccccccccccccc); re-bless to pin it");
+  EXPECT_EQ(v.notes[0], "the golden predates the input field tokenizer_xxh3 (run: cccccccccccccccc); re-bless to pin it");
+}
+
+// An input field every release records cannot be predated: a golden that
+// lacks it, however old it says it is, or with no version at all, fails.
+TEST(Compare, AGoldenClaimingNoReleaseOrNoneCannotPredateAnInput) {
+  RunRecord golden = make_record({2.5, 2.25});
+  RunRecord run = golden;
+  run.fingerprint["lockstep.version"] = {"0.1.0", false};
+  run.fingerprint["config.values_xxh3"] = {std::string(16, 'c'), false, true};
+  Verdict none = compare_records(run, golden, {});
+  EXPECT_EQ(none.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(none.first_divergence,
+            "the golden lacks the input field config.values_xxh3, which every lockstep release records, as it records "
+            "lockstep.version, which the golden lacks too: taken out by hand; re-bless it");
+  golden.fingerprint["lockstep.version"] = {"0.0.9", false};
+  Verdict older = compare_records(run, golden, {});
+  EXPECT_EQ(older.exit_code(), ExitCode::kRegression);
+  EXPECT_EQ(older.first_divergence,
+            "the golden lacks the input field config.values_xxh3, which every lockstep release records (the golden "
+            "says it was made by lockstep 0.0.9, which is no release: the first is 0.1.0): taken out by hand; "
+            "re-bless it");
+  golden.fingerprint["lockstep.version"] = {"1.x", false};
+  EXPECT_EQ(compare_records(run, golden, {}).exit_code(), ExitCode::kRegression);
 }
 
 // A golden made by the run's own lockstep version cannot predate what

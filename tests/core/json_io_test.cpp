@@ -33,6 +33,22 @@ TEST(ParseJson, SyntaxErrorGivesLineColumnOffsetAndWhy) {
   msg = error_of([] { parse_json_text("{\n  \"steps\": 10\n  \"seed\": 1\n}\n", "smoke/a.json"); });
   EXPECT_EQ(msg, "smoke/a.json: line 3, column 8 (byte 23): expected valid JSON (syntax error in an object: unexpected "
                  "string literal; expected '}')");
+  // A bad first line is at column 1, whatever follows it.
+  EXPECT_EQ(error_of([] { parse_json_text("// c\n{}", "c.json"); }),
+            "c.json: line 1, column 1 (byte 0): expected valid JSON (syntax error in a value: invalid literal)");
+  // A bad literal is named where it starts, not where reading stopped.
+  EXPECT_EQ(error_of([] { parse_json_text("{\"a\":tru}", "c.json"); }),
+            "c.json: line 1, column 6 (byte 5): expected valid JSON (syntax error in a value: invalid literal)");
+  // One stray character is a syntax error, not a truncated file.
+  EXPECT_EQ(error_of([] { parse_json_text("x", "c.json"); }),
+            "c.json: line 1, column 1 (byte 0): expected valid JSON (syntax error in a value: invalid literal)");
+  EXPECT_EQ(error_of([] { parse_json_text("{\"a\": [1, 2", "c.json"); }),
+            "c.json: line 1, column 12 (byte 11): expected complete JSON (file is truncated or empty)");
+  // Cut inside a string or a literal: truncated too.
+  EXPECT_EQ(error_of([] { parse_json_text("{\"ab", "c.json"); }),
+            "c.json: line 1, column 5 (byte 4): expected complete JSON (file is truncated or empty)");
+  EXPECT_EQ(error_of([] { parse_json_text("[tr", "c.json"); }),
+            "c.json: line 1, column 2 (byte 1): expected complete JSON (file is truncated or empty)");
 }
 
 // A key written twice could show one value to a reviewer and the other to
@@ -126,7 +142,7 @@ TEST(JsonView, TypedAccessNamesThePath) {
   auto doc = nlohmann::json::parse(R"({"data": {"batch_size": 1.5, "workers": -1, "mode": "strikt"}})");
   JsonView v(doc, "f.json");
   EXPECT_EQ(error_of([&] { v.at("data").at("batch_size").as_int(1, 10); }),
-            "f.json: data.batch_size: expected an integer in [1, 10], got number");
+            "f.json: data.batch_size: expected an integer in [1, 10], got 1.5");
   EXPECT_EQ(error_of([&] { v.at("data").at("workers").as_int(0, 64); }),
             "f.json: data.workers: expected an integer in [0, 64], got -1");
   EXPECT_EQ(error_of([&] { v.at("data").at("mode").as_enum({"strict", "default"}); }),

@@ -111,6 +111,12 @@ TEST(CsvSource, CrOnlyLineEndingsAreNamedNotCalledEmpty) {
   EXPECT_EQ(read_csv({write_temp("dos.csv", "1,2,0\r\n3,4,1\r\n"), 0, -1, 1.0}).rows, 2);
 }
 
+TEST(CsvSource, ANulByteIsNamedAtItsOffsetNotAsAShortRow) {
+  std::string p = write_temp("nul.csv", std::string("1,2,0\n3,\0004,1\n", 12));
+  EXPECT_EQ(error_of({p, 0, -1, 1.0}),
+            p + ": byte 8: expected text without NUL bytes (the file holds binary data, or was damaged)");
+}
+
 
 // Bounded memory: the caps stop a gzip bomb and a file without line
 // breaks after the configured amount, not after reading it whole.

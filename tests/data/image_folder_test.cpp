@@ -229,32 +229,27 @@ TEST(ImageFolder, AnOs2BitmapIsReadByItsOwnHeader) {
 }
 
 // Every entry that is not loaded is named with its reason (dotfiles
-// aside): files that are not images, a symbolic link loop, a FIFO, a
-// folder named like an image, images below a class folder and files at the
-// root.
+// aside): files that are not images, a symbolic link loop, images below a
+// class folder and files at the root.
 TEST(ImageFolder, EveryEntryNotLoadedIsNamedWithItsReason) {
   fs::path root = make_folder("skipped");
   for (const char* f : {"cat/notes.txt", "dog/frame.gif", "dog/array.npy", "dog/.hidden", "readme.png"}) {
     std::ofstream out(root / f);
     out << "x";
   }
-  ASSERT_EQ(::mkfifo((root / "cat/pipe.png").c_str(), 0600), 0);
   fs::create_symlink("l2", root / "cat/l1");  // a loop: named; a dotfile loop: never looked at
   fs::create_symlink("l1", root / "cat/l2");
   fs::create_symlink(".h2", root / "cat/.h1");
   fs::create_symlink(".h1", root / "cat/.h2");
-  fs::create_directories(root / "cat/deeper.png");
   fs::create_directories(root / "cat/sub");
   fs::copy_file(root / "dog/4.png", root / "cat/sub/4.png");
   ImageFolder f = read(root, 0);
   EXPECT_EQ(f.files.size(), 6u);
   EXPECT_EQ(f.skipped,
             (std::vector<std::string>{
-                "cat/deeper.png (a folder; images are read from the class folders only, not below them)",
                 "cat/l1 (a symbolic link loop)",
                 "cat/l2 (a symbolic link loop)",
                 "cat/notes.txt (not an image name (.png .jpg .jpeg .tif .tiff .bmp))",
-                "cat/pipe.png (not a regular file (a FIFO, socket or device))",
                 "cat/sub (a folder; images are read from the class folders only, not below them)",
                 "dog/array.npy (not an image name (.png .jpg .jpeg .tif .tiff .bmp))",
                 "dog/frame.gif (not an image name (.png .jpg .jpeg .tif .tiff .bmp))",
@@ -279,6 +274,32 @@ TEST(ImageFolder, AnImageLinkToNothingIsBadInputNamingIt) {
   }
 }
 
+
+// Anything else under an image's name in a class folder (a folder, a FIFO)
+// is exit 2 naming it too: the image it names is not there.
+TEST(ImageFolder, AFolderOrFifoUnderAnImagesNameIsBadInputNamingIt) {
+  fs::path root = make_folder("not-images");
+  fs::remove(root / "dog/4.png");
+  fs::create_directories(root / "dog/4.png");
+  try {
+    read(root, 0);
+    ADD_FAILURE() << "a folder named like an image was skipped";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()), (root / "dog/4.png").string() + ": (image): expected an image file; this is a "
+              "folder; images are read from the class folders only, not below them");
+  }
+  fs::remove_all(root / "dog/4.png");
+  ASSERT_EQ(::mkfifo((root / "dog/4.png").c_str(), 0600), 0);
+  try {
+    read(root, 0);
+    ADD_FAILURE() << "a FIFO named like an image was skipped";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), (root / "dog/4.png").string() + ": (image): expected an image file; this is not "
+              "a regular file (a FIFO, socket or device)");
+  }
+  fs::remove_all(root);
+}
 
 }  // namespace
 }  // namespace lockstep

@@ -5,6 +5,7 @@
 #include "determinism/contract.h"
 #include "machine/machine_facts.h"
 #include "record/platform_key.h"
+#include "test_paths.h"
 
 namespace lockstep {
 namespace {
@@ -75,7 +76,7 @@ TEST(PlatformKey, FromFingerprint) {
 // fails (cuInit returns the toolkit's stub-library error 34), for a CPU
 // and a CUDA run, under a contract and without one.
 TEST(Fingerprint, OneWriterOfTheMachinesFields) {
-  const std::string fake = LOCKSTEP_FAKE_NVIDIA_DIR;
+  const std::string fake = test_paths::fake_nvidia_dir();
   for (const char* init : {"0", "34"}) {
     setenv("FAKE_CUDA_INIT_RESULT", init, 1);
     for (const char* device : {"cpu", "cuda"}) {

@@ -15,6 +15,16 @@ namespace lockstep {
 namespace {
 namespace fs = std::filesystem;
 
+// A command's or an input's path as the trainer opens it: placeholders
+// replaced, then under trainer.cwd unless absolute.
+TEST(TrainerPath, PlaceholdersAreReplacedAndARelativePathIsUnderTheTrainersFolder) {
+  EXPECT_EQ(trainer_path("{data}/digits.csv.gz", "/repo", "/cache/data", "/repo/smoke"), "/cache/data/digits.csv.gz");
+  EXPECT_EQ(trainer_path("train.py", "/repo", "/cache/data", "/repo/smoke"), "/repo/train.py");
+  EXPECT_EQ(trainer_path("{config_dir}/../train.py", "/repo", "/d", "/repo/smoke"), "/repo/smoke/../train.py");
+  EXPECT_EQ(trainer_path("/opt/train.py", "/repo", "/d", "/c"), "/opt/train.py");
+  EXPECT_EQ(trainer_path("data/*.bin", "/repo", "/d", "/c"), "/repo/data/*.bin");
+}
+
 class TrainerInputsTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -122,7 +122,7 @@ TEST(CheckSmoke, DifferingRepeatsAreCountedInDistinctResults) {
                                              "first difference: train step 1: loss", 0), 0u)
       << c.verdict.first_divergence;
   ASSERT_GE(c.verdict.notes.size(), 3u);
-  EXPECT_EQ(c.verdict.notes[0], "result 1 of 3: runs 1, 3 (run 1's)");
+  EXPECT_EQ(c.verdict.notes[0], "result 1 of 3: runs 1, 3");
   EXPECT_EQ(c.verdict.notes[1].rfind("result 2 of 3: runs 2, 4; first difference from run 1: train step 1: loss", 0), 0u)
       << c.verdict.notes[1];
   EXPECT_EQ(c.verdict.notes[2].rfind("result 3 of 3: run 5; first difference from run 1: train step 0: loss", 0), 0u)

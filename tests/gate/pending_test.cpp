@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.h"
+#include "machine/git_state.h"
 #include "gate/gate_fixture.h"
 #include "smoke/smoke_config.h"
 
@@ -120,6 +122,13 @@ TEST(Pending, AnEntryNamedLikeAPendingGoldenThatIsNoFileIsRefused) {
   std::filesystem::remove(odd);
   std::filesystem::create_directories(odd);
   EXPECT_EQ(refusal(), odd + ": expected a pending golden file as check writes it, got a folder" + tail);
+  std::filesystem::remove(odd);
+  // A link to a real golden file elsewhere: not what check wrote there.
+  const std::string elsewhere = p.out_dir() + "/elsewhere.json";
+  std::filesystem::copy_file(p.out_dir() + "/unit/cpu-x86_64-avx2.golden.new", elsewhere);
+  std::filesystem::create_symlink(elsewhere, odd);
+  EXPECT_EQ(refusal(), odd + ": expected a pending golden file as check writes it, got a symbolic link (to " +
+                           elsewhere + ")" + tail);
 }
 
 // What a replacing golden would stop checking: series (by name, then
@@ -210,6 +219,32 @@ TEST(Pending, AcceptRefusesAGoldenWhoseRunsWereMadeFromADirtyTree) {
   r.fingerprint["git.dirty"] = {"clean", false};
   write_pending(p, r);
   EXPECT_EQ(accept_pending(load_pending(p.out_dir(), p.goldens_dir(), ""), "approved").size(), 1u);
+}
+
+// A pending golden made at another commit than the work tree's (a CI job
+// on another branch, a merged-result pipeline) is accepted with a note
+// naming both: accept cannot compare its data and code with these.
+TEST(Pending, AcceptNamesACommitOtherThanTheWorkTrees) {
+  GateProject p("pending-commit");
+  const std::string git = "cd '" + p.root().string() + "' && git -c user.name=t -c user.email=t@t ";
+  ASSERT_EQ(std::system((git + "init -q . && echo 'out/' > .gitignore && " + git + "add -A && " + git +
+                         "commit -qm init").c_str()),
+            0);
+  RunRecord r = make_gate_record();
+  r.fingerprint["git.dirty"] = {"clean", false};
+  r.fingerprint["git.commit"] = {std::string(40, 'a'), false};
+  write_pending(p, r);
+  auto accepted = accept_pending(load_pending(p.out_dir(), p.goldens_dir(), ""), "approved");
+  ASSERT_EQ(accepted.size(), 1u);
+  const GitState here = read_git_state(p.root().string());
+  EXPECT_EQ(accepted[0].other_commit,
+            "its runs were made at commit aaaaaaaaaaaa, this work tree is at " + here.commit.substr(0, 12) +
+                ": its data and code are that commit's; if the smoke's inputs differ here, the next check fails "
+                "(run `lockstep check` here to be sure)");
+  // Made at this commit: nothing to say.
+  r.fingerprint["git.commit"] = {here.commit, false};
+  write_pending(p, r);
+  EXPECT_EQ(accept_pending(load_pending(p.out_dir(), p.goldens_dir(), ""), "approved")[0].other_commit, "");
 }
 
 // The precision guard holds where a golden is kept, not only in check: a

@@ -223,6 +223,26 @@ TEST(Ledger, TruncatedOrEditedLinesAreExit2NamingTheLineUnlessSkipped) {
   write_file_atomically(file, text + text.substr(0, first_end + 1));  // night 1 entered again by hand
   EXPECT_HAS(error_of([&] { read_ledger(file, true); }), file + ": line 4: expected each run once; run ");
 
+  // Cut to nothing: lockstep writes a ledger with its first night.
+  write_file_atomically(file, "");
+  EXPECT_EQ(error_of([&] { read_ledger(file, true); }),
+            file + ": expected at least one night (lockstep never writes an empty ledger: was it truncated?)");
+  // The last line (no later line's prev holds it) dated to sort last, or
+  // filed under another device's platform: refused as it is read.
+  nlohmann::json last = nlohmann::json::parse(text.substr(second_end + 1, text.size() - second_end - 2));
+  nlohmann::json future = last;
+  future["time"] = "2099-01-01T00:00:00Z";
+  write_file_atomically(file, text.substr(0, second_end + 1) + future.dump() + "\n");
+  EXPECT_HAS(error_of([&] { read_ledger(file, false); }),
+             file + ": line 3: time: expected a time at most a day ahead of this machine's clock (");
+  nlohmann::json moved = last;
+  moved["platform"] = "cuda-sm90";
+  moved["fingerprint"]["device"] = "cpu";
+  write_file_atomically(file, text.substr(0, second_end + 1) + moved.dump() + "\n");
+  EXPECT_EQ(error_of([&] { read_ledger(file, false); }),
+            file + ": line 3: platform: expected a platform key of the night's device cpu (\"cpu-...\"), got "
+                   "\"cuda-sm90\"");
+
   // Every value of a short series is kept, so its hash is checked: a value
   // edited with the hash left stale, or a count that does not match the
   // values kept, is refused.
@@ -406,7 +426,7 @@ TEST(Ledger, MergesKeepLegacyNaNLinesAndOneRecordEnteredTwice) {
   RunRecord c = make_record({2.5, 1.5});
   LedgerEntry ahead = ledger_entry(c, nullptr, "", {}, "2099-01-01T00:00:00Z");
   EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", early, ledger_line(ahead) + "\n"); }),
-             "unit.jsonl: run " + ahead.run_id + ": expected a time at most a day ahead of this machine's clock (");
+             ": line 1: time: expected a time at most a day ahead of this machine's clock (");
   EXPECT_HAS(error_of([&] { merge_ledgers("unit.jsonl", early, ledger_line(ahead) + "\n"); }),
              "), got 2099-01-01T00:00:00Z: its runner's clock ran ahead, or the line was edited");
   LedgerEntry skewed = ledger_entry(c, nullptr, "", {}, utc_now(3600));  // an hour ahead: skew

@@ -1,4 +1,5 @@
 #include "machine/cuda_driver.h"
+#include "test_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,7 @@ namespace lockstep {
 namespace {
 
 // The fake driver (fake_nvidia/README.md): one H200, changed by FAKE_* variables.
-const std::string kFakeCuda = std::string(LOCKSTEP_FAKE_NVIDIA_DIR) + "/libcuda.so.1";
+const std::string kFakeCuda = test_paths::fake_nvidia_dir() + "/libcuda.so.1";
 
 class CudaDriver : public ::testing::Test {
  protected:
@@ -68,7 +69,7 @@ TEST_F(CudaDriver, MissingLibraryOrSymbols) {
   EXPECT_EQ(query_cuda_driver(not_elf).error.rfind(not_elf + " could not be loaded: ", 0), 0u);
   std::filesystem::remove(not_elf);
   // NVML's library (loaded by the NVML tests anyway) has no cu* symbols.
-  std::string nvml = std::string(LOCKSTEP_FAKE_NVIDIA_DIR) + "/libnvidia-ml.so.1";
+  std::string nvml = test_paths::fake_nvidia_dir() + "/libnvidia-ml.so.1";
   EXPECT_EQ(query_cuda_driver(nvml).error, nvml + " lacks the driver API symbols (cuInit, cuDeviceGet, ...)");
 }
 

@@ -1,4 +1,5 @@
 #include "machine/cuda_libraries.h"
+#include "test_paths.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -13,7 +14,7 @@
 namespace lockstep {
 namespace {
 
-const std::string kFakeDir = LOCKSTEP_FAKE_NVIDIA_DIR;
+const std::string kFakeDir = test_paths::fake_nvidia_dir();
 
 TEST(CudnnVersion, BothEncodings) {
   EXPECT_EQ(cudnn_version_string(8907), "8.9.7");    // cuDNN 8: 1000*major + 100*minor + patch

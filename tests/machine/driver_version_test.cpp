@@ -1,4 +1,5 @@
 #include "machine/driver_version.h"
+#include "test_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,7 @@
 namespace lockstep {
 namespace {
 
-const std::string kFakeNvml = std::string(LOCKSTEP_FAKE_NVIDIA_DIR) + "/libnvidia-ml.so.1";
+const std::string kFakeNvml = test_paths::fake_nvidia_dir() + "/libnvidia-ml.so.1";
 
 class DriverVersion : public ::testing::Test {
  protected:

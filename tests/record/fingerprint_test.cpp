@@ -24,13 +24,24 @@ TEST(DiffFingerprints, InputsThenVersionsThenContractThenRelevantThenTheRest) {
   run["torch.version"].value = "2.4.0";
   run["os.kernel"].value = "6.2";
   run["data.file_xxh3"].value = "bb";
-  run["cpu.isa"].relevant = false;  // relevant on either side counts
+  run["cpu.isa"].relevant = false;  // the run's flag, not the golden's
   run["cpu.isa"].value = "avx512f";
   run["cpu.capability"].value = "AVX512";
   run["determinism.fill_uninitialized_memory"].value = "true";
   EXPECT_EQ(names(diff_fingerprints(golden, run)),
             (std::vector<std::string>{"data.file_xxh3 !", "torch.version *", "determinism.fill_uninitialized_memory *",
-                                      "cpu.capability *", "cpu.isa *", "os.kernel"}));
+                                      "cpu.capability *", "cpu.isa", "os.kernel"}));
+}
+
+// Which fields are relevant is what the run says: a golden edited to call
+// git.commit relevant does not make a new commit a stack change. The
+// golden speaks only for a field the run lacks (a package since removed).
+TEST(DiffFingerprints, RelevanceIsTheRunsWhereTheRunHasTheField) {
+  Fingerprint golden = {{"git.commit", {"abc", true}}, {"python.packages.foo", {"1.0", true}},
+                        {"os.kernel", {"6.1", false}}};
+  Fingerprint run = {{"git.commit", {"def", false}}, {"os.kernel", {"6.2", true}}};
+  EXPECT_EQ(names(diff_fingerprints(golden, run)),
+            (std::vector<std::string>{"python.packages.foo *", "os.kernel *", "git.commit"}));
 }
 
 // A trainer's stack: torch and its CUDA before the contract; the packages

@@ -22,6 +22,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "smoke/smoke_config.h"
+#include "test_paths.h"
 
 namespace lockstep {
 namespace {
@@ -309,7 +310,7 @@ TEST(ConfigKeyTable, ASectionMovesTheHashWhenAKeyInItDoes) {
 
 // The keys outside the value hash are the documented exclusion list.
 TEST(ConfigKeyTable, TheKeysOutsideTheValueHashAreDocumented) {
-  std::ifstream in(std::string(LOCKSTEP_SOURCE_DIR) + "/docs/smoke-config.md");
+  std::ifstream in(test_paths::source_dir() + "/docs/smoke-config.md");
   std::stringstream text;
   text << in.rdbuf();
   std::string doc = text.str();

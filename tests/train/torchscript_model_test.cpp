@@ -14,6 +14,7 @@
 #include "data/loader.h"
 #include "data/synthetic_source.h"
 #include "train/trainer.h"
+#include "test_paths.h"
 
 namespace lockstep {
 namespace {
@@ -170,7 +171,7 @@ TEST(TorchScriptModel, SmokeConfigRunsThroughTheCli) {
     "optimizer": {"name": "sgd", "lr": 0.1}
   })");
   std::string out = (dir / "ts.run.json").string();
-  std::string cmd = std::string(LOCKSTEP_BINARY) + " run " + (dir / "ts.json").string() + " --quiet --record " + out;
+  std::string cmd = test_paths::lockstep_binary() + " run " + (dir / "ts.json").string() + " --quiet --record " + out;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::string text = read_file(out);
   EXPECT_NE(text.find("\"grad_norm/fc.weight\""), std::string::npos);
