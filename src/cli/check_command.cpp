@@ -55,9 +55,18 @@ void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
     for (const auto& line : v.quote) std::cout << "  | " << printable_message(line, false) << "\n";
     if (!c.records.empty()) std::cout << "  " << c.records << "\n";
   }
-  if (c.pending)
-    std::cout << "pending golden: " << c.pending_path << " (review with `lockstep review " << out_dir
-              << "`, promote with `lockstep accept " << out_dir << " --reason ...`)\n";
+  if (c.pending) {
+    // review and accept look in ./goldens unless told: a smoke whose
+    // goldens lie elsewhere (beside its own smoke folder) is named with them.
+    std::error_code ec;
+    const bool default_goldens =
+        c.goldens_dir.empty() ||
+        std::filesystem::weakly_canonical(std::filesystem::absolute(c.goldens_dir), ec) ==
+            std::filesystem::weakly_canonical(std::filesystem::absolute("goldens"), ec);
+    const std::string where = out_dir + (default_goldens ? "" : " --goldens " + c.goldens_dir);
+    std::cout << "pending golden: " << c.pending_path << " (review with `lockstep review " << where
+              << "`, promote with `lockstep accept " << where << " --reason ...`)\n";
+  }
   if (verdict_line && !c.compared)
     for (const auto& n : v.notes) std::cout << "note: " << printable_message(n, false) << "\n";
   // A smoke that ended without a comparison still has its reports (what

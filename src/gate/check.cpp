@@ -658,6 +658,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   }
   // 2. The trainer's batches are the data-only pass's.
   std::string root = goldens_root(file, o.goldens_dir);
+  c.goldens_dir = root;
   auto found = find_golden(root, cfg.name, run.platform, run.stack);
   Golden golden;
   if (found) {

@@ -82,6 +82,7 @@ struct SmokeCheck {
   bool compared = false;  ///< the verdict compares two records (reports apply): the run with a
                           ///< golden, or, for a nondeterministic job, run N with run 1
   std::string report_dir; ///< <out_dir>/<smoke>: records, reports
+  std::string goldens_dir;  ///< where its golden was looked up (goldens_root): review and accept need it
   std::string records;    ///< for a failure between runs: "records: <a>, <b>"
   RunRecord run;          ///< the run compared (when compared)
   RunRecord golden;       ///< its reference: the golden's record, or run 1 (when compared)

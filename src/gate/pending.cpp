@@ -55,7 +55,8 @@ PendingSet load_pending(const std::string& dir, const std::string& goldens_dir, 
     if (s.smokes.count(smoke)) kept.push_back(std::move(file));
     else
       s.orphans.push_back(file + ": left out: no smoke config named \"" + smoke + "\" in " + s.smoke_dir +
-                          " (deleted or renamed since the check?); remove it");
+                          " (its goldens elsewhere? give them with --goldens DIR, its smokes with --smoke DIR; "
+                          "deleted or renamed since the check? then remove it)");
   }
   s.files = std::move(kept);
   if (s.files.empty()) {

@@ -97,6 +97,12 @@ TEST(TrainerCli, WorkerInitFnRemovedIsARegressionAtADataBatch) {
   Result r = check_with_bug("no_worker_init_fn", out);
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("first divergence: data batch 0"), std::string::npos) << r.output;
+  // Its goldens lie beside its smoke folder, not in ./goldens: the next
+  // steps name them, as review and accept need.
+  const std::string where = out.string() + " --goldens " + kExample + "/goldens";
+  EXPECT_NE(r.output.find("(review with `lockstep review " + where + "`, promote with `lockstep accept " + where +
+                          " --reason ...`)"),
+            std::string::npos) << r.output;
   fs::remove_all(out);
 }
 

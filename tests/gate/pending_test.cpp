@@ -279,7 +279,8 @@ TEST(Pending, APendingGoldenOfADeletedSmokeIsLeftOutAndSaid) {
   EXPECT_EQ(set.files, std::vector<std::string>{kept});
   ASSERT_EQ(set.orphans.size(), 1u);
   EXPECT_EQ(set.orphans[0], orphan + ": left out: no smoke config named \"gone\" in " + set.smoke_dir +
-                                " (deleted or renamed since the check?); remove it");
+                                " (its goldens elsewhere? give them with --goldens DIR, its smokes with --smoke DIR; "
+                                "deleted or renamed since the check? then remove it)");
   EXPECT_EQ(accept_pending(set, "approved").size(), 1u);
   std::filesystem::remove(kept);
   try {
