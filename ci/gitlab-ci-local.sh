@@ -8,6 +8,7 @@
 # share this machine's ccache (the pipeline's own CCACHE_DIR lies inside
 # the job's copy of the checkout, cold every time).
 #   ci/gitlab-ci-local.sh
+#   ci/gitlab-ci-local.sh --install-only   # the tool alone (tests/ci/trainer_image_test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=4.65.0
@@ -25,6 +26,7 @@ fi
 if [ ! -x "$tool/node_modules/.bin/gitlab-ci-local" ]; then
   npm install --silent --no-audit --no-fund --prefix "$tool" "gitlab-ci-local@$version" >/dev/null
 fi
+[ "${1:-}" != --install-only ] || exit 0
 # gitlab-ci-local needs a git repository with a commit (a CI clone is one).
 git rev-parse --verify -q HEAD >/dev/null || { echo "gitlab-ci-local: not a git checkout with a commit" >&2; exit 3; }
 log=$(mktemp)

@@ -8,6 +8,8 @@
 #   ci/stack.sh sid --shell   # the same root, mounted, with a shell in it
 #   ci/stack.sh trixie --run 'LOCKSTEP_BUILD_DIR=build-trixie bash bench/run_vs_bare_loop.sh 5'
 #                             # one command in it, in the clone (/src)
+#   ci/stack.sh sid --image   # only step 4: the host's bundle and wheel in
+#                             # the suite's trainer image (no build root)
 #
 # What it does, as root:
 #   1. The root: `mmdebstrap --variant=apt` with the packages of
@@ -30,11 +32,16 @@
 #      the example trainer through torch.compile blessed and checked
 #      (tests/ci/compiled_trainer_test.sh), and its per-op hashes
 #      (tests/ci/op_trace_test.sh: the first op whose bits moved named on
-#      torch >= 2.10, the reason there are none on 2.6); and when the host
-#      made the relocatable bundle (build/lockstep-*-linux-*.tar.gz, the
-#      test command's bundle stage), that bundle on this root's libraries
-#      (tests/ci/bundle_test.sh --tarball), and the wheel beside it
-#      pip-installed into a venv over this root's torch (--wheel).
+#      torch >= 2.10, the reason there are none on 2.6).
+#   4. When the host made the relocatable bundle and the wheel
+#      (build/lockstep-*-linux-*.tar.gz, build/lockstep-*.whl: the test
+#      command's bundle stage), a second root, the team's trainer image:
+#      `mmdebstrap --variant=minbase` with only python3, python3-venv,
+#      python3-torch, python3-numpy, git and rsync (cached as
+#      <suite>-image-<hash>.tar), where the bundle and the wheel gate a
+#      trainer (tests/ci/bundle_test.sh --tarball, --wheel); then that root
+#      as a Docker image running the CI template's trainer jobs under
+#      gitlab-ci-local's docker executor (tests/ci/trainer_image_test.sh).
 # Every mount is undone on exit, whatever the outcome. Exit: 0 passed, 1 a
 # test or the check failed, 2 usage, 3 the root could not be made.
 set -euo pipefail
@@ -42,14 +49,14 @@ cd "$(dirname "$0")/.."
 
 suite="${1:-}"
 mode="${2:-}"
-usage() { echo "usage: ci/stack.sh trixie|sid [--shell | --run 'COMMAND']" >&2; exit 2; }
+usage() { echo "usage: ci/stack.sh trixie|sid [--shell | --run 'COMMAND' | --image]" >&2; exit 2; }
 case "$suite" in
   trixie|sid) ;;
   *) usage ;;
 esac
 # Checked before minutes are spent: an unknown mode is no build.
 case "$mode" in
-  "" | --shell) [ $# -le 2 ] || usage ;;
+  "" | --shell | --image) [ $# -le 2 ] || usage ;;
   --run) [ $# -eq 3 ] && [ -n "$3" ] || usage ;;  # one argument: quote the command
   *) usage ;;
 esac
@@ -64,69 +71,133 @@ t0=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - t0 )) s"; }
 
 mirror=$(bash ci/debian-mirror.sh)
-packages=$(LOCKSTEP_DEPS=stack bash ci/deps.sh --list | sort -u | paste -sd, -)
-key=$(printf '%s\n%s\n' "$suite" "$packages" | sha256sum | cut -c1-12)
-tarball="$cache/$suite-$key.tar"
-exec 9>"$cache/.lock"
-flock 9  # one root made at a time; a killed run's partial tarball is removed here
-if [ ! -s "$tarball" ]; then
-  rm -f "$cache/.$suite-"*.tar
-  command -v mmdebstrap >/dev/null || {
-    echo "stack: installing mmdebstrap"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
-  }
-  echo "stack: making the $suite root ($mirror), once: $tarball"
-  # sid's Release file may be older than its Valid-Until: accept it. The
-  # output's .tar extension tells mmdebstrap to write a tarball.
-  partial="$cache/.$suite-$key.$$.tar"
-  if ! mmdebstrap --quiet --variant=apt --include="$packages" \
-      --aptopt='Acquire::Check-Valid-Until "false"' \
-      --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-      "$suite" "$partial" "$mirror"; then
-    rm -f "$partial"
-    echo "stack: could not make the $suite root" >&2
-    exit 3
-  fi
-  mv "$partial" "$tarball"
-  # Older roots of this suite (another package list) are of no more use.
-  find "$cache" -maxdepth 1 -name "$suite-*.tar" ! -name "$suite-$key.tar" -delete
-  echo "stack: root made ($(elapsed))"
-fi
-flock -u 9
+# The packages of a team's own trainer image, nothing of lockstep's build:
+# the bundle, the wheel and the CI template's trainer jobs are tested there
+# (git and rsync are the tests' tools: the team repository, gitlab-ci-local's
+# helper container).
+image_packages="python3,python3-venv,python3-torch,python3-numpy,git,rsync"
 
-root=$(mktemp -d "${TMPDIR:-/var/tmp}/lockstep-stack-$suite.XXXXXX")
+# make_root NAME VARIANT PACKAGES: the tarball of a root of $suite with
+# mmdebstrap --variant=VARIANT --include=PACKAGES, made once under $cache as
+# NAME-<hash of the suite, the variant and the list>.tar (printed); an older
+# NAME-*.tar (another list) is removed. Exit 3 when it cannot be made.
+make_root() {
+  local name=$1 variant=$2 packages=$3 key tarball partial
+  if [ "$variant" = apt ]; then  # the build root's key, as it always was: its tarball stays valid
+    key=$(printf '%s\n%s\n' "$suite" "$packages" | sha256sum | cut -c1-12)
+  else
+    key=$(printf '%s\n%s\n%s\n' "$suite" "$variant" "$packages" | sha256sum | cut -c1-12)
+  fi
+  tarball="$cache/$name-$key.tar"
+  exec 9>"$cache/.lock"
+  flock 9  # one root made at a time; a killed run's partial tarball is removed here
+  if [ ! -s "$tarball" ]; then
+    rm -f "$cache/.$name-"????????????.*.tar
+    command -v mmdebstrap >/dev/null || {
+      echo "stack: installing mmdebstrap" >&2
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
+    }
+    echo "stack: making the $name root ($mirror, $variant), once: $tarball" >&2
+    # sid's Release file may be older than its Valid-Until: accept it. The
+    # output's .tar extension tells mmdebstrap to write a tarball.
+    partial="$cache/.$name-$key.$$.tar"
+    if ! mmdebstrap --quiet --variant="$variant" --include="$packages" \
+        --aptopt='Acquire::Check-Valid-Until "false"' \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        "$suite" "$partial" "$mirror" >&2; then
+      rm -f "$partial"
+      echo "stack: could not make the $name root" >&2
+      exit 3
+    fi
+    mv "$partial" "$tarball"
+    # Older roots of this name (another package list) are of no more use.
+    find "$cache" -maxdepth 1 -name "$name-????????????.tar" ! -name "$name-$key.tar" -delete
+    echo "stack: root made ($(elapsed))" >&2
+  fi
+  flock -u 9
+  echo "$tarball"
+}
+roots=()
 mounts=()
 cleanup() {
-  local i
+  local i r
   for (( i=${#mounts[@]}-1; i>=0; i-- )); do umount -l "${mounts[$i]}" 2>/dev/null || true; done
   # Only once nothing is mounted below it.
-  if ! grep -q " $root/" /proc/mounts; then rm -rf "$root"; fi
+  for r in "${roots[@]}"; do
+    if ! grep -q " $r/" /proc/mounts; then rm -rf "$r"; fi
+  done
 }
 trap cleanup EXIT
-tar -C "$root" -xf "$tarball"
-echo "stack: $suite root unpacked ($(elapsed))"
-
-ccache_dir="$cache/ccache-$suite"
-data_dir="${LOCKSTEP_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data}"
-mkdir -p "$ccache_dir" "$data_dir" "$root/src" "$root/ccache" "$root/data"
 # Every mount is private: on a host whose mounts propagate (systemd makes /
 # shared), devpts and tmpfs mounted over the root's /dev bind would
 # otherwise show on the host's /dev/pts and /dev/shm too.
 bind() { mount --bind "$1" "$2"; mount --make-private "$2"; mounts+=("$2"); }
-mount -t proc proc "$root/proc"; mounts+=("$root/proc")
-mount -t sysfs sys "$root/sys"; mounts+=("$root/sys")
-bind /dev "$root/dev"
-mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"; mounts+=("$root/dev/pts")
-mount -t tmpfs -o mode=1777 shm "$root/dev/shm"; mounts+=("$root/dev/shm")
-bind "$PWD" "$root/src"
-bind "$ccache_dir" "$root/ccache"
-bind "$data_dir" "$root/data"
-cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 
+# unpack_root TARBALL NAME: the tarball unpacked afresh into a scratch folder
+# (named by $unpacked), with proc, sys, dev, dev/pts, a tmpfs dev/shm
+# (DataLoader workers need it), this clone at /src and the smoke data cache
+# at /data mounted.
+data_dir="${LOCKSTEP_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data}"
+unpack_root() {
+  local r
+  r=$(mktemp -d "${TMPDIR:-/var/tmp}/lockstep-stack-$2.XXXXXX")
+  roots+=("$r")
+  tar -C "$r" -xf "$1"
+  mkdir -p "$r/src"
+  mount -t proc proc "$r/proc"; mounts+=("$r/proc")
+  mount -t sysfs sys "$r/sys"; mounts+=("$r/sys")
+  bind /dev "$r/dev"
+  mount -t devpts -o newinstance,ptmxmode=0666 devpts "$r/dev/pts"; mounts+=("$r/dev/pts")
+  mount -t tmpfs -o mode=1777 shm "$r/dev/shm"; mounts+=("$r/dev/shm")
+  bind "$PWD" "$r/src"
+  mkdir -p "$data_dir" "$r/data"
+  bind "$data_dir" "$r/data"
+  cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
+  unpacked=$r
+}
+
+# in_root COMMAND [ROOT]: COMMAND by bash in ROOT (default: the build root),
+# with a clean environment.
 in_root() {
-  chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
+  chroot "${2:-$root}" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
     CCACHE_DIR=/ccache LOCKSTEP_DATA_DIR=/data CI="${CI:-}" bash -c "$1"
 }
+
+status=0
+# step NAME COMMAND: COMMAND in the root, in /src; a failure fails the run
+# and the next steps still run. Each step says its wall time, so a slow
+# one shows in the run that made it so.
+step() {
+  local name="$1" s0 rc=0
+  s0=$(date +%s)
+  in_root "cd /src && $2" "${3:-$root}" || rc=$?
+  [ "$rc" -eq 0 ] || status=1
+  echo "stack: $suite: $name: $([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)") ($(( $(date +%s) - s0 )) s)"
+}
+# host_step NAME COMMAND: the same for a command on the host, in this
+# clone; exit 77 is a test that cannot run on this machine: SKIPPED, said.
+host_step() {
+  local name="$1" s0 rc=0 said
+  s0=$(date +%s)
+  bash -c "$2" || rc=$?
+  case "$rc" in
+    0) said=ok ;;
+    77) said="SKIPPED (it cannot run on this machine: see above)" ;;
+    *) said="FAILED (exit $rc)"; status=1 ;;
+  esac
+  echo "stack: $suite: $name: $said ($(( $(date +%s) - s0 )) s)"
+}
+# The build root: lockstep built on this stack and its tests (--image: none
+# of it, only the trainer image below).
+if [ "$mode" != --image ]; then
+tarball=$(make_root "$suite" apt "$(LOCKSTEP_DEPS=stack bash ci/deps.sh --list | sort -u | paste -sd, -)")
+unpack_root "$tarball" "$suite"
+root=$unpacked
+echo "stack: $suite root unpacked ($(elapsed))"
+# The build root also gets the host's ccache folder for this suite.
+ccache_dir="$cache/ccache-$suite"
+mkdir -p "$ccache_dir" "$root/ccache"
+bind "$ccache_dir" "$root/ccache"
 
 if [ "$mode" = --shell ]; then
   in_root "cd /src && exec bash -i" || true
@@ -139,7 +210,6 @@ if [ "$mode" = --run ]; then
 fi
 
 build="build-$suite"
-status=0
 in_root "
   set -euo pipefail
   cd /src
@@ -152,16 +222,6 @@ if [ "$status" -ne 0 ]; then
   exit 1
 fi
 echo "stack: $suite: built ($(elapsed))"
-# step NAME COMMAND: COMMAND in the root, in /src; a failure fails the run
-# and the next steps still run. Each step says its wall time, so a slow
-# one shows in the run that made it so.
-step() {
-  local name="$1" s0 rc=0
-  s0=$(date +%s)
-  in_root "cd /src && $2" || rc=$?
-  [ "$rc" -eq 0 ] || status=1
-  echo "stack: $suite: $name: $([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)") ($(( $(date +%s) - s0 )) s)"
-}
 step "torch and python tests" "cd $build && ctest -j 2 -L 'torch|python' --output-on-failure"
 step "check smoke/" "./$build/lockstep check smoke/ --out $build/lockstep-out"
 # The Python helper under this stack's torch, against the example trainer's
@@ -177,16 +237,36 @@ step "compiled trainer" "bash tests/ci/compiled_trainer_test.sh $build"
 # Per-op hashes under torch's DebugMode (torch >= 2.10; an older torch says
 # why there are none).
 step "op trace" "bash tests/ci/op_trace_test.sh $build"
-# The host's relocatable bundle (Debian 12's libraries inside it) on this
-# root's glibc and Python, none of Debian 12's libraries around it.
-for tarball in build/lockstep-*-linux-*.tar.gz; do
-  [ -f "$tarball" ] || continue
-  step "bundle" "bash tests/ci/bundle_test.sh --tarball $tarball"
-done
-# The host's wheel, pip-installed into a venv over this root's torch.
-for whl in build/lockstep-*.whl; do
-  [ -f "$whl" ] || continue
-  step "wheel" "bash tests/ci/bundle_test.sh --wheel $whl"
-done
+fi
+
+# The host's relocatable bundle and wheel (Debian 12's libraries inside
+# them) where a team puts them: a root of this suite with only python3,
+# python3-venv, python3-torch and python3-numpy (the image root), none of
+# lockstep's build dependencies around them.
+bundles=(build/lockstep-*-linux-*.tar.gz)
+wheels=(build/lockstep-*.whl)
+if [ "$mode" = --image ] && { [ ! -f "${bundles[0]}" ] || [ ! -f "${wheels[0]}" ]; }; then
+  echo "stack: --image tests build/lockstep-*-linux-*.tar.gz and build/lockstep-*.whl: make them first" \
+    "(bash ci/bundle.sh build && bash ci/wheel.sh build)" >&2
+  exit 2
+fi
+if [ -f "${bundles[0]}" ] || [ -f "${wheels[0]}" ]; then
+  image_tarball=$(make_root "$suite-image" minbase "$image_packages")
+  unpack_root "$image_tarball" "$suite-image"
+  image_root=$unpacked
+  echo "stack: $suite: image root unpacked ($(elapsed))"
+  for tarball in "${bundles[@]}"; do
+    [ -f "$tarball" ] || continue
+    step "bundle" "bash tests/ci/bundle_test.sh --tarball $tarball" "$image_root"
+  done
+  # The wheel pip-installed into a venv over this root's torch.
+  for whl in "${wheels[@]}"; do
+    [ -f "$whl" ] || continue
+    step "wheel" "bash tests/ci/bundle_test.sh --wheel $whl" "$image_root"
+    # The same root as a Docker image (docker import), the CI template's
+    # trainer jobs run in it by gitlab-ci-local's docker executor.
+    host_step "trainer image" "bash tests/ci/trainer_image_test.sh $image_tarball $whl"
+  done
+fi
 echo "stack: $suite: $([ "$status" -eq 0 ] && echo passed || echo FAILED) ($(elapsed))"
 exit "$status"

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/float_bits.h"
 #include "core/json_io.h"
+#include "gate/check.h"
 #include "gate/smoke_outputs.h"
 #include "machine/machine_facts.h"
 #include "record/golden.h"
@@ -252,10 +253,13 @@ const std::vector<std::string>& lr_series() {
 
 // The detection search: lr x (1 + f) and x (1 - f) at the first run's
 // point, each compared with that run (or the multi-seed golden) under the
-// recommended rules; caught when both fail.
+// recommended rules; caught when both fail. `training_only` (a trainer
+// smoke, whose data-only pass is a process of its own): the planted runs
+// make no data-only pass and take the first run's, which a learning rate
+// cannot change (launcher.h, take_data_pass): half the processes.
 Detection search_detection(const std::string& file, const CalibrateOptions& o, const Calibration& c,
                            const std::map<std::string, std::string>& point, const std::string& dir,
-                           Launcher& launcher, int per_run) {
+                           Launcher& launcher, int per_run, bool training_only) {
   Detection d;
   std::map<std::string, std::vector<double>> sd;
   RunRecord golden = c.seeds_vary ? multi_seed_golden(c.runs, sd) : c.runs.front().record;
@@ -268,9 +272,12 @@ Detection search_detection(const std::string& file, const CalibrateOptions& o, c
       ChildRun r = base;
       r.overrides.lr_scale = 1 + sign * f;
       r.out = dir + "/detect-" + std::to_string(++n) + ".json";
+      r.data_pass = !training_only;
       runs.push_back(r);
     }
     std::vector<RunRecord> got = run_all(launcher, runs, o.slots, per_run);
+    for (size_t i = 0; training_only && i < got.size(); ++i)
+      take_data_pass(got[i], c.runs.front().record, runs[i].out);
     d.runs += 2;
     bool both = true;
     std::string why;
@@ -569,6 +576,22 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
   clear_smoke_outputs(dir);
   const int per_run = processes_per_run(cfg);
   run_points(file, points, o, dir, per_run, launcher, c);
+  // A trainer whose training pass consumed other batches than its data-only
+  // pass is refused here as check refuses it (exit 2, or 4 when its repeats
+  // differ): its spread would be calibrated on a data stream the gate
+  // never accepts.
+  for (const CalibrationRun& run : c.runs) {
+    // Its point's runs, when they repeated bit for bit (else 1: "whether it repeats was not checked").
+    int runs = 0;
+    bool repeated = true;
+    for (const CalibrationRun& other : c.runs)
+      if (other.point == run.point) {
+        ++runs;
+        repeated = repeated && first_bit_difference(other.record, run.record).empty();
+      }
+    if (auto [code, why] = data_pass_mismatch(cfg, run.record, repeated ? runs : 1, dir); !why.empty())
+      throw Error(code, file + ": " + run.label + ": " + why);
+  }
   for (auto& r : records) c.runs.push_back(std::move(r));
   note_runners_and_repeats(c);
 
@@ -582,7 +605,9 @@ Calibration calibrate_smoke(const std::string& file, const CalibrateOptions& o, 
                       std::to_string(c.runs.size()));
   if (!o.detect) c.detection.why_not = "not searched (--no-detect)";
   else if (points.empty()) c.detection.why_not = "not searched: no run made here (--records only)";
-  else c.detection = search_detection(file, o, c, points.front(), dir, launcher, per_run);
+  else if (shares_data_pass(cfg))
+    c.detection = search_detection(file, o, c, points.front(), dir, launcher, processes_per_run(cfg, false), true);
+  else c.detection = search_detection(file, o, c, points.front(), dir, launcher, per_run, false);
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 #include <memory>
 
 #include "cli/commands.h"
@@ -108,7 +109,16 @@ int bless_command(const BlessOptions& o) {
     else
       std::cout << "changes against the golden it replaces:\n" << b.changes;
   }
-  std::cout << "now review the change and commit goldens/ with the same reason\n";
+  std::set<std::string> folders;  // the goldens folders written, as given (--goldens, or beside each smoke folder)
+  for (const auto& file : files) {
+    fs::path root = goldens_root(file, o.goldens_dir);
+    fs::path here = fs::absolute(root).lexically_normal().lexically_relative(fs::current_path());
+    std::string shown = !here.empty() && *here.begin() != ".." ? here.string() : root.string();  // relative when inside
+    folders.insert(shown.empty() || shown.back() == '/' ? shown : shown + "/");
+  }
+  std::string named;
+  for (const auto& f : folders) named += (named.empty() ? "" : ", ") + f;
+  std::cout << "now review the change and commit " << named << " with the same reason\n";
   return 0;
 }
 

@@ -38,10 +38,14 @@ namespace lockstep {
 
 namespace {
 
-void print_and_write(const SmokeCheck& c, const std::string& out_dir) {
+// A smoke's report on stdout and in its folder; `quiet`: a passing smoke's
+// headline line alone (its reports are written in full all the same).
+void print_and_write(const SmokeCheck& c, const std::string& out_dir, bool quiet) {
   const Verdict& v = c.verdict;
   if (c.compared) {
-    std::cout << render_text(v, isatty(STDOUT_FILENO));
+    std::string text = render_text(v, isatty(STDOUT_FILENO));
+    if (quiet && v.passed()) text.resize(text.find('\n') + 1);
+    std::cout << text;
     write_file_atomically(c.report_dir + "/report.json", pretty_dump(to_json(v)));
     write_file_atomically(c.report_dir + "/report.md", render_markdown(v));
     write_file_atomically(c.report_dir + "/report.html", render_html(v, c.run, c.golden));
@@ -149,7 +153,7 @@ std::vector<std::string> shard_files(const std::vector<std::string>& files, cons
 // night entered with --history; its verdict, or the write's failure as one.
 Verdict report_smoke(SmokeCheck& c, const CheckOptions& o) {
   try {
-    print_and_write(c, o.smoke.out_dir);
+    print_and_write(c, o.smoke.out_dir, o.quiet);
     if (!o.history_dir.empty()) enter_history(c, o.history_dir);
   } catch (const Error& e) {  // a report, pending golden or ledger entry that cannot be written
     std::cout << "lockstep: " << c.smoke << ": " << exit_class_name(e.code()) << " (exit " << to_int(e.code())
@@ -186,7 +190,7 @@ void require_history_folder(const CheckOptions& o, const std::vector<std::string
     if (fs::is_symlink(fs::symlink_status(ledger, ec)))
       throw BadInput(ledger, "", "a ledger file, not a symbolic link (each night replaces it atomically; link the "
                                  "history folder instead)");
-    read_ledger(ledger, false);
+    read_ledger_to_append(ledger, o.history_dir);
   }
 }
 

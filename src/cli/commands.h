@@ -103,6 +103,7 @@ struct CheckOptions {
   int jobs = 0;             ///< -j: child runs at once; 0: the CPUs this process may use
   std::string history_dir;  ///< --history DIR: one ledger entry per smoke (history/ledger.h); "" none
   std::string kind;         ///< --kind trainer|built-in: only the smokes of that kind; "" all
+  bool quiet = false;       ///< --quiet: a passing smoke in its headline line alone
 };
 int check_command(const CheckOptions& options);
 

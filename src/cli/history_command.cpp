@@ -21,7 +21,15 @@ namespace lockstep {
 namespace fs = std::filesystem;
 
 int history_command(const HistoryOptions& o) {
-  std::vector<SmokeHistory> h = load_history(o.dir, o.smoke, o.skip_bad);
+  std::vector<SmokeHistory> h;
+  try {
+    h = load_history(o.dir, o.smoke, o.skip_bad);
+  } catch (const Error& e) {
+    // A ledger's own damage ("<dir>/<smoke>.jsonl: line 7: ..."), not a missing folder or smoke.
+    if (o.skip_bad || e.code() != ExitCode::kBadInput || std::string(e.what()).find(".jsonl: ") == std::string::npos)
+      throw;
+    throw Error(ExitCode::kBadInput, e.what() + damaged_ledger_hint(o.dir, false));
+  }
   // A report never lands on a ledger it read, on another ledger of the
   // folder, or on a golden.
   std::vector<std::string> ledgers;
@@ -105,7 +113,7 @@ int history_add_command(const HistoryAddOptions& o) {
     std::error_code ec;
     std::string file = ledger_path(o.to, entries.back().smoke);
     if (fs::exists(file, ec))
-      for (const LedgerEntry& e : read_ledger(file, false).entries)
+      for (const LedgerEntry& e : read_ledger_to_append(file, o.to).entries)
         if (e.run_id == entries.back().run_id || (!e.record_xxh3.empty() && e.record_xxh3 == entries.back().record_xxh3))
           throw BadInput(file, "run_id", "a run not yet entered; " + o.records[i] + " (run " + e.run_id + ", " +
                                              e.time_utc + ") is already in the ledger; nothing was added");
@@ -136,13 +144,24 @@ std::map<std::string, std::string> ledgers_in(const std::string& dir) {
   std::map<std::string, std::string> out;
   for (const std::string& file : ledger_files(dir)) {
     std::string name = fs::path(file).filename().string();
-    for (const LedgerEntry& e : read_ledger(file, false).entries)
+    for (const LedgerEntry& e : read_ledger_to_append(file, dir).entries)
       if (e.smoke + ".jsonl" != name)
         throw BadInput(file, "smoke", "entries of smoke \"" + name.substr(0, name.size() - 6) +
                                           "\" only (the file's name); one is of \"" + e.smoke + "\"");
     out[name] = read_file(file);
   }
   return out;
+}
+
+// The union of a ledger here (`ours`, "" when there is none) and the
+// branch's file `name` (`theirs`): merge_ledgers, and an empty file on the
+// branch is exit 2, as read_ledger refuses one here.
+std::string merge_with_branch(const std::string& name, const std::string& ours, const std::string& theirs,
+                              const std::string& theirs_is) {
+  if (theirs.empty())
+    throw BadInput(name + " (" + theirs_is + ")", "",
+                   "at least one night (lockstep never writes an empty ledger: was it truncated?)");
+  return merge_ledgers(name, ours, theirs, theirs_is);
 }
 
 }  // namespace
@@ -154,7 +173,7 @@ int history_push_command(const HistorySyncOptions& o) {
   // on the branch is left there as it is, and not brought into the folder.
   auto merge = [](const std::string& name, const std::string& ours, const std::string& theirs,
                   const std::string& theirs_is) {
-    return is_ledger_file_name(name) ? merge_ledgers(name, ours, theirs, theirs_is) : ours.empty() ? theirs : ours;
+    return is_ledger_file_name(name) ? merge_with_branch(name, ours, theirs, theirs_is) : ours.empty() ? theirs : ours;
   };
   PushOutcome p = commit_and_push(mine, store_options(o, "lockstep history: " + std::to_string(mine.size()) + " ledger(s)"),
                                   merge);
@@ -177,16 +196,20 @@ int history_pull_command(const HistorySyncOptions& o) {
   std::error_code ec;
   fs::create_directories(o.dir, ec);
   if (ec) throw io_error(o.dir, "create the history folder", ec.value());
+  // Every ledger merged before any is written: one the reader refuses
+  // leaves the folder as it was.
   size_t ledgers = 0, written = 0;
+  std::map<std::string, std::string> changed;
   for (const auto& [name, text] : there ? *there : std::map<std::string, std::string>{}) {
     if (!is_ledger_file_name(name)) continue;
     ++ledgers;
     auto m = mine.find(name);
-    std::string merged = m == mine.end() ? merge_ledgers(name, "", text) : merge_ledgers(name, m->second, text);
-    if (m == mine.end() || merged != m->second) {
-      write_file_atomically((fs::path(o.dir) / name).string(), merged);
-      ++written;
-    }
+    std::string merged = merge_with_branch(name, m == mine.end() ? "" : m->second, text, o.branch + " at " + o.remote);
+    if (m == mine.end() || merged != m->second) changed[name] = std::move(merged);
+  }
+  for (const auto& [name, merged] : changed) {
+    write_file_atomically((fs::path(o.dir) / name).string(), merged);
+    ++written;
   }
   std::cout << "history: pulled " << ledgers << " ledger(s) from " << o.branch << " at " << o.remote
             << (!there ? " (the branch does not exist there yet: `lockstep history push` makes it)"

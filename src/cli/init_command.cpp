@@ -252,10 +252,16 @@ int init_command(const InitOptions& o) {
         "`lockstep hook install` adds it)");
   }
   const bool smoke_empty = fs::is_empty(smoke, ec);
+  // init run again in a gated repository: its goldens are there already.
+  bool has_goldens = false;
+  for (const auto& d : fs::directory_iterator(goldens, ec))
+    for (const auto& e : fs::directory_iterator(d.path(), ec)) has_goldens = has_goldens || e.path().extension() == ".json";
   say(std::string("next: ") +
       (smoke_empty ? "write smoke/<name>.json for your trainer (docs/trainers.md), " : "") +
-      "commit these files (bless refuses a dirty work tree), then `lockstep bless smoke/ --reason "
-      "\"first goldens\"`, `lockstep check smoke/`, commit goldens/" +
+      (has_goldens ? "commit these files, then `lockstep check smoke/` (goldens/ has goldens; a smoke without one: "
+                     "`lockstep bless smoke/<name>.json --reason ...`, then commit goldens/)"
+                   : "commit these files (bless refuses a dirty work tree), then `lockstep bless smoke/ --reason "
+                     "\"first goldens\"`, `lockstep check smoke/`, commit goldens/") +
       (hooked ? "" : "; `lockstep hook install` adds the pre-push check"));
   return 0;
 }

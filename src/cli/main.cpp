@@ -376,6 +376,8 @@ void add_check_family(CLI::App& app, std::vector<Command>& out) {
                     "\"(reproduced K of K)\"")
       ->transform(decimal_range(1, 20));
   add_kind_option(check, o->kind);
+  check->add_flag("-q,--quiet", o->quiet,
+                  "A passing smoke in one line, its verdict; a smoke that does not pass in full");
   check->add_option("--distinct-runs", o->smoke.distinct_runs,
                     "K: when the repeats differ (exit 4), run the smoke until K runs in all and say how many distinct "
                     "results they gave and where each first differs (default 5; at most --repeat: no extra run)")

@@ -43,6 +43,17 @@ void require_comparable(const RunRecord& run, const RunRecord& golden,
                    (run.seed_overridden ? " (overridden by LOCKSTEP_SEED)" : "") +
                    " differs from the golden's seed " + std::to_string(golden.seed) + " in " +
                    labels.golden + ": runs of different seeds are never compared");
+  // The seed is one of the config's values: a golden claiming another seed
+  // than the run's under the very same config values hash contradicts
+  // itself (its seed.base edited by hand), where verify-goldens says so too.
+  if (run.seed != golden.seed) {
+    auto rc = run.fingerprint.find("config.values_xxh3"), gc = golden.fingerprint.find("config.values_xxh3");
+    if (rc != run.fingerprint.end() && gc != golden.fingerprint.end() && rc->second.value == gc->second.value)
+      throw BadInput(labels.golden, "seed.base",
+                     std::to_string(run.seed) + ", the seed of the config values it was made from (its "
+                     "config.values_xxh3 is the run's), got " + std::to_string(golden.seed) +
+                         ": the golden contradicts itself (edited by hand?); re-bless");
+  }
   if (golden.series.empty() && golden.probes.empty() && golden.train_probes.empty() &&
       golden.hashes.empty())
     throw BadInput(labels.golden, "", "a golden with at least one series, probe or hash (it is empty)");

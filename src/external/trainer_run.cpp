@@ -776,7 +776,11 @@ void stamp_trainer_record(const TrainerLayout& l, const PassPlan& p, const Train
 // naming trainer.command[i]), not a trainer that exited with status 2.
 // Options that take a value (-W, -X) skip it. Other launchers (torchrun,
 // a shell wrapper) parse their own arguments and are left to run.
-void check_python_script(const TrainerLayout& l) {
+// The script found is fingerprinted: "trainer.script.<as written>", its
+// XXH3-128, informational (a refactor that keeps the numbers passes), so a
+// failing check after a code change names the script among the
+// environment differences.
+void check_python_script(TrainerLayout& l) {
   const SmokeConfig& c = l.c;
   const auto& cmd = c.trainer.command;
   if (cmd.size() < 2 || fs::path(cmd[0]).filename().string().rfind("python", 0) != 0) return;
@@ -791,7 +795,16 @@ void check_python_script(const TrainerLayout& l) {
     if (a.find("{out}") != std::string::npos || a.find("{checkpoint}") != std::string::npos) return;
     const fs::path full = trainer_path(a, c.trainer.resolved_cwd, l.data_dir, l.config_dir);
     std::error_code ec;
-    if (fs::exists(full, ec)) return;
+    if (fs::is_regular_file(full, ec)) {
+      try {
+        l.inputs["trainer.script." + a] = {cached_file_xxh3(full.string()), false};
+      } catch (const Error& e) {
+        throw BadInput(c.file, "trainer.command[" + std::to_string(i) + "]",
+                       "a Python script lockstep can read to hash, got " + std::string(e.what()));
+      }
+      return;
+    }
+    if (fs::exists(full, ec)) return;  // a folder (python3 runs its __main__.py) or a special file: left to Python
     std::string cwd = fs::path(c.trainer.resolved_cwd).lexically_normal().string();
     if (cwd.size() > 1 && cwd.back() == '/') cwd.pop_back();
     throw BadInput(c.file, "trainer.command[" + std::to_string(i) + "]",

@@ -630,6 +630,26 @@ void finish_verdict(SmokeCheck& c, const RunRecord& run, const GoldenLookup& fou
     add_pending(c, run, file, o, repeat, "no golden for stack " + run.stack + " yet; passed against " + found.path);
 }
 
+// The golden at `path`, read as filed for the smoke (read_filed_golden) and
+// held to the config (foreign_series); exit 2 naming it otherwise.
+Golden read_smoke_golden(const std::string& path, const SmokeConfig& cfg) {
+  Golden golden = read_filed_golden(GoldenLookup{path, true, true}, cfg.name);
+  if (std::string why = foreign_series(golden.record, cfg); !why.empty())
+    throw BadUsage(path + ": " + why + " (a golden made from another config, or edited by hand; or the "
+                   "config renamed a series since it was blessed: re-bless it if the change is meant)");
+  return golden;
+}
+
+// Every golden filed for the smoke, by normalised path, read before any
+// run: a damaged or foreign golden is exit 2 at once, naming it, not after
+// minutes of runs, whichever platform it is filed for.
+std::map<std::string, Golden> read_smoke_goldens(const std::string& root, const SmokeConfig& cfg) {
+  std::map<std::string, Golden> out;
+  for (const std::string& path : filed_goldens(root, cfg.name))
+    out.emplace(fs::path(path).lexically_normal().string(), read_smoke_golden(path, cfg));
+  return out;
+}
+
 SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const CheckSmokeOptions& o,
                         Launcher& launcher) {
   SmokeCheck c;
@@ -637,6 +657,9 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   int repeat = o.repeat > 0 ? o.repeat : cfg.repeat;
   c.report_dir = (fs::path(o.out_dir) / cfg.name).string();
   const std::string dir = c.report_dir;
+  const std::string root = goldens_root(file, o.goldens_dir);
+  c.goldens_dir = root;
+  std::map<std::string, Golden> goldens = read_smoke_goldens(root, cfg);
   clear_smoke_outputs(dir);  // an earlier check's pending golden must not outlive this one
 
   // 1. Fresh runs, bit for bit.
@@ -657,15 +680,12 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     return nondeterministic_check(cfg.name, runs, i, diff, dir);
   }
   // 2. The trainer's batches are the data-only pass's.
-  std::string root = goldens_root(file, o.goldens_dir);
-  c.goldens_dir = root;
   auto found = find_golden(root, cfg.name, run.platform, run.stack);
   Golden golden;
   if (found) {
-    golden = read_filed_golden(*found, cfg.name);
-    if (std::string why = foreign_series(golden.record, cfg); !why.empty())
-      throw BadUsage(found->path + ": " + why + " (a golden made from another config, or edited by hand; or the "
-                     "config renamed a series since it was blessed: re-bless it if the change is meant)");
+    auto read = goldens.find(fs::path(found->path).lexically_normal().string());
+    // Filed while the runs ran (not read above): read now, as above.
+    golden = read != goldens.end() ? std::move(read->second) : read_smoke_golden(found->path, cfg);
   }
   const std::string data_note = settle_data_pass(launcher, base, cfg, dir, found ? &golden.record : nullptr, runs);
   if (auto [code, why] = data_pass_mismatch(cfg, run, repeat, dir); !why.empty()) {

@@ -295,15 +295,12 @@ LedgerSeries parse_ledger_series(const JsonView& s, bool chained) {
 
 }  // namespace
 
-LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, uint64_t line_number) {
-  std::string where = file + ": line " + std::to_string(line_number);
-  nlohmann::json doc = parse_json_text(line, where);
-  JsonView v(doc, where);
-  v.expect_object();
-  v.allow_keys({"schema", "run_id", "record_xxh3", "time", "smoke", "platform", "stack", "commit", "branch", "ci", "verdict", "exit", "lane",
-                "golden", "fingerprint", "config", "series", "probes", "step_time_median_s", "peak_rss_bytes", "prev"});
-  if (v.at("schema").as_string() != "lockstep.history/1") v.at("schema").fail("\"lockstep.history/1\"");
-  LedgerEntry e;
+namespace {
+
+// A ledger line's night: which run, when, of which smoke on which platform
+// and stack, from which commit and CI job, and its verdict, exit, lane and
+// golden (parse_ledger_line).
+void parse_night_outcome(const JsonView& v, LedgerEntry& e) {
   e.run_id = v.at("run_id").as_string();
   if (!is_hex_digest(e.run_id, 32)) v.at("run_id").fail("the run record's XXH3-128 (32 lowercase hex digits)");
   if (v.has("record_xxh3")) {
@@ -343,6 +340,12 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
   e.lane = v.at("lane").as_enum({"", "same-stack", "cross-stack", "contract-mismatch"});
   e.golden = v.at("golden").as_string();
   if (!e.golden.empty() && !is_hex_digest(e.golden, 32)) v.at("golden").fail("a golden's content_hash (32 hex digits) or \"\"");
+}
+
+// What a ledger line's night measured: its fingerprint (whose device the
+// platform key names), config values, series, probe hashes, step time and
+// peak RSS, and the `prev` hash of the chain (parse_ledger_line).
+void parse_night_measures(const JsonView& v, LedgerEntry& e) {
   JsonView fp = v.at("fingerprint");
   fp.expect_object();
   for (const std::string& key : fp.keys()) e.fingerprint[key] = fp.at(key).as_string();
@@ -380,6 +383,21 @@ LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, 
     if (!e.prev->empty() && !is_hex_digest(*e.prev, 32))
       v.at("prev").fail("the XXH3-128 of the line before it (32 lowercase hex digits), or \"\" on the first line");
   }
+}
+
+}  // namespace
+
+LedgerEntry parse_ledger_line(const std::string& line, const std::string& file, uint64_t line_number) {
+  std::string where = file + ": line " + std::to_string(line_number);
+  nlohmann::json doc = parse_json_text(line, where);
+  JsonView v(doc, where);
+  v.expect_object();
+  v.allow_keys({"schema", "run_id", "record_xxh3", "time", "smoke", "platform", "stack", "commit", "branch", "ci", "verdict", "exit", "lane",
+                "golden", "fingerprint", "config", "series", "probes", "step_time_median_s", "peak_rss_bytes", "prev"});
+  if (v.at("schema").as_string() != "lockstep.history/1") v.at("schema").fail("\"lockstep.history/1\"");
+  LedgerEntry e;
+  parse_night_outcome(v, e);
+  parse_night_measures(v, e);
   return e;
 }
 
@@ -430,6 +448,12 @@ LedgerEntry parse_checked_line(const std::string& line, const std::string& where
 // The entries of one ledger's text, named `where` in messages, of smoke
 // `smoke`: read_ledger's rules (see ledger.h).
 LedgerRead read_ledger_text(const std::string& text, const std::string& where, const std::string& smoke, bool skip_bad) {
+  // lockstep writes no byte-order mark: one means an editor saved the file
+  // (and its first line's hash, which line 2's prev names, moved with it).
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0)
+    throw BadInput(where, "line 1: byte 0",
+                   "a ledger line ('{'), got a UTF-8 byte-order mark (the file was saved by an editor; lockstep "
+                   "writes none): remove the 3 bytes, or restore the ledger");
   LedgerRead out;
   std::set<std::string> runs;
   std::string last_hash;  // of the last line read, which the next line's prev names
@@ -490,6 +514,22 @@ std::string smoke_of_ledger(const std::string& file) {
 }
 
 }  // namespace
+
+std::string damaged_ledger_hint(const std::string& dir, bool appending) {
+  return "; `lockstep history " + dir + " --skip-bad` reads the other lines, naming each one it leaves out" +
+         (appending ? std::string("; a night is entered only into a ledger that reads whole: restore this one (its "
+                                  "history branch, `lockstep history pull`, or the CI cache), or move it aside")
+                    : std::string());
+}
+
+LedgerRead read_ledger_to_append(const std::string& file, const std::string& dir) {
+  try {
+    return read_ledger(file, false);
+  } catch (const Error& e) {
+    if (e.code() != ExitCode::kBadInput) throw;
+    throw Error(ExitCode::kBadInput, e.what() + damaged_ledger_hint(dir, true));
+  }
+}
 
 LedgerRead read_ledger(const std::string& file, bool skip_bad) {
   std::string text = read_file(file);

@@ -172,6 +172,17 @@ struct LedgerRead {
 /// run are exit 2 either way.
 LedgerRead read_ledger(const std::string& file, bool skip_bad);
 
+/// What to do about a damaged ledger in folder `dir`, appended to the exit-2
+/// message of a strict read: "; `lockstep history DIR --skip-bad` reads
+/// the other lines, naming each one it leaves out" and, when `appending`,
+/// that a night is entered only into a ledger that reads whole.
+std::string damaged_ledger_hint(const std::string& dir, bool appending);
+
+/// read_ledger(file, false) for a command about to add to the ledger
+/// (check --history, history add, push, pull): its exit-2 errors carry
+/// damaged_ledger_hint(dir, true).
+LedgerRead read_ledger_to_append(const std::string& file, const std::string& dir);
+
 /// The union of two versions of one ledger's text (`ours`, being pushed,
 /// and `theirs`, the remote's or the local branch's, as `theirs_is` says:
 /// both append-only), each run once, in time order (their entries first at

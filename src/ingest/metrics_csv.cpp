@@ -190,7 +190,13 @@ CsvColumns read_csv_header(const MetricsSpec& spec, LineReader& lines, SeriesSet
   out.count = columns;
   out.step = step_column;
   out.step_name = step_column == 0 && unnamed_index ? std::string("(unnamed index)") : spec.step_key;
-  for (size_t i = 0; i < set.size(); ++i) out.values.push_back(column_of(set.key(i), "metric"));
+  for (size_t i = 0; i < set.size(); ++i) {
+    out.values.push_back(column_of(set.key(i), "metric"));
+    // One column cannot be both: its values would be read as their own steps.
+    if (out.values.back() == step_column)
+      throw BadInput(spec.path, "column '" + set.key(i) + "'",
+                     "a metric column other than the step column '" + out.step_name + "' (the step key names it too)");
+  }
   return out;
 }
 

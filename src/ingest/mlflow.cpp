@@ -626,6 +626,9 @@ void note_present_keys(const fs::path& metrics, SeriesSet& set) {
 // One metrics/<key> file: "<timestamp> <value> [<step>]" lines.
 void read_metric_file(const std::string& file, std::vector<Point>& points) {
   LineReader lines(file);  // one CR before the LF is dropped there, no more
+  // MLflow ends every line with "\n": a last line without one was cut ("... 0.001 10" to "... 0.001 1" reads as
+  // another step).
+  lines.require_final_newline();
   std::string_view line;
   size_t first_count = 0;   // MLflow writes 3 fields (2 before steps existed), the same on every line
   uint64_t first_line = 0;

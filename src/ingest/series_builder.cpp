@@ -169,7 +169,10 @@ Series SeriesBuilder::finish() {
   series.not_logged_count = not_logged_count_;
   not_logged_ = {};
   not_logged_count_ = 0;
-  bool dense = n > 0 && steps_[0] == 0 && (n == 1 || steps_[1] == 1);
+  // Exactly 0, 1, ..., n-1 (the steps ascend strictly): a series whose
+  // source left a step out (allow_gaps) keeps its steps, or every value
+  // after the hole would move onto the step before it.
+  bool dense = n > 0 && steps_[0] == 0 && steps_[n - 1] == static_cast<int64_t>(n - 1);
   series.values = std::move(values_);
   if (!dense) series.steps = std::move(steps_);
   steps_ = {};

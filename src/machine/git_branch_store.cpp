@@ -115,10 +115,10 @@ class Store {
     return git_reference_create(r.out(), repo_.get(), local().c_str(), &id, 1, why) == 0;
   }
 
-  // The plain files of `commit_id`'s tree. `rewriting`: the tree is about
-  // to be committed anew (a push), so an entry that is not a plain file is
-  // refused rather than lost; otherwise (a pull) it is passed over.
-  std::map<std::string, std::string> files_of(const git_oid& commit_id, bool rewriting) {
+  // The plain files of `commit_id`'s tree. An entry that is not a plain
+  // file is refused, by a push (which commits the tree anew and would lose
+  // it) and by a pull alike: the branch is not a ledger branch.
+  std::map<std::string, std::string> files_of(const git_oid& commit_id) {
     Commit c;
     Tree t;
     if (git_commit_lookup(c.out(), repo_.get(), &commit_id) != 0 || git_commit_tree(t.out(), c.get()) != 0)
@@ -131,7 +131,6 @@ class Store {
       // so a folder, an executable, a link or a submodule would be lost (a
       // code branch named by mistake: refused before anything is written).
       const git_filemode_t mode = git_tree_entry_filemode(e);
-      if (mode != GIT_FILEMODE_BLOB && !rewriting) continue;
       if (mode != GIT_FILEMODE_BLOB)
         throw BadInput(o_.remote, o_.branch + ":" + name,
                        std::string("a branch of plain files only (ledgers, on a branch of their own such as "
@@ -251,7 +250,7 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
     // The union with the branch as this clone last saw it: a folder that
     // lacks what the branch holds (a cache miss, a cut file) must not push
     // its loss as a fast-forward.
-    absorb(s.files_of(ours, true), "the local branch " + o.branch);
+    absorb(s.files_of(ours), "the local branch " + o.branch);
   }
   try {
     for (out.attempts = 1; out.attempts <= o.attempts; ++out.attempts) {
@@ -269,7 +268,7 @@ PushOutcome commit_and_push(const std::map<std::string, std::string>& files, con
       for (auto& [name, text] : out.files)
         if (files.count(name)) own[name] = std::move(text);
       out.files = std::move(own);
-      const std::map<std::string, std::string> remote_files = s.files_of(theirs, true);
+      const std::map<std::string, std::string> remote_files = s.files_of(theirs);
       absorb(remote_files, o.branch + " at " + o.remote);
       out.merged = true;
       if (out.files == remote_files) {
@@ -305,7 +304,7 @@ std::optional<std::map<std::string, std::string>> fetch_branch_files(const Branc
       git_repository_free(repo);
     }
   }
-  return s.files_of(theirs, false);
+  return s.files_of(theirs);
 }
 
 }  // namespace lockstep

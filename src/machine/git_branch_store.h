@@ -61,10 +61,10 @@ struct PushOutcome {
 PushOutcome commit_and_push(const std::map<std::string, std::string>& files, const BranchStoreOptions& options,
                             const FileMerge& merge);
 
-/// The plain files of the remote's branch (fetched; folders, executables,
-/// links and submodules passed over); nullopt when the remote has
-/// no such branch yet. Also points the local branch at it when the local
-/// one is absent. Same errors.
+/// The plain files of the remote's branch (fetched; a folder, executable,
+/// link or submodule on it is exit 2, as for a push); nullopt when the
+/// remote has no such branch yet. Also points the local branch at it when
+/// the local one is absent. Same errors.
 std::optional<std::map<std::string, std::string>> fetch_branch_files(const BranchStoreOptions& options);
 
 }  // namespace lockstep

@@ -83,6 +83,19 @@ std::vector<std::string> find_pending(const std::string& dir) {
 }
 
 
+std::vector<std::string> filed_goldens(const std::string& root, const std::string& smoke) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(root) / smoke, ec)) {
+    std::string name = e.path().filename().string();
+    if (e.path().extension() != ".json") continue;
+    if (!is_golden_key(name.substr(0, name.size() - 5))) continue;  // "x@.json" is no golden name
+    out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 namespace {
 
 // The golden of `platform` under exactly `stack`, else the first (by name)
@@ -94,17 +107,11 @@ std::optional<GoldenLookup> find_under_label(const std::string& root, const std:
   if (fs::exists(exact, ec)) return GoldenLookup{exact, true, true};
 
   std::string family = platform_family(platform);
-  std::vector<std::string> candidates;
-  for (const auto& e : fs::directory_iterator(fs::path(root) / smoke, ec)) {
-    std::string name = e.path().filename().string();
-    if (e.path().extension() != ".json") continue;
-    if (!is_golden_key(name.substr(0, name.size() - 5))) continue;  // "x@.json" is no golden name
-    auto [key_platform, key_stack] = split_golden_key(name.substr(0, name.size() - 5));
-    if (key_stack == stack && platform_family(key_platform) == family) candidates.push_back(e.path().string());
+  for (const std::string& path : filed_goldens(root, smoke)) {  // sorted: the first by name
+    auto [key_platform, key_stack] = split_golden_key(fs::path(path).stem().string());
+    if (key_stack == stack && platform_family(key_platform) == family) return GoldenLookup{path, false, true};
   }
-  if (candidates.empty()) return std::nullopt;
-  std::sort(candidates.begin(), candidates.end());
-  return GoldenLookup{candidates.front(), false, true};
+  return std::nullopt;
 }
 
 }  // namespace

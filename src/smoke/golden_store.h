@@ -101,6 +101,12 @@ struct GoldenLookup {
 std::optional<GoldenLookup> find_golden(const std::string& root, const std::string& smoke,
                                         const std::string& platform, const std::string& stack = "");
 
+/// Every golden filed for `smoke` under `root`: the *.json entries of
+/// <root>/<smoke>/ whose name is a golden key, sorted byte-wise (whatever
+/// their type: reading one that is no file names it). Empty when the
+/// folder does not exist.
+std::vector<std::string> filed_goldens(const std::string& root, const std::string& smoke);
+
 /// What a stand-in golden means for a run on `platform` under `stack`, said
 /// as a check note ("no golden for platform ...; compared against ..."),
 /// "" when `found` is the run's own. Throws nothing.

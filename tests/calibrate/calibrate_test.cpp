@@ -30,6 +30,16 @@ void stack_and_lr(size_t, const ChildRun& run, RunRecord& r) {
   g *= 1 + 10 * (run.overrides.lr_scale - 1);
 }
 
+// The project's smoke made a trainer smoke (`python3 train.py`, JSONL
+// metrics, batch probes: a data-only pass of its own).
+void as_trainer(nlohmann::json& cfg) {
+  for (const char* k : {"data", "model", "optimizer"}) cfg.erase(k);
+  cfg["trainer"] = {{"command", {"python3", "train.py"}},
+                    {"metrics", {{"format", "jsonl"}, {"path", "{out}/m.jsonl"},
+                                 {"series", {{"loss", "loss"}, {"grad_norm", "grad_norm"}}}}},
+                    {"probes", "{out}/probes.jsonl"}};
+}
+
 CalibrateOptions options(const GateProject& p) {
   CalibrateOptions o;
   o.out_dir = p.out_dir();
@@ -102,6 +112,45 @@ TEST(Calibrate, TheSpreadOfTheThreadsSetsTheRuleAndTheDetectionLimitIsBisected) 
   std::string text = render_calibration_text(c);
   EXPECT_NE(text.find("detection: catches lr x (1 +- 0.000316), misses lr x (1 +- 0.0001); 12 runs"), std::string::npos)
       << text;
+}
+
+// A trainer smoke's planted-lr runs make no data-only pass (a process of
+// its own, which a learning rate cannot change): they take the first
+// run's, and find the same limit.
+TEST(Calibrate, ATrainersPlantedRunsTakeTheFirstRunsDataOnlyPass) {
+  GateProject p("cal-trainer", as_trainer);
+  FakeLauncher l;
+  l.edit = stack_and_lr;
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1,2")};
+  Calibration c = calibrate_smoke(p.smoke_file(), o, l);
+  ASSERT_TRUE(c.detection.measured) << c.detection.why_not;
+  EXPECT_NEAR(c.detection.catches, std::pow(10, -3.5), 1e-9);
+  EXPECT_EQ(c.detection.runs, 12);
+  ASSERT_EQ(l.calls.size(), 16u);  // 2 points x 2 repeats, then the 12 planted runs
+  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(l.calls[i].data_pass) << i;
+  for (size_t i = 4; i < l.calls.size(); ++i) EXPECT_FALSE(l.calls[i].data_pass) << i;
+}
+
+// A trainer whose training pass consumed other batches than its data-only
+// pass is refused as check refuses it, before any rule is recommended.
+TEST(Calibrate, ATrainerWhoseDataPassDoesNotReplayTrainingIsRefusedAsCheckRefusesIt) {
+  GateProject p("cal-shared-generator", as_trainer);
+  FakeLauncher l;
+  l.record.train_probes[1].sample_index_hash = "00000000000000ff";
+  CalibrateOptions o = options(p);
+  o.axes = {parse_axis("threads=1,2")};
+  try {
+    calibrate_smoke(p.smoke_file(), o, l);
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()).rfind(p.smoke_file() + ": threads=1 #1: the training pass consumed other batches "
+                                          "than the data-only pass, first at batch 1: other samples", 0), 0u)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("though the 2 runs repeated bit for bit"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(l.calls.size(), 4u);  // no detection run
 }
 
 TEST(Calibrate, ARunThatIgnoresThePlantedLearningRateIsSaid) {

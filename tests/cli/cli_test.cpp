@@ -280,12 +280,19 @@ TEST_F(Cli, ASuiteEndsWithOneSummaryLine) {
   nlohmann::json other = parse_json_file(smoke());
   other["name"] = "digits-unblessed";
   write_file_atomically((p / "smoke" / "digits-unblessed.json").string(), pretty_dump(other));
-  Result r = lockstep("check " + (p / "smoke").string() + " --out " + (p / "out").string());
+  Result r = lockstep("check " + (p / "smoke").string() + " --out " + (p / "out").string() + " --quiet");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("\ncheck: 2 smokes: 1 PASS, 1 BAD INPUT (digits-unblessed); exit 2 (junit " +
                           (p / "out").string() + "/junit.xml)\n"),
             std::string::npos)
       << r.output;
+  // --quiet: the passing smoke is its headline alone, the other in full;
+  // both have their reports.
+  EXPECT_NE(r.output.find("lockstep: digits-cnn: PASS (exit 0)\nlockstep: digits-unblessed: BAD INPUT (exit 2): "),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("environment"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(p / "out" / "digits-cnn" / "report.md"));
   fs::remove_all(p);
 }
 

@@ -65,11 +65,28 @@ TEST(HistoryCli, TwoJobsPushingOneAfterTheOtherKeepBothNights) {
   EXPECT_NE(pc.output.find("history: pulled 1 ledger(s) from lockstep-history at origin; 1 updated in lockstep-history"),
             std::string::npos) << pc.output;
   // A branch that exists but holds no ledger says so (not "does not exist").
-  ASSERT_EQ(shell("git -C '" + c + "' push -q origin main:other-branch").code, 0);
+  ASSERT_EQ(shell("cd '" + c + "' && git checkout -q --orphan notes && git rm -rqf . && echo x > README && "
+                  "git add README && git commit -qm notes && git push -q origin notes:other-branch && "
+                  "git checkout -q main").code, 0);
   Result po = lockstep("history pull other --branch other-branch", "", c);
   EXPECT_EQ(po.code, 0) << po.output;
   EXPECT_NE(po.output.find("history: pulled 0 ledger(s) from other-branch at origin (the branch holds no "
                            "<smoke>.jsonl ledger); 0 updated in other"), std::string::npos) << po.output;
+  // A branch of code is refused by a pull as by a push: nothing is pulled.
+  Result code = lockstep("history pull other --branch main", "", c);
+  EXPECT_EQ(code.code, 2) << code.output;
+  EXPECT_NE(code.output.find("main:goldens: expected a branch of plain files only"), std::string::npos) << code.output;
+  // An empty ledger on the branch is refused, by a pull and by a push.
+  ASSERT_EQ(shell("cd '" + c + "' && git fetch -q origin lockstep-history && git checkout -q -b h FETCH_HEAD && "
+                  ": > empty.jsonl && git add empty.jsonl && git commit -qm cut && "
+                  "git push -q origin h:lockstep-history && git checkout -q main").code, 0);
+  for (const char* verb : {"pull", "push"}) {
+    Result cut = lockstep(std::string("history ") + verb + " lockstep-history", "", c);
+    EXPECT_EQ(cut.code, 2) << verb << ": " << cut.output;
+    EXPECT_NE(cut.output.find("empty.jsonl (lockstep-history at origin): expected at least one night"),
+              std::string::npos) << verb << ": " << cut.output;
+  }
+  EXPECT_FALSE(fs::exists(fs::path(c) / "lockstep-history" / "empty.jsonl"));
   Result h = lockstep("history lockstep-history", "", c);
   EXPECT_EQ(h.code, 0) << h.output;
   EXPECT_NE(h.output.find("history: wine-mlp: 2 nights"), std::string::npos) << h.output;

@@ -41,6 +41,13 @@ TEST(InitCli, ScaffoldsARepositoryWhoseExampleBlessesAndChecks) {
   ASSERT_EQ(bless.code, 0) << bless.output;
   Result check = lockstep("check smoke/", "", d.string());
   EXPECT_EQ(check.code, 0) << check.output;
+  // Run again in the gated repository, init's next step is check, not a first bless.
+  Result again = lockstep("init " + d.string());
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("next: commit these files, then `lockstep check smoke/` (goldens/ has goldens; a smoke "
+                              "without one: `lockstep bless smoke/<name>.json --reason ...`, then commit goldens/)"),
+            std::string::npos)
+      << again.output;
   fs::remove_all(d);
 }
 

@@ -747,6 +747,25 @@ TEST(Compare, ASeedChangedInTheConfigIsAChangedInput) {
   EXPECT_EQ(v.first_divergence.rfind("input changed: smoke config unit", 0), 0u) << v.first_divergence;
 }
 
+// A golden whose seed.base was edited by hand, its config values hash the
+// run's, contradicts itself: exit 2 naming the field, never a pass.
+TEST(Compare, AGoldenClaimingAnotherSeedUnderTheSameConfigIsRefused) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["config.values_xxh3"] = {std::string(16, 'a'), false, true};
+  RunRecord run = golden;
+  golden.seed = 1;
+  try {
+    compare_records(run, golden, {});
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(std::string(e.what()),
+              "golden: seed.base: expected " + std::to_string(run.seed) + ", the seed of the config values it was made "
+              "from (its config.values_xxh3 is the run's), got 1: the golden contradicts itself (edited by hand?); "
+              "re-bless");
+  }
+}
+
 // Records that keep the config's fields name the ones that changed.
 TEST(Compare, AChangedConfigNamesItsFields) {
   RunRecord golden = make_record({2.5, 2.25});

@@ -391,6 +391,23 @@ TEST(CheckSmoke, APendingGoldenCopiedIntoTheGoldensIsRefused) {
   EXPECT_NE(all.find(copied + ": provenance.action: a pending golden a failing check left"), std::string::npos) << all;
 }
 
+// Every golden of the smoke is read before the first run: a damaged one is
+// exit 2 naming its byte before any run, even one filed for another
+// platform than this run's.
+TEST(CheckSmoke, ADamagedGoldenIsBadInputBeforeAnyRun) {
+  GateProject p("damaged-first");
+  p.write_golden(make_gate_record());
+  std::string damaged = p.goldens_dir() + "/unit/cuda-sm90.json";
+  write_file_atomically(damaged, "{\"lockstep\": 1, \"smoke\": ");
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
+  EXPECT_EQ(c.verdict.first_divergence.rfind(damaged + ": ", 0), 0u) << c.verdict.first_divergence;
+  EXPECT_NE(c.verdict.first_divergence.find("truncated"), std::string::npos) << c.verdict.first_divergence;
+  EXPECT_TRUE(l.calls.empty());
+  EXPECT_FALSE(c.ran);
+}
+
 // A trainer golden holding a series the config's trainer.metrics.series
 // does not name was not made from this config: check refuses it as
 // verify-goldens does (exit 2), rather than failing the run against it.

@@ -198,6 +198,11 @@ TEST(Ledger, TruncatedOrEditedLinesAreExit2NamingTheLineUnlessSkipped) {
   write_file_atomically(file, edited);
   std::string e = error_of([&] { read_ledger(file, false); });
   EXPECT_HAS(e, file + ": line 2: verdict: expected one of");
+  // A command about to add a night says the way on.
+  EXPECT_HAS(error_of([&] { read_ledger_to_append(file, d.string()); }),
+             "; `lockstep history " + d.string() + " --skip-bad` reads the other lines, naming each one it leaves "
+             "out; a night is entered only into a ledger that reads whole: restore this one (its history branch, "
+             "`lockstep history pull`, or the CI cache), or move it aside");
   LedgerRead skipped = read_ledger(file, true);
   EXPECT_EQ(skipped.entries.size(), 2u);
   ASSERT_EQ(skipped.skipped.size(), 2u);
@@ -210,6 +215,14 @@ TEST(Ledger, TruncatedOrEditedLinesAreExit2NamingTheLineUnlessSkipped) {
   EXPECT_HAS(error_of([&] { read_ledger(file, false); }),
              file + ": line 3: expected a complete line ending in a newline (the file ends inside line 3)");
   EXPECT_EQ(read_ledger(file, true).entries.size(), 2u);
+
+  // A byte-order mark an editor added is named at its byte, even on a
+  // ledger of one line (whose hash no later line checks).
+  for (const std::string& saved : {"\xEF\xBB\xBF" + text, "\xEF\xBB\xBF" + text.substr(0, first_end + 1)}) {
+    write_file_atomically(file, saved);
+    EXPECT_HAS(error_of([&] { read_ledger(file, true); }),
+               file + ": line 1: byte 0: expected a ledger line ('{'), got a UTF-8 byte-order mark");
+  }
 
   // A line emptied by hand: lockstep writes no blank line.
   write_file_atomically(file, text.substr(0, first_end + 1) + "\n" + text.substr(first_end + 1));

@@ -149,6 +149,10 @@ TEST_F(Csv, MissingColumns) {
   EXPECT_EQ(error("\n\n"), file_ + ": expected a CSV header row (the file holds only blank lines)");
   EXPECT_EQ(error(""), file_ + ": expected a non-empty log (the file has 0 bytes)");
   EXPECT_HAS(error("step,loss\n"), "never appears");
+  // The step column named as a series too: its values would be their own steps.
+  EXPECT_EQ(error("step,loss\n0,1\n", {{"loss", "loss"}, {"steps", "step"}}),
+            file_ + ": column 'step': expected a metric column other than the step column 'step' (the step key "
+                    "names it too)");
 }
 
 TEST_F(Csv, BadRows) {

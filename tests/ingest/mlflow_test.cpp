@@ -352,6 +352,10 @@ TEST_F(MlflowFileStore, RefusalsNameTheFileLineOrKey) {
   metric("train/loss", "1000 2.5 0\n1001 2.25\n");
   EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}),
              file + ": line 2: expected 3 fields as on line 1, got 2 (a line cut short?)");
+  // A last line without its newline was cut: "1001 2.0 10" cut to "1001 2.0 1" reads as another step.
+  metric("train/loss", "1000 2.0 0\n1001 2.0 1");
+  EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}),
+             file + ": line 2: expected a line ending in a newline; the file ends mid-line");
   metric("train/loss", "1000 2.5 0\r\r\n");
   EXPECT_HAS(error(run_.string(), "", {{"loss", "train/loss"}}), file + ": line 1: expected a step of 0 or more last");
   EXPECT_HAS(error(run_.string(), "", {{"loss", "train//loss"}}),

@@ -104,6 +104,14 @@ TEST_F(PeerGoldens, MegatronStepsMustFollowStartStepAndInterval) {
                 R"({"lm loss": {"start_step": 1, "end_step": 11, "step_interval": 5, "values": {"1": 1, "6": "nan", "11": 3}}})",
                 {{"loss", "lm loss"}});
   EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{1, 11}));  // step 6 not logged
+  // From step 0, a hole keeps every step where it is: the values after it
+  // never slide onto the step before (Series::steps empty means 0..n-1).
+  auto from0 = read(MetricsFormat::kMegatron,
+                    R"({"lm loss": {"start_step": 0, "end_step": 4, "step_interval": 1,
+                                     "values": {"0": 1, "1": 2, "2": "nan", "3": 4, "4": 5}}})",
+                    {{"loss", "lm loss"}});
+  EXPECT_EQ(from0.at("loss").values, (std::vector<double>{1, 2, 4, 5}));
+  EXPECT_EQ(from0.at("loss").steps, (std::vector<int64_t>{0, 1, 3, 4}));
   EXPECT_EQ(s.at("loss").not_logged, std::vector<int64_t>{6});
   EXPECT_EQ(s.at("loss").not_logged_count, 1u);
   EXPECT_HAS(error(MetricsFormat::kMegatron,

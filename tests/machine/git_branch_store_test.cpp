@@ -162,6 +162,14 @@ TEST_F(BranchStore, ABranchOfCodeOrTheCheckedOutOneIsRefusedAndMovesNothing) {
             std::string::npos);
   EXPECT_EQ(sh("git -C '" + remote_ + "' rev-parse code"), tip) << "the remote's branch untouched";
   EXPECT_EQ(sh("git -C '" + a + "' for-each-ref refs/heads/code"), "") << "no local branch left behind";
+  // A pull is refused alike: the branch is not a ledger branch.
+  try {
+    fetch_branch_files(code);
+    ADD_FAILURE() << "pulled a branch holding a folder";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("code:src: expected a branch of plain files only"), std::string::npos) << e.what();
+  }
 
   commit_and_push({{"s.jsonl", "night 1\n"}}, in("a"), union_lines);
   sh("cd '" + b + "' && git fetch -q origin lockstep-history && git checkout -q -b h FETCH_HEAD && "
