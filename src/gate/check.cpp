@@ -650,6 +650,19 @@ std::map<std::string, Golden> read_smoke_goldens(const std::string& root, const 
   return out;
 }
 
+// The golden the run is compared with (find_golden: its platform, else its
+// family; its stack label, else unlabeled), moved out of `goldens` (read up
+// front) into `golden`; nullopt when the smoke has none usable.
+std::optional<GoldenLookup> pick_golden(const std::string& root, const SmokeConfig& cfg, const RunRecord& run,
+                                        std::map<std::string, Golden>& goldens, Golden& golden) {
+  auto found = find_golden(root, cfg.name, run.platform, run.stack);
+  if (!found) return found;
+  auto read = goldens.find(fs::path(found->path).lexically_normal().string());
+  // Filed while the runs ran (not read up front): read now, by the same rules.
+  golden = read != goldens.end() ? std::move(read->second) : read_smoke_golden(found->path, cfg);
+  return found;
+}
+
 SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const CheckSmokeOptions& o,
                         Launcher& launcher) {
   SmokeCheck c;
@@ -680,13 +693,8 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     return nondeterministic_check(cfg.name, runs, i, diff, dir);
   }
   // 2. The trainer's batches are the data-only pass's.
-  auto found = find_golden(root, cfg.name, run.platform, run.stack);
   Golden golden;
-  if (found) {
-    auto read = goldens.find(fs::path(found->path).lexically_normal().string());
-    // Filed while the runs ran (not read above): read now, as above.
-    golden = read != goldens.end() ? std::move(read->second) : read_smoke_golden(found->path, cfg);
-  }
+  const auto found = pick_golden(root, cfg, run, goldens, golden);
   const std::string data_note = settle_data_pass(launcher, base, cfg, dir, found ? &golden.record : nullptr, runs);
   if (auto [code, why] = data_pass_mismatch(cfg, run, repeat, dir); !why.empty()) {
     c.verdict = stopped_verdict(cfg.name, code, why);
