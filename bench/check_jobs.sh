@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `lockstep check -j N`: the wall time of the smoke suite checked one child
 # run at a time (-j 1) and with N jobs (default 2), alternately, median of
-# R rounds each (default 3); prints both, the CPU time of each, and the
+# R rounds each (default 3); prints both, with the user and system time
+# of each (bench/timing.sh), and the
 # ratio (goal on 2 cores: -j 2 <= 0.6 x -j 1). The verdicts must not
 # change with N: the script also fails if the two junit files differ.
 # A multi-rank smoke of N ranks or more holds every slot at any -j: its
@@ -18,14 +19,10 @@ lockstep="$PWD/build/lockstep"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+source bench/timing.sh
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-one() {  # one check with -j $1: appends "wall cpu" to $work/j$1
-  local t0 t1 cpu
-  t0=$(date +%s.%N)
-  /usr/bin/time -o "$work/time" -f "%U %S" "$lockstep" check $smokes -j "$1" --out "$work/out-$1" >"$work/log-$1" 2>&1
-  cpu=$(tail -1 "$work/time")
-  t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" -v c="$cpu" 'BEGIN {split(c, u, " "); print b - a, u[1] + u[2]}' >>"$work/j$1"
+one() {  # one check with -j $1: appends "wall user sys" to $work/j$1
+  TIMED_LOG="$work/log-$1" run_timed "$lockstep" check $smokes -j "$1" --out "$work/out-$1" >>"$work/j$1"
 }
 # The multi-rank smokes with at least N ranks (distributed.world_size).
 wide=()
@@ -44,10 +41,10 @@ for _ in $(seq "$rounds"); do
     awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}' >>"$work/wide"
   fi
 done
-s1=$(cut -d' ' -f1 "$work/j1" | median); c1=$(cut -d' ' -f2 "$work/j1" | median)
-sn=$(cut -d' ' -f1 "$work/j$jobs" | median); cn=$(cut -d' ' -f2 "$work/j$jobs" | median)
-printf 'check %s -j 1:  %.2f s wall, %.2f s CPU   median of %d\n' "$smokes" "$s1" "$c1" "$rounds"
-printf 'check %s -j %d:  %.2f s wall, %.2f s CPU   median of %d\n' "$smokes" "$jobs" "$sn" "$cn" "$rounds"
+s1=$(median_line "$work/j1" | cut -d' ' -f1)
+sn=$(median_line "$work/j$jobs" | cut -d' ' -f1)
+printf 'check %s -j 1:  %s   median of %d\n' "$smokes" "$(timed_line "$(median_line "$work/j1")")" "$rounds"
+printf 'check %s -j %d:  %s   median of %d\n' "$smokes" "$jobs" "$(timed_line "$(median_line "$work/j$jobs")")" "$rounds"
 awk -v a="$s1" -v b="$sn" -v j="$jobs" 'BEGIN {printf "ratio -j %d / -j 1: %.2f (goal <= 0.60 on 2 cores)\n", j, b / a}'
 if [ -s "$work/wide" ]; then
   m=$(median <"$work/wide")

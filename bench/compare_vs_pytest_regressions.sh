@@ -75,20 +75,19 @@ PY
 (cd "$work" && CURVES=golden.csv /usr/bin/python3 -m pytest -q -p no:cacheprovider --force-regen test_numreg.py >/dev/null 2>&1) || true
 [ -f "$work/test_numreg/golden.csv" ] || { echo "bench: num_regression wrote no golden" >&2; exit 1; }
 
-t0=$(date +%s.%N)
-./build-notorch/lockstep compare "$work/run.json" "$work/golden.json" >/dev/null
-t1=$(date +%s.%N)
-./build-notorch/lockstep compare "$work/run-sidecar.json" "$work/golden-sidecar.json" >/dev/null
-t2=$(date +%s.%N)
-(cd "$work" && CURVES=run.csv /usr/bin/python3 -m pytest -q -p no:cacheprovider test_numreg.py >"$work/pytest.log" 2>&1) || { tail -20 "$work/pytest.log"; exit 1; }
-t3=$(date +%s.%N)
-/usr/bin/python3 - "$t0" "$t1" "$t2" "$t3" "$steps" <<'PY'
+source bench/timing.sh
+inline=$(run_timed ./build-notorch/lockstep compare "$work/run.json" "$work/golden.json")
+sidecar=$(run_timed ./build-notorch/lockstep compare "$work/run-sidecar.json" "$work/golden-sidecar.json")
+cd "$work"
+pytest=$(CURVES=run.csv TIMED_LOG="$work/pytest.log" run_timed /usr/bin/python3 -m pytest -q -p no:cacheprovider test_numreg.py)
+/usr/bin/python3 - "$inline" "$sidecar" "$pytest" "$steps" <<'PY'
 import sys
-t0, t1, t2, t3, steps = map(float, sys.argv[1:])
-inline, sidecar, p = t1 - t0, t2 - t1, t3 - t2
-print(f"{int(steps)} steps x 8 metrics: pytest-regressions num_regression (CSV) {p:.3f} s")
+(iw, iu, isy), (sw, su, ss), (pw, pu, ps) = (map(float, a.split()) for a in sys.argv[1:4])
+steps = int(sys.argv[4])
+line = lambda w, u, s: f"{w:.3f} s wall ({u:.2f} user + {s:.2f} sys)"
+print(f"{steps} steps x 8 metrics: pytest-regressions num_regression (CSV) {line(pw, pu, ps)}")
 own = "sidecar" if steps > 10000 else "inline"  # record/series_file.h: kInlineSeriesSteps
-print(f"  lockstep compare, series in a sidecar: {sidecar:.3f} s, ratio {p / sidecar:.1f}x")
-print(f"  lockstep compare, series inline:       {inline:.3f} s, ratio {p / inline:.1f}x")
+print(f"  lockstep compare, series in a sidecar: {line(sw, su, ss)}, ratio {pw / sw:.1f}x (goal >= 20x)")
+print(f"  lockstep compare, series inline:       {line(iw, iu, isy)}, ratio {pw / iw:.1f}x")
 print(f"  (lockstep writes records of this length with the series {own})")
 PY

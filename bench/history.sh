@@ -49,36 +49,31 @@ for s in range(smokes):
 PY
 ledger_mb=$(du -sm "$work/history" | cut -f1)
 
-best_of() {  # best wall time of 3 runs of CMD, in seconds
-  local best=""
-  for _ in 1 2 3; do
-    local t0 t1
-    t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N)
-    best=$(/usr/bin/python3 -c "import sys; d = float(sys.argv[2]) - float(sys.argv[1]); b = sys.argv[3]; print(d if not b or d < float(b) else b)" "$t0" "$t1" "$best")
-  done
-  echo "$best"
-}
-text_s=$(best_of "$build/lockstep" history "$work/history")
-html_s=$(best_of "$build/lockstep" history "$work/history" --html "$work/history.html")
+source bench/timing.sh
+best_of 3 "$build/lockstep" history "$work/history"; text_line=$(timing_line)
+best_of 3 "$build/lockstep" history "$work/history" --html "$work/history.html"; html_line=$(timing_line)
 html_mb=$(/usr/bin/python3 -c "import os, sys; print('%.2f' % (os.path.getsize(sys.argv[1]) / 1e6))" "$work/history.html")
 echo "history: $nights nights x $smokes smokes x 8 series of 1000 steps ($ledger_mb MB of ledgers)"
-echo "  text:  $text_s s   (goal <= 1 s)"
-echo "  html:  $html_s s, $html_mb MB   (goals <= 3 s, <= 5 MB)"
+echo "  text: $text_line   (goal <= 1 s)"
+echo "  html: $html_line, $html_mb MB   (goals <= 3 s, <= 5 MB)"
 
 # check --history against check, alternately, median of 5 (needs build/ with LibTorch).
 full="${LOCKSTEP_BUILD:-build}"
 if [ -x "$full/lockstep" ]; then
   /usr/bin/python3 - "$full/lockstep" "$work" <<'PY'
-import statistics, subprocess, sys, time
+import resource, subprocess, sys, time
 lockstep, work = sys.argv[1], sys.argv[2]
 plain, kept = [], []
 for i in range(5):
     for times, extra in ((plain, []), (kept, ["--history", f"{work}/check-history"])):
-        t0 = time.monotonic()
+        r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
         subprocess.run([lockstep, "check", "smoke/wine-mlp.json", "--out", f"{work}/check-out"] + extra,
                        check=True, stdout=subprocess.DEVNULL)
-        times.append(time.monotonic() - t0)
-a, b = statistics.median(plain), statistics.median(kept)
-print(f"check --history: {b:.3f} s against check {a:.3f} s (wine-mlp, median of 5): ratio {b / a:.3f}   (goal <= 1.02)")
+        r1, t1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+        times.append((t1 - t0, r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime))
+median = lambda runs: sorted(runs)[(len(runs) - 1) // 2]  # by wall time, with that run's user and sys
+line = lambda r: f"{r[0]:.3f} s wall ({r[1]:.2f} user + {r[2]:.2f} sys)"
+a, b = median(plain), median(kept)
+print(f"check --history: {line(b)} against check {line(a)} (wine-mlp, median of 5): ratio {b[0] / a[0]:.3f}   (goal <= 1.02)")
 PY
 fi

@@ -3,7 +3,8 @@
 #   1. `lockstep run smoke/digits-cnn.json` against bench/bare_train_loop
 #      (the same 10 steps on the same batches, no probes, metrics,
 #      fingerprint or record), whole processes, median of N each; prints
-#      both and the ratio (goal <= 1.05);
+#      both, with user and system time (bench/timing.sh), and the ratio
+#      (goal <= 1.05);
 #   2. the wall time of `lockstep check smoke/` after the build (goal < 30 s
 #      on 2 cores).
 #   bench/run_vs_bare_loop.sh [N]     (default 7; needs ci/fetch-data.sh)
@@ -19,19 +20,14 @@ data="${LOCKSTEP_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lockstep/data}/digits
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-seconds() {  # wall seconds of one command
-  local t0 t1
-  t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N)
-  awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}' 
-}
+source bench/timing.sh
 for _ in $(seq "$n"); do
-  seconds "./$build_dir/lockstep" run smoke/digits-cnn.json --record "$work/r.json" --quiet >>"$work/lockstep"
-  seconds "./$build_dir/bench/bare_train_loop" "$data" >>"$work/bare"
+  run_timed "./$build_dir/lockstep" run smoke/digits-cnn.json --record "$work/r.json" --quiet >>"$work/lockstep"
+  run_timed "./$build_dir/bench/bare_train_loop" "$data" >>"$work/bare"
 done
-l=$(median <"$work/lockstep"); b=$(median <"$work/bare")
-printf 'lockstep run (process):  %.3f s   median of %d\n' "$l" "$n"
-printf 'bare LibTorch loop:      %.3f s\n' "$b"
-printf 'ratio:                   %.2f   (goal <= 1.05)\n' "$(awk -v a="$l" -v b="$b" 'BEGIN {print a / b}')"
-s=$(seconds "./$build_dir/lockstep" check smoke/ --out "$work/check")
-printf 'check smoke/ (%d smokes): %.1f s   (goal < 30 s)\n' "$(ls smoke/*.json | wc -l)" "$s"
+l=$(median_line "$work/lockstep"); b=$(median_line "$work/bare")
+echo "lockstep run (process):  $(timed_line "$l")   median of $n"
+echo "bare LibTorch loop:      $(timed_line "$b")"
+printf 'ratio:                   %.2f   (goal <= 1.05)\n' "$(awk -v a="${l%% *}" -v b="${b%% *}" 'BEGIN {print a / b}')"
+s=$(run_timed "./$build_dir/lockstep" check smoke/ --out "$work/check")
+echo "check smoke/ ($(ls smoke/*.json | wc -l) smokes): $(timed_line "$s")   (goal < 30 s)"

@@ -6,6 +6,12 @@
 #   best_of 5 lockstep check smoke/ -j 1     # sets BEST_WALL, BEST_USER, BEST_SYS (seconds)
 #   echo "$(timing_line)"                     # "4.47 s wall (3.31 user + 1.54 sys)"
 #
+# Scripts that keep a median instead: one run at a time, then the run whose
+# wall time is the median, with its own user and system time:
+#
+#   run_timed lockstep run smoke/wine-mlp.json >>"$work/runs"   # a line "WALL USER SYS"
+#   timed_line "$(median_line "$work/runs")"                      # "4.47 s wall (3.31 user + 1.54 sys)"
+#
 # A figure on a VM: the wall time is what the goal is about; user + sys
 # beside it says whether the CPU or the kernel (page faults, fresh memory)
 # took it (docs/development.md, "Reading a figure on a VM"). The command's
@@ -27,3 +33,27 @@ best_of() {
 
 # timing_line: the kept run as "W s wall (U user + S sys)".
 timing_line() { printf '%6.2f s wall (%.2f user + %.2f sys)' "$BEST_WALL" "$BEST_USER" "$BEST_SYS"; }
+
+# run_timed CMD...: runs CMD once, its output to $TIMED_LOG (default
+# /dev/null), and prints "WALL USER SYS" in seconds. A failing command
+# stops the bench (exit 1), showing its log when there is one.
+run_timed() {
+  local t log=${TIMED_LOG:-/dev/null}
+  t=$( { TIMEFORMAT='%R %U %S'; time "$@" >"$log" 2>&1; } 2>&1 ) || {
+    echo "bench: $* failed" >&2
+    [[ "$log" != /dev/null ]] && cat "$log" >&2
+    exit 1
+  }
+  tail -n1 <<<"$t"
+}
+
+# median_line FILE: of FILE's lines "WALL USER SYS ...", the one whose wall
+# time is the median (the lower one of an even count).
+median_line() { sort -g "$1" | awk '{a[NR] = $0} END {print a[int((NR + 1) / 2)]}'; }
+
+# timed_line "WALL USER SYS": "W s wall (U user + S sys)".
+timed_line() {
+  local w u s
+  read -r w u s _ <<<"$1"
+  printf '%6.2f s wall (%.2f user + %.2f sys)' "$w" "$u" "$s"
+}

@@ -2,7 +2,8 @@
 # The cost of module tracing (docs/module-trace.md): wall time of
 # `lockstep run` on each built-in model's committed smoke with the default
 # trace (trace.steps 2) against the same smoke with trace.steps 0, best of
-# 21 each (interleaved), and with every step traced (trace.steps = steps).
+# 21 each (interleaved), and with every step traced (trace.steps = steps);
+# each best run with its user and system time (bench/timing.sh).
 # The wall time of a run (most of it loading LibTorch) varies by about
 # 10% from run to run on a 2-core machine, more than tracing costs, so the
 # script also prints the median steady step time traced against untraced
@@ -15,17 +16,15 @@ lockstep="$(realpath "${1:-build}")/lockstep"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-now() { date +%s.%N; }
+source bench/timing.sh
 steps_s() {  # median seconds of the record's steady training steps (resources.step_time_s, step 0 left out)
   /usr/bin/python3 -c 'import json,statistics,sys; print(statistics.median(json.load(open(sys.argv[1]))["resources"]["step_time_s"][1:]))' "$1"
 }
 min() { awk -v t="$1" -v b="$2" 'BEGIN{print (b==""||t<b)?t:b}'; }
-# One timed run of `lockstep run CONFIG --record RECORD`: "<wall s> <training steps s>".
-timed() {
-  local t0 t1; t0=$(now); "$lockstep" run "$1" --record "$2" >/dev/null 2>&1 || { echo "bench: $lockstep run $1 failed" >&2; exit 1; }
-  t1=$(now)
-  echo "$(awk -v a="$t0" -v c="$t1" 'BEGIN{print c-a}') $(steps_s "$2")"
-}
+# best "W U S" "W U S": the line of the lower wall time (either may be "").
+best() { if [[ -z "$2" ]] || awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN{exit !(a < b)}'; then echo "$1"; else echo "$2"; fi; }
+# One timed run of `lockstep run CONFIG --record RECORD`: "<wall s> <user s> <sys s> <training steps s>".
+timed() { echo "$(run_timed "$lockstep" run "$1" --record "$2") $(steps_s "$2")"; }
 
 worst=0 derived=0
 for smoke in digits-cnn wine-mlp tokens-transformer; do
@@ -42,17 +41,20 @@ json.dump(cfg, open(sys.argv[2], "w"), indent=1)
 PY
   done
   # Interleaved, so drift in the machine's speed hits all three alike; best of 21.
-  t_off="" s_off="" t_on="" s_on="" t_all="" s_all=""
+  r_off="" s_off="" r_on="" s_on="" r_all="" s_all=""
   for _ in $(seq 21); do
-    read -r t s < <(timed "$work/$smoke-0.json" "$work/off.json"); t_off=$(min "$t" "$t_off"); s_off=$(min "$s" "$s_off")
-    read -r t s < <(timed "smoke/$smoke.json" "$work/on.json"); t_on=$(min "$t" "$t_on"); s_on=$(min "$s" "$s_on")
-    read -r t s < <(timed "$work/$smoke-all.json" "$work/all.json"); t_all=$(min "$t" "$t_all"); s_all=$(min "$s" "$s_all")
+    read -r t u y s < <(timed "$work/$smoke-0.json" "$work/off.json"); r_off=$(best "$t $u $y" "$r_off"); s_off=$(min "$s" "$s_off")
+    read -r t u y s < <(timed "smoke/$smoke.json" "$work/on.json"); r_on=$(best "$t $u $y" "$r_on"); s_on=$(min "$s" "$s_on")
+    read -r t u y s < <(timed "$work/$smoke-all.json" "$work/all.json"); r_all=$(best "$t $u $y" "$r_all"); s_all=$(min "$s" "$s_all")
   done
+  t_off=${r_off%% *} t_on=${r_on%% *} t_all=${r_all%% *}
   ratio=$(awk -v a="$t_on" -v b="$t_off" 'BEGIN{printf "%.3f", a/b}')
   worst=$(awk -v r="$ratio" -v w="$worst" 'BEGIN{print (r>w)?r:w}')
   derived=$(awk -v a="$s_all" -v b="$s_off" -v t="$t_off" -v w="$derived" 'BEGIN{r=1+2*(a-b)/t; print (r>w)?r:w}')
-  printf '%-19s run: untraced %.3f s, traced (2 steps) %.3f s, every step %.3f s: ratio %s (every step %.3f)\n' \
-    "$smoke" "$t_off" "$t_on" "$t_all" "$ratio" "$(awk -v a="$t_all" -v b="$t_off" 'BEGIN{print a/b}')"
+  printf '%-19s run: ratio %s (every step %.3f)\n' "$smoke" "$ratio" "$(awk -v a="$t_all" -v b="$t_off" 'BEGIN{print a/b}')"
+  printf '%-19s   untraced:          %s\n' "" "$(timed_line "$r_off")"
+  printf '%-19s   traced (2 steps):  %s\n' "" "$(timed_line "$r_on")"
+  printf '%-19s   every step traced: %s\n' "" "$(timed_line "$r_all")"
   # A traced step against an untraced one (every step traced vs none), and
   # what the default's two traced steps add to a run, from that difference.
   printf '%-19s median step: untraced %.2f ms, traced %.2f ms (+%.2f ms); 2 traced steps add %.2f%% to the run\n' "" \

@@ -13,6 +13,7 @@
 #include "compare/junit_report.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_edit.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
@@ -256,80 +257,6 @@ nlohmann::json calibration_block(const Calibration& c) {
   return b;
 }
 
-namespace {
-
-// Where top-level key `key`'s value lies in `text` (a JSON object, valid):
-// [begin, end); {npos, npos} when the key is absent.
-std::pair<size_t, size_t> top_level_value(const std::string& text, const std::string& key) {
-  const size_t npos = std::string::npos;
-  int depth = 0;
-  char last = 0;  // the last significant character outside strings
-  for (size_t i = 0; i < text.size(); ++i) {
-    char ch = text[i];
-    if (ch == '"') {
-      size_t start = i++;
-      for (; i < text.size() && text[i] != '"'; ++i)
-        if (text[i] == '\\') ++i;
-      if (depth == 1 && (last == '{' || last == ',')) {
-        std::string name = nlohmann::json::parse(text.substr(start, i - start + 1)).get<std::string>();
-        size_t colon = text.find(':', i + 1);
-        size_t begin = text.find_first_not_of(" \t\r\n", colon + 1);
-        // The value ends where depth comes back to 1 at ',' or '}'.
-        int d = 1;
-        size_t j = begin;
-        for (; j < text.size(); ++j) {
-          char x = text[j];
-          if (x == '"') {
-            for (++j; j < text.size() && text[j] != '"'; ++j)
-              if (text[j] == '\\') ++j;
-          } else if (x == '{' || x == '[') {
-            ++d;
-          } else if (x == '}' || x == ']') {
-            if (--d == 0) break;
-          } else if (x == ',' && d == 1) {
-            break;
-          }
-        }
-        size_t end = text.find_last_not_of(" \t\r\n", j - 1) + 1;
-        if (name == key) return {begin, end};
-        i = j - 1;
-        last = ':';
-        continue;
-      }
-      last = '"';
-      continue;
-    }
-    if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') continue;
-    if (ch == '{' || ch == '[') ++depth;
-    if (ch == '}' || ch == ']') --depth;
-    last = ch;
-  }
-  return {npos, npos};
-}
-
-// `value` as the value of a top-level key: two-space indented, nested once.
-std::string nested(const nlohmann::ordered_json& value) {
-  std::string text = value.dump(2), out;
-  for (char ch : text) {
-    out += ch;
-    if (ch == '\n') out += "  ";
-  }
-  return out;
-}
-
-// `text` with top-level key `key` set to `value`: its old value replaced
-// in place, or the key added last; every other byte kept.
-std::string with_top_level(const std::string& text, const std::string& key, const nlohmann::ordered_json& value) {
-  auto [begin, end] = top_level_value(text, key);
-  if (begin != std::string::npos) return text.substr(0, begin) + nested(value) + text.substr(end);
-  size_t close = text.find_last_of('}');
-  size_t last = text.find_last_not_of(" \t\r\n", close - 1);
-  std::string sep = text[last] == '{' ? "" : ",";
-  return text.substr(0, last + 1) + sep + "\n  \"" + key + "\": " + nested(value) + "\n" + text.substr(close);
-}
-
-}  // namespace
-
 void require_writable_config(const std::string& file) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -354,8 +281,8 @@ void write_calibration_into_config(const Calibration& c) {
   }
   // Only the two values change: the rest of the file, its layout
   // included, stays as the team wrote it (a reviewable diff).
-  std::string text = with_top_level(original, "tolerance", tol);
-  text = with_top_level(text, "calibration", nlohmann::ordered_json::parse(calibration_block(c).dump()));
+  std::string text = with_top_level_key(original, "tolerance", tol, c.file);
+  text = with_top_level_key(text, "calibration", nlohmann::ordered_json::parse(calibration_block(c).dump()), c.file);
 
   std::error_code ec;
   require_writable_config(c.file);

@@ -28,6 +28,10 @@ Error write_error(const std::string& path, const std::string& what) {
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& content) {
+  write_file_atomically(path, std::vector<std::string_view>{content});
+}
+
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& parts) {
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
@@ -48,19 +52,21 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   int fd = mkstemp(tmpl.data());
   if (fd < 0) throw write_error(path, "mkstemp");
 
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Error e = write_error(path, "write");
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      throw e;
+  for (std::string_view part : parts) {
+    const char* p = part.data();
+    size_t left = part.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        Error e = write_error(path, "write");
+        ::close(fd);
+        ::unlink(tmpl.c_str());
+        throw e;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
     }
-    p += n;
-    left -= static_cast<size_t>(n);
   }
   // Temporary files are created 0600; a golden is an ordinary repo file.
   ::fchmod(fd, 0644);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lockstep {
@@ -22,6 +23,10 @@ namespace lockstep {
 /// exists and is not a regular file (a device, FIFO, folder or link is
 /// never replaced); the target is then untouched and the temporary removed.
 void write_file_atomically(const std::string& path, const std::string& content);
+
+/// The same for content given as pieces written in order (no copy of a
+/// long array into one string: a run record's series sidecar).
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& parts);
 
 /// Throws exit-2 Error when `output` names the same file as one of
 /// `inputs` (an output must never overwrite what the command reads).

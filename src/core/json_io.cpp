@@ -19,6 +19,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 
 namespace lockstep {
 
@@ -161,9 +162,9 @@ static size_t too_deep(const std::string& text, size_t limit) {
 // "UTF-16 little-endian" or "UTF-16 big-endian" when `text` is UTF-16 (a
 // byte-order mark, or JSON's ASCII with every other byte NUL, as Windows
 // editors and PowerShell's Out-File write), else "".
-static std::string utf16_kind(const std::string& text) {
-  if (text.size() >= 4 && text.compare(0, 4, std::string("\xff\xfe\0\0", 4)) == 0) return "UTF-32 little-endian";
-  if (text.size() >= 4 && text.compare(0, 4, std::string("\0\0\xfe\xff", 4)) == 0) return "UTF-32 big-endian";
+static std::string utf16_kind(std::string_view text) {
+  if (text.size() >= 4 && text.compare(0, 4, std::string_view("\xff\xfe\0\0", 4)) == 0) return "UTF-32 little-endian";
+  if (text.size() >= 4 && text.compare(0, 4, std::string_view("\0\0\xfe\xff", 4)) == 0) return "UTF-32 big-endian";
   if (text.size() >= 4 && text[0] != 0 && text[1] == 0 && text[2] == 0 && text[3] == 0) return "UTF-32 little-endian";
   if (text.size() >= 2) {
     unsigned char a = static_cast<unsigned char>(text[0]), b = static_cast<unsigned char>(text[1]);
@@ -265,7 +266,10 @@ void refuse_duplicate_key(const std::string& text, const std::string& path) {
 
 }  // namespace
 
-nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
+namespace {
+
+// Exit 2 for text no JSON reader should see: UTF-16, or a NUL byte.
+void refuse_non_text(std::string_view text, const std::string& path) {
   if (std::string kind = utf16_kind(text); !kind.empty())
     throw BadInput(path, "", "UTF-8 text; the file is " + kind + " (save it as UTF-8, e.g. iconv -f " +
                                  kind.substr(0, 6) + " -t UTF-8)");
@@ -273,6 +277,248 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path)
   if (const void* nul = std::memchr(text.data(), '\0', text.size()))
     throw BadInput(path, "byte " + std::to_string(static_cast<const char*>(nul) - text.data()),
                    "text without NUL bytes (the file holds binary data)");
+}
+
+// The reference's binary subtype: its array's index, offset so that a
+// subtype no one set (none) is never read as index 0.
+constexpr uint64_t kReferenceBase = 0x4c53;  // "LS"
+
+// What the walk below does not take as it is (a syntax error, a key twice,
+// too deep, trailing data): parse_json_text without a rule decides and
+// names it.
+struct LeaveToFullParse {};
+
+// simdjson On-Demand -> nlohmann::json, taking out the arrays `rule`
+// selects. On-Demand keeps no tape of the document (DOM's 16 bytes per
+// number), and the taken numbers go straight into their vector.
+class TakingWalk {
+ public:
+  TakingWalk(TakeArrayRule rule, TakenArrays& taken) : rule_(rule), taken_(taken) {}
+
+  // `field`: `v` is the value of an object's key (a rule path ends there),
+  // not an element of an array.
+  nlohmann::json value(simdjson::ondemand::value v, size_t depth, bool field) {
+    simdjson::ondemand::json_type type;
+    if (v.type().get(type) != simdjson::SUCCESS) throw LeaveToFullParse{};
+    switch (type) {
+      case simdjson::ondemand::json_type::object: {
+        simdjson::ondemand::object o;
+        if (v.get_object().get(o) != simdjson::SUCCESS) throw LeaveToFullParse{};
+        return object(o, depth + 1);
+      }
+      case simdjson::ondemand::json_type::array: {
+        simdjson::ondemand::array a;
+        if (v.get_array().get(a) != simdjson::SUCCESS) throw LeaveToFullParse{};
+        return array(a, depth + 1, field);
+      }
+      case simdjson::ondemand::json_type::number: return number(v);
+      case simdjson::ondemand::json_type::string: {
+        std::string_view s;
+        if (v.get_string().get(s) != simdjson::SUCCESS) throw LeaveToFullParse{};
+        return std::string(s);
+      }
+      case simdjson::ondemand::json_type::boolean: {
+        bool b;
+        if (v.get_bool().get(b) != simdjson::SUCCESS) throw LeaveToFullParse{};
+        return b;
+      }
+      case simdjson::ondemand::json_type::null: {
+        bool null = false;
+        if (v.is_null().get(null) != simdjson::SUCCESS || !null) throw LeaveToFullParse{};
+        return nullptr;
+      }
+      default: break;  // simdjson 4's json_type::unknown
+    }
+    throw LeaveToFullParse{};
+  }
+
+  nlohmann::json object(simdjson::ondemand::object o, size_t depth) {
+    if (depth > kMaxJsonDepth) throw LeaveToFullParse{};
+    nlohmann::json out = nlohmann::json::object();
+    for (auto field_result : o) {
+      simdjson::ondemand::field field;
+      std::string_view key_view;
+      if (std::move(field_result).get(field) != simdjson::SUCCESS ||
+          field.unescaped_key().get(key_view) != simdjson::SUCCESS)
+        throw LeaveToFullParse{};
+      std::string key(key_view);
+      if (out.contains(key)) throw LeaveToFullParse{};  // a key twice: named by the full parse
+      keys_.push_back(key);
+      out[key] = value(field.value(), depth, true);
+      keys_.pop_back();
+    }
+    return out;
+  }
+
+ private:
+  static nlohmann::json number(simdjson::ondemand::value v) {
+    simdjson::ondemand::number n;
+    if (v.get_number().get(n) != simdjson::SUCCESS) throw LeaveToFullParse{};
+    switch (n.get_number_type()) {
+      case simdjson::ondemand::number_type::signed_integer: return n.get_int64();
+      case simdjson::ondemand::number_type::unsigned_integer: return n.get_uint64();
+      case simdjson::ondemand::number_type::floating_point_number: return n.get_double();
+      default: throw LeaveToFullParse{};  // a big integer (simdjson 4): nlohmann reads it
+    }
+  }
+
+  // "nan", "inf", "-inf" as JsonView::as_double reads them.
+  static bool nonfinite(std::string_view s, double& out) {
+    if (s == "nan") out = std::numeric_limits<double>::quiet_NaN();
+    else if (s == "inf") out = std::numeric_limits<double>::infinity();
+    else if (s == "-inf") out = -std::numeric_limits<double>::infinity();
+    else return false;
+    return true;
+  }
+
+  nlohmann::json array(simdjson::ondemand::array a, size_t depth, bool field) {
+    if (depth > kMaxJsonDepth) throw LeaveToFullParse{};
+    bool taking = field && rule_(keys_);  // an array inside one is never taken
+    std::vector<double> numbers;
+    nlohmann::json::array_t nodes;
+    // A series counted first (a walk of its part of the index, which then
+    // starts over): it grows in place, not by copies at each doubling.
+    size_t count = 0;
+    if (taking) {
+      if (a.count_elements().get(count) != simdjson::SUCCESS) throw LeaveToFullParse{};
+      numbers.reserve(count);
+    }
+    for (auto child_result : a) {
+      simdjson::ondemand::value child;
+      if (std::move(child_result).get(child) != simdjson::SUCCESS) throw LeaveToFullParse{};
+      if (taking) {
+        simdjson::ondemand::json_type type;
+        if (child.type().get(type) != simdjson::SUCCESS) throw LeaveToFullParse{};
+        if (type == simdjson::ondemand::json_type::number) {
+          simdjson::ondemand::number n;
+          if (child.get_number().get(n) != simdjson::SUCCESS) throw LeaveToFullParse{};
+          if (n.get_number_type() == simdjson::ondemand::number_type::floating_point_number) {
+            numbers.push_back(n.get_double());
+            continue;
+          }
+          nodes = as_nodes(numbers);
+          taking = false;
+          nodes.push_back(n.get_number_type() == simdjson::ondemand::number_type::signed_integer
+                              ? nlohmann::json(n.get_int64())
+                          : n.get_number_type() == simdjson::ondemand::number_type::unsigned_integer
+                              ? nlohmann::json(n.get_uint64())
+                              : throw LeaveToFullParse{});
+          continue;
+        }
+        if (type == simdjson::ondemand::json_type::string) {
+          std::string_view s;
+          if (child.get_string().get(s) != simdjson::SUCCESS) throw LeaveToFullParse{};
+          double d;
+          if (nonfinite(s, d)) {
+            numbers.push_back(d);
+            continue;
+          }
+          nodes = as_nodes(numbers);
+          taking = false;
+          nodes.emplace_back(std::string(s));
+          continue;
+        }
+        nodes = as_nodes(numbers);
+        taking = false;
+      }
+      nodes.push_back(value(child, depth, false));
+    }
+    if (taking) return taken_.add(std::move(numbers));
+    return nlohmann::json(std::move(nodes));
+  }
+
+  // The numbers taken so far as the nodes the text held.
+  static nlohmann::json::array_t as_nodes(std::vector<double>& numbers) {
+    nlohmann::json::array_t nodes;
+    nodes.reserve(numbers.size());
+    for (double d : numbers) nodes.push_back(std::isfinite(d) ? nlohmann::json(d) : double_to_json(d));
+    numbers = {};
+    return nodes;
+  }
+
+  TakeArrayRule rule_;
+  TakenArrays& taken_;
+  std::vector<std::string> keys_;
+};
+
+}  // namespace
+
+bool TakenArrays::is_reference(const nlohmann::json& node) {
+  return node.is_binary() && node.get_binary().has_subtype() && node.get_binary().subtype() >= kReferenceBase;
+}
+
+nlohmann::json TakenArrays::add(std::vector<double> numbers) {
+  arrays_.push_back(std::move(numbers));
+  return nlohmann::json::binary({}, kReferenceBase + (arrays_.size() - 1));
+}
+
+std::vector<double> TakenArrays::take(const nlohmann::json& node) {
+  size_t i = static_cast<size_t>(node.get_binary().subtype() - kReferenceBase);
+  return i < arrays_.size() ? std::move(arrays_[i]) : std::vector<double>{};
+}
+
+void TakenArrays::restore(nlohmann::json& doc) const {
+  if (is_reference(doc)) {
+    const std::vector<double>& numbers = arrays_.at(static_cast<size_t>(doc.get_binary().subtype() - kReferenceBase));
+    nlohmann::json::array_t nodes;
+    nodes.reserve(numbers.size());
+    for (double d : numbers) nodes.push_back(std::isfinite(d) ? nlohmann::json(d) : double_to_json(d));
+    doc = std::move(nodes);
+  } else if (doc.is_structured()) {
+    for (auto& child : doc) restore(child);
+  }
+}
+
+bool take_record_arrays(const std::vector<std::string>& keys) {
+  if (keys.size() == 3 && keys[0] == "series") return keys[2] == "values" || keys[2] == "mean" || keys[2] == "std";
+  return keys.size() == 2 && keys[0] == "resources" && keys[1] == "step_time_s";
+}
+
+namespace {
+
+// parse_json_text with a rule, on `text` followed by readable bytes up to
+// `capacity` (simdjson's padding).
+nlohmann::json parse_taking(std::string_view text, size_t capacity, const std::string& path, TakeArrayRule rule,
+                            TakenArrays& taken) {
+  refuse_non_text(text, path);
+  try {
+    simdjson::ondemand::parser parser;
+    simdjson::ondemand::document doc;
+    simdjson::padded_string copy;
+    simdjson::padded_string_view in(text.data(), text.size(), capacity);
+    if (capacity < text.size() + simdjson::SIMDJSON_PADDING) {
+      copy = simdjson::padded_string(text);
+      in = copy;
+    }
+    if (parser.iterate(in).get(doc) != simdjson::SUCCESS) throw LeaveToFullParse{};
+    simdjson::ondemand::object root;
+    if (doc.get_object().get(root) != simdjson::SUCCESS) throw LeaveToFullParse{};  // records are objects
+    TakingWalk walk(rule, taken);
+    nlohmann::json out = walk.object(root, 1);
+    // Past the root object only whitespace: no token left (OUT_OF_BOUNDS).
+    const char* trailing = nullptr;
+    if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS) throw LeaveToFullParse{};
+    return out;
+  } catch (const LeaveToFullParse&) {
+    taken = TakenArrays();
+    return parse_json_text(std::string(text), path);
+  }
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& path, TakeArrayRule rule,
+                               TakenArrays& taken) {
+  return parse_taking(text, text.capacity(), path, rule, taken);
+}
+
+nlohmann::json parse_json_file(const std::string& path, TakeArrayRule rule, TakenArrays& taken) {
+  MappedFile file(path);
+  return parse_taking(file.text(), file.capacity(), path, rule, taken);
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
+  refuse_non_text(text, path);
   auto refuse_if_too_deep = [&] {
     if (size_t at = too_deep(text, kMaxJsonDepth); at != std::string::npos)
       throw BadInput(path, "byte " + std::to_string(at),

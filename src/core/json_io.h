@@ -27,6 +27,57 @@ nlohmann::json parse_json_file(const std::string& path);
 /// Parses `text` (the contents of `path`) as JSON, same errors as above.
 nlohmann::json parse_json_text(const std::string& text, const std::string& path);
 
+/// Per-step number arrays taken out of a document while it is parsed
+/// (parse_json_text with a rule below): a run record with 1,000,000-step
+/// series inline then holds one std::vector<double> per array instead of a
+/// tree node per number, about a third of the memory and of its page
+/// faults. Each taken array is left in the document as a reference (a
+/// binary node, which JSON text never produces) that take() turns back
+/// into its numbers.
+///
+///   TakenArrays taken;
+///   nlohmann::json doc = parse_json_text(text, "run.json", take_record_arrays, taken);
+///   const nlohmann::json& values = doc["series"]["loss"]["values"];
+///   if (TakenArrays::is_reference(values)) loss = taken.take(values);
+class TakenArrays {
+ public:
+  /// Whether `node` is a reference to a taken array (a binary node with the subtype add() gives).
+  static bool is_reference(const nlohmann::json& node);
+  /// The numbers of reference `node`, moved out (a second take of the
+  /// same node gives an empty vector). "nan", "inf", "-inf" strings in the
+  /// text are NaN and the infinities here.
+  std::vector<double> take(const nlohmann::json& node);
+  /// Puts every reference left in `doc` back as the array the text held
+  /// (float numbers and "nan"/"inf"/"-inf" strings), so that `doc` is what
+  /// parse_json_text without a rule gives: for a content hash over it.
+  void restore(nlohmann::json& doc) const;
+  /// A reference for `numbers`, for the parser.
+  nlohmann::json add(std::vector<double> numbers);
+
+ private:
+  std::vector<std::vector<double>> arrays_;
+};
+
+/// Which arrays parse_json_text takes out: `keys` are the object keys from
+/// the root to the array (array indexes left out).
+using TakeArrayRule = bool (*)(const std::vector<std::string>& keys);
+
+/// The arrays of a run record (or a golden) that hold per-step numbers:
+/// series.<name>.values, .mean, .std and resources.step_time_s.
+bool take_record_arrays(const std::vector<std::string>& keys);
+
+/// parse_json_text, taking out each array `rule` selects whose elements are
+/// all float numbers (written with a fraction or an exponent) or the
+/// strings "nan", "inf", "-inf"; any other array stays in the document.
+/// The same input is accepted and refused, with the same messages, as
+/// without a rule.
+nlohmann::json parse_json_text(const std::string& text, const std::string& path, TakeArrayRule rule,
+                               TakenArrays& taken);
+
+/// The same for the file `path`, read where it lies (core/mapped_file.h):
+/// no copy of a long record. Throws what read_file() throws besides.
+nlohmann::json parse_json_file(const std::string& path, TakeArrayRule rule, TakenArrays& taken);
+
 /// The deepest nesting of arrays and objects parse_json_text() accepts;
 /// deeper input is exit 2 naming the byte where it goes too deep.
 inline constexpr size_t kMaxJsonDepth = 256;

@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/json_io.h"
 
 namespace lockstep {
@@ -220,24 +221,32 @@ size_t first_long_integer(std::string_view text) {
 }  // namespace
 
 simdjson::dom::element JsonDocument::parse_file(const std::string& path) {
-  text_ = read_file(path);  // simdjson's padding spare in its capacity
+  // Read where it lies (no copy of a file of millions of values), with
+  // zeros after it for simdjson's padding.
+  file_ = std::make_unique<MappedFile>(path);
+  std::string_view text = file_->text();
+  size_t capacity = file_->capacity();
   // A UTF-8 byte-order mark (an editor's) is not JSON, but the strict
   // reader (core/json_io.h) skips it as nlohmann does: so does this one.
-  if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0) text_.erase(0, 3);
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+    text.remove_prefix(3);
+    capacity -= 3;
+  }
   simdjson::dom::element root;
-  simdjson::error_code error =
-      text_.capacity() >= text_.size() + simdjson::SIMDJSON_PADDING
-          ? parser_.parse(simdjson::padded_string_view(text_.data(), text_.size(), text_.capacity())).get(root)
-          : parser_.parse(simdjson::padded_string(text_)).get(root);
+  simdjson::error_code error = parser_.parse(simdjson::padded_string_view(text.data(), text.size(), capacity)).get(root);
   keys_.clear();
   if (error == simdjson::SUCCESS && !duplicate_or_too_deep(root, keys_, kMaxJsonDepth)) return root;
-  // The strict reader says exactly what and where (byte, key path).
-  parse_json_text(text_, path);
-  if (size_t at = first_long_integer(text_); error == simdjson::NUMBER_ERROR)
+  // The strict reader says exactly what and where (byte, key path), its
+  // offsets counted from the file's first byte, a byte-order mark included.
+  const std::string whole(file_->text());
+  parse_json_text(whole, path);
+  // What the strict reader takes and simdjson refuses: an integer of 20
+  // digits or more (simdjson 3.0 says NUMBER_ERROR, later ones BIGINT_ERROR).
+  if (size_t at = first_long_integer(whole); error != simdjson::SUCCESS)
     if (at != std::string_view::npos)
       throw BadInput(path, "byte " + std::to_string(at),
                      "a number lockstep can read: an integer of at most 19 digits, or a float (1.5e29), not " +
-                         input_excerpt(std::string(text_.substr(at, std::min<size_t>(40, text_.size() - at)))));
+                         input_excerpt(std::string(whole.substr(at, std::min<size_t>(40, whole.size() - at)))));
   throw BadInput(path, "", std::string("JSON lockstep can read (") +
                                (error == simdjson::SUCCESS ? "a key written twice" : simdjson::error_message(error)) + ")");
 }
@@ -254,7 +263,10 @@ void JsonLineParser::check_unique_keys(simdjson::dom::element node, const std::s
   size_t first = keys_.size();
   for (simdjson::dom::key_value_pair kv : object) {
     keys_.push_back(kv.key);
-    check_unique_keys(kv.value, file, line_number);
+    // Scalars (a metrics line's every value) hold no keys: not descended.
+    auto type = kv.value.type();
+    if (type == simdjson::dom::element_type::ARRAY || type == simdjson::dom::element_type::OBJECT)
+      check_unique_keys(kv.value, file, line_number);
   }
   size_t n = keys_.size() - first;
   auto twice = [&](std::string_view key) {

@@ -13,7 +13,10 @@
 
 #include <simdjson.h>
 
+#include "core/mapped_file.h"
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,7 +57,7 @@ class JsonDocument {
 
  private:
   simdjson::dom::parser parser_;
-  std::string text_;
+  std::unique_ptr<MappedFile> file_;
   std::vector<std::string_view> keys_;
 };
 

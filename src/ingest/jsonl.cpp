@@ -22,6 +22,7 @@ std::map<std::string, Series> read_jsonl_metrics(const MetricsSpec& spec) {
   while (lines.next(line)) {
     if (is_blank_line(line)) continue;
     uint64_t n = lines.line_number();
+    if (n == kExtrapolateAfterLines) set.extrapolate(lines.offset(), lines.file_bytes());
     simdjson::dom::object obj = parser.parse_object(line, spec.path, n);
     found.clear();
     bool have_step = false;

@@ -34,6 +34,7 @@ LineReader::LineReader(std::string path, size_t max_line_bytes) : path_(std::mov
     ::close(fd_);
     throw BadInput(path_, "", "a non-empty log (the file has 0 bytes)");
   }
+  file_bytes_ = static_cast<uint64_t>(st.st_size);
   buf_.resize(std::min<size_t>(kChunk, static_cast<size_t>(st.st_size) + 1));
 }
 
@@ -60,6 +61,7 @@ bool LineReader::read_more() {
       return false;
     }
     end_ += static_cast<size_t>(got);
+    read_ += static_cast<uint64_t>(got);
     return true;
   }
 }

@@ -45,6 +45,10 @@ class LineReader {
 
   /// 1-based number of the line last returned by next().
   uint64_t line_number() const { return line_; }
+  /// Bytes of the file up to the end of the line last returned.
+  uint64_t offset() const { return read_ - (end_ - pos_); }
+  /// Size of the file when it was opened, in bytes.
+  uint64_t file_bytes() const { return file_bytes_; }
   const std::string& path() const { return path_; }
 
  private:
@@ -59,6 +63,8 @@ class LineReader {
   std::vector<char> buf_;
   size_t pos_ = 0, end_ = 0;
   uint64_t line_ = 0;
+  uint64_t read_ = 0;        // bytes read from the file so far
+  uint64_t file_bytes_ = 0;  // its size at open
 };
 
 /// True when `line` holds only spaces and tabs (or nothing).

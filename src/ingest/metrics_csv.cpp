@@ -221,6 +221,7 @@ std::map<std::string, Series> read_csv_metrics(const MetricsSpec& spec) {
   while (lines.next(line)) {
     if (is_blank_line(line)) continue;
     uint64_t n = lines.line_number();
+    if (n == kExtrapolateAfterLines) set.extrapolate(lines.offset(), lines.file_bytes());
     if (std::string bad = split_csv_line(line, cells); !bad.empty()) throw BadInput(spec.path, line_field(n), bad);
     if (cells.size() != columns)
       throw BadInput(spec.path, line_field(n),

@@ -661,6 +661,11 @@ void read_metric_file(const std::string& file, std::vector<Point>& points) {
       throw BadInput(file, where, std::to_string(first_count) + " fields as on line " + std::to_string(first_line) +
                                       ", got " + std::to_string(count) + " (a line cut short?)");
     }
+    if (n == kExtrapolateAfterLines && lines.offset() < lines.file_bytes()) {  // room for the whole file: no doubling
+      double estimate = static_cast<double>(points.size()) *
+                        (static_cast<double>(lines.file_bytes()) / static_cast<double>(lines.offset())) * 1.125;
+      points.reserve(static_cast<size_t>(std::min(estimate, static_cast<double>(kMaxSeriesValues))) + 16);
+    }
     points.push_back({step, timestamp, n, value});
   }
 }

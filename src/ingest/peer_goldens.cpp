@@ -255,6 +255,7 @@ std::map<std::string, Series> read_torchtitan_metrics(const MetricsSpec& spec) {
     size_t a = skip(0, false);
     if (skip(a, true) == size) continue;  // a blank line
     uint64_t n = lines.line_number();
+    if (n == kExtrapolateAfterLines) b.extrapolate(lines.offset(), lines.file_bytes());
     size_t gap = field_end(a, false), c = skip(gap, false), e = field_end(c, true);
     int64_t step;
     double value;

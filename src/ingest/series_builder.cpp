@@ -65,9 +65,13 @@ void SeriesBuilder::begin_file(uint32_t file) {
 
 void SeriesBuilder::reserve(size_t values) {
   if (values > kMaxSeriesValues) values = kMaxSeriesValues;
-  steps_.reserve(values);
   values_.reserve(values);
-  origins_.reserve(values);
+}
+
+void SeriesBuilder::extrapolate(uint64_t done, uint64_t total) {
+  if (done == 0 || total <= done) return;
+  double estimate = static_cast<double>(size()) * (static_cast<double>(total) / static_cast<double>(done)) * 1.125;
+  reserve(static_cast<size_t>(std::min(estimate, static_cast<double>(kMaxSeriesValues))) + 16);
 }
 
 void SeriesBuilder::add(int64_t step, double value, Series::Dtype dtype, uint64_t position) {
@@ -89,7 +93,7 @@ void SeriesBuilder::add(int64_t step, double value, Series::Dtype dtype, uint64_
     }
     if (last_step_in_file_ >= 0 && step <= last_step_in_file_) {
       uint64_t last_bits = bits_of(values_[last_in_file_]), bits = bits_of(value);
-      uint64_t last_origin = origins_[last_in_file_];
+      uint64_t last_origin = origins_[last_in_file_];  // an error or a re-log: off the hot path
       if (step < last_step_in_file_)
         throw BadInput(file, field,
                        "steps in increasing order; step " + std::to_string(step) + " comes after step " +
@@ -104,8 +108,8 @@ void SeriesBuilder::add(int64_t step, double value, Series::Dtype dtype, uint64_
     if (steps_.size() >= kMaxSeriesValues)
       throw BadInput(file, field, "at most " + std::to_string(kMaxSeriesValues) + " values per series");
   }
-  if (!steps_.empty() && step <= steps_.back()) sorted_ = false;  // files overlap
-  steps_.push_back(step);
+  if (!steps_.empty() && step <= static_cast<int64_t>(steps_.back())) sorted_ = false;  // files overlap
+  steps_.push_back(static_cast<uint64_t>(step));
   values_.push_back(value);
   origins_.push_back(origin);
   last_step_in_file_ = step;
@@ -114,53 +118,56 @@ void SeriesBuilder::add(int64_t step, double value, Series::Dtype dtype, uint64_
 
 void SeriesBuilder::merge_files() {
   size_t n = steps_.size();
+  const std::vector<int64_t> all_steps = steps_.to_vector<int64_t>();
+  const std::vector<uint64_t> all_origins = origins_.to_vector();
   std::vector<uint32_t> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return steps_[a] < steps_[b]; });
-  std::vector<int64_t> steps;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return all_steps[a] < all_steps[b]; });
+  ArithmeticRuns steps, origins;
   std::vector<double> values;
-  std::vector<uint64_t> origins;
-  steps.reserve(n);
   values.reserve(n);
-  origins.reserve(n);
   for (uint32_t i : order) {
-    if (!steps.empty() && steps_[i] == steps.back()) {
+    if (!steps.empty() && all_steps[i] == static_cast<int64_t>(steps.back())) {
       uint64_t first = bits_of(values.back()), again = bits_of(values_[i]);
       if (again != first)
-        throw BadInput(file_of(origins_[i]), position_of(origins_[i]) + ": " + label_,
-                       "step " + std::to_string(steps_[i]) + " to repeat the value " + show(first, again) + " that " +
-                           where(origins.back()) + " logged for it; got " + show(again, first) +
+        throw BadInput(file_of(all_origins[i]), position_of(all_origins[i]) + ": " + label_,
+                       "step " + std::to_string(all_steps[i]) + " to repeat the value " + show(first, again) +
+                           " that " + where(origins.back()) + " logged for it; got " + show(again, first) +
                            " (a step logged again, as by a restarted run, must repeat the same value)");
       continue;
     }
-    steps.push_back(steps_[i]);
+    steps.push_back(static_cast<uint64_t>(all_steps[i]));
     values.push_back(values_[i]);
-    origins.push_back(origins_[i]);
+    origins.push_back(all_origins[i]);
   }
-  steps_.swap(steps);
+  steps_ = std::move(steps);
   values_.swap(values);
-  origins_.swap(origins);
+  origins_ = std::move(origins);
 }
 
 Series SeriesBuilder::finish() {
   if (!sorted_) merge_files();  // overlapping files: a restarted run re-logged steps
   size_t n = steps_.size();
-  if (n >= 3 && !gaps_) {
-    int64_t k = steps_[1] - steps_[0];  // both non-negative: no overflow
+  // One run is a grid already (the steps ascend strictly); otherwise each
+  // gap is checked, to name the first one off the grid.
+  if (n >= 3 && !gaps_ && steps_.runs() != 1) {
+    const std::vector<int64_t> steps = steps_.to_vector<int64_t>();
+    int64_t k = steps[1] - steps[0];  // both non-negative: no overflow
     for (size_t i = 2; i < n; ++i) {
-      int64_t gap = steps_[i] - steps_[i - 1];
+      int64_t gap = steps[i] - steps[i - 1];
       if (gap == k) continue;
       uint64_t origin = origins_[i];
       std::string grid = "every " + std::to_string(k) + " step" + (k == 1 ? "" : "s") + " from step " +
-                         std::to_string(steps_[0]);
-      std::string missing = std::to_string(steps_[i - 1] + k);
+                         std::to_string(steps[0]);
+      // In uint64: both are below 2^63, so their sum cannot wrap.
+      std::string missing = std::to_string(static_cast<uint64_t>(steps[i - 1]) + static_cast<uint64_t>(k));
       if (gap > k)
         throw BadInput(file_of(origin), position_of(origin) + ": " + label_,
-                       "step " + missing + " before step " + std::to_string(steps_[i]) + ": the steps go " + grid +
+                       "step " + missing + " before step " + std::to_string(steps[i]) + ": the steps go " + grid +
                            ", and step " + missing + " is missing");
       throw BadInput(file_of(origin), position_of(origin) + ": " + label_,
-                     "steps " + grid + " (the first two steps' gap); got step " + std::to_string(steps_[i]) +
-                         " after step " + std::to_string(steps_[i - 1]));
+                     "steps " + grid + " (the first two steps' gap); got step " + std::to_string(steps[i]) +
+                         " after step " + std::to_string(steps[i - 1]));
     }
   }
   Series series;
@@ -172,12 +179,12 @@ Series SeriesBuilder::finish() {
   // Exactly 0, 1, ..., n-1 (the steps ascend strictly): a series whose
   // source left a step out (allow_gaps) keeps its steps, or every value
   // after the hole would move onto the step before it.
-  bool dense = n > 0 && steps_[0] == 0 && steps_[n - 1] == static_cast<int64_t>(n - 1);
+  bool dense = n > 0 && steps_[0] == 0 && steps_.back() == n - 1;
   series.values = std::move(values_);
-  if (!dense) series.steps = std::move(steps_);
-  steps_ = {};
+  if (!dense) series.steps = steps_.to_vector<int64_t>();
+  steps_.clear();
   values_ = {};
-  origins_ = {};
+  origins_.clear();
   return series;
 }
 

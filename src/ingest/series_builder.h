@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ingest/arithmetic_runs.h"
 #include "record/series.h"
 
 namespace lockstep {
@@ -57,6 +58,10 @@ class IngestSources {
 /// Most values one series may hold (64 Mi): a larger log is refused with
 /// exit 2 instead of growing memory without bound.
 constexpr size_t kMaxSeriesValues = size_t{1} << 26;
+
+/// The line after which a line-based reader calls SeriesSet::extrapolate:
+/// late enough for a fair estimate, early enough to copy little.
+constexpr uint64_t kExtrapolateAfterLines = 4096;
 
 /// Collects the points of one series and turns them into a Series.
 class SeriesBuilder {
@@ -91,8 +96,16 @@ class SeriesBuilder {
   size_t size() const { return steps_.size(); }
 
   /// Makes room for `values` points in all (capped at kMaxSeriesValues), so
-  /// a long series is not copied as it grows.
+  /// a long series is not copied as it grows: a reader's estimate, e.g.
+  /// from SeriesSet::extrapolate. Room never touched costs no memory.
   void reserve(size_t values);
+
+  /// Reserves room for a whole file from the points so far: `done` bytes
+  /// of `total` read, size() scaled by total / done, plus an eighth. Call
+  /// it once, early (a reader does after kExtrapolateAfterLines lines), so
+  /// that a long series grows in place instead of being copied at each
+  /// doubling.
+  void extrapolate(uint64_t done, uint64_t total);
 
   /// Merges the files' points by step (identical re-logs accepted), checks
   /// the grid and returns the series; throws exit-2 Error naming the label
@@ -111,11 +124,13 @@ class SeriesBuilder {
 
   std::string label_;
   const IngestSources& sources_;
-  // The points, as three arrays so that values and steps become the
-  // Series' own: step, value, origin (file << 48 | position) of each.
-  std::vector<int64_t> steps_;
+  // The points: step, value, origin (file << 48 | position) of each. The
+  // values become the Series' own; steps and origins are almost always
+  // arithmetic (steps 0, 1, 2, ...; lines 2, 3, 4, ...), so they take a few
+  // runs instead of 16 bytes a point (ingest/arithmetic_runs.h).
+  ArithmeticRuns steps_;
   std::vector<double> values_;
-  std::vector<uint64_t> origins_;
+  ArithmeticRuns origins_;
   uint32_t file_ = 0;
   int64_t last_step_in_file_ = -1;  // last step of the current file, -1 before its first
   size_t last_in_file_ = 0;          // index of that point
@@ -182,6 +197,11 @@ class SeriesSet {
 
   /// reserve on builder `index` (a reader's estimate of its values).
   void reserve(size_t index, size_t values) { builders_[index].reserve(values); }
+
+  /// SeriesBuilder::extrapolate on every builder.
+  void extrapolate(uint64_t done, uint64_t total) {
+    for (SeriesBuilder& b : builders_) b.extrapolate(done, total);
+  }
 
   /// Finishes every builder, lockstep name -> Series. Throws exit-2 Error
   /// naming `path` and the first tag/key/column that has no value ("...

@@ -162,9 +162,14 @@ void check_consistency(const Golden& g, JsonView& view) {
 
 }  // namespace
 
-Golden golden_from_text(const std::string& text, const std::string& path, bool allow_plain_record,
-                        const std::optional<std::string>& sidecar_dir) {
-  nlohmann::json doc = parse_json_text(text, path);
+namespace {
+
+// A golden (or, with `allow_plain_record`, a run record) from its parsed
+// document. Where a plain record may stand, its long series were taken out
+// as they were parsed (`taken`: a tree node per number costs three times
+// the memory); a golden gets them back, for its content hash.
+Golden golden_from_doc(nlohmann::json& doc, TakenArrays& taken, const std::string& path, bool allow_plain_record,
+                       const std::optional<std::string>& sidecar_dir) {
   JsonView view(doc, path);
   view.expect_object();
   // A smoke config given where a record belongs: say so, not "unknown field".
@@ -178,8 +183,9 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
     view.fail("a golden (with \"provenance\" and \"content_hash\"), got a plain run record");
   if (!is_golden) {
     view.allow_keys(run_record_keys());
-    return Golden{run_record_from_json(view, sidecar_dir), {}, ""};
+    return Golden{run_record_from_json(view, sidecar_dir, &taken), {}, ""};
   }
+  taken.restore(doc);
 
   std::vector<std::string_view> keys = run_record_keys();
   keys.insert(keys.end(), {"provenance", "content_hash"});
@@ -211,10 +217,22 @@ Golden golden_from_text(const std::string& text, const std::string& path, bool a
   return g;
 }
 
+}  // namespace
+
+Golden golden_from_text(const std::string& text, const std::string& path, bool allow_plain_record,
+                        const std::optional<std::string>& sidecar_dir) {
+  TakenArrays taken;
+  nlohmann::json doc = allow_plain_record ? parse_json_text(text, path, take_record_arrays, taken)
+                                          : parse_json_text(text, path);
+  return golden_from_doc(doc, taken, path, allow_plain_record, sidecar_dir);
+}
+
 Golden read_golden(const std::string& path) { return golden_from_text(read_file(path), path, false); }
 
 Golden read_golden_or_record(const std::string& path) {
-  return golden_from_text(read_file(path), path, true, sidecar_dir_of(path));
+  TakenArrays taken;
+  nlohmann::json doc = parse_json_file(path, take_record_arrays, taken);  // read where it lies: no copy
+  return golden_from_doc(doc, taken, path, true, sidecar_dir_of(path));
 }
 
 std::string write_golden(const std::string& path, Golden golden) {

@@ -99,7 +99,7 @@ namespace {
 // The "resources" section: step times (inline or in the sidecar `b`),
 // one per step of a record of `steps` steps, each in [0, 1e9] s; peaks and
 // the runner's load.
-Resources resources_from_json(const JsonView& res, SeriesBlob* b, int64_t steps) {
+Resources resources_from_json(const JsonView& res, SeriesBlob* b, TakenArrays* taken, int64_t steps) {
   Resources out;
   res.allow_keys({"step_time_s", "peak_rss_bytes", "peak_cuda_bytes", "runner_class", "load_per_core",
                   "steal_fraction"});
@@ -107,13 +107,11 @@ Resources resources_from_json(const JsonView& res, SeriesBlob* b, int64_t steps)
   if (res.has("load_per_core")) out.load_per_core = res.at("load_per_core").as_finite(0, 1e6);
   if (res.has("steal_fraction")) out.steal_fraction = res.at("steal_fraction").as_finite(0, 1);
   JsonView t = res.at("step_time_s");
-  out.step_time_s = number_array(t, b);
+  out.step_time_s = number_array(t, b, taken);
   for (size_t i = 0; i < out.step_time_s.size(); ++i) {
     double x = out.step_time_s[i];
     if (!(x >= 0 && x <= 1e9)) {  // NaN fails too
-      std::string expected = "a number in [0, 1e9] (seconds), got " + format_double(x);
-      if (t.raw().is_array()) t.at(i).fail(expected);
-      t.fail(expected + " at index " + std::to_string(i));
+      fail_number(t, i, "a number in [0, 1e9] (seconds), got " + format_double(x));
     }
   }
   if (static_cast<int64_t>(out.step_time_s.size()) != steps)
@@ -126,7 +124,8 @@ Resources resources_from_json(const JsonView& res, SeriesBlob* b, int64_t steps)
 
 }  // namespace
 
-RunRecord run_record_from_json(const JsonView& n, const std::optional<std::string>& sidecar_dir) {
+RunRecord run_record_from_json(const JsonView& n, const std::optional<std::string>& sidecar_dir,
+                               TakenArrays* taken) {
   n.expect_object();
   check_schema(n);
   std::optional<SeriesBlob> blob;
@@ -165,7 +164,7 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
   JsonView series = n.at("series");
   for (const auto& k : series.keys()) {
     if (!is_series_name(k)) series.at(k).fail("a series name (1 to 200 printable characters, no spaces or quotes)");
-    Series s = series_from_json(series.at(k), b);
+    Series s = series_from_json(series.at(k), b, taken);
     if (!s.steps.empty()) {
       // Logged at some steps only (a trainer's metric every k steps): each
       // step number must be one of the run's steps.
@@ -190,7 +189,7 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
     JsonView init = n.at("init");
     for (const auto& k : init.keys()) r.init[k] = init_stats_from_json(init.at(k));
   }
-  if (n.has("resources")) r.resources = resources_from_json(n.at("resources"), b, r.steps);
+  if (n.has("resources")) r.resources = resources_from_json(n.at("resources"), b, taken, r.steps);
   r.probes = probes_from_json(n.at("probes"));
   r.train_probes = probes_from_json(n.at("train_probes"));
   if (n.has("module_trace")) {
@@ -243,7 +242,8 @@ void refuse_replacing_other_than_a_record(const std::string& path, const std::st
 }
 
 RunRecord read_run_record(const std::string& path) {
-  nlohmann::json doc = parse_json_file(path);
+  TakenArrays taken;  // long series inline: numbers, not a tree node each
+  nlohmann::json doc = parse_json_file(path, take_record_arrays, taken);
   JsonView view(doc, path);
   view.expect_object();
   // Another JSON file (a report, a config, a ledger line) is named as
@@ -252,7 +252,7 @@ RunRecord read_run_record(const std::string& path) {
     view.fail(std::string("a lockstep run record (\"schema\": \"") + kRunSchema +
               "\", from lockstep run or import --record); this JSON has none of its keys (a report? a config?)");
   view.allow_keys(run_record_keys());
-  return run_record_from_json(view, sidecar_dir_of(path));
+  return run_record_from_json(view, sidecar_dir_of(path), &taken);
 }
 
 void write_run_record(const std::string& path, const RunRecord& record) {
@@ -270,7 +270,7 @@ void write_run_record(const std::string& path, const RunRecord& record) {
   nlohmann::json doc = to_json(record, &packer);
   doc["series_data"] = packer.descriptor(json_name);
   const std::string sidecar = doc["series_data"]["file"];
-  write_file_atomically((json_path.parent_path() / sidecar).string(), packer.bytes());
+  write_file_atomically((json_path.parent_path() / sidecar).string(), packer.parts());
   write_file_atomically(path, pretty_dump(doc));
   // The sidecars of earlier versions of this record are unreferenced now,
   // unless a record "X" and "X.json" sit side by side: their sidecars share

@@ -104,9 +104,12 @@ nlohmann::json to_json(const RunRecord& record, SeriesPacker* packer = nullptr);
 /// Parses a record. Throws exit-2 Error on wrong types, unknown keys (with a
 /// did-you-mean hint), an unknown schema, or series whose length differs
 /// from `steps`. A "series_data" sidecar is read from `sidecar_dir` (the
-/// JSON file's folder); without one it is an error.
+/// JSON file's folder); without one it is an error. `taken` holds the
+/// per-step arrays taken out while parsing, when they were
+/// (take_record_arrays in core/json_io.h).
 RunRecord run_record_from_json(const JsonView& node,
-                               const std::optional<std::string>& sidecar_dir = std::nullopt);
+                               const std::optional<std::string>& sidecar_dir = std::nullopt,
+                               TakenArrays* taken = nullptr);
 
 /// Throws BadUsage (exit 2) when `path` holds a regular file that is not a
 /// lockstep run record (a JSON object whose "schema" is "lockstep.run/..."):

@@ -78,32 +78,25 @@ double decimal_grid(const std::vector<double>& values, bool float32, size_t min_
 
 namespace {
 
-// Names element i of `node` in an error: its own path in an array, the
-// index in a sidecar reference.
-[[noreturn]] void fail_element(const JsonView& node, size_t i, const std::string& expected) {
-  if (node.raw().is_array()) node.at(i).fail(expected);
-  node.fail(expected + " at index " + std::to_string(i));
-}
-
 }  // namespace
 
-Series series_from_json(const JsonView& node, SeriesBlob* blob) {
+Series series_from_json(const JsonView& node, SeriesBlob* blob, TakenArrays* taken) {
   node.allow_keys({"dtype", "values", "bits", "steps", "mean", "std", "rounded"});
   Series s;
   s.dtype = node.at("dtype").as_enum({"float32", "float64"}) == "float32" ? Series::Dtype::kFloat32
                                                                           : Series::Dtype::kFloat64;
   JsonView values = node.at("values");
-  s.values = number_array(values, blob);
+  s.values = number_array(values, blob, taken);
 
   if (s.dtype == Series::Dtype::kFloat32) {
     for (size_t i = 0; i < s.values.size(); ++i) {
       double v = s.values[i];
       if (!std::isnan(v) && static_cast<double>(static_cast<float>(v)) != v)
-        fail_element(values, i, "a float32 value exactly representable in binary32, got " + format_double(v));
+        fail_number(values, i, "a float32 value exactly representable in binary32, got " + format_double(v));
       // A NaN too: its payload must survive binary64 -> binary32 -> binary64,
       // or two different stored NaNs would compare as one.
       if (std::isnan(v) && !same_bits(static_cast<double>(static_cast<float>(v)), v))
-        fail_element(values, i, "a float32 NaN (the binary64 widening of a binary32 NaN), got a NaN whose "
+        fail_number(values, i, "a float32 NaN (the binary64 widening of a binary32 NaN), got a NaN whose "
                                 "payload binary32 cannot hold");
     }
     if (node.has("bits")) {
@@ -142,24 +135,24 @@ Series series_from_json(const JsonView& node, SeriesBlob* blob) {
   }
   if (node.has("mean")) {
     JsonView m = node.at("mean");
-    s.mean = number_array(m, blob);
+    s.mean = number_array(m, blob, taken);
     if (s.mean.size() != s.values.size())
       m.fail("one mean per value (" + std::to_string(s.values.size()) + "), got " + std::to_string(s.mean.size()));
     for (size_t i = 0; i < s.mean.size(); ++i)
-      if (!std::isfinite(s.mean[i])) fail_element(m, i, "a finite number, got " + format_double(s.mean[i]));
+      if (!std::isfinite(s.mean[i])) fail_number(m, i, "a finite number, got " + format_double(s.mean[i]));
     if (!node.has("std")) node.at("mean").fail("a \"std\" beside it (a multi-seed series has both)");
   }
   if (node.has("std") && !node.has("mean"))
     node.at("std").fail("a \"mean\" beside it (a multi-seed series has both)");
   if (node.has("std")) {
     JsonView sd = node.at("std");
-    s.std = number_array(sd, blob);
+    s.std = number_array(sd, blob, taken);
     if (s.std.size() != s.values.size())
       sd.fail("one std per value (" + std::to_string(s.values.size()) + "), got " +
               std::to_string(s.std.size()));
     for (size_t i = 0; i < s.std.size(); ++i)
       if (!std::isfinite(s.std[i]) || std::signbit(s.std[i]))  // a standard deviation is never -0.0
-        fail_element(sd, i, "a finite number >= 0, got " + format_double(s.std[i]));
+        fail_number(sd, i, "a finite number >= 0, got " + format_double(s.std[i]));
   }
   if (node.has("rounded")) s.rounded = node.at("rounded").as_finite(1e-12, 1);
   return s;

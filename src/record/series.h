@@ -23,6 +23,7 @@ namespace lockstep {
 class JsonView;
 class SeriesBlob;
 class SeriesPacker;
+class TakenArrays;
 
 /// One metric over the steps of a run.
 struct Series {
@@ -79,7 +80,8 @@ nlohmann::json to_json(const Series& series, SeriesPacker* packer = nullptr);
 /// when a value is not a number, when a float32 value is not exactly
 /// representable in binary32, or when a stored bit pattern disagrees with
 /// the decimal value (a golden edited or produced lossily). Arrays may be
-/// sidecar references when `blob` is given.
-Series series_from_json(const JsonView& node, SeriesBlob* blob = nullptr);
+/// sidecar references when `blob` is given, and references to arrays
+/// taken out while parsing when `taken` is (core/json_io.h).
+Series series_from_json(const JsonView& node, SeriesBlob* blob = nullptr, TakenArrays* taken = nullptr);
 
 }  // namespace lockstep

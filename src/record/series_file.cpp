@@ -62,15 +62,17 @@ bool is_sidecar_of(const std::string& file_name, const std::string& json_name) {
 }
 
 nlohmann::json SeriesPacker::add(const std::vector<double>& values) {
-  size_t offset = bytes_.size();
-  bytes_.resize(offset + values.size() * sizeof(double));
-  if (!values.empty()) std::memcpy(&bytes_[offset], values.data(), values.size() * sizeof(double));
+  size_t offset = size_;
+  if (!values.empty()) parts_.emplace_back(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+  size_ += values.size() * sizeof(double);
   return {{"offset", offset}, {"count", values.size()}};
 }
 
 nlohmann::json SeriesPacker::descriptor(const std::string& json_name) const {
-  std::string hash = xxh3_128_hex(bytes_.data(), bytes_.size());
-  return {{"file", sidecar_name(json_name, hash)}, {"bytes", bytes_.size()}, {"xxh3_128", hash}};
+  Xxh3Stream stream;
+  for (std::string_view part : parts_) stream.update(part.data(), part.size());
+  std::string hash = stream.hex();
+  return {{"file", sidecar_name(json_name, hash)}, {"bytes", size_}, {"xxh3_128", hash}};
 }
 
 struct SeriesBlob::State {
@@ -210,7 +212,8 @@ void want_record_references(const JsonView& record, SeriesBlob& blob) {
   }
 }
 
-std::vector<double> number_array(const JsonView& node, SeriesBlob* blob) {
+std::vector<double> number_array(const JsonView& node, SeriesBlob* blob, TakenArrays* taken) {
+  if (taken && TakenArrays::is_reference(node.raw())) return taken->take(node.raw());
   if (blob && node.raw().is_object()) return blob->take(node);
   if (!node.raw().is_array()) {
     node.fail(blob ? "an array of numbers or a sidecar reference {\"offset\", \"count\"}"
@@ -227,6 +230,13 @@ std::vector<double> number_array(const JsonView& node, SeriesBlob* blob) {
     out.push_back(e.is_number() ? e.get<double>() : node.at(i).as_double());
   }
   return out;
+}
+
+void fail_number(const JsonView& node, size_t i, const std::string& expected) {
+  if (node.raw().is_array()) node.at(i).fail(expected);
+  if (TakenArrays::is_reference(node.raw()))
+    JsonView(nullptr, node.file(), node.path() + "[" + std::to_string(i) + "]").fail(expected);
+  node.fail(expected + " at index " + std::to_string(i));
 }
 
 }  // namespace lockstep

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,24 +40,28 @@
 namespace lockstep {
 
 class JsonView;
+class TakenArrays;
 
 /// Series longer than this many steps go to a sidecar when lockstep writes
 /// a run record; shorter records stay one JSON file.
 inline constexpr int64_t kInlineSeriesSteps = 10000;
 
-/// Collects arrays for a sidecar being written.
+/// Collects arrays for a sidecar being written, without copying them: the
+/// arrays given to add() must stay alive and unchanged until the sidecar
+/// is written (write_run_record writes it from the record's own series).
 class SeriesPacker {
  public:
   /// Appends `values` and returns their reference {"offset": O, "count": N}.
   nlohmann::json add(const std::vector<double>& values);
-  /// The sidecar's bytes so far.
-  const std::string& bytes() const { return bytes_; }
+  /// The sidecar's bytes so far, as the pieces to write in order.
+  const std::vector<std::string_view>& parts() const { return parts_; }
   /// {"file": "<stem>.<16 hex>.series", "bytes": N, "xxh3_128": "..."} for a
   /// record whose JSON file name (without folder) is `json_name`.
   nlohmann::json descriptor(const std::string& json_name) const;
 
  private:
-  std::string bytes_;
+  std::vector<std::string_view> parts_;
+  size_t size_ = 0;
 };
 
 /// A sidecar being read: open() checks it, want() registers the references
@@ -97,10 +102,16 @@ class SeriesBlob {
 };
 
 /// The per-step numbers of `node`: a JSON array (numbers, or the strings
-/// "nan", "inf", "-inf") or, when `blob` is given, a sidecar reference
-/// registered with blob->want() and read. Throws exit-2 Error naming the
-/// node otherwise.
-std::vector<double> number_array(const JsonView& node, SeriesBlob* blob);
+/// "nan", "inf", "-inf"), a reference to an array taken out while parsing
+/// when `taken` is given (core/json_io.h), or, when `blob` is given, a
+/// sidecar reference registered with blob->want() and read. Throws exit-2
+/// Error naming the node otherwise.
+std::vector<double> number_array(const JsonView& node, SeriesBlob* blob, TakenArrays* taken = nullptr);
+
+/// Throws the exit-2 Error for element `i` of the numbers number_array()
+/// read from `node`: named by its own path ("series.loss.values[3]") for
+/// an array in the JSON, taken or not, by index for a sidecar reference.
+[[noreturn]] void fail_number(const JsonView& node, size_t i, const std::string& expected);
 
 /// Calls blob.want() for every sidecar reference in a record's "series"
 /// and "resources.step_time_s" (the places a record may hold one).

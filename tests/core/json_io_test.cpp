@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "core/error.h"
 
 namespace lockstep {
@@ -209,6 +215,88 @@ TEST(JsonView, NonFiniteStrings) {
 TEST(ClosestSpelling, OnlyCloseWords) {
   EXPECT_EQ(closest_spelling("tolerence", {"tolerance", "steps"}), "tolerance");
   EXPECT_EQ(closest_spelling("zzzzzz", {"tolerance", "steps"}), "");
+}
+
+// Taking a record's per-step arrays out while parsing changes nothing a
+// reader can see: every input is accepted or refused as without the rule,
+// with the same message, and the document with its arrays put back is
+// the same document, number types included (2 stays an integer, 2.0 a float).
+TEST(TakenArrays, ParsingWithTheRuleAcceptsAndRefusesExactlyWhatParsingWithoutDoes) {
+  const std::vector<std::string> texts = {
+      R"({"series": {"loss": {"dtype": "float64", "values": [0.5, 1e-3, -0.0, 2.5E+2, 1.0]}}})",
+      R"({"series": {"loss": {"values": [0.5, "nan", "inf", "-inf", 0.25]}}, "steps": 5})",
+      R"({"series": {"loss": {"values": [0.5, 2, 0.25]}}})",             // an integer: stays nodes
+      R"({"series": {"loss": {"values": [0.5, -0, 18446744073709551615, 1.5]}}})",
+      R"({"series": {"loss": {"values": [0.5, "x", 0.25]}}})",           // a string: stays nodes
+      R"({"series": {"loss": {"values": [0.5, null, [1.5], {"a": 1.5}]}}})",
+      R"({"series": {"loss": {"values": [], "mean": [1.5], "std": [0.0]}}})",
+      R"({"resources": {"step_time_s": [0.125, 0.5]}, "probes": [1.5, 2.5]})",
+      R"({"series": {"loss": {"values": [1.5]}}, "s": "é
+"q""})",
+      R"({"series": {"loss": {"values": [1.5]}}}   )" "\n",
+      R"({"series": {"loss": {"values": [1.5]}}} x)",                      // trailing data
+      R"({"series": {"loss": {"values": [1.5]}}}{})",
+      R"({"series": {"loss": {"values": [1.5]}, "loss": {"values": [2.5]}}})",  // a key twice
+      R"({"a": 1, "a": 2})",
+      R"({"series": {"loss": {"values": [1.5, 2.5)",                      // truncated
+      R"({"series": {"loss": {"values": [1.5, tru]}}})",
+      R"({"series": {"loss": {"values": [1.5, 1e400]}}})",
+      R"({"n": 18446744073709551616, "m": -9223372036854775809})",
+      R"([1.5, 2.5])",
+      R"("text")",
+      "",
+      "{\"a\": \"\x01\"}",
+      std::string(300, '[') + std::string(300, ']'),
+      "{\"a\":" + std::string(300, '[') + std::string(300, ']') + "}",
+  };
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text.substr(0, 120));
+    std::string plain_error, taken_error, plain_dump, taken_dump;
+    try {
+      plain_dump = parse_json_text(text, "r.json").dump();
+    } catch (const Error& e) {
+      plain_error = e.what();
+    }
+    try {
+      TakenArrays taken;
+      nlohmann::json doc = parse_json_text(text, "r.json", take_record_arrays, taken);
+      taken.restore(doc);
+      taken_dump = doc.dump();
+    } catch (const Error& e) {
+      taken_error = e.what();
+    }
+    EXPECT_EQ(taken_error, plain_error);
+    EXPECT_EQ(taken_dump, plain_dump);
+  }
+}
+
+TEST(TakenArrays, FloatArraysAtRecordPathsAreTakenBitForBit) {
+  TakenArrays taken;
+  nlohmann::json doc = parse_json_text(
+      R"({"series": {"loss": {"values": [0.1, -0.0, "nan", "-inf", 5e-324], "steps": [0.5, 1.5]}},)"
+      R"( "resources": {"step_time_s": [0.25]}, "other": [1.5]})",
+      "r.json", take_record_arrays, taken);
+  const nlohmann::json& values = doc["series"]["loss"]["values"];
+  ASSERT_TRUE(TakenArrays::is_reference(values));
+  std::vector<double> v = taken.take(values);
+  ASSERT_EQ(v.size(), 5u);
+  EXPECT_EQ(v[0], 0.1);
+  EXPECT_TRUE(std::signbit(v[1]) && v[1] == 0.0);
+  EXPECT_TRUE(std::isnan(v[2]));
+  EXPECT_EQ(v[3], -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(v[4], 5e-324);
+  EXPECT_TRUE(taken.take(values).empty());  // moved out once
+  EXPECT_TRUE(TakenArrays::is_reference(doc["resources"]["step_time_s"]));
+  // Only the rule's paths: a series' steps and any other array stay JSON.
+  EXPECT_TRUE(doc["series"]["loss"]["steps"].is_array());
+  EXPECT_TRUE(doc["other"].is_array());
+  // An array inside one at a rule's path is an element, not a series: left
+  // as JSON, so a reader names it "an array".
+  TakenArrays nested;
+  nlohmann::json inner = parse_json_text(R"({"series": {"loss": {"values": [[0.5], 0.25]}}})", "r.json",
+                                         take_record_arrays, nested);
+  EXPECT_TRUE(inner["series"]["loss"]["values"].is_array());
+  EXPECT_TRUE(inner["series"]["loss"]["values"][0].is_array());
 }
 
 }  // namespace

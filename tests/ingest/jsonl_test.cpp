@@ -50,6 +50,25 @@ TEST_F(Jsonl, ReadsEveryRequestedKeyAsFloat64) {
   EXPECT_EQ(out.at("learning_rate").values, (std::vector<double>{0.1, 1e-3, 0.001}));
 }
 
+// A long log (past the line where the readers reserve room for the whole
+// file) reads every value in place, and a step missing near its end is
+// still named by its line: steps and lines are kept as arithmetic runs.
+TEST_F(Jsonl, ALongLogKeepsEveryValueAndNamesAHoleByItsLine) {
+  std::string text;
+  for (int s = 0; s < 20000; ++s)
+    text += "{\"step\": " + std::to_string(s) + ", \"loss\": " + std::to_string(s) + ".5}\n";
+  auto out = read(text);
+  ASSERT_EQ(out.at("loss").values.size(), 20000u);
+  EXPECT_TRUE(out.at("loss").steps.empty());  // 0 .. n-1
+  for (int s = 0; s < 20000; ++s) ASSERT_EQ(out.at("loss").values[static_cast<size_t>(s)], s + 0.5);
+
+  std::string holed;
+  for (int s = 0; s < 20000; s += 10)
+    if (s != 18000) holed += "{\"step\": " + std::to_string(s) + ", \"loss\": 1.5}\n";
+  EXPECT_EQ(error(holed), file_ + ": line 1801: key 'loss': expected step 18000 before step 18010: the steps go every "
+                                  "10 steps from step 0, and step 18000 is missing");
+}
+
 // A file of "\r" line endings reads as one line: said as what it is,
 // whether or not it ends in "\r", not as a JSON syntax error.
 TEST_F(Jsonl, ClassicMacLineEndingsAreNamed) {

@@ -64,6 +64,11 @@ TEST_F(PeerGoldens, AByteOrderMarkBeforeTheJsonIsSkipped) {
   EXPECT_HAS(error(MetricsFormat::kMegatron, " \xEF\xBB\xBF" + golden, {{"loss", "lm loss"}}), "(byte 1): expected valid JSON");
   auto hf = read(MetricsFormat::kHfTrainer, "\xEF\xBB\xBF{\"log_history\": [{\"step\": 1, \"loss\": 2.5}]}", {{"loss", "loss"}});
   EXPECT_EQ(hf.at("loss").values, (std::vector<double>{2.5}));
+  // A byte a message names counts from the file's first byte, the mark's too.
+  const std::string twice = R"({"lm loss": {"values": {"1": 1, "1": 1}}})";
+  EXPECT_HAS(error(MetricsFormat::kMegatron, twice, {{"loss", "lm loss"}}), "written twice, at byte 24 and byte 32");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, "\xEF\xBB\xBF" + twice, {{"loss", "lm loss"}}),
+             "written twice, at byte 27 and byte 35");
 }
 
 // Values that stop an interval or more short of end_step are a golden cut
