@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "compare/junit_report.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_edit.h"
+#include "core/svg_chart.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
@@ -60,6 +60,47 @@ std::string false_alarm_text(const FalseAlarm& f) {
                     "); 95 % upper bound on the per-run rate " + percent(static_cast<int>(std::round(f.upper95 * 1000)), 1000);
   if (!f.example.empty()) out += "\n  first: " + f.example;
   return out;
+}
+
+// One curve's spread per step (blue) against the bound its recommended
+// rule allows (red), log10 scale: an SVG chart.
+std::string spread_plot(const Calibration& c, const CurveSpread& s) {
+  const SvgChart::Frame frame{360, 150, 40, 10, 20, 20};
+  auto rec = c.recommended.find((s.probe ? "probes." : "") + s.key);
+  std::vector<double> bound(s.steps.size(), 0);
+  if (rec != c.recommended.end() && rec->second.measured) {
+    const Tolerance& t = rec->second.tolerance;
+    for (size_t i = 0; i < bound.size(); ++i)
+      bound[i] = t.rule == Tolerance::Rule::kClose ? t.atol + t.rtol * std::fabs(s.mean[i]) : 0;
+  }
+  double lo = 1e300, hi = 0;
+  for (size_t i = 0; i < s.steps.size(); ++i)
+    for (double v : {s.abs_spread[i], bound[i]})
+      if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  SvgChart chart(frame, "spread of " + s.name);
+  chart.text(frame.left, 12, s.name, 12);
+  if (hi == 0) {
+    chart.text(frame.left, frame.height / 2, "bit-identical in every run", 11, "#2ca02c");
+  } else {
+    double l0 = std::log10(lo) - 0.1, l1 = std::log10(hi) + 0.1;
+    if (l1 - l0 < 1) l0 = l1 - 1;
+    chart.x_range(0, s.steps.size() > 1 ? static_cast<double>(s.steps.size() - 1) : 0);
+    chart.y_range(l0, l1);
+    for (int k = 0; k < 2; ++k) {
+      const std::vector<double>& v = k ? bound : s.abs_spread;
+      if (k && std::all_of(v.begin(), v.end(), [](double b) { return b == 0; })) continue;
+      std::vector<SvgChart::Point> points;  // a zero at the bottom of the plot
+      for (size_t i = 0; i < v.size(); ++i) points.push_back({static_cast<double>(i), v[i] > 0 ? std::log10(v[i]) : l0});
+      chart.polyline(points, k ? "#d62728" : "#1f77b4", 1);
+    }
+    chart.text(2, 24, g3(std::pow(10, l1)), 10);
+    chart.text(2, frame.height - frame.bottom, g3(std::pow(10, l0)), 10);
+  }
+  chart.text(frame.left, frame.height - 4,
+             std::string(s.probe ? "batch" : "step") + " " + std::to_string(s.steps.front()) + " .. " +
+                 std::to_string(s.steps.back()),
+             10);
+  return chart.finish();
 }
 
 }  // namespace
@@ -195,43 +236,8 @@ std::string render_calibration_html(const Calibration& c) {
   o << "<h2>Spread per step against the recommended bound</h2>\n<p>Blue: the largest |x - mean| over the runs at "
        "each step; red: the bound atol + rtol*|mean| the recommended rule allows (log scale). Exact rules have no "
        "bound: any change fails.</p>\n";
-  const int W = 360, H = 150, L = 40, B = 20;
-  for (const auto& s : c.spreads) {
-    if (!s.skipped.empty() || s.steps.empty()) continue;
-    auto rec = c.recommended.find((s.probe ? "probes." : "") + s.key);
-    std::vector<double> bound(s.steps.size(), 0);
-    if (rec != c.recommended.end() && rec->second.measured) {
-      const Tolerance& t = rec->second.tolerance;
-      for (size_t i = 0; i < bound.size(); ++i)
-        bound[i] = t.rule == Tolerance::Rule::kClose ? t.atol + t.rtol * std::fabs(s.mean[i]) : 0;
-    }
-    double lo = 1e300, hi = 0;
-    for (size_t i = 0; i < s.steps.size(); ++i)
-      for (double v : {s.abs_spread[i], bound[i]})
-        if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
-    o << "<div class=\"plot\"><svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"spread of "
-      << esc(s.name) << "\"><text x=\"" << L << "\" y=\"12\" font-size=\"12\">" << esc(s.name) << "</text>";
-    if (hi == 0) {
-      o << "<text x=\"" << L << "\" y=\"" << H / 2 << "\" font-size=\"11\" fill=\"#2ca02c\">bit-identical in every "
-        << "run</text>";
-    } else {
-      double l0 = std::log10(lo) - 0.1, l1 = std::log10(hi) + 0.1;
-      if (l1 - l0 < 1) l0 = l1 - 1;
-      auto x = [&](size_t i) { return L + (s.steps.size() > 1 ? (W - L - 10) * static_cast<double>(i) / (s.steps.size() - 1) : 0.0); };
-      auto y = [&](double v) { return v > 0 ? 20 + (H - 20 - B) * (l1 - std::log10(v)) / (l1 - l0) : static_cast<double>(H - B); };
-      for (int k = 0; k < 2; ++k) {
-        const std::vector<double>& v = k ? bound : s.abs_spread;
-        if (k && std::all_of(v.begin(), v.end(), [](double b) { return b == 0; })) continue;
-        o << "<polyline fill=\"none\" stroke=\"" << (k ? "#d62728" : "#1f77b4") << "\" points=\"";
-        for (size_t i = 0; i < v.size(); ++i) o << x(i) << "," << y(v[i]) << " ";
-        o << "\"/>";
-      }
-      o << "<text x=\"2\" y=\"24\" font-size=\"10\">" << g3(std::pow(10, l1)) << "</text><text x=\"2\" y=\"" << H - B
-        << "\" font-size=\"10\">" << g3(std::pow(10, l0)) << "</text>";
-    }
-    o << "<text x=\"" << L << "\" y=\"" << H - 4 << "\" font-size=\"10\">" << (s.probe ? "batch" : "step") << " "
-      << s.steps.front() << " .. " << s.steps.back() << "</text></svg></div>\n";
-  }
+  for (const auto& s : c.spreads)
+    if (s.skipped.empty() && !s.steps.empty()) o << "<div class=\"plot\">" << spread_plot(c, s) << "</div>\n";
   o << "<h2>Runs</h2>\n<table><tr><th>run</th><th>record</th></tr>\n";
   for (const auto& r : c.runs) o << "<tr><td>" << esc(r.label) << "</td><td>" << esc(r.source) << "</td></tr>\n";
   o << "</table>\n</body></html>\n";

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <vector>
 
-#include "compare/junit_report.h"
 #include "core/float_bits.h"
+#include "core/svg_chart.h"
 
 namespace lockstep {
 
@@ -78,9 +78,9 @@ std::vector<size_t> thin(size_t begin, size_t end, const Value& value, int keep 
 // zoomed chart.
 std::string plot(const SeriesResult& r, const Series& golden, const Series& run, size_t begin, size_t end,
                  const std::string& title = "") {
-  // T leaves a strip above the plot area for the first-failure label, so it
-  // never covers a curve.
-  const double W = kPlotWidth, H = 192, L = kPlotLeft, B = 20, T = 22;
+  // The top margin leaves a strip above the plot area for the
+  // first-failure label, so it never covers a curve.
+  const SvgChart::Frame frame{kPlotWidth, 192, kPlotLeft, kPlotRight, 22, 20};
   auto g = [&](size_t i) { return golden.values[i]; };
   auto a = [&](size_t i) { return i < run.values.size() ? run.values[i] : NAN; };
   auto up = [&](size_t i) { return golden.values[i] + band(r, golden, i); };
@@ -92,49 +92,43 @@ std::string plot(const SeriesResult& r, const Series& golden, const Series& run,
   if (!std::isfinite(lo)) lo = 0, hi = 1;
   if (hi == lo) hi = lo + (lo == 0 ? 1 : std::fabs(lo) * 1e-6);
   size_t n = end - begin;
-  auto x = [&](size_t i) {
-    return L + (n > 1 ? (W - L - kPlotRight) * static_cast<double>(i - begin) / static_cast<double>(n - 1) : 0);
+  SvgChart chart(frame, r.name + title);
+  chart.x_range(static_cast<double>(begin), static_cast<double>(n > 1 ? end - 1 : begin));
+  chart.y_range(lo, hi);
+  auto points = [&](const std::vector<size_t>& steps, const auto& value) {
+    std::vector<SvgChart::Point> out;
+    out.reserve(steps.size());
+    for (size_t i : steps) out.push_back({static_cast<double>(i), value(i)});
+    return out;
   };
-  auto y = [&](double v) { return T + (H - T - B) * (1 - (v - lo) / (hi - lo)); };
-  std::ostringstream o;
-  o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"" << esc(r.name + title) << "\">";
-  // Band polygon: upper edge left to right, lower edge right to left.
-  std::ostringstream poly;
-  for (size_t i : thin(begin, end, up, +1)) poly << x(i) << "," << y(up(i)) << " ";
-  std::vector<size_t> lower = thin(begin, end, down, -1);
-  for (size_t k = lower.size(); k-- > 0;) poly << x(lower[k]) << "," << y(down(lower[k])) << " ";
-  o << "<polygon points=\"" << poly.str() << "\" fill=\"#ddd\"/>";
-  auto line = [&](const auto& value, const char* colour, const char* dash) {
-    std::ostringstream pts;
-    for (size_t i : thin(begin, end, value)) pts << x(i) << "," << y(value(i)) << " ";
-    o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"" << colour
-      << "\" stroke-width=\"1.5\" stroke-dasharray=\"" << dash << "\"/>";
-  };
-  line(g, "#1f77b4", "");
-  line(a, "#ff7f0e", "4 2");
+  // The band: upper edge left to right, lower edge right to left.
+  std::vector<SvgChart::Point> band_edge = points(thin(begin, end, up, +1), up);
+  std::vector<SvgChart::Point> lower = points(thin(begin, end, down, -1), down);
+  band_edge.insert(band_edge.end(), lower.rbegin(), lower.rend());
+  chart.polygon(band_edge, "#ddd");
+  chart.polyline(points(thin(begin, end, g), g), "#1f77b4");
+  chart.polyline(points(thin(begin, end, a), a), "#ff7f0e", 1.5, "4 2");
   if (r.first_fail >= static_cast<int64_t>(begin) && r.first_fail < static_cast<int64_t>(end)) {
-    double fx = x(static_cast<size_t>(r.first_fail));
+    double step = static_cast<double>(r.first_fail), fx = chart.px(step);
     // Right of the line in the left half, left of it in the right half:
     // the label stays inside the picture at step 0 and at the last step.
-    bool right_half = fx > W / 2;
-    o << "<line x1=\"" << fx << "\" x2=\"" << fx << "\" y1=\"" << T - 8 << "\" y2=\"" << H - B
-      << "\" stroke=\"#d62728\"/><text x=\"" << (right_half ? fx - 3 : fx + 3) << "\" y=\"" << T - 10
-      << "\" text-anchor=\"" << (right_half ? "end" : "start")
-      << "\" fill=\"#d62728\" font-size=\"11\">first failure: step " << r.first_fail << "</text>";
+    bool right_half = fx > frame.width / 2;
+    chart.vline(step, frame.top - 8, frame.height - frame.bottom, "#d62728");
+    chart.text(right_half ? fx - 3 : fx + 3, frame.top - 10, "first failure: step " + std::to_string(r.first_fail), 11,
+               "#d62728", right_half ? "end" : "start");
   }
-  o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">" << num(hi) << "</text>"
-    << "<text x=\"2\" y=\"" << H - B << "\" font-size=\"10\">" << num(lo) << "</text>"
-    << "<text x=\"" << L << "\" y=\"" << H - 4 << "\" font-size=\"10\">step " << begin << "</text>"
-    << "<text x=\"" << W - 60 << "\" y=\"" << H - 4 << "\" font-size=\"10\">step " << (n ? end - 1 : 0) << "</text>"
-    << "</svg>";
-  return o.str();
+  chart.text(2, frame.top + 8, num(hi), 10);
+  chart.text(2, frame.height - frame.bottom, num(lo), 10);
+  chart.text(frame.left, frame.height - 4, "step " + std::to_string(begin), 10);
+  chart.text(frame.width - 60, frame.height - 4, "step " + std::to_string(n ? end - 1 : 0), 10);
+  return chart.finish();
 }
 
 // |run - golden| per step on a log10 scale (red), with the allowed band
 // (grey) when the rule has one: tiny bit-level drift is visible here even
 // when the two curves above overlap. Long series are thinned as plot() does.
 std::string error_plot(const SeriesResult& r, const Series& golden, const Series& run, const std::string& diff) {
-  const double W = kPlotWidth, H = 70, L = kPlotLeft, T = 6, B = 6;
+  const SvgChart::Frame frame{kPlotWidth, 70, kPlotLeft, kPlotRight, 6, 6};
   size_t n = std::min(golden.values.size(), run.values.size());
   auto err = [&](size_t i) {
     double e = std::fabs(run.values[i] - golden.values[i]);
@@ -148,26 +142,25 @@ std::string error_plot(const SeriesResult& r, const Series& golden, const Series
   for (size_t i = 0; i < n; ++i)
     for (double v : {err(i), allowed(i)})
       if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  std::ostringstream o;
-  o << "<svg width=\"" << W << "\" height=\"" << H << "\" role=\"img\" aria-label=\"error of " << esc(r.name) << "\">";
+  SvgChart chart(frame, "error of " + r.name);
   if (!std::isfinite(lo)) {
-    o << "<text x=\"" << L << "\" y=\"" << H / 2 << "\" font-size=\"11\" fill=\"#2ca02c\">" << esc(diff) << " = 0 at every step</text></svg>";
-    return o.str();
+    chart.text(frame.left, frame.height / 2, diff + " = 0 at every step", 11, "#2ca02c");
+    return chart.finish();
   }
   if (hi - lo < 1) lo -= 0.5, hi += 0.5;
-  auto x = [&](size_t i) { return L + (n > 1 ? (W - L - kPlotRight) * static_cast<double>(i) / static_cast<double>(n - 1) : 0); };
-  auto y = [&](double v) { return T + (H - T - B) * (1 - (v - lo) / (hi - lo)); };
+  chart.x_range(0, n > 1 ? static_cast<double>(n - 1) : 0);
+  chart.y_range(lo, hi);
   auto line = [&](const auto& value, const char* colour, int keep) {
-    std::ostringstream pts;
-    for (size_t i : thin(0, n, value, keep)) pts << x(i) << "," << y(value(i)) << " ";
-    o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\"/>";
+    std::vector<SvgChart::Point> points;
+    for (size_t i : thin(0, n, value, keep)) points.push_back({static_cast<double>(i), value(i)});
+    chart.polyline(points, colour);
   };
   line(allowed, "#999", -1);  // the tightest allowance of a column
   line(err, "#d62728", 0);
-  o << "<text x=\"2\" y=\"" << T + 8 << "\" font-size=\"10\">" << num(std::pow(10, hi)) << "</text><text x=\"2\" y=\"" << H - B
-    << "\" font-size=\"10\">" << num(std::pow(10, lo)) << "</text><text x=\"" << L + 4 << "\" y=\"" << T + 8
-    << "\" font-size=\"10\" fill=\"#d62728\">" << esc(diff) << " (log)</text></svg>";
-  return o.str();
+  chart.text(2, frame.top + 8, num(std::pow(10, hi)), 10);
+  chart.text(2, frame.height - frame.bottom, num(std::pow(10, lo)), 10);
+  chart.text(frame.left + 4, frame.top + 8, diff + " (log)", 10, "#d62728");
+  return chart.finish();
 }
 
 // The charts of one series: the whole run, and when it is thinned and

@@ -3,34 +3,9 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/svg_chart.h"
 
 namespace lockstep {
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  std::string bidi;
-  for (size_t i = 0; i < text.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (size_t n = bidi_control_at(text, i, &bidi)) {  // shown, never obeyed
-      out += bidi;
-      i += n - 1;
-      continue;
-    }
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 allows only TAB, LF, CR below 0x20.
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') break;
-        out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 namespace {
 

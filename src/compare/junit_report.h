@@ -23,7 +23,4 @@ namespace lockstep {
 /// A <testsuites> document for the verdicts of one `check`.
 std::string render_junit(const std::vector<Verdict>& verdicts);
 
-/// `text` escaped for XML character data and attribute values.
-std::string xml_escape(const std::string& text);
-
 }  // namespace lockstep

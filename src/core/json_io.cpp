@@ -176,9 +176,10 @@ static std::string utf16_kind(std::string_view text) {
   return "";
 }
 
-// The byte offset of the first number outside strings whose value is
-// beyond a float64 (1e400), or npos.
-static size_t first_out_of_range_number(const std::string& text) {
+// The byte offset of the first number token outside strings for which
+// `pick(token)` holds, or npos.
+template <typename Pick>
+static size_t first_number_token(std::string_view text, const Pick& pick) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '"') {
@@ -189,13 +190,32 @@ static size_t first_out_of_range_number(const std::string& text) {
     if (c != '-' && (c < '0' || c > '9')) continue;
     size_t start = i;
     while (i < text.size() && std::strchr("+-.0123456789eE", text[i])) ++i;
-    std::string token = text.substr(start, i - start);
-    errno = 0;
-    double v = std::strtod(token.c_str(), nullptr);
-    if (std::isinf(v) || (errno == ERANGE && v != 0)) return start;
+    if (pick(text.substr(start, i - start))) return start;
     --i;
   }
   return std::string::npos;
+}
+
+// The byte offset of the first number outside strings whose value is
+// beyond a float64 (1e400), or npos.
+static size_t first_out_of_range_number(const std::string& text) {
+  return first_number_token(text, [](std::string_view t) {
+    std::string token(t);
+    errno = 0;
+    double v = std::strtod(token.c_str(), nullptr);
+    return std::isinf(v) || (errno == ERANGE && v != 0);
+  });
+}
+
+size_t first_long_integer(std::string_view text) {
+  return first_number_token(text, [](std::string_view t) {
+    size_t digits = 0;
+    for (char c : t) {
+      if (c == '.' || c == 'e' || c == 'E') return false;
+      digits += c >= '0' && c <= '9';
+    }
+    return digits >= 20;
+  });
 }
 
 namespace {

@@ -78,6 +78,11 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path,
 /// no copy of a long record. Throws what read_file() throws besides.
 nlohmann::json parse_json_file(const std::string& path, TakeArrayRule rule, TakenArrays& taken);
 
+/// The byte offset of the first integer of 20 digits or more outside a
+/// string in JSON `text`, or npos: valid JSON that nlohmann reads as a
+/// float and simdjson (like most readers) refuses, named by its byte.
+size_t first_long_integer(std::string_view text);
+
 /// The deepest nesting of arrays and objects parse_json_text() accepts;
 /// deeper input is exit 2 naming the byte where it goes too deep.
 inline constexpr size_t kMaxJsonDepth = 256;

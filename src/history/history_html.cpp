@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "compare/junit_report.h"
+#include "core/svg_chart.h"
 #include "history/history.h"
 
 namespace lockstep {
@@ -20,13 +20,6 @@ std::string safe_link(const std::string& url) {
   std::string lower;
   for (char c : url.substr(0, 8)) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   return lower.rfind("https://", 0) == 0 || lower.rfind("http://", 0) == 0 ? url : "";
-}
-
-// A coordinate with one decimal: the page stays small over 365 nights.
-std::string coord(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
 }
 
 std::string use_label(double u) {
@@ -45,61 +38,52 @@ std::string use_label(double u) {
 // stack or the golden changed; a circle per night with its commit and
 // verdict as the hover text (an SVG <title>).
 std::string trend_plot(const SmokeHistory& h, const MetricHistory& m) {
-  const double W = 560, H = 150, L = 36, R = 8, T = 8, B = 18;
+  const SvgChart::Frame frame{560, 150, 36, 8, 8, 18};
   double highest = 1.5;
   for (double u : m.use)
     if (std::isfinite(u)) highest = std::max(highest, u);
   const double top = std::min(highest * 1.1, 1e6);
-  auto f = [](double u) { return std::log10(1 + 99 * u); };
+  auto f = [top](double u) { return std::log10(1 + 99 * (std::isinf(u) ? top : std::min(u, top))); };
   size_t n = h.entries.size();
-  auto x = [&](size_t i) { return L + (n <= 1 ? 0.0 : (W - L - R) * static_cast<double>(i) / static_cast<double>(n - 1)); };
-  auto y = [&](double u) { return T + (H - T - B) * (1 - f(std::isinf(u) ? top : std::min(u, top)) / f(top)); };
-  std::ostringstream o;
-  o << "<svg class=trend width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H
-    << "\" role=\"img\" aria-label=\"" << esc(history_title(h) + " " + m.name) << ": share of the tolerance used per night\">";
-  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
-    << "\" fill=\"#fafafa\" stroke=\"#ddd\"/>";
-  o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << coord(y(1)) << "\" y2=\"" << coord(y(1))
-    << "\" stroke=\"#d62728\" stroke-dasharray=\"4 3\"/>";
+  SvgChart chart(frame, history_title(h) + " " + m.name + ": share of the tolerance used per night", "trend");
+  chart.x_range(0, n <= 1 ? 0 : static_cast<double>(n - 1));
+  chart.y_range(0, f(top));
+  chart.plot_area("#fafafa", "#ddd");
+  chart.hline(f(1), "#d62728", "4 3");
   char top_text[32];
   std::snprintf(top_text, sizeof top_text, "%.3g", top);
   for (const auto& [u, text] : {std::pair<double, std::string>{0, "0"}, {0.01, "0.01"}, {0.1, "0.1"}, {1, "tol 1"},
                                 {top, top_text}})
-    o << "<text x=\"2\" y=\"" << coord(y(u) + 3) << "\" font-size=\"9\">" << text << "</text>";
+    chart.text(2, chart.py(f(u)) + 3, text, 9);
   // Night numbers: the first, the last and about five between.
   size_t every = std::max<size_t>(1, (n + 5) / 6);
   for (size_t i = 0; i < n; ++i)
     if (i % every == 0 || i + 1 == n)
-      o << "<text x=\"" << coord(x(i)) << "\" y=\"" << coord(H - 5) << "\" font-size=\"9\" text-anchor=\"middle\">"
-        << i + 1 << "</text>";
+      chart.text(chart.px(static_cast<double>(i)), frame.height - 5, std::to_string(i + 1), 9, "", "middle");
   // The nights the stack (grey) or the golden (purple) changed, one path
   // each; what changed is in the change-point table.
-  std::ostringstream stack, golden;
+  std::vector<double> stack, golden;
   for (const NightChange& c : h.changes) {
-    std::string mark = "M" + coord(x(c.night)) + " " + coord(T) + "V" + coord(H - B);
-    if (c.golden_changed) golden << mark;
-    else if (!c.fingerprint.empty() || !c.inputs.empty() || c.platform_changed) stack << mark;
+    if (c.golden_changed) golden.push_back(static_cast<double>(c.night));
+    else if (!c.fingerprint.empty() || !c.inputs.empty() || c.platform_changed) stack.push_back(static_cast<double>(c.night));
   }
-  if (!stack.str().empty()) o << "<path d=\"" << stack.str() << "\" stroke=\"#7f7f7f\" stroke-width=\"1\"/>";
-  if (!golden.str().empty()) o << "<path d=\"" << golden.str() << "\" stroke=\"#9467bd\" stroke-width=\"1.5\"/>";
-  std::ostringstream pts;
+  chart.vlines(stack, "#7f7f7f", 1);
+  chart.vlines(golden, "#9467bd", 1.5);
+  std::vector<SvgChart::Point> points;
   for (size_t i = 0; i < n; ++i)
-    if (!std::isnan(m.use[i])) pts << coord(x(i)) << "," << coord(y(m.use[i])) << " ";
-  o << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>";
+    if (!std::isnan(m.use[i])) points.push_back({static_cast<double>(i), f(m.use[i])});
+  chart.polyline(points, "#1f77b4");
   for (size_t i = 0; i < n; ++i) {
     if (std::isnan(m.use[i])) continue;
     const LedgerEntry& e = h.entries[i];
     bool failed = m.use[i] > 1;
     // Compact: a year of nights of every metric stays a few MB.
-    o << "<circle cx=\"" << coord(x(i)) << "\" cy=\"" << coord(y(m.use[i])) << "\" r=\"" << (failed ? "3\" class=\"f" : "2")
-      << "\"><title>"
-      << esc("night " + std::to_string(i + 1) + " " + e.time_utc.substr(0, 10) + " " +
-             (e.commit.empty() || e.commit[0] == '(' ? "" : e.commit.substr(0, 10) + " ") + e.verdict + ": " +
-             use_label(m.use[i]))
-      << "</title></circle>";
+    chart.circle({static_cast<double>(i), f(m.use[i])}, failed ? 3 : 2, failed ? "f" : "",
+                 "night " + std::to_string(i + 1) + " " + e.time_utc.substr(0, 10) + " " +
+                     (e.commit.empty() || e.commit[0] == '(' ? "" : e.commit.substr(0, 10) + " ") + e.verdict + ": " +
+                     use_label(m.use[i]));
   }
-  o << "</svg>";
-  return o.str();
+  return chart.finish();
 }
 
 }  // namespace

@@ -1,16 +1,11 @@
 #include "ingest/json_line.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <functional>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
-#include "core/mapped_file.h"
-#include "core/json_io.h"
 
 namespace lockstep {
 
@@ -127,128 +122,6 @@ const char* json_type_name(simdjson::dom::element value) {
     default: break;  // simdjson 4's BIGINT: only with its big-integer option, which is not used
   }
   return "a value";
-}
-
-namespace {
-
-// The first key written twice in an object under `node`, or in an object
-// nested deeper than `depth_left` allows: true (`keys` is scratch space).
-bool duplicate_or_too_deep(simdjson::dom::element node, std::vector<std::string_view>& keys, size_t depth_left) {
-  simdjson::dom::array array;
-  if (node.get_array().get(array) == simdjson::SUCCESS) {
-    if (depth_left == 0) return true;
-    for (simdjson::dom::element child : array)
-      if (duplicate_or_too_deep(child, keys, depth_left - 1)) return true;
-    return false;
-  }
-  simdjson::dom::object object;
-  if (node.get_object().get(object) != simdjson::SUCCESS) return false;
-  if (depth_left == 0) return true;
-  size_t first = keys.size();
-  // Keys that are canonical decimal numbers in increasing order (a
-  // Megatron-LM values block: "1", "2", ..., a million of them) are
-  // distinct without a lookup.
-  bool increasing = true;
-  int64_t previous = -1;
-  for (simdjson::dom::key_value_pair kv : object) {
-    keys.push_back(kv.key);
-    if (increasing) {
-      int64_t k = 0;
-      bool canonical = !kv.key.empty() && kv.key.size() <= 18 && (kv.key[0] != '0' || kv.key.size() == 1);
-      for (char c : kv.key) canonical = canonical && c >= '0' && c <= '9' && (k = k * 10 + (c - '0'), true);
-      increasing = canonical && k > previous;
-      previous = k;
-    }
-    if (duplicate_or_too_deep(kv.value, keys, depth_left - 1)) return true;
-  }
-  // Else each pair for a few keys, an open-addressed table for many.
-  bool twice = false;
-  size_t n = keys.size() - first;
-  if (increasing) {
-  } else if (n <= 16) {
-    for (size_t i = first + 1; i < keys.size() && !twice; ++i)
-      for (size_t j = first; j < i && !twice; ++j) twice = keys[i] == keys[j];
-  } else {
-    // Open addressing over the keys' indices: no allocation per key.
-    size_t cap = 1;
-    while (cap < 2 * n) cap <<= 1;
-    struct Slot {
-      uint64_t hash;
-      uint32_t key;  // 1 + index into keys; 0 = empty
-    };
-    std::vector<Slot> slots(cap, Slot{0, 0});
-    std::hash<std::string_view> hasher;
-    for (size_t i = first; i < keys.size() && !twice; ++i) {
-      uint64_t h = hasher(keys[i]);
-      for (size_t slot = h & (cap - 1);; slot = (slot + 1) & (cap - 1)) {
-        if (slots[slot].key == 0) {
-          slots[slot] = {h, static_cast<uint32_t>(i - first + 1)};
-          break;
-        }
-        if (slots[slot].hash == h && keys[first + slots[slot].key - 1] == keys[i]) {
-          twice = true;
-          break;
-        }
-      }
-    }
-  }
-  keys.resize(first);
-  return twice;
-}
-
-// The byte offset of the first integer of 20 digits or more outside a
-// string (JSON allows it; simdjson, like most readers, does not), or npos.
-size_t first_long_integer(std::string_view text) {
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_json_string(text, i, in_string)) continue;
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      size_t start = i, digits = 0;
-      if (c == '-') ++i;
-      while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i, ++digits;
-      bool integer = i >= text.size() || (text[i] != '.' && text[i] != 'e' && text[i] != 'E');
-      if (integer && digits >= 20) return start;
-      while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == 'e' ||
-                                 text[i] == 'E' || text[i] == '+' || text[i] == '-'))
-        ++i;
-      --i;
-    }
-  }
-  return std::string_view::npos;
-}
-
-}  // namespace
-
-simdjson::dom::element JsonDocument::parse_file(const std::string& path) {
-  // Read where it lies (no copy of a file of millions of values), with
-  // zeros after it for simdjson's padding.
-  file_ = std::make_unique<MappedFile>(path);
-  std::string_view text = file_->text();
-  size_t capacity = file_->capacity();
-  // A UTF-8 byte-order mark (an editor's) is not JSON, but the strict
-  // reader (core/json_io.h) skips it as nlohmann does: so does this one.
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
-    text.remove_prefix(3);
-    capacity -= 3;
-  }
-  simdjson::dom::element root;
-  simdjson::error_code error = parser_.parse(simdjson::padded_string_view(text.data(), text.size(), capacity)).get(root);
-  keys_.clear();
-  if (error == simdjson::SUCCESS && !duplicate_or_too_deep(root, keys_, kMaxJsonDepth)) return root;
-  // The strict reader says exactly what and where (byte, key path), its
-  // offsets counted from the file's first byte, a byte-order mark included.
-  const std::string whole(file_->text());
-  parse_json_text(whole, path);
-  // What the strict reader takes and simdjson refuses: an integer of 20
-  // digits or more (simdjson 3.0 says NUMBER_ERROR, later ones BIGINT_ERROR).
-  if (size_t at = first_long_integer(whole); error != simdjson::SUCCESS)
-    if (at != std::string_view::npos)
-      throw BadInput(path, "byte " + std::to_string(at),
-                     "a number lockstep can read: an integer of at most 19 digits, or a float (1.5e29), not " +
-                         input_excerpt(std::string(whole.substr(at, std::min<size_t>(40, whole.size() - at)))));
-  throw BadInput(path, "", std::string("JSON lockstep can read (") +
-                               (error == simdjson::SUCCESS ? "a key written twice" : simdjson::error_message(error)) + ")");
 }
 
 void JsonLineParser::check_unique_keys(simdjson::dom::element node, const std::string& file, uint64_t line_number) {

@@ -13,10 +13,7 @@
 
 #include <simdjson.h>
 
-#include "core/mapped_file.h"
-
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,26 +37,6 @@ bool json_step(simdjson::dom::element value, int64_t& out);
 
 /// "a number", "a string", "an object", ... for messages.
 const char* json_type_name(simdjson::dom::element value);
-
-/// A whole JSON file (another tool's golden: a Megatron-LM golden-values
-/// file, trainer_state.json), parsed in place with simdjson: millions of
-/// values are read without building a tree of their own.
-///
-///   JsonDocument doc;
-///   simdjson::dom::element root = doc.parse_file("golden_values.json");  // exit 2 if malformed
-class JsonDocument {
- public:
-  /// Parses `path`: valid JSON (Python's NaN tokens are not), each key
-  /// once in every object, nested at most kMaxJsonDepth deep. Throws the
-  /// exit-2 Error core/json_io.h's parse_json_text gives (the byte offset,
-  /// the duplicate key's path). The result is valid while this lives.
-  simdjson::dom::element parse_file(const std::string& path);
-
- private:
-  simdjson::dom::parser parser_;
-  std::unique_ptr<MappedFile> file_;
-  std::vector<std::string_view> keys_;
-};
 
 /// Parses lines of one file, reusing its buffers.
 class JsonLineParser {

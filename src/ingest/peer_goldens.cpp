@@ -1,15 +1,13 @@
 #include "ingest/peer_goldens.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <set>
-#include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
-#include "core/json_io.h"
-#include "ingest/json_line.h"
+#include "ingest/json_stream.h"
 #include "ingest/line_reader.h"
 #include "ingest/number_text.h"
 #include "ingest/series_builder.h"
@@ -18,84 +16,129 @@ namespace lockstep {
 
 namespace {
 
-// A metric value: a number, or "nan" / "NaN" / "inf" / "-inf".
-bool metric_value(simdjson::dom::element v, double& out) {
-  std::string_view s;
-  if (v.get_string().get(s) == simdjson::SUCCESS) return (s == "nan" || s == "NaN" || s == "inf" || s == "-inf") && float_repr(s, out);
-  return json_number(v, out);
+using simdjson::ondemand::json_type;
+using simdjson::ondemand::value;
+
+// What a metric value held.
+enum class Metric {
+  kNumber,     ///< a number, or "inf" / "-inf" / "nan" / "NaN" as a string (`out`)
+  kNanString,  ///< the string "nan" or "NaN" (`out` is NaN): Megatron-LM's "not logged"
+  kOther,      ///< anything else: the caller refuses it
+};
+
+// Reads a metric value: a number, or "nan" / "NaN" / "inf" / "-inf"; any
+// other value (kOther) is read too, `depth` its level (JsonStream::skip).
+// Exit 2 for malformed JSON.
+Metric metric_value(value v, JsonStream& json, size_t depth, double& out) {
+  json_type type = json.get(v.type());
+  if (type == json_type::number) {
+    simdjson::ondemand::number n = json.get(v.get_number());
+    switch (n.get_number_type()) {
+      case simdjson::ondemand::number_type::floating_point_number: out = n.get_double(); return Metric::kNumber;
+      case simdjson::ondemand::number_type::signed_integer: out = static_cast<double>(n.get_int64()); return Metric::kNumber;
+      case simdjson::ondemand::number_type::unsigned_integer: out = static_cast<double>(n.get_uint64()); return Metric::kNumber;
+      default: json.refuse(simdjson::NUMBER_ERROR);  // simdjson 4's big integer: named by its byte
+    }
+  }
+  if (type != json_type::string) {
+    json.skip(v, depth);
+    return Metric::kOther;
+  }
+  std::string_view s = json.get(v.get_string());
+  if (!(s == "nan" || s == "NaN" || s == "inf" || s == "-inf") || !float_repr(s, out)) return Metric::kOther;
+  return s == "nan" || s == "NaN" ? Metric::kNanString : Metric::kNumber;
 }
 
-// An integer in [lo, hi] at `path`, else exit 2 naming it.
-int64_t integer_at(simdjson::dom::element v, const std::string& file, const std::string& path, int64_t lo, int64_t hi) {
-  int64_t x;
-  double d;
-  bool ok = v.get_int64().get(x) == simdjson::SUCCESS ||
-            (v.get_double().get(d) == simdjson::SUCCESS && std::floor(d) == d && d >= -9e15 && d <= 9e15 &&
-             (x = static_cast<int64_t>(d), true));
-  if (!ok || x < lo || x > hi)
-    throw BadInput(file, path, "an integer between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
-                                   json_type_name(v));
+// Reads an integer in [lo, hi] into `x` (an integral float such as 5.0
+// counts). False otherwise, `got` naming what the value is; the value is
+// read either way (`depth` its level). Exit 2 for malformed JSON.
+bool read_integer(value v, JsonStream& json, size_t depth, int64_t lo, int64_t hi, int64_t& x, const char*& got) {
+  got = "a number";
+  if (json.get(v.type()) != json_type::number) {
+    got = json_type_name(v);
+    json.skip(v, depth);
+    return false;
+  }
+  simdjson::ondemand::number n = json.get(v.get_number());
+  switch (n.get_number_type()) {
+    case simdjson::ondemand::number_type::signed_integer: x = n.get_int64(); break;
+    case simdjson::ondemand::number_type::floating_point_number: {
+      double d = n.get_double();
+      if (std::floor(d) != d || d < -9e15 || d > 9e15) return false;
+      x = static_cast<int64_t>(d);
+      break;
+    }
+    case simdjson::ondemand::number_type::unsigned_integer: return false;
+    default: json.refuse(simdjson::NUMBER_ERROR);  // simdjson 4's big integer: named by its byte
+  }
+  return x >= lo && x <= hi;
+}
+
+// "an integer between lo and hi, got <what>" for `path`.
+[[noreturn]] void refuse_integer(const std::string& file, const std::string& path, int64_t lo, int64_t hi,
+                                 const char* got) {
+  throw BadInput(file, path, "an integer between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + got);
+}
+
+// read_integer, else exit 2 naming `path`.
+int64_t integer_at(value v, JsonStream& json, size_t depth, const std::string& path, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  const char* got = nullptr;
+  if (!read_integer(v, json, depth, lo, hi, x, got)) refuse_integer(json.path(), path, lo, hi, got);
   return x;
 }
 
-// A values object whose step keys are not in increasing order: each key
-// read as a decimal step, the pairs sorted by step (stable), each passed
-// to `add(step, value, path)`; exit 2 naming a key that is no decimal step
-// or a step written under two keys ("1" and "01").
-template <typename Add>
-void add_sorted_by_step(simdjson::dom::object by_key, const std::string& name, const std::string& file, Add& add) {
-  std::vector<std::pair<int64_t, simdjson::dom::key_value_pair>> steps;
-  steps.reserve(by_key.size());
-  for (simdjson::dom::key_value_pair kv : by_key) {
-    int64_t step;
-    if (!decimal_step(kv.key, step))
-      throw BadInput(file, name + ".values." + input_excerpt(std::string(kv.key)),
-                     "a value under a decimal step key, not '" + input_excerpt(std::string(kv.key)) + "'");
-    steps.emplace_back(step, kv);
-  }
-  auto by_step = [](const auto& a, const auto& b) { return a.first < b.first; };
-  if (!std::is_sorted(steps.begin(), steps.end(), by_step)) std::stable_sort(steps.begin(), steps.end(), by_step);
-  for (size_t k = 0; k < steps.size(); ++k) {
-    std::string_view key = steps[k].second.key;
-    if (k > 0 && steps[k].first == steps[k - 1].first)
-      throw BadInput(file, name + ".values." + input_excerpt(std::string(key)),
-                     "one value for step " + std::to_string(steps[k].first) + " (it is also '" +
-                         input_excerpt(std::string(steps[k - 1].second.key)) + "')");
-    add(steps[k].first, steps[k].second.value, [&] { return name + ".values." + input_excerpt(std::string(key)); });
-  }
+// A step key of a Megatron values object, read from the raw key: a
+// decimal step written as plain digits (Megatron-LM writes it so; a key
+// with an escape is not taken for one). `text` is the key as written.
+bool step_key(const simdjson::ondemand::raw_json_string& key, std::string_view& text, int64_t& step) {
+  const char* begin = key.raw();
+  const char* p = begin;
+  while (*p != '"' && *p != '\\') ++p;
+  bool plain = *p == '"';
+  // A key with escapes: named in messages as written, up to its closing quote.
+  while (*p != '"') p += *p == '\\' ? 2 : 1;
+  text = std::string_view(begin, static_cast<size_t>(p - begin));
+  return plain && decimal_step(text, step);
 }
 
 // A Megatron metric block's fields besides its values.
 struct MegatronBlock {
   int64_t start = 0, end = -1, interval = 1;
-  bool have_start = false;       ///< start_step given: the first value must be at it
-  bool full = false;             ///< "value_precision": "full"
-  simdjson::dom::element values;
+  bool have_start = false;  ///< start_step given: the first value must be at it
+  bool full = false;        ///< "value_precision": "full"
+  size_t values_field = 0;  ///< the index of "values" among the block's fields
 };
 
-// Reads metric `name`'s block fields; exit 2 naming a field of another
-// type, an unknown field, missing values or end_step before start_step.
-MegatronBlock megatron_block_fields(simdjson::dom::element block, const std::string& name, const std::string& file) {
-  simdjson::dom::object m;
-  if (block.get_object().get(m) != simdjson::SUCCESS)
-    throw BadInput(file, name, std::string("an object with \"values\", got ") + json_type_name(block));
+// Reads metric `name`'s block fields, stepping over its values (read by a
+// second walk of the block); exit 2 naming a field of another type, an
+// unknown field, missing values or end_step before start_step.
+MegatronBlock megatron_block_fields(simdjson::ondemand::object block, const std::string& name, JsonStream& json) {
+  const std::string& file = json.path();
   MegatronBlock f;
   bool have_values = false;
-  for (simdjson::dom::key_value_pair kv : m) {
-    std::string path = name + "." + input_excerpt(std::string(kv.key));
-    if (kv.key == "start_step") f.start = integer_at(kv.value, file, path, 0, int64_t{1} << 52), f.have_start = true;
-    else if (kv.key == "end_step") f.end = integer_at(kv.value, file, path, 0, int64_t{1} << 52);
-    else if (kv.key == "step_interval") f.interval = integer_at(kv.value, file, path, 1, int64_t{1} << 40);
-    else if (kv.key == "values") f.values = kv.value, have_values = true;
-    else if (kv.key == "value_precision") {
+  UniqueKeys keys;
+  size_t index = 0;
+  for (auto field_result : block) {
+    simdjson::ondemand::field field = json.get(std::move(field_result));
+    std::string_view key = json.get(field.unescaped_key());
+    if (!keys.insert(key)) json.refuse();
+    std::string path = name + "." + input_excerpt(std::string(key));
+    if (key == "start_step") f.start = integer_at(field.value(), json, 3, path, 0, int64_t{1} << 52), f.have_start = true;
+    else if (key == "end_step") f.end = integer_at(field.value(), json, 3, path, 0, int64_t{1} << 52);
+    else if (key == "step_interval") f.interval = integer_at(field.value(), json, 3, path, 1, int64_t{1} << 40);
+    else if (key == "values") f.values_field = index, have_values = true;
+    else if (key == "value_precision") {
+      value v = field.value();
       std::string_view p;
-      if (kv.value.get_string().get(p) != simdjson::SUCCESS || (p != "full" && p != "rounded"))
+      if (json.get(v.type()) != json_type::string || ((p = json.get(v.get_string())) != "full" && p != "rounded"))
         throw BadInput(file, path, "one of \"full\", \"rounded\"");
       f.full = p == "full";
     } else {
       throw BadInput(file, path, "one of the keys start_step, end_step, step_interval, values, value_precision "
                                  "(unknown field)");
     }
+    ++index;
   }
   if (!have_values) throw BadInput(file, name + ".values", "a value (the field is missing)");
   if (f.end >= 0 && f.end < f.start)
@@ -120,107 +163,198 @@ void check_block_end(const MegatronBlock& f, const std::string& name, const std:
                        std::to_string(last));
 }
 
-// One Megatron metric block into builder `b`. Returns whether it says
-// "value_precision": "full".
-bool read_megatron_block(simdjson::dom::element block, const std::string& name, const std::string& file, SeriesBuilder& b) {
-  const MegatronBlock f = megatron_block_fields(block, name, file);
-  const int64_t start = f.start, end = f.end, interval = f.interval;
-  const bool have_start = f.have_start;
-  const simdjson::dom::element values = f.values;
-  b.allow_gaps();  // the grid is checked here; "nan" steps are left out
-  uint64_t n = 0, not_logged = 0;
-  int64_t last = -1;
-  // `path()` names the value, built only for a message: a string per value
-  // was a tenth of the reader's time on a million steps. Megatron-LM writes
-  // every step_interval-th step from start_step ("nan" where none was
-  // logged): a step missing or off that grid is a golden cut or edited.
-  auto add = [&](int64_t step, simdjson::dom::element v, const auto& path) {
-    if (last < 0 && have_start && step != start)
-      throw BadInput(file, path(), "the first value at start_step " + std::to_string(start) +
-                                       " (Megatron-LM writes every step from start_step, \"nan\" where none was "
-                                       "logged), got step " + std::to_string(step));
-    if (last >= 0 && step != last + interval)
-      throw BadInput(file, path(), "step " + std::to_string(last + interval) + " next (every " +
-                                       std::to_string(interval) + " step(s) from start_step " + std::to_string(start) +
-                                       ", \"nan\" where none was logged), got step " + std::to_string(step));
-    last = step;
-    double x;
-    if (!metric_value(v, x)) throw BadInput(file, path(), "a number or \"nan\"");
-    if (end >= 0 && step > end) throw BadInput(file, path(), "a step at most end_step " + std::to_string(end));
-    if (step < start) throw BadInput(file, path(), "a step at least start_step " + std::to_string(start));
-    // "nan" is Megatron-LM's "not logged at this step" (a resumed run's
-    // _2nd file before its resume): an absent step, not a value.
-    std::string_view text;
-    if (v.get_string().get(text) == simdjson::SUCCESS && (text == "nan" || text == "NaN")) {
-      b.skip(step);
-      ++not_logged;
-      return;
+// A value of a values object whose keys are not in increasing order, read
+// before the values are put in step order.
+struct KeyedValue {
+  int64_t step;
+  std::string_view key;  // as written (the mapped file's bytes)
+  double x;
+  Metric metric;
+};
+
+// The values of a values object whose step keys are not in increasing
+// order, read in file order and put in step order (stable); exit 2 naming
+// a key that is no decimal step, a key written twice, or a step written
+// under two keys ("1" and "01").
+std::vector<KeyedValue> values_by_step(simdjson::ondemand::object by_key, const std::string& name, JsonStream& json) {
+  std::vector<KeyedValue> out;
+  for (auto field_result : by_key) {
+    simdjson::ondemand::field field = json.get(std::move(field_result));
+    KeyedValue kv{};
+    if (!step_key(field.key(), kv.key, kv.step))
+      throw BadInput(json.path(), name + ".values." + input_excerpt(std::string(kv.key)),
+                     "a value under a decimal step key, not '" + input_excerpt(std::string(kv.key)) + "'");
+    kv.metric = metric_value(field.value(), json, 4, kv.x);  // kOther refused once in step order
+    out.push_back(kv);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const KeyedValue& a, const KeyedValue& b) { return a.step < b.step; });
+  for (size_t k = 1; k < out.size(); ++k)
+    if (out[k].step == out[k - 1].step) {
+      if (out[k].key == out[k - 1].key) json.refuse();  // one key twice: named with both bytes
+      throw BadInput(json.path(), name + ".values." + input_excerpt(std::string(out[k].key)),
+                     "one value for step " + std::to_string(out[k].step) + " (it is also '" +
+                         input_excerpt(std::string(out[k - 1].key)) + "')");
     }
-    b.add(step, x, Series::Dtype::kFloat64, ++n);
-  };
-  simdjson::dom::array list;
-  simdjson::dom::object by_key;
-  if (values.get_array().get(list) == simdjson::SUCCESS) {  // older goldens: a list from start_step by step_interval
-    b.reserve(b.size() + list.size());
+  return out;
+}
+
+// Whether a values object's step keys increase (plain digits, each step
+// after the one before), and how many there are (`count`): a walk of its
+// keys alone. Megatron-LM writes them so; then each value is read as it
+// comes, without a copy.
+bool keys_increase(simdjson::ondemand::object by_key, JsonStream& json, size_t& count) {
+  int64_t previous = -1;
+  count = 0;
+  for (auto field_result : by_key) {
+    simdjson::ondemand::field field = json.get(std::move(field_result));
+    std::string_view text;
+    int64_t step;
+    if (!step_key(field.key(), text, step) || step <= previous) return false;
+    previous = step;
+    ++count;
+  }
+  return true;
+}
+
+// One Megatron block's values fed to a builder in step order, on
+// Megatron-LM's grid: every step_interval-th step from start_step, "nan"
+// where none was logged (left out: an absent step, not a value). A step
+// missing or off that grid is a golden cut or edited: exit 2 naming it.
+class BlockValues {
+ public:
+  BlockValues(const MegatronBlock& f, const std::string& name, JsonStream& json, SeriesBuilder& b)
+      : f_(f), name_(name), json_(json), b_(b) {
+    b_.allow_gaps();  // the grid is checked here; "nan" steps are left out
+  }
+
+  // The values: a list from start_step by step_interval (older goldens),
+  // or an object of step keys.
+  void read(value values) {
+    json_type type = json_.get(values.type());
+    if (type == json_type::array) read_list(json_.get(values.get_array()));
+    else if (type == json_type::object) read_object(json_.get(values.get_object()));
+    else
+      throw BadInput(json_.path(), name_ + ".values",
+                     std::string("an object of step keys or a list, got ") + json_type_name(values));
+    check_block_end(f_, name_, json_.path(), n_, not_logged_, last_);
+  }
+
+ private:
+  void read_list(simdjson::ondemand::array list) {
+    b_.reserve(b_.size() + json_.get(list.count_elements()));
     int64_t k = 0;
-    for (simdjson::dom::element v : list) {
-      auto path = [&] { return name + ".values[" + std::to_string(k) + "]"; };
-      if (k > ((int64_t{1} << 52) - start) / interval)  // start + k * interval past 2^52, before it overflows
-        throw BadInput(file, path(), "a step below 2^52 (start_step + index * step_interval)");
-      add(start + k * interval, v, path);
+    for (auto element : list) {
+      auto path = [&] { return name_ + ".values[" + std::to_string(k) + "]"; };
+      if (k > ((int64_t{1} << 52) - f_.start) / f_.interval)  // start + k * interval past 2^52, before it overflows
+        throw BadInput(json_.path(), path(), "a step below 2^52 (start_step + index * step_interval)");
+      double x = 0;
+      Metric metric = metric_value(json_.get(std::move(element)), json_, 4, x);
+      add(f_.start + k * f_.interval, metric, x, path);
       ++k;
     }
-  } else if (values.get_object().get(by_key) == simdjson::SUCCESS) {
-    b.reserve(b.size() + by_key.size());
-    // Steps as numbers, in order: "10" after "9", not after "1". Megatron
-    // writes them in that order: read as they come, without a copy.
-    bool increasing = true;
-    int64_t previous = -1;
-    for (simdjson::dom::key_value_pair kv : by_key) {
-      int64_t step;
-      if (!decimal_step(kv.key, step) || step <= previous) {
-        increasing = false;
-        break;
-      }
-      previous = step;
-    }
-    if (increasing) {
-      for (simdjson::dom::key_value_pair kv : by_key) {
-        int64_t step = 0;
-        decimal_step(kv.key, step);
-        add(step, kv.value, [&] { return name + ".values." + input_excerpt(std::string(kv.key)); });
-      }
-    } else {
-      add_sorted_by_step(by_key, name, file, add);
-    }
-  } else {
-    throw BadInput(file, name + ".values", std::string("an object of step keys or a list, got ") + json_type_name(values));
   }
-  check_block_end(f, name, file, n, not_logged, last);
+
+  // Steps as numbers, in order: "10" after "9", not after "1".
+  void read_object(simdjson::ondemand::object by_key) {
+    size_t count = 0;
+    bool increasing = keys_increase(by_key, json_, count);
+    json_.get(by_key.reset());
+    if (!increasing) {
+      std::vector<KeyedValue> sorted = values_by_step(by_key, name_, json_);
+      b_.reserve(b_.size() + sorted.size());
+      for (const KeyedValue& kv : sorted)
+        add(kv.step, kv.metric, kv.x, [&] { return name_ + ".values." + input_excerpt(std::string(kv.key)); });
+      return;
+    }
+    b_.reserve(b_.size() + count);
+    for (auto kv_result : by_key) {
+      simdjson::ondemand::field kv = json_.get(std::move(kv_result));
+      std::string_view key;
+      int64_t step = 0;
+      step_key(kv.key(), key, step);
+      double x = 0;
+      Metric metric = metric_value(kv.value(), json_, 4, x);
+      add(step, metric, x, [&] { return name_ + ".values." + input_excerpt(std::string(key)); });
+    }
+  }
+
+  // `path()` names the value, built only for a message: a string per value
+  // was a tenth of the reader's time on a million steps.
+  template <typename Path>
+  void add(int64_t step, Metric metric, double x, const Path& path) {
+    const std::string& file = json_.path();
+    if (last_ < 0 && f_.have_start && step != f_.start)
+      throw BadInput(file, path(), "the first value at start_step " + std::to_string(f_.start) +
+                                       " (Megatron-LM writes every step from start_step, \"nan\" where none was "
+                                       "logged), got step " + std::to_string(step));
+    if (last_ >= 0 && step != last_ + f_.interval)
+      throw BadInput(file, path(), "step " + std::to_string(last_ + f_.interval) + " next (every " +
+                                       std::to_string(f_.interval) + " step(s) from start_step " +
+                                       std::to_string(f_.start) + ", \"nan\" where none was logged), got step " +
+                                       std::to_string(step));
+    last_ = step;
+    if (metric == Metric::kOther) throw BadInput(file, path(), "a number or \"nan\"");
+    if (f_.end >= 0 && step > f_.end) throw BadInput(file, path(), "a step at most end_step " + std::to_string(f_.end));
+    if (step < f_.start) throw BadInput(file, path(), "a step at least start_step " + std::to_string(f_.start));
+    // "nan" is Megatron-LM's "not logged at this step" (a resumed run's
+    // _2nd file before its resume).
+    if (metric == Metric::kNanString) {
+      b_.skip(step);
+      ++not_logged_;
+      return;
+    }
+    b_.add(step, x, Series::Dtype::kFloat64, ++n_);
+  }
+
+  const MegatronBlock& f_;
+  const std::string& name_;
+  JsonStream& json_;
+  SeriesBuilder& b_;
+  uint64_t n_ = 0, not_logged_ = 0;
+  int64_t last_ = -1;
+};
+
+// One Megatron metric block into builder `b`. Returns whether it says
+// "value_precision": "full".
+bool read_megatron_block(value block_value, const std::string& name, JsonStream& json, SeriesBuilder& b) {
+  if (json.get(block_value.type()) != json_type::object)
+    throw BadInput(json.path(), name, std::string("an object with \"values\", got ") + json_type_name(block_value));
+  simdjson::ondemand::object block = json.get(block_value.get_object());
+  const MegatronBlock f = megatron_block_fields(block, name, json);
+  // The second walk of the block: to its values.
+  json.get(block.reset());
+  size_t index = 0;
+  for (auto field_result : block) {
+    simdjson::ondemand::field field = json.get(std::move(field_result));
+    if (index++ == f.values_field) BlockValues(f, name, json, b).read(field.value());
+  }
   return f.full;
 }
 
 }  // namespace
 
 std::map<std::string, Series> read_megatron_metrics(const MetricsSpec& spec) {
-  JsonDocument doc;
-  simdjson::dom::object root;
-  if (doc.parse_file(spec.path).get_object().get(root) != simdjson::SUCCESS)
-    throw BadInput(spec.path, "(top level)", "an object");
+  JsonStream json(spec.path);
   IngestSources sources("value");
   uint32_t file = sources.add(spec.path);
   SeriesSet set(spec.series, "metric", sources);
   set.begin_file(file);
   std::set<std::string> full;  // metrics whose block says "value_precision": "full"
-  for (simdjson::dom::key_value_pair kv : root) {
-    std::string name(kv.key);
-    int i = set.find(name);
+  UniqueKeys names;
+  for (auto field_result : json.root_object()) {
+    simdjson::ondemand::field field = json.get(std::move(field_result));
+    std::string_view key = json.get(field.unescaped_key());
+    if (!names.insert(key)) json.refuse();
+    int i = set.find(key);
     if (i < 0) {
-      set.note_unrequested(name);
+      set.note_unrequested(key);
+      json.skip(field.value(), 2);
       continue;
     }
-    if (read_megatron_block(kv.value, name, spec.path, set.at(static_cast<size_t>(i)))) full.insert(name);
+    std::string name(key);
+    if (read_megatron_block(field.value(), name, json, set.at(static_cast<size_t>(i)))) full.insert(name);
   }
+  json.finish();
   std::map<std::string, Series> out = set.finish(spec.path, "among the file's metrics");
   // Megatron's legacy goldens hold 5 decimals unless the block says
   // "value_precision": "full": those are never marked rounded.
@@ -272,57 +406,90 @@ std::map<std::string, Series> read_torchtitan_metrics(const MetricsSpec& spec) {
   return {{spec.series.begin()->first, b.finish()}};
 }
 
+namespace {
+
+// A requested key's value in one log_history entry.
+struct Logged {
+  int index;  // the series
+  Metric metric;
+  double x;
+};
+
+// One log_history entry (`k`) into `set`: each requested key's value at
+// the entry's "step". Exit 2 naming the entry for a value or step of
+// another kind, a key written twice, or a requested key logged without a
+// step.
+void read_hf_entry(value entry_value, size_t k, JsonStream& json, SeriesSet& set, std::vector<Logged>& logged,
+                   UniqueKeys& keys) {
+  const std::string& file = json.path();
+  auto path = [k] { return "log_history[" + std::to_string(k) + "]"; };  // for a message only
+  if (json.get(entry_value.type()) != json_type::object)
+    throw BadInput(file, path(), std::string("an object, got ") + json_type_name(entry_value));
+  logged.clear();
+  keys.clear();
+  bool have_step = false, step_ok = false;
+  int64_t step = -1;
+  const char* step_got = nullptr;  // what the step is, when it is no step
+  for (auto field_result : json.get(entry_value.get_object())) {
+    simdjson::ondemand::field field = json.get(std::move(field_result));
+    std::string_view key = json.get(field.unescaped_key());
+    if (!keys.insert(key)) json.refuse();
+    if (key == "step") {
+      have_step = true;
+      step_ok = read_integer(field.value(), json, 3, 0, int64_t{1} << 52, step, step_got);
+    } else if (int i = set.find(key); i >= 0) {
+      Logged l{i, Metric::kOther, 0};
+      l.metric = metric_value(field.value(), json, 3, l.x);
+      logged.push_back(l);
+    } else {
+      set.note_unrequested(key);
+      json.skip(field.value(), 3);
+    }
+  }
+  if (logged.empty()) return;
+  if (!have_step) throw BadInput(file, path(), "a \"step\" in an entry that logs a requested key");
+  if (!step_ok) refuse_integer(file, path() + ".step", 0, int64_t{1} << 52, step_got);
+  for (const Logged& l : logged) {
+    if (l.metric == Metric::kOther)
+      throw BadInput(file, path() + "." + set.key(static_cast<size_t>(l.index)), "a number or \"nan\"");
+    set.at(static_cast<size_t>(l.index)).add(step, l.x, Series::Dtype::kFloat64, k);
+  }
+}
+
+}  // namespace
+
 std::map<std::string, Series> read_hf_trainer_metrics(const MetricsSpec& spec) {
-  JsonDocument doc;
-  simdjson::dom::object root;
-  if (doc.parse_file(spec.path).get_object().get(root) != simdjson::SUCCESS)
-    throw BadInput(spec.path, "(top level)", "an object");
-  simdjson::dom::element history_element;
-  if (root["log_history"].get(history_element) != simdjson::SUCCESS)
-    throw BadInput(spec.path, "(top level)", "a \"log_history\" list (Hugging Face Trainer's trainer_state.json)");
-  simdjson::dom::array history;
-  if (history_element.get_array().get(history) != simdjson::SUCCESS)
-    throw BadInput(spec.path, "log_history", std::string("an array, got ") + json_type_name(history_element));
+  JsonStream json(spec.path);
   IngestSources sources("log_history entry");
   uint32_t file = sources.add(spec.path);
   SeriesSet set(spec.series, "key", sources);
   set.begin_file(file);
-  // Each requested key is logged once per entry at most: room for that
-  // (pages never written are never touched).
-  for (size_t i = 0; i < set.size(); ++i) set.reserve(i, history.size());
-  std::vector<std::pair<int, simdjson::dom::element>> logged;
-  size_t k = 0;
-  for (simdjson::dom::element entry_element : history) {
-    auto path = [&k] { return "log_history[" + std::to_string(k) + "]"; };  // for a message only
-    simdjson::dom::object entry;
-    if (entry_element.get_object().get(entry) != simdjson::SUCCESS)
-      throw BadInput(spec.path, path(), std::string("an object, got ") + json_type_name(entry_element));
-    logged.clear();
-    bool have_step = false;
-    simdjson::dom::element step_element;
-    for (simdjson::dom::key_value_pair kv : entry) {
-      if (kv.key == "step") {
-        step_element = kv.value;
-        have_step = true;
-      } else if (int i = set.find(kv.key); i >= 0) {
-        logged.emplace_back(i, kv.value);
-      } else {
-        set.note_unrequested(kv.key);
-      }
+  bool have_history = false;
+  UniqueKeys root_keys, entry_keys;
+  std::vector<Logged> logged;
+  for (auto field_result : json.root_object()) {
+    simdjson::ondemand::field field = json.get(std::move(field_result));
+    std::string_view key = json.get(field.unescaped_key());
+    if (!root_keys.insert(key)) json.refuse();
+    if (key != "log_history") {
+      json.skip(field.value(), 2);
+      continue;
     }
-    if (!logged.empty()) {
-      if (!have_step) throw BadInput(spec.path, path(), "a \"step\" in an entry that logs a requested key");
-      int64_t step;  // an integer in range as it comes; anything else through integer_at (a float step, a refusal)
-      if (step_element.get_int64().get(step) != simdjson::SUCCESS || step < 0 || step > (int64_t{1} << 52))
-        step = integer_at(step_element, spec.path, path() + ".step", 0, int64_t{1} << 52);
-      for (const auto& [i, value] : logged) {
-        double x;
-        if (!metric_value(value, x)) throw BadInput(spec.path, path() + "." + set.key(static_cast<size_t>(i)), "a number or \"nan\"");
-        set.at(static_cast<size_t>(i)).add(step, x, Series::Dtype::kFloat64, k);
-      }
-    }
-    ++k;
+    value history_value = field.value();
+    if (json.get(history_value.type()) != json_type::array)
+      throw BadInput(spec.path, "log_history", std::string("an array, got ") + json_type_name(history_value));
+    have_history = true;
+    simdjson::ondemand::array history = json.get(history_value.get_array());
+    // Each requested key is logged once per entry at most: room for that
+    // (pages never written are never touched).
+    size_t entries = json.get(history.count_elements());
+    for (size_t i = 0; i < set.size(); ++i) set.reserve(i, entries);
+    size_t k = 0;
+    for (auto entry : history) read_hf_entry(json.get(std::move(entry)), k++, json, set, logged, entry_keys);
   }
+  json.finish();
+  if (!have_history)
+    throw BadInput(spec.path, "(top level)", "a \"log_history\" list (Hugging Face Trainer's trainer_state.json)");
   return set.finish(spec.path, "in log_history");
 }
 

@@ -660,7 +660,7 @@ TEST(TrainerCli, NightsOfHistoryNameTheNightADriftBegan) {
   EXPECT_EQ((*loss)["class"], regression ? "regression" : "drifting") << (*loss).dump();
   // The page: a trend plot per metric, the change-point table with night 10.
   std::string html = read_file(page);
-  EXPECT_NE(html.find("<svg class=trend"), std::string::npos);
+  EXPECT_NE(html.find("<svg class=\"trend\""), std::string::npos);
   EXPECT_NE(html.find("<tr><td>10</td>"), std::string::npos);
   EXPECT_NE(html.find("loss (on a stack seen before)"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);

@@ -97,10 +97,10 @@ TEST(Html, FirstFailureLabelStaysInsideThePlot) {
   first.series["loss"].values[0] = 2.0;
   last.series["loss"].values[3] = 1.0;
   std::string at0 = render_html(compare_records(first, g, {}), first, g);
-  EXPECT_NE(at0.find("y=\"12\" text-anchor=\"start\" fill=\"#d62728\" font-size=\"11\">first failure: step 0"),
+  EXPECT_NE(at0.find("x=\"63\" y=\"12\" font-size=\"11\" fill=\"#d62728\" text-anchor=\"start\">first failure: step 0"),
             std::string::npos);
   std::string at3 = render_html(compare_records(last, g, {}), last, g);
-  EXPECT_NE(at3.find("x=\"547\" y=\"12\" text-anchor=\"end\" fill=\"#d62728\" font-size=\"11\">first failure: step 3"),
+  EXPECT_NE(at3.find("x=\"547\" y=\"12\" font-size=\"11\" fill=\"#d62728\" text-anchor=\"end\">first failure: step 3"),
             std::string::npos)
       << at3.substr(at3.find("first failure") - 200, 300);
 }

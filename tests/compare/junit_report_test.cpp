@@ -83,11 +83,6 @@ TEST(JUnit, SmokesThatCouldNotRunAreErrors) {
   EXPECT_EQ(xml.find("lane:"), std::string::npos) << xml;
 }
 
-TEST(JUnit, EscapesXml) {
-  EXPECT_EQ(xml_escape("a<b & \"c\" 'd'>\x01"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;");
-  EXPECT_EQ(xml_escape("x\xe2\x80\xae" "y"), "x\\u202ey");  // a right-to-left override, shown
-}
-
 TEST(Markdown, FailingVerdictSummary) {
   std::string md = render_markdown(failing_verdict());
   EXPECT_EQ(md.rfind("### lockstep: <code>unit</code> ❌ FAIL (exit 1)\n\n**First divergence:** train step 1: loss", 0), 0u) << md;

@@ -226,7 +226,7 @@ TEST(History, ThePlotShowsSmallDriftsAndLargeFailuresWithNightNumbers) {
   EXPECT_HAS(html, "text-anchor=\"middle\">4</text>");
   // Nights 1..3 at heights of their own (a drift not flattened to the
   // floor), night 4 near the top, not clipped at 1.5 with the tolerance line.
-  EXPECT_HAS(html, "points=\"36.0,121.8 208.0,115.8 380.0,111.6 552.0,9.4 \"");
+  EXPECT_HAS(html, "points=\"36,121.8 208,115.8 380,111.6 552,9.4 \"");
   EXPECT_HAS(html, "cy=\"9.4\" r=\"3\" class=\"f\"");
 }
 

@@ -240,6 +240,55 @@ TEST_F(PeerGoldens, RoundedValuesAreMarkedWithTheirGrid) {
   EXPECT_EQ(exact.at("loss").rounded, 0);
 }
 
+// The readers walk the file once, in order, keeping no tree of it: a
+// block's values before its start_step, a trainer_state.json entry's step
+// after its values, and log_history before or after the other keys read
+// as anywhere else; what they step over is still checked.
+TEST_F(PeerGoldens, FieldsInAnyOrderAndWhatIsSteppedOverIsChecked) {
+  auto s = read(MetricsFormat::kMegatron,
+                R"({"num-zeros": {"values": [0, 1], "start_step": 4},
+                    "lm loss": {"values": {"4": 1.5, "5": 1.25}, "end_step": 5, "start_step": 4}})",
+                {{"loss", "lm loss"}});
+  EXPECT_EQ(s.at("loss").steps, (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(s.at("loss").values, (std::vector<double>{1.5, 1.25}));
+  // Keys out of order with the values before the keys' sort.
+  auto sorted = read(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"2": 2.5, "1": 1.5, "3": "nan", "4": 4.5}}})",
+                     {{"loss", "lm loss"}});
+  EXPECT_EQ(sorted.at("loss").steps, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(sorted.at("loss").values, (std::vector<double>{1.5, 2.5, 4.5}));
+  // A metric not asked for is read to its end: a bad literal in it is refused by its byte.
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"other": {"values": {"1": tru}}, "lm loss": {"values": {"1": 1}}})",
+                   {{"loss", "lm loss"}}),
+             file_ + ": line 1, column 28 (byte 27): expected valid JSON (syntax error in a value: invalid literal)");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 1}}, "lm loss": {"values": {"1": 1}}})",
+                   {{"loss", "lm loss"}}),
+             file_ + ": lm loss: expected each key once; it is written twice, at byte 1 and byte 34");
+  // A step key with an escape is not taken for a step: named as written.
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"\u0031": 1}}})", {{"loss", "lm loss"}}),
+             "lm loss.values.\\u0031: expected a value under a decimal step key, not '\\u0031'");
+
+  auto hf = read(MetricsFormat::kHfTrainer,
+                 R"({"log_history": [{"loss": 2.5, "epoch": 0.1, "step": 10}, {"step": 20, "loss": "nan"}],
+                     "best_model_checkpoint": null, "trial_params": {"lr": [1e-4, {"x": true}]}})",
+                 {{"loss", "loss"}});
+  EXPECT_EQ(hf.at("loss").steps, (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(hf.at("loss").values[0], 2.5);
+  EXPECT_TRUE(std::isnan(hf.at("loss").values[1]));
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": 2.5, "step": "10"}]})", {{"loss", "loss"}}),
+             file_ + ": log_history[0].step: expected an integer between 0 and 4503599627370496, got a string");
+  // An entry that logs nothing asked for needs no step.
+  auto eval = read(MetricsFormat::kHfTrainer, R"({"log_history": [{"eval_loss": 2.5, "step": "x"}, {"loss": 1.5, "step": 3}]})",
+                   {{"loss", "loss"}});
+  EXPECT_EQ(eval.at("loss").steps, (std::vector<int64_t>{3}));
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": 2.5, "step": 1}], "x": [1, 2,]})",
+                   {{"loss", "loss"}}),
+             file_ + ": line 1, column 56 (byte 55): expected valid JSON");
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": {"loss": 2.5}})", {{"loss", "loss"}}),
+             file_ + ": log_history: expected an array, got an object");
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"([{"loss": 2.5}])", {{"loss", "loss"}}),
+             file_ + ": (top level): expected an object");
+}
+
 TEST(DecimalGrid, TheCoarsestGridWithEnoughDistinctValues) {
   EXPECT_EQ(decimal_grid({0.12, 0.34, 0.56, 0.78, 0.9, 1.02, 1.14, 1.26}, false), 1e-2);
   EXPECT_EQ(decimal_grid({0.12, 0.34, 0.56}, false), 0);  // three values prove nothing
