@@ -47,18 +47,24 @@ double from_mlflow(double v) {
   return v;
 }
 
-// Feeds each builder its points, ordered as MLflow orders a history.
+// Feeds builder `i` its points `p`, ordered as MLflow orders a history,
+// and empties `p` (its room kept for the next series).
+void add_in_order(SeriesSet& set, size_t i, std::vector<Point>& p) {
+  auto before = [](const Point& a, const Point& b) {
+    return a.step != b.step ? a.step < b.step : a.timestamp != b.timestamp ? a.timestamp < b.timestamp
+                                                                           : a.position < b.position;
+  };
+  if (!std::is_sorted(p.begin(), p.end(), before)) std::sort(p.begin(), p.end(), before);
+  set.reserve(i, p.size());
+  for (const Point& q : p) set.at(i).add(q.step, q.value, Series::Dtype::kFloat64, q.position);
+  p.clear();
+}
+
+// The same for every builder: `points[i]` is builder i's.
 void add_in_order(SeriesSet& set, std::vector<std::vector<Point>>& points) {
   for (size_t i = 0; i < points.size(); ++i) {
-    auto& p = points[i];
-    auto before = [](const Point& a, const Point& b) {
-      return a.step != b.step ? a.step < b.step : a.timestamp != b.timestamp ? a.timestamp < b.timestamp
-                                                                             : a.position < b.position;
-    };
-    if (!std::is_sorted(p.begin(), p.end(), before)) std::sort(p.begin(), p.end(), before);
-    set.reserve(i, p.size());
-    for (const Point& q : p) set.at(i).add(q.step, q.value, Series::Dtype::kFloat64, q.position);
-    p = {};
+    add_in_order(set, i, points[i]);
+    points[i] = {};
   }
 }
 
@@ -645,20 +651,20 @@ void read_metric_file(const std::string& file, std::vector<Point>& points) {
     }
     int64_t timestamp = 0, step = 0;
     double value;
-    std::string where = "line " + std::to_string(n);
+    auto where = [n] { return "line " + std::to_string(n); };  // for a message only
     if (count < 2 || count > 3 || at < line.size() || fields[0].empty() || line.back() == ' ')
-      throw BadInput(file, where, "\"<timestamp> <value> <step>\" (MLflow's metric file line)");
+      throw BadInput(file, where(), "\"<timestamp> <value> <step>\" (MLflow's metric file line)");
     if (!decimal_step(fields[0], timestamp))
-      throw BadInput(file, where, "a timestamp in milliseconds first, got '" + std::string(fields[0]) + "'");
+      throw BadInput(file, where(), "a timestamp in milliseconds first, got '" + std::string(fields[0]) + "'");
     if (!float_repr(fields[1], value))
-      throw BadInput(file, where, "a number after the timestamp, got '" + std::string(fields[1]) + "'");
+      throw BadInput(file, where(), "a number after the timestamp, got '" + std::string(fields[1]) + "'");
     if (count == 3 && !decimal_step(fields[2], step))
-      throw BadInput(file, where, "a step of 0 or more last, got '" + std::string(fields[2]) + "'");
+      throw BadInput(file, where(), "a step of 0 or more last, got '" + std::string(fields[2]) + "'");
     if (first_count == 0) {
       first_count = count;
       first_line = n;
     } else if (count != first_count) {
-      throw BadInput(file, where, std::to_string(first_count) + " fields as on line " + std::to_string(first_line) +
+      throw BadInput(file, where(), std::to_string(first_count) + " fields as on line " + std::to_string(first_line) +
                                       ", got " + std::to_string(count) + " (a line cut short?)");
     }
     if (n == kExtrapolateAfterLines && lines.offset() < lines.file_bytes()) {  // room for the whole file: no doubling
@@ -675,17 +681,17 @@ std::map<std::string, Series> read_mlflow_files(const MetricsSpec& spec) {
   fs::path metrics = run / "metrics";
   IngestSources sources("line");
   SeriesSet set(spec.series, "key", sources);
-  std::vector<std::vector<Point>> points(set.size());
   note_present_keys(metrics, set);
+  std::vector<Point> points;  // one file's at a time, the room reused
   for (size_t i = 0; i < set.size(); ++i) {
     fs::path file = metrics / key_path(set.key(i), spec.path);
     std::error_code ec;
     if (!fs::exists(file, ec)) continue;  // finish() names it, with the keys present
     uint32_t index = sources.add(file.string());
     set.at(i).begin_file(index);
-    read_metric_file(file.string(), points[i]);
+    read_metric_file(file.string(), points);
+    add_in_order(set, i, points);
   }
-  add_in_order(set, points);
   return set.finish(run.string(), "in " + metrics.string());
 }
 
