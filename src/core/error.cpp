@@ -145,7 +145,7 @@ std::string printable_message(const std::string& text, bool keep_line_breaks) {
 Error BadInput(const std::string& file, const std::string& field,
                const std::string& expected) {
   std::string msg = file;
-  if (!field.empty()) msg += ": " + field;
+  if (!field.empty()) msg += ": " + printable_message(field, false);  // a path: one line, whatever its keys hold
   msg += ": expected " + expected;
   return Error(ExitCode::kBadInput, msg);
 }

@@ -20,6 +20,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/simdjson_number.h"
 
 namespace lockstep {
 
@@ -207,14 +208,14 @@ static size_t first_out_of_range_number(const std::string& text) {
   });
 }
 
-size_t first_long_integer(std::string_view text) {
+size_t first_integer_beyond_64_bits(std::string_view text) {
   return first_number_token(text, [](std::string_view t) {
-    size_t digits = 0;
-    for (char c : t) {
-      if (c == '.' || c == 'e' || c == 'E') return false;
-      digits += c >= '0' && c <= '9';
-    }
-    return digits >= 20;
+    if (t.find_first_of(".eE") != std::string_view::npos) return false;
+    std::string token(t);
+    errno = 0;
+    if (token[0] == '-') (void)std::strtoll(token.c_str(), nullptr, 10);
+    else (void)std::strtoull(token.c_str(), nullptr, 10);
+    return errno == ERANGE;
   });
 }
 
@@ -372,14 +373,14 @@ class TakingWalk {
 
  private:
   static nlohmann::json number(simdjson::ondemand::value v) {
-    simdjson::ondemand::number n;
-    if (v.get_number().get(n) != simdjson::SUCCESS) throw LeaveToFullParse{};
-    switch (n.get_number_type()) {
-      case simdjson::ondemand::number_type::signed_integer: return n.get_int64();
-      case simdjson::ondemand::number_type::unsigned_integer: return n.get_uint64();
-      case simdjson::ondemand::number_type::floating_point_number: return n.get_double();
-      default: throw LeaveToFullParse{};  // a big integer (simdjson 4): nlohmann reads it
+    JsonNumber n;  // an integer beyond 64 bits: nlohmann reads it
+    if (read_number(v, n) != simdjson::SUCCESS) throw LeaveToFullParse{};
+    switch (n.kind) {
+      case JsonNumber::Kind::kInt64: return n.i;
+      case JsonNumber::Kind::kUint64: return n.u;
+      case JsonNumber::Kind::kFloat: break;
     }
+    return n.d;
   }
 
   // "nan", "inf", "-inf" as JsonView::as_double reads them.
@@ -410,19 +411,15 @@ class TakingWalk {
         simdjson::ondemand::json_type type;
         if (child.type().get(type) != simdjson::SUCCESS) throw LeaveToFullParse{};
         if (type == simdjson::ondemand::json_type::number) {
-          simdjson::ondemand::number n;
-          if (child.get_number().get(n) != simdjson::SUCCESS) throw LeaveToFullParse{};
-          if (n.get_number_type() == simdjson::ondemand::number_type::floating_point_number) {
-            numbers.push_back(n.get_double());
+          JsonNumber n;
+          if (read_number(child, n) != simdjson::SUCCESS) throw LeaveToFullParse{};
+          if (n.kind == JsonNumber::Kind::kFloat) {
+            numbers.push_back(n.d);
             continue;
           }
           nodes = as_nodes(numbers);
           taking = false;
-          nodes.push_back(n.get_number_type() == simdjson::ondemand::number_type::signed_integer
-                              ? nlohmann::json(n.get_int64())
-                          : n.get_number_type() == simdjson::ondemand::number_type::unsigned_integer
-                              ? nlohmann::json(n.get_uint64())
-                              : throw LeaveToFullParse{});
+          nodes.push_back(n.kind == JsonNumber::Kind::kInt64 ? nlohmann::json(n.i) : nlohmann::json(n.u));
           continue;
         }
         if (type == simdjson::ondemand::json_type::string) {
@@ -537,14 +534,70 @@ nlohmann::json parse_json_file(const std::string& path, TakeArrayRule rule, Take
   return parse_taking(file.text(), file.capacity(), path, rule, taken);
 }
 
+namespace {
+
+// Exit 2 naming the byte where `text` nests deeper than kMaxJsonDepth.
+void refuse_if_too_deep(const std::string& text, const std::string& path) {
+  if (size_t at = too_deep(text, kMaxJsonDepth); at != std::string::npos)
+    throw BadInput(path, "byte " + std::to_string(at),
+                   "arrays and objects nested at most " + std::to_string(kMaxJsonDepth) +
+                       " deep (lockstep's files nest a few levels)");
+}
+
+// nlohmann's error `e` that is no syntax error (out_of_range 406: a number
+// beyond the range of a double, 1e400) as exit 2 naming its byte.
+[[noreturn]] void throw_number_error(const std::string& text, const std::string& path, const std::string& what) {
+  size_t at = first_out_of_range_number(text);
+  if (at != std::string::npos) {
+    size_t end = at;
+    while (end < text.size() && std::strchr("+-.0123456789eE", text[end])) ++end;
+    throw BadInput(path, "byte " + std::to_string(at),
+                   "a number within the range of a float64 (at most about 1.8e308), got " +
+                       input_excerpt(text.substr(at, end - at)));
+  }
+  throw BadInput(path, "", "numbers within the range of a float64 (" + what + ")");
+}
+
+// nlohmann's SAX events, all taken and dropped: a parse that checks the
+// grammar and keeps only its first error.
+class FirstError : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+    if (const auto* e = dynamic_cast<const nlohmann::json::parse_error*>(&ex)) syntax.emplace_back(*e);
+    else other = ex.what();
+    return false;
+  }
+  std::vector<nlohmann::json::parse_error> syntax;  // at most one
+  std::string other;                                 // a number out of range
+};
+
+}  // namespace
+
+void refuse_json_text(const std::string& text, const std::string& path) {
+  refuse_non_text(text, path);
+  refuse_if_too_deep(text, path);
+  FirstError first;
+  nlohmann::json::sax_parse(text, &first);
+  if (!first.syntax.empty()) throw_syntax_error(text, path, first.syntax.front());
+  if (!first.other.empty()) throw_number_error(text, path, first.other);
+  refuse_duplicate_key(text, path);
+}
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& path) {
   refuse_non_text(text, path);
-  auto refuse_if_too_deep = [&] {
-    if (size_t at = too_deep(text, kMaxJsonDepth); at != std::string::npos)
-      throw BadInput(path, "byte " + std::to_string(at),
-                     "arrays and objects nested at most " + std::to_string(kMaxJsonDepth) +
-                         " deep (lockstep's files nest a few levels)");
-  };
+  auto refuse_if_too_deep = [&] { lockstep::refuse_if_too_deep(text, path); };
   {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
@@ -576,16 +629,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path)
   } catch (const nlohmann::json::parse_error& e) {
     throw_syntax_error(text, path, e);
   } catch (const nlohmann::json::exception& e) {
-    // out_of_range 406: a number beyond the range of a double (1e400).
-    size_t at = first_out_of_range_number(text);
-    if (at != std::string::npos) {
-      size_t end = at;
-      while (end < text.size() && std::strchr("+-.0123456789eE", text[end])) ++end;
-      throw BadInput(path, "byte " + std::to_string(at),
-                     "a number within the range of a float64 (at most about 1.8e308), got " +
-                         input_excerpt(text.substr(at, end - at)));
-    }
-    throw BadInput(path, "", std::string("numbers within the range of a float64 (") + e.what() + ")");
+    throw_number_error(text, path, e.what());
   }
 }
 

@@ -27,6 +27,13 @@ nlohmann::json parse_json_file(const std::string& path);
 /// Parses `text` (the contents of `path`) as JSON, same errors as above.
 nlohmann::json parse_json_text(const std::string& text, const std::string& path);
 
+/// Throws the exit-2 Error parse_json_text gives for `text` when it refuses
+/// it, without building the document (nlohmann's SAX parser; memory grows
+/// with the nesting and an object's keys, not with the file): for a reader
+/// that walked `text` another way and met something wrong. Returns when
+/// parse_json_text would accept `text`.
+void refuse_json_text(const std::string& text, const std::string& path);
+
 /// Per-step number arrays taken out of a document while it is parsed
 /// (parse_json_text with a rule below): a run record with 1,000,000-step
 /// series inline then holds one std::vector<double> per array instead of a
@@ -78,10 +85,11 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& path,
 /// no copy of a long record. Throws what read_file() throws besides.
 nlohmann::json parse_json_file(const std::string& path, TakeArrayRule rule, TakenArrays& taken);
 
-/// The byte offset of the first integer of 20 digits or more outside a
-/// string in JSON `text`, or npos: valid JSON that nlohmann reads as a
-/// float and simdjson (like most readers) refuses, named by its byte.
-size_t first_long_integer(std::string_view text);
+/// The byte offset of the first integer outside a string in JSON `text`
+/// beyond int64 and uint64 (below -2^63 or above 2^64 - 1), or npos: valid
+/// JSON that nlohmann reads as a float and simdjson (like most readers)
+/// refuses, named by its byte.
+size_t first_integer_beyond_64_bits(std::string_view text);
 
 /// The deepest nesting of arrays and objects parse_json_text() accepts;
 /// deeper input is exit 2 naming the byte where it goes too deep.

@@ -32,38 +32,31 @@ bool in_json_string(std::string_view text, size_t& i, bool& in_string) {
 
 }  // namespace
 
-std::string_view replace_nonfinite_tokens(std::string_view text, std::string& scratch) {
-  if (text.find('N') == text.npos && text.find('I') == text.npos) return text;  // the common line
+std::vector<NonfiniteToken> nonfinite_tokens(std::string_view text) {
+  std::vector<NonfiniteToken> out;
+  if (text.find('N') == text.npos && text.find('I') == text.npos) return out;  // the common line
   static constexpr std::string_view kTokens[] = {"NaN", "Infinity", "-Infinity"};
-  static constexpr std::string_view kStrings[] = {"\"nan\"", "\"inf\"", "\"-inf\""};
+  static const double kValues[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                   -std::numeric_limits<double>::infinity()};
   std::vector<char> stack;  // '{' or '[' for each open container
   bool in_string = false;
   char previous = 0;  // last structural character outside strings
-  size_t copied = 0;
-  bool changed = false;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (in_string && in_json_string(text, i, in_string)) continue;
     if (is_space(c)) continue;
     bool value_position = previous == ':' || (!stack.empty() && stack.back() == '[' && (previous == '[' || previous == ','));
     if (value_position && (c == 'N' || c == 'I' || c == '-')) {
-      bool replaced = false;
-      for (size_t t = 0; t < 3; ++t) {
+      bool found = false;
+      for (size_t t = 0; t < 3 && !found; ++t) {
         if (text.compare(i, kTokens[t].size(), kTokens[t]) == 0 && ends_token(text, i + kTokens[t].size())) {
-          if (!changed) {
-            scratch.clear();
-            changed = true;
-          }
-          scratch.append(text.data() + copied, i - copied);
-          scratch.append(kStrings[t]);
+          out.push_back({i, kTokens[t].size(), kValues[t]});
           i += kTokens[t].size() - 1;
-          copied = i + 1;
-          replaced = true;
-          break;
+          found = true;
         }
       }
-      if (replaced) {
-        previous = '"';
+      if (found) {
+        previous = '"';  // a value, as a string would be
         continue;
       }
     }
@@ -72,7 +65,19 @@ std::string_view replace_nonfinite_tokens(std::string_view text, std::string& sc
     else if ((c == '}' || c == ']') && !stack.empty()) stack.pop_back();
     previous = c;
   }
-  if (!changed) return text;
+  return out;
+}
+
+std::string_view replace_nonfinite_tokens(std::string_view text, std::string& scratch) {
+  std::vector<NonfiniteToken> tokens = nonfinite_tokens(text);
+  if (tokens.empty()) return text;
+  scratch.clear();
+  size_t copied = 0;
+  for (const NonfiniteToken& t : tokens) {
+    scratch.append(text.data() + copied, t.offset - copied);
+    scratch.append(std::isnan(t.value) ? "\"nan\"" : t.value > 0 ? "\"inf\"" : "\"-inf\"");
+    copied = t.offset + t.length;
+  }
   scratch.append(text.data() + copied, text.size() - copied);
   return scratch;
 }

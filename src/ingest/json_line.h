@@ -20,6 +20,18 @@
 
 namespace lockstep {
 
+/// A bare NaN, Infinity or -Infinity (Python's json.dumps writes them for
+/// non-finite floats) in value position of JSON text.
+struct NonfiniteToken {
+  size_t offset;  ///< byte of its first character
+  size_t length;  ///< 3, 8 or 9
+  double value;   ///< NaN, +inf or -inf
+};
+
+/// Every such token in `text`, outside strings, in order (none in a key, a
+/// string, or a word such as "NaNa").
+std::vector<NonfiniteToken> nonfinite_tokens(std::string_view text);
+
 /// `text` with Python's json.dumps tokens NaN, Infinity and -Infinity in
 /// value position, outside strings, replaced by lockstep's strings "nan",
 /// "inf" and "-inf". Returns `text` itself when there is none, else a view

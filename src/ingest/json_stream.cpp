@@ -4,6 +4,8 @@
 
 #include "core/error.h"
 #include "core/json_io.h"
+#include "core/simdjson_number.h"
+#include "ingest/json_line.h"
 
 namespace lockstep {
 
@@ -21,6 +23,16 @@ void UniqueKeys::clear() {
   many_.clear();
 }
 
+namespace {
+
+// A bare token's stand-in: a string of the same length ("N" for NaN), so
+// every byte offset stays the file's.
+std::string_view stand_in(const NonfiniteToken& t) {
+  return t.length == 3 ? "\"N\"" : t.length == 8 ? "\"Infini\"" : "\"-Infini\"";
+}
+
+}  // namespace
+
 JsonStream::JsonStream(const std::string& path) : path_(path), file_(std::make_unique<MappedFile>(path)) {
   std::string_view text = file_->text();
   size_t capacity = file_->capacity();
@@ -29,17 +41,47 @@ JsonStream::JsonStream(const std::string& path) : path_(path), file_(std::make_u
   if (text.substr(0, 3) == "\xEF\xBB\xBF") {
     text.remove_prefix(3);
     capacity -= 3;
+    bom_ = 3;
   }
+  // Python's json.dumps writes a NaN or infinite float as a bare NaN,
+  // Infinity or -Infinity (Hugging Face's trainer_state.json, a grad_norm
+  // that overflowed): each is read as a string of its length standing in
+  // for it, and nonfinite() gives its value.
+  tokens_ = nonfinite_tokens(text);
+  if (!tokens_.empty()) {
+    std::string copy(text);
+    for (const NonfiniteToken& t : tokens_) copy.replace(t.offset, t.length, stand_in(t));
+    replaced_ = simdjson::padded_string(copy);
+    text = std::string_view(replaced_.data(), replaced_.size());
+    capacity = text.size() + simdjson::SIMDJSON_PADDING;
+  }
+  base_ = text.data();
   if (simdjson::error_code error = parser_.iterate(simdjson::padded_string_view(text.data(), text.size(), capacity)).get(doc_);
       error != simdjson::SUCCESS)
     refuse(error);
+}
+
+bool JsonStream::nonfinite(simdjson::ondemand::value& value, double& out) {
+  if (tokens_.empty()) return false;
+  size_t at = static_cast<size_t>(value.raw_json_token().data() - base_);
+  auto it = std::lower_bound(tokens_.begin(), tokens_.end(), at,
+                             [](const NonfiniteToken& t, size_t offset) { return t.offset < offset; });
+  if (it == tokens_.end() || it->offset != at) return false;
+  out = it->value;
+  return true;
+}
+
+std::string JsonStream::text_as_read() const {
+  std::string whole(file_->text());
+  for (const NonfiniteToken& t : tokens_) whole.replace(bom_ + t.offset, t.length, stand_in(t));
+  return whole;
 }
 
 simdjson::ondemand::object JsonStream::root_object() {
   simdjson::ondemand::object root;
   simdjson::error_code error = doc_.get_object().get(root);
   if (error == simdjson::INCORRECT_TYPE) {
-    parse_json_text(std::string(file_->text()), path_);  // exit 2 if it is no JSON at all
+    refuse_json_text(text_as_read(), path_);  // exit 2 if it is no JSON at all
     throw BadInput(path_, "(top level)", "an object");
   }
   if (error != simdjson::SUCCESS) refuse(error);
@@ -64,12 +106,8 @@ void JsonStream::skip(simdjson::ondemand::value value, size_t depth) {
       for (auto child : get(value.get_array())) skip(get(std::move(child)), depth + 1);
       return;
     case Type::number: {
-      simdjson::ondemand::number n = get(value.get_number());
-      auto type = n.get_number_type();
-      if (type != simdjson::ondemand::number_type::floating_point_number &&
-          type != simdjson::ondemand::number_type::signed_integer &&
-          type != simdjson::ondemand::number_type::unsigned_integer)
-        refuse(simdjson::NUMBER_ERROR);  // simdjson 4's big integer
+      JsonNumber n;
+      if (simdjson::error_code e = read_number(value, n); e != simdjson::SUCCESS) refuse(e);
       return;
     }
     case Type::string: get(value.get_string()); return;
@@ -90,13 +128,13 @@ void JsonStream::finish() {
 void JsonStream::refuse(simdjson::error_code error) const {
   // The strict reader says exactly what and where (byte, key path), its
   // offsets counted from the file's first byte, a byte-order mark included.
-  const std::string whole(file_->text());
-  parse_json_text(whole, path_);
-  // What the strict reader takes and simdjson refuses: an integer of 20
-  // digits or more (simdjson 3.0 says NUMBER_ERROR, later ones BIGINT_ERROR).
-  if (size_t at = first_long_integer(whole); at != std::string_view::npos)
+  const std::string whole = text_as_read();
+  refuse_json_text(whole, path_);
+  // What the strict reader takes and simdjson refuses: an integer beyond
+  // 64 bits (simdjson 3 says NUMBER_ERROR, 4 BIGINT_ERROR).
+  if (size_t at = first_integer_beyond_64_bits(whole); at != std::string_view::npos)
     throw BadInput(path_, "byte " + std::to_string(at),
-                   "a number lockstep can read: an integer of at most 19 digits, or a float (1.5e29), not " +
+                   "a number lockstep can read: an integer from -2^63 to 2^64 - 1, or a float (1.5e29), not " +
                        input_excerpt(whole.substr(at, std::min<size_t>(40, whole.size() - at))));
   throw BadInput(path_, "", std::string("JSON lockstep can read (") +
                                 (error == simdjson::SUCCESS ? "a key written twice" : simdjson::error_message(error)) + ")");

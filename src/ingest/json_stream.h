@@ -19,7 +19,9 @@
 // Every value must be visited (read, or skip()ped): On-Demand does not
 // check what it steps over. Anything malformed is exit 2 with the strict
 // reader's message (core/json_io.h: the byte, the line and column, the
-// key written twice), counted from the file's first byte.
+// key written twice), counted from the file's first byte. A bare NaN,
+// Infinity or -Infinity (Python's json.dumps writes them) reads as a
+// string standing in for it; nonfinite() gives its value.
 //
 // Internal to src/ingest/ (it exposes simdjson types).
 #pragma once
@@ -34,6 +36,7 @@
 #include <vector>
 
 #include "core/mapped_file.h"
+#include "ingest/json_line.h"
 
 namespace lockstep {
 
@@ -80,6 +83,11 @@ class JsonStream {
   /// For a walk that met `error` or a key twice (simdjson::SUCCESS).
   [[noreturn]] void refuse(simdjson::error_code error = simdjson::SUCCESS) const;
 
+  /// Whether string `value` stands for a bare NaN, Infinity or -Infinity
+  /// of the file (Python's json.dumps writes them), its value then in
+  /// `out`. The value is not consumed: read it with get_string().
+  bool nonfinite(simdjson::ondemand::value& value, double& out);
+
   /// The value of `result`, or exit 2 (refuse) on its error.
   template <typename T>
   T get(simdjson::simdjson_result<T>&& result) const {
@@ -91,8 +99,16 @@ class JsonStream {
   const std::string& path() const { return path_; }
 
  private:
+  /// The file's text as simdjson reads it, the byte-order mark kept: each
+  /// bare non-finite token replaced by its stand-in of the same length.
+  std::string text_as_read() const;
+
   std::string path_;
   std::unique_ptr<MappedFile> file_;
+  size_t bom_ = 0;                      ///< bytes of a byte-order mark skipped
+  std::vector<NonfiniteToken> tokens_;  ///< bare NaN / Infinity / -Infinity, by offset after the mark
+  simdjson::padded_string replaced_;    ///< the text with their stand-ins, when there is one
+  const char* base_ = nullptr;          ///< the first byte simdjson reads
   simdjson::ondemand::parser parser_;
   simdjson::ondemand::document doc_;
 };

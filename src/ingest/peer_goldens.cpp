@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/simdjson_number.h"
 #include "ingest/json_stream.h"
 #include "ingest/line_reader.h"
 #include "ingest/number_text.h"
@@ -32,17 +33,18 @@ enum class Metric {
 Metric metric_value(value v, JsonStream& json, size_t depth, double& out) {
   json_type type = json.get(v.type());
   if (type == json_type::number) {
-    simdjson::ondemand::number n = json.get(v.get_number());
-    switch (n.get_number_type()) {
-      case simdjson::ondemand::number_type::floating_point_number: out = n.get_double(); return Metric::kNumber;
-      case simdjson::ondemand::number_type::signed_integer: out = static_cast<double>(n.get_int64()); return Metric::kNumber;
-      case simdjson::ondemand::number_type::unsigned_integer: out = static_cast<double>(n.get_uint64()); return Metric::kNumber;
-      default: json.refuse(simdjson::NUMBER_ERROR);  // simdjson 4's big integer: named by its byte
-    }
+    JsonNumber n;  // an integer beyond 64 bits: refused, named by its byte
+    if (simdjson::error_code e = read_number(v, n); e != simdjson::SUCCESS) json.refuse(e);
+    out = n.as_double();
+    return Metric::kNumber;
   }
   if (type != json_type::string) {
     json.skip(v, depth);
     return Metric::kOther;
+  }
+  if (json.nonfinite(v, out)) {  // a bare NaN, Infinity or -Infinity: a value
+    json.get(v.get_string());
+    return Metric::kNumber;
   }
   std::string_view s = json.get(v.get_string());
   if (!(s == "nan" || s == "NaN" || s == "inf" || s == "-inf") || !float_repr(s, out)) return Metric::kOther;
@@ -59,17 +61,15 @@ bool read_integer(value v, JsonStream& json, size_t depth, int64_t lo, int64_t h
     json.skip(v, depth);
     return false;
   }
-  simdjson::ondemand::number n = json.get(v.get_number());
-  switch (n.get_number_type()) {
-    case simdjson::ondemand::number_type::signed_integer: x = n.get_int64(); break;
-    case simdjson::ondemand::number_type::floating_point_number: {
-      double d = n.get_double();
-      if (std::floor(d) != d || d < -9e15 || d > 9e15) return false;
-      x = static_cast<int64_t>(d);
+  JsonNumber n;  // an integer beyond 64 bits: refused, named by its byte
+  if (simdjson::error_code e = read_number(v, n); e != simdjson::SUCCESS) json.refuse(e);
+  switch (n.kind) {
+    case JsonNumber::Kind::kInt64: x = n.i; break;
+    case JsonNumber::Kind::kFloat:
+      if (std::floor(n.d) != n.d || n.d < -9e15 || n.d > 9e15) return false;
+      x = static_cast<int64_t>(n.d);
       break;
-    }
-    case simdjson::ondemand::number_type::unsigned_integer: return false;
-    default: json.refuse(simdjson::NUMBER_ERROR);  // simdjson 4's big integer: named by its byte
+    case JsonNumber::Kind::kUint64: return false;
   }
   return x >= lo && x <= hi;
 }
@@ -105,7 +105,8 @@ bool step_key(const simdjson::ondemand::raw_json_string& key, std::string_view& 
 // A Megatron metric block's fields besides its values.
 struct MegatronBlock {
   int64_t start = 0, end = -1, interval = 1;
-  bool have_start = false;  ///< start_step given: the first value must be at it
+  bool have_start = false;     ///< start_step given: the first value must be at it
+  bool have_interval = false;  ///< step_interval given
   bool full = false;        ///< "value_precision": "full"
   size_t values_field = 0;  ///< the index of "values" among the block's fields
 };
@@ -126,13 +127,14 @@ MegatronBlock megatron_block_fields(simdjson::ondemand::object block, const std:
     std::string path = name + "." + input_excerpt(std::string(key));
     if (key == "start_step") f.start = integer_at(field.value(), json, 3, path, 0, int64_t{1} << 52), f.have_start = true;
     else if (key == "end_step") f.end = integer_at(field.value(), json, 3, path, 0, int64_t{1} << 52);
-    else if (key == "step_interval") f.interval = integer_at(field.value(), json, 3, path, 1, int64_t{1} << 40);
+    else if (key == "step_interval") f.interval = integer_at(field.value(), json, 3, path, 1, int64_t{1} << 40), f.have_interval = true;
     else if (key == "values") f.values_field = index, have_values = true;
     else if (key == "value_precision") {
       value v = field.value();
       std::string_view p;
-      if (json.get(v.type()) != json_type::string || ((p = json.get(v.get_string())) != "full" && p != "rounded"))
-        throw BadInput(file, path, "one of \"full\", \"rounded\"");
+      if (json.get(v.type()) != json_type::string) json.skip(v, 3);  // malformed JSON is named as such first
+      else p = json.get(v.get_string());
+      if (p != "full" && p != "rounded") throw BadInput(file, path, "one of \"full\", \"rounded\"");
       f.full = p == "full";
     } else {
       throw BadInput(file, path, "one of the keys start_step, end_step, step_interval, values, value_precision "
@@ -181,9 +183,12 @@ std::vector<KeyedValue> values_by_step(simdjson::ondemand::object by_key, const 
   for (auto field_result : by_key) {
     simdjson::ondemand::field field = json.get(std::move(field_result));
     KeyedValue kv{};
-    if (!step_key(field.key(), kv.key, kv.step))
+    if (!step_key(field.key(), kv.key, kv.step)) {
+      bool digits = !kv.key.empty() && kv.key.find_first_not_of("0123456789") == std::string_view::npos;
       throw BadInput(json.path(), name + ".values." + input_excerpt(std::string(kv.key)),
-                     "a value under a decimal step key, not '" + input_excerpt(std::string(kv.key)) + "'");
+                     digits ? "a step of at most 2^52, got " + std::string(kv.key)
+                            : "a value under a decimal step key (plain digits), not '" + input_excerpt(std::string(kv.key)) + "'");
+    }
     kv.metric = metric_value(field.value(), json, 4, kv.x);  // kOther refused once in step order
     out.push_back(kv);
   }
@@ -233,14 +238,23 @@ class BlockValues {
     json_type type = json_.get(values.type());
     if (type == json_type::array) read_list(json_.get(values.get_array()));
     else if (type == json_type::object) read_object(json_.get(values.get_object()));
-    else
-      throw BadInput(json_.path(), name_ + ".values",
-                     std::string("an object of step keys or a list, got ") + json_type_name(values));
+    else {
+      const char* got = json_type_name(values);
+      json_.skip(values, 3);  // malformed JSON is named as such first
+      throw BadInput(json_.path(), name_ + ".values", std::string("an object of step keys or a list, got ") + got);
+    }
     check_block_end(f_, name_, json_.path(), n_, not_logged_, last_);
   }
 
  private:
+  // A list's steps come from start_step and step_interval alone: both
+  // must be given (a default would be a guess).
   void read_list(simdjson::ondemand::array list) {
+    for (auto [given, field] : {std::pair<bool, const char*>{f_.have_start, "start_step"}, {f_.have_interval, "step_interval"}})
+      if (!given)
+        throw BadInput(json_.path(), name_ + "." + field,
+                       std::string("a value: a list of values runs from start_step by step_interval (the field is "
+                                   "missing)"));
     b_.reserve(b_.size() + json_.get(list.count_elements()));
     int64_t k = 0;
     for (auto element : list) {
@@ -293,6 +307,7 @@ class BlockValues {
                                        std::to_string(f_.start) + ", \"nan\" where none was logged), got step " +
                                        std::to_string(step));
     last_ = step;
+    if (step > (int64_t{1} << 52)) throw BadInput(file, path(), "a step of at most 2^52, got " + std::to_string(step));
     if (metric == Metric::kOther) throw BadInput(file, path(), "a number or \"nan\"");
     if (f_.end >= 0 && step > f_.end) throw BadInput(file, path(), "a step at most end_step " + std::to_string(f_.end));
     if (step < f_.start) throw BadInput(file, path(), "a step at least start_step " + std::to_string(f_.start));
@@ -317,8 +332,11 @@ class BlockValues {
 // One Megatron metric block into builder `b`. Returns whether it says
 // "value_precision": "full".
 bool read_megatron_block(value block_value, const std::string& name, JsonStream& json, SeriesBuilder& b) {
-  if (json.get(block_value.type()) != json_type::object)
-    throw BadInput(json.path(), name, std::string("an object with \"values\", got ") + json_type_name(block_value));
+  if (json.get(block_value.type()) != json_type::object) {
+    const char* got = json_type_name(block_value);
+    json.skip(block_value, 2);  // malformed JSON is named as such first
+    throw BadInput(json.path(), name, std::string("an object with \"values\", got ") + got);
+  }
   simdjson::ondemand::object block = json.get(block_value.get_object());
   const MegatronBlock f = megatron_block_fields(block, name, json);
   // The second walk of the block: to its values.
@@ -423,8 +441,11 @@ void read_hf_entry(value entry_value, size_t k, JsonStream& json, SeriesSet& set
                    UniqueKeys& keys) {
   const std::string& file = json.path();
   auto path = [k] { return "log_history[" + std::to_string(k) + "]"; };  // for a message only
-  if (json.get(entry_value.type()) != json_type::object)
-    throw BadInput(file, path(), std::string("an object, got ") + json_type_name(entry_value));
+  if (json.get(entry_value.type()) != json_type::object) {
+    const char* got = json_type_name(entry_value);
+    json.skip(entry_value, 3);  // malformed JSON is named as such first
+    throw BadInput(file, path(), std::string("an object, got ") + got);
+  }
   logged.clear();
   keys.clear();
   bool have_step = false, step_ok = false;
@@ -436,14 +457,14 @@ void read_hf_entry(value entry_value, size_t k, JsonStream& json, SeriesSet& set
     if (!keys.insert(key)) json.refuse();
     if (key == "step") {
       have_step = true;
-      step_ok = read_integer(field.value(), json, 3, 0, int64_t{1} << 52, step, step_got);
+      step_ok = read_integer(field.value(), json, 4, 0, int64_t{1} << 52, step, step_got);
     } else if (int i = set.find(key); i >= 0) {
       Logged l{i, Metric::kOther, 0};
-      l.metric = metric_value(field.value(), json, 3, l.x);
+      l.metric = metric_value(field.value(), json, 4, l.x);
       logged.push_back(l);
     } else {
       set.note_unrequested(key);
-      json.skip(field.value(), 3);
+      json.skip(field.value(), 4);
     }
   }
   if (logged.empty()) return;
@@ -476,8 +497,11 @@ std::map<std::string, Series> read_hf_trainer_metrics(const MetricsSpec& spec) {
       continue;
     }
     value history_value = field.value();
-    if (json.get(history_value.type()) != json_type::array)
-      throw BadInput(spec.path, "log_history", std::string("an array, got ") + json_type_name(history_value));
+    if (json.get(history_value.type()) != json_type::array) {
+      const char* got = json_type_name(history_value);
+      json.skip(history_value, 2);  // malformed JSON is named as such first
+      throw BadInput(spec.path, "log_history", std::string("an array, got ") + got);
+    }
     have_history = true;
     simdjson::ondemand::array history = json.get(history_value.get_array());
     // Each requested key is logged once per entry at most: room for that

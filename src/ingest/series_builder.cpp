@@ -225,10 +225,10 @@ std::map<std::string, Series> SeriesSet::finish(const std::string& path, const s
     std::string hint = closest_spelling(keys_[i], others);
     std::string present;
     if (!hint.empty()) {
-      present = " (did you mean '" + hint + "'?)";
+      present = " (did you mean '" + input_excerpt(hint) + "'?)";
     } else if (!others.empty() && others.size() <= 20) {
       present = " (" + kind_ + "s logged:";
-      for (const std::string& t : others) present += " '" + t + "'";
+      for (const std::string& t : others) present += " '" + input_excerpt(t) + "'";  // one line, cut
       present += ")";
     }
     throw MissingSeries(BadInput(path, kind_ + " '" + keys_[i] + "'",

@@ -226,6 +226,9 @@ TEST(TakenArrays, ParsingWithTheRuleAcceptsAndRefusesExactlyWhatParsingWithoutDo
       R"({"series": {"loss": {"dtype": "float64", "values": [0.5, 1e-3, -0.0, 2.5E+2, 1.0]}}})",
       R"({"series": {"loss": {"values": [0.5, "nan", "inf", "-inf", 0.25]}}, "steps": 5})",
       R"({"series": {"loss": {"values": [0.5, 2, 0.25]}}})",             // an integer: stays nodes
+      // 19 significant digits or more: simdjson 3.0's get_number() reads 0 (#2099)
+      R"({"series": {"loss": {"values": [1.234567890123456789, 1.500000000000000000, 1.0000000000000000000e5]}},)"
+      R"( "x": 30.0000000000000000000, "y": [123456789.12345678901]})",
       R"({"series": {"loss": {"values": [0.5, -0, 18446744073709551615, 1.5]}}})",
       R"({"series": {"loss": {"values": [0.5, "x", 0.25]}}})",           // a string: stays nodes
       R"({"series": {"loss": {"values": [0.5, null, [1.5], {"a": 1.5}]}}})",
@@ -286,6 +289,10 @@ TEST(TakenArrays, FloatArraysAtRecordPathsAreTakenBitForBit) {
   EXPECT_EQ(v[3], -std::numeric_limits<double>::infinity());
   EXPECT_EQ(v[4], 5e-324);
   EXPECT_TRUE(taken.take(values).empty());  // moved out once
+  TakenArrays long_digits;
+  nlohmann::json d = parse_json_text(R"({"series": {"loss": {"values": [1.234567890123456789, 2.50000000000000000000]}}})",
+                                     "r.json", take_record_arrays, long_digits);
+  EXPECT_EQ(long_digits.take(d["series"]["loss"]["values"]), (std::vector<double>{1.2345678901234567, 2.5}));
   EXPECT_TRUE(TakenArrays::is_reference(doc["resources"]["step_time_s"]));
   // Only the rule's paths: a series' steps and any other array stay JSON.
   EXPECT_TRUE(doc["series"]["loss"]["steps"].is_array());

@@ -74,7 +74,7 @@ TEST_F(PeerGoldens, AByteOrderMarkBeforeTheJsonIsSkipped) {
 // Values that stop an interval or more short of end_step are a golden cut
 // short; end_step one interval past the last value is Megatron-LM's own.
 TEST_F(PeerGoldens, MegatronValuesMustReachEndStep) {
-  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"start_step": 0, "end_step": 10, "values": [1, 2, 3]}})",
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"start_step": 0, "end_step": 10, "step_interval": 1, "values": [1, 2, 3]}})",
                    {{"loss", "lm loss"}}),
              "lm loss.values: expected values up to end_step 10 (every 1 step(s) from start_step 0); they stop at step 2");
   EXPECT_HAS(error(MetricsFormat::kMegatron,
@@ -125,13 +125,13 @@ TEST_F(PeerGoldens, MegatronStepsMustFollowStartStepAndInterval) {
              "lm loss.values: expected at least one logged value; every step of the block is \"nan\" (not logged)");
 }
 
-// An integer of 20 digits is valid JSON that simdjson does not read: the
+// An integer beyond 64 bits is valid JSON that simdjson does not read: the
 // byte is named.
 TEST_F(PeerGoldens, AnIntegerTooLongToReadIsNamedByItsByte) {
   EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 123456789012345678901234567890}}})",
                    {{"loss", "lm loss"}}),
-             file_ + ": byte 29: expected a number lockstep can read: an integer of at most 19 digits, or a float "
-                     "(1.5e29), not 123456789012345678901234567890}}}");
+             file_ + ": byte 29: expected a number lockstep can read: an integer from -2^63 to 2^64 - 1, or a "
+                     "float (1.5e29), not 123456789012345678901234567890}}}");
 }
 
 TEST_F(PeerGoldens, MegatronOlderListsRunFromStartStepByInterval) {
@@ -144,7 +144,7 @@ TEST_F(PeerGoldens, MegatronOlderListsRunFromStartStepByInterval) {
 
 TEST_F(PeerGoldens, MegatronRefusalsNameTheKey) {
   EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"one": 1}}})", {{"loss", "lm loss"}}),
-             "a value under a decimal step key, not 'one'");
+             "a value under a decimal step key (plain digits), not 'one'");
   EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": "x"}}})", {{"loss", "lm loss"}}),
              "a number or \"nan\"");
   EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": 1, "01": 2}}})", {{"loss", "lm loss"}}),
@@ -265,7 +265,7 @@ TEST_F(PeerGoldens, FieldsInAnyOrderAndWhatIsSteppedOverIsChecked) {
              file_ + ": lm loss: expected each key once; it is written twice, at byte 1 and byte 34");
   // A step key with an escape is not taken for a step: named as written.
   EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"\u0031": 1}}})", {{"loss", "lm loss"}}),
-             "lm loss.values.\\u0031: expected a value under a decimal step key, not '\\u0031'");
+             "lm loss.values.\\u0031: expected a value under a decimal step key (plain digits), not '\\u0031'");
 
   auto hf = read(MetricsFormat::kHfTrainer,
                  R"({"log_history": [{"loss": 2.5, "epoch": 0.1, "step": 10}, {"step": 20, "loss": "nan"}],
@@ -287,6 +287,67 @@ TEST_F(PeerGoldens, FieldsInAnyOrderAndWhatIsSteppedOverIsChecked) {
              file_ + ": log_history: expected an array, got an object");
   EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"([{"loss": 2.5}])", {{"loss", "loss"}}),
              file_ + ": (top level): expected an object");
+}
+
+// Numbers as Python writes them with any number of digits read as Python
+// reads them; what no reader should guess at is refused, naming the key or
+// the byte.
+TEST_F(PeerGoldens, LongNumbersReadExactlyAndGuessesAreRefused) {
+  auto m = read(MetricsFormat::kMegatron,
+                R"({"lm loss": {"start_step": 5.0000000000000000000, "step_interval": 2,
+                                 "values": [1.234567890123456789, 2.50000000000000000000, 1.0000000000000000000e5]}})",
+                {{"loss", "lm loss"}});
+  EXPECT_EQ(m.at("loss").values, (std::vector<double>{1.2345678901234567, 2.5, 1e5}));
+  EXPECT_EQ(m.at("loss").steps, (std::vector<int64_t>{5, 7, 9}));
+  auto hf = read(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": 3.14159265358979323846, "step": 30.0000000000000000000}]})",
+                 {{"loss", "loss"}});
+  EXPECT_EQ(hf.at("loss").values, (std::vector<double>{3.141592653589793}));
+  EXPECT_EQ(hf.at("loss").steps, (std::vector<int64_t>{30}));
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": 1, "step": 10}], "x": -9223372036854775809})",
+                   {{"loss", "loss"}}),
+             file_ + ": byte 48: expected a number lockstep can read: an integer from -2^63 to 2^64 - 1, or a float");
+  // A list's steps come from start_step and step_interval: neither is guessed.
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"step_interval": 1, "values": [1, "nan", 3]}})", {{"loss", "lm loss"}}),
+             file_ + ": lm loss.start_step: expected a value: a list of values runs from start_step by step_interval");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"start_step": 0, "values": [1, 3]}})", {{"loss", "lm loss"}}),
+             file_ + ": lm loss.step_interval: expected a value");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"4503599627370497": 1.5}}})", {{"loss", "lm loss"}}),
+             file_ + ": lm loss.values.4503599627370497: expected a step of at most 2^52, got 4503599627370497");
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"2": 1, "1000000000000000000": 1.5}}})",
+                   {{"loss", "lm loss"}}),
+             file_ + ": lm loss.values.1000000000000000000: expected a step of at most 2^52, got 1000000000000000000");
+  // A malformed literal where a value of another kind belongs is malformed JSON first.
+  EXPECT_HAS(error(MetricsFormat::kMegatron, R"({"lm loss": {"values": tru}})", {{"loss", "lm loss"}}),
+             "(byte 23): expected valid JSON (syntax error in a value: invalid literal)");
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [nul]})", {{"loss", "loss"}}),
+             "(byte 17): expected valid JSON (syntax error in a value: invalid literal)");
+  // An entry's values count their depth from the root: 256 levels in all
+  // (the root, log_history, the entry, then 254 arrays).
+  std::string deep = std::string(254, '[') + std::string(254, ']');
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"x": )" + deep + R"(, "loss": 1, "step": 1}]})",
+                   {{"loss", "loss"}}),
+             "arrays and objects nested at most 256 deep");
+}
+
+// Python's json.dumps writes a NaN or infinite float bare (a grad_norm
+// that overflowed in trainer_state.json): a value there, and every byte a
+// later message names is still the file's.
+TEST_F(PeerGoldens, BareNaNAndInfinityAreValues) {
+  auto hf = read(MetricsFormat::kHfTrainer,
+                 "{\"log_history\": [{\"grad_norm\": NaN, \"loss\": 2.5, \"step\": 1},\n"
+                 "  {\"grad_norm\": Infinity, \"loss\": -Infinity, \"step\": 2, \"note\": \"NaN\"}]}",
+                 {{"loss", "loss"}, {"g", "grad_norm"}});
+  EXPECT_TRUE(std::isnan(hf.at("g").values[0]));
+  EXPECT_EQ(hf.at("g").values[1], INFINITY);
+  EXPECT_EQ(hf.at("loss").values, (std::vector<double>{2.5, -INFINITY}));
+  auto m = read(MetricsFormat::kMegatron, R"({"lm loss": {"values": {"1": NaN, "2": "nan", "3": 1.5}}})", {{"loss", "lm loss"}});
+  EXPECT_EQ(m.at("loss").steps, (std::vector<int64_t>{1, 3}));  // "nan" is not logged; NaN is a value
+  EXPECT_TRUE(std::isnan(m.at("loss").values[0]));
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": NaN, "step": 1}, {"loss": NaNa}]})", {{"loss", "loss"}}),
+             file_ + ": line 1, column 53 (byte 52): expected valid JSON (syntax error in a value: invalid literal)");
+  EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": -Infinity, "step": 1}], "a": 1, "a": 2})",
+                   {{"loss", "loss"}}),
+             "written twice, at byte 50 and byte 58");
 }
 
 TEST(DecimalGrid, TheCoarsestGridWithEnoughDistinctValues) {
