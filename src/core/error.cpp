@@ -129,8 +129,19 @@ std::string printable_message(const std::string& text, bool keep_line_breaks) {
       append_hex_escape(out, c);
     } else if (c >= 0x80) {
       size_t n = utf8_sequence_at(text, i);
+      // C1 controls (U+0085 NEL, U+009B, a terminal's CSI) and U+2028 /
+      // U+2029 break or steer a line as the C0 ones do: shown as \uXXXX.
+      unsigned cp = n == 2 ? ((c & 0x1fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3fu)
+                  : n == 3 ? ((c & 0x0fu) << 12) | ((static_cast<unsigned char>(text[i + 1]) & 0x3fu) << 6) |
+                                 (static_cast<unsigned char>(text[i + 2]) & 0x3fu)
+                           : 0;
       if (n == 0) {
         append_hex_escape(out, c);  // not UTF-8 (a path's byte 0xff)
+      } else if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+        out += buf;
+        i += n - 1;
       } else {
         out.append(text, i, n);
         i += n - 1;

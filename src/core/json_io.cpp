@@ -87,6 +87,10 @@ std::optional<DuplicateKey> find_duplicate_key(const std::string& text) {
     bool object;
     std::string path;                     // path of this container
     std::map<std::string, size_t> keys;   // object: key -> offset
+    // Keys that are canonical decimals, each above the one before (a
+    // Megatron-LM values object: "1", "2", ... a million of them): 16 bytes
+    // each, not a map node. Sorted by construction: (number, offset).
+    std::vector<std::pair<uint64_t, size_t>> increasing;
     size_t index = 0;                     // array: next element
     std::string pending_key;              // object: the key whose value comes next
   };
@@ -114,8 +118,20 @@ std::optional<DuplicateKey> find_duplicate_key(const std::string& text) {
           }
         }
         Frame& f = stack.back();
-        auto [it, fresh] = f.keys.emplace(raw, start);
-        if (!fresh) return DuplicateKey{f.path.empty() ? raw : f.path + "." + raw, it->second, start};
+        uint64_t number = 0;
+        bool canonical = !raw.empty() && raw.size() <= 18 && (raw[0] != '0' || raw.size() == 1);
+        for (char d : raw) canonical = canonical && d >= '0' && d <= '9' && (number = number * 10 + (d - '0'), true);
+        auto twice = [&](size_t first) { return DuplicateKey{f.path.empty() ? raw : f.path + "." + raw, first, start}; };
+        if (canonical && (f.increasing.empty() || number > f.increasing.back().first)) {
+          f.increasing.emplace_back(number, start);
+        } else {
+          if (canonical) {
+            auto d = std::lower_bound(f.increasing.begin(), f.increasing.end(), std::make_pair(number, size_t{0}));
+            if (d != f.increasing.end() && d->first == number) return twice(d->second);
+          }
+          auto [it, fresh] = f.keys.emplace(raw, start);
+          if (!fresh) return twice(it->second);
+        }
         f.pending_key = raw;
         expect_key = false;
       }
@@ -123,7 +139,7 @@ std::optional<DuplicateKey> find_duplicate_key(const std::string& text) {
     }
     if (c == '{' || c == '[') {
       std::string p = stack.empty() ? "" : child_path(stack.back());
-      stack.push_back({c == '{', p, {}, 0, ""});
+      stack.push_back({c == '{', p, {}, {}, 0, ""});
       expect_key = c == '{';
     } else if (c == '}' || c == ']') {
       if (!stack.empty()) stack.pop_back();

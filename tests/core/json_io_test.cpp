@@ -229,6 +229,10 @@ TEST(TakenArrays, ParsingWithTheRuleAcceptsAndRefusesExactlyWhatParsingWithoutDo
       // 19 significant digits or more: simdjson 3.0's get_number() reads 0 (#2099)
       R"({"series": {"loss": {"values": [1.234567890123456789, 1.500000000000000000, 1.0000000000000000000e5]}},)"
       R"( "x": 30.0000000000000000000, "y": [123456789.12345678901]})",
+      // ... and get_double() 0.0019 for a fraction below 1; an exponent of 20 digits
+      R"({"series": {"loss": {"values": [0.500000000000000000000, 0.1000000000000000055511151231257827, 1e00000000000000000001]}}})",
+      R"({"series": {"loss": {"values": [1e-999999999999999999999, -0.5e-400, 0.5]}}, "z": 0.300000000000000000000e2})",
+      R"({"series": {"loss": {"values": [0.5, 0.5e400000000000000000000]}}})",
       R"({"series": {"loss": {"values": [0.5, -0, 18446744073709551615, 1.5]}}})",
       R"({"series": {"loss": {"values": [0.5, "x", 0.25]}}})",           // a string: stays nodes
       R"({"series": {"loss": {"values": [0.5, null, [1.5], {"a": 1.5}]}}})",
@@ -293,6 +297,14 @@ TEST(TakenArrays, FloatArraysAtRecordPathsAreTakenBitForBit) {
   nlohmann::json d = parse_json_text(R"({"series": {"loss": {"values": [1.234567890123456789, 2.50000000000000000000]}}})",
                                      "r.json", take_record_arrays, long_digits);
   EXPECT_EQ(long_digits.take(d["series"]["loss"]["values"]), (std::vector<double>{1.2345678901234567, 2.5}));
+  TakenArrays small;
+  nlohmann::json e = parse_json_text(R"({"series": {"loss": {"values": [0.500000000000000000000, 1.5e+0000000000000000000000001, -1e-999999999999999999999]}}})",
+                                     "r.json", take_record_arrays, small);
+  std::vector<double> sv = small.take(e["series"]["loss"]["values"]);
+  ASSERT_EQ(sv.size(), 3u);
+  EXPECT_EQ(sv[0], 0.5);
+  EXPECT_EQ(sv[1], 15.0);
+  EXPECT_TRUE(sv[2] == 0.0 && std::signbit(sv[2]));
   EXPECT_TRUE(TakenArrays::is_reference(doc["resources"]["step_time_s"]));
   // Only the rule's paths: a series' steps and any other array stay JSON.
   EXPECT_TRUE(doc["series"]["loss"]["steps"].is_array());

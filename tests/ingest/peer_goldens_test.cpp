@@ -303,6 +303,12 @@ TEST_F(PeerGoldens, LongNumbersReadExactlyAndGuessesAreRefused) {
                  {{"loss", "loss"}});
   EXPECT_EQ(hf.at("loss").values, (std::vector<double>{3.141592653589793}));
   EXPECT_EQ(hf.at("loss").steps, (std::vector<int64_t>{30}));
+  auto fractions = read(MetricsFormat::kHfTrainer,
+                        R"({"log_history": [{"loss": 0.500000000000000000000, "step": 0.300000000000000000000e2},
+                                            {"loss": 1e00000000000000000001, "step": 31}, {"loss": 1e-999999999999999999999, "step": 32}]})",
+                        {{"loss", "loss"}});
+  EXPECT_EQ(fractions.at("loss").values, (std::vector<double>{0.5, 10.0, 0.0}));
+  EXPECT_EQ(fractions.at("loss").steps, (std::vector<int64_t>{30, 31, 32}));
   EXPECT_HAS(error(MetricsFormat::kHfTrainer, R"({"log_history": [{"loss": 1, "step": 10}], "x": -9223372036854775809})",
                    {{"loss", "loss"}}),
              file_ + ": byte 48: expected a number lockstep can read: an integer from -2^63 to 2^64 - 1, or a float");
