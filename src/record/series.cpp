@@ -46,13 +46,23 @@ double decimal_grid(const std::vector<double>& values, bool float32, size_t min_
   // Each grid is tried on the values as they come, stopping at the first
   // one off it (a curve that was not rounded fails on its first value or
   // so); the distinct values are counted only for a grid that holds.
-  auto on_grid = [&](double grid) {
+  auto on_grid = [&](double grid, double scale) {
     for (double v : values) {
       if (!std::isfinite(v)) continue;
-      // Within the dtype's rounding of the decimal (float32: half an ulp,
-      // 6e-8 relative); where that is a twentieth of the step, the grid
-      // proves nothing.
-      double r = v / grid, tol = (float32 ? 1e-7 : 1e-10) * std::fabs(r) + 1e-9;
+      double r = v / grid;
+      if (!float32) {
+        // float64: exactly the double a k-decimal number reads as (n / 10^k,
+        // correctly rounded, as Python's round() and float() give it), not
+        // merely near it: 7.500000000000001e-05 from a linear lr schedule
+        // sits within 1e-10 of the 1e-6 grid but was never written rounded.
+        double n = std::nearbyint(v * scale);
+        if (std::fabs(n) > 9007199254740992.0 || n / scale != v) return false;
+        continue;
+      }
+      // float32: within its rounding of the decimal (half an ulp, 6e-8
+      // relative); where that is a twentieth of the step, the grid proves
+      // nothing.
+      double tol = 1e-7 * std::fabs(r) + 1e-9;
       if (tol > 0.05 || std::fabs(r - std::nearbyint(r)) > tol) return false;
     }
     return true;
@@ -71,8 +81,8 @@ double decimal_grid(const std::vector<double>& values, bool float32, size_t min_
   bool whole = true;
   for (double v : values) whole = whole && (!std::isfinite(v) || v == std::floor(v));
   if (whole) return 0;
-  for (double grid : {1e-2, 1e-3, 1e-4, 1e-5, 1e-6})
-    if (on_grid(grid)) return enough_distinct() ? grid : 0;
+  for (auto [grid, scale] : {std::pair{1e-2, 1e2}, {1e-3, 1e3}, {1e-4, 1e4}, {1e-5, 1e5}, {1e-6, 1e6}})
+    if (on_grid(grid, scale)) return enough_distinct() ? grid : 0;
   return 0;
 }
 

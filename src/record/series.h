@@ -58,9 +58,10 @@ struct Series {
 std::vector<int64_t> step_numbers(const Series& series);
 
 /// The coarsest decimal grid, 1e-2 down to 1e-6, on which every finite
-/// value of `values` sits within the error of reading a decimal into the
-/// dtype (|v/g - round(v/g)| <= 1e-7 |v/g| for float32, half its ulp;
-/// 1e-10 |v/g| for float64), and at most a twentieth of the step, with at
+/// value of `values` sits as reading a decimal into the dtype leaves it
+/// (float64: exactly the double n / 10^k, correctly rounded;
+/// float32: |v/g - round(v/g)| <= 1e-7 |v/g|, half its ulp, and at most a
+/// twentieth of the step), with at
 /// least `min_distinct` distinct values (fewer prove nothing); 0 when none,
 /// and 0 for whole numbers (a count is exact, not a rounded decimal).
 /// Hugging Face's Trainer logged `loss` to 4 decimals until late 2025,

@@ -99,7 +99,7 @@ for night in 1 2; do
 done
 grep -q "history: example-mlp: 2 nights" "$work/glci.log" || { tail -n 40 "$work/glci.log" >&2; fail "the second night should read both nights from the cache"; }
 page=$(find .gitlab-ci-local/artifacts -path "*lockstep-nightly*" -name history.html | head -n 1)
-[ -n "$page" ] && grep -q "<svg class=trend" "$page" || fail "lockstep-nightly should leave the history page in its artifacts"
+[ -n "$page" ] && grep -q "<svg class=\"trend\"" "$page" || fail "lockstep-nightly should leave the history page in its artifacts"
 t_nightly=$(now)
 
 awk -v a="$t0" -v b="$t_setup" -v c="$t_check" -v d="$t_fail" -v e="$t_bless" -v f="$t_nodes" -v g="$t_nightly" 'BEGIN {

@@ -365,6 +365,14 @@ TEST(DecimalGrid, TheCoarsestGridWithEnoughDistinctValues) {
     f32.push_back(static_cast<double>(static_cast<float>(v)));
   EXPECT_EQ(decimal_grid(f32, true), 1e-4);
   EXPECT_EQ(decimal_grid(f32, false), 0);  // as float64, those are not on it
+  // A linear lr schedule, 1e-4 * (1 - s/20): multiples of 5e-6 within
+  // 1e-10, but computed, not written rounded (7.500000000000001e-05).
+  std::vector<double> lr;
+  for (int step = 0; step < 20; ++step) lr.push_back(1e-4 * (1 - step / 20.0));
+  EXPECT_EQ(decimal_grid(lr, false), 0);
+  std::vector<double> written;  // the same schedule as a source that rounds writes it
+  for (int step = 0; step < 20; ++step) written.push_back(std::round(lr[static_cast<size_t>(step)] * 1e6) / 1e6);
+  EXPECT_EQ(decimal_grid(written, false), 1e-6);
   // float32 values of 10 cannot show a 1e-5 grid (its ulp there is 1e-6).
   std::vector<double> big;
   for (int i = 0; i < 8; ++i) big.push_back(static_cast<double>(static_cast<float>(10.96455 - 0.01237 * i)));
