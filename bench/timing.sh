@@ -57,3 +57,18 @@ timed_line() {
   read -r w u s _ <<<"$1"
   printf '%6.2f s wall (%.2f user + %.2f sys)' "$w" "$u" "$s"
 }
+
+# Interleaved best-of loops over `lockstep run` (trace_overhead.sh,
+# digest_overhead.sh):
+# steps_s RECORD: median seconds of the record's steady training steps
+# (resources.step_time_s, step 0 left out).
+steps_s() {
+  /usr/bin/python3 -c 'import json,statistics,sys; print(statistics.median(json.load(open(sys.argv[1]))["resources"]["step_time_s"][1:]))' "$1"
+}
+# min T BEST: the lower of two numbers (BEST may be "").
+min() { awk -v t="$1" -v b="$2" 'BEGIN{print (b==""||t<b)?t:b}'; }
+# best "W U S" "W U S": the line of the lower wall time (either may be "").
+best() { if [[ -z "$2" ]] || awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN{exit !(a < b)}'; then echo "$1"; else echo "$2"; fi; }
+# timed_run LOCKSTEP CONFIG RECORD: one timed `lockstep run CONFIG --record
+# RECORD`: "<wall s> <user s> <sys s> <median training step s>".
+timed_run() { echo "$(run_timed "$1" run "$2" --record "$3") $(steps_s "$3")"; }

@@ -17,14 +17,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 source bench/timing.sh
-steps_s() {  # median seconds of the record's steady training steps (resources.step_time_s, step 0 left out)
-  /usr/bin/python3 -c 'import json,statistics,sys; print(statistics.median(json.load(open(sys.argv[1]))["resources"]["step_time_s"][1:]))' "$1"
-}
-min() { awk -v t="$1" -v b="$2" 'BEGIN{print (b==""||t<b)?t:b}'; }
-# best "W U S" "W U S": the line of the lower wall time (either may be "").
-best() { if [[ -z "$2" ]] || awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN{exit !(a < b)}'; then echo "$1"; else echo "$2"; fi; }
-# One timed run of `lockstep run CONFIG --record RECORD`: "<wall s> <user s> <sys s> <training steps s>".
-timed() { echo "$(run_timed "$lockstep" run "$1" --record "$2") $(steps_s "$2")"; }
+timed() { timed_run "$lockstep" "$1" "$2"; }
 
 worst=0 derived=0
 for smoke in digits-cnn wine-mlp tokens-transformer; do

@@ -254,10 +254,26 @@ inline c10::intrusive_ptr<c10d::Store> make_file_store(const std::string& store_
   return store;
 }
 
+/// Whether TCPStoreOptions has `useLibUV` (2.2+; true by default from 2.4).
+template <typename Options, typename = void>
+struct HasUseLibUv : std::false_type {};
+template <typename Options>
+struct HasUseLibUv<Options, std::void_t<decltype(std::declval<Options&>().useLibUV)>> : std::true_type {};
+
+/// The classic TCPStore backend where a LibTorch has the choice: from 2.4
+/// libuv's is the default, and a LibTorch built without libuv (Debian 13's
+/// 2.6) then throws "use_libuv was requested but PyTorch was build without
+/// libuv support" at the rendezvous. The classic backend is in every build
+/// and serves a smoke's few ranks alike.
+template <typename Options>
+void use_classic_store_backend(Options& options) {
+  if constexpr (HasUseLibUv<Options>::value) options.useLibUV = false;
+}
+
 /// The c10d TCPStore at host:port: rank 0 serves it (`serve`), every rank
-/// is a client (torchrun's env:// rendezvous). Throws c10::Error (or
-/// std::runtime_error) when the port is taken or node 0 is not reached
-/// within `timeout`. TCPStoreOptions is the same in 1.13 and 2.x.
+/// is a client (torchrun's env:// rendezvous), on the classic backend
+/// (use_classic_store_backend). Throws c10::Error (or std::runtime_error)
+/// when the port is taken or node 0 is not reached within `timeout`.
 inline c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, int port, bool serve,
                                                      std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;
@@ -265,6 +281,7 @@ inline c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, i
   options.isServer = serve;
   options.waitWorkers = false;
   options.timeout = timeout;
+  use_classic_store_backend(options);
   return c10::make_intrusive<c10d::TCPStore>(host, options);
 }
 

@@ -273,6 +273,9 @@ def main():
 
     probes = lockstep.ProbeWriter(ctx.out / "probes.jsonl", first_batch=step)
     metrics = None if data_only else lockstep.MetricsWriter(ctx.out / "metrics.jsonl")
+    # Per-step digests of the parameters and gradients: a bit-exact check
+    # names the first step whose bytes moved, even where the loss held.
+    digests = None if data_only else lockstep.DigestWriter(ctx.out / lockstep.DIGESTS_FILE)
     # Per-module fingerprints of the first steps: lockstep names the first
     # divergent module (conv1, conv2, fc) when training moves.
     tracer = None if data_only else ctx.trace_modules(model)
@@ -300,6 +303,7 @@ def main():
                 loss = loss + part.detach() / args.accum
         grad_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))
         opt.step()
+        digests.write(step, model)
         logged = loss.detach().clone()
         if multi and bug != "rank_local_loss":
             torch.distributed.all_reduce(logged)
@@ -316,6 +320,7 @@ def main():
     probes.close()
     if metrics:
         metrics.close()
+        digests.close()
         tracer.close()
     if group:
         torch.distributed.destroy_process_group()

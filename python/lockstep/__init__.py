@@ -14,7 +14,10 @@ trainer's side of that protocol:
 - :class:`ProbeWriter` / :func:`probe` / :func:`tensor_stats` compute
   lockstep's batch probes (XXH3 hashes and fixed-order float64 statistics),
   bit for bit the values the C++ computes (``src/data/tensor_stats.h``);
-- :class:`MetricsWriter` writes per-step metrics as JSON lines.
+- :class:`MetricsWriter` writes per-step metrics as JSON lines;
+- :class:`DigestWriter` writes per-step XXH3-128 digests of the parameters
+  and gradients (``DIGESTS_FILE`` in ``ctx.out``), so a bit-exact check
+  names the first step whose bytes moved even where the loss held.
 
 Example (a complete trainer loop)::
 
@@ -27,12 +30,14 @@ Example (a complete trainer loop)::
     ctx.register_loader(loader)
     probes = lockstep.ProbeWriter(ctx.out / "probes.jsonl")
     metrics = lockstep.MetricsWriter(ctx.out / "metrics.jsonl")
+    digests = lockstep.DigestWriter(ctx.out / lockstep.DIGESTS_FILE)
     for step, (inputs, labels, indices) in zip(range(ctx.steps), loader):
         probes.write(inputs, labels, indices)
         if ctx.data_only:
             continue                           # data-only pass: probes, no training
-        loss = train_step(inputs, labels)
+        loss = train_step(inputs, labels)      # backward and optimizer.step()
         metrics.log(step, loss=loss.item())
+        digests.write(step, model)             # optional: per-step parameter and gradient digests
 
 Run by hand (no ``LOCKSTEP_*`` variables), :func:`apply_contract` uses
 defaults (seed 0, strict, 1 thread, CPU, 10 steps, training pass, output
@@ -125,6 +130,7 @@ exits with code 3, lockstep's exit codes (README.md, "Exit codes").
 from ._errors import LockstepError
 from ._version import __version__
 from .contract import TRAINER_FILE, TRAINER_SCHEMA, Context, apply_contract, lr_scale, stack_fingerprint, worker_init_fn
+from .digests import DIGESTS_FILE, DigestWriter, step_digests
 from .probes import probe, tensor_stats
 from .seeds import derive_seed
 from .tracer import ModuleTracer
@@ -141,6 +147,9 @@ __all__ = [
     "probe",
     "ProbeWriter",
     "MetricsWriter",
+    "DigestWriter",
+    "DIGESTS_FILE",
+    "step_digests",
     "ModuleTracer",
     "stack_fingerprint",
     "TRAINER_FILE",

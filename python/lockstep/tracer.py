@@ -191,6 +191,17 @@ def _hook_takes_kwargs(torch):
     return "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_pre_hook).parameters
 
 
+def _perturb_first_parameter(torch, model):
+    """Moves the first element of the model's first parameter (named_parameters()
+    order) one ULP towards +inf, as lockstep's built-in trainer does for
+    ``run --perturb parameter``."""
+    for _, p in model.named_parameters():
+        with torch.no_grad():
+            first = p.view(-1)[:1]
+            first.copy_(torch.nextafter(first, torch.full_like(first, float("inf"))))
+        return
+
+
 class ModuleTracer(_Closing):
     """Per-module forward and backward fingerprints of the first steps, one
     entry per line (JSONL) in the run record's format, for lockstep to name
@@ -252,6 +263,12 @@ class ModuleTracer(_Closing):
         self._file = open(self.path, "a" if append else "w", encoding="utf-8")
         ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel)
         root = model.module if ddp else model
+        # A planted one-ULP change (lockstep run --perturb parameter, lockstep
+        # selftest): made at step(0), before its forward.
+        perturb = os.environ.get("LOCKSTEP_PERTURB", "")
+        if perturb not in ("", "parameter"):
+            raise ValueError("ModuleTracer: LOCKSTEP_PERTURB must be 'parameter' or unset, got %r" % (perturb,))
+        self._perturb_root = root if perturb == "parameter" else None
         if ops is None:
             ops = os.environ.get("LOCKSTEP_TRACE_OPS", "") == "1"
         self._ops = None
@@ -281,6 +298,9 @@ class ModuleTracer(_Closing):
         and backward are traced while step < steps."""
         self._step = int(step)
         self._stepped = True
+        if self._step == 0 and self._perturb_root is not None:
+            _perturb_first_parameter(_torch(), self._perturb_root)
+            self._perturb_root = None
         if self._ops is not None:
             if 0 <= self._step < self.steps:
                 self._ops.stop()

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "external/import_run.h"
 #include "gate/check.h"
 #include "plan/run_plan.h"
 #include "record/fingerprint.h"
@@ -40,43 +41,21 @@ void respell_remembered_flag(const std::string& old, const std::vector<std::stri
 /// `lockstep probe SMOKE`: data-only pass, writes a record with probes only.
 int probe_command(const RunOptions& options);
 
-/// `lockstep import FORMAT PATH --series NAME=TAG ... --out RECORD`: a
-/// trainer's own metric log (TensorBoard, JSONL, MLLOG, CSV) as a run
-/// record that compare and the reports accept. No LibTorch needed.
-struct ImportOptions {
-  std::string format;                ///< a metrics_format_name(): tensorboard, jsonl, ..., mlflow
-  std::string path;                  ///< file, or a folder of event files (an MLflow run folder)
-  std::vector<std::string> series;   ///< NAME=TAG (or NAME alone: the tag is the name)
-  std::string record;  ///< --record FILE: the record path (without `golden`)
-  /// --out DIR, with `golden`: the folder the pending golden goes to
-  /// (<out>/<smoke>/<platform>.golden.new; default lockstep-import).
-  std::string out;
-  /// --golden SMOKE: a smoke config; the import becomes a pending golden
-  /// of that smoke (its name, config hash and seed) for `review` and
-  /// `accept --reason`, its provenance naming the source file.
-  std::string golden;
-  /// With `golden`: the platform key it is filed under; "" = the smoke's
-  /// one declared platform, else this machine's.
-  std::string platform;
-  /// With `golden`: added to every step (-1 for a log counting from 1).
-  int64_t step_offset = 0;
-  std::string run;                   ///< mlflow: run_uuid or run name
-  bool run_given = false;            ///< --run given (refused but for mlflow)
-  bool seed_given = false;           ///< --seed given (with --golden: instead of the smoke's)
-  std::string name = "imported";     ///< the record's smoke name
-  std::string step_key = "step";     ///< jsonl / csv step field
-  std::string mllog_step = "step";   ///< mllog metadata step field
-  bool step_key_given = false;       ///< --step-key given (refused for tensorboard, mllog)
-  bool mllog_step_given = false;     ///< --mllog-step given (refused but for mllog)
-  std::string probes;                ///< optional probes JSONL (the batches trained on)
-  /// Optional lockstep-trainer.json the Python helper wrote: the trainer's
-  /// stack facts and contract join the record, so two imports of one stack
-  /// share a lane and other stacks are compared with tolerances.
-  std::string trainer_report;
-  std::string device = "cpu";        ///< the device the trainer ran on (platform key)
-  uint64_t seed = 0;                 ///< the seed the trainer ran with (recorded)
+/// `lockstep selftest [SMOKE...]`: each smoke's negative control
+/// (gate/selftest.h), printed, and with `json_out` written as JSON. Exit 0
+/// when every smoke is sensitive, 1 when a planted change went unseen.
+struct SelftestCommandOptions {
+  std::vector<std::string> smokes = {"smoke"};
+  std::string out_dir = "lockstep-out";  ///< --out: records under <out>/<smoke>/selftest-*.json
+  std::string json_out;                  ///< --json FILE
+  int distinct_runs = 3;                 ///< --distinct-runs: runs with the contract relaxed
 };
-int import_command(const ImportOptions& options);
+int selftest_command(const SelftestCommandOptions& options);
+
+/// `lockstep import FORMAT PATH --series ...`: the request is the library's
+/// (external/import_run.h); this writes the record or the pending golden
+/// and prints what was read. No LibTorch needed.
+int import_command(const ImportRequest& request);
 
 /// `lockstep compare RUN GOLDEN [--config SMOKE]`. No LibTorch needed.
 struct CompareOptions {

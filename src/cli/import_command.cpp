@@ -1,6 +1,6 @@
-// `lockstep import`: a trainer's metric log read into a run record, with
-// this machine's fingerprint, for `compare` and the reports. The readers
-// are ingest/metrics.h; nothing is decided here.
+// `lockstep import`: where the record or the pending golden goes, and what
+// was read, said. The record itself is made by external/import_run.h (the
+// readers: ingest/metrics.h).
 #include <algorithm>
 #include <climits>
 #include <filesystem>
@@ -11,85 +11,19 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "external/import_run.h"
 #include "gate/bless.h"
 #include "gate/provenance.h"
-#include "smoke/smoke_config.h"
-#include "smoke/golden_store.h"
-#include "machine/machine_facts.h"
-#include "external/trainer_report.h"
 #include "ingest/metrics.h"
-#include "ingest/probes_jsonl.h"
 #include "record/golden.h"
-#include "record/platform_key.h"
 #include "record/run_record.h"
+#include "smoke/golden_store.h"
+#include "smoke/smoke_config.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The MetricsSpec the options ask for; an option the format does not read
-// is refused, not ignored: a user who passes --step-key to a TensorBoard
-// import expects it to matter.
-MetricsSpec spec_of(const ImportOptions& o) {
-  MetricsSpec spec;
-  spec.format = parse_metrics_format(o.format);
-  spec.path = o.path;
-  spec.step_key = o.step_key;
-  spec.mllog_step = o.mllog_step;
-  spec.run = o.run;
-  if (o.step_key_given && spec.format != MetricsFormat::kJsonl && spec.format != MetricsFormat::kCsv)
-    throw BadUsage("--step-key: only jsonl and csv logs have a step field to name (" + o.format +
-                   (spec.format == MetricsFormat::kMllog ? ": use --mllog-step)" : ": each event carries its step)"));
-  if (o.mllog_step_given && spec.format != MetricsFormat::kMllog)
-    throw BadUsage("--mllog-step: only for mllog logs (got " + o.format + ")");
-  if (o.run_given && spec.format != MetricsFormat::kMlflow)
-    throw BadUsage("--run: only for mlflow stores, which hold many runs (got " + o.format + ")");
-  for (const auto& s : o.series) {
-    size_t eq = s.find('=');
-    std::string name = s.substr(0, eq);
-    std::string tag = eq == std::string::npos ? s : s.substr(eq + 1);
-    if (name.empty() || tag.empty()) throw BadUsage("--series " + s + ": expected NAME=TAG");
-    if (!spec.series.emplace(name, tag).second) throw BadUsage("--series " + s + ": series " + name + " given twice");
-  }
-  return spec;
-}
-
-// The series read, with this machine's fingerprint: a run record with no
-// contract applied (its comparisons are in the cross-stack lane).
-RunRecord imported_record(const ImportOptions& o, const MetricsSpec& spec) {
-  RunRecord rec;
-  rec.series = read_metrics(spec);
-  // The run's steps: one past the last step any series logged.
-  int64_t steps = 0;
-  for (const auto& [name, s] : rec.series) {
-    // Steps count optimiser steps: beyond 2^53 they are no longer exact in
-    // a JSON reader, and one past the last must not overflow.
-    if (!s.steps.empty() && s.steps.back() >= (int64_t{1} << 53))
-      throw BadInput(o.path, name, "step numbers below 2^53, got " + std::to_string(s.steps.back()));
-    steps = std::max<int64_t>(steps, s.steps.empty() ? static_cast<int64_t>(s.values.size()) : s.steps.back() + 1);
-  }
-  for (auto& [name, s] : rec.series)
-    if (s.steps.empty() && static_cast<int64_t>(s.values.size()) != steps)
-      for (int64_t i = 0; i < static_cast<int64_t>(s.values.size()); ++i) s.steps.push_back(i);
-  if (!o.probes.empty()) rec.train_probes = read_probes_jsonl(o.probes);
-  MachineOptions m;
-  m.device = o.device;
-  m.repo_path = fs::absolute(o.path).parent_path().string();
-  rec.fingerprint = machine_fingerprint(m);
-  rec.fingerprint["cpu.capability"] = {cpu_capability_from_isa(rec.fingerprint["cpu.isa"].value), true};
-  rec.contract["mode"] = "(not applied: imported)";
-  // The trainer's own stack and contract, as a trainer smoke records them.
-  if (!o.trainer_report.empty()) add_trainer_facts(read_trainer_report(o.trainer_report), o.trainer_report, rec);
-  rec.fingerprint["import.source"] = {std::string(metrics_format_name(spec.format)) + " " + o.path, false};
-  rec.smoke = o.name;
-  rec.config_hash = kNoConfigHash;
-  rec.seed = o.seed;
-  rec.device = o.device;
-  rec.platform = platform_key(rec.fingerprint);
-  rec.steps = steps;
-  return rec;
-}
 
 // "1 series, steps 1..5 (5 values)": what the log held, as it numbers its
 // steps (a record's `steps` is one past the last).
@@ -149,37 +83,6 @@ void print_not_logged_notes(const RunRecord& rec) {
   }
 }
 
-// --golden SMOKE: the record as a pending golden of that smoke.
-// The imported series on the smoke's steps 0..steps-1, shifted by
-// --step-offset: exit 2 for a log running past them, or stopping early.
-void fit_steps_to_smoke(RunRecord& rec, const SmokeConfig& cfg, const ImportOptions& o) {
-  // The smoke's runs record steps 0..steps-1; a log that counts from 1
-  // (Hugging Face, Megatron-LM) is shifted with --step-offset -1.
-  for (auto& [name, s] : rec.series) {
-    if (s.steps.empty() && o.step_offset == 0 && static_cast<int64_t>(s.values.size()) == cfg.steps) continue;
-    std::vector<int64_t> steps = step_numbers(s);
-    for (int64_t& k : steps) k += o.step_offset;
-    const std::string covers = "--golden " + o.golden + ": series " + name + " covers steps " +
-                               std::to_string(steps.front()) + ".." + std::to_string(steps.back()) +
-                               (o.step_offset ? " (with --step-offset " + std::to_string(o.step_offset) + ")" : "");
-    if (steps.front() < 0 || steps.back() >= cfg.steps)
-      throw BadUsage(covers + ", but the smoke's runs log steps 0.." + std::to_string(cfg.steps - 1) +
-                     (o.step_offset == 0 && steps.front() == 1 && steps.back() == cfg.steps
-                          ? "; a log that counts from 1 (torchtitan, Hugging Face, Megatron-LM) needs --step-offset -1"
-                          : "; set \"steps\" in the smoke to the imported run's length"));
-    // A log that stops early (a run cut short) would pass every check on
-    // its first steps: it must reach the smoke's last step, within the
-    // widest gap between the steps it logs (every k steps).
-    int64_t gap = 0;
-    for (size_t i = 1; i < steps.size(); ++i) gap = std::max(gap, steps[i] - steps[i - 1]);
-    if (steps.back() + gap < cfg.steps - 1)
-      throw BadUsage(covers + ", but the smoke's runs log steps 0.." + std::to_string(cfg.steps - 1) +
-                     ": the log stops early (a run cut short?); import a log of the whole run, or set \"steps\" in "
-                     "the smoke to " + std::to_string(steps.back() + 1));
-    s.steps = steps.size() == static_cast<size_t>(cfg.steps) && steps.front() == 0 ? std::vector<int64_t>{} : steps;
-  }
-}
-
 // The pending golden's path: never inside the goldens folder, and never
 // over a golden, but for an earlier import's pending one (not yet
 // accepted), which is replaced.
@@ -195,46 +98,23 @@ void refuse_unsafe_pending_path(const std::string& path, const std::string& smok
   refuse_writing_into_folder_of_goldens(path, goldens_root(smoke_file, ""), "the pending golden", !earlier_import);
 }
 
-int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRecord rec) {
-  SmokeConfig cfg = load_smoke_config(o.golden);
-  if (cfg.has_trainer()) {
-    std::string unknown;
-    for (const auto& [name, s] : rec.series)
-      if (!cfg.trainer.series.count(name)) unknown += (unknown.empty() ? "" : ", ") + name;
-    if (!unknown.empty()) {
-      std::string known;
-      for (const auto& [name, tag] : cfg.trainer.series) known += (known.empty() ? "" : ", ") + name;
-      throw BadUsage("--series: " + unknown + ": not a series " + o.golden + " records (trainer.metrics.series: " +
-                     known + "); name each imported series as the smoke does");
-    }
+// A log whose every series starts at step 1 fits the smoke's steps 0..n-1
+// only by leaving step 0 out: likely a log that counts from 1 (Hugging
+// Face, Megatron-LM, torchtitan), which --step-offset -1 lines up. Said,
+// not guessed.
+void print_counts_from_one_note(const RunRecord& rec, const ImportRequest& o) {
+  if (o.step_offset != 0 || rec.series.empty()) return;
+  for (const auto& [name, s] : rec.series) {
+    std::vector<int64_t> steps = step_numbers(s);
+    if (steps.empty() || steps.front() != 1) return;
   }
-  if (!o.platform.empty() && !is_golden_name(o.platform))
-    throw BadUsage("--platform " + o.platform + ": expected a platform key such as cpu-x86_64-avx2 (letters, digits, "
-                   "'.', '_', '-')");
-  fit_steps_to_smoke(rec, cfg, o);
-  // The curves' own stack is not known: the golden claims none (this
-  // machine's fingerprint would be a false one), only where they came from.
-  Fingerprint source = {{"import.source", rec.fingerprint.at("import.source")}};
-  for (const auto& [key, field] : rec.fingerprint)
-    if (key.rfind("trainer.", 0) == 0) source.emplace(key, field);  // --trainer-report's facts
-  rec.fingerprint = std::move(source);
-  rec.contract.clear();
-  rec.steps = cfg.steps;
-  rec.smoke = cfg.name;
-  rec.config_hash = cfg.config_hash;
-  rec.seed = o.seed_given ? o.seed : cfg.seed;
-  // Filed where the smoke's runs look: --platform, else the one platform
-  // the smoke declares, else this machine's key (a same-family golden
-  // stands in for another CPU capability).
-  if (!o.platform.empty()) rec.platform = o.platform;
-  else if (cfg.platforms.size() == 1) rec.platform = cfg.platforms.front();
-  // The smoke's runs are what the golden is compared with: its device, and
-  // a platform key of that device.
-  rec.device = cfg.device;
-  if (std::string family = rec.platform.substr(0, rec.platform.find('-'));
-      (family == "cpu" || family == "cuda") && family != rec.device)
-    throw BadUsage("--platform " + rec.platform + ": a " + family + " platform key, but smoke " + cfg.name +
-                   " runs on device " + cfg.device + "; give a " + cfg.device + " platform key");
+  std::cout << "  note: every series starts at step 1, so the golden holds no step 0: if the log counts its steps "
+               "from 1, import again with --step-offset -1\n";
+}
+
+int write_pending_import(const ImportRequest& o, const MetricsSpec& spec) {
+  SmokeConfig cfg = load_smoke_config(o.golden);
+  RunRecord rec = import_golden_record(o, cfg);
   // A curve rounded by its source is refused here, not first at accept.
   refuse_rounded_series(rec, cfg, "import " + o.path + " as a golden of " + cfg.name);
   // Not lockstep-out: a check clears its smoke's folder there.
@@ -255,13 +135,14 @@ int write_pending_import(const ImportOptions& o, const MetricsSpec& spec, RunRec
                "lane: no lockstep contract made these curves)\n";
   print_rounding_notes(g.record);
   print_not_logged_notes(g.record);
+  print_counts_from_one_note(g.record, o);
   return 0;
 }
 
 }  // namespace
 
-int import_command(const ImportOptions& o) {
-  MetricsSpec spec = spec_of(o);
+int import_command(const ImportRequest& o) {
+  MetricsSpec spec = import_metrics_spec(o);
   if (!o.golden.empty() && !o.record.empty())
     throw BadUsage("import --record " + o.record + " with --golden: a pending golden goes to --out DIR (default "
                    "lockstep-import), not to a record file; drop one");
@@ -285,11 +166,11 @@ int import_command(const ImportOptions& o) {
       throw BadUsage("--name " + o.name + ": a smoke name of 1 to 100 letters, digits, '.', '_' and '-', not starting "
                      "with '.'");
   }
-  RunRecord rec = imported_record(o, spec);
   int status = 0;
   if (!o.golden.empty()) {
-    status = write_pending_import(o, spec, std::move(rec));
+    status = write_pending_import(o, spec);
   } else {
+    RunRecord rec = import_record(o);
     write_run_record(o.record, rec);
     std::cout << "import: " << steps_said(rec) << " from " << o.path
               << "\n  record " << o.record << "\n";

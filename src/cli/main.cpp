@@ -254,6 +254,16 @@ void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
                   "an input: a golden fails it); a trainer takes part through LOCKSTEP_LR_SCALE")
       ->check(decimal_number(1e-6, 1e6))
       ->excludes(resume);
+  run->add_option("--perturb", run_opts->overrides.perturb,
+                  "parameter: move the model's first parameter by one ULP before step 0 (a planted change, as "
+                  "`lockstep selftest` makes it; recorded as an input); a trainer takes part through "
+                  "LOCKSTEP_PERTURB and the helper's ModuleTracer")
+      ->check(CLI::IsMember({"parameter"}))
+      ->excludes(resume);
+  run->add_option("--determinism", run_opts->overrides.mode,
+                  "strict or default: the determinism contract's mode instead of the config's (recorded in the "
+                  "contract: a golden of the other mode fails it)")
+      ->check(CLI::IsMember({"strict", "default"}));
   run->add_flag_callback(
       "--no-data-pass", [run_opts] { run_opts->data_pass = false; },
       "A trainer smoke's training pass alone, without the data-only pass beside it; the record has no "
@@ -286,7 +296,7 @@ void add_compare_and_import(CLI::App& app, std::vector<Command>& out) {
   cmp->add_option("--html", cmp_opts->html_out, "Also write a self-contained HTML report to this file");
   out.push_back({cmp, [cmp_opts] { return compare_command(*cmp_opts); }});
 
-  auto o = std::make_shared<ImportOptions>();
+  auto o = std::make_shared<ImportRequest>();
   auto* import = app.add_subcommand(
       "import", "Read a trainer's own metrics (TensorBoard, JSONL, MLLOG, CSV), or another tool's goldens (Megatron-LM, "
                 "torchtitan, Hugging Face Trainer, MLflow), into a run record or a pending golden (no LibTorch needed)");
@@ -395,6 +405,19 @@ void add_check_family(CLI::App& app, std::vector<Command>& out) {
                    o->shard_given = shard->count() > 0;
                    return check_command(*o);
                  }});
+  auto st = std::make_shared<SelftestCommandOptions>();
+  auto* selftest = app.add_subcommand(
+      "selftest", "The negative control: does each smoke catch a one-ULP change of a parameter, and can it "
+                  "observe the stack's nondeterminism with the contract relaxed?");
+  selftest->add_option("SMOKE", st->smokes, "Smoke configs or folders (default: smoke)");
+  selftest->add_option("--out", st->out_dir, "Folder for the runs' records")->capture_default_str();
+  selftest->add_option("--json", st->json_out, "Also write the results as JSON to this file");
+  selftest->add_option("--distinct-runs", st->distinct_runs,
+                       "K: runs with the contract relaxed (determinism mode default, 2 intra-op threads), counted "
+                       "in distinct results")
+      ->transform(decimal_range(2, 50))
+      ->capture_default_str();
+  out.push_back({selftest, [st] { return selftest_command(*st); }});
   auto cal = std::make_shared<CalibrateCliOptions>();
   out.push_back({add_calibrate_command(app, *cal), [cal] { return calibrate_command(*cal); }});
   auto bis = std::make_shared<BisectCliOptions>();
@@ -571,7 +594,7 @@ void add_history_commands(CLI::App& app, std::vector<Command>& out) {
 // repository up. Every leaf command is in one (tests/cli/help_test.cpp).
 void set_help_groups(CLI::App& app) {
   static const std::pair<const char*, std::vector<const char*>> kGroups[] = {
-      {"Gate a change", {"check", "bless", "review", "accept", "verify-goldens"}},
+      {"Gate a change", {"check", "bless", "review", "accept", "verify-goldens", "selftest"}},
       {"Investigate", {"compare", "bisect", "bisect-env", "calibrate", "history", "env"}},
       {"Produce records", {"run", "probe", "import"}},
       {"Set up", {"init", "hook"}}};

@@ -324,6 +324,36 @@ void compare_hashes(const RunRecord& run, const RunRecord& golden, bool exact, V
   }
 }
 
+// ---- 5a. per-step digests ----------------------------------------------------------
+
+// The parameters' and gradients' bytes at each step (record/step_digests.h),
+// at the steps both records hold: where the lane is exact, the first step
+// either moved is a finding (the loss and the norms may not show it); in a
+// tolerance lane they move by design, said in a note. Absent on either
+// side (a record made before them, a trainer that writes none): nothing.
+void compare_digests(const RunRecord& run, const RunRecord& golden, bool exact, Verdict& v) {
+  if (run.digests.empty() || golden.digests.empty()) return;
+  DigestDivergence d = first_digest_divergence(run.digests, golden.digests);
+  v.values_checked += 2 * d.common_steps;
+  auto at = [](const StepDigests& s, int64_t step, bool grads) {
+    for (size_t i = 0; i < s.params.size(); ++i)
+      if (s.step_of(i) == step) return grads ? s.grads[i] : s.params[i];
+    return std::string("(missing)");
+  };
+  for (const auto& [step, grads] : {std::pair<int64_t, bool>{d.grads_step, true}, {d.params_step, false}}) {
+    if (step < 0) continue;
+    const std::string what = grads ? "the gradients' bytes (after backward)" : "the parameters' bytes (after the update)";
+    if (exact)
+      v.findings.push_back({Section::kTrain, grads ? "digests.grads" : "digests.params", step,
+                            what + " first differ at step " + std::to_string(step) + ": " + v.reference_word + " " +
+                                at(golden.digests, step, grads) + ", " + v.subject_word + " " +
+                                at(run.digests, step, grads) + " (XXH3-128 over every parameter)"});
+    else
+      v.notes.push_back(std::string(grads ? "digests.grads" : "digests.params") + " differ from train step " +
+                        std::to_string(step) + " (expected outside a bit-exact lane)");
+  }
+}
+
 // ---- 5b. init statistics ----------------------------------------------------------
 
 // Parameter initialisation is a pure function of the seed: its hashes are
@@ -525,10 +555,12 @@ void compare_module_traces(const RunRecord& run, const RunRecord& golden, const 
 // the curves; the notes say what was left out).
 bool is_imported(const RunRecord& r) { return r.fingerprint.count("import.source") > 0; }
 
-// One side's curves came from another tool's file (its fingerprint holds
+// A side's curves came from another tool's file (its fingerprint holds
 // import.source, lockstep import): the golden (a check against an imported
-// golden), or the run (review of an imported pending golden).
-bool one_side_imported(const RunRecord& run, const RunRecord& golden) { return is_imported(run) != is_imported(golden); }
+// golden), the run (review of an imported pending golden), or both (two
+// imports compared): their fingerprints are the importing machine's, or
+// none, never the curves' own stack, so no lane is chosen from them.
+bool any_side_imported(const RunRecord& run, const RunRecord& golden) { return is_imported(run) || is_imported(golden); }
 
 // `from`'s series restricted to the names, and the steps, `to` holds: an
 // imported side keeps what the other tool logged (every k steps, some
@@ -570,6 +602,13 @@ Verdict compare_with_imported(const RunRecord& run, const RunRecord& golden, con
   const std::string& word = golden_imported ? v.reference_word : v.subject_word;
   const std::string& source = imported.fingerprint.at("import.source").value;
   v.lane = Lane::kCrossStack;
+  // The smoke config values a pending import was filed under
+  // (finish_record): changed since, it is a changed input, as for any golden.
+  auto rc = run.fingerprint.find("config.values_xxh3"), gc = golden.fingerprint.find("config.values_xxh3");
+  if (rc != run.fingerprint.end() && gc != golden.fingerprint.end() && rc->second.value != gc->second.value) {
+    v.env_diffs.push_back({"config.values_xxh3", gc->second.value, rc->second.value, false, true});
+    judge_inputs(run, golden, v);
+  }
   v.imported_from = source;
   v.imported_side = word;
   v.lane_reason = "the " + word + "'s curves were imported from " + source +
@@ -607,6 +646,7 @@ Verdict compare_with_imported(const RunRecord& run, const RunRecord& golden, con
        {std::pair<const char*, bool>{"batch probes", (!made.probes.empty() && imported.probes.empty()) ||
                                                           (!made.train_probes.empty() && imported.train_probes.empty())},
         {"hashes", !made.hashes.empty()},
+        {"per-step digests", !made.digests.empty()},
         {"initial weights", !made.init.empty()},
         {"determinism contract", !made.contract.empty() && imported.contract.empty()}})
     if (present) sections += (sections.empty() ? "" : ", ") + std::string(what);
@@ -635,12 +675,12 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   v.reference_word = labels.reference_word;
   v.subject_word = labels.subject_word;
   // (A plain import names no config: its hash is zeros.)
-  if (run.config_hash != golden.config_hash && !(one_side_imported(run, golden) &&
+  if (run.config_hash != golden.config_hash && !(any_side_imported(run, golden) &&
                                                  (run.config_hash == kNoConfigHash || golden.config_hash == kNoConfigHash)))
     v.notes.push_back("config hash differs: golden " + golden.config_hash + ", run " + run.config_hash +
                       " (the smoke config file changed since the golden was blessed; the input "
                       "config.values_xxh3 says whether a field that determines the values did)");
-  if (one_side_imported(run, golden)) return compare_with_imported(run, golden, policy, std::move(v));
+  if (any_side_imported(run, golden)) return compare_with_imported(run, golden, policy, std::move(v));
 
   choose_lane(run, golden, v);
   bool exact = v.lane == Lane::kContractMismatch ||
@@ -654,6 +694,7 @@ Verdict compare_records(const RunRecord& run, const RunRecord& golden,
   compare_probe_lists("train_probes", run.train_probes, golden.train_probes, policy, exact, v);
   compare_series(run, golden, policy, exact, v);
   compare_hashes(run, golden, exact, v);
+  compare_digests(run, golden, exact, v);
   compare_init(run, golden, exact, v);
   compare_resources(run, golden, policy, v);
   compare_module_traces(run, golden, policy, exact, v);
@@ -704,6 +745,7 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
   if (!policy.same_stack_exact) {  // a lane within a rule moves the final bits by design
     a2.hashes.clear();
     b2.hashes.clear();
+    a2.digests = b2.digests = {};
   }
   if (!same_batches) {
     a2.train_probes.clear();

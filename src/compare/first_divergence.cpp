@@ -9,7 +9,8 @@ namespace {
 // The report order of findings: what caused what. A changed input first,
 // then the data (by batch), then training (by step; within a step the
 // learning rate the step used, the loss, the per-parameter and global
-// gradient norms, the parameter norm), then the contract, structure, final
+// gradient norms, the gradients' digest, the parameter norm, the
+// parameters' digest), then the contract, structure, final
 // hashes and resources. A finding without an index goes after those with one.
 int section_rank(Section s) {
   switch (s) {
@@ -29,8 +30,10 @@ int metric_rank(const std::string& subject) {
   if (subject == "loss") return 1;
   if (subject.rfind("grad_norm/", 0) == 0) return 2;
   if (subject == "grad_norm") return 3;
-  if (subject == "param_norm") return 4;
-  return 5;
+  if (subject == "digests.grads") return 4;  // the gradients' bytes, before the update
+  if (subject == "param_norm") return 5;
+  if (subject == "digests.params") return 6;
+  return 7;
 }
 
 }  // namespace

@@ -170,9 +170,8 @@ std::string why_not_predating(const RunRecord& run, const RunRecord& golden, con
   return "lockstep " + theirs->second.value + " (the version that made it) always records";
 }
 
-// The inputs that differ (v.env_diffs): a finding each ("input changed"),
-// or a note when the golden predates the field; true when the only change
-// is where an input lives (is_location_field), its content the same.
+}  // namespace
+
 bool judge_inputs(const RunRecord& run, const RunRecord& golden, Verdict& v) {
   // Inputs never choose the lane: a changed input is the change under
   // test, and fails whatever the values say. A config whose only changed
@@ -226,6 +225,8 @@ bool judge_inputs(const RunRecord& run, const RunRecord& golden, Verdict& v) {
 
   return moved_only;
 }
+
+namespace {
 
 // "(missing)" or "unsupported (...)": a contract setting this side's
 // LibTorch (or torch) did not have, so it holds no value to compare.

@@ -34,6 +34,14 @@ std::set<std::string> key_union(const Map& a, const Map& b) {
 /// lacks was taken out by hand.
 std::string shared_tool_version(const RunRecord& run, const RunRecord& golden);
 
+/// The inputs among v.env_diffs that differ: a finding each ("input
+/// changed: ...", Section::kInput, the changed config fields named), or a
+/// note when the golden predates the field or only an input's location
+/// moved (is_location_field); true when that move is all that changed.
+/// choose_lane calls it; so does compare's imported-golden path for the
+/// config values a pending import was filed under. Throws nothing.
+bool judge_inputs(const RunRecord& run, const RunRecord& golden, Verdict& v);
+
 /// Sets v.env_diffs (diff_fingerprints of golden and run), v.lane and
 /// v.lane_reason, and appends a finding per changed input ("input changed:
 /// ...", Section::kInput) and per contract setting that differs

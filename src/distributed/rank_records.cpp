@@ -38,6 +38,10 @@ RunRecord merge_rank_records(const std::vector<RunRecord>& ranks, const std::str
           throw differs("series " + name + " at step " + std::to_string(i));
     }
     if (rec.hashes != zero.hashes) throw differs("final hashes");
+    // After the gradient all-reduce and the update every rank holds the same bytes.
+    for (size_t i = 0; i < zero.digests.params.size() && i < rec.digests.params.size(); ++i)
+      if (rec.digests.grads[i] != zero.digests.grads[i] || rec.digests.params[i] != zero.digests.params[i])
+        throw differs("parameter or gradient digest at step " + std::to_string(zero.digests.step_of(i)));
     for (const auto& [name, init] : zero.init) {
       auto it = rec.init.find(name);
       if (it == rec.init.end() || it->second.xxh3_128 != init.xxh3_128) throw differs("initial " + name);

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/float_bits.h"
 #include "ingest/metrics.h"
+#include "ingest/digests_jsonl.h"
 #include "ingest/module_trace_jsonl.h"
 #include "ingest/probes_jsonl.h"
 #include "ingest/series_builder.h"
@@ -216,12 +217,17 @@ void read_trained_batches_and_trace(const TrainerLayout& l, const PassPlan& p, i
     out.train_probes = l.multi ? interleave_rank_probes(per_rank, l.work + " (training pass)", first * l.world)
                                : std::move(per_rank.front());
   }
-  std::string trace_file =
-      l.path("trainer.module_trace", "{out}/module_trace.jsonl", l.rank_dir(p.train_out, 0), 0, workers);
   std::error_code ec;
   // A link that leads nowhere is read too (and refused, naming the file).
-  bool present = fs::exists(trace_file, ec) || fs::is_symlink(fs::symlink_status(trace_file, ec));
-  if (l.c.trace.steps <= 0 || !present) return;
+  auto present = [&ec](const std::string& file) {
+    return fs::exists(file, ec) || fs::is_symlink(fs::symlink_status(file, ec));
+  };
+  // Rank 0's: after the all-reduce and the update every rank holds the same bytes.
+  if (std::string digests = l.rank_dir(p.train_out, 0) + "/" + kDigestsFile; l.c.trace.digests && present(digests))
+    out.digests = read_digests_jsonl(digests, end, first);
+  std::string trace_file =
+      l.path("trainer.module_trace", "{out}/module_trace.jsonl", l.rank_dir(p.train_out, 0), 0, workers);
+  if (l.c.trace.steps <= 0 || !present(trace_file)) return;
   out.trace = read_module_trace_jsonl(trace_file, l.c.trace.steps, first);
   if (out.trace.entries.empty() && first < l.c.trace.steps)
     notes.push_back(trace_file + " holds no entry although trace.steps is " + std::to_string(l.c.trace.steps) +

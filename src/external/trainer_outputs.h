@@ -70,6 +70,7 @@ struct TrainedOutputs {
   std::string metrics_path;              ///< rank 0's
   std::vector<BatchProbe> train_probes;  ///< one per rank and step trained
   ModuleTrace trace;                     ///< rank 0's, when written
+  StepDigests digests;                   ///< rank 0's lockstep-digests.jsonl, when written (steps explicit)
 };
 
 /// Rank 0's metrics, covering [first, end); every other rank that logs them
@@ -79,8 +80,9 @@ void read_metrics_of_ranks(const TrainerLayout& l, const PassPlan& p, int64_t fi
                            std::vector<std::string>& notes);
 
 /// The probes of the batches trained on, one per rank and step (a trainer
-/// that probes some batches only would leave the others unchecked), and the
-/// module trace of the helper's ModuleTracer (rank 0's), when written.
+/// that probes some batches only would leave the others unchecked), the
+/// module trace of the helper's ModuleTracer and the per-step digests of
+/// its DigestWriter (ingest/digests_jsonl.h; rank 0's), when written.
 void read_trained_batches_and_trace(const TrainerLayout& l, const PassPlan& p, int64_t first, int64_t end,
                                     TrainedOutputs& out, std::vector<std::string>& notes);
 

@@ -35,6 +35,9 @@ std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t se
   // A planted learning-rate change (`run --lr-scale`, calibrate's detection
   // search); python/lockstep's lr_scale() reads it.
   if (c.lr_scale != 1) env["LOCKSTEP_LR_SCALE"] = format_double(c.lr_scale);
+  // A planted one-ULP change (run --perturb, selftest): the helper's
+  // ModuleTracer makes it before step 0's forward.
+  if (!c.perturb.empty()) env["LOCKSTEP_PERTURB"] = c.perturb;
   return env;
 }
 

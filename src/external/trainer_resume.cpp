@@ -106,6 +106,17 @@ void merge_with_stopped_run(const ResumePoint& rp, const std::string& part, int 
     if (!merged.ops.empty()) merged.ops_not_traced.clear();  // ops or the reason, never both
     out.trace = std::move(merged);
   }
+  if (!rp.partial.digests.empty()) {  // the steps before the checkpoint, then the resumed ones
+    StepDigests merged = rp.partial.digests;
+    if (merged.steps.empty())
+      for (size_t i = 0; i < merged.params.size(); ++i) merged.steps.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < out.digests.params.size(); ++i) {
+      merged.steps.push_back(out.digests.step_of(i));
+      merged.params.push_back(out.digests.params[i]);
+      merged.grads.push_back(out.digests.grads[i]);
+    }
+    out.digests = std::move(merged);
+  }
   std::vector<BatchProbe> probes = rp.partial.train_probes;
   probes.insert(probes.end(), out.train_probes.begin(), out.train_probes.end());
   out.train_probes = std::move(probes);

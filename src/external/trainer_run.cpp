@@ -71,6 +71,12 @@ std::map<std::string, std::string> trainer_base_environment(const std::map<std::
   }
   env["OMP_NUM_THREADS"] = std::to_string(intra_op_threads);
   env["MKL_NUM_THREADS"] = std::to_string(intra_op_threads);
+  // torch >= 2.4's env:// store is libuv's unless USE_LIBUV=0, and a torch
+  // built without libuv (Debian 13's 2.6) then fails every rendezvous ("use_libuv
+  // was requested but PyTorch was build without libuv support"), a single
+  // process's group included. The classic store is in every build, serves a
+  // smoke's few ranks alike and moves no value; a USE_LIBUV the user set is kept.
+  env.emplace("USE_LIBUV", "0");
   env["PYTHONHASHSEED"] = "0";
   env["TZ"] = "UTC";
   env["LC_ALL"] = "C.UTF-8";
@@ -202,11 +208,14 @@ TrainerRun run_trainer(const RunPlan& run, const std::string& work_dir) {
       throw_data_pass_difference(worker_difference, rec.probes, &out.train_probes, l.worker_counts.front(), data_path,
                                  "the training pass's batches (" + passes.train_out + ")");
     if (resuming) merge_with_stopped_run(resume, partial_path(o.resume), c.trace.steps, out);
-    if (!stopping)
+    if (!stopping) {
       for (auto& [name, s] : out.series) compact_steps(s);
+      compact_steps(out.digests, c.steps);
+    }
     rec.series = std::move(out.series);
     rec.train_probes = std::move(out.train_probes);
     rec.module_trace = std::move(out.trace);
+    rec.digests = std::move(out.digests);
   }
   stamp_trainer_record(l, passes, report, report_path, seed.second, rec);
   if (stopping) {

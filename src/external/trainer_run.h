@@ -70,7 +70,8 @@ std::string expand_placeholders(const std::string& text, const std::map<std::str
 /// it); then `extra` (the config's trainer.env); then the contract:
 /// CUBLAS_WORKSPACE_CONFIG=:4096:8 in strict `mode` (a valid :16:8 kept),
 /// OMP_NUM_THREADS and MKL_NUM_THREADS = `intra_op_threads`,
-/// PYTHONHASHSEED=0, TZ=UTC, LC_ALL=C.UTF-8; and the helper's folder first
+/// USE_LIBUV=0 unless set (the classic c10d TCPStore, in every torch
+/// build), PYTHONHASHSEED=0, TZ=UTC, LC_ALL=C.UTF-8; and the helper's folder first
 /// on PYTHONPATH. Throws exit 3 when the helper cannot be found.
 std::map<std::string, std::string> trainer_base_environment(const std::map<std::string, std::string>& extra,
                                                             const std::string& mode, int intra_op_threads);

@@ -147,6 +147,8 @@ std::vector<std::string> dropped_checks(const RunRecord& current, const RunRecor
   lost(!current.module_trace.entries.empty(), !pending.module_trace.entries.empty(), "module trace");
   lost(!current.module_trace.ops.empty(), !pending.module_trace.ops.empty(), "per-op hashes (trace.ops)");
   lost(!current.hashes.empty(), !pending.hashes.empty(), "parameter hashes");
+  fewer(current.digests.params.size(), pending.digests.params.size(), "per-step digests");
+  lost(!current.digests.empty(), !pending.digests.empty(), "per-step digests");
   lost(!current.init.empty(), !pending.init.empty(), "initialisation statistics");
   lost(!current.contract.empty(), !pending.contract.empty(), "determinism contract");
   lost(!current.resources.empty(), !pending.resources.empty(), "resources (step time, peak RSS)");

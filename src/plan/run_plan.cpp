@@ -159,6 +159,8 @@ std::vector<std::string> override_args(const RunOverrides& o) {
   if (o.workers >= 0) args.insert(args.end(), {"--workers", std::to_string(o.workers)});
   if (o.world_size > 0) args.insert(args.end(), {"--world-size", std::to_string(o.world_size)});
   if (o.lr_scale != 1) args.insert(args.end(), {"--lr-scale", format_double(o.lr_scale)});
+  if (!o.perturb.empty()) args.insert(args.end(), {"--perturb", o.perturb});
+  if (!o.mode.empty()) args.insert(args.end(), {"--determinism", o.mode});
   return args;
 }
 
@@ -200,7 +202,8 @@ RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
       throw BadUsage("--workers: a trainer smoke's DataLoader workers are the trainer's own (its command; "
                      "trainer.workers with a {workers} placeholder runs the data-only pass at several counts)");
     p.site = RunSite::kTrainer;
-    p.config = with_overrides(loaded, {r.overrides.intra_op_threads, -1, r.overrides.world_size, r.overrides.lr_scale});
+    p.config = with_overrides(loaded, {r.overrides.intra_op_threads, -1, r.overrides.world_size, r.overrides.lr_scale,
+                                          r.overrides.perturb, r.overrides.mode});
   } else {
     if (!r.data_pass)
       throw BadUsage("--no-data-pass: a built-in smoke's data-only pass is part of its own process (no interpreter "

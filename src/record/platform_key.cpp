@@ -31,6 +31,20 @@ std::string platform_key(const Fingerprint& fp) {
   return "cpu-" + (arch.empty() ? std::string("unknown") : arch) + "-" + isa;
 }
 
+bool is_platform_key(const std::string& key) {
+  auto word = [](const std::string& w) {
+    return !w.empty() && w.size() <= 32 &&
+           w.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+  };
+  if (key.rfind("cuda-sm", 0) == 0) {
+    std::string cc = key.substr(7);
+    return cc == "unknown" || (!cc.empty() && cc.size() <= 8 && cc.find_first_not_of("0123456789") == std::string::npos);
+  }
+  if (key.rfind("cpu-", 0) != 0) return false;
+  size_t dash = key.find('-', 4);
+  return dash != std::string::npos && word(key.substr(4, dash - 4)) && word(key.substr(dash + 1));
+}
+
 bool is_stack_label(const std::string& label) {
   return !label.empty() && label.size() <= 40 && std::isalnum(static_cast<unsigned char>(label.front())) &&
          label.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==

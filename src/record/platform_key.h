@@ -26,6 +26,13 @@ namespace lockstep {
 /// The golden platform key for a captured fingerprint.
 std::string platform_key(const Fingerprint& fp);
 
+/// Whether `key` has the shape platform_key() gives, the only keys a run
+/// looks up: "cpu-<arch>-<capability>" (each 1..32 of a-z, 0-9, '_') or
+/// "cuda-sm<digits>" ("cuda-smunknown" included). A smoke's `platforms` and
+/// `import --platform` are held to it: any other name files a golden no
+/// run would ever read.
+bool is_platform_key(const std::string& key);
+
 /// The device-and-architecture prefix of a key ("cpu-x86_64"), used to find
 /// a golden of the same family when no golden exists for the exact key.
 std::string platform_family(const std::string& key);

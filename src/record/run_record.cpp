@@ -52,6 +52,7 @@ nlohmann::json to_json(const RunRecord& r, SeriesPacker* packer) {
   if (!r.stack.empty()) out["stack"] = r.stack;
   if (!r.config.empty()) out["config"] = r.config;
   if (!r.module_trace.empty()) out["module_trace"] = to_json(r.module_trace);
+  if (!r.digests.empty()) out["digests"] = to_json(r.digests);
   if (!r.init.empty()) {
     nlohmann::json init = nlohmann::json::object();
     for (const auto& [name, st] : r.init) init[name] = to_json(st);
@@ -198,6 +199,7 @@ RunRecord run_record_from_json(const JsonView& n, const std::optional<std::strin
       n.at("module_trace").at("steps").fail("at most the record's steps (" + std::to_string(r.steps) + "), got " +
                                             std::to_string(r.module_trace.steps));
   }
+  if (n.has("digests")) r.digests = step_digests_from_json(n.at("digests"), r.steps);
   return r;
 }
 
@@ -212,7 +214,7 @@ const std::vector<std::string_view>& run_record_keys() {
   static const std::vector<std::string_view> keys = {
       "schema", "smoke",  "config_hash", "seed",   "device", "platform", "stack", "steps",
       "contract", "config", "fingerprint", "series", "series_data", "hashes", "init", "resources", "probes",
-      "train_probes", "module_trace"};
+      "train_probes", "module_trace", "digests"};
   return keys;
 }
 

@@ -22,6 +22,7 @@
 #include "record/fingerprint.h"
 #include "record/module_trace.h"
 #include "record/series.h"
+#include "record/step_digests.h"
 
 namespace lockstep {
 
@@ -95,6 +96,10 @@ struct RunRecord {
   /// Per-module fingerprints of the first steps (record/module_trace.h);
   /// optional ("module_trace" absent when empty: records made before it).
   ModuleTrace module_trace;
+  /// XXH3-128 of the parameters and gradients at each step
+  /// (record/step_digests.h); optional ("digests" absent when empty:
+  /// records made before it, a trainer that writes none).
+  StepDigests digests;
 };
 
 /// The record's JSON; with `packer` the per-step arrays go to a sidecar and

@@ -197,6 +197,7 @@ TrainResult training_pass(const SmokeConfig& cfg, const SmokeRunOptions& o, std:
   ts.sample_shape = spec.sample_shape;
   ts.classes = cfg.classes;
   ts.inject_nondeterminism = cfg.inject_nondeterminism;
+  ts.perturb_parameter = cfg.perturb == "parameter";
   ts.config_hash = cfg.config_hash;
   ts.config_file = cfg.file;
   ts.contract = contract;
@@ -320,6 +321,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
     rec.resources = std::move(tr.resources);
     rec.train_probes = std::move(tr.train_probes);
     rec.module_trace = std::move(tr.module_trace);
+    rec.digests = std::move(tr.digests);
     if (o.rank.active()) {
       for (auto& p : rec.train_probes) p.rank = o.rank.rank;
       for (auto& e : rec.module_trace.entries) e.rank = o.rank.rank;  // the merge keeps rank 0's

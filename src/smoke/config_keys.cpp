@@ -100,6 +100,7 @@ const std::vector<ConfigKey>& smoke_config_keys() {
       // Module traces.
       {"trace", false, "module traces (what is recorded, not what is computed)"},
       {"trace.steps", false, "traced steps (what is recorded)"},
+      {"trace.digests", false, "per-step parameter and gradient digests (what is recorded)"},
       {"trace.ops", false, "per-op output hashes of the traced steps (a trainer's helper, torch >= 2.10)"},
       {"trace.self_test", false, "a one-ULP perturbation the gate must locate in the values, not in the config"},
       {"trace.self_test.module", false, "the perturbed module"},

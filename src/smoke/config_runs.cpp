@@ -85,6 +85,7 @@ void read_trace(const JsonView& t, SmokeConfig& c) {
   t.allow_keys(keys_under("trace"));
   TraceSpec& s = c.trace;
   if (t.has("steps")) s.steps = t.at("steps").as_int(0, std::min<int64_t>(kMaxTraceSteps, c.steps));
+  if (t.has("digests")) s.digests = t.at("digests").as_bool();
   if (t.has("ops")) {
     s.ops = t.at("ops").as_bool();
     if (s.ops && !c.has_trainer())

@@ -16,6 +16,7 @@
 #include "core/hash.h"
 #include "core/json_io.h"
 #include "machine/driver_version.h"
+#include "record/platform_key.h"
 #include "smoke/golden_store.h"
 
 namespace lockstep {
@@ -79,8 +80,9 @@ void read_identity(const JsonView& v, SmokeConfig& c) {
     JsonView p = v.at("platforms");
     for (size_t i = 0; i < p.size(); ++i) {
       std::string key = p.at(i).as_string();
-      if (key.empty() || key.find_first_of("/\\") != std::string::npos || key.front() == '.')
-        p.at(i).fail("a platform key such as \"cpu-x86_64-avx2\" (docs/platforms.md)");
+      if (!is_platform_key(key))
+        p.at(i).fail("a platform key such as \"cpu-x86_64-avx2\" or \"cuda-sm90\" (docs/platforms.md), got \"" +
+                     input_excerpt(key) + "\"");
       c.platforms.push_back(key);
     }
   }
@@ -504,6 +506,19 @@ SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {
     std::string scale = format_double(overrides.lr_scale);
     config.values_fields["lr_scale"] = scale;
     config.values_hash = hex64(xxh3_64(config.values_hash + " lr_scale=" + scale));
+  }
+  if (!overrides.mode.empty()) {
+    if (overrides.mode != "strict" && overrides.mode != "default")
+      throw BadUsage("--determinism: strict or default, got \"" + input_excerpt(overrides.mode) + "\"");
+    config.mode = overrides.mode;
+  }
+  if (!overrides.perturb.empty()) {
+    if (overrides.perturb != "parameter")
+      throw BadUsage("--perturb: \"parameter\" (one ULP of the model's first parameter before step 0), got \"" +
+                     input_excerpt(overrides.perturb) + "\"");
+    config.perturb = overrides.perturb;
+    config.values_fields["perturb"] = "\"" + overrides.perturb + "\"";
+    config.values_hash = hex64(xxh3_64(config.values_hash + " perturb=" + overrides.perturb));
   }
   return config;
 }

@@ -146,6 +146,17 @@ struct RunOverrides {
   /// config gains "lr_scale" and config.values_xxh3 moves, so a golden
   /// fails it as "input changed".
   double lr_scale = 1;
+  /// "": none; "parameter": a planted one-ULP change (`run --perturb
+  /// parameter`, `lockstep selftest`): the first element of the model's
+  /// first parameter (named_parameters() order) moved one ULP towards +inf
+  /// before step 0's forward; a trainer gets LOCKSTEP_PERTURB=parameter
+  /// (python/lockstep's ModuleTracer makes it). An input, as lr_scale.
+  std::string perturb;
+  /// "": the config's determinism.mode; "default" or "strict" instead
+  /// (`run --determinism`; selftest relaxes the contract to see whether
+  /// the smoke can observe the stack's nondeterminism). In the contract, so
+  /// a golden of the other mode fails it.
+  std::string mode;
 };
 
 /// A parsed, validated smoke config.
@@ -187,6 +198,9 @@ struct SmokeConfig {
   /// RunOverrides::lr_scale applied (1: none); a trainer gets it as
   /// LOCKSTEP_LR_SCALE.
   double lr_scale = 1;
+  /// RunOverrides::perturb applied ("": none); a trainer gets it as
+  /// LOCKSTEP_PERTURB.
+  std::string perturb;
   /// Equivalence lanes, in the config's key order (sorted by name).
   std::vector<EquivalenceVariant> equivalence;
   /// Non-empty: this config is variant `variant` of the file's

@@ -43,6 +43,10 @@ struct OptimizerSpec {
 /// steps (record/module_trace.h, docs/module-trace.md).
 struct TraceSpec {
   int64_t steps = 2;  ///< steps traced, 0..kMaxTraceSteps (0: off)
+  /// Per-step XXH3-128 digests of the parameters and gradients
+  /// (record/step_digests.h) at every step: the built-in trainer hashes
+  /// them, a trainer smoke's lockstep-digests.jsonl is read. Off: neither.
+  bool digests = true;
   /// Per-op output hashes of the traced steps too (a trainer smoke: the
   /// Python helper under torch's DebugMode, torch >= 2.10; LOCKSTEP_TRACE_OPS).
   bool ops = false;

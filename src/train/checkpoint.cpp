@@ -45,6 +45,7 @@ void save_checkpoint(const std::string& path, const CheckpointState& st, torch::
   meta["buffers"] = nlohmann::json::array();
   for (double t : st.step_time_s) meta["step_time_s"].push_back(double_to_json(t));
   if (!st.module_trace.empty()) meta["module_trace"] = to_json(st.module_trace);
+  if (!st.digests.empty()) meta["digests"] = to_json(st.digests);
   meta["contract"] = st.contract;
   if (st.rank >= 0) {
     meta["rank"] = st.rank;
@@ -103,6 +104,7 @@ CheckpointState read_checkpoint_meta(const JsonView& m) {
   JsonView probes = m.at("train_probes");
   for (size_t i = 0; i < probes.size(); ++i) st.train_probes.push_back(batch_probe_from_json(probes.at(i)));
   if (m.has("module_trace")) st.module_trace = module_trace_from_json(m.at("module_trace"));
+  if (m.has("digests")) st.digests = step_digests_from_json(m.at("digests"), st.step);
   if (m.has("contract"))
     for (const auto& k : m.at("contract").keys()) st.contract[k] = m.at("contract").at(k).as_string();
   if (m.has("rank")) {

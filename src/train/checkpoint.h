@@ -41,6 +41,7 @@ struct CheckpointState {
   std::vector<BatchProbe> train_probes;
   std::vector<double> step_time_s;
   ModuleTrace module_trace;  ///< the traced steps before the checkpoint
+  StepDigests digests;       ///< the steps before the checkpoint (record/step_digests.h)
   std::map<std::string, std::string> contract;  ///< the determinism contract it ran under (a resume keeps it)
   int rank = -1;             ///< the rank that wrote it in a multi-rank run; -1 for a single process
   int world_size = 1;        ///< ranks in that run

@@ -39,6 +39,23 @@ std::string hash_tensors(const NamedTensors& named) {
   return h.hex();
 }
 
+// The step digest of `params` (record/step_digests.h): each parameter's
+// bytes, or its gradient's ("none" where it has none), in parameter order.
+std::string step_digest(const NamedTensors& params, bool grads) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  lines.reserve(params.size());
+  for (const auto& [name, p] : params) {
+    torch::Tensor t = grads ? p.grad() : p;
+    if (!t.defined()) {
+      lines.emplace_back(name, "none");
+      continue;
+    }
+    torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    lines.emplace_back(name, xxh3_128_hex(c.data_ptr(), c.nbytes()));
+  }
+  return manifest_digest(lines);
+}
+
 InitStats init_stats(const torch::Tensor& t) {
   torch::Tensor d = t.detach().to(torch::kCPU).to(torch::kFloat64);
   InitStats s;
@@ -173,6 +190,7 @@ TrainPosition resume_from_checkpoint(const TrainSpec& spec, uint64_t seed, torch
   r.init = std::move(st.init);
   r.train_probes = std::move(st.train_probes);
   r.resources.step_time_s = std::move(st.step_time_s);
+  r.digests = std::move(st.digests);
   tracer.resume(std::move(st.module_trace));
   sync.check_resumed_step(st.step, f);
   sync.check_start(params, "the ranks resumed from checkpoints that differ",
@@ -229,8 +247,10 @@ void train_step(StepParts& s, int64_t step, SmokeBatch& batch, TrainResult& r) {
   loss.backward();
   r.series["loss"].values.push_back(s.sync.after_backward(step, loss.item<float>(), s.params, r.series));
   record_gradients(s.params, lr, r);
+  if (s.spec.trace.digests) r.digests.grads.push_back(step_digest(s.params, true));
   s.optimizer.step();
   record_parameters(s.params, r);
+  if (s.spec.trace.digests) r.digests.params.push_back(step_digest(s.params, false));
   s.sync.after_update(step, s.params);
   r.resources.step_time_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
@@ -276,6 +296,13 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   NamedTensors params;
   for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
   sync->check_start(params, "initialisation differs across ranks", "every rank must initialise from the same seed");
+  // A planted change (run --perturb parameter, selftest): after the init
+  // statistics, before step 0's forward, so the trace names the module.
+  if (spec.perturb_parameter && spec.resume.resume_from.empty() && !params.empty()) {
+    torch::NoGradGuard no_grad;
+    torch::Tensor first = params.front().second.view(-1).narrow(0, 0, 1);
+    first.copy_(torch::nextafter(first, torch::full_like(first, std::numeric_limits<double>::infinity())));
+  }
   auto optimizer = make_optimizer(spec.optimizer, model->parameters());
   ModuleTracer tracer(spec.trace);
   if (spec.trace.steps > 0) model->set_tracer(&tracer);
@@ -305,7 +332,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
         model->set_tracer(nullptr);
         CheckpointState st{spec.config_hash, seed, at.step, at.epoch + (epoch_done ? 1 : 0), epoch_done ? 0 : k + 1,
                            r.series, r.init, r.train_probes, r.resources.step_time_s, tracer.take(),
-                           spec.contract, sync->rank(), sync->world_size()};
+                           r.digests, spec.contract, sync->rank(), sync->world_size()};
         save_checkpoint(spec.resume.checkpoint_out, st, *model, *optimizer, cuda);
         stopped = true;
         return false;

@@ -57,6 +57,9 @@ struct TrainSpec {
   /// LibTorch parallelises with float atomics unless deterministic
   /// algorithms are on. A self-test of the repeat check; "" = none.
   std::string inject_nondeterminism;
+  /// A planted one-ULP change (SmokeConfig::perturb "parameter"): the first
+  /// element of the first parameter moved towards +inf before step 0.
+  bool perturb_parameter = false;
   ResumeSpec resume;
   std::string config_hash;  ///< stored in a checkpoint and checked on resume
   std::string config_file;  ///< the smoke config, for messages that name a field of it
@@ -88,6 +91,7 @@ struct TrainResult {
   /// parameter-hash all-gather); 0 for a single process. Informational.
   double collective_s = 0;
   ModuleTrace module_trace;  ///< the traced steps (record/module_trace.h)
+  StepDigests digests;       ///< per step: gradients after backward, parameters after the update
 };
 
 /// Trains from `seed` for spec.steps steps, or until spec.resume.stop_after

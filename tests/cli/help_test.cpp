@@ -42,7 +42,7 @@ TEST(Help, CommandsAreGroupedAndTheManPageDocumentsEveryLeaf) {
   auto groups = command_groups(top.output);
   using Group = std::pair<std::string, std::vector<std::string>>;
   EXPECT_EQ(groups, (std::vector<Group>{
-                        {"Gate a change", {"check", "bless", "review", "accept", "verify-goldens"}},
+                        {"Gate a change", {"check", "selftest", "bless", "review", "accept", "verify-goldens"}},
                         {"Investigate", {"calibrate", "bisect", "bisect-env", "compare", "env", "history"}},
                         {"Produce records", {"run", "probe", "import"}},
                         {"Set up", {"init", "hook"}}}))
@@ -64,7 +64,7 @@ TEST(Help, CommandsAreGroupedAndTheManPageDocumentsEveryLeaf) {
           EXPECT_NE(man.find("Usage: lockstep " + c + " " + s), std::string::npos) << c << " " << s << " in\n" << man;
         }
     }
-  EXPECT_EQ(leaves.size(), 21u) << ::testing::PrintToString(leaves);
+  EXPECT_EQ(leaves.size(), 22u) << ::testing::PrintToString(leaves);
 }
 
 // Every flag any leaf's --help shows is a row of the vocabulary table in
@@ -120,7 +120,7 @@ TEST(Help, EveryRunRequestFieldWrittenAsFlagsParsesBack) {
   };
   std::vector<std::pair<RunRequest, bool>> requests;
   RunRequest all = base();
-  all.overrides = {2, 1, 2, 1.5};
+  all.overrides = {2, 1, 2, 1.5, "parameter", "default"};
   all.repeat = 3;
   all.data_pass = false;
   all.variant = "accum2";
@@ -151,7 +151,8 @@ TEST(Help, EveryRunRequestFieldWrittenAsFlagsParsesBack) {
   EXPECT_EQ(run_request_args(all, true),
             (std::vector<std::string>{"run", "/nonexistent/smoke.json", "--variant", "accum2", "--record", "/nonexistent/run.json", "--quiet",
                                       "--intra-op-threads", "2", "--workers", "1", "--world-size", "2", "--lr-scale",
-                                      "1.5", "--repeat", "3", "--no-data-pass"}));
+                                      "1.5", "--perturb", "parameter", "--determinism", "default", "--repeat", "3",
+                                      "--no-data-pass"}));
 }
 
 TEST(Help, OldSpellingsStillWorkAndSayWhatReplacedThem) {

@@ -239,6 +239,23 @@ TEST(HistoryCli, AOneBasedLogBecomesAPendingGoldenWithAStepOffset) {
                               "stops early"),
             std::string::npos) << early.output;
   EXPECT_FALSE(fs::exists(d / "pending"));
+  Result odd_platform = lockstep("import hf-trainer " + (d / "trainer_state.json").string() +
+                                 " --series loss=loss --step-offset -1 --platform dgx_h100 --golden " + smoke);
+  EXPECT_EQ(odd_platform.code, 2) << odd_platform.output;
+  EXPECT_NE(odd_platform.output.find("--platform dgx_h100: expected a platform key as runs name their goldens, such as "
+                                     "cpu-x86_64-avx2 or cuda-sm90"),
+            std::string::npos) << odd_platform.output;
+  // Steps 1..9 of a 10-step smoke fit without an offset, step 0 left out:
+  // filed, and the likely off-by-one said.
+  nlohmann::json short_by_one = state;
+  short_by_one["log_history"].erase(short_by_one["log_history"].end() - 1);
+  write_file_atomically((d / "from_one.json").string(), short_by_one.dump());
+  Result from_one = lockstep("import hf-trainer " + (d / "from_one.json").string() + " --series loss=loss --golden " +
+                             smoke + " --platform cpu-x86_64-avx2 --out " + (d / "pending").string());
+  EXPECT_EQ(from_one.code, 0) << from_one.output;
+  EXPECT_NE(from_one.output.find("note: every series starts at step 1, so the golden holds no step 0: if the log "
+                                 "counts its steps from 1, import again with --step-offset -1"),
+            std::string::npos) << from_one.output;
   Result shifted = lockstep(import + " --step-offset -1");
   ASSERT_EQ(shifted.code, 0) << shifted.output;
   Result again = lockstep(import + " --step-offset -1");  // an earlier import's pending golden is replaced

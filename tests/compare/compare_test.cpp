@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "../record_builder.h"
@@ -868,6 +869,40 @@ TEST(Compare, ARoundedGoldenNeedsATolerancePastItsRounding) {
   enough.series["grad_norm"] = Tolerance::close(1e-4, 0);
   enough.same_stack_exact = false;
   EXPECT_EQ(compare_records(run, golden, enough).exit_code(), ExitCode::kPass);
+}
+
+// A change the loss and the norms hide (torchtitan's case: the loss held,
+// the weight hashes moved): a bit-exact lane names the step the bytes
+// moved; a tolerance lane says so in a note.
+TEST(Compare, PerStepDigestsNameTheStepTheBytesMovedWhereTheLossHeld) {
+  RunRecord g = make_record({2.5, 2.25, 2.0});
+  const std::string a(32, 'a'), b(32, 'b'), c(32, 'c');
+  g.digests = {{}, {a, a, a}, {b, b, b}};
+  RunRecord r = g;
+  r.digests.params[1] = c;
+  Verdict v = compare_records(r, g, {});
+  ASSERT_FALSE(v.passed());
+  const Finding* f = find(v, "digests.params");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->index, 1);
+  EXPECT_EQ(f->detail, "the parameters' bytes (after the update) first differ at step 1: golden " + a + ", run " + c +
+                           " (XXH3-128 over every parameter)");
+  EXPECT_EQ(v.first_divergence.rfind("train step 1: digests.params", 0), 0u) << v.first_divergence;
+  EXPECT_EQ(v.values_checked, 6u + 6u);  // two series of three steps, two digests of three steps
+  // The gradients moved first, at the same step: named before the update.
+  r.digests.grads[1] = c;
+  EXPECT_EQ(compare_records(r, g, {}).first_divergence.rfind("train step 1: digests.grads", 0), 0u);
+  // Another stack: the bytes move by design.
+  r.fingerprint["torch.version"].value = "2.6.0";
+  Verdict cross = compare_records(r, g, {});
+  EXPECT_TRUE(cross.passed());
+  EXPECT_NE(std::find(cross.notes.begin(), cross.notes.end(),
+                      "digests.grads differ from train step 1 (expected outside a bit-exact lane)"),
+            cross.notes.end());
+  // A golden made before digests: nothing to compare, nothing failed.
+  RunRecord old = g;
+  old.digests = {};
+  EXPECT_TRUE(compare_records(r, old, {}).passed());
 }
 
 }  // namespace

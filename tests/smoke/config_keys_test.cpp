@@ -203,6 +203,7 @@ const std::map<std::string, Change>& changes() {
       {"distributed.self_test.rank", {"rank-fault", {{"distributed.self_test.rank", 1}}}},
       {"distributed.self_test.step", {"rank-fault", {{"distributed.self_test.step", 2}}}},
       {"trace.steps", {"csv", {{"trace.steps", 2}}}},
+      {"trace.digests", {"csv", {{"trace.digests", false}}}},
       {"trace.ops", {"trainer", {{"trace.ops", true}}}},
       {"trace.self_test.module", {"traced", {{"trace.self_test.module", "fc2"}}}},
       {"trace.self_test.step", {"traced", {{"trace.self_test.step", 1}}}},

@@ -85,9 +85,17 @@ TEST(TorchScriptModel, ModuleDefinedInCppTrainsAndIsRecorded) {
   EXPECT_EQ(a.init.count("fc.weight"), 1u);
   EXPECT_EQ(a.init.at("fc.weight").mean, 0.05f);  // saved weights are kept, not re-initialised
 
+  // Per-step digests: one of the gradients and one of the parameters a step.
+  ASSERT_EQ(a.digests.params.size(), 5u);
+  ASSERT_EQ(a.digests.grads.size(), 5u);
+  EXPECT_TRUE(a.digests.steps.empty());
+  for (size_t k = 1; k < 5; ++k) EXPECT_NE(a.digests.params[k], a.digests.params[k - 1]) << "step " << k;
+
   TrainResult b = train_smoke(spec, loader, 7);  // and it is deterministic
   EXPECT_EQ(a.series.at("loss").values, b.series.at("loss").values);
   EXPECT_EQ(a.hashes, b.hashes);
+  EXPECT_EQ(a.digests.params, b.digests.params);
+  EXPECT_EQ(a.digests.grads, b.digests.grads);
 }
 
 // A module named like nn.Sequential whose forward calls its children in order.

@@ -1,0 +1,38 @@
+// `lockstep selftest [SMOKE...]`: each smoke's negative control
+// (gate/selftest.h) through the launcher every check uses, printed, and as
+// JSON with --json.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/smoke_launcher.h"
+#include "core/atomic_file.h"
+#include "core/json_io.h"
+#include "gate/selftest.h"
+
+namespace lockstep {
+
+int selftest_command(const SelftestCommandOptions& o) {
+  std::vector<std::string> files = expand_smoke_args(o.smokes);
+  require_out_folder(o.out_dir, files, "");
+  if (!o.json_out.empty()) require_report_file("--json", o.json_out, "\"selftest\"", files, o.out_dir);
+  require_torch_for_built_in(files, "selftest");
+  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
+  SelftestOptions options;
+  options.relaxed_runs = o.distinct_runs;
+  nlohmann::json all = nlohmann::json::array();
+  ExitCode worst = ExitCode::kPass;
+  for (const auto& file : files) {
+    SmokeConfig config = load_smoke_config(file);
+    options.dir = o.out_dir + "/" + config.name;
+    std::filesystem::create_directories(options.dir);
+    SelftestResult r = selftest_smoke(config, file, options, launcher);
+    std::cout << selftest_text(r) << std::flush;
+    all.push_back(to_json(r));
+    if (r.code() != ExitCode::kPass) worst = r.code();
+  }
+  if (!o.json_out.empty()) write_file_atomically(o.json_out, pretty_dump({{"selftest", all}}));
+  return to_int(worst);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,69 @@
+// `lockstep selftest`: the negative control of a smoke (vLLM's habit: a
+// determinism test that cannot fail is worthless). Two questions, each
+// answered with child runs through the launcher seam:
+//
+//   1. Sensitivity: a run with one ULP of the model's first parameter
+//      moved before step 0 (`run --perturb parameter`) against a plain
+//      run, bit for bit. It must fail, and the module trace should name
+//      the module; "sensitive" when it does.
+//   2. Observability: K runs with the contract relaxed (determinism mode
+//      "default": non-deterministic algorithms allowed; 2 intra-op
+//      threads) counted in distinct results. One result means this smoke
+//      cannot observe the stack's nondeterminism here (its kernels are
+//      deterministic on this machine even unpinned): its repeat check
+//      proves little beyond that.
+//
+//   SelftestOptions o;  o.dir = "lockstep-out/digits-cnn";
+//   SelftestResult r = selftest_smoke(load_smoke_config("smoke/digits-cnn.json"), "smoke/digits-cnn.json", o, launcher);
+//   r.sensitive;   r.distinct;   to_json(r);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "launch/launcher.h"
+#include "smoke/smoke_config.h"
+
+namespace lockstep {
+
+/// How a selftest runs.
+struct SelftestOptions {
+  std::string dir;          ///< where its records go: selftest-base.json, selftest-perturbed.json, selftest-relaxed-N.json
+  int relaxed_runs = 3;     ///< runs with the contract relaxed (--distinct-runs), at least 2
+  int relaxed_threads = 2;  ///< their intra-op threads
+};
+
+/// What a selftest found.
+struct SelftestResult {
+  std::string smoke;
+  bool sensitive = false;       ///< the one-ULP change failed the bit-for-bit comparison
+  std::string caught;           ///< its first divergence ("" when it passed unseen)
+  std::string module;           ///< the first module the trace named; "" when none was
+  std::string perturbed;        ///< what was moved, for a person ("conv.weight[0] by one ULP before step 0")
+  int relaxed_runs = 0;         ///< runs made with the contract relaxed
+  int distinct = 0;             ///< distinct results among them
+  std::string relaxed_how;      ///< "determinism mode default, 2 intra-op threads"
+  std::string relaxed_first;    ///< where the second result first differs from the first; "" when one result
+  std::vector<std::string> notes;
+  /// kPass when sensitive, kRegression when the planted change went unseen.
+  ExitCode code() const { return sensitive ? ExitCode::kPass : ExitCode::kRegression; }
+  /// "sensitive", or "INSENSITIVE".
+  std::string verdict() const { return sensitive ? "sensitive" : "INSENSITIVE"; }
+};
+
+/// Runs the selftest of `config` (loaded from `smoke_path`). Throws what
+/// the launcher throws (exit 2 bad input, 3 environment).
+SelftestResult selftest_smoke(const SmokeConfig& config, const std::string& smoke_path, const SelftestOptions& options,
+                              Launcher& launcher);
+
+/// {"smoke", "verdict", "sensitive", "caught", "module", "perturbed",
+///  "relaxed": {"runs", "distinct", "how", "first_difference", "observes"}, "notes"}.
+nlohmann::json to_json(const SelftestResult& result);
+
+/// The lines `lockstep selftest` prints for one smoke.
+std::string selftest_text(const SelftestResult& result);
+
+}  // namespace lockstep
