@@ -62,6 +62,9 @@ LOCKSTEP_TRACE_STEPS       steps a ModuleTracer traces, 0 .. 16 (default 2)
 LOCKSTEP_LR_SCALE          a planted change of the learning rate (default 1):
                            multiply the lr by :func:`lr_scale` to take part
                            in ``run --lr-scale`` and calibrate's detection
+LOCKSTEP_PERTURB           "parameter": a planted one-ULP change of the model's
+                           first parameter, made by ModuleTracer.step(0)
+                           (``run --perturb parameter``, ``lockstep selftest``)
 RANK, WORLD_SIZE           a multi-rank smoke (torchrun's names, with
                            LOCAL_RANK, MASTER_ADDR, MASTER_PORT for
                            init_process_group's env://): this process's rank

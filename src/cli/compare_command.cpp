@@ -147,6 +147,15 @@ int compare_command(const CompareOptions& o) {
                  ", the run under " + (run.stack.empty() ? "no stack label" : "stack " + run.stack) +
                  " (LOCKSTEP_STACK): compared as given";
   }
+  // Another smoke's tolerances would judge these records by rules never
+  // meant for them (and could pass what their own fail). A plain import
+  // without --name is "imported": any smoke's config may judge it.
+  if (!o.config.empty() && golden.record.smoke != "imported") {
+    const std::string config_name = load_smoke_config(o.config).name;
+    if (config_name != golden.record.smoke)
+      throw BadUsage("--config " + o.config + ": the config of smoke '" + config_name + "', but the records are of "
+                     "smoke '" + golden.record.smoke + "'; give that smoke's config (its tolerances and lanes)");
+  }
   Verdict v = lane_of(run).empty() || !lane_of(golden.record).empty()
                   ? compare_records(run, golden.record, policy, {o.run, golden_path})
                   : compare_lane(run, golden.record, lanes, o.config, {o.run, golden_path});

@@ -95,9 +95,10 @@ void fit_steps_to_smoke(RunRecord& rec, const SmokeConfig& cfg, const ImportRequ
     // A log that stops early (a run cut short) would pass every check on
     // its first steps: it must reach the smoke's last step, within the
     // widest gap between the steps it logs (every k steps).
-    int64_t gap = 0;
+    // Logged every `gap` steps, the next point would lie past the last step.
+    int64_t gap = 1;
     for (size_t i = 1; i < steps.size(); ++i) gap = std::max(gap, steps[i] - steps[i - 1]);
-    if (steps.back() + gap < cfg.steps - 1)
+    if (steps.back() + gap <= cfg.steps - 1)
       throw BadUsage(covers + ", but the smoke's runs log steps 0.." + std::to_string(cfg.steps - 1) +
                      ": the log stops early (a run cut short?); import a log of the whole run, or set \"steps\" in "
                      "the smoke to " + std::to_string(steps.back() + 1));

@@ -42,7 +42,11 @@ struct SelftestResult {
   bool sensitive = false;       ///< the one-ULP change failed the bit-for-bit comparison
   std::string caught;           ///< its first divergence ("" when it passed unseen)
   std::string module;           ///< the first module the trace named; "" when none was
-  std::string perturbed;        ///< what was moved, for a person ("conv.weight[0] by one ULP before step 0")
+  /// What was moved, for a person: "conv.weight[0], one ULP towards +inf
+  /// before step 0" when the records' init statistics name it (the
+  /// built-in trainer), else "the first element of the model's first
+  /// parameter, ...".
+  std::string perturbed;
   int relaxed_runs = 0;         ///< runs made with the contract relaxed
   int distinct = 0;             ///< distinct results among them
   std::string relaxed_how;      ///< "determinism mode default, 2 intra-op threads"

@@ -83,6 +83,11 @@ void read_identity(const JsonView& v, SmokeConfig& c) {
       if (!is_platform_key(key))
         p.at(i).fail("a platform key such as \"cpu-x86_64-avx2\" or \"cuda-sm90\" (docs/platforms.md), got \"" +
                      input_excerpt(key) + "\"");
+      if (key.substr(0, key.find('-')) != c.device)
+        p.at(i).fail("a " + c.device + " platform key: the smoke runs on device " + c.device + ", so no run of it "
+                     "makes a golden for " + key);
+      if (std::find(c.platforms.begin(), c.platforms.end(), key) != c.platforms.end())
+        p.at(i).fail("each platform once, got \"" + key + "\" twice");
       c.platforms.push_back(key);
     }
   }

@@ -287,6 +287,15 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   TrainResult r;
   auto model = make_model(spec.model, spec.sample_shape, spec.classes);
   if (spec.model.name != "torchscript") init_parameters(*model, seed);  // a user module keeps its weights
+  // A planted change (run --perturb parameter, selftest), before the init
+  // statistics: they and the trace say which parameter moved, and where.
+  if (spec.perturb_parameter && spec.resume.resume_from.empty())
+    for (auto& p : model->named_parameters()) {
+      torch::NoGradGuard no_grad;
+      torch::Tensor first = p.value().view(-1).narrow(0, 0, 1);
+      first.copy_(torch::nextafter(first, torch::full_like(first, std::numeric_limits<double>::infinity())));
+      break;
+    }
   for (const auto& p : model->named_parameters()) r.init[p.key()] = init_stats(p.value());
   model->to(device);
   model->train();
@@ -296,13 +305,6 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
   NamedTensors params;
   for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
   sync->check_start(params, "initialisation differs across ranks", "every rank must initialise from the same seed");
-  // A planted change (run --perturb parameter, selftest): after the init
-  // statistics, before step 0's forward, so the trace names the module.
-  if (spec.perturb_parameter && spec.resume.resume_from.empty() && !params.empty()) {
-    torch::NoGradGuard no_grad;
-    torch::Tensor first = params.front().second.view(-1).narrow(0, 0, 1);
-    first.copy_(torch::nextafter(first, torch::full_like(first, std::numeric_limits<double>::infinity())));
-  }
   auto optimizer = make_optimizer(spec.optimizer, model->parameters());
   ModuleTracer tracer(spec.trace);
   if (spec.trace.steps > 0) model->set_tracer(&tracer);

@@ -239,6 +239,17 @@ TEST(HistoryCli, AOneBasedLogBecomesAPendingGoldenWithAStepOffset) {
                               "stops early"),
             std::string::npos) << early.output;
   EXPECT_FALSE(fs::exists(d / "pending"));
+  // Steps 0..8 of a 10-step smoke logged at every step: the last is missing.
+  nlohmann::json short_end = state;
+  short_end["log_history"].erase(short_end["log_history"].end() - 1);
+  write_file_atomically((d / "short_end.json").string(), short_end.dump());
+  Result one_short = lockstep("import hf-trainer " + (d / "short_end.json").string() + " --series loss=loss --golden " +
+                              smoke + " --step-offset -1 --out " + (d / "pending").string());
+  EXPECT_EQ(one_short.code, 2) << one_short.output;
+  EXPECT_NE(one_short.output.find("covers steps 0..8 (with --step-offset -1), but the smoke's runs log steps 0..9: the "
+                                  "log stops early"),
+            std::string::npos) << one_short.output;
+  EXPECT_FALSE(fs::exists(d / "pending"));
   Result odd_platform = lockstep("import hf-trainer " + (d / "trainer_state.json").string() +
                                  " --series loss=loss --step-offset -1 --platform dgx_h100 --golden " + smoke);
   EXPECT_EQ(odd_platform.code, 2) << odd_platform.output;

@@ -183,6 +183,7 @@ TEST(TraceCli, SelftestLocatesAOneUlpParameterChangeAndCountsRelaxedRuns) {
   ASSERT_EQ(j["selftest"].size(), 1u);
   EXPECT_EQ(j["selftest"][0]["verdict"], "sensitive");
   EXPECT_EQ(j["selftest"][0]["module"], "conv");
+  EXPECT_EQ(j["selftest"][0]["perturbed"], "conv.weight[0], one ULP towards +inf before step 0");
   EXPECT_EQ(j["selftest"][0]["relaxed"]["runs"], 3);
   EXPECT_EQ(j["selftest"][0]["relaxed"]["how"], "determinism mode default, 2 intra-op threads");
   nlohmann::json perturbed = parse_json_file((d / "out" / "digits-cnn" / "selftest-perturbed.json").string());
@@ -195,6 +196,20 @@ TEST(TraceCli, SelftestLocatesAOneUlpParameterChangeAndCountsRelaxedRuns) {
   EXPECT_NE(golden.output.find("input changed: smoke config digits-cnn: perturb (missing) → \"parameter\""),
             std::string::npos)
       << golden.output;
+  // Each smoke once: the records go to <out>/<name>/.
+  Result twice = lockstep("selftest " + cfg(d, "digits-cnn") + " " + cfg(d, "digits-cnn") + " --out " +
+                          (d / "out").string());
+  EXPECT_EQ(twice.code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("given twice"), std::string::npos) << twice.output;
+  // Another smoke's tolerances never judge these records.
+  Result other = lockstep("compare " + (d / "out" / "digits-cnn" / "selftest-perturbed.json").string() + " " +
+                          (d / "out" / "digits-cnn" / "selftest-base.json").string() + " --config " +
+                          smoke("wine-mlp"));
+  EXPECT_EQ(other.code, 2) << other.output;
+  EXPECT_NE(other.output.find("--config " + smoke("wine-mlp") + ": the config of smoke 'wine-mlp', but the records "
+                              "are of smoke 'digits-cnn'"),
+            std::string::npos)
+      << other.output;
 }
 
 }  // namespace lockstep::cli_test

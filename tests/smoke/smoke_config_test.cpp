@@ -221,6 +221,34 @@ TEST(SmokeConfig, ALaneThatCannotRunOrChangesWhatJudgesIsRefusedNamingIt) {
   }
 }
 
+// A platform key no run of the smoke would make files a golden nothing
+// reads, and verify-goldens would ask for it forever.
+TEST(SmokeConfig, PlatformsAreKeysRunsOfThisSmokeMakeEachOnce) {
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {{"dgx_h100"}, "platforms[0]: expected a platform key such as \"cpu-x86_64-avx2\" or \"cuda-sm90\" "
+                     "(docs/platforms.md), got \"dgx_h100\""},
+      {{"cpu-x86_64-avx2", "cuda-sm90"}, "platforms[1]: expected a cpu platform key: the smoke runs on device cpu, so "
+                                         "no run of it makes a golden for cuda-sm90"},
+      {{"cpu-x86_64-avx2", "cpu-x86_64-avx2"}, "platforms[1]: expected each platform once, got \"cpu-x86_64-avx2\" twice"},
+      {{"cpu--avx2"}, "platforms[0]: expected a platform key such as \"cpu-x86_64-avx2\" or \"cuda-sm90\" "
+                      "(docs/platforms.md), got \"cpu--avx2\""},
+  };
+  for (const auto& [platforms, expected] : bad) {
+    testing::GateProject p("platforms-bad", [&](nlohmann::json& cfg) { cfg["platforms"] = platforms; });
+    try {
+      load_smoke_config(p.smoke_file());
+      ADD_FAILURE() << "accepted: " << platforms.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      EXPECT_EQ(std::string(e.what()), p.smoke_file() + ": " + expected) << e.what();
+    }
+  }
+  testing::GateProject ok("platforms-ok", [](nlohmann::json& cfg) {
+    cfg["platforms"] = {"cpu-x86_64-avx2", "cpu-x86_64-default", "cpu-aarch64-default"};
+  });
+  EXPECT_EQ(load_smoke_config(ok.smoke_file()).platforms.size(), 3u);
+}
+
 TEST(SmokeConfig, ATrainerLaneAddsArgumentsAndEnvironmentOfTheRightShape) {
   auto trainer = [](const std::string& lanes) {
     return [lanes](nlohmann::json& c) {
