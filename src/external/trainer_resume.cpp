@@ -55,6 +55,13 @@ ResumePoint read_resume_point(const SmokeConfig& c, const std::string& resume, u
   if (partial.config_hash != c.config_hash)
     throw BadInput(part, "config_hash", c.config_hash + " (" + c.file + "'s), got " + partial.config_hash +
                                             ": the run was stopped under another config");
+  // Planted changes (--lr-scale, --perturb) are value fields: both halves hold the same.
+  if (!partial.config.empty() && partial.config != c.values_fields) {
+    std::string fields;
+    for (const auto& f : differing_config_fields(partial.config, c.values_fields)) fields += (fields.empty() ? "" : ", ") + f;
+    throw BadInput(part, "config", "this run's config values and planted changes, got other ones (" + fields +
+                                       "): --lr-scale or --perturb given to one run and not the other?");
+  }
   if (partial.seed != seed) throw BadInput(part, "seed", std::to_string(seed) + ", got " + std::to_string(partial.seed));
   // The determinism contract (intra-op threads, mode, ...) of both halves is one.
   require_resume_contract(part, expected_contract(c), partial.contract, "this run's: " + c.file + " and the overrides");

@@ -199,6 +199,7 @@ TrainResult training_pass(const SmokeConfig& cfg, const SmokeRunOptions& o, std:
   ts.inject_nondeterminism = cfg.inject_nondeterminism;
   ts.perturb_parameter = cfg.perturb == "parameter";
   ts.config_hash = cfg.config_hash;
+  ts.values_hash = cfg.values_hash;
   ts.config_file = cfg.file;
   ts.contract = contract;
   ts.resume = o.resume;

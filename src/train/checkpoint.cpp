@@ -36,6 +36,7 @@ void save_checkpoint(const std::string& path, const CheckpointState& st, torch::
                      torch::optim::Optimizer& optimizer, bool cuda) {
   nlohmann::json meta = {{"format", kFormat},       {"config_hash", st.config_hash}, {"seed", st.seed},
                          {"step", st.step},         {"epoch", st.epoch},             {"batch_in_epoch", st.batch_in_epoch}};
+  if (!st.values_hash.empty()) meta["values_hash"] = st.values_hash;
   for (const auto& [name, s] : st.series) meta["series"][name] = to_json(s);
   for (const auto& [name, s] : st.init) meta["init"][name] = to_json(s);
   meta["train_probes"] = nlohmann::json::array();
@@ -93,6 +94,7 @@ CheckpointState read_checkpoint_meta(const JsonView& m) {
   if (m.at("format").as_string() != kFormat) m.at("format").fail(std::string("\"") + kFormat + "\"");
   CheckpointState st;
   st.config_hash = m.at("config_hash").as_string();
+  if (m.has("values_hash")) st.values_hash = m.at("values_hash").as_string();
   st.seed = m.at("seed").as_uint();
   st.step = m.at("step").as_int(1);
   st.epoch = m.at("epoch").as_uint();

@@ -45,6 +45,10 @@ struct CheckpointState {
   std::map<std::string, std::string> contract;  ///< the determinism contract it ran under (a resume keeps it)
   int rank = -1;             ///< the rank that wrote it in a multi-rank run; -1 for a single process
   int world_size = 1;        ///< ranks in that run
+  /// The config's values hash with the run's planted changes (--lr-scale,
+  /// --perturb: SmokeConfig::values_hash); "" in a checkpoint made before
+  /// it. A resume under other values is refused.
+  std::string values_hash;
 };
 
 /// Writes the checkpoint atomically. Throws exit-2 Error when it cannot

@@ -182,6 +182,10 @@ TrainPosition resume_from_checkpoint(const TrainSpec& spec, uint64_t seed, torch
   if (st.config_hash != spec.config_hash)
     throw BadInput(f, "config_hash", spec.config_hash + " (this smoke config's), got " + st.config_hash +
                                          ": the checkpoint was written from another config");
+  if (!st.values_hash.empty() && st.values_hash != spec.values_hash)
+    throw BadInput(f, "values_hash", spec.values_hash + " (this run's config values and planted changes), got " +
+                                         st.values_hash + ": the checkpoint was written under other values "
+                                         "(--lr-scale or --perturb given to one run and not the other?)");
   if (st.seed != seed) throw BadInput(f, "seed", std::to_string(seed) + ", got " + std::to_string(st.seed));
   if (st.step >= spec.steps)
     throw BadInput(f, "step", "fewer than the " + std::to_string(spec.steps) + " steps configured, got " +
@@ -334,7 +338,7 @@ TrainResult train_smoke(const TrainSpec& spec, SmokeLoader& loader, uint64_t see
         model->set_tracer(nullptr);
         CheckpointState st{spec.config_hash, seed, at.step, at.epoch + (epoch_done ? 1 : 0), epoch_done ? 0 : k + 1,
                            r.series, r.init, r.train_probes, r.resources.step_time_s, tracer.take(),
-                           r.digests, spec.contract, sync->rank(), sync->world_size()};
+                           r.digests, spec.contract, sync->rank(), sync->world_size(), spec.values_hash};
         save_checkpoint(spec.resume.checkpoint_out, st, *model, *optimizer, cuda);
         stopped = true;
         return false;

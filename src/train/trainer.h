@@ -62,6 +62,9 @@ struct TrainSpec {
   bool perturb_parameter = false;
   ResumeSpec resume;
   std::string config_hash;  ///< stored in a checkpoint and checked on resume
+  /// SmokeConfig::values_hash (planted changes included): stored in a
+  /// checkpoint and checked on resume.
+  std::string values_hash;
   std::string config_file;  ///< the smoke config, for messages that name a field of it
   /// The determinism contract applied (determinism/contract.h): stored in a
   /// checkpoint, and a resume under another one is refused.

@@ -196,6 +196,16 @@ TEST(TraceCli, SelftestLocatesAOneUlpParameterChangeAndCountsRelaxedRuns) {
   EXPECT_NE(golden.output.find("input changed: smoke config digits-cnn: perturb (missing) → \"parameter\""),
             std::string::npos)
       << golden.output;
+  // A run stopped under the planted change never resumes as a plain run.
+  std::string ck = (d / "ck.pt").string();
+  ASSERT_EQ(lockstep("run " + cfg(d, "digits-cnn") + " --perturb parameter --stop-after 5 --checkpoint " + ck).code, 0);
+  Result resumed = lockstep("run " + cfg(d, "digits-cnn") + " --resume " + ck + " --record " + (d / "r.json").string());
+  EXPECT_EQ(resumed.code, 2) << resumed.output;
+  EXPECT_NE(resumed.output.find(ck + ": values_hash: expected "), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("the checkpoint was written under other values (--lr-scale or --perturb given to one "
+                                "run and not the other?)"),
+            std::string::npos)
+      << resumed.output;
   // Each smoke once: the records go to <out>/<name>/.
   Result twice = lockstep("selftest " + cfg(d, "digits-cnn") + " " + cfg(d, "digits-cnn") + " --out " +
                           (d / "out").string());
