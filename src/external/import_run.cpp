@@ -91,6 +91,9 @@ void fit_steps_to_smoke(RunRecord& rec, const SmokeConfig& cfg, const ImportRequ
       throw BadUsage(covers + ", but the smoke's runs log steps 0.." + std::to_string(cfg.steps - 1) +
                      (o.step_offset == 0 && steps.front() == 1 && steps.back() == cfg.steps
                           ? "; a log that counts from 1 (torchtitan, Hugging Face, Megatron-LM) needs --step-offset -1"
+                      : o.step_offset != 0
+                          ? "; the log's own steps are " + std::to_string(steps.front() - o.step_offset) + ".." +
+                                std::to_string(steps.back() - o.step_offset) + ": check --step-offset"
                           : "; set \"steps\" in the smoke to the imported run's length"));
     // A log that stops early (a run cut short) would pass every check on
     // its first steps: it must reach the smoke's last step, within the

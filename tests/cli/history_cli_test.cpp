@@ -250,6 +250,11 @@ TEST(HistoryCli, AOneBasedLogBecomesAPendingGoldenWithAStepOffset) {
                                   "log stops early"),
             std::string::npos) << one_short.output;
   EXPECT_FALSE(fs::exists(d / "pending"));
+  Result far = lockstep(import + " --step-offset 5");
+  EXPECT_EQ(far.code, 2) << far.output;
+  EXPECT_NE(far.output.find("covers steps 6..15 (with --step-offset 5), but the smoke's runs log steps 0..9; the log's "
+                            "own steps are 1..10: check --step-offset"),
+            std::string::npos) << far.output;
   Result odd_platform = lockstep("import hf-trainer " + (d / "trainer_state.json").string() +
                                  " --series loss=loss --step-offset -1 --platform dgx_h100 --golden " + smoke);
   EXPECT_EQ(odd_platform.code, 2) << odd_platform.output;
