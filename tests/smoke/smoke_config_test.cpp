@@ -233,7 +233,9 @@ TEST(SmokeConfig, PlatformsAreKeysRunsOfThisSmokeMakeEachOnce) {
       {{"cpu--avx2"}, "platforms[0]: expected a platform key such as \"cpu-x86_64-avx2\" or \"cuda-sm90\" "
                       "(docs/platforms.md), got \"cpu--avx2\""},
   };
-  for (const auto& [platforms, expected] : bad) {
+  for (const auto& c : bad) {
+    const nlohmann::json& platforms = c.first;
+    const std::string& expected = c.second;
     testing::GateProject p("platforms-bad", [&](nlohmann::json& cfg) { cfg["platforms"] = platforms; });
     try {
       load_smoke_config(p.smoke_file());
