@@ -773,8 +773,9 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
   return v;
 }
 
-std::string first_bit_difference(const RunRecord& a, const RunRecord& b) {
-  Verdict v = compare_runs(a, b, {"run 2", "run 1", "run 1", "run 2"});
+std::string first_bit_difference(const RunRecord& a, const RunRecord& b, const std::string& a_word,
+                                 const std::string& b_word) {
+  Verdict v = compare_runs(a, b, {a_word, b_word, b_word, a_word});
   return v.passed() ? "" : v.first_divergence;
 }
 

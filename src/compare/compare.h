@@ -56,7 +56,9 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
 /// The first difference between two runs of the same job, held to bit
 /// equality (for --repeat and bless): "" when bit-identical, else e.g.
 /// "train step 3: loss 2.3012 vs 2.3013 (first parameter: conv.weight)".
-std::string first_bit_difference(const RunRecord& a, const RunRecord& b);
+/// `a_word` and `b_word` name the two runs in it ("run 3", "run 1").
+std::string first_bit_difference(const RunRecord& a, const RunRecord& b, const std::string& a_word = "run 2",
+                                 const std::string& b_word = "run 1");
 
 /// The full comparison behind first_bit_difference(): `run` against
 /// `reference`, two runs of one job, bit for bit, on what they produced

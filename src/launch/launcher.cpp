@@ -139,7 +139,7 @@ DistinctResults distinct_results(const std::vector<RunRecord>& runs) {
     while (g < out.groups.size() && !first_bit_difference(runs[i], runs[out.groups[g].front()]).empty()) ++g;
     if (g == out.groups.size()) {
       out.groups.emplace_back();
-      out.first_difference.push_back(i == 0 ? "" : first_bit_difference(runs[i], runs[0]));
+      out.first_difference.push_back(i == 0 ? "" : first_bit_difference(runs[i], runs[0], "run " + std::to_string(i + 1)));
     }
     out.groups[g].push_back(i);
   }
@@ -156,7 +156,8 @@ bool shares_data_pass(const SmokeConfig& config) { return config.has_trainer() &
 
 std::pair<size_t, std::string> first_repeat_difference(const std::vector<RunRecord>& runs) {
   for (size_t i = 1; i < runs.size(); ++i)
-    if (std::string diff = first_bit_difference(runs[i], runs[0]); !diff.empty()) return {i, diff};
+    if (std::string diff = first_bit_difference(runs[i], runs[0], "run " + std::to_string(i + 1)); !diff.empty())
+      return {i, diff};
   return {0, ""};
 }
 

@@ -127,6 +127,8 @@ TEST(CheckSmoke, DifferingRepeatsAreCountedInDistinctResults) {
       << c.verdict.notes[1];
   EXPECT_EQ(c.verdict.notes[2].rfind("result 3 of 3: run 5; first difference from run 1: train step 0: loss", 0), 0u)
       << c.verdict.notes[2];
+  // Each run under its own number in its difference.
+  EXPECT_NE(c.verdict.notes[2].find("step 0: run 1 2.5, run 5 "), std::string::npos) << c.verdict.notes[2];
   // Repeats that agree run no more.
   FakeLauncher same;
   SmokeCheck pass = check_smoke(p.smoke_file(), p.check_options(), same);
