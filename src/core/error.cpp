@@ -130,7 +130,7 @@ std::string printable_message(const std::string& text, bool keep_line_breaks) {
     } else if (c >= 0x80) {
       size_t n = utf8_sequence_at(text, i);
       // C1 controls (U+0085 NEL, U+009B, a terminal's CSI) and U+2028 /
-      // U+2029 break or steer a line as the C0 ones do: shown as \uXXXX.
+      // U+2029 break or steer a line as the C0 ones do: shown as a \u escape (\u0085, \u2028).
       unsigned cp = n == 2 ? ((c & 0x1fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3fu)
                   : n == 3 ? ((c & 0x0fu) << 12) | ((static_cast<unsigned char>(text[i + 1]) & 0x3fu) << 6) |
                                  (static_cast<unsigned char>(text[i + 2]) & 0x3fu)

@@ -24,7 +24,7 @@ namespace lockstep {
 
 /// `text` escaped for XML character data and attribute values (W3C XML 1.0
 /// section 2.4): & < > " ' as entities, control characters XML forbids
-/// dropped, Unicode bidirectional controls shown as \uXXXX, never obeyed.
+/// dropped, Unicode bidirectional controls shown as \u escapes (\u202e), never obeyed.
 std::string xml_escape(const std::string& text);
 
 /// A number as an SVG coordinate: one decimal ("12.5"; "12" for 12.0),

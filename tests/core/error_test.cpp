@@ -32,7 +32,7 @@ namespace {
 
 // A message stays one line whatever the input held: C0 controls as \xNN,
 // C1 controls (NEL, a terminal's CSI) and the Unicode line and paragraph
-// separators as \uXXXX; other UTF-8 is kept.
+// separators as \u escapes (\u0085, \u2028); other UTF-8 is kept.
 TEST(PrintableMessage, LineBreakingAndSteeringCharactersAreShown) {
   EXPECT_EQ(printable_message("a\nb", false), "a\\x0ab");
   EXPECT_EQ(printable_message("k\xc2\x85" "k \xc2\x9b" "2J \xe2\x80\xa8 \xe2\x80\xa9"), "k\\u0085k \\u009b2J \\u2028 \\u2029");
