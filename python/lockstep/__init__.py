@@ -65,6 +65,11 @@ LOCKSTEP_LR_SCALE          a planted change of the learning rate (default 1):
 LOCKSTEP_PERTURB           "parameter": a planted one-ULP change of the model's
                            first parameter, made by ModuleTracer.step(0)
                            (``run --perturb parameter``, ``lockstep selftest``)
+LOCKSTEP_VARY              a perturbed repeat (``run --vary``, check's second
+                           repeat): :func:`apply_contract` makes its heap
+                           hole (``allocator=BYTES``) and starts the
+                           intra-op pool (``thread-warmup``); nothing moves
+                           a deterministic trainer's values
 RANK, WORLD_SIZE           a multi-rank smoke (torchrun's names, with
                            LOCAL_RANK, MASTER_ADDR, MASTER_PORT for
                            init_process_group's env://): this process's rank

@@ -8,6 +8,7 @@ the interpreter's fingerprint (see the package docstring for both).
 """
 
 import atexit
+import ctypes
 import importlib.metadata
 import json
 import math
@@ -142,6 +143,60 @@ def _pin_cublas_workspace(strict):
 
 def _b(v):
     return "true" if v else "false"
+
+
+_hole_guard = []  # the chunk above the hole, kept for the process's life
+
+
+def _make_heap_hole(size):
+    """A ``size``-byte hole in the C heap: glibc's malloc (through ctypes,
+    as torch's CPU allocator uses it) of ``size`` bytes, a guard allocated
+    until one is the chunk right above it (the next chunk's memory starts
+    malloc_usable_size + 8 bytes on), then the first freed: the hole cannot
+    merge back into a larger free chunk or the top of the heap. Tries that
+    landed elsewhere are given back. The same steps as lockstep-torch's
+    (src/run/smoke_run.cpp)."""
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.malloc_usable_size.restype = ctypes.c_size_t
+    libc.malloc_usable_size.argtypes = [ctypes.c_void_p]
+    hole = libc.malloc(size)
+    if not hole:
+        return
+    above = hole + libc.malloc_usable_size(hole) + ctypes.sizeof(ctypes.c_size_t)
+    tries = []
+    for _ in range(64):
+        t = libc.malloc(4096)
+        if t == above:
+            _hole_guard.append(t)
+            break
+        tries.append(t)
+    for t in tries:
+        libc.free(t)
+    libc.free(hole)
+
+
+def _apply_variation(torch, spec):
+    """A perturbed repeat's share made in the trainer (LOCKSTEP_VARY, written
+    by lockstep: ``allocator=BYTES,malloc-perturb=N,affinity=1+2,env-order,
+    thread-warmup``). ``allocator``: a hole of BYTES bytes in the heap before
+    the trainer's own tensors (:func:`_make_heap_hole`). ``thread-warmup``:
+    the intra-op pool started now. The other kinds lockstep applies itself
+    (the CPUs, MALLOC_PERTURB_, the environment's order). Values are
+    lockstep's own: a malformed one is a LockstepError (exit 2)."""
+    for item in filter(None, spec.split(",")):
+        kind, _, value = item.partition("=")
+        if kind == "allocator":
+            if not re.fullmatch(r"[0-9]{1,9}", value) or not 65536 <= int(value) <= 131071:
+                _fail("LOCKSTEP_VARY: allocator must be a byte count in [65536, 131071], got %r" % value)
+            _make_heap_hole(int(value))
+        elif kind == "thread-warmup":
+            torch.ones(1 << 16).add_(1).sum()
+        elif kind not in ("malloc-perturb", "affinity", "env-order"):
+            _fail("LOCKSTEP_VARY: unknown kind %r (allocator, malloc-perturb, affinity, env-order, thread-warmup)"
+                  % kind)
 
 
 def _apply_torch_contract(torch, s):
@@ -653,6 +708,7 @@ def apply_contract(num_workers=None):
             _fail("LOCKSTEP_DEVICE=cuda, but torch.cuda.is_available() is False (torch %s, CUDA %s)"
                   % (torch.__version__, torch.version.cuda or "none: CPU-only build"), code=3)
         contract.update(_apply_torch_contract(torch, s))
+        _apply_variation(torch, os.environ.get("LOCKSTEP_VARY", ""))
         torch.manual_seed(g)
         generator = torch.Generator()
         if s["world_size"] > 1:

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/process.h"
 #include "smoke/golden_store.h"
 
 namespace {
@@ -264,6 +265,19 @@ void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
                   "strict or default: the determinism contract's mode instead of the config's (recorded in the "
                   "contract: a golden of the other mode fails it)")
       ->check(CLI::IsMember({"strict", "default"}));
+  run->add_option_function<std::string>(
+      "--vary",
+      [run_opts](const std::string& spec) {
+        try {
+          run_opts->overrides.vary = parse_variation(spec, allowed_cpus_mask());
+        } catch (const Error& e) {
+          throw CLI::ValidationError(e.what());  // a usage error: exit 2, said as CLI11 says the others
+        }
+      },
+      "Vary what must not move the values, for this run: allocator[=BYTES] (a heap hole before the run), "
+      "malloc-perturb[=N] (MALLOC_PERTURB_), affinity[=CPU+CPU], env-order, thread-warmup; joined by ','; a kind "
+      "without a value takes a random one; recorded as fingerprint fields vary.* (check varies its second repeat "
+      "so: docs/equivalence.md)");
   run->add_flag_callback(
       "--no-data-pass", [run_opts] { run_opts->data_pass = false; },
       "A trainer smoke's training pass alone, without the data-only pass beside it; the record has no "

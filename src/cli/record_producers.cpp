@@ -118,6 +118,7 @@ class RankProducer : public RecordProducer {
       return run_request_args(q, train);
     };
     l.world_size = plan.config.distributed.world_size;
+    l.reverse_environment = plan.config.vary.env_reversed;
     l.timeout_s = plan.config.distributed.timeout_s;
     l.smoke = plan.config.name;
     if (plan.master.set()) {

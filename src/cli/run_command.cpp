@@ -4,6 +4,9 @@
 // lockstep-torch, the team's trainer, the rank coordinator) and print one
 // summary; `run --repeat N` asks the launcher (launch/launcher.h) for N
 // fresh child runs instead, each of which takes this path again.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -12,6 +15,7 @@
 #include "cli/smoke_launcher.h"
 #include "core/error.h"
 #include "core/float_bits.h"
+#include "core/process.h"
 #include "launch/launcher.h"
 #include "plan/run_plan.h"
 #include "smoke/smoke_config.h"
@@ -80,12 +84,43 @@ int report_run(const RunPlan& plan, const ProducedRun& run) {
   return 0;
 }
 
-int run_or_probe(const RunOptions& o, bool train) {
+// `run --vary`: what this process applies to itself before the run, so
+// every process it starts (lockstep-torch, the ranks, the trainer) inherits
+// it: the CPUs it may run on, MALLOC_PERTURB_ (read by each child's malloc
+// at its start). The heap hole and the thread pools are made where the
+// run is (run/smoke_run.cpp, the Python helper); the environment's order
+// where each process is started (spec/run_variation.h).
+// Nothing here allocates when the process already is as asked (lockstep-torch
+// after the front set it all up): the heap of a varied run stays the plain
+// run's but for the variation.
+void apply_process_variation(const RunVariation& v, bool from_flag) {
+  if (v.affinity.any() && allowed_cpus_mask() != v.affinity) pin_this_process(v.affinity);
+  if (v.malloc_perturb > 0) {
+    const char* now = std::getenv("MALLOC_PERTURB_");
+    char value[8];
+    std::snprintf(value, sizeof value, "%d", v.malloc_perturb);
+    if (!now || std::strcmp(now, value) != 0) ::setenv("MALLOC_PERTURB_", value, 1);
+  }
+  // The variation as resolved here (a kind given without its value drew
+  // one) is what every process this one starts applies and records.
+  if (from_flag) ::setenv(kVaryVariable, variation_spec(v).c_str(), 1);
+}
+
+int run_or_probe(const RunOptions& given, bool train) {
   std::error_code ec;
-  if (fs::is_directory(o.smoke, ec))
-    throw BadUsage(o.smoke + ": a folder; `lockstep " + (train ? "run" : "probe") +
-                   "` takes one smoke config file (`lockstep check " + o.smoke + "` checks every smoke in it)");
+  if (fs::is_directory(given.smoke, ec))
+    throw BadUsage(given.smoke + ": a folder; `lockstep " + (train ? "run" : "probe") +
+                   "` takes one smoke config file (`lockstep check " + given.smoke + "` checks every smoke in it)");
+  // A varied run started by check, bless or the front: $LOCKSTEP_VARY
+  // (plan/run_plan.h), every value written out.
+  RunOptions o = given;
+  const bool from_flag = !o.overrides.vary.empty();
+  if (const char* env = std::getenv(kVaryVariable); !from_flag && env && *env) {
+    std::mt19937_64 unused;  // every value is written out: nothing drawn
+    o.overrides.vary = parse_variation(env, unused, allowed_cpus_mask(), kVaryVariable);
+  }
   RunPlan plan = plan_run(load_smoke_config(o.smoke, o.variant), o, train);
+  apply_process_variation(plan.config.vary, from_flag);
   if (plan.repeat > 1) return run_repeated(plan);
   return report_run(plan, make_record_producer(plan)->produce(plan));
 }

@@ -25,11 +25,28 @@ namespace lockstep {
 
 namespace {
 
-[[noreturn]] void exec_torch_binary(const char* what) {
+// The command line without `--vary`: lockstep-torch takes the variation as
+// this process resolved it, from $LOCKSTEP_VARY (a kind given without its
+// value drew one here), and a varied run's command line stays the plain
+// run's (plan/run_plan.h).
+std::vector<std::string> without_variation_flag(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--vary") {
+      ++i;  // and its value
+      continue;
+    }
+    if (args[i].rfind("--vary=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+[[noreturn]] void exec_torch_binary(const char* what, const RunVariation& vary = {}) {
   // Beside this executable (/proc/self/exe: a link to `lockstep` on PATH still finds it).
   std::filesystem::path bin = sibling_executable("lockstep-torch");
-  std::vector<std::string> args = remembered_command_line();
-  if (args.empty()) throw EnvironmentError("internal: the command line was not remembered");
+  if (remembered_command_line().empty()) throw EnvironmentError("internal: the command line was not remembered");
+  std::vector<std::string> args = without_variation_flag(remembered_command_line());
   args[0] = bin.string();
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -38,7 +55,7 @@ namespace {
   // (core/torch_start.h).
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  env = with_torch_start_tunables(std::move(env));
+  env = ordered_environment(with_torch_start_tunables(std::move(env)), vary);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -54,7 +71,7 @@ namespace {
 // record, with the same command line (it plans again, the same plan).
 class ExecProducer : public RecordProducer {
  public:
-  ProducedRun produce(const RunPlan& plan) override { exec_torch_binary(plan.verb()); }
+  ProducedRun produce(const RunPlan& plan) override { exec_torch_binary(plan.verb(), plan.config.vary); }
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "core/process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -210,6 +211,13 @@ extern "C" void kill_own_group(int) {
   int err = ::open(spec.stderr_path.c_str(), flags, 0644);
   if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(3);
   if (::chdir(spec.cwd.c_str()) != 0) fail(4);
+  if (spec.cpus.any()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (size_t c = 0; c < spec.cpus.size() && c < CPU_SETSIZE; ++c)
+      if (spec.cpus.test(c)) CPU_SET(c, &set);
+    if (::sched_setaffinity(0, sizeof set, &set) != 0) fail(6);
+  }
   ::execve(program.c_str(), argv.data(), envp.data());
   fail(0);
   ::_exit(127);
@@ -265,13 +273,17 @@ extern "C" void kill_own_group(int) {
 }
 
 // Throws what a start that failed before the exec reported: `failed` is
-// {what failed (0 the exec, 1..4 stdio or the folder, 5 the fork), errno};
+// {what failed (0 the exec, 1..4 stdio or the folder, 5 the fork, 6 the CPU
+// affinity), errno};
 // returns for an errno of 0.
 void raise_start_failure(const ProcessSpec& spec, const std::string& program, const std::string& starting,
                          const int failed[2]) {
   const int rc = failed[1];
   if (failed[0] != 0) {
     if (failed[0] == 5) throw EnvironmentError("cannot start " + starting + " " + program + ": fork: " + std::strerror(rc));
+    if (failed[0] == 6)
+      throw EnvironmentError("cannot start " + starting + " " + program + " pinned to its CPUs (run --vary affinity): " +
+                             std::strerror(rc));
     const char* const what[] = {"", "/dev/null", spec.stdout_path.c_str(), spec.stderr_path.c_str(),
                                 spec.cwd.c_str()};
     throw io_error(what[failed[0] >= 1 && failed[0] <= 4 ? failed[0] : 1],
@@ -479,6 +491,34 @@ std::string tail_lines(const std::string& path, int n) {
     idx = nl;
   }
   return text.substr(idx + 1);
+}
+
+CpuSet allowed_cpus_mask() {
+  CpuSet cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (size_t c = 0; c < cpus.size() && c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.set(c);
+  return cpus;
+}
+
+std::string cpu_list(const CpuSet& cpus) {
+  std::string out;
+  for (size_t c = 0; c < cpus.size(); ++c)
+    if (cpus.test(c)) out += (out.empty() ? "" : "+") + std::to_string(c);
+  return out;
+}
+
+void pin_this_process(const CpuSet& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (size_t c = 0; c < cpus.size() && c < CPU_SETSIZE; ++c)
+    if (cpus.test(c)) CPU_SET(c, &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+    int err = errno;
+    throw EnvironmentError("cannot pin this process to CPUs " + cpu_list(cpus) + ": " + std::strerror(err));
+  }
 }
 
 }  // namespace lockstep

@@ -18,12 +18,17 @@
 
 #include <signal.h>
 
+#include <bitset>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace lockstep {
+
+/// A set of CPU numbers (0 .. 1023, as the kernel's cpu_set_t): an
+/// affinity mask that lives in place, allocating nothing.
+using CpuSet = std::bitset<1024>;
 
 /// What to run.
 struct ProcessSpec {
@@ -39,6 +44,9 @@ struct ProcessSpec {
   /// What argv[0] is, for messages: the config field it came from
   /// ("trainer.command[0]") or what it is ("lockstep run").
   std::string what = "trainer.command[0]";
+  /// Any set: the process (and all it starts) is pinned to these CPUs
+  /// before it execs (`run --vary affinity`).
+  CpuSet cpus;
 };
 
 /// How the process ended.
@@ -111,6 +119,18 @@ std::vector<ProcessOutcome> run_processes(const std::vector<ProcessSpec>& specs,
 /// every thread's run_process/run_processes has started and not yet
 /// finished with): for tests and diagnostics.
 std::vector<pid_t> trainer_groups_registered();
+
+/// The CPUs this process may run on (its affinity mask); none set when the
+/// mask cannot be read.
+CpuSet allowed_cpus_mask();
+
+/// Pins this process (its threads started from now on, and every process
+/// it starts) to `cpus` (sched_setaffinity); allocates nothing. Throws
+/// EnvironmentError (exit 3) naming the CPUs when the kernel refuses.
+void pin_this_process(const CpuSet& cpus);
+
+/// "1+3": the CPUs of `cpus`, ascending, joined by '+'.
+std::string cpu_list(const CpuSet& cpus);
 
 /// The last `n` lines of the text file at `path` (at most the last 64 KiB
 /// read); "" when it is missing or empty.

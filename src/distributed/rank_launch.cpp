@@ -151,6 +151,7 @@ std::vector<ProcessSpec> rank_specs(const RankLaunch& l, const std::vector<std::
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
   env = with_torch_start_tunables(std::move(env));  // a faster LibTorch start-up (core/torch_start.h)
+  if (l.reverse_environment) std::reverse(env.begin(), env.end());
   std::string cwd = fs::current_path().string();
   std::vector<ProcessSpec> specs;
   for (int i = 0; i < local_ranks(l); ++i) {

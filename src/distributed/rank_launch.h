@@ -60,6 +60,8 @@ struct RankLaunch {
   /// (core/process.h kPeerExitGrace; tests use less): a rank's own error
   /// that is still on its way out outranks the peer that saw it go.
   int64_t peer_grace_ms = kPeerExitGrace.count();
+  /// `run --vary env-order`: each rank's environment in reverse order.
+  bool reverse_environment = false;
 };
 
 /// Runs the ranks (see above). Returns the rank records' paths in rank

@@ -38,6 +38,11 @@ std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t se
   // A planted one-ULP change (run --perturb, selftest): the helper's
   // ModuleTracer makes it before step 0's forward.
   if (!c.perturb.empty()) env["LOCKSTEP_PERTURB"] = c.perturb;
+  // A varied run (run --vary, check's perturbed repeat): the helper makes
+  // the heap hole and starts the thread pools on import; malloc reads
+  // MALLOC_PERTURB_ at the trainer's start.
+  if (!c.vary.empty()) env["LOCKSTEP_VARY"] = variation_spec(c.vary);
+  if (c.vary.malloc_perturb > 0) env["MALLOC_PERTURB_"] = std::to_string(c.vary.malloc_perturb);
   return env;
 }
 
@@ -140,6 +145,8 @@ void run_passes(const SmokeConfig& c, const std::vector<Pass>& passes, bool rank
     ProcessSpec p;
     p.argv = pass.argv;
     for (const auto& [k, v] : pass.env) p.env.push_back(k + "=" + v);
+    p.env = ordered_environment(std::move(p.env), c.vary);
+    p.cpus = c.vary.affinity;
     p.cwd = c.trainer.resolved_cwd;
     p.what = c.file + ": trainer.command[0]";
     p.stdout_path = pass.out + "/stdout.log";

@@ -7,10 +7,13 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <random>
 #include <thread>
 
 #include "compare/compare.h"
 #include "core/error.h"
+#include "core/hash.h"
+#include "core/process.h"
 #include "gate/provenance.h"
 #include "gate/smoke_outputs.h"
 #include "record/platform_key.h"
@@ -207,8 +210,75 @@ void add_distinct_runs(Launcher& launcher, const ChildRun& base, const CheckSmok
   runs.insert(runs.end(), std::make_move_iterator(extra.begin()), std::make_move_iterator(extra.end()));
 }
 
+// Perturbed repeats: what run 2's variation says about a difference
+// between the repeats (`runs`: run 1, the varied run 2, and the plain runs
+// after it). When run 2 alone differs and at least one plain run after it
+// agrees with run 1, the difference shows only under the variation: each
+// kind is then tried alone (vary-<kind>.json, one run each) and the kinds
+// that move the values alone are named.
+struct VariedRepeat {
+  bool only_varied = false;   ///< run 2 alone differs, the plain runs agree
+  std::string headline;       ///< the first divergence's opening, when only_varied
+  std::vector<std::string> notes;
+};
+
+VariedRepeat judge_varied_repeat(Launcher& launcher, const ChildRun& base, const ChildRun& repeats,
+                                 const std::vector<RunRecord>& runs, const CheckSmokeOptions& o, int per_run,
+                                 const std::string& smoke_file, const std::string& dir) {
+  VariedRepeat out;
+  const RunVariation& v = repeats.variation;
+  if (repeats.varied_run != 2 || v.empty() || runs.size() < 2) return out;
+  const std::string what = describe_variation(v);
+  if (first_bit_difference(runs[1], runs[0]).empty()) {
+    out.notes.push_back("run 2 varied what must not matter (" + what + ") and matched run 1 bit for bit");
+    return out;
+  }
+  bool plain_agree = true;
+  for (size_t k = 2; k < runs.size() && plain_agree; ++k) plain_agree = first_bit_difference(runs[k], runs[0]).empty();
+  if (runs.size() < 3) {
+    out.notes.push_back("run 2 varied what must not matter (" + what + "); no plain run after it says whether the "
+                        "variation alone moves the values (check --distinct-runs 3 or more)");
+    return out;
+  }
+  if (!plain_agree) {
+    out.notes.push_back("run 2 varied what must not matter (" + what + "); plain runs differ as well, so the "
+                        "variation is not the only cause");
+    return out;
+  }
+  // Each kind alone, to name the one(s) that move the values.
+  const std::vector<std::string> kinds = varied_kinds(v);
+  std::vector<RunRecord> alone(kinds.size());
+  std::vector<std::function<void()>> tasks;
+  for (size_t k = 0; k < kinds.size(); ++k)
+    tasks.push_back([&, k] {
+      ChildRun r = base;
+      r.overrides.vary = only_kind(v, kinds[k]);
+      r.out = dir + "/vary-" + kinds[k] + ".json";
+      if (base.share_data_pass) r.data_pass = false;
+      alone[k] = launcher.run(r);
+      take_data_pass(alone[k], runs[0], r.out);
+    });
+  run_tasks(tasks, o.slots, per_run, per_run);
+  std::string movers, files;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    if (first_bit_difference(alone[k], runs[0]).empty()) continue;
+    movers += (movers.empty() ? "" : "; ") + describe_variation(only_kind(v, kinds[k]));
+    files += (files.empty() ? "" : ", ") + dir + "/vary-" + kinds[k] + ".json";
+  }
+  std::string plain = "1";
+  for (size_t k = 2; k < runs.size(); ++k) plain += (k + 1 == runs.size() ? " and " : ", ") + std::to_string(k + 1);
+  out.only_varied = true;
+  out.headline = "run 2 differs from run 1 only when it varies what must not matter (" + what + "): the plain runs " +
+                 plain + " agree bit for bit; " +
+                 (movers.empty() ? std::string("no kind alone moves the values, their combination does")
+                                 : "alone, " + movers + " moves the values (" + files + ")");
+  out.notes.push_back("to see it again: lockstep run " + smoke_file + " --vary " + variation_spec(v) +
+                      " (docs/equivalence.md, \"Perturbed repeats\")");
+  return out;
+}
+
 SmokeCheck nondeterministic_check(const std::string& smoke, const std::vector<RunRecord>& runs, size_t i,
-                                  const std::string& diff, const std::string& dir) {
+                                  const std::string& diff, const std::string& dir, const VariedRepeat& varied) {
   SmokeCheck c;
   c.smoke = smoke;
   c.report_dir = dir;
@@ -220,7 +290,11 @@ SmokeCheck nondeterministic_check(const std::string& smoke, const std::vector<Ru
   std::vector<std::string> results;
   const std::string count = count_distinct(runs, results);
   c.verdict.notes.insert(c.verdict.notes.begin(), results.begin(), results.end());
-  c.verdict.first_divergence = "run " + n + " differs from run 1 in the same job" + count + "; first difference: " + diff;
+  c.verdict.notes.insert(c.verdict.notes.begin() + static_cast<std::ptrdiff_t>(results.size()), varied.notes.begin(),
+                         varied.notes.end());
+  c.verdict.first_divergence = varied.only_varied
+                                   ? varied.headline + "; first difference: " + diff
+                                   : "run " + n + " differs from run 1 in the same job" + count + "; first difference: " + diff;
   c.verdict.lane_reason = "run " + n + " against run 1 of this job on one machine, bit for bit";
   c.compared = true;
   c.run = runs[i];
@@ -618,8 +692,11 @@ SmokeCheck without_golden(SmokeCheck c, const RunRecord& run, const std::string&
 // Steps 4 and 5's notes on a verdict against a golden, and its pending
 // golden where one is due (a failure, or a stack label's first runs).
 void finish_verdict(SmokeCheck& c, const RunRecord& run, const GoldenLookup& found, const std::string& file,
-                    const CheckSmokeOptions& o, int repeat, const std::vector<std::string>& notes) {
-  if (repeat > 1) c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical");
+                    const CheckSmokeOptions& o, int repeat, const std::string& varied,
+                    const std::vector<std::string>& notes) {
+  if (repeat > 1)
+    c.verdict.notes.push_back(std::to_string(repeat) + " runs in this job were bit-identical" +
+                              (varied.empty() ? "" : ", run 2 varying what must not matter (" + varied + ")"));
   else c.verdict.notes.push_back("one run only (repeat 1): run-to-run determinism was not checked in this job");
   for (const auto& n : notes)
     if (!n.empty()) c.verdict.notes.push_back(n);
@@ -675,8 +752,17 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   std::map<std::string, Golden> goldens = read_smoke_goldens(root, cfg);
   clear_smoke_outputs(dir);  // an earlier check's pending golden must not outlive this one
 
-  // 1. Fresh runs, bit for bit.
+  // 1. Fresh runs, bit for bit; the second varies what must not matter.
   const ChildRun base = check_run(cfg, file, o);
+  ChildRun repeats = base;
+  if (repeat >= 2 && !cfg.repeat_varies.empty()) {
+    // Drawn from the smoke, not the clock: every check of one commit varies
+    // the same way, so its verdict repeats (a tool that is itself flaky
+    // would be worse than none).
+    std::mt19937_64 rng(xxh3_64("repeat_varies " + cfg.name + " " + std::to_string(cfg.seed)));
+    repeats.variation = random_variation(cfg.repeat_varies, rng, allowed_cpus_mask());
+    repeats.varied_run = repeats.variation.empty() ? 0 : 2;
+  }
   ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
   const int per_run = check_slots_per_run(cfg, base.overrides.world_size);
   LaneRuns lanes;
@@ -685,13 +771,15 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
       lanes.records = run_lanes(launcher, base, cfg, dir, o.slots, per_run);
       lanes.ran = true;
     };
-  std::vector<RunRecord> runs = fresh_runs(launcher, base, cfg, o, repeat, per_run, resume_runs, dir, lanes.start);
+  std::vector<RunRecord> runs = fresh_runs(launcher, repeats, cfg, o, repeat, per_run, resume_runs, dir, lanes.start);
   c.ran = true;
   RunRecord& run = runs.front();
   if (auto [i, diff] = first_repeat_difference(runs); !diff.empty()) {
     add_distinct_runs(launcher, base, o, per_run, dir, runs);
-    return nondeterministic_check(cfg.name, runs, i, diff, dir);
+    VariedRepeat varied = judge_varied_repeat(launcher, base, repeats, runs, o, per_run, file, dir);
+    return nondeterministic_check(cfg.name, runs, i, diff, dir, varied);
   }
+  const std::string varied = repeats.varied_run == 0 ? "" : describe_variation(repeats.variation);
   // 2. The trainer's batches are the data-only pass's.
   Golden golden;
   const auto found = pick_golden(root, cfg, run, goldens, golden);
@@ -734,9 +822,13 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     return *failed;
   // 6. No golden: exit 2 with a pending one.
   lane_notes.insert(lane_notes.begin(), data_note);
-  if (!found) return without_golden(std::move(c), run, file, root, o, repeat, lane_notes, std::move(lane_outcomes));
+  if (!found) {
+    if (!varied.empty())
+      lane_notes.insert(lane_notes.begin(), "run 2 varied what must not matter (" + varied + ") and matched run 1 bit for bit");
+    return without_golden(std::move(c), run, file, root, o, repeat, lane_notes, std::move(lane_outcomes));
+  }
   lane_notes.insert(lane_notes.begin(), resume_note);
-  finish_verdict(c, run, *found, file, o, repeat, lane_notes);
+  finish_verdict(c, run, *found, file, o, repeat, varied, lane_notes);
   c.verdict.lanes = lane_outcomes;
   c.run = run;
   c.golden = std::move(golden.record);

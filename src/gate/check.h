@@ -10,7 +10,10 @@
 // For each smoke, in order (the first failure ends it):
 //   1. `repeat` fresh runs through the launcher, held to bit equality
 //      (a difference is exit 4: the stack is nondeterministic; the verdict
-//      compares run N with run 1, so the reports locate it);
+//      compares run N with run 1, so the reports locate it); run 2 varies
+//      what must not matter (`repeat_varies`: spec/run_variation.h), and a
+//      difference that only it shows, the plain runs agreeing, is exit 4
+//      naming the kind that moves the values alone;
 //   2. the batches the trainer consumed must equal the data-only pass
 //      (a difference is exit 4 too);
 //   3. the golden: goldens/<smoke>/<platform>.json, else one of the same

@@ -37,6 +37,10 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   // all it starts (core/process.h).
   std::vector<std::string> extra = run.env;
   if (!run.seed.empty()) extra.push_back("LOCKSTEP_SEED=" + run.seed);
+  // A varied run is told so in its environment (plan/run_plan.h); a plain
+  // one never inherits a variation meant for another.
+  const std::string vary = std::string(kVaryVariable) + "=";
+  if (!run.overrides.vary.empty()) extra.push_back(vary + variation_spec(run.overrides.vary));
   auto replaced = [&extra](const char* entry) {
     for (const auto& x : extra) {
       size_t eq = x.find('=');
@@ -45,7 +49,7 @@ void ProcessLauncher::spawn(const ChildRun& run) {
     return false;
   };
   for (char** e = environ; *e; ++e)
-    if (!replaced(*e)) p.env.emplace_back(*e);
+    if (!replaced(*e) && std::strncmp(*e, vary.c_str(), vary.size()) != 0) p.env.emplace_back(*e);
   for (const auto& x : extra) p.env.push_back(x);
   std::error_code cwd_ec;
   p.cwd = std::filesystem::current_path(cwd_ec).string();
@@ -124,6 +128,7 @@ std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, co
       const int number = first_number + i - 1;
       r.out = dir + "/" + prefix + "-" + std::to_string(number) + ".json";
       if (base.share_data_pass && number > 1) r.data_pass = false;
+      if (base.varied_run > 0 && number == base.varied_run) r.overrides.vary = base.variation;
       runs[static_cast<size_t>(i - 1)] = launcher.run(r);
     });
   run_tasks(tasks, slots, slots_per_run, held);

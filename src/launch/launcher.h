@@ -50,6 +50,11 @@ struct ChildRun : RunRequest {
   /// Non-empty: a trainer smoke's interpreter (trainer.command[0])
   /// replaced (bisect-env's "python"); a built-in smoke has none.
   std::string python;
+  /// run_children(): the run numbered `varied_run` (> 0; check's second
+  /// repeat) runs with overrides.vary = `variation` (spec/run_variation.h),
+  /// the others plain. 0: every run as `overrides` says.
+  int varied_run = 0;
+  RunVariation variation;
 };
 
 /// Starts child runs. Implementations: ProcessLauncher (real), and fakes in

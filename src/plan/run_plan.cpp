@@ -202,8 +202,9 @@ RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
       throw BadUsage("--workers: a trainer smoke's DataLoader workers are the trainer's own (its command; "
                      "trainer.workers with a {workers} placeholder runs the data-only pass at several counts)");
     p.site = RunSite::kTrainer;
-    p.config = with_overrides(loaded, {r.overrides.intra_op_threads, -1, r.overrides.world_size, r.overrides.lr_scale,
-                                          r.overrides.perturb, r.overrides.mode});
+    RunOverrides trainer_overrides = r.overrides;
+    trainer_overrides.workers = -1;
+    p.config = with_overrides(loaded, trainer_overrides);
   } else {
     if (!r.data_pass)
       throw BadUsage("--no-data-pass: a built-in smoke's data-only pass is part of its own process (no interpreter "

@@ -62,7 +62,9 @@ std::vector<std::string> override_args(const RunOverrides& overrides);
 /// for `request` (without the executable): the verb, the smoke, then a
 /// flag for every field that differs from its default, spelled as
 /// cli/main.cpp parses it. `seed` travels as LOCKSTEP_SEED in the child's
-/// environment, not as a flag.
+/// environment, not as a flag, and so does overrides.vary (LOCKSTEP_VARY:
+/// a varied run's command line is the plain run's, byte for byte, so its
+/// heap history differs by the variation only).
 std::vector<std::string> run_request_args(const RunRequest& request, bool train);
 
 /// Where the record is made.

@@ -2,10 +2,14 @@
 
 #include <torch/torch.h>
 
+#include <malloc.h>
+
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <memory>
 
 #include "core/atomic_file.h"
@@ -183,11 +187,53 @@ std::vector<BatchProbe> data_only_pass(const SmokeConfig& cfg, const SmokeRunOpt
   return probes;
 }
 
+// `run --vary`'s share made in this process (each rank's own), before the
+// run allocates anything of its own and after the contract sized the
+// thread pools: a hole in the heap (a malloc of that size with a guard
+// above it, the first freed; the guard is kept so the hole cannot merge
+// back into the top of the heap), then the thread pools started,
+// inter-op first (training would start the intra-op pool first, and the
+// inter-op pool perhaps never). The CPUs and MALLOC_PERTURB_ were set by
+// the process that started this one (cli/run_command.cpp).
+void* volatile variation_sink = nullptr;
+void* volatile hole_guard = nullptr;  // reachable for the run's life: no leak report
+
+void apply_in_process_variation(const RunVariation& v) {
+  if (v.allocator_bytes > 0) {
+    void* hole = std::malloc(static_cast<size_t>(v.allocator_bytes));
+    variation_sink = hole;  // escapes: the compiler cannot drop the pair
+    // The guard must be the chunk right above the hole: a hole carved from
+    // a larger free chunk would otherwise merge back into it when freed,
+    // and one at the top of the heap into the top (glibc: the next chunk's
+    // memory starts malloc_usable_size + 8 bytes on). Free chunks elsewhere
+    // may serve the first tries; they are given back.
+    void* tries[64] = {};
+    const uintptr_t above = reinterpret_cast<uintptr_t>(hole) + ::malloc_usable_size(hole) + sizeof(size_t);
+    for (int i = 0; i < 64 && hole; ++i) {
+      tries[i] = std::malloc(4096);
+      if (reinterpret_cast<uintptr_t>(tries[i]) == above) {
+        hole_guard = tries[i];
+        tries[i] = nullptr;
+        break;
+      }
+    }
+    for (void* t : tries) std::free(t);
+    std::free(hole);
+    variation_sink = nullptr;
+  }
+  if (v.thread_warmup) {
+    std::promise<void> done;
+    at::launch([&done] { done.set_value(); });
+    done.get_future().wait();
+    at::parallel_for(0, int64_t{1} << 16, 1, [](int64_t, int64_t) {});
+  }
+}
+
 // The training pass (train/trainer.h) with the machine's load beside it; a
 // failure a distributed self-test asked for says so in a CI log.
 TrainResult training_pass(const SmokeConfig& cfg, const SmokeRunOptions& o, std::shared_ptr<const CsvTable> table,
                           const LoaderSpec& spec, uint64_t seed, const std::map<std::string, std::string>& contract,
-                          RankSetup& ranks) {
+                          RankSetup& ranks, double loss_factor) {
   SmokeLoader train_loader(table, spec, seed);
   TrainSpec ts;
   ts.steps = cfg.steps;
@@ -197,6 +243,7 @@ TrainResult training_pass(const SmokeConfig& cfg, const SmokeRunOptions& o, std:
   ts.sample_shape = spec.sample_shape;
   ts.classes = cfg.classes;
   ts.inject_nondeterminism = cfg.inject_nondeterminism;
+  ts.loss_factor = loss_factor;
   ts.perturb_parameter = cfg.perturb == "parameter";
   ts.config_hash = cfg.config_hash;
   ts.values_hash = cfg.values_hash;
@@ -291,6 +338,10 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   const std::pair<uint64_t, bool> seed = base_seed(cfg);
   preflight(cfg);
   auto contract = apply_determinism_contract({cfg.mode, cfg.intra_op_threads, cfg.inter_op_threads});
+  apply_in_process_variation(cfg.vary);
+  // The test-only model's planted dependence, measured before any other
+  // thread allocates (a rank group's and the loader's do).
+  const double loss_factor = cfg.inject_nondeterminism == "allocation_order" ? allocation_order_factor() : 1.0;
   // Safety net: anything that still draws from the global generator gets a
   // seeded one. lockstep's own code never does.
   torch::manual_seed(derive_seed(seed.first, "global"));
@@ -309,7 +360,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   RunRecord& rec = out.record;
   rec.probes = data_only_pass(cfg, o, table, spec, seed.first);
   if (o.train) {
-    TrainResult tr = training_pass(cfg, o, table, spec, seed.first, contract, ranks);
+    TrainResult tr = training_pass(cfg, o, table, spec, seed.first, contract, ranks, loss_factor);
     out.steps_done = tr.steps_done;
     if (ranks.group) out.notes.push_back(collective_note(o.rank.rank, tr));
     if (o.resume.stop_after > 0) {

@@ -20,6 +20,7 @@ std::vector<ConfigKey> identity_keys() {
     {"determinism.intra_op_threads", true, "intra-op threads"},
     {"determinism.inter_op_threads", true, "inter-op threads"},
     {"repeat", false, "fresh runs check compares bit for bit (how the check judges)"},
+    {"repeat_varies", false, "what check's second repeat varies: allocator, malloc-perturb, affinity, env-order, thread-warmup (default all; [] none; how the check judges)"},
     {"platforms", false, "platforms a golden is required for (verify-goldens)"},
     {"resume_at", false, "step of the resume check's checkpoint (how the check judges)"},
     {"tolerance", false, "tolerances of the comparison (how the check judges; compare/tolerance_policy.h)"},

@@ -14,6 +14,9 @@ void finish_record(const SmokeConfig& config, const RecordIdentity& id, RunRecor
   rec.steps = id.steps;
   rec.config = config.values_fields;
   rec.fingerprint["config.values_xxh3"] = {config.values_hash, false, true};
+  // A varied run (run --vary, check's perturbed repeat) names what it
+  // varied; informational: a repeat's fingerprint is never compared.
+  for (const auto& [k, v] : variation_fields(config.vary)) rec.fingerprint[k] = {v, false, false};
   rec.platform = platform_key(rec.fingerprint);
   rec.stack = stack_label();
 }

@@ -27,7 +27,8 @@ struct RecordIdentity {
 
 /// Stamps `rec` from `config` and `id`: smoke, config_hash, seed,
 /// seed_overridden, device, steps, config (the value fields),
-/// fingerprint["config.values_xxh3"], platform = platform_key(fingerprint)
+/// fingerprint["config.values_xxh3"] (and vary.* for a varied run:
+/// spec/run_variation.h's variation_fields), platform = platform_key(fingerprint)
 /// (record/platform_key.h) and stack = $LOCKSTEP_STACK (golden_store.h).
 /// Call it after every other fingerprint field is set. Throws BadUsage only
 /// for a malformed LOCKSTEP_STACK (main() refuses one before any run).

@@ -76,6 +76,16 @@ void read_identity(const JsonView& v, SmokeConfig& c) {
   c.seed = v.at("seed").as_uint();
   c.steps = v.at("steps").as_int(1, 1000000);
   if (v.has("repeat")) c.repeat = static_cast<int>(v.at("repeat").as_int(1, 100));
+  if (v.has("repeat_varies")) {
+    JsonView r = v.at("repeat_varies");
+    c.repeat_varies.clear();
+    for (size_t i = 0; i < r.size(); ++i) {
+      std::string kind = r.at(i).as_enum({"allocator", "malloc-perturb", "affinity", "env-order", "thread-warmup"});
+      if (std::find(c.repeat_varies.begin(), c.repeat_varies.end(), kind) != c.repeat_varies.end())
+        r.at(i).fail("each kind once, got \"" + kind + "\" twice");
+      c.repeat_varies.push_back(kind);
+    }
+  }
   if (v.has("platforms")) {
     JsonView p = v.at("platforms");
     for (size_t i = 0; i < p.size(); ++i) {
@@ -191,8 +201,9 @@ SmokeConfig load_smoke_doc(const nlohmann::json& doc, const std::string& path);
 // The keys a lane's "set" may not patch: what names the smoke, what makes
 // the two runs comparable at all, and how the check judges (a lane changes
 // how the run is made).
-constexpr const char* kFixedByTheBaseRun[] = {"schema", "name", "seed", "steps", "equivalence", "tolerance",
-                                              "repeat", "platforms", "resume_at", "calibration"};
+constexpr const char* kFixedByTheBaseRun[] = {"schema",    "name",          "seed",      "steps",
+                                              "equivalence", "tolerance",   "repeat",    "repeat_varies",
+                                              "platforms", "resume_at",     "calibration"};
 
 // `doc` with lane `lane` applied: the merge patch, then args appended to
 // trainer.command and env added to trainer.env; no equivalence section.
@@ -342,7 +353,7 @@ SmokeConfig load_smoke_doc(const nlohmann::json& doc, const std::string& path) {
   }
   if (v.has("inject_nondeterminism"))
     c.inject_nondeterminism =
-        v.at("inject_nondeterminism").as_enum({"index_put_accumulate", "worker_seeded_augment"});
+        v.at("inject_nondeterminism").as_enum({"index_put_accumulate", "worker_seeded_augment", "allocation_order"});
 
   if (v.has("distributed")) read_distributed(v.at("distributed"), c);
   check_rank_checkpoints(v, c);
@@ -517,6 +528,7 @@ SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {
       throw BadUsage("--determinism: strict or default, got \"" + input_excerpt(overrides.mode) + "\"");
     config.mode = overrides.mode;
   }
+  config.vary = overrides.vary;  // not an input: the values hash stays
   if (!overrides.perturb.empty()) {
     if (overrides.perturb != "parameter")
       throw BadUsage("--perturb: \"parameter\" (one ULP of the model's first parameter before step 0), got \"" +

@@ -24,6 +24,7 @@
 #include "compare/tolerance_policy.h"
 #include "spec/loader_spec.h"
 #include "spec/distributed_spec.h"
+#include "spec/run_variation.h"
 #include "record/fingerprint.h"
 #include "spec/train_specs.h"
 
@@ -157,6 +158,11 @@ struct RunOverrides {
   /// the smoke can observe the stack's nondeterminism). In the contract, so
   /// a golden of the other mode fails it.
   std::string mode;
+  /// Conditions the values must not depend on, varied for this run (`run
+  /// --vary`, check's perturbed repeat: spec/run_variation.h). Not an
+  /// input: the values hash is unchanged, and the record names it in
+  /// fingerprint fields vary.* only.
+  RunVariation vary;
 };
 
 /// A parsed, validated smoke config.
@@ -171,6 +177,10 @@ struct SmokeConfig {
   int intra_op_threads = 1;
   int inter_op_threads = 1;
   int repeat = 2;           ///< runs `check` makes and compares bit for bit
+  /// What check's second repeat varies (config "repeat_varies",
+  /// variation_kinds() names; default all of them, [] none): a difference
+  /// that shows only then is exit 4 naming the kind.
+  std::vector<std::string> repeat_varies = variation_kinds();
   std::vector<std::string> platforms;  ///< platform keys that must have a golden (verify-goldens)
   /// The team's own trainer; when set (has_trainer()), data, model and
   /// optimizer are absent and the run is the command's.
@@ -184,9 +194,11 @@ struct SmokeConfig {
   /// resume in a fresh process, and require the uninterrupted run's bits.
   int64_t resume_at = 0;
   /// Self-tests that prove the gate catches a known failure: ""
-  /// (none), "index_put_accumulate" (a nondeterministic kernel, trainer.h)
-  /// or "worker_seeded_augment" (augmentation seeded per worker with a
-  /// constant, data/augment.h).
+  /// (none), "index_put_accumulate" (a nondeterministic kernel, trainer.h),
+  /// "worker_seeded_augment" (augmentation seeded per worker with a
+  /// constant, data/augment.h) or "allocation_order" (a loss that depends
+  /// on where heap buffers lie: allocation_order_factor(), trainer.h; only
+  /// a perturbed repeat sees it).
   std::string inject_nondeterminism;
   /// Multi-rank runs over c10d (spec/distributed_spec.h); built-in
   /// smokes only for now.
@@ -201,6 +213,8 @@ struct SmokeConfig {
   /// RunOverrides::perturb applied ("": none); a trainer gets it as
   /// LOCKSTEP_PERTURB.
   std::string perturb;
+  /// RunOverrides::vary applied (empty: a plain run).
+  RunVariation vary;
   /// Equivalence lanes, in the config's key order (sorted by name).
   std::vector<EquivalenceVariant> equivalence;
   /// Non-empty: this config is variant `variant` of the file's

@@ -57,6 +57,10 @@ struct TrainSpec {
   /// LibTorch parallelises with float atomics unless deterministic
   /// algorithms are on. A self-test of the repeat check; "" = none.
   std::string inject_nondeterminism;
+  /// 1: none. Else every step's loss times this: the dependence a test-only
+  /// model plants (inject_nondeterminism "allocation_order": the factor of
+  /// allocation_order_factor(), measured by the run before its data).
+  double loss_factor = 1;
   /// A planted one-ULP change (SmokeConfig::perturb "parameter"): the first
   /// element of the first parameter moved towards +inf before step 0.
   bool perturb_parameter = false;
@@ -96,6 +100,18 @@ struct TrainResult {
   ModuleTrace module_trace;  ///< the traced steps (record/module_trace.h)
   StepDigests digests;       ///< per step: gradients after backward, parameters after the update
 };
+
+/// The test-only model "allocation_order" (SmokeConfig
+/// inject_nondeterminism): eight 32 KiB heap buffers are allocated now,
+/// and the factor in [1, 1 + 2^-12) is a checksum of their addresses
+/// relative to the first one, as code keyed by pointers depends on where
+/// its buffers lie. Two runs of one binary agree (relative addresses
+/// survive ASLR, and no free chunk that large is left by start-up); an
+/// allocator hole before them (run --vary allocator: 64 to 128 KiB) takes
+/// one or more of them and moves the factor, with odds of 1 in 257 of
+/// keeping it. Call it before any other thread allocates. Throws nothing
+/// (an allocation failure gives 1).
+double allocation_order_factor();
 
 /// Trains from `seed` for spec.steps steps, or until spec.resume.stop_after
 /// (then writes the checkpoint). Throws exit-2 Error when the data yields no

@@ -81,6 +81,54 @@ TEST(TrainCli, NondeterministicKernelIsExit4OnlyWithoutDeterministicAlgorithms) 
   }
 }
 
+// A loss that depends on where heap buffers lie (the test-only model
+// "allocation_order"): identical repeats agree bit for bit, a run with an
+// allocator hole does not, the other kinds leave it alone, and check's
+// varied second repeat is exit 4 naming the hole.
+TEST(TrainCli, AnAllocationHistoryDependenceShowsOnlyUnderThePerturbedRepeat) {
+  fs::path p = scratch("alloc-order", [](nlohmann::json& c) {
+    c["inject_nondeterminism"] = "allocation_order";
+    c.erase("resume_at");
+    c.erase("equivalence");
+  }, kWine);
+  const std::string smoke = smoke_in(p, "wine-mlp.json");
+  const std::string out = (p / "out").string();
+  Result plain = lockstep("run " + smoke + " --repeat 3 --record " + out + "/a.json");
+  EXPECT_EQ(plain.code, 0) << plain.output;
+  ASSERT_EQ(lockstep("run " + smoke + " --quiet --vary allocator=70000 --record " + out + "/b.json").code, 0);
+  ASSERT_EQ(lockstep("run " + smoke + " --quiet --vary malloc-perturb=7,env-order,thread-warmup --record " + out +
+                     "/c.json").code, 0);
+  EXPECT_EQ(lockstep("compare " + out + "/b.json " + out + "/a.json").code, 1);
+  Result others = lockstep("compare " + out + "/c.json " + out + "/a.json");
+  EXPECT_EQ(others.code, 0) << others.output;
+  nlohmann::json b = parse_json_file(out + "/b.json");
+  EXPECT_EQ(b["fingerprint"]["vary.allocator"]["value"], "70000");
+
+  Result check = lockstep("check " + smoke + " --out " + out + "/check");
+  EXPECT_EQ(check.code, 4) << check.output;
+  EXPECT_NE(check.output.find("first divergence: run 2 differs from run 1 only when it varies what must not matter ("),
+            std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("the plain runs 1, 3, 4 and 5 agree bit for bit; alone, a "), std::string::npos)
+      << check.output;
+  EXPECT_NE(check.output.find("-byte allocator hole before the run moves the values (" + out +
+                              "/check/wine-mlp/vary-allocator.json); first difference: train step 0"),
+            std::string::npos)
+      << check.output;
+  EXPECT_NE(check.output.find("note: to see it again: lockstep run " + smoke + " --vary allocator="), std::string::npos)
+      << check.output;
+  fs::remove_all(p);
+}
+
+// `run --vary` refuses what it cannot apply, naming the kind (exit 2).
+TEST(TrainCli, AMalformedVariationIsExitTwo) {
+  Result r = lockstep("run " + kWine + " --vary heap --record /tmp/never.json");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--vary: unknown kind \"heap\" (one of allocator, malloc-perturb, affinity, env-order, "
+                          "thread-warmup)"),
+            std::string::npos)
+      << r.output;
+}
+
 // Resume at step 5 equals the straight run; without the generator state
 // (dropout draws from it) it fails at the first resumed step.
 TEST(TrainCli, ResumeReplaysTheStraightRunAndCatchesAMissingGeneratorState) {

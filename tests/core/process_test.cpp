@@ -53,6 +53,24 @@ TEST_F(Process, RunsInItsFolderWithExactlyTheGivenEnvironment) {
   EXPECT_EQ(read("err.log"), "oops\n");
 }
 
+// `run --vary affinity`: the process starts pinned to the CPUs asked for
+// (the kernel's own list of them, read back from /proc).
+TEST_F(Process, CpusPinTheProcessBeforeItStarts) {
+  const CpuSet allowed = allowed_cpus_mask();
+  ASSERT_TRUE(allowed.any());
+  size_t last = 0;
+  for (size_t c = 0; c < allowed.size(); ++c)
+    if (allowed.test(c)) last = c;
+  ProcessSpec p = sh("grep Cpus_allowed_list /proc/self/status");
+  p.cpus.set(last);
+  ASSERT_TRUE(run_process(p).ok()) << read("err.log");
+  EXPECT_EQ(read("out.log"), "Cpus_allowed_list:\t" + std::to_string(last) + "\n");
+  CpuSet two;
+  two.set(1).set(3);
+  EXPECT_EQ(cpu_list(two), "1+3");
+  EXPECT_EQ(cpu_list(CpuSet{}), "");
+}
+
 TEST_F(Process, ExitStatusAndSignalAreReported) {
   ProcessOutcome o = run_process(sh("exit 3"));
   EXPECT_FALSE(o.ok());

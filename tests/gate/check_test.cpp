@@ -48,8 +48,105 @@ TEST(CheckSmoke, IdenticalRunsMatchingTheGoldenPass) {
   EXPECT_EQ(l.calls[1].out, p.out_dir() + "/unit/run-2.json");
   EXPECT_EQ(l.calls[0].smoke, p.smoke_file());
   EXPECT_TRUE(l.checkpoints.empty());
-  EXPECT_EQ(c.verdict.notes.back(), "2 runs in this job were bit-identical");
+  // Run 2 varied what must not matter (the config's default: every kind);
+  // run 1 ran plain.
+  EXPECT_TRUE(l.calls[0].overrides.vary.empty());
+  const RunVariation& v = l.calls[1].overrides.vary;
+  EXPECT_GE(v.allocator_bytes, 65536);
+  EXPECT_GE(v.malloc_perturb, 1);
+  EXPECT_TRUE(v.env_reversed);
+  EXPECT_TRUE(v.thread_warmup);
+  EXPECT_EQ(c.verdict.notes.back(),
+            "2 runs in this job were bit-identical, run 2 varying what must not matter (" + describe_variation(v) + ")");
   EXPECT_EQ(c.verdict.lane, Lane::kSameStack);
+}
+
+TEST(CheckSmoke, RepeatVariesEmptyRunsEveryRepeatPlain) {
+  GateProject p("plain-repeats", [](nlohmann::json& c) { c["repeat_varies"] = nlohmann::json::array(); });
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+  ASSERT_EQ(l.calls.size(), 2u);
+  EXPECT_TRUE(l.calls[1].overrides.vary.empty());
+  EXPECT_EQ(c.verdict.notes.back(), "2 runs in this job were bit-identical");
+
+  GateProject q("one-kind", [](nlohmann::json& c) { c["repeat_varies"] = {"env-order"}; });
+  q.write_golden(make_gate_record());
+  FakeLauncher one;
+  check_smoke(q.smoke_file(), q.check_options(), one);
+  ASSERT_EQ(one.calls.size(), 2u);
+  EXPECT_EQ(variation_spec(one.calls[1].overrides.vary), "env-order");
+}
+
+// A result that depends on what must not matter (allocation history, in
+// this fake: the allocator hole moves the loss): two identical repeats
+// would pass; the varied one differs, the plain runs after it agree with
+// run 1, and each kind alone is tried to name the one that moves it.
+TEST(CheckSmoke, ADifferenceOnlyUnderVariationIsNondeterministicNamingTheKind) {
+  GateProject p("vary-alloc");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (run.overrides.vary.allocator_bytes > 0) r.series["loss"].values[1] = 2.0;
+  };
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kNondeterministic);
+  const RunVariation v = l.calls[1].overrides.vary;
+  const std::vector<std::string> kinds = varied_kinds(v);
+  ASSERT_EQ(l.calls.size(), 5u + kinds.size());  // 5 runs (--distinct-runs), then each kind alone
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    EXPECT_EQ(l.calls[5 + k].out, p.out_dir() + "/unit/vary-" + kinds[k] + ".json");
+    EXPECT_EQ(l.calls[5 + k].overrides.vary, only_kind(v, kinds[k]));
+  }
+  for (size_t k : {0u, 2u, 3u, 4u}) EXPECT_TRUE(l.calls[k].overrides.vary.empty()) << k;
+  const std::string dir = p.out_dir() + "/unit";
+  EXPECT_EQ(c.verdict.first_divergence.rfind("run 2 differs from run 1 only when it varies what must not matter (" +
+                                                 describe_variation(v) +
+                                                 "): the plain runs 1, 3, 4 and 5 agree bit for bit; alone, a " +
+                                                 std::to_string(v.allocator_bytes) +
+                                                 "-byte allocator hole before the run moves the values (" + dir +
+                                                 "/vary-allocator.json); first difference: train step 1: loss",
+                                             0),
+            0u)
+      << c.verdict.first_divergence;
+  EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
+                      "to see it again: lockstep run " + p.smoke_file() + " --vary " + variation_spec(v) +
+                          " (docs/equivalence.md, \"Perturbed repeats\")"),
+            c.verdict.notes.end())
+      << joined(c.verdict.notes);
+  EXPECT_EQ(c.verdict.subject_word, "run 2");
+}
+
+// When a plain run differs as well, the variation is not named the cause;
+// when no kind alone moves the values, their combination is.
+TEST(CheckSmoke, AVariedRepeatIsNotBlamedForWhatPlainRunsShowToo) {
+  GateProject p("vary-plain");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
+    if (call == 2 || call == 4) r.series["loss"].values[1] = 2.0;
+  };
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kNondeterministic);
+  EXPECT_EQ(l.calls.size(), 5u);  // no kind is tried alone
+  EXPECT_EQ(c.verdict.first_divergence.rfind("run 2 differs from run 1 in the same job (2 distinct results in 5 runs)", 0), 0u)
+      << c.verdict.first_divergence;
+  EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
+                      "run 2 varied what must not matter (" + describe_variation(l.calls[1].overrides.vary) +
+                          "); plain runs differ as well, so the variation is not the only cause"),
+            c.verdict.notes.end())
+      << joined(c.verdict.notes);
+
+  FakeLauncher both;  // the allocator hole and the reversed environment together, neither alone
+  both.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (run.overrides.vary.allocator_bytes > 0 && run.overrides.vary.env_reversed) r.series["loss"].values[1] = 2.0;
+  };
+  SmokeCheck b = check_smoke(p.smoke_file(), p.check_options(), both);
+  EXPECT_NE(b.verdict.first_divergence.find("; no kind alone moves the values, their combination does; first "
+                                            "difference: train step 1: loss"),
+            std::string::npos)
+      << b.verdict.first_divergence;
 }
 
 TEST(CheckSmoke, OneRunSaysDeterminismWasNotChecked) {

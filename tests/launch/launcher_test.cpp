@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/atomic_file.h"
@@ -135,6 +136,44 @@ TEST_F(FakeExecutable, ASuccessfulChildsRecordIsReadAndItsArgumentsAndSeedPassed
   EXPECT_EQ(rec.series.at("loss").values, testing::make_gate_record().series.at("loss").values);
   EXPECT_EQ(read_file((dir_ / "args").string()), "run smoke/a.json --record " + r.out + " --quiet seed=7\n");
   EXPECT_FALSE(fs::exists(r.out + ".log"));  // an empty stderr leaves no log
+}
+
+// A varied run's command line is the plain run's, byte for byte: its
+// variation travels in LOCKSTEP_VARY, and a plain run never inherits one.
+TEST_F(FakeExecutable, AVariationTravelsInTheEnvironmentNotOnTheCommandLine) {
+  std::string prepared = (dir_ / "prepared.json").string();
+  write_run_record(prepared, testing::make_gate_record());
+  ProcessLauncher l(script("cp '" + prepared + "' \"$4\"; echo \"$@ vary=${LOCKSTEP_VARY-unset}\" > '" +
+                           (dir_ / "args").string() + "'"));
+  ::setenv("LOCKSTEP_VARY", "env-order", 1);  // the caller's own: never a plain child's
+  ChildRun r = child();
+  l.run(r);
+  EXPECT_EQ(read_file((dir_ / "args").string()), "run smoke/a.json --record " + r.out + " --quiet vary=unset\n");
+  r.overrides.vary.allocator_bytes = 70000;
+  r.overrides.vary.thread_warmup = true;
+  l.run(r);
+  ::unsetenv("LOCKSTEP_VARY");
+  EXPECT_EQ(read_file((dir_ / "args").string()),
+            "run smoke/a.json --record " + r.out + " --quiet vary=allocator=70000,thread-warmup\n");
+}
+
+// run_children varies the run numbered varied_run (check's second repeat)
+// and no other.
+TEST(RunChildren, OnlyTheVariedRunVaries) {
+  testing::FakeLauncher l;
+  ChildRun base;
+  base.smoke = "a.json";
+  base.varied_run = 2;
+  base.variation.env_reversed = true;
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("lockstep-run-children-vary-" + std::to_string(::getpid()))).string();
+  run_children(l, base, out, "run", 3);
+  ASSERT_EQ(l.calls.size(), 3u);
+  EXPECT_TRUE(l.calls[0].overrides.vary.empty());
+  EXPECT_TRUE(l.calls[1].overrides.vary.env_reversed);
+  EXPECT_EQ(l.calls[1].out, out + "/run-2.json");
+  EXPECT_TRUE(l.calls[2].overrides.vary.empty());
+  std::filesystem::remove_all(out);
 }
 
 TEST(ChildArgs, ADataOnlyPassIsAProbeAndATrainingPassAloneSaysSo) {

@@ -304,6 +304,29 @@ print(json.dumps({"seed": a.seed, "out": str(a.out), "mode": a.mode, "threads": 
                 self.assertEqual(cm.exception.code, 2)
                 self.assertIn("LOCKSTEP_LR_SCALE", str(cm.exception))
 
+    @needs_torch
+    def test_a_perturbed_repeat_makes_its_heap_hole_and_refuses_a_malformed_variation(self):
+        # LOCKSTEP_VARY (check's second repeat): the hole is made with a
+        # guard right above it, so it cannot merge back into the free heap.
+        code = """
+        import json, lockstep
+        ctx = lockstep.apply_contract()
+        import lockstep.contract as c
+        print(json.dumps({"guards": len(c._hole_guard)}))
+        """
+        env = protocol_env(self.out, LOCKSTEP_VARY="allocator=70000,malloc-perturb=7,affinity=0,env-order,thread-warmup")
+        result, _ = run_snippet(code, env)
+        self.assertEqual(result, {"guards": 1})
+        result, _ = run_snippet(code, protocol_env(self.out))
+        self.assertEqual(result, {"guards": 0})
+        for spec, message in [("allocator=100", "LOCKSTEP_VARY: allocator must be a byte count in [65536, 131071], got '100'"),
+                              ("heap", "LOCKSTEP_VARY: unknown kind 'heap' (allocator, malloc-perturb, affinity, "
+                                       "env-order, thread-warmup)")]:
+            with self.subTest(spec=spec):
+                _, err = run_snippet("import lockstep; lockstep.apply_contract()",
+                                     protocol_env(self.out, LOCKSTEP_VARY=spec), expect_rc=2)
+                self.assertEqual(err.strip(), "lockstep: " + message)
+
     def test_bad_seed_in_a_trainer_process_exits_2(self):
         env = protocol_env(self.out, LOCKSTEP_SEED="abc")
         _, err = run_snippet("import lockstep; lockstep.apply_contract()", env, expect_rc=2)

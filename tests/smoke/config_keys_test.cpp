@@ -134,6 +134,7 @@ const std::map<std::string, Change>& changes() {
       {"determinism.intra_op_threads", {"csv", {{"determinism.intra_op_threads", 2}}}},
       {"determinism.inter_op_threads", {"csv", {{"determinism.inter_op_threads", 2}}}},
       {"repeat", {"csv", {{"repeat", 3}}}},
+      {"repeat_varies", {"csv", {{"repeat_varies", {"env-order"}}}}},
       {"platforms", {"csv", {{"platforms", {"cpu-x86_64-avx2"}}}}},
       {"resume_at", {"csv", {{"resume_at", 2}}}},
       {"equivalence", {"csv", {{"equivalence", json::parse(R"({"workers0": {"set": {"data": {"workers": 0}}}})")}}}},

@@ -251,6 +251,49 @@ TEST(SmokeConfig, PlatformsAreKeysRunsOfThisSmokeMakeEachOnce) {
   EXPECT_EQ(load_smoke_config(ok.smoke_file()).platforms.size(), 3u);
 }
 
+// What check's second repeat varies: every kind by default, the kinds
+// listed, or none; it never moves the values hash (how the check judges).
+TEST(SmokeConfig, RepeatVariesListsKindsEachOnce) {
+  testing::GateProject plain("repeat-varies-default");
+  const SmokeConfig d = load_smoke_config(plain.smoke_file());
+  EXPECT_EQ(d.repeat_varies, variation_kinds());
+  testing::GateProject two("repeat-varies-two", [](nlohmann::json& c) { c["repeat_varies"] = {"env-order", "allocator"}; });
+  const SmokeConfig t = load_smoke_config(two.smoke_file());
+  EXPECT_EQ(t.repeat_varies, (std::vector<std::string>{"env-order", "allocator"}));
+  EXPECT_EQ(t.values_hash, d.values_hash);
+  testing::GateProject none("repeat-varies-none", [](nlohmann::json& c) { c["repeat_varies"] = nlohmann::json::array(); });
+  EXPECT_TRUE(load_smoke_config(none.smoke_file()).repeat_varies.empty());
+  const std::vector<std::pair<nlohmann::json, std::string>> bad = {
+      {{"heap"}, "repeat_varies[0]: expected one of \"allocator\", \"malloc-perturb\", \"affinity\", \"env-order\", "
+                 "\"thread-warmup\", got \"heap\""},
+      {{"env-order", "env-order"}, "repeat_varies[1]: expected each kind once, got \"env-order\" twice"},
+      {"allocator", "repeat_varies: expected an array, got string"},
+  };
+  for (const auto& c : bad) {
+    testing::GateProject p("repeat-varies-bad", [&](nlohmann::json& cfg) { cfg["repeat_varies"] = c.first; });
+    try {
+      load_smoke_config(p.smoke_file());
+      ADD_FAILURE() << "accepted: " << c.first.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      EXPECT_EQ(std::string(e.what()), p.smoke_file() + ": " + c.second) << e.what();
+    }
+  }
+}
+
+// A varied run is no other input: its values hash is the plain run's.
+TEST(SmokeConfig, AVariationIsNotAnInput) {
+  testing::GateProject p("vary-not-input");
+  const SmokeConfig plain = load_smoke_config(p.smoke_file());
+  RunOverrides o;
+  o.vary.allocator_bytes = 70000;
+  o.vary.env_reversed = true;
+  const SmokeConfig varied = with_overrides(plain, o);
+  EXPECT_EQ(varied.values_hash, plain.values_hash);
+  EXPECT_EQ(varied.values_fields, plain.values_fields);
+  EXPECT_EQ(varied.vary, o.vary);
+}
+
 TEST(SmokeConfig, ATrainerLaneAddsArgumentsAndEnvironmentOfTheRightShape) {
   auto trainer = [](const std::string& lanes) {
     return [lanes](nlohmann::json& c) {
