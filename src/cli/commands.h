@@ -41,6 +41,24 @@ void respell_remembered_flag(const std::string& old, const std::vector<std::stri
 /// `lockstep probe SMOKE`: data-only pass, writes a record with probes only.
 int probe_command(const RunOptions& options);
 
+/// `lockstep probe SMOKE --batch-sweep [--json FILE]`: the batch-invariance
+/// sweep of a built-in smoke (run/batch_sweep.h), printed, and with
+/// `json_out` written as JSON. Exit 0 when every module is batch-invariant,
+/// 1 when one is not, 2 for a trainer smoke or a `--record` (the sweep
+/// writes no record). Needs LibTorch: the torch-free front execs
+/// lockstep-torch with the same command line.
+struct BatchSweepOptions {
+  bool on = false;        ///< --batch-sweep given
+  std::string json_out;   ///< --json FILE
+  bool timing = false;    ///< hidden --batch-sweep-timing: each size's plain forwards timed first (bench)
+};
+int batch_sweep_command(const RunOptions& options, const BatchSweepOptions& sweep);
+
+/// The smoke config a batch sweep of `options` is made of (its lane and
+/// overrides applied); throws BadUsage (exit 2) for a trainer smoke, a
+/// folder, or a flag the sweep has no use for (--record, a run's span).
+SmokeConfig refuse_batch_sweep_of(const RunOptions& options);
+
 /// `lockstep selftest [SMOKE...]`: each smoke's negative control
 /// (gate/selftest.h), printed, and with `json_out` written as JSON. Exit 0
 /// when every smoke is sensitive, 1 when a planted change went unseen.

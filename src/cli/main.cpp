@@ -290,7 +290,21 @@ void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
   auto probe_opts = std::make_shared<RunOptions>();
   auto* probe = add_run_command(app, "probe", "Data-only pass; writes batch probes",
                                 "Record path (default lockstep-out/<smoke>.probe.json)", *probe_opts);
-  out.push_back({probe, [probe_opts] { return probe_command(*probe_opts); }});
+  auto sweep = std::make_shared<BatchSweepOptions>();
+  auto* sweep_flag =
+      probe->add_flag("--batch-sweep", sweep->on,
+                      "Instead of the data-only pass: the batch-invariance sweep of a built-in smoke's model (the "
+                      "first batch forwarded whole and in halves, quarters, ... down to single samples; each "
+                      "module's output held bit for bit to the whole batch's; exit 1 naming the first module that "
+                      "is not batch-invariant)");
+  probe->add_option("--json", sweep->json_out, "With --batch-sweep: also write the sweep as JSON to this file")
+      ->needs(sweep_flag);
+  probe->add_flag("--batch-sweep-timing", sweep->timing, "With --batch-sweep: time each size's plain forwards first")
+      ->needs(sweep_flag)
+      ->group("");  // bench/batch_sweep.sh's baseline, hidden from --help
+  out.push_back({probe, [probe_opts, sweep] {
+                   return sweep->on ? batch_sweep_command(*probe_opts, *sweep) : probe_command(*probe_opts);
+                 }});
 }
 
 // `compare` and `import`: records without LibTorch.

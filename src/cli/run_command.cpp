@@ -127,6 +127,21 @@ int run_or_probe(const RunOptions& given, bool train) {
 
 }  // namespace
 
+SmokeConfig refuse_batch_sweep_of(const RunOptions& o) {
+  std::error_code ec;
+  if (fs::is_directory(o.smoke, ec))
+    throw BadUsage(o.smoke + ": a folder; `lockstep probe --batch-sweep` takes one smoke config file");
+  if (!o.out.empty())
+    throw BadUsage("--record: --batch-sweep writes no record (--json FILE writes the sweep as JSON)");
+  if (o.rank >= 0 || o.nnodes > 1)
+    throw BadUsage("--batch-sweep: one process on one machine (no --rank, --nnodes)");
+  SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke, o.variant), o.overrides);
+  if (cfg.has_trainer())
+    throw BadUsage("--batch-sweep: " + o.smoke + " runs a team's trainer, whose model is its own; the sweep is for "
+                   "a built-in smoke's model (docs/equivalence.md, \"Batch-invariance sweep\")");
+  return cfg;
+}
+
 int run_command(const RunOptions& o) { return run_or_probe(o, /*train=*/true); }
 
 int probe_command(const RunOptions& o) { return run_or_probe(o, /*train=*/false); }

@@ -26,6 +26,7 @@
 #include "launch/launcher.h"
 #include "record/golden.h"
 #include "record/platform_key.h"
+#include "run/batch_sweep.h"
 #include "run/environment.h"
 #include "run/smoke_run.h"
 #include "smoke/golden_store.h"
@@ -114,6 +115,14 @@ int finish_command(int code) {
   std::cerr.flush();
   std::fflush(nullptr);
   ::_exit(code);
+}
+
+int batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sweep) {
+  const SmokeConfig cfg = refuse_batch_sweep_of(o);
+  const BatchSweep s = sweep_batch_invariance(cfg, sweep.timing);
+  if (!sweep.json_out.empty()) write_file_atomically(sweep.json_out, pretty_dump(batch_sweep_json(s)));
+  std::cout << render_batch_sweep(s);
+  return s.invariant() ? 0 : to_int(ExitCode::kRegression);
 }
 
 int env_command(const EnvOptions& o) {

@@ -24,5 +24,6 @@ class AbsentProducer : public RecordProducer {
 std::unique_ptr<RecordProducer> builtin_record_producer() { return std::make_unique<AbsentProducer>(); }
 int finish_command(int code) { return code; }
 int env_command(const EnvOptions&) { absent("env"); }
+int batch_sweep_command(const RunOptions&, const BatchSweepOptions&) { absent("probe --batch-sweep"); }
 
 }  // namespace lockstep

@@ -334,6 +334,15 @@ void stamp_smoke_record(const SmokeConfig& cfg, const SmokeRunOptions& o, std::p
 
 }  // namespace
 
+std::map<std::string, std::string> prepare_smoke(const SmokeConfig& cfg, uint64_t seed,
+                                                 std::shared_ptr<const CsvTable>& table) {
+  preflight(cfg);
+  auto contract = apply_determinism_contract({cfg.mode, cfg.intra_op_threads, cfg.inter_op_threads});
+  torch::manual_seed(derive_seed(seed, "global"));
+  table = load_table(cfg, seed);
+  return contract;
+}
+
 SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   const std::pair<uint64_t, bool> seed = base_seed(cfg);
   preflight(cfg);

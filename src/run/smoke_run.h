@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "data/csv_source.h"
 #include "record/run_record.h"
 #include "smoke/smoke_config.h"
 #include "train/trainer.h"
@@ -64,6 +65,14 @@ struct SmokeRun {
 /// run it (CUDA, driver, a refused determinism knob, a failed rendezvous),
 /// exit 1 from a rank's cross-rank checks (train/trainer.h).
 SmokeRun run_smoke(const SmokeConfig& config, const SmokeRunOptions& options);
+
+/// The steps of run_smoke() before its data-only pass, for a probe that
+/// needs the smoke's data and model but no run (run/batch_sweep.h): the
+/// preflight (a cuda smoke's driver and CUDA: exit 3), the determinism
+/// contract (returned as read back), and the data table (exit 2 naming the
+/// field). `table` receives the table the loader reads.
+std::map<std::string, std::string> prepare_smoke(const SmokeConfig& config, uint64_t seed,
+                                                 std::shared_ptr<const CsvTable>& table);
 
 
 }  // namespace lockstep

@@ -18,6 +18,7 @@
 #include <torch/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "record/module_trace.h"
@@ -48,6 +49,14 @@ class ModuleTracer {
   /// perturbed copy (in the graph, so training sees it).
   torch::Tensor record(const std::string& name, const torch::Tensor& in, torch::Tensor out);
 
+  /// Keeps every module output recorded from now on (the tensor, detached,
+  /// not a copy), traced step or not, in call order (the batch-invariance
+  /// sweep: run/batch_sweep.h); null: stop keeping.
+  void keep_outputs(std::vector<std::pair<std::string, torch::Tensor>>* into) { kept_ = into; }
+  /// True while keep_outputs() keeps them: a model must then call its
+  /// submodules one by one even outside the traced steps.
+  bool keeping() const { return kept_ != nullptr; }
+
   /// Marks the trace as impossible for this model (kept in the record).
   void not_traced(const std::string& why) { trace_.not_traced = why; }
 
@@ -68,6 +77,7 @@ class ModuleTracer {
   int64_t step_ = -1;
   std::vector<std::string> modules_;
   bool self_test_fired_ = false;  ///< the one (step, phase, module) is perturbed once
+  std::vector<std::pair<std::string, torch::Tensor>>* kept_ = nullptr;  ///< keep_outputs()
   int64_t in_pass_[2] = {0, 0};            ///< entries of the current step per phase (cap)
   int64_t cap_step_ = -1;
 };

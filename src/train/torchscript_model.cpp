@@ -25,7 +25,7 @@ class TorchScriptModel : public SmokeModel {
   // they are called one by one (the same operations, so the same bits).
   // Any other scripted forward is compiled code lockstep cannot look into.
   torch::Tensor forward(const torch::Tensor& x) override {
-    if (!tracer_ || !sequential_ || !tracer_->active()) return module_.forward({x}).toTensor();
+    if (!tracer_ || !sequential_ || !(tracer_->active() || tracer_->keeping())) return module_.forward({x}).toTensor();
     torch::Tensor h = x;
     for (const auto& c : module_.named_children()) {
       torch::jit::Module child = c.value;

@@ -129,6 +129,48 @@ TEST(TrainCli, AMalformedVariationIsExitTwo) {
       << r.output;
 }
 
+// `probe --batch-sweep`: the built-in model's outputs at every piece size,
+// printed and as JSON; its exit code is the JSON's verdict (which module,
+// if any, is not batch-invariant depends on the stack's kernels: the
+// planted cases are tests/run/batch_sweep_test.cpp). A trainer smoke and a
+// --record are refused.
+TEST(TrainCli, TheBatchSweepPrintsEachModuleAndItsVerdict) {
+  fs::path p = scratch("sweep", {}, kWine);
+  const std::string json = (p / "sweep.json").string();
+  Result r = lockstep("probe " + kWine + " --batch-sweep --json " + json);
+  nlohmann::json j = parse_json_file(json);
+  EXPECT_EQ(r.code, j["invariant"].get<bool>() ? 0 : 1) << r.output;
+  EXPECT_EQ(j["smoke"], "wine-mlp");
+  EXPECT_EQ(j["batch"], 24);
+  EXPECT_EQ(j["sizes"], nlohmann::json({24, 12, 6, 3, 1}));
+  std::vector<std::string> modules;
+  for (const auto& m : j["modules"]) modules.push_back(m["module"]);
+  EXPECT_EQ(modules, (std::vector<std::string>{"fc1", "drop", "fc2", "drop#2", "head", "(model output)"}));
+  EXPECT_EQ(j["modules"][0]["type"], "Linear");
+  EXPECT_EQ(r.output.rfind("batch sweep wine-mlp (cpu): the first batch, 24 samples, forwarded whole and in pieces of "
+                           "12, 6, 3, 1 (eval mode: dropout off, BatchNorm on its running statistics)", 0), 0u)
+      << r.output;
+  EXPECT_NE(r.output.find("\n  fc1 (Linear)  "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(j["invariant"].get<bool>() ? "wine-mlp: BATCH-INVARIANT on this stack (exit 0)\n"
+                                                     : "wine-mlp: NOT BATCH-INVARIANT (exit 1): "),
+            std::string::npos)
+      << r.output;
+
+  Result trainer = lockstep("probe " + kSourceDir + "/examples/pytorch-trainer/smoke/pytorch-trainer.json --batch-sweep");
+  EXPECT_EQ(trainer.code, 2) << trainer.output;
+  EXPECT_NE(trainer.output.find("runs a team's trainer, whose model is its own; the sweep is for a built-in smoke's "
+                                "model"),
+            std::string::npos)
+      << trainer.output;
+  Result record = lockstep("probe " + kWine + " --batch-sweep --record " + (p / "r.json").string());
+  EXPECT_EQ(record.code, 2) << record.output;
+  EXPECT_NE(record.output.find("--record: --batch-sweep writes no record (--json FILE writes the sweep as JSON)"),
+            std::string::npos)
+      << record.output;
+  EXPECT_EQ(lockstep("probe " + kWine + " --json " + json).code, 2);  // --json needs --batch-sweep
+  fs::remove_all(p);
+}
+
 // Resume at step 5 equals the straight run; without the generator state
 // (dropout draws from it) it fails at the first resumed step.
 TEST(TrainCli, ResumeReplaysTheStraightRunAndCatchesAMissingGeneratorState) {

@@ -1,0 +1,327 @@
+#include "run/batch_sweep.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <type_traits>
+#include <utility>
+
+#include "core/error.h"
+#include "core/float_bits.h"
+#include "data/loader.h"
+#include "run/smoke_run.h"
+#include "train/models.h"
+#include "train/module_tracer.h"
+
+namespace lockstep {
+
+namespace {
+
+using Outputs = std::vector<std::pair<std::string, torch::Tensor>>;
+
+// The row of the model's own output (after its modules' rows).
+constexpr const char* kModelOutput = "(model output)";
+
+// "torch::nn::LinearImpl" -> "Linear"; a model's own class keeps its name.
+std::string module_type(const torch::nn::Module& m) {
+  std::string n = m.name();
+  if (size_t colon = n.rfind("::"); colon != std::string::npos) n = n.substr(colon + 2);
+  if (n.size() > 4 && n.compare(n.size() - 4, 4, "Impl") == 0) n.resize(n.size() - 4);
+  return n;
+}
+
+// The trace keys of one forward, a key called again numbered "#2", "#3".
+std::vector<std::string> call_names(const Outputs& outputs) {
+  std::map<std::string, int> seen;
+  std::vector<std::string> names;
+  for (const auto& [name, _] : outputs) {
+    int n = ++seen[name];
+    names.push_back(n == 1 ? name : name + "#" + std::to_string(n));
+  }
+  return names;
+}
+
+// The first batch of epoch 0, as the smoke's loader gives it.
+torch::Tensor first_batch(const SmokeConfig& cfg, uint64_t seed, std::shared_ptr<const CsvTable> table) {
+  SmokeLoader loader(std::move(table), cfg.data.loader, seed);
+  torch::Tensor inputs;
+  loader.run_epoch(0, [&inputs](int64_t, SmokeBatch& b) {
+    inputs = b.inputs.clone();
+    return false;
+  });
+  if (!inputs.defined()) throw BadUsage(cfg.file + ": data: no batch to sweep (the data yields none)");
+  return inputs;
+}
+
+// A float32's bit pattern as an integer in the order of the floats (the
+// ULP distance of two is the difference).
+inline int64_t ordered_bits(float f) {
+  int32_t i;
+  std::memcpy(&i, &f, sizeof i);
+  return i < 0 ? int64_t{INT32_MIN} - i : i;
+}
+
+// Adds the ULP and absolute distances of the differing elements of one
+// row pair (`width` values of type T) to `cell`; ULPs in T's own precision.
+template <typename T>
+void add_row_distance(const T* a, const T* b, int64_t width, SweepCell& cell) {
+  for (int64_t i = 0; i < width; ++i) {
+    if (a[i] == b[i]) continue;  // equal values (signed zeros alike: 0 ULP apart)
+    uint64_t ulp;
+    if constexpr (std::is_same<T, float>::value)
+      ulp = std::isnan(a[i]) || std::isnan(b[i]) ? ulp_distance_f32(a[i], b[i])
+                                                 : static_cast<uint64_t>(std::llabs(ordered_bits(a[i]) - ordered_bits(b[i])));
+    else
+      ulp = ulp_distance(static_cast<double>(a[i]), static_cast<double>(b[i]));
+    cell.max_ulp = std::max(cell.max_ulp, ulp);
+    cell.max_abs = std::max(cell.max_abs, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  }
+}
+
+// The batch dimension of a module's output: the one dimension whose size
+// is `batch` in the whole batch's output and `m` in a piece's; -1 when the
+// shapes do not say (no batch dimension).
+int64_t batch_dim(const torch::Tensor& whole, const torch::Tensor& part, int64_t batch, int64_t m) {
+  if (whole.dim() != part.dim()) return -1;
+  int64_t dim = -1, differing = 0;
+  for (int64_t d = 0; d < whole.dim(); ++d)
+    if (whole.size(d) != part.size(d)) {
+      ++differing;
+      if (whole.size(d) == batch && part.size(d) == m) dim = d;
+    }
+  return differing == 1 ? dim : -1;
+}
+
+bool same_bytes(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
+  const torch::Tensor ca = a.contiguous(), cb = b.contiguous();
+  return std::memcmp(ca.data_ptr(), cb.data_ptr(), static_cast<size_t>(ca.numel()) * ca.element_size()) == 0;
+}
+
+// Compares one module's outputs of the pieces of one size (`parts`, in
+// batch order, `n` samples each but the last) with the whole batch's
+// output, adding to `cell`: the pieces joined along the batch dimension
+// and held row by row (one sample a row). Returns false when the output
+// has no batch dimension: each piece's is then held whole to the batch's.
+bool compare_size(const torch::Tensor& whole, const std::vector<torch::Tensor>& parts, int64_t batch, int64_t n,
+                  SweepCell& cell) {
+  const int64_t dim = batch_dim(whole, parts.front(), batch, std::min(n, batch));
+  if (dim < 0) {
+    for (size_t k = 0; k < parts.size(); ++k)
+      if (!same_bytes(whole, parts[k].cpu()))
+        cell.samples_differ += std::min(n, batch - static_cast<int64_t>(k) * n);
+    return false;
+  }
+  const torch::Tensor a = whole.movedim(dim, 0).contiguous().reshape({batch, -1});
+  const torch::Tensor b = torch::cat(parts, dim).cpu().movedim(dim, 0).contiguous().reshape({batch, -1});
+  const int64_t width = a.size(1);
+  const size_t row_bytes = static_cast<size_t>(width) * a.element_size();
+  const char* pa = static_cast<const char*>(a.data_ptr());
+  const char* pb = static_cast<const char*>(b.data_ptr());
+  std::vector<int64_t> differ;
+  for (int64_t r = 0; r < batch; ++r)
+    if (std::memcmp(pa + r * row_bytes, pb + r * row_bytes, row_bytes) != 0) differ.push_back(r);
+  cell.samples_differ += static_cast<int64_t>(differ.size());
+  if (differ.empty()) return true;
+  for (int64_t r : differ) {
+    if (a.scalar_type() == torch::kFloat)
+      add_row_distance(a.data_ptr<float>() + r * width, b.data_ptr<float>() + r * width, width, cell);
+    else if (a.scalar_type() == torch::kDouble)
+      add_row_distance(a.data_ptr<double>() + r * width, b.data_ptr<double>() + r * width, width, cell);
+  }
+  return true;
+}
+
+std::string describe_cell(const SweepCell& c, int64_t batch) {
+  std::string s = "at " + std::to_string(c.size) + ": " + std::to_string(c.samples_differ) + " of " +
+                  std::to_string(batch) + " samples differ";
+  if (c.max_ulp > 0) {
+    char abs[32];
+    std::snprintf(abs, sizeof abs, "%.3g", c.max_abs);
+    s += ", max " + std::to_string(c.max_ulp) + " ulp (|Δ| " + abs + ")";
+  }
+  return s;
+}
+
+std::string label(const ModuleSweep& m) { return m.module + (m.type.empty() ? "" : " (" + m.type + ")"); }
+
+}  // namespace
+
+int64_t ModuleSweep::first_size_differing() const {
+  for (const auto& c : cells)
+    if (c.samples_differ > 0) return c.size;
+  return 0;
+}
+
+bool BatchSweep::invariant() const {
+  for (const auto& m : modules)
+    if (m.first_size_differing() != 0) return false;
+  return true;
+}
+
+BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
+  if (cfg.has_trainer())
+    throw BadUsage("--batch-sweep: " + cfg.file + " runs a team's trainer, whose model is its own; the sweep is for "
+                   "a built-in smoke's model");
+  const uint64_t seed = base_seed(cfg).first;
+  std::shared_ptr<const CsvTable> table;
+  prepare_smoke(cfg, seed, table);
+  const torch::Device device(cfg.device == "cuda" ? torch::kCUDA : torch::kCPU);
+  torch::Tensor x = first_batch(cfg, seed, table).to(device);
+  BatchSweep out;
+  out.smoke = cfg.name;
+  out.device = cfg.device;
+  out.batch = x.size(0);
+  if (out.batch < 2)
+    throw BadUsage("--batch-sweep: " + cfg.file + ": the first batch holds " + std::to_string(out.batch) +
+                   " sample: nothing to split (data.batch_size 2 or more)");
+  for (int64_t n = out.batch; n >= 1; n /= 2) out.sizes.push_back(n);
+
+  auto model = make_model(cfg.model, cfg.data.loader.sample_shape, cfg.classes);
+  if (cfg.model.name != "torchscript") init_parameters(*model, seed);
+  model->to(device);
+  model->eval();
+  TraceSpec off;
+  off.steps = 0;  // keep outputs only: no trace entries
+  ModuleTracer tracer(off);
+  model->set_tracer(&tracer);
+  torch::NoGradGuard no_grad;
+
+  using Clock = std::chrono::steady_clock;
+  model->forward(x);  // warm-up: lazy initialisation is no forward's cost
+  const auto f0 = Clock::now();
+  model->forward(x);
+  out.forward_s = std::chrono::duration<double>(Clock::now() - f0).count();
+  // The modules' outputs, and the model's own last: a TorchScript module
+  // that is not an nn.Sequential shows no submodule (its forward is
+  // compiled code), so its output is the one compared.
+  auto forward_kept = [&](const torch::Tensor& in, Outputs& kept) {
+    tracer.keep_outputs(&kept);
+    torch::Tensor y = model->forward(in);
+    tracer.keep_outputs(nullptr);
+    kept.emplace_back(kModelOutput, y.detach());
+  };
+  Outputs whole;
+  forward_kept(x, whole);
+  for (auto& w : whole) w.second = w.second.cpu();
+  const std::vector<std::string> names = call_names(whole);
+  std::map<std::string, std::string> types;
+  for (const auto& item : model->named_modules("", /*include_self=*/false)) types[item.key()] = module_type(*item.value());
+  for (const auto& name : names) {
+    ModuleSweep m;
+    m.module = name;
+    auto t = types.find(name.substr(0, name.find('#')));
+    if (t != types.end()) m.type = t->second;
+    out.modules.push_back(std::move(m));
+  }
+  // One size: its pieces forwarded with their outputs kept, each module's
+  // held to the whole batch's into `cells` (one per module); the seconds.
+  auto sweep_size = [&](int64_t n, std::vector<SweepCell>& cells) {
+    const auto t0 = Clock::now();
+    std::vector<std::vector<torch::Tensor>> parts(whole.size());  // per module, the pieces' outputs
+    for (int64_t start = 0; start < out.batch; start += n) {
+      const int64_t len = std::min(n, out.batch - start);
+      Outputs piece;
+      forward_kept(x.narrow(0, start, len), piece);
+      if (piece.size() != whole.size())
+        throw EnvironmentError("--batch-sweep: " + cfg.name + "'s model calls " + std::to_string(piece.size()) +
+                               " modules for " + std::to_string(len) + " samples and " + std::to_string(whole.size()) +
+                               " for " + std::to_string(out.batch) + ": it is not one forward per batch");
+      for (size_t i = 0; i < whole.size(); ++i) parts[i].push_back(std::move(piece[i].second));
+    }
+    for (size_t i = 0; i < whole.size(); ++i)
+      if (!compare_size(whole[i].second, parts[i], out.batch, n, cells[i])) out.modules[i].per_sample = false;
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  // The bench's timing: the best of kTimed passes each way (a small
+  // model's forward takes microseconds, below one pass's noise).
+  constexpr int kTimed = 25;
+  for (size_t k = 1; k < out.sizes.size(); ++k) {
+    const int64_t n = out.sizes[k];
+    std::vector<SweepCell> cells(out.modules.size(), SweepCell{n, 0, 0, 0, 0, 0});
+    double plain = 0, seconds = sweep_size(n, cells);
+    if (time_plain) {
+      plain = seconds = std::numeric_limits<double>::infinity();
+      for (int r = 0; r < kTimed; ++r) {
+        const auto p0 = Clock::now();
+        for (int64_t start = 0; start < out.batch; start += n)
+          model->forward(x.narrow(0, start, std::min(n, out.batch - start)));
+        plain = std::min(plain, std::chrono::duration<double>(Clock::now() - p0).count());
+        std::vector<SweepCell> scratch(out.modules.size(), SweepCell{n, 0, 0, 0, 0, 0});
+        seconds = std::min(seconds, sweep_size(n, scratch));
+      }
+    }
+    for (size_t i = 0; i < out.modules.size(); ++i) {
+      cells[i].seconds = seconds;
+      cells[i].plain_seconds = plain;
+      out.modules[i].cells.push_back(cells[i]);
+    }
+  }
+  tracer.keep_outputs(nullptr);
+  model->set_tracer(nullptr);
+  return out;
+}
+
+std::string render_batch_sweep(const BatchSweep& s) {
+  std::ostringstream o;
+  std::string pieces;
+  for (size_t k = 1; k < s.sizes.size(); ++k) pieces += (pieces.empty() ? "" : ", ") + std::to_string(s.sizes[k]);
+  o << "batch sweep " << s.smoke << " (" << s.device << "): the first batch, " << s.batch
+    << " samples, forwarded whole and in pieces of " << pieces
+    << " (eval mode: dropout off, BatchNorm on its running statistics); each sample's output of each module held "
+       "bit for bit to the whole batch's\n";
+  size_t width = 0;
+  for (const auto& m : s.modules) width = std::max(width, label(m).size());
+  for (const auto& m : s.modules) {
+    o << "  " << label(m) << std::string(width + 2 - label(m).size(), ' ');
+    if (m.first_size_differing() == 0) {
+      o << "batch-invariant" << (m.per_sample ? "" : " (no batch dimension: compared whole)") << "\n";
+      continue;
+    }
+    o << "not batch-invariant:";
+    std::string cells;
+    for (const auto& c : m.cells)
+      if (c.samples_differ > 0) cells += (cells.empty() ? " " : "; ") + describe_cell(c, s.batch);
+    o << cells << (m.per_sample ? "" : " (no batch dimension: compared whole)") << "\n";
+  }
+  if (s.invariant()) {
+    o << s.smoke << ": BATCH-INVARIANT on this stack (exit 0)\n";
+  } else {
+    for (const auto& m : s.modules) {
+      const int64_t at = m.first_size_differing();
+      if (at == 0) continue;
+      uint64_t ulp = 0;
+      for (const auto& c : m.cells)
+        if (c.size == at) ulp = c.max_ulp;
+      o << s.smoke << ": NOT BATCH-INVARIANT (exit 1): " << label(m) << " is not batch-invariant on this stack at batch "
+        << at << (ulp > 0 ? " (max " + std::to_string(ulp) + " ulp)" : std::string()) << "\n";
+      break;
+    }
+  }
+  return o.str();
+}
+
+nlohmann::json batch_sweep_json(const BatchSweep& s) {
+  nlohmann::json modules = nlohmann::json::array();
+  for (const auto& m : s.modules) {
+    nlohmann::json cells = nlohmann::json::array();
+    for (const auto& c : m.cells)
+      cells.push_back({{"size", c.size}, {"samples_differ", c.samples_differ}, {"max_ulp", c.max_ulp},
+                       {"max_abs", c.max_abs}, {"seconds", c.seconds}, {"plain_seconds", c.plain_seconds}});
+    modules.push_back({{"module", m.module}, {"type", m.type}, {"per_sample", m.per_sample}, {"cells", cells}});
+  }
+  return {{"smoke", s.smoke},         {"device", s.device},         {"batch", s.batch}, {"sizes", s.sizes},
+          {"invariant", s.invariant()}, {"forward_s", s.forward_s}, {"modules", modules}};
+}
+
+}  // namespace lockstep
