@@ -229,6 +229,7 @@ void read_optimizer(const JsonView& o, OptimizerSpec& spec) {
     if (spec.beta2 >= 1) b.at(1).fail("a value in [0, 1)");
   }
   if (o.has("eps")) spec.eps = o.at("eps").as_finite(0, 1);
+  if (o.has("micro_batches")) spec.micro_batches = o.at("micro_batches").as_int(1, 4096);
   if (o.has("schedule")) {
     JsonView s = o.at("schedule");
     s.allow_keys(keys_under("optimizer.schedule"));

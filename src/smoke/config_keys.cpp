@@ -96,6 +96,7 @@ std::vector<ConfigKey> builtin_model_keys() {
     {"optimizer.weight_decay", true, "weight decay"},
     {"optimizer.betas", true, "adam, adamw: betas"},
     {"optimizer.eps", true, "adam, adamw: eps"},
+    {"optimizer.micro_batches", true, "gradient accumulation: micro-batches per step (divides data.batch_size)"},
     {"optimizer.schedule", true, "learning-rate schedule"},
     {"optimizer.schedule.name", true, "constant, warmup or step"},
     {"optimizer.schedule.warmup_steps", true, "warmup: steps"},

@@ -342,6 +342,13 @@ SmokeConfig load_smoke_doc(const nlohmann::json& doc, const std::string& path) {
     read_data(v.at("data"), c.data, fs::absolute(c.file).parent_path());
     read_model(v.at("model"), c);
     read_optimizer(v.at("optimizer"), c.optimizer);
+    if (c.data.loader.batch_size % c.optimizer.micro_batches != 0)
+      v.at("optimizer").at("micro_batches")
+          .fail("a divisor of data.batch_size " + std::to_string(c.data.loader.batch_size) +
+                " (micro-batches of equal size), got " + std::to_string(c.optimizer.micro_batches));
+    if (c.optimizer.micro_batches > 1 && !c.data.loader.drop_last)
+      v.at("optimizer").at("micro_batches")
+          .fail("1 unless data.drop_last is true (a short last batch would not split evenly)");
   }
   if (v.has("resume_at") && c.has_trainer() && c.trainer.resume_stop.empty())
     v.at("resume_at").fail("a trainer.resume section (how the command stops at a checkpoint and continues)");
@@ -447,6 +454,8 @@ nlohmann::json values_json(const SmokeConfig& c) {
                                             {"gamma", s.kind == LrSchedule::Kind::kStep ? s.gamma : 0.0}}}};
   if (o.name == "sgd") optimizer.update({{"momentum", o.momentum}, {"nesterov", o.nesterov}});
   else optimizer.update({{"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps}});
+  // Only when used: the goldens made before the key keep their values hash.
+  if (o.micro_batches != 1) optimizer["micro_batches"] = o.micro_batches;
   nlohmann::json out = {{"device", c.device}, {"seed", c.seed}, {"steps", c.steps}, {"mode", c.mode},
                         {"intra_op_threads", c.intra_op_threads}, {"inter_op_threads", c.inter_op_threads},
                         {"data", data}, {"model", model}, {"optimizer", optimizer},

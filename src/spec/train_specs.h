@@ -37,6 +37,12 @@ struct OptimizerSpec {
   double weight_decay = 0;   ///< all three (adamw default 0.01 is not implied)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  ///< adam, adamw
   LrSchedule schedule;       ///< carries the base learning rate
+  /// Gradient accumulation: each step's batch is split into this many
+  /// micro-batches of equal size, forwarded and backpropagated one by one,
+  /// each loss weighted by its share of the batch (1/k), their gradients
+  /// summed, then one optimiser step. 1: the batch at once. The same
+  /// mathematics; the float bits may differ (summation order).
+  int64_t micro_batches = 1;
 };
 
 /// Trace section of a smoke config: per-module fingerprints of the first

@@ -274,12 +274,23 @@ void train_step(StepParts& s, int64_t step, SmokeBatch& batch, TrainResult& r) {
   torch::Tensor x = batch.inputs.to(s.device), y = batch.labels.to(s.device);
   compat::zero_grad(s.optimizer);
   s.tracer.begin_step(step);
-  torch::Tensor loss = torch::nn::functional::cross_entropy(s.model.forward(x), y);
-  if (s.inject) loss = loss * s.inject->factor();
-  if (s.spec.loss_factor != 1) loss = loss * s.spec.loss_factor;
-  loss = s.sync.shape_loss(step, loss);
-  loss.backward();
-  r.series["loss"].values.push_back(s.sync.after_backward(step, loss.item<float>(), s.params, r.series));
+  // One backward per micro-batch (optimizer.micro_batches; 1: the batch),
+  // each loss weighted by its share, gradients summed by autograd; the
+  // step's loss is the sum of the weighted losses (the batch mean).
+  const int64_t k = s.spec.optimizer.micro_batches;
+  torch::Tensor step_loss;
+  for (int64_t m = 0; m < k; ++m) {
+    const int64_t n = x.size(0) / k;
+    torch::Tensor xm = k == 1 ? x : x.narrow(0, m * n, n), ym = k == 1 ? y : y.narrow(0, m * n, n);
+    torch::Tensor loss = torch::nn::functional::cross_entropy(s.model.forward(xm), ym);
+    if (k > 1) loss = loss / static_cast<double>(k);
+    if (s.inject) loss = loss * s.inject->factor();
+    if (s.spec.loss_factor != 1) loss = loss * s.spec.loss_factor;
+    loss = s.sync.shape_loss(step, loss);
+    loss.backward();
+    step_loss = m == 0 ? loss.detach() : step_loss + loss.detach();
+  }
+  r.series["loss"].values.push_back(s.sync.after_backward(step, step_loss.item<float>(), s.params, r.series));
   record_gradients(s.params, lr, r);
   if (s.spec.trace.digests) r.digests.grads.push_back(step_digest(s.params, true));
   s.optimizer.step();

@@ -193,6 +193,7 @@ const std::map<std::string, Change>& changes() {
       {"optimizer.weight_decay", {"csv", {{"optimizer.weight_decay", 0.01}}}},
       {"optimizer.betas", {"images", {{"optimizer.betas", {0.8, 0.99}}}}},
       {"optimizer.eps", {"images", {{"optimizer.eps", 1e-6}}}},
+      {"optimizer.micro_batches", {"csv", {{"optimizer.micro_batches", 2}}}},
       {"optimizer.schedule.name", {"csv", {{"optimizer.schedule", {{"name", "warmup"}, {"warmup_steps", 2}}}}}},
       {"optimizer.schedule.warmup_steps", {"warmup", {{"optimizer.schedule.warmup_steps", 3}}}},
       {"optimizer.schedule.step_size", {"step-decay", {{"optimizer.schedule.step_size", 3}}}},

@@ -281,6 +281,34 @@ TEST(SmokeConfig, RepeatVariesListsKindsEachOnce) {
   }
 }
 
+// Gradient accumulation splits a batch into equal micro-batches: a count
+// that does not divide it, or a short last batch, is refused.
+TEST(SmokeConfig, MicroBatchesDivideTheBatchOfEveryStep) {
+  testing::GateProject ok("micro-ok", [](nlohmann::json& c) { c["optimizer"]["micro_batches"] = 2; });
+  EXPECT_EQ(load_smoke_config(ok.smoke_file()).optimizer.micro_batches, 2);
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> bad = {
+      {[](nlohmann::json& c) { c["optimizer"]["micro_batches"] = 3; },
+       "optimizer.micro_batches: expected a divisor of data.batch_size 4 (micro-batches of equal size), got 3"},
+      {[](nlohmann::json& c) {
+         c["optimizer"]["micro_batches"] = 2;
+         c["data"]["drop_last"] = false;
+       },
+       "optimizer.micro_batches: expected 1 unless data.drop_last is true (a short last batch would not split "
+       "evenly)"},
+      {[](nlohmann::json& c) { c["optimizer"]["micro_batches"] = 0; },
+       "optimizer.micro_batches: expected an integer in [1, 4096], got 0"},
+  };
+  for (const auto& [edit, expected] : bad) {
+    testing::GateProject p("micro-bad", edit);
+    try {
+      load_smoke_config(p.smoke_file());
+      ADD_FAILURE() << "accepted: " << expected;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), p.smoke_file() + ": " + expected);
+    }
+  }
+}
+
 // A varied run is no other input: its values hash is the plain run's.
 TEST(SmokeConfig, AVariationIsNotAnInput) {
   testing::GateProject p("vary-not-input");
