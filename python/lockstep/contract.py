@@ -186,17 +186,31 @@ def _apply_variation(torch, spec):
     the intra-op pool started now. The other kinds lockstep applies itself
     (the CPUs, MALLOC_PERTURB_, the environment's order). Values are
     lockstep's own: a malformed one is a LockstepError (exit 2)."""
-    for item in filter(None, spec.split(",")):
-        kind, _, value = item.partition("=")
-        if kind == "allocator":
-            if not re.fullmatch(r"[0-9]{1,9}", value) or not 65536 <= int(value) <= 131071:
-                _fail("LOCKSTEP_VARY: allocator must be a byte count in [65536, 131071], got %r" % value)
-            _make_heap_hole(int(value))
-        elif kind == "thread-warmup":
-            torch.ones(1 << 16).add_(1).sum()
-        elif kind not in ("malloc-perturb", "affinity", "env-order"):
-            _fail("LOCKSTEP_VARY: unknown kind %r (allocator, malloc-perturb, affinity, env-order, thread-warmup)"
-                  % kind)
+    if not spec:
+        return  # a plain run
+    kinds = ("allocator", "malloc-perturb", "affinity", "env-order", "thread-warmup")
+    seen = set()
+    for item in spec.split(","):
+        kind, eq, value = item.strip().partition("=")
+        if kind not in kinds:
+            _fail("LOCKSTEP_VARY: unknown kind %r (%s)" % (kind, ", ".join(kinds)))
+        if kind in seen:
+            _fail("LOCKSTEP_VARY: %s given twice" % kind)
+        seen.add(kind)
+        # Every value written out, as lockstep hands it on (src/spec/run_variation.h).
+        if kind == "allocator" and not (re.fullmatch(r"[0-9]{1,9}", value) and 65536 <= int(value) <= 131071):
+            _fail("LOCKSTEP_VARY: allocator must be a byte count in [65536, 131071], got %r" % value)
+        if kind == "malloc-perturb" and not (re.fullmatch(r"[0-9]{1,3}", value) and 1 <= int(value) <= 255):
+            _fail("LOCKSTEP_VARY: malloc-perturb must be a byte value in [1, 255], got %r" % value)
+        if kind == "affinity" and not re.fullmatch(r"[0-9]{1,4}(\+[0-9]{1,4})*", value):
+            _fail("LOCKSTEP_VARY: affinity must be CPU numbers joined by '+', got %r" % value)
+        if kind in ("env-order", "thread-warmup") and eq:
+            _fail("LOCKSTEP_VARY: %s takes no value, got %r" % (kind, value))
+    # Applied once every item is known good: the heap hole, then the pool.
+    if "allocator" in seen:
+        _make_heap_hole(int(dict(i.strip().partition("=")[::2] for i in spec.split(","))["allocator"]))
+    if "thread-warmup" in seen:
+        torch.ones(1 << 16).add_(1).sum()
 
 
 def _apply_torch_contract(torch, s):

@@ -56,8 +56,9 @@ int batch_sweep_command(const RunOptions& options, const BatchSweepOptions& swee
 
 /// The smoke config a batch sweep of `options` is made of (its lane and
 /// overrides applied); throws BadUsage (exit 2) for a trainer smoke, a
-/// folder, or a flag the sweep has no use for (--record, a run's span).
-SmokeConfig refuse_batch_sweep_of(const RunOptions& options);
+/// folder, a flag the sweep has no use for (--record, --rank, --nnodes,
+/// --world-size), or a --json over one of its inputs or into the goldens.
+SmokeConfig refuse_batch_sweep_of(const RunOptions& options, const BatchSweepOptions& sweep);
 
 /// `lockstep selftest [SMOKE...]`: each smoke's negative control
 /// (gate/selftest.h), printed, and with `json_out` written as JSON. Exit 0

@@ -298,6 +298,7 @@ void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
                       "module's output held bit for bit to the whole batch's; exit 1 naming the first module that "
                       "is not batch-invariant)");
   probe->add_option("--json", sweep->json_out, "With --batch-sweep: also write the sweep as JSON to this file")
+      ->check([](const std::string& v) { return v.empty() ? std::string("a file path for the JSON, not empty") : ""; })
       ->needs(sweep_flag);
   probe->add_flag("--batch-sweep-timing", sweep->timing, "With --batch-sweep: time each size's plain forwards first")
       ->needs(sweep_flag)

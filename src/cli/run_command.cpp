@@ -13,11 +13,13 @@
 #include "cli/commands.h"
 #include "cli/record_producers.h"
 #include "cli/smoke_launcher.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/float_bits.h"
 #include "core/process.h"
 #include "launch/launcher.h"
 #include "plan/run_plan.h"
+#include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
@@ -81,6 +83,9 @@ int report_run(const RunPlan& plan, const ProducedRun& run) {
               << format_double(loss->second.values.front()) << " -> " << format_double(loss->second.values.back())
               << run.after_loss;
   std::cout << "\n  platform " << rec.platform << ", record " << plan.out << "\n";
+  if (!plan.config.vary.empty())  // the values drawn here are in the record too (vary.*)
+    std::cout << "  varied: " << describe_variation(plan.config.vary) << " (--vary " << variation_spec(plan.config.vary)
+              << ")\n";
   return 0;
 }
 
@@ -127,7 +132,7 @@ int run_or_probe(const RunOptions& given, bool train) {
 
 }  // namespace
 
-SmokeConfig refuse_batch_sweep_of(const RunOptions& o) {
+SmokeConfig refuse_batch_sweep_of(const RunOptions& o, const BatchSweepOptions& sweep) {
   std::error_code ec;
   if (fs::is_directory(o.smoke, ec))
     throw BadUsage(o.smoke + ": a folder; `lockstep probe --batch-sweep` takes one smoke config file");
@@ -135,10 +140,17 @@ SmokeConfig refuse_batch_sweep_of(const RunOptions& o) {
     throw BadUsage("--record: --batch-sweep writes no record (--json FILE writes the sweep as JSON)");
   if (o.rank >= 0 || o.nnodes > 1)
     throw BadUsage("--batch-sweep: one process on one machine (no --rank, --nnodes)");
+  if (o.overrides.world_size > 0)
+    throw BadUsage("--world-size: --batch-sweep forwards one process's first batch (data.batch_size samples); the "
+                   "world size changes nothing it does");
   SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke, o.variant), o.overrides);
   if (cfg.has_trainer())
     throw BadUsage("--batch-sweep: " + o.smoke + " runs a team's trainer, whose model is its own; the sweep is for "
                    "a built-in smoke's model (docs/equivalence.md, \"Batch-invariance sweep\")");
+  if (!sweep.json_out.empty()) {
+    refuse_overwriting_inputs(sweep.json_out, {o.smoke, cfg.data.resolved_path, cfg.model.path});
+    refuse_writing_into_goldens(sweep.json_out, o.smoke, "the sweep's JSON");
+  }
   return cfg;
 }
 

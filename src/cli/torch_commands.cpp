@@ -118,10 +118,10 @@ int finish_command(int code) {
 }
 
 int batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sweep) {
-  const SmokeConfig cfg = refuse_batch_sweep_of(o);
+  const SmokeConfig cfg = refuse_batch_sweep_of(o, sweep);
   const BatchSweep s = sweep_batch_invariance(cfg, sweep.timing);
   if (!sweep.json_out.empty()) write_file_atomically(sweep.json_out, pretty_dump(batch_sweep_json(s)));
-  std::cout << render_batch_sweep(s);
+  if (!o.quiet || !s.invariant()) std::cout << render_batch_sweep(s);  // --quiet: nothing on success
   return s.invariant() ? 0 : to_int(ExitCode::kRegression);
 }
 

@@ -79,8 +79,8 @@ class ExecProducer : public RecordProducer {
 std::unique_ptr<RecordProducer> builtin_record_producer() { return std::make_unique<ExecProducer>(); }
 int finish_command(int code) { return code; }
 int env_command(const EnvOptions&) { exec_torch_binary("env"); }
-int batch_sweep_command(const RunOptions& o, const BatchSweepOptions&) {
-  refuse_batch_sweep_of(o);  // a trainer smoke is refused here, before LibTorch's start-up
+int batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sweep) {
+  refuse_batch_sweep_of(o, sweep);  // a trainer smoke is refused here, before LibTorch's start-up
   exec_torch_binary("probe --batch-sweep");
 }
 

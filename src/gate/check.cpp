@@ -260,11 +260,19 @@ VariedRepeat judge_varied_repeat(Launcher& launcher, const ChildRun& base, const
     });
   run_tasks(tasks, o.slots, per_run, per_run);
   std::string movers, files;
+  RunVariation minimal;  // the kinds that move the values alone (none: all of them)
   for (size_t k = 0; k < kinds.size(); ++k) {
     if (first_bit_difference(alone[k], runs[0]).empty()) continue;
     movers += (movers.empty() ? "" : "; ") + describe_variation(only_kind(v, kinds[k]));
     files += (files.empty() ? "" : ", ") + dir + "/vary-" + kinds[k] + ".json";
+    RunVariation one = only_kind(v, kinds[k]);
+    if (one.allocator_bytes) minimal.allocator_bytes = one.allocator_bytes;
+    if (one.malloc_perturb) minimal.malloc_perturb = one.malloc_perturb;
+    if (one.affinity.any()) minimal.affinity = one.affinity;
+    minimal.env_reversed = minimal.env_reversed || one.env_reversed;
+    minimal.thread_warmup = minimal.thread_warmup || one.thread_warmup;
   }
+  if (minimal.empty()) minimal = v;
   std::string plain = "1";
   for (size_t k = 2; k < runs.size(); ++k) plain += (k + 1 == runs.size() ? " and " : ", ") + std::to_string(k + 1);
   out.only_varied = true;
@@ -272,8 +280,10 @@ VariedRepeat judge_varied_repeat(Launcher& launcher, const ChildRun& base, const
                  plain + " agree bit for bit; " +
                  (movers.empty() ? std::string("no kind alone moves the values, their combination does")
                                  : "alone, " + movers + " moves the values (" + files + ")");
-  out.notes.push_back("to see it again: lockstep run " + smoke_file + " --vary " + variation_spec(v) +
-                      " (docs/equivalence.md, \"Perturbed repeats\")");
+  out.notes.push_back("to see it again: lockstep run " + smoke_file + " --record plain.json; lockstep run " +
+                      smoke_file + " --vary " + variation_spec(minimal) +
+                      " --record varied.json; lockstep compare varied.json plain.json (exit 1 names the first "
+                      "difference; docs/equivalence.md, \"Perturbed repeats\")");
   return out;
 }
 
@@ -755,12 +765,8 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   // 1. Fresh runs, bit for bit; the second varies what must not matter.
   const ChildRun base = check_run(cfg, file, o);
   ChildRun repeats = base;
-  if (repeat >= 2 && !cfg.repeat_varies.empty()) {
-    // Drawn from the smoke, not the clock: every check of one commit varies
-    // the same way, so its verdict repeats (a tool that is itself flaky
-    // would be worse than none).
-    std::mt19937_64 rng(xxh3_64("repeat_varies " + cfg.name + " " + std::to_string(cfg.seed)));
-    repeats.variation = random_variation(cfg.repeat_varies, rng, allowed_cpus_mask());
+  if (repeat >= 2) {
+    repeats.variation = repeat_variation(cfg);  // drawn from the smoke: the verdict repeats
     repeats.varied_run = repeats.variation.empty() ? 0 : 2;
   }
   ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
@@ -779,7 +785,10 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     VariedRepeat varied = judge_varied_repeat(launcher, base, repeats, runs, o, per_run, file, dir);
     return nondeterministic_check(cfg.name, runs, i, diff, dir, varied);
   }
-  const std::string varied = repeats.varied_run == 0 ? "" : describe_variation(repeats.variation);
+  std::string varied = repeats.varied_run == 0 ? "" : describe_variation(repeats.variation);
+  if (!varied.empty() && repeats.variation.affinity.none() &&
+      std::find(cfg.repeat_varies.begin(), cfg.repeat_varies.end(), "affinity") != cfg.repeat_varies.end())
+    varied += "; not its CPUs: this process may run on one CPU only";
   // 2. The trainer's batches are the data-only pass's.
   Golden golden;
   const auto found = pick_golden(root, cfg, run, goldens, golden);

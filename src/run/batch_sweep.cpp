@@ -27,7 +27,7 @@ namespace lockstep {
 
 namespace {
 
-using Outputs = std::vector<std::pair<std::string, torch::Tensor>>;
+using Outputs = std::vector<ModuleTracer::KeptCall>;
 
 // The row of the model's own output (after its modules' rows).
 constexpr const char* kModelOutput = "(model output)";
@@ -44,9 +44,9 @@ std::string module_type(const torch::nn::Module& m) {
 std::vector<std::string> call_names(const Outputs& outputs) {
   std::map<std::string, int> seen;
   std::vector<std::string> names;
-  for (const auto& [name, _] : outputs) {
-    int n = ++seen[name];
-    names.push_back(n == 1 ? name : name + "#" + std::to_string(n));
+  for (const auto& call : outputs) {
+    int n = ++seen[call.name];
+    names.push_back(n == 1 ? call.name : call.name + "#" + std::to_string(n));
   }
   return names;
 }
@@ -59,7 +59,10 @@ torch::Tensor first_batch(const SmokeConfig& cfg, uint64_t seed, std::shared_ptr
     inputs = b.inputs.clone();
     return false;
   });
-  if (!inputs.defined()) throw BadUsage(cfg.file + ": data: no batch to sweep (the data yields none)");
+  if (!inputs.defined())
+    throw BadInput(cfg.file, "data.batch_size",
+                   "a batch the data can fill (no batch to sweep: " + std::to_string(cfg.data.loader.batch_size) +
+                       " samples a batch with drop_last leaves none)");
   return inputs;
 }
 
@@ -108,18 +111,22 @@ bool same_bytes(const torch::Tensor& a, const torch::Tensor& b) {
   return std::memcmp(ca.data_ptr(), cb.data_ptr(), static_cast<size_t>(ca.numel()) * ca.element_size()) == 0;
 }
 
-// Compares one module's outputs of the pieces of one size (`parts`, in
-// batch order, `n` samples each but the last) with the whole batch's
-// output, adding to `cell`: the pieces joined along the batch dimension
-// and held row by row (one sample a row). Returns false when the output
-// has no batch dimension: each piece's is then held whole to the batch's.
-bool compare_size(const torch::Tensor& whole, const std::vector<torch::Tensor>& parts, int64_t batch, int64_t n,
-                  SweepCell& cell) {
+// Marks in `rows` (one per sample of the batch) the samples whose tensor
+// differs between the whole batch (`whole`) and the pieces of one size
+// (`parts`, in batch order, `n` samples each but the last): the pieces
+// joined along the batch dimension and held row by row. With `cell`, adds
+// the differing elements' distances to it. Returns false when the tensor
+// has no batch dimension: each piece's is then held whole to the batch's,
+// its samples marked when it differs.
+bool differing_rows(const torch::Tensor& whole, const std::vector<torch::Tensor>& parts, int64_t batch, int64_t n,
+                    std::vector<char>& rows, SweepCell* cell) {
+  rows.assign(static_cast<size_t>(batch), 0);
   const int64_t dim = batch_dim(whole, parts.front(), batch, std::min(n, batch));
   if (dim < 0) {
     for (size_t k = 0; k < parts.size(); ++k)
       if (!same_bytes(whole, parts[k].cpu()))
-        cell.samples_differ += std::min(n, batch - static_cast<int64_t>(k) * n);
+        for (int64_t r = static_cast<int64_t>(k) * n; r < std::min(batch, static_cast<int64_t>(k + 1) * n); ++r)
+          rows[static_cast<size_t>(r)] = 1;
     return false;
   }
   const torch::Tensor a = whole.movedim(dim, 0).contiguous().reshape({batch, -1});
@@ -128,18 +135,36 @@ bool compare_size(const torch::Tensor& whole, const std::vector<torch::Tensor>& 
   const size_t row_bytes = static_cast<size_t>(width) * a.element_size();
   const char* pa = static_cast<const char*>(a.data_ptr());
   const char* pb = static_cast<const char*>(b.data_ptr());
-  std::vector<int64_t> differ;
-  for (int64_t r = 0; r < batch; ++r)
-    if (std::memcmp(pa + r * row_bytes, pb + r * row_bytes, row_bytes) != 0) differ.push_back(r);
-  cell.samples_differ += static_cast<int64_t>(differ.size());
-  if (differ.empty()) return true;
-  for (int64_t r : differ) {
+  for (int64_t r = 0; r < batch; ++r) {
+    if (std::memcmp(pa + r * row_bytes, pb + r * row_bytes, row_bytes) == 0) continue;
+    rows[static_cast<size_t>(r)] = 1;
+    if (!cell) continue;
     if (a.scalar_type() == torch::kFloat)
-      add_row_distance(a.data_ptr<float>() + r * width, b.data_ptr<float>() + r * width, width, cell);
+      add_row_distance(a.data_ptr<float>() + r * width, b.data_ptr<float>() + r * width, width, *cell);
     else if (a.scalar_type() == torch::kDouble)
-      add_row_distance(a.data_ptr<double>() + r * width, b.data_ptr<double>() + r * width, width, cell);
+      add_row_distance(a.data_ptr<double>() + r * width, b.data_ptr<double>() + r * width, width, *cell);
   }
   return true;
+}
+
+// One module at one size: its outputs' differing samples into `cell`, and
+// of those, the ones whose input was the whole batch's bit for bit (the
+// difference starts in this module). Returns false when the output has no
+// batch dimension.
+bool compare_size(const ModuleTracer::KeptCall& whole, const std::vector<ModuleTracer::KeptCall>& parts,
+                  int64_t batch, int64_t n, SweepCell& cell) {
+  std::vector<torch::Tensor> outs, ins;
+  for (const auto& p : parts) outs.push_back(p.out);
+  std::vector<char> out_rows, in_rows;
+  const bool per_sample = differing_rows(whole.out, outs, batch, n, out_rows, &cell);
+  const int64_t differ = std::count(out_rows.begin(), out_rows.end(), 1);
+  cell.samples_differ += differ;
+  if (differ == 0) return per_sample;  // nothing to attribute: the inputs are not compared
+  for (const auto& p : parts) ins.push_back(p.in);
+  differing_rows(whole.in, ins, batch, n, in_rows, nullptr);
+  for (size_t r = 0; r < out_rows.size(); ++r)
+    if (out_rows[r] && !in_rows[r]) ++cell.samples_new;
+  return per_sample;
 }
 
 std::string describe_cell(const SweepCell& c, int64_t batch) {
@@ -160,6 +185,12 @@ std::string label(const ModuleSweep& m) { return m.module + (m.type.empty() ? ""
 int64_t ModuleSweep::first_size_differing() const {
   for (const auto& c : cells)
     if (c.samples_differ > 0) return c.size;
+  return 0;
+}
+
+int64_t ModuleSweep::first_size_originating() const {
+  for (const auto& c : cells)
+    if (c.samples_new > 0) return c.size;
   return 0;
 }
 
@@ -209,11 +240,17 @@ BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
     tracer.keep_outputs(&kept);
     torch::Tensor y = model->forward(in);
     tracer.keep_outputs(nullptr);
-    kept.emplace_back(kModelOutput, y.detach());
+    // Its input: the last module's output (a difference it only carries on
+    // is then not its own), or the model's input.
+    torch::Tensor last = kept.empty() ? in.detach() : kept.back().out;
+    kept.push_back({kModelOutput, last, y.detach()});
   };
   Outputs whole;
   forward_kept(x, whole);
-  for (auto& w : whole) w.second = w.second.cpu();
+  for (auto& w : whole) {
+    w.in = w.in.cpu();
+    w.out = w.out.cpu();
+  }
   const std::vector<std::string> names = call_names(whole);
   std::map<std::string, std::string> types;
   for (const auto& item : model->named_modules("", /*include_self=*/false)) types[item.key()] = module_type(*item.value());
@@ -228,7 +265,7 @@ BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
   // held to the whole batch's into `cells` (one per module); the seconds.
   auto sweep_size = [&](int64_t n, std::vector<SweepCell>& cells) {
     const auto t0 = Clock::now();
-    std::vector<std::vector<torch::Tensor>> parts(whole.size());  // per module, the pieces' outputs
+    std::vector<Outputs> parts(whole.size());  // per module, the pieces' calls
     for (int64_t start = 0; start < out.batch; start += n) {
       const int64_t len = std::min(n, out.batch - start);
       Outputs piece;
@@ -237,10 +274,10 @@ BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
         throw EnvironmentError("--batch-sweep: " + cfg.name + "'s model calls " + std::to_string(piece.size()) +
                                " modules for " + std::to_string(len) + " samples and " + std::to_string(whole.size()) +
                                " for " + std::to_string(out.batch) + ": it is not one forward per batch");
-      for (size_t i = 0; i < whole.size(); ++i) parts[i].push_back(std::move(piece[i].second));
+      for (size_t i = 0; i < whole.size(); ++i) parts[i].push_back(std::move(piece[i]));
     }
     for (size_t i = 0; i < whole.size(); ++i)
-      if (!compare_size(whole[i].second, parts[i], out.batch, n, cells[i])) out.modules[i].per_sample = false;
+      if (!compare_size(whole[i], parts[i], out.batch, n, cells[i])) out.modules[i].per_sample = false;
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
   // The bench's timing: the best of kTimed passes each way (a small
@@ -248,7 +285,7 @@ BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
   constexpr int kTimed = 25;
   for (size_t k = 1; k < out.sizes.size(); ++k) {
     const int64_t n = out.sizes[k];
-    std::vector<SweepCell> cells(out.modules.size(), SweepCell{n, 0, 0, 0, 0, 0});
+    std::vector<SweepCell> cells(out.modules.size(), SweepCell{n, 0, 0, 0, 0, 0, 0});
     double plain = 0, seconds = sweep_size(n, cells);
     if (time_plain) {
       plain = seconds = std::numeric_limits<double>::infinity();
@@ -257,7 +294,7 @@ BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
         for (int64_t start = 0; start < out.batch; start += n)
           model->forward(x.narrow(0, start, std::min(n, out.batch - start)));
         plain = std::min(plain, std::chrono::duration<double>(Clock::now() - p0).count());
-        std::vector<SweepCell> scratch(out.modules.size(), SweepCell{n, 0, 0, 0, 0, 0});
+        std::vector<SweepCell> scratch(out.modules.size(), SweepCell{n, 0, 0, 0, 0, 0, 0});
         seconds = std::min(seconds, sweep_size(n, scratch));
       }
     }
@@ -278,36 +315,42 @@ std::string render_batch_sweep(const BatchSweep& s) {
   for (size_t k = 1; k < s.sizes.size(); ++k) pieces += (pieces.empty() ? "" : ", ") + std::to_string(s.sizes[k]);
   o << "batch sweep " << s.smoke << " (" << s.device << "): the first batch, " << s.batch
     << " samples, forwarded whole and in pieces of " << pieces
-    << " (eval mode: dropout off, BatchNorm on its running statistics); each sample's output of each module held "
+    << " (eval mode: no dropout; a BatchNorm on its running statistics); each sample's output of each module held "
        "bit for bit to the whole batch's\n";
   size_t width = 0;
   for (const auto& m : s.modules) width = std::max(width, label(m).size());
   for (const auto& m : s.modules) {
     o << "  " << label(m) << std::string(width + 2 - label(m).size(), ' ');
+    const std::string whole = m.per_sample ? "" : " (no batch dimension: compared whole)";
     if (m.first_size_differing() == 0) {
-      o << "batch-invariant" << (m.per_sample ? "" : " (no batch dimension: compared whole)") << "\n";
+      o << "batch-invariant" << whole << "\n";
       continue;
     }
-    o << "not batch-invariant:";
+    o << (m.first_size_originating() == 0 ? "differs only as its input does (an earlier module's difference, carried "
+                                            "on):"
+                                          : "not batch-invariant:");
     std::string cells;
     for (const auto& c : m.cells)
       if (c.samples_differ > 0) cells += (cells.empty() ? " " : "; ") + describe_cell(c, s.batch);
-    o << cells << (m.per_sample ? "" : " (no batch dimension: compared whole)") << "\n";
+    o << cells << whole << "\n";
   }
   if (s.invariant()) {
     o << s.smoke << ": BATCH-INVARIANT on this stack (exit 0)\n";
-  } else {
-    for (const auto& m : s.modules) {
-      const int64_t at = m.first_size_differing();
-      if (at == 0) continue;
-      uint64_t ulp = 0;
-      for (const auto& c : m.cells)
-        if (c.size == at) ulp = c.max_ulp;
-      o << s.smoke << ": NOT BATCH-INVARIANT (exit 1): " << label(m) << " is not batch-invariant on this stack at batch "
-        << at << (ulp > 0 ? " (max " + std::to_string(ulp) + " ulp)" : std::string()) << "\n";
-      break;
-    }
+    return o.str();
   }
+  // The verdict names where a difference starts: the first module whose
+  // input was the whole batch's and whose output was not.
+  const ModuleSweep* first = nullptr;
+  for (const auto& m : s.modules)
+    if (!first && m.first_size_originating() != 0) first = &m;
+  for (const auto& m : s.modules)
+    if (!first && m.first_size_differing() != 0) first = &m;
+  const int64_t at = first->first_size_originating() != 0 ? first->first_size_originating() : first->first_size_differing();
+  uint64_t ulp = 0;
+  for (const auto& c : first->cells)
+    if (c.size == at) ulp = c.max_ulp;
+  o << s.smoke << ": NOT BATCH-INVARIANT (exit 1): " << label(*first) << " is not batch-invariant on this stack at batch "
+    << at << (ulp > 0 ? " (max " + std::to_string(ulp) + " ulp)" : std::string()) << "\n";
   return o.str();
 }
 
@@ -315,10 +358,20 @@ nlohmann::json batch_sweep_json(const BatchSweep& s) {
   nlohmann::json modules = nlohmann::json::array();
   for (const auto& m : s.modules) {
     nlohmann::json cells = nlohmann::json::array();
-    for (const auto& c : m.cells)
-      cells.push_back({{"size", c.size}, {"samples_differ", c.samples_differ}, {"max_ulp", c.max_ulp},
-                       {"max_abs", c.max_abs}, {"seconds", c.seconds}, {"plain_seconds", c.plain_seconds}});
-    modules.push_back({{"module", m.module}, {"type", m.type}, {"per_sample", m.per_sample}, {"cells", cells}});
+    for (const auto& c : m.cells) {
+      nlohmann::json cell = {{"size", c.size},       {"samples_differ", c.samples_differ},
+                             {"samples_new", c.samples_new}, {"max_ulp", c.max_ulp},
+                             {"max_abs", c.max_abs}, {"seconds", c.seconds}};
+      if (c.plain_seconds > 0) cell["plain_seconds"] = c.plain_seconds;  // only when timed (the bench)
+      cells.push_back(std::move(cell));
+    }
+    modules.push_back({{"module", m.module},
+                       {"type", m.type},
+                       {"per_sample", m.per_sample},
+                       {"invariant", m.first_size_differing() == 0},
+                       {"first_size_differing", m.first_size_differing()},
+                       {"first_size_originating", m.first_size_originating()},
+                       {"cells", cells}});
   }
   return {{"smoke", s.smoke},         {"device", s.device},         {"batch", s.batch}, {"sizes", s.sizes},
           {"invariant", s.invariant()}, {"forward_s", s.forward_s}, {"modules", modules}};

@@ -34,6 +34,10 @@ namespace lockstep {
 struct SweepCell {
   int64_t size = 0;           ///< the piece size (samples per forward)
   int64_t samples_differ = 0; ///< samples whose output differs from the full batch's in any bit
+  /// Of those, the samples whose input to the module was the whole batch's
+  /// bit for bit: the difference starts in this module (0: it only carries
+  /// on what an earlier module changed).
+  int64_t samples_new = 0;
   uint64_t max_ulp = 0;       ///< the largest float32 ULP distance of one element (0: identical)
   double max_abs = 0;         ///< the largest |whole - piece| of one element
   double seconds = 0;         ///< wall time of this size's forwards (outputs kept) and comparisons
@@ -52,6 +56,9 @@ struct ModuleSweep {
 
   /// The first size at which it differs, 0 when it never does.
   int64_t first_size_differing() const;
+  /// The first size at which a difference starts in it (its input the
+  /// whole batch's), 0 when none does.
+  int64_t first_size_originating() const;
 };
 
 /// A sweep's result.
@@ -80,15 +87,18 @@ BatchSweep sweep_batch_invariance(const SmokeConfig& config, bool time_plain = f
 /// The sweep for a person, one line per module, then the verdict:
 ///   batch sweep wine-mlp (cpu): the first batch, 24 samples, forwarded at 24, 12, 6, 3, 1 (eval mode) ...
 ///     fc1 (Linear)      batch-invariant
-///     head (Linear)     not batch-invariant: at 12: 5 of 24 samples differ, max 2 ulp; at 6: ...
+///     fc2 (Linear)      not batch-invariant: at 12: 5 of 24 samples differ, max 2 ulp (|Δ| 1e-07); at 6: ...
+///     head (Linear)     differs only as its input does (an earlier module's difference, carried on): ...
 ///   wine-mlp: BATCH-INVARIANT (exit 0)   |   wine-mlp: NOT BATCH-INVARIANT (exit 1): fc2 (Linear) ...
+/// The verdict names the first module where a difference starts (its
+/// input the whole batch's bit for bit, its output not).
 std::string render_batch_sweep(const BatchSweep& sweep);
 
 /// The sweep as JSON: {"smoke", "device", "batch", "sizes", "invariant",
-/// "forward_s", "modules": [{"module", "type", "per_sample", "cells":
-/// [{"size", "samples_differ", "max_ulp", "max_abs", "seconds",
-/// "plain_seconds"}]}]}
-/// (bench/batch_sweep.sh reads the times).
+/// "forward_s", "modules": [{"module", "type", "per_sample", "invariant",
+/// "first_size_differing", "first_size_originating", "cells": [{"size",
+/// "samples_differ", "samples_new", "max_ulp", "max_abs", "seconds"}]}]};
+/// "plain_seconds" in a cell only when timed (bench/batch_sweep.sh).
 nlohmann::json batch_sweep_json(const BatchSweep& sweep);
 
 }  // namespace lockstep

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "core/process.h"
 #include "core/float_bits.h"
 #include "core/hash.h"
 #include "core/json_io.h"
@@ -547,6 +548,12 @@ SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {
     config.values_hash = hex64(xxh3_64(config.values_hash + " perturb=" + overrides.perturb));
   }
   return config;
+}
+
+RunVariation repeat_variation(const SmokeConfig& config) {
+  if (config.repeat_varies.empty()) return {};
+  std::mt19937_64 rng(xxh3_64("repeat_varies " + config.name + " " + std::to_string(config.seed)));
+  return random_variation(config.repeat_varies, rng, allowed_cpus_mask());
 }
 
 std::map<std::string, SmokeConfig> load_smoke_folder(const std::string& dir) {

@@ -249,6 +249,13 @@ struct SmokeConfig {
 /// (data.file_xxh3) unchanged, is no changed input (compare.h).
 nlohmann::json values_json(const SmokeConfig& config);
 
+/// What the second of `config`'s repeats varies in check and bless: the
+/// kinds of `repeat_varies` with values drawn from the smoke's name and
+/// seed (so every check of one commit varies the same way and its verdict
+/// repeats), affinity only where this process may use two CPUs or more.
+/// Empty when repeat_varies is [].
+RunVariation repeat_variation(const SmokeConfig& config);
+
 /// `config` with `overrides` applied (determinism threads, data workers).
 /// The config hash is unchanged: it names the file, not the run.
 SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides);

@@ -54,8 +54,9 @@ void set_kind(RunVariation& v, std::string_view kind, std::string_view value, bo
     if (!has_value) {
       v.affinity = affinity_without_lowest(allowed);
       if (v.affinity.none())
-        throw BadUsage(std::string(flag) + ": affinity: this process may run on " + std::to_string(allowed.count()) +
-                       " CPU(s) only: nothing to vary (name the CPUs: affinity=0+1)");
+        throw BadUsage(std::string(flag) + ": affinity: this process may run on " +
+                       (allowed.count() == 1 ? "CPU " + cpu_list(allowed) + " only" : std::string("no known CPU")) +
+                       ": there is no other set of CPUs to pin it to (leave affinity out)");
       return;
     }
     std::string_view rest = value;
@@ -77,10 +78,15 @@ void set_kind(RunVariation& v, std::string_view kind, std::string_view value, bo
     if (has_value) throw bad("no value (\"" + std::string(kind) + "\" alone)");
     (kind == "env-order" ? v.env_reversed : v.thread_warmup) = true;
   } else {
-    std::string kinds;
-    for (const auto& k : variation_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
-    throw BadUsage(std::string(flag) + ": unknown kind \"" + input_excerpt(std::string(kind)) + "\" (one of " +
-                   kinds + ")");
+    std::string kinds, hint;
+    for (const auto& k : variation_kinds()) {
+      kinds += (kinds.empty() ? "" : ", ") + k;
+      std::string spelled(kind);  // the record's field names use '_' (vary.malloc_perturb)
+      std::replace(spelled.begin(), spelled.end(), '_', '-');
+      if (spelled == k) hint = " (did you mean '" + k + "'?)";
+    }
+    throw BadUsage(std::string(flag) + ": unknown kind \"" + input_excerpt(std::string(kind)) + "\"" + hint +
+                   " (one of " + kinds + ")");
   }
 }
 
@@ -112,7 +118,9 @@ RunVariation parse_variation(std::string_view spec, std::mt19937_64& rng, const 
   std::string_view rest = spec;
   while (true) {
     const size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
+    std::string_view item = rest.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);  // "a, b" reads as "a,b"
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     const size_t eq = item.find('=');
     const std::string_view kind = item.substr(0, eq);
     if (kind.empty())
@@ -154,7 +162,7 @@ std::string describe_variation(const RunVariation& v) {
   if (v.malloc_perturb > 0) add("MALLOC_PERTURB_=" + std::to_string(v.malloc_perturb));
   if (v.affinity.any()) add("pinned to CPU" + std::string(v.affinity.count() > 1 ? "s " : " ") + cpu_list(v.affinity));
   if (v.env_reversed) add("env vars in reverse order");
-  if (v.thread_warmup) add("the thread pools started first, inter-op first");
+  if (v.thread_warmup) add("the thread pools started before the run");
   return out;
 }
 
@@ -181,7 +189,7 @@ std::map<std::string, std::string> variation_fields(const RunVariation& v) {
   if (v.malloc_perturb > 0) f["vary.malloc_perturb"] = std::to_string(v.malloc_perturb);
   if (v.affinity.any()) f["vary.affinity"] = cpu_list(v.affinity);
   if (v.env_reversed) f["vary.env_order"] = "reversed";
-  if (v.thread_warmup) f["vary.thread_warmup"] = "inter-op first";
+  if (v.thread_warmup) f["vary.thread_warmup"] = "started first";
   return f;
 }
 

@@ -80,7 +80,7 @@ std::string variation_spec(const RunVariation& v);
 
 /// For a person: "a 70000-byte allocator hole before the run;
 /// MALLOC_PERTURB_=165; pinned to CPUs 1+2+3; env vars in reverse order; the
-/// thread pools started first, inter-op first" (the kinds varied, '; ').
+/// thread pools started before the run" (the kinds varied, '; ').
 std::string describe_variation(const RunVariation& v);
 
 /// The kinds `v` varies, in variation_kinds() order.
@@ -93,7 +93,7 @@ RunVariation only_kind(const RunVariation& v, const std::string& kind);
 /// The record's fingerprint fields for `v` (informational; a repeat's
 /// fingerprint is never compared): "vary.allocator" -> "70000",
 /// "vary.malloc_perturb" -> "165", "vary.affinity" -> "1+2",
-/// "vary.env_order" -> "reversed", "vary.thread_warmup" -> "inter-op first".
+/// "vary.env_order" -> "reversed", "vary.thread_warmup" -> "started first".
 std::map<std::string, std::string> variation_fields(const RunVariation& v);
 
 /// A variation of every kind in `kinds` (variation_kinds() names) with

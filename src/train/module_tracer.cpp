@@ -52,7 +52,7 @@ void ModuleTracer::add(const std::string& name, TracePhase phase, const std::str
 }
 
 torch::Tensor ModuleTracer::record(const std::string& name, const torch::Tensor& in, torch::Tensor out) {
-  if (kept_) kept_->emplace_back(name, out.detach());
+  if (kept_) kept_->push_back({name, in.detach(), out.detach()});
   if (!active()) return out;
   if (std::find(modules_.begin(), modules_.end(), name) == modules_.end()) modules_.push_back(name);
   if (self_test_due(name, TracePhase::kForward)) {

@@ -49,10 +49,16 @@ class ModuleTracer {
   /// perturbed copy (in the graph, so training sees it).
   torch::Tensor record(const std::string& name, const torch::Tensor& in, torch::Tensor out);
 
-  /// Keeps every module output recorded from now on (the tensor, detached,
-  /// not a copy), traced step or not, in call order (the batch-invariance
-  /// sweep: run/batch_sweep.h); null: stop keeping.
-  void keep_outputs(std::vector<std::pair<std::string, torch::Tensor>>* into) { kept_ = into; }
+  /// One module call kept by keep_outputs(): its name, first input and
+  /// output (the tensors, detached, not copies).
+  struct KeptCall {
+    std::string name;
+    torch::Tensor in, out;
+  };
+  /// Keeps every module call recorded from now on, traced step or not, in
+  /// call order (the batch-invariance sweep: run/batch_sweep.h); null: stop
+  /// keeping.
+  void keep_outputs(std::vector<KeptCall>* into) { kept_ = into; }
   /// True while keep_outputs() keeps them: a model must then call its
   /// submodules one by one even outside the traced steps.
   bool keeping() const { return kept_ != nullptr; }
@@ -77,7 +83,7 @@ class ModuleTracer {
   int64_t step_ = -1;
   std::vector<std::string> modules_;
   bool self_test_fired_ = false;  ///< the one (step, phase, module) is perturbed once
-  std::vector<std::pair<std::string, torch::Tensor>>* kept_ = nullptr;  ///< keep_outputs()
+  std::vector<KeptCall>* kept_ = nullptr;  ///< keep_outputs()
   int64_t in_pass_[2] = {0, 0};            ///< entries of the current step per phase (cap)
   int64_t cap_step_ = -1;
 };

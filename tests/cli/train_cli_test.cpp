@@ -114,7 +114,9 @@ TEST(TrainCli, AnAllocationHistoryDependenceShowsOnlyUnderThePerturbedRepeat) {
                               "/check/wine-mlp/vary-allocator.json); first difference: train step 0"),
             std::string::npos)
       << check.output;
-  EXPECT_NE(check.output.find("note: to see it again: lockstep run " + smoke + " --vary allocator="), std::string::npos)
+  EXPECT_NE(check.output.find("note: to see it again: lockstep run " + smoke + " --record plain.json; lockstep run " +
+                              smoke + " --vary allocator="),
+            std::string::npos)
       << check.output;
   fs::remove_all(p);
 }

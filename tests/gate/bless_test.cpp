@@ -84,9 +84,19 @@ TEST(BlessSmoke, DifferingRunsAreRefusedAsNondeterministic) {
     FAIL() << "bless accepted differing runs";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kNondeterministic);
-    EXPECT_EQ(std::string(e.what()).rfind("refusing to bless unit: run 2 differs from run 1: train step 0: grad_norm", 0), 0u)
-        << e.what();
+    // Run 2 varied what must not matter, as check's second repeat does.
+    const std::string why = e.what();
+    EXPECT_EQ(why.rfind("refusing to bless unit: run 2 differs from run 1 (run 2 varied what must not matter: " +
+                            describe_variation(l.calls[1].overrides.vary) +
+                            "; docs/equivalence.md, \"Perturbed repeats\"): train step 0: grad_norm",
+                        0),
+              0u)
+        << why;
   }
+  ASSERT_EQ(l.calls.size(), 2u);
+  EXPECT_TRUE(l.calls[0].overrides.vary.empty());
+  EXPECT_EQ(l.calls[1].overrides.vary, repeat_variation(load_smoke_config(p.smoke_file())));
+  EXPECT_FALSE(l.calls[1].overrides.vary.empty());
 }
 
 TEST(BlessSmoke, NonFiniteValuesAnywhereAreRefused) {

@@ -111,8 +111,10 @@ TEST(CheckSmoke, ADifferenceOnlyUnderVariationIsNondeterministicNamingTheKind) {
             0u)
       << c.verdict.first_divergence;
   EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
-                      "to see it again: lockstep run " + p.smoke_file() + " --vary " + variation_spec(v) +
-                          " (docs/equivalence.md, \"Perturbed repeats\")"),
+                      "to see it again: lockstep run " + p.smoke_file() + " --record plain.json; lockstep run " +
+                          p.smoke_file() + " --vary allocator=" + std::to_string(v.allocator_bytes) +
+                          " --record varied.json; lockstep compare varied.json plain.json (exit 1 names the first "
+                          "difference; docs/equivalence.md, \"Perturbed repeats\")"),
             c.verdict.notes.end())
       << joined(c.verdict.notes);
   EXPECT_EQ(c.verdict.subject_word, "run 2");

@@ -321,7 +321,14 @@ print(json.dumps({"seed": a.seed, "out": str(a.out), "mode": a.mode, "threads": 
         self.assertEqual(result, {"guards": 0})
         for spec, message in [("allocator=100", "LOCKSTEP_VARY: allocator must be a byte count in [65536, 131071], got '100'"),
                               ("heap", "LOCKSTEP_VARY: unknown kind 'heap' (allocator, malloc-perturb, affinity, "
-                                       "env-order, thread-warmup)")]:
+                                       "env-order, thread-warmup)"),
+                              ("env-order,,thread-warmup", "LOCKSTEP_VARY: unknown kind '' (allocator, malloc-perturb, "
+                                                           "affinity, env-order, thread-warmup)"),
+                              ("allocator=70000,allocator=70000", "LOCKSTEP_VARY: allocator given twice"),
+                              ("malloc-perturb=0", "LOCKSTEP_VARY: malloc-perturb must be a byte value in [1, 255], "
+                                                   "got '0'"),
+                              ("affinity=zzz", "LOCKSTEP_VARY: affinity must be CPU numbers joined by '+', got 'zzz'"),
+                              ("env-order=x", "LOCKSTEP_VARY: env-order takes no value, got 'x'")]:
             with self.subTest(spec=spec):
                 _, err = run_snippet("import lockstep; lockstep.apply_contract()",
                                      protocol_env(self.out, LOCKSTEP_VARY=spec), expect_rc=2)

@@ -84,11 +84,21 @@ TEST_F(BatchSweepTest, ABatchCouplingModuleIsNamedAtTheFirstPieceSize) {
     EXPECT_GT(c.max_abs, 0.0);
   }
   EXPECT_EQ(s.modules[1].first_size_differing(), 4);
+  EXPECT_EQ(s.modules[1].first_size_originating(), 4);  // its input (scale's output) is the whole batch's
+  EXPECT_EQ(s.modules[1].cells[0].samples_new, 8);
   EXPECT_TRUE(s.modules[1].per_sample);
+  // head only carries the centring on: it differs, but none of it starts there.
+  EXPECT_EQ(s.modules[2].first_size_differing(), 4);
+  EXPECT_EQ(s.modules[2].first_size_originating(), 0);
+  EXPECT_EQ(s.modules[2].cells[0].samples_new, 0);
   const std::string text = render_batch_sweep(s);
   EXPECT_NE(text.find("  scale ") , std::string::npos) << text;
   EXPECT_NE(text.find("batch-invariant\n"), std::string::npos) << text;
   EXPECT_NE(text.find("not batch-invariant: at 4: 8 of 8 samples differ, max "), std::string::npos) << text;
+  EXPECT_NE(text.find(" differs only as its input does (an earlier module's difference, carried on): at 4: "
+                      "8 of 8 samples differ"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("sweep: NOT BATCH-INVARIANT (exit 1): center"), std::string::npos) << text;
   EXPECT_NE(text.find("is not batch-invariant on this stack at batch 4 (max "), std::string::npos) << text;
   nlohmann::json j = batch_sweep_json(s);
@@ -96,6 +106,10 @@ TEST_F(BatchSweepTest, ABatchCouplingModuleIsNamedAtTheFirstPieceSize) {
   EXPECT_EQ(j["sizes"], nlohmann::json({8, 4, 2, 1}));
   EXPECT_EQ(j["modules"][1]["cells"][0]["samples_differ"], 8);
   EXPECT_EQ(j["modules"][0]["cells"][2]["max_ulp"], 0);
+  EXPECT_EQ(j["modules"][1]["invariant"], false);
+  EXPECT_EQ(j["modules"][1]["first_size_originating"], 4);
+  EXPECT_EQ(j["modules"][2]["first_size_originating"], 0);
+  EXPECT_FALSE(j["modules"][1]["cells"][0].contains("plain_seconds"));  // only when timed
 }
 
 TEST_F(BatchSweepTest, ElementwiseModulesAreBatchInvariantAtEverySize) {

@@ -37,14 +37,14 @@ TEST(RunVariation, EveryValueWrittenOutParsesBackToItself) {
   EXPECT_EQ(parse_variation(variation_spec(v), rng), v);
   EXPECT_EQ(describe_variation(v),
             "a 70000-byte allocator hole before the run; MALLOC_PERTURB_=165; pinned to CPUs 1+3; env vars in reverse "
-            "order; the thread pools started first, inter-op first");
+            "order; the thread pools started before the run");
   EXPECT_EQ(varied_kinds(v),
             (std::vector<std::string>{"allocator", "malloc-perturb", "affinity", "env-order", "thread-warmup"}));
   const std::map<std::string, std::string> fields = {{"vary.affinity", "1+3"},
                                                      {"vary.allocator", "70000"},
                                                      {"vary.env_order", "reversed"},
                                                      {"vary.malloc_perturb", "165"},
-                                                     {"vary.thread_warmup", "inter-op first"}};
+                                                     {"vary.thread_warmup", "started first"}};
   EXPECT_EQ(variation_fields(v), fields);
 }
 
@@ -112,7 +112,13 @@ TEST(RunVariation, MalformedSpecsAreRefusedNamingTheFlagAndKind) {
   EXPECT_EQ(refusal("affinity=1024").find("--vary: affinity: expected CPU numbers"), 0u);
   EXPECT_EQ(refusal("affinity=3", cpus({0, 1})), "--vary: affinity: CPU 3 is not one this process may run on (0+1)");
   EXPECT_EQ(refusal("affinity", cpus({0})),
-            "--vary: affinity: this process may run on 1 CPU(s) only: nothing to vary (name the CPUs: affinity=0+1)");
+            "--vary: affinity: this process may run on CPU 0 only: there is no other set of CPUs to pin it to (leave "
+            "affinity out)");
+  EXPECT_EQ(refusal("malloc_perturb=3"),
+            "--vary: unknown kind \"malloc_perturb\" (did you mean 'malloc-perturb'?) (one of allocator, "
+            "malloc-perturb, affinity, env-order, thread-warmup)");
+  std::mt19937_64 rng(1);
+  EXPECT_EQ(variation_spec(parse_variation("env-order, thread-warmup ", rng)), "env-order,thread-warmup");
 }
 
 }  // namespace
