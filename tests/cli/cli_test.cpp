@@ -506,7 +506,7 @@ TEST(CliCheck, KindChecksOnlyTheSmokesOfThatKind) {
   EXPECT_EQ(built_in.output.find("team-trainer"), std::string::npos) << built_in.output;
   Result none = lockstep("check " + kSourceDir + "/smoke --kind trainer --out " + (p / "out2").string());
   EXPECT_EQ(none.code, 0) << none.output;
-  EXPECT_NE(none.output.find("check: no trainer smoke among the 5 given (built-in smokes only: `check --kind "
+  EXPECT_NE(none.output.find("check: no trainer smoke among the 6 given (built-in smokes only: `check --kind "
                              "built-in` takes them); nothing to check, exit 0"),
             std::string::npos) << none.output;
   EXPECT_TRUE(fs::exists(p / "out2" / "junit.xml"));

@@ -150,7 +150,7 @@ TEST(TrainCli, TheBatchSweepPrintsEachModuleAndItsVerdict) {
   EXPECT_EQ(modules, (std::vector<std::string>{"fc1", "drop", "fc2", "drop#2", "head", "(model output)"}));
   EXPECT_EQ(j["modules"][0]["type"], "Linear");
   EXPECT_EQ(r.output.rfind("batch sweep wine-mlp (cpu): the first batch, 24 samples, forwarded whole and in pieces of "
-                           "12, 6, 3, 1 (eval mode: dropout off, BatchNorm on its running statistics)", 0), 0u)
+                           "12, 6, 3, 1 (eval mode: no dropout; a BatchNorm on its running statistics)", 0), 0u)
       << r.output;
   EXPECT_NE(r.output.find("\n  fc1 (Linear)  "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(j["invariant"].get<bool>() ? "wine-mlp: BATCH-INVARIANT on this stack (exit 0)\n"
