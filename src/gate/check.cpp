@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -259,20 +260,15 @@ VariedRepeat judge_varied_repeat(Launcher& launcher, const ChildRun& base, const
       take_data_pass(alone[k], runs[0], r.out);
     });
   run_tasks(tasks, o.slots, per_run, per_run);
-  std::string movers, files;
-  RunVariation minimal;  // the kinds that move the values alone (none: all of them)
+  std::string files;
+  std::vector<std::string> moving;  // the kinds that move the values alone
   for (size_t k = 0; k < kinds.size(); ++k) {
     if (first_bit_difference(alone[k], runs[0]).empty()) continue;
-    movers += (movers.empty() ? "" : "; ") + describe_variation(only_kind(v, kinds[k]));
+    moving.push_back(kinds[k]);
     files += (files.empty() ? "" : ", ") + dir + "/vary-" + kinds[k] + ".json";
-    RunVariation one = only_kind(v, kinds[k]);
-    if (one.allocator_bytes) minimal.allocator_bytes = one.allocator_bytes;
-    if (one.malloc_perturb) minimal.malloc_perturb = one.malloc_perturb;
-    if (one.affinity.any()) minimal.affinity = one.affinity;
-    minimal.env_reversed = minimal.env_reversed || one.env_reversed;
-    minimal.thread_warmup = minimal.thread_warmup || one.thread_warmup;
   }
-  if (minimal.empty()) minimal = v;
+  const std::string movers = describe_variation(with_kinds(v, moving));
+  const RunVariation minimal = moving.empty() ? v : with_kinds(v, moving);
   std::string plain = "1";
   for (size_t k = 2; k < runs.size(); ++k) plain += (k + 1 == runs.size() ? " and " : ", ") + std::to_string(k + 1);
   out.only_varied = true;
@@ -687,12 +683,15 @@ std::optional<SmokeCheck> settle_lanes(Launcher& launcher, const ChildRun& base,
 }
 
 // Step 6: no golden for the run's platform: exit 2 with a pending golden,
-// the step's `notes` (empty ones left out) and the lanes' outcomes.
+// what run 2 varied (`varied`, varied_description), the steps' `notes`
+// (empty ones left out) and the lanes' outcomes.
 SmokeCheck without_golden(SmokeCheck c, const RunRecord& run, const std::string& file, const std::string& root,
-                          const CheckSmokeOptions& o, int repeat, const std::vector<std::string>& notes,
-                          std::vector<LaneOutcome> outcomes) {
+                          const CheckSmokeOptions& o, int repeat, const std::string& varied,
+                          const std::vector<std::string>& notes, std::vector<LaneOutcome> outcomes) {
   add_pending(c, run, file, o, repeat, "no golden existed for platform " + golden_key(run.platform, run.stack));
   c.verdict = no_golden_verdict(c.smoke, file, root, run);
+  if (!varied.empty())
+    c.verdict.notes.push_back("run 2 varied what must not matter (" + varied + ") and matched run 1 bit for bit");
   for (const auto& n : notes)
     if (!n.empty()) c.verdict.notes.push_back(n);
   c.verdict.lanes = std::move(outcomes);
@@ -750,6 +749,39 @@ std::optional<GoldenLookup> pick_golden(const std::string& root, const SmokeConf
   return found;
 }
 
+// Step 1's runs: `base` with its run 2 varying what must not matter
+// (repeat_varies), drawn from the smoke so every check's verdict repeats.
+ChildRun varied_repeats(const ChildRun& base, const SmokeConfig& cfg, int repeat) {
+  ChildRun repeats = base;
+  if (repeat < 2) return repeats;
+  repeats.variation = repeat_variation(cfg);
+  repeats.varied_run = repeats.variation.empty() ? 0 : 2;
+  return repeats;
+}
+
+// What run 2 varied, for the notes ("" when nothing); says when affinity
+// was asked for and could not be varied.
+std::string varied_description(const SmokeConfig& cfg, const ChildRun& repeats) {
+  if (repeats.varied_run == 0) return "";
+  std::string varied = describe_variation(repeats.variation);
+  if (repeats.variation.affinity.none() &&
+      std::find(cfg.repeat_varies.begin(), cfg.repeat_varies.end(), "affinity") != cfg.repeat_varies.end())
+    varied += "; not its CPUs: this process may run on one CPU only";
+  return varied;
+}
+
+// Step 4: a fresh process continued from the stopped run's checkpoint, bit
+// for bit against the uninterrupted run `run`. Returns the failure (exit
+// 1, in `lane`), else sets `note`.
+std::optional<SmokeCheck> check_resume(const SmokeConfig& cfg, const RunRecord& run, ResumeRuns& resume_runs,
+                                       int per_run, Lane lane, const std::string& dir, std::string& note) {
+  RunRecord resumed = resume_runs.finish(per_run);
+  take_data_pass(resumed, run, dir + "/resumed.json");
+  if (std::string diff = first_bit_difference(resumed, run); !diff.empty()) return resume_failure(cfg, diff, lane, dir);
+  note = resumed_note(cfg);
+  return std::nullopt;
+}
+
 SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const CheckSmokeOptions& o,
                         Launcher& launcher) {
   SmokeCheck c;
@@ -764,11 +796,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
 
   // 1. Fresh runs, bit for bit; the second varies what must not matter.
   const ChildRun base = check_run(cfg, file, o);
-  ChildRun repeats = base;
-  if (repeat >= 2) {
-    repeats.variation = repeat_variation(cfg);  // drawn from the smoke: the verdict repeats
-    repeats.varied_run = repeats.variation.empty() ? 0 : 2;
-  }
+  const ChildRun repeats = varied_repeats(base, cfg, repeat);
   ResumeRuns resume_runs(launcher, base, cfg.resume_at, dir);
   const int per_run = check_slots_per_run(cfg, base.overrides.world_size);
   LaneRuns lanes;
@@ -785,10 +813,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     VariedRepeat varied = judge_varied_repeat(launcher, base, repeats, runs, o, per_run, file, dir);
     return nondeterministic_check(cfg.name, runs, i, diff, dir, varied);
   }
-  std::string varied = repeats.varied_run == 0 ? "" : describe_variation(repeats.variation);
-  if (!varied.empty() && repeats.variation.affinity.none() &&
-      std::find(cfg.repeat_varies.begin(), cfg.repeat_varies.end(), "affinity") != cfg.repeat_varies.end())
-    varied += "; not its CPUs: this process may run on one CPU only";
+  const std::string varied = varied_description(cfg, repeats);
   // 2. The trainer's batches are the data-only pass's.
   Golden golden;
   const auto found = pick_golden(root, cfg, run, goldens, golden);
@@ -814,15 +839,10 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   }
   // 4. The resume check, when the comparison passed (or there is no golden yet).
   std::string resume_note;
-  if (cfg.resume_at > 0 && (!found || c.verdict.passed())) {
-    // A fresh process continued from the stopped run's checkpoint, bit for
-    // bit against the uninterrupted run.
-    RunRecord resumed = resume_runs.finish(per_run);
-    take_data_pass(resumed, run, dir + "/resumed.json");
-    if (std::string diff = first_bit_difference(resumed, run); !diff.empty())
-      return resume_failure(cfg, diff, found ? c.verdict.lane : Lane::kNone, dir);
-    resume_note = resumed_note(cfg);
-  }
+  if (cfg.resume_at > 0 && (!found || c.verdict.passed()))
+    if (auto failed = check_resume(cfg, run, resume_runs, per_run, found ? c.verdict.lane : Lane::kNone, dir,
+                                   resume_note))
+      return *failed;
   // 5. The equivalence lanes, each against run 1 (no golden needed).
   std::vector<std::string> lane_notes;
   std::vector<LaneOutcome> lane_outcomes;
@@ -831,11 +851,7 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
     return *failed;
   // 6. No golden: exit 2 with a pending one.
   lane_notes.insert(lane_notes.begin(), data_note);
-  if (!found) {
-    if (!varied.empty())
-      lane_notes.insert(lane_notes.begin(), "run 2 varied what must not matter (" + varied + ") and matched run 1 bit for bit");
-    return without_golden(std::move(c), run, file, root, o, repeat, lane_notes, std::move(lane_outcomes));
-  }
+  if (!found) return without_golden(std::move(c), run, file, root, o, repeat, varied, lane_notes, std::move(lane_outcomes));
   lane_notes.insert(lane_notes.begin(), resume_note);
   finish_verdict(c, run, *found, file, o, repeat, varied, lane_notes);
   c.verdict.lanes = lane_outcomes;

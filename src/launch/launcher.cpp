@@ -27,14 +27,12 @@ std::vector<std::string> child_args(const ChildRun& run) { return run_request_ar
 ProcessLauncher::ProcessLauncher(std::string executable, int64_t timeout_s)
     : executable_(std::move(executable)), timeout_s_(timeout_s) {}
 
-void ProcessLauncher::spawn(const ChildRun& run) {
-  ProcessSpec p;
-  p.what = "lockstep run";
-  p.argv = child_args(run);
-  p.argv.insert(p.argv.begin(), executable_.empty() ? self_executable() : executable_);
-  // The child's environment: ours, with LOCKSTEP_SEED and the run's own
-  // variables replaced when asked. It dies with this process, and so does
-  // all it starts (core/process.h).
+namespace {
+
+// The child's environment: ours, with LOCKSTEP_SEED, LOCKSTEP_VARY and the
+// run's own variables replaced when asked.
+std::vector<std::string> child_environment(const ChildRun& run) {
+  std::vector<std::string> env;
   std::vector<std::string> extra = run.env;
   if (!run.seed.empty()) extra.push_back("LOCKSTEP_SEED=" + run.seed);
   // A varied run is told so in its environment (plan/run_plan.h); a plain
@@ -49,8 +47,20 @@ void ProcessLauncher::spawn(const ChildRun& run) {
     return false;
   };
   for (char** e = environ; *e; ++e)
-    if (!replaced(*e) && std::strncmp(*e, vary.c_str(), vary.size()) != 0) p.env.emplace_back(*e);
-  for (const auto& x : extra) p.env.push_back(x);
+    if (!replaced(*e) && std::strncmp(*e, vary.c_str(), vary.size()) != 0) env.emplace_back(*e);
+  for (const auto& x : extra) env.push_back(x);
+  return env;
+}
+
+}  // namespace
+
+void ProcessLauncher::spawn(const ChildRun& run) {
+  ProcessSpec p;
+  p.what = "lockstep run";
+  p.argv = child_args(run);
+  p.argv.insert(p.argv.begin(), executable_.empty() ? self_executable() : executable_);
+  // It dies with this process, and so does all it starts (core/process.h).
+  p.env = child_environment(run);
   std::error_code cwd_ec;
   p.cwd = std::filesystem::current_path(cwd_ec).string();
   if (cwd_ec) throw EnvironmentError("the current folder cannot be read: " + cwd_ec.message());

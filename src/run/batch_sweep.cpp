@@ -200,6 +200,91 @@ bool BatchSweep::invariant() const {
   return true;
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The model of a sweep, as initialised from the seed, in eval mode, with
+// its module calls kept (the tracer traces no step: outputs only).
+class SweptModel {
+ public:
+  SweptModel(const SmokeConfig& cfg, uint64_t seed, torch::Device device) : tracer_(no_trace()) {
+    model_ = make_model(cfg.model, cfg.data.loader.sample_shape, cfg.classes);
+    if (cfg.model.name != "torchscript") init_parameters(*model_, seed);
+    model_->to(device);
+    model_->eval();
+    model_->set_tracer(&tracer_);
+  }
+  ~SweptModel() { model_->set_tracer(nullptr); }
+
+  void forward(const torch::Tensor& in) { model_->forward(in); }
+
+  // The modules' calls, and the model's own output last: a TorchScript
+  // module that is not an nn.Sequential shows no submodule (its forward is
+  // compiled code), so its output is the one compared. Its input is the
+  // last module's output (a difference it only carries on is then not its
+  // own), or the model's input.
+  Outputs forward_kept(const torch::Tensor& in) {
+    Outputs kept;
+    tracer_.keep_outputs(&kept);
+    torch::Tensor y = model_->forward(in);
+    tracer_.keep_outputs(nullptr);
+    torch::Tensor last = kept.empty() ? in.detach() : kept.back().out;
+    kept.push_back({kModelOutput, last, y.detach()});
+    return kept;
+  }
+
+  // One row per call of `whole`, with LibTorch's type of its module.
+  std::vector<ModuleSweep> rows(const Outputs& whole) const {
+    std::map<std::string, std::string> types;
+    for (const auto& item : model_->named_modules("", /*include_self=*/false))
+      types[item.key()] = module_type(*item.value());
+    std::vector<ModuleSweep> out;
+    for (const auto& name : call_names(whole)) {
+      ModuleSweep m;
+      m.module = name;
+      auto t = types.find(name.substr(0, name.find('#')));
+      if (t != types.end()) m.type = t->second;
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+ private:
+  static TraceSpec no_trace() {
+    TraceSpec off;
+    off.steps = 0;
+    return off;
+  }
+  std::shared_ptr<SmokeModel> model_;
+  ModuleTracer tracer_;
+};
+
+// One size `n` of sweep `out`: the pieces of `x` forwarded with their calls
+// kept, each module's held to the whole batch's (`whole`) into `cells` (one
+// per module); the seconds it took.
+double sweep_size(SweptModel& model, const torch::Tensor& x, const Outputs& whole, int64_t n, BatchSweep& out,
+                  std::vector<SweepCell>& cells) {
+  const auto t0 = Clock::now();
+  std::vector<Outputs> parts(whole.size());  // per module, the pieces' calls
+  for (int64_t start = 0; start < out.batch; start += n) {
+    const int64_t len = std::min(n, out.batch - start);
+    Outputs piece = model.forward_kept(x.narrow(0, start, len));
+    if (piece.size() != whole.size())
+      throw EnvironmentError("--batch-sweep: " + out.smoke + "'s model calls " + std::to_string(piece.size()) +
+                             " modules for " + std::to_string(len) + " samples and " + std::to_string(whole.size()) +
+                             " for " + std::to_string(out.batch) + ": it is not one forward per batch");
+    for (size_t i = 0; i < whole.size(); ++i) parts[i].push_back(std::move(piece[i]));
+  }
+  for (size_t i = 0; i < whole.size(); ++i)
+    if (!compare_size(whole[i], parts[i], out.batch, n, cells[i])) out.modules[i].per_sample = false;
+  return seconds_since(t0);
+}
+
+}  // namespace
+
 BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
   if (cfg.has_trainer())
     throw BadUsage("--batch-sweep: " + cfg.file + " runs a team's trainer, whose model is its own; the sweep is for "
@@ -218,85 +303,32 @@ BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
                    " sample: nothing to split (data.batch_size 2 or more)");
   for (int64_t n = out.batch; n >= 1; n /= 2) out.sizes.push_back(n);
 
-  auto model = make_model(cfg.model, cfg.data.loader.sample_shape, cfg.classes);
-  if (cfg.model.name != "torchscript") init_parameters(*model, seed);
-  model->to(device);
-  model->eval();
-  TraceSpec off;
-  off.steps = 0;  // keep outputs only: no trace entries
-  ModuleTracer tracer(off);
-  model->set_tracer(&tracer);
   torch::NoGradGuard no_grad;
-
-  using Clock = std::chrono::steady_clock;
-  model->forward(x);  // warm-up: lazy initialisation is no forward's cost
+  SweptModel model(cfg, seed, device);
+  model.forward(x);  // warm-up: lazy initialisation is no forward's cost
   const auto f0 = Clock::now();
-  model->forward(x);
-  out.forward_s = std::chrono::duration<double>(Clock::now() - f0).count();
-  // The modules' outputs, and the model's own last: a TorchScript module
-  // that is not an nn.Sequential shows no submodule (its forward is
-  // compiled code), so its output is the one compared.
-  auto forward_kept = [&](const torch::Tensor& in, Outputs& kept) {
-    tracer.keep_outputs(&kept);
-    torch::Tensor y = model->forward(in);
-    tracer.keep_outputs(nullptr);
-    // Its input: the last module's output (a difference it only carries on
-    // is then not its own), or the model's input.
-    torch::Tensor last = kept.empty() ? in.detach() : kept.back().out;
-    kept.push_back({kModelOutput, last, y.detach()});
-  };
-  Outputs whole;
-  forward_kept(x, whole);
+  model.forward(x);
+  out.forward_s = seconds_since(f0);
+  Outputs whole = model.forward_kept(x);
   for (auto& w : whole) {
     w.in = w.in.cpu();
     w.out = w.out.cpu();
   }
-  const std::vector<std::string> names = call_names(whole);
-  std::map<std::string, std::string> types;
-  for (const auto& item : model->named_modules("", /*include_self=*/false)) types[item.key()] = module_type(*item.value());
-  for (const auto& name : names) {
-    ModuleSweep m;
-    m.module = name;
-    auto t = types.find(name.substr(0, name.find('#')));
-    if (t != types.end()) m.type = t->second;
-    out.modules.push_back(std::move(m));
-  }
-  // One size: its pieces forwarded with their outputs kept, each module's
-  // held to the whole batch's into `cells` (one per module); the seconds.
-  auto sweep_size = [&](int64_t n, std::vector<SweepCell>& cells) {
-    const auto t0 = Clock::now();
-    std::vector<Outputs> parts(whole.size());  // per module, the pieces' calls
-    for (int64_t start = 0; start < out.batch; start += n) {
-      const int64_t len = std::min(n, out.batch - start);
-      Outputs piece;
-      forward_kept(x.narrow(0, start, len), piece);
-      if (piece.size() != whole.size())
-        throw EnvironmentError("--batch-sweep: " + cfg.name + "'s model calls " + std::to_string(piece.size()) +
-                               " modules for " + std::to_string(len) + " samples and " + std::to_string(whole.size()) +
-                               " for " + std::to_string(out.batch) + ": it is not one forward per batch");
-      for (size_t i = 0; i < whole.size(); ++i) parts[i].push_back(std::move(piece[i]));
-    }
-    for (size_t i = 0; i < whole.size(); ++i)
-      if (!compare_size(whole[i], parts[i], out.batch, n, cells[i])) out.modules[i].per_sample = false;
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-  };
+  out.modules = model.rows(whole);
   // The bench's timing: the best of kTimed passes each way (a small
   // model's forward takes microseconds, below one pass's noise).
   constexpr int kTimed = 25;
   for (size_t k = 1; k < out.sizes.size(); ++k) {
     const int64_t n = out.sizes[k];
     std::vector<SweepCell> cells(out.modules.size(), SweepCell{n, 0, 0, 0, 0, 0, 0});
-    double plain = 0, seconds = sweep_size(n, cells);
-    if (time_plain) {
-      plain = seconds = std::numeric_limits<double>::infinity();
-      for (int r = 0; r < kTimed; ++r) {
-        const auto p0 = Clock::now();
-        for (int64_t start = 0; start < out.batch; start += n)
-          model->forward(x.narrow(0, start, std::min(n, out.batch - start)));
-        plain = std::min(plain, std::chrono::duration<double>(Clock::now() - p0).count());
-        std::vector<SweepCell> scratch(out.modules.size(), SweepCell{n, 0, 0, 0, 0, 0, 0});
-        seconds = std::min(seconds, sweep_size(n, scratch));
-      }
+    double plain = 0, seconds = sweep_size(model, x, whole, n, out, cells);
+    for (int r = 0; time_plain && r < kTimed; ++r) {
+      if (r == 0) plain = seconds = std::numeric_limits<double>::infinity();
+      const auto p0 = Clock::now();
+      for (int64_t start = 0; start < out.batch; start += n) model.forward(x.narrow(0, start, std::min(n, out.batch - start)));
+      plain = std::min(plain, seconds_since(p0));
+      std::vector<SweepCell> scratch(out.modules.size(), SweepCell{n, 0, 0, 0, 0, 0, 0});
+      seconds = std::min(seconds, sweep_size(model, x, whole, n, out, scratch));
     }
     for (size_t i = 0; i < out.modules.size(); ++i) {
       cells[i].seconds = seconds;
@@ -304,8 +336,6 @@ BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
       out.modules[i].cells.push_back(cells[i]);
     }
   }
-  tracer.keep_outputs(nullptr);
-  model->set_tracer(nullptr);
   return out;
 }
 

@@ -173,14 +173,18 @@ std::vector<std::string> varied_kinds(const RunVariation& v) {
   return out;
 }
 
-RunVariation only_kind(const RunVariation& v, const std::string& kind) {
-  RunVariation one;
-  if (kind == "allocator") one.allocator_bytes = v.allocator_bytes;
-  else if (kind == "malloc-perturb") one.malloc_perturb = v.malloc_perturb;
-  else if (kind == "affinity") one.affinity = v.affinity;
-  else if (kind == "env-order") one.env_reversed = v.env_reversed;
-  else if (kind == "thread-warmup") one.thread_warmup = v.thread_warmup;
-  return one;
+RunVariation only_kind(const RunVariation& v, const std::string& kind) { return with_kinds(v, {kind}); }
+
+RunVariation with_kinds(const RunVariation& v, const std::vector<std::string>& kinds) {
+  RunVariation kept;
+  for (const auto& kind : kinds) {
+    if (kind == "allocator") kept.allocator_bytes = v.allocator_bytes;
+    else if (kind == "malloc-perturb") kept.malloc_perturb = v.malloc_perturb;
+    else if (kind == "affinity") kept.affinity = v.affinity;
+    else if (kind == "env-order") kept.env_reversed = v.env_reversed;
+    else if (kind == "thread-warmup") kept.thread_warmup = v.thread_warmup;
+  }
+  return kept;
 }
 
 std::map<std::string, std::string> variation_fields(const RunVariation& v) {

@@ -90,6 +90,10 @@ std::vector<std::string> varied_kinds(const RunVariation& v);
 /// values); empty when `v` does not vary it.
 RunVariation only_kind(const RunVariation& v, const std::string& kind);
 
+/// `v` with only the kinds in `kinds` kept (the ones that moved the values:
+/// the smallest variation that reproduces a difference).
+RunVariation with_kinds(const RunVariation& v, const std::vector<std::string>& kinds);
+
 /// The record's fingerprint fields for `v` (informational; a repeat's
 /// fingerprint is never compared): "vary.allocator" -> "70000",
 /// "vary.malloc_perturb" -> "165", "vary.affinity" -> "1+2",
