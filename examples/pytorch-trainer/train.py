@@ -82,6 +82,12 @@ TEST-ONLY bug switches, PYTORCH_TRAINER_BUG=<name>, for lockstep's tests
                         the data-only and training passes, which run at the
                         same time, bind one port; one fails with "Address
                         already in use".
+  probe_raw_images      the probes take the images as read from the CSV
+                        (dataset.images[idx]), not the batch the loader
+                        made: a change of the augmentation or of what the
+                        dataset returns passes the data-only pass unseen;
+                        `lockstep selftest` says INSENSITIVE (its planted
+                        data change is NOT caught).
 PYTORCH_TRAINER_LR_DRIFT=x (TEST-ONLY) trains with lr * (1 + x): a silent
 change for the nightly history's tests.
 """
@@ -97,7 +103,7 @@ import torch.nn.functional as F
 import lockstep
 
 BUGS = ("no_worker_init_fn", "no_sampler_generator", "urandom_sampler", "global_random", "nondeterministic_op",
-        "dropout_shared_generator", "rank_local_loss", "fixed_master_port", "accum_unscaled")
+        "dropout_shared_generator", "rank_local_loss", "fixed_master_port", "accum_unscaled", "probe_raw_images")
 
 
 class Digits(torch.utils.data.Dataset):
@@ -282,7 +288,7 @@ def main():
     source = (global_generator_batches(dataset, steps, step, 32 // ctx.world_size)
               if bug == "dropout_shared_generator" else batches(loader, dataset, steps, step, epoch, skip, epoch_state))
     for step, epoch, epoch_state, into_epoch, (x, y, idx) in source:
-        probes.write(x, y, idx)
+        probes.write(dataset.images[idx] if bug == "probe_raw_images" else x, y, idx)
         if data_only:
             continue
         x, y = x.to(ctx.device), y.to(ctx.device)

@@ -64,7 +64,12 @@ LOCKSTEP_LR_SCALE          a planted change of the learning rate (default 1):
                            in ``run --lr-scale`` and calibrate's detection
 LOCKSTEP_PERTURB           "parameter": a planted one-ULP change of the model's
                            first parameter, made by ModuleTracer.step(0)
-                           (``run --perturb parameter``, ``lockstep selftest``)
+                           (``run --perturb parameter``, ``lockstep selftest``);
+                           "data": in rank 0's data-only pass, the first
+                           sample of the first registered loader's first
+                           batch reaches the trainer one ULP off
+                           (``data_perturb``; ``run --perturb data``);
+                           lockstep-trainer.json's "perturbed" says what
 LOCKSTEP_VARY              a perturbed repeat (``run --vary``, check's second
                            repeat): :func:`apply_contract` makes its heap
                            hole (``allocator=BYTES``) and starts the

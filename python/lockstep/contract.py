@@ -24,6 +24,7 @@ import numpy as np
 from ._errors import _fail, _torch
 from .seeds import _MASK64, _seed_numpy_global, derive_seed
 from .tracer import ModuleTracer
+from . import data_perturb
 from . import _xxh as xxhash
 from ._version import __version__
 
@@ -78,6 +79,11 @@ def _parse_env(environ):
         "steps": uint("LOCKSTEP_STEPS", 0, 2**62),
         "pass": choice("LOCKSTEP_PASS", ("train", "data")),
     }
+    # A planted change (run --perturb, selftest); never defaulted.
+    perturb = environ.get("LOCKSTEP_PERTURB", "")
+    if perturb not in ("", "parameter", "data"):
+        _fail("LOCKSTEP_PERTURB must be parameter, data or unset, got %r" % perturb)
+    settings["perturb"] = perturb
     # Not part of the contract (a run by hand traces 2 steps without a note).
     trace_steps = environ.get("LOCKSTEP_TRACE_STEPS") or "2"
     if not re.fullmatch(r"[0-9]+", trace_steps) or not 0 <= int(trace_steps) <= 16:
@@ -591,6 +597,11 @@ class Context:
         self._num_workers = num_workers
         self._pid = os.getpid()
         self._written = None
+        # LOCKSTEP_PERTURB=data: rank 0's data-only pass perturbs one sample
+        # of the first loader registered (data_perturb). None: not asked.
+        self._perturb_data = settings["perturb"] == "data" and self.data_only and self.rank == 0
+        self.perturbed = ("nothing yet: the trainer registered no DataLoader (ctx.register_loader(loader))"
+                          if self._perturb_data else None)
         self.fingerprint = {}
         self.write_record()
         atexit.register(self._write_at_exit)
@@ -623,6 +634,9 @@ class Context:
         generator, which model initialisation also draws from). Returns the
         loader."""
         self._num_workers = int(loader.num_workers)
+        if self._perturb_data:  # the first loader registered
+            self._perturb_data = False
+            self._install_data_perturbation(loader)
         torch = self._torch
         if torch is not None:
             sampler = getattr(loader, "sampler", None)
@@ -631,6 +645,17 @@ class Context:
                       "depends on every earlier draw from torch's global generator", file=sys.stderr, flush=True)
         self.write_record()
         return loader
+
+    def _install_data_perturbation(self, loader):
+        def on_marked(index, item_type):
+            self.perturbed = ("dataset index %d (the first sample of the data-only pass's first batch): its first "
+                              "floating-point value one ULP towards +inf (its first integer's lowest bit flipped "
+                              "where it holds no float)" % index if index is not None else
+                              "nothing: the loader's sampler yields %s items, not integer indices" % item_type)
+            self.write_record()
+
+        why = data_perturb.install(loader, on_marked)
+        self.perturbed = why or "nothing yet: the loader was never iterated"
 
     def write_record(self):
         """(Re)writes lockstep-trainer.json atomically (temporary file +
@@ -647,6 +672,8 @@ class Context:
                     self.contract[k] = v
         record = {"schema": TRAINER_SCHEMA, "helper": {"version": __version__, "path": _HELPER_DIR},
                   "contract": self.contract, "fingerprint": self.fingerprint}
+        if self.perturbed is not None:
+            record["perturbed"] = self.perturbed
         text = json.dumps(record, indent=2) + "\n"
         if text != self._written:
             _write_atomic(self.record_path, text)

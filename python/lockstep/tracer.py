@@ -266,8 +266,9 @@ class ModuleTracer(_Closing):
         # A planted one-ULP change (lockstep run --perturb parameter, lockstep
         # selftest): made at step(0), before its forward.
         perturb = os.environ.get("LOCKSTEP_PERTURB", "")
-        if perturb not in ("", "parameter"):
-            raise ValueError("ModuleTracer: LOCKSTEP_PERTURB must be 'parameter' or unset, got %r" % (perturb,))
+        if perturb not in ("", "parameter", "data"):  # "data": the data-only pass's (data_perturb)
+            raise ValueError("ModuleTracer: LOCKSTEP_PERTURB must be 'parameter', 'data' or unset, got %r"
+                             % (perturb,))
         self._perturb_root = root if perturb == "parameter" else None
         if ops is None:
             ops = os.environ.get("LOCKSTEP_TRACE_OPS", "") == "1"

@@ -256,10 +256,11 @@ void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
       ->check(decimal_number(1e-6, 1e6))
       ->excludes(resume);
   run->add_option("--perturb", run_opts->overrides.perturb,
-                  "parameter: move the model's first parameter by one ULP before step 0 (a planted change, as "
-                  "`lockstep selftest` makes it; recorded as an input); a trainer takes part through "
-                  "LOCKSTEP_PERTURB and the helper's ModuleTracer")
-      ->check(CLI::IsMember({"parameter"}))
+                  "A planted change, as `lockstep selftest` makes it (recorded as an input): parameter moves the "
+                  "model's first parameter by one ULP before step 0 (a trainer: LOCKSTEP_PERTURB and the helper's "
+                  "ModuleTracer); data moves the first sample of the data-only pass's first batch by one ULP (a "
+                  "trainer: the helper's ctx.register_loader)")
+      ->check(CLI::IsMember({"parameter", "data"}))
       ->excludes(resume);
   run->add_option("--determinism", run_opts->overrides.mode,
                   "strict or default: the determinism contract's mode instead of the config's (recorded in the "
@@ -436,8 +437,9 @@ void add_check_family(CLI::App& app, std::vector<Command>& out) {
                  }});
   auto st = std::make_shared<SelftestCommandOptions>();
   auto* selftest = app.add_subcommand(
-      "selftest", "The negative control: does each smoke catch a one-ULP change of a parameter, and can it "
-                  "observe the stack's nondeterminism with the contract relaxed?");
+      "selftest", "The negative control: does each smoke catch a one-ULP change of a parameter, does its "
+                  "data-only pass see a moved sample, and can it observe the stack's nondeterminism with the "
+                  "contract relaxed?");
   selftest->add_option("SMOKE", st->smokes, "Smoke configs or folders (default: smoke)");
   selftest->add_option("--out", st->out_dir, "Folder for the runs' records")->capture_default_str();
   selftest->add_option("--json", st->json_out, "Also write the results as JSON to this file");

@@ -21,7 +21,7 @@ TrainerReport read_trainer_report(const std::string& path) {
   nlohmann::json doc = parse_json_file(path);
   JsonView v(doc, path);
   v.expect_object();
-  v.allow_keys({"schema", "helper", "contract", "fingerprint"});
+  v.allow_keys({"schema", "helper", "contract", "fingerprint", "perturbed"});
   if (v.at("schema").as_string() != "lockstep.trainer/1")
     v.at("schema").fail("\"lockstep.trainer/1\" (the helper shipped with this lockstep)");
   TrainerReport r;
@@ -32,6 +32,10 @@ TrainerReport read_trainer_report(const std::string& path) {
     r.helper_path = h.at("path").as_string();
     if (r.helper_version.empty() || r.helper_version.size() > 64) h.at("version").fail("a version of 1 to 64 characters");
     if (r.helper_path.size() > 4096) h.at("path").fail("a folder of at most 4096 characters");
+  }
+  if (v.has("perturbed")) {
+    r.perturbed = v.at("perturbed").as_string();
+    if (r.perturbed.empty() || r.perturbed.size() > 512) v.at("perturbed").fail("a sentence of 1 to 512 characters");
   }
   JsonView c = v.at("contract");
   c.expect_object();

@@ -10,7 +10,8 @@
 //   {"schema": "lockstep.trainer/1",
 //    "helper": {"version": "0.1.0", "path": "/opt/lockstep/share/lockstep/python/lockstep"},
 //    "contract": {"mode": "strict", "deterministic_algorithms": "true", ...},   // read back from torch
-//    "fingerprint": {"python.torch": {"value": "1.13.1", "relevant": true}, ...}}
+//    "fingerprint": {"python.torch": {"value": "1.13.1", "relevant": true}, ...},
+//    "perturbed": "dataset index 17 (the first sample of ...)"}   // LOCKSTEP_PERTURB=data only
 #pragma once
 
 #include <map>
@@ -31,6 +32,10 @@ struct TrainerReport {
   Fingerprint fingerprint;                      ///< python.*, loader.*, trainer.* fields
   std::string helper_version;                   ///< the helper's __version__; "" from a helper before 0.1.0
   std::string helper_path;                      ///< the folder the trainer imported the helper from
+  /// With LOCKSTEP_PERTURB=data, in rank 0's data-only pass: what the
+  /// helper moved ("dataset index 17 (the first sample of ...") or why
+  /// nothing ("nothing: an IterableDataset ..."); "" otherwise.
+  std::string perturbed;
 };
 
 /// Reads `path`. Throws exit-2 Error naming the file and field when it is

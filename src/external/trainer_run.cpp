@@ -218,6 +218,14 @@ TrainerRun run_trainer(const RunPlan& run, const std::string& work_dir) {
     rec.digests = std::move(out.digests);
   }
   stamp_trainer_record(l, passes, report, report_path, seed.second, rec);
+  if (c.perturb == "data" && !passes.data_outs.empty()) {
+    // What the helper moved, as its rank-0 data-only pass reported it.
+    std::string said = read_trainer_report(l.rank_dir(passes.data_outs.front(), 0) + "/" + kTrainerReportFile).perturbed;
+    rec.fingerprint["perturb.data"] = {said.empty() ? "nothing: the trainer never called ctx.register_loader(loader) "
+                                                      "(python/lockstep; the helper perturbs a sample there)"
+                                                    : said,
+                                       false};
+  }
   if (stopping) {
     write_run_record(partial_path(l.checkpoint), rec);
     // Its hash beside it: an edited or damaged partial record is refused on resume.

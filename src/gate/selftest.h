@@ -1,12 +1,20 @@
 // `lockstep selftest`: the negative control of a smoke (vLLM's habit: a
-// determinism test that cannot fail is worthless). Two questions, each
+// determinism test that cannot fail is worthless). Three questions, each
 // answered with child runs through the launcher seam:
 //
 //   1. Sensitivity: a run with one ULP of the model's first parameter
 //      moved before step 0 (`run --perturb parameter`) against a plain
 //      run, bit for bit. It must fail, and the module trace should name
-//      the module; "sensitive" when it does.
-//   2. Observability: K runs with the contract relaxed (determinism mode
+//      the module.
+//   2. The data-only pass's sensitivity: a run whose data-only pass sees
+//      its first batch's first sample moved (`run --perturb data`; a
+//      trainer's helper moves it in ctx.register_loader). Some batch probe
+//      must differ from the plain run's: a data pass that probes indices
+//      or labels only, or a tensor taken before the dataset made the
+//      sample, passes every check while the data changes under it. A
+//      trainer smoke without a data-only pass (no trainer.probes) skips it.
+//      "sensitive" when 1 and 2 are caught.
+//   3. Observability: K runs with the contract relaxed (determinism mode
 //      "default": non-deterministic algorithms allowed; 2 intra-op
 //      threads) counted in distinct results. One result means this smoke
 //      cannot observe the stack's nondeterminism here (its kernels are
@@ -31,7 +39,9 @@ namespace lockstep {
 
 /// How a selftest runs.
 struct SelftestOptions {
-  std::string dir;          ///< where its records go: selftest-base.json, selftest-perturbed.json, selftest-relaxed-N.json
+  /// Where its records go: selftest-base.json, selftest-perturbed.json,
+  /// selftest-perturbed-data.json, selftest-relaxed-N.json.
+  std::string dir;
   int relaxed_runs = 3;     ///< runs with the contract relaxed (--distinct-runs), at least 2
   int relaxed_threads = 2;  ///< their intra-op threads
 };
@@ -39,7 +49,8 @@ struct SelftestOptions {
 /// What a selftest found.
 struct SelftestResult {
   std::string smoke;
-  bool sensitive = false;       ///< the one-ULP change failed the bit-for-bit comparison
+  bool sensitive = false;       ///< both planted changes were caught (the data one where it applies)
+  bool parameter_caught = false;  ///< the one-ULP parameter change failed the bit-for-bit comparison
   std::string caught;           ///< its first divergence ("" when it passed unseen)
   std::string module;           ///< the first module the trace named; "" when none was
   /// What was moved, for a person: "conv.weight[0], one ULP towards +inf
@@ -47,12 +58,19 @@ struct SelftestResult {
   /// built-in trainer), else "the first element of the model's first
   /// parameter, ...".
   std::string perturbed;
+  bool data_checked = false;    ///< the smoke has a data-only pass, so its sample was perturbed
+  bool data_caught = false;     ///< some data-only batch probe differed from the plain run's
+  std::string data_caught_at;   ///< "data batch 0: inputs: ..." ("" when not caught)
+  /// What the data control moved, as the record's fingerprint field
+  /// perturb.data says: "dataset index 173 (the first sample of ...)", or
+  /// the helper's "nothing: ..." and why.
+  std::string data_perturbed;
   int relaxed_runs = 0;         ///< runs made with the contract relaxed
   int distinct = 0;             ///< distinct results among them
   std::string relaxed_how;      ///< "determinism mode default, 2 intra-op threads"
   std::string relaxed_first;    ///< where the second result first differs from the first; "" when one result
   std::vector<std::string> notes;
-  /// kPass when sensitive, kRegression when the planted change went unseen.
+  /// kPass when sensitive, kRegression when a planted change went unseen.
   ExitCode code() const { return sensitive ? ExitCode::kPass : ExitCode::kRegression; }
   /// "sensitive", or "INSENSITIVE".
   std::string verdict() const { return sensitive ? "sensitive" : "INSENSITIVE"; }
@@ -64,7 +82,9 @@ SelftestResult selftest_smoke(const SmokeConfig& config, const std::string& smok
                               Launcher& launcher);
 
 /// {"smoke", "verdict", "sensitive", "caught", "module", "perturbed",
+///  "data": {"checked", "caught", "perturbed", "first_difference"},
 ///  "relaxed": {"runs", "distinct", "how", "first_difference", "observes"}, "notes"}.
+/// "caught", "module" and "perturbed" are the parameter change's.
 nlohmann::json to_json(const SelftestResult& result);
 
 /// The lines `lockstep selftest` prints for one smoke.

@@ -5,10 +5,12 @@
 #include <malloc.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <future>
 #include <memory>
 
@@ -155,11 +157,34 @@ RankSetup join_rank_group(const SmokeConfig& cfg, const SmokeRunOptions& o, uint
   return r;
 }
 
+// `run --perturb data` (selftest's data-pass control): the first sample of
+// `b` moved as the helper moves a trainer's (python/lockstep/data_perturb.py):
+// its first finite input one ULP towards +inf, or a token id's lowest bit
+// flipped. Returns what moved, for fingerprint field perturb.data.
+std::string perturb_first_sample(SmokeBatch& b) {
+  const std::string which = "dataset index " + std::to_string(b.indices.at(0)) +
+                            " (the first sample of the data-only pass's first batch): ";
+  torch::Tensor sample = b.inputs[0].view(-1);
+  if (sample.scalar_type() == torch::kInt64) {
+    sample[0].bitwise_xor_(1);
+    return which + "its first token id's lowest bit flipped";
+  }
+  float* v = sample.data_ptr<float>();
+  for (int64_t i = 0; i < sample.numel(); ++i)
+    if (std::isfinite(v[i])) {
+      v[i] = std::nextafter(v[i], std::numeric_limits<float>::infinity());
+      return which + "its input value " + std::to_string(i) + " one ULP towards +inf";
+    }
+  return "nothing: the first sample's inputs are all NaN or infinite";
+}
+
 // The data-only pass: every batch of data.probe_epochs epochs, probed.
 // Exit 2 when no batch would remain, or more than data.max_batches would
 // be probed (each probe costs a few KB in memory and in the record).
+// `perturbed`: what `--perturb data` moved ("" when not asked, or not rank 0).
 std::vector<BatchProbe> data_only_pass(const SmokeConfig& cfg, const SmokeRunOptions& o,
-                                       std::shared_ptr<const CsvTable> table, const LoaderSpec& spec, uint64_t seed) {
+                                       std::shared_ptr<const CsvTable> table, const LoaderSpec& spec, uint64_t seed,
+                                       std::string& perturbed) {
   SmokeLoader probe_loader(table, spec, seed);
   if (probe_loader.batches_per_epoch() == 0)
     throw BadInput(cfg.file, "data.batch_size",
@@ -177,8 +202,10 @@ std::vector<BatchProbe> data_only_pass(const SmokeConfig& cfg, const SmokeRunOpt
                        " x " + std::to_string(cfg.data.probe_epochs) + " epoch(s) make " + std::to_string(total) +
                        " (raise data.max_batches or data.batch_size, or use a smaller dataset)");
   std::vector<BatchProbe> probes;
+  const bool perturb = cfg.perturb == "data" && (!o.rank.active() || o.rank.rank == 0);
   for (int64_t e = 0; e < cfg.data.probe_epochs; ++e)
     probe_loader.run_epoch(static_cast<uint64_t>(e), [&](int64_t, SmokeBatch& b) {
+      if (perturb && probes.empty()) perturbed = perturb_first_sample(b);
       probes.push_back(probe_batch(static_cast<int64_t>(probes.size()), b.inputs, b.labels, b.indices));
       if (o.rank.active()) probes.back().rank = o.rank.rank;
       if (o.on_probe) o.on_probe(static_cast<int64_t>(probes.size()), total);
@@ -367,7 +394,8 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
 
   SmokeRun out;
   RunRecord& rec = out.record;
-  rec.probes = data_only_pass(cfg, o, table, spec, seed.first);
+  std::string perturbed;  // `--perturb data`: what moved
+  rec.probes = data_only_pass(cfg, o, table, spec, seed.first, perturbed);
   if (o.train) {
     TrainResult tr = training_pass(cfg, o, table, spec, seed.first, contract, ranks, loss_factor);
     out.steps_done = tr.steps_done;
@@ -390,6 +418,7 @@ SmokeRun run_smoke(const SmokeConfig& cfg, const SmokeRunOptions& o) {
   }
   if (ranks.progress) ranks.progress->mark(cfg.steps, RankPhase::kDone);
   stamp_smoke_record(cfg, o, seed, contract, *table, out);
+  if (!perturbed.empty()) rec.fingerprint["perturb.data"] = {perturbed, false};
   // On several machines the coordinator of node 0 reads every rank's record
   // from its own folder: rank 0 gathers the other nodes' through the store.
   if (ranks.group && o.rank.nnodes > 1)

@@ -540,9 +540,9 @@ SmokeConfig with_overrides(SmokeConfig config, const RunOverrides& overrides) {
   }
   config.vary = overrides.vary;  // not an input: the values hash stays
   if (!overrides.perturb.empty()) {
-    if (overrides.perturb != "parameter")
-      throw BadUsage("--perturb: \"parameter\" (one ULP of the model's first parameter before step 0), got \"" +
-                     input_excerpt(overrides.perturb) + "\"");
+    if (overrides.perturb != "parameter" && overrides.perturb != "data")
+      throw BadUsage("--perturb: \"parameter\" (one ULP of the model's first parameter before step 0) or \"data\" "
+                     "(one ULP of the data-only pass's first sample), got \"" + input_excerpt(overrides.perturb) + "\"");
     config.perturb = overrides.perturb;
     config.values_fields["perturb"] = "\"" + overrides.perturb + "\"";
     config.values_hash = hex64(xxh3_64(config.values_hash + " perturb=" + overrides.perturb));

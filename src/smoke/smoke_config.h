@@ -151,7 +151,13 @@ struct RunOverrides {
   /// parameter`, `lockstep selftest`): the first element of the model's
   /// first parameter (named_parameters() order) moved one ULP towards +inf
   /// before step 0's forward; a trainer gets LOCKSTEP_PERTURB=parameter
-  /// (python/lockstep's ModuleTracer makes it). An input, as lr_scale.
+  /// (python/lockstep's ModuleTracer makes it). "data": the first sample
+  /// of rank 0's data-only pass's first batch moved (its first float one
+  /// ULP towards +inf, else its first integer's lowest bit flipped); the
+  /// training pass is untouched; a trainer's helper makes it in
+  /// ctx.register_loader (python/lockstep/data_perturb.py), and the record
+  /// says what moved in fingerprint field "perturb.data". An input, as
+  /// lr_scale.
   std::string perturb;
   /// "": the config's determinism.mode; "default" or "strict" instead
   /// (`run --determinism`; selftest relaxes the contract to see whether

@@ -780,6 +780,41 @@ TEST(TrainerCli, ARerunThatDiffersNamesTheNondeterministicRunner) {
 }
 
 }  // namespace
+// The data-only pass's control on a team's trainer: the helper moves the
+// first sample of the data pass's first batch (a float one ULP, in the
+// DataLoader's worker) through ctx.register_loader. The committed example
+// catches it at data batch 0; with its probes taken from the images as
+// read (PYTORCH_TRAINER_BUG=probe_raw_images) the move passes unseen and
+// selftest says INSENSITIVE, exit 1.
+TEST(TrainerCli, SelftestsDataControlCatchesAMovedSampleAndNamesABlindDataPass) {
+  fs::path d = out_dir("selftest-data");
+  fs::path smoke = example_smoke_in(d, [](nlohmann::json& c) { c.erase("resume_at"); });
+  std::string cmd = "selftest " + smoke.string() + " --out " + (d / "out").string() + " --distinct-runs 2";
+  Result r = lockstep(cmd);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("selftest pytorch-trainer: sensitive\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(the first sample of the data-only pass's first batch): its first floating-point value "
+                          "one ULP towards +inf (its first integer's lowest bit flipped where it holds no float)): "
+                          "caught — data batch 0: inputs (xxh3 "),
+            std::string::npos)
+      << r.output;
+  nlohmann::json moved = parse_json_file((d / "out" / "pytorch-trainer" / "selftest-perturbed-data.json").string());
+  nlohmann::json base = parse_json_file((d / "out" / "pytorch-trainer" / "selftest-base.json").string());
+  EXPECT_EQ(moved["series"], base["series"]);  // the training pass is untouched
+  EXPECT_EQ(moved["probes"][1], base["probes"][1]);
+  EXPECT_NE(moved["probes"][0]["inputs"], base["probes"][0]["inputs"]);
+  EXPECT_EQ(moved["probes"][0]["labels"], base["probes"][0]["labels"]);
+
+  r = lockstep(cmd, "PYTORCH_TRAINER_BUG=probe_raw_images");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("selftest pytorch-trainer: INSENSITIVE\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("lowest bit flipped where it holds no float)): NOT caught\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("note: the data-only pass's probes were bit-identical although a sample moved"),
+            std::string::npos)
+      << r.output;
+  fs::remove_all(d);
+}
+
 // The negative control of a team's trainer: the helper's ModuleTracer
 // moves the first parameter by one ULP at step 0; the float32 loss and
 // the gradient norm of step 0 hold, the per-step gradient digest does not
