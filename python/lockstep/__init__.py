@@ -70,6 +70,10 @@ LOCKSTEP_PERTURB           "parameter": a planted one-ULP change of the model's
                            batch reaches the trainer one ULP off
                            (``data_perturb``; ``run --perturb data``);
                            lockstep-trainer.json's "perturbed" says what
+LOCKSTEP_BATCH_SWEEP       a file: ``lockstep probe --batch-sweep`` of a
+                           trainer smoke; ModuleTracer.step(0) sweeps step
+                           0's first forward into it and ends the trainer
+                           (``batch_sweep``)
 LOCKSTEP_VARY              a perturbed repeat (``run --vary``, check's second
                            repeat): :func:`apply_contract` makes its heap
                            hole (``allocator=BYTES``) and starts the
@@ -143,6 +147,7 @@ exits with code 3, lockstep's exit codes (README.md, "Exit codes").
 from ._errors import LockstepError
 from ._version import __version__
 from .contract import TRAINER_FILE, TRAINER_SCHEMA, Context, apply_contract, lr_scale, stack_fingerprint, worker_init_fn
+from . import batch_sweep
 from .digests import DIGESTS_FILE, DigestWriter, step_digests
 from .probes import probe, tensor_stats
 from .seeds import derive_seed

@@ -270,6 +270,13 @@ class ModuleTracer(_Closing):
             raise ValueError("ModuleTracer: LOCKSTEP_PERTURB must be 'parameter', 'data' or unset, got %r"
                              % (perturb,))
         self._perturb_root = root if perturb == "parameter" else None
+        # `lockstep probe --batch-sweep` of a trainer smoke: the sweep of
+        # step 0's first forward, then the trainer's end (batch_sweep.py).
+        self._sweep_path = os.environ.get("LOCKSTEP_BATCH_SWEEP", "")
+        self._sweep_root = root if self._sweep_path else None
+        if self._sweep_path and (ddp or int(world_size) > 1):
+            raise ValueError("ModuleTracer: LOCKSTEP_BATCH_SWEEP sweeps one process's model, not a "
+                             "DistributedDataParallel one of %d ranks" % int(world_size))
         if ops is None:
             ops = os.environ.get("LOCKSTEP_TRACE_OPS", "") == "1"
         self._ops = None
@@ -302,6 +309,9 @@ class ModuleTracer(_Closing):
         if self._step == 0 and self._perturb_root is not None:
             _perturb_first_parameter(_torch(), self._perturb_root)
             self._perturb_root = None
+        if self._step == 0 and self._sweep_root is not None:
+            self._arm_sweep()
+            return
         if self._ops is not None:
             if 0 <= self._step < self.steps:
                 self._ops.stop()
@@ -310,6 +320,27 @@ class ModuleTracer(_Closing):
                 self._ops.close()
         if self._step >= self.steps:
             self._remove()
+
+    def _arm_sweep(self):
+        """Replaces the trace's hooks by one on the root that sweeps the
+        first forward's batch and ends the process (LOCKSTEP_BATCH_SWEEP)."""
+        torch = _torch()
+        root, path = self._sweep_root, self._sweep_path
+        self._sweep_root = None
+        self._remove()
+        if self._ops is not None:
+            self._ops.close()
+            self._ops = None
+        from .batch_sweep import sweep_and_exit
+
+        def hook(module, args, kwargs=None):
+            handle.remove()
+            sweep_and_exit(root, args, path, kwargs or {})
+
+        if _hook_takes_kwargs(torch):
+            handle = root.register_forward_pre_hook(hook, with_kwargs=True)
+        else:
+            handle = root.register_forward_pre_hook(hook)
 
     def _active(self):
         return 0 <= self._step < self.steps

@@ -12,6 +12,7 @@
 #include "external/import_run.h"
 #include "gate/check.h"
 #include "plan/run_plan.h"
+#include "record/batch_sweep.h"
 #include "record/fingerprint.h"
 #include "smoke/smoke_config.h"
 
@@ -55,10 +56,20 @@ struct BatchSweepOptions {
 int batch_sweep_command(const RunOptions& options, const BatchSweepOptions& sweep);
 
 /// The smoke config a batch sweep of `options` is made of (its lane and
-/// overrides applied); throws BadUsage (exit 2) for a trainer smoke, a
-/// folder, a flag the sweep has no use for (--record, --rank, --nnodes,
-/// --world-size), or a --json over one of its inputs or into the goldens.
+/// overrides applied); throws BadUsage (exit 2) for a folder, a flag the
+/// sweep has no use for (--record, --rank, --nnodes, --world-size; the
+/// hidden --batch-sweep-timing with a trainer smoke), or a --json over one
+/// of its inputs or into the goldens.
 SmokeConfig refuse_batch_sweep_of(const RunOptions& options, const BatchSweepOptions& sweep);
+
+/// `sweep` written (--json) and printed (unless --quiet and invariant);
+/// returns 0 when batch-invariant, 1 when not.
+int report_batch_sweep(const RunOptions& options, const BatchSweepOptions& sweep, const BatchSweep& result);
+
+/// The sweep of a trainer smoke's model (external/trainer_batch_sweep.h),
+/// in a temporary folder removed afterwards, reported. Torch-free: both
+/// executables run it in their own process.
+int trainer_batch_sweep_command(const RunOptions& options, const BatchSweepOptions& sweep, const SmokeConfig& config);
 
 /// `lockstep selftest [SMOKE...]`: each smoke's negative control
 /// (gate/selftest.h), printed, and with `json_out` written as JSON. Exit 0

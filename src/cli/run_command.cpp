@@ -13,10 +13,13 @@
 #include "cli/commands.h"
 #include "cli/record_producers.h"
 #include "cli/smoke_launcher.h"
+#include "compare/batch_sweep_report.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/float_bits.h"
+#include "core/json_io.h"
 #include "core/process.h"
+#include "external/trainer_batch_sweep.h"
 #include "launch/launcher.h"
 #include "plan/run_plan.h"
 #include "smoke/golden_store.h"
@@ -144,14 +147,35 @@ SmokeConfig refuse_batch_sweep_of(const RunOptions& o, const BatchSweepOptions& 
     throw BadUsage("--world-size: --batch-sweep forwards one process's first batch (data.batch_size samples); the "
                    "world size changes nothing it does");
   SmokeConfig cfg = with_overrides(load_smoke_config(o.smoke, o.variant), o.overrides);
-  if (cfg.has_trainer())
-    throw BadUsage("--batch-sweep: " + o.smoke + " runs a team's trainer, whose model is its own; the sweep is for "
-                   "a built-in smoke's model (docs/equivalence.md, \"Batch-invariance sweep\")");
+  if (cfg.has_trainer() && sweep.timing)
+    throw BadUsage("--batch-sweep-timing: the bench's timing of a built-in smoke's model");
   if (!sweep.json_out.empty()) {
     refuse_overwriting_inputs(sweep.json_out, {o.smoke, cfg.data.resolved_path, cfg.model.path});
     refuse_writing_into_goldens(sweep.json_out, o.smoke, "the sweep's JSON");
   }
   return cfg;
+}
+
+int report_batch_sweep(const RunOptions& o, const BatchSweepOptions& sweep, const BatchSweep& s) {
+  if (!sweep.json_out.empty()) write_file_atomically(sweep.json_out, pretty_dump(batch_sweep_json(s)));
+  if (!o.quiet || !s.invariant()) std::cout << render_batch_sweep(s);  // --quiet: nothing on success
+  return s.invariant() ? 0 : to_int(ExitCode::kRegression);
+}
+
+int trainer_batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sweep, const SmokeConfig& cfg) {
+  // The trainer's folder lives only as long as the sweep: what it wrote
+  // besides the sweep (a first metrics line) is of no use afterwards.
+  std::string dir = (fs::temp_directory_path() / "lockstep-batch-sweep-XXXXXX").string();
+  if (!::mkdtemp(dir.data())) throw EnvironmentError("cannot create a folder for the trainer in " + dir + ": " +
+                                                     std::strerror(errno));
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove{dir};
+  return report_batch_sweep(o, sweep, sweep_trainer_batch_invariance(cfg, dir));
 }
 
 int run_command(const RunOptions& o) { return run_or_probe(o, /*train=*/true); }

@@ -26,6 +26,7 @@
 #include "launch/launcher.h"
 #include "record/golden.h"
 #include "record/platform_key.h"
+#include "compare/batch_sweep_report.h"
 #include "run/batch_sweep.h"
 #include "run/environment.h"
 #include "run/smoke_run.h"
@@ -119,10 +120,8 @@ int finish_command(int code) {
 
 int batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sweep) {
   const SmokeConfig cfg = refuse_batch_sweep_of(o, sweep);
-  const BatchSweep s = sweep_batch_invariance(cfg, sweep.timing);
-  if (!sweep.json_out.empty()) write_file_atomically(sweep.json_out, pretty_dump(batch_sweep_json(s)));
-  if (!o.quiet || !s.invariant()) std::cout << render_batch_sweep(s);  // --quiet: nothing on success
-  return s.invariant() ? 0 : to_int(ExitCode::kRegression);
+  if (cfg.has_trainer()) return trainer_batch_sweep_command(o, sweep, cfg);
+  return report_batch_sweep(o, sweep, sweep_batch_invariance(cfg, sweep.timing));
 }
 
 int env_command(const EnvOptions& o) {

@@ -24,6 +24,10 @@ class AbsentProducer : public RecordProducer {
 std::unique_ptr<RecordProducer> builtin_record_producer() { return std::make_unique<AbsentProducer>(); }
 int finish_command(int code) { return code; }
 int env_command(const EnvOptions&) { absent("env"); }
-int batch_sweep_command(const RunOptions&, const BatchSweepOptions&) { absent("probe --batch-sweep"); }
+int batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sweep) {
+  const SmokeConfig cfg = refuse_batch_sweep_of(o, sweep);
+  if (cfg.has_trainer()) return trainer_batch_sweep_command(o, sweep, cfg);  // the trainer brings its own torch
+  absent("probe --batch-sweep");
+}
 
 }  // namespace lockstep

@@ -80,7 +80,8 @@ std::unique_ptr<RecordProducer> builtin_record_producer() { return std::make_uni
 int finish_command(int code) { return code; }
 int env_command(const EnvOptions&) { exec_torch_binary("env"); }
 int batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sweep) {
-  refuse_batch_sweep_of(o, sweep);  // a trainer smoke is refused here, before LibTorch's start-up
+  const SmokeConfig cfg = refuse_batch_sweep_of(o, sweep);  // bad usage refused before LibTorch's start-up
+  if (cfg.has_trainer()) return trainer_batch_sweep_command(o, sweep, cfg);  // the trainer brings its own torch
   exec_torch_binary("probe --batch-sweep");
 }
 

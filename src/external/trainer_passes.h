@@ -111,6 +111,13 @@ struct TrainerLayout {
   }
 };
 
+/// A Python trainer's script (`python3 train.py ...`: the first argument
+/// that is no option, unless -m or -c runs a module or a string), checked
+/// before any pass runs and hashed into l.inputs as
+/// "trainer.script.<as written>" (informational). Throws exit-2 BadInput
+/// naming trainer.command[i] when it does not exist.
+void check_python_script(TrainerLayout& l);
+
 /// The processes of one run and where they write.
 struct PassPlan {
   std::vector<Pass> passes;

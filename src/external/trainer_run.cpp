@@ -116,6 +116,8 @@ void stamp_trainer_record(const TrainerLayout& l, const PassPlan& p, const Train
   finish_record(c, {{l.seed, seed_overridden}, c.steps}, rec);
 }
 
+}  // namespace
+
 // A Python trainer's script (`python3 train.py ...`: the first argument
 // that is no option, unless -m or -c runs a module or a string) is checked
 // before minutes are spent: a mistyped name is the config's error (exit 2,
@@ -159,8 +161,6 @@ void check_python_script(TrainerLayout& l) {
     return;
   }
 }
-
-}  // namespace
 
 TrainerRun run_trainer(const RunPlan& run, const std::string& work_dir) {
   const SmokeConfig& c = run.config;

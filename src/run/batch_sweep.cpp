@@ -167,38 +167,7 @@ bool compare_size(const ModuleTracer::KeptCall& whole, const std::vector<ModuleT
   return per_sample;
 }
 
-std::string describe_cell(const SweepCell& c, int64_t batch) {
-  std::string s = "at " + std::to_string(c.size) + ": " + std::to_string(c.samples_differ) + " of " +
-                  std::to_string(batch) + " samples differ";
-  if (c.max_ulp > 0) {
-    char abs[32];
-    std::snprintf(abs, sizeof abs, "%.3g", c.max_abs);
-    s += ", max " + std::to_string(c.max_ulp) + " ulp (|Δ| " + abs + ")";
-  }
-  return s;
-}
-
-std::string label(const ModuleSweep& m) { return m.module + (m.type.empty() ? "" : " (" + m.type + ")"); }
-
 }  // namespace
-
-int64_t ModuleSweep::first_size_differing() const {
-  for (const auto& c : cells)
-    if (c.samples_differ > 0) return c.size;
-  return 0;
-}
-
-int64_t ModuleSweep::first_size_originating() const {
-  for (const auto& c : cells)
-    if (c.samples_new > 0) return c.size;
-  return 0;
-}
-
-bool BatchSweep::invariant() const {
-  for (const auto& m : modules)
-    if (m.first_size_differing() != 0) return false;
-  return true;
-}
 
 namespace {
 
@@ -337,74 +306,6 @@ BatchSweep sweep_batch_invariance(const SmokeConfig& cfg, bool time_plain) {
     }
   }
   return out;
-}
-
-std::string render_batch_sweep(const BatchSweep& s) {
-  std::ostringstream o;
-  std::string pieces;
-  for (size_t k = 1; k < s.sizes.size(); ++k) pieces += (pieces.empty() ? "" : ", ") + std::to_string(s.sizes[k]);
-  o << "batch sweep " << s.smoke << " (" << s.device << "): the first batch, " << s.batch
-    << " samples, forwarded whole and in pieces of " << pieces
-    << " (eval mode: no dropout; a BatchNorm on its running statistics); each sample's output of each module held "
-       "bit for bit to the whole batch's\n";
-  size_t width = 0;
-  for (const auto& m : s.modules) width = std::max(width, label(m).size());
-  for (const auto& m : s.modules) {
-    o << "  " << label(m) << std::string(width + 2 - label(m).size(), ' ');
-    const std::string whole = m.per_sample ? "" : " (no batch dimension: compared whole)";
-    if (m.first_size_differing() == 0) {
-      o << "batch-invariant" << whole << "\n";
-      continue;
-    }
-    o << (m.first_size_originating() == 0 ? "differs only as its input does (an earlier module's difference, carried "
-                                            "on):"
-                                          : "not batch-invariant:");
-    std::string cells;
-    for (const auto& c : m.cells)
-      if (c.samples_differ > 0) cells += (cells.empty() ? " " : "; ") + describe_cell(c, s.batch);
-    o << cells << whole << "\n";
-  }
-  if (s.invariant()) {
-    o << s.smoke << ": BATCH-INVARIANT on this stack (exit 0)\n";
-    return o.str();
-  }
-  // The verdict names where a difference starts: the first module whose
-  // input was the whole batch's and whose output was not.
-  const ModuleSweep* first = nullptr;
-  for (const auto& m : s.modules)
-    if (!first && m.first_size_originating() != 0) first = &m;
-  for (const auto& m : s.modules)
-    if (!first && m.first_size_differing() != 0) first = &m;
-  const int64_t at = first->first_size_originating() != 0 ? first->first_size_originating() : first->first_size_differing();
-  uint64_t ulp = 0;
-  for (const auto& c : first->cells)
-    if (c.size == at) ulp = c.max_ulp;
-  o << s.smoke << ": NOT BATCH-INVARIANT (exit 1): " << label(*first) << " is not batch-invariant on this stack at batch "
-    << at << (ulp > 0 ? " (max " + std::to_string(ulp) + " ulp)" : std::string()) << "\n";
-  return o.str();
-}
-
-nlohmann::json batch_sweep_json(const BatchSweep& s) {
-  nlohmann::json modules = nlohmann::json::array();
-  for (const auto& m : s.modules) {
-    nlohmann::json cells = nlohmann::json::array();
-    for (const auto& c : m.cells) {
-      nlohmann::json cell = {{"size", c.size},       {"samples_differ", c.samples_differ},
-                             {"samples_new", c.samples_new}, {"max_ulp", c.max_ulp},
-                             {"max_abs", c.max_abs}, {"seconds", c.seconds}};
-      if (c.plain_seconds > 0) cell["plain_seconds"] = c.plain_seconds;  // only when timed (the bench)
-      cells.push_back(std::move(cell));
-    }
-    modules.push_back({{"module", m.module},
-                       {"type", m.type},
-                       {"per_sample", m.per_sample},
-                       {"invariant", m.first_size_differing() == 0},
-                       {"first_size_differing", m.first_size_differing()},
-                       {"first_size_originating", m.first_size_originating()},
-                       {"cells", cells}});
-  }
-  return {{"smoke", s.smoke},         {"device", s.device},         {"batch", s.batch}, {"sizes", s.sizes},
-          {"invariant", s.invariant()}, {"forward_s", s.forward_s}, {"modules", modules}};
 }
 
 }  // namespace lockstep

@@ -153,7 +153,7 @@ bin="$root/usr/bin"
 for f in usr/bin/lockstep usr/bin/lockstep-torch usr/share/lockstep/python/lockstep/__init__.py \
          usr/share/lockstep/python/lockstep/contract.py usr/share/lockstep/python/lockstep/probes.py \
          usr/share/lockstep/python/lockstep/tracer.py usr/share/lockstep/python/lockstep/writers.py usr/share/lockstep/python/lockstep/digests.py \
-         usr/share/lockstep/python/lockstep/data_perturb.py \
+         usr/share/lockstep/python/lockstep/data_perturb.py usr/share/lockstep/python/lockstep/batch_sweep.py \
          usr/share/lockstep/ci/lockstep.gitlab-ci.yml usr/share/lockstep/hooks/pre-push \
          usr/share/lockstep/schema/record.schema.json usr/share/man/man1/lockstep.1; do
   [ -e "$root/$f" ] || fail "the package lacks /$f"

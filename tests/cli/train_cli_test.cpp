@@ -134,8 +134,8 @@ TEST(TrainCli, AMalformedVariationIsExitTwo) {
 // `probe --batch-sweep`: the built-in model's outputs at every piece size,
 // printed and as JSON; its exit code is the JSON's verdict (which module,
 // if any, is not batch-invariant depends on the stack's kernels: the
-// planted cases are tests/run/batch_sweep_test.cpp). A trainer smoke and a
-// --record are refused.
+// planted cases are tests/run/batch_sweep_test.cpp). A --record is
+// refused; a trainer smoke's sweep is the helper's (trainer_cli_test.cpp).
 TEST(TrainCli, TheBatchSweepPrintsEachModuleAndItsVerdict) {
   fs::path p = scratch("sweep", {}, kWine);
   const std::string json = (p / "sweep.json").string();
@@ -158,12 +158,6 @@ TEST(TrainCli, TheBatchSweepPrintsEachModuleAndItsVerdict) {
             std::string::npos)
       << r.output;
 
-  Result trainer = lockstep("probe " + kSourceDir + "/examples/pytorch-trainer/smoke/pytorch-trainer.json --batch-sweep");
-  EXPECT_EQ(trainer.code, 2) << trainer.output;
-  EXPECT_NE(trainer.output.find("runs a team's trainer, whose model is its own; the sweep is for a built-in smoke's "
-                                "model"),
-            std::string::npos)
-      << trainer.output;
   Result record = lockstep("probe " + kWine + " --batch-sweep --record " + (p / "r.json").string());
   EXPECT_EQ(record.code, 2) << record.output;
   EXPECT_NE(record.output.find("--record: --batch-sweep writes no record (--json FILE writes the sweep as JSON)"),

@@ -163,6 +163,48 @@ TEST(TrainerCli, ANondeterministicOpIsExitFour) {
   fs::remove_all(out);
 }
 
+// `probe --batch-sweep` of a trainer smoke: the helper's ModuleTracer
+// sweeps the example's model at step 0's forward (32 samples, then 16, 8,
+// 4, 2, 1) and ends the trainer; every leaf and the model's output are
+// rows, the exit code is the JSON's verdict (which module, if any, is not
+// batch-invariant depends on the stack's kernels; the planted cases are
+// tests/python/test_batch_sweep.py). A trainer that never calls
+// ctx.trace_modules is exit 2 naming how to take part.
+TEST(TrainerCli, TheBatchSweepOfATrainersModelIsTheHelpersAndEndsTheTrainer) {
+  fs::path d = out_dir("batch-sweep");
+  fs::path smoke = example_smoke_in(d, [](nlohmann::json&) {});
+  const std::string json = (d / "sweep.json").string();
+  Result r = lockstep("probe " + smoke.string() + " --batch-sweep --json " + json);
+  nlohmann::json j = parse_json_file(json);
+  EXPECT_EQ(r.code, j["invariant"].get<bool>() ? 0 : 1) << r.output;
+  EXPECT_EQ(j["smoke"], "pytorch-trainer");
+  EXPECT_EQ(j["batch"], 32);
+  EXPECT_EQ(j["sizes"], nlohmann::json({32, 16, 8, 4, 2, 1}));
+  std::vector<std::string> modules;
+  for (const auto& m : j["modules"]) modules.push_back(m["module"]);
+  EXPECT_EQ(modules, (std::vector<std::string>{"conv1", "conv2", "fc", "(model output)"}));
+  EXPECT_EQ(j["modules"][0]["type"], "Conv2d");
+  EXPECT_EQ(j["modules"][3]["type"], "Net");
+  EXPECT_EQ(r.output.rfind("batch sweep pytorch-trainer (cpu): the first batch, 32 samples, forwarded whole and in "
+                           "pieces of 16, 8, 4, 2, 1 (eval mode",
+                           0),
+            0u)
+      << r.output;
+  EXPECT_NE(r.output.find("\n  conv1 (Conv2d)  "), std::string::npos) << r.output;
+
+  write_file_atomically((d / "untraced.py").string(), "import lockstep\nlockstep.apply_contract()\n");
+  fs::path untraced = example_smoke_in(d / "untraced", [&](nlohmann::json& c) {
+    c["trainer"]["command"] = {"/usr/bin/python3", (d / "untraced.py").string()};
+  });
+  Result none = lockstep("probe " + untraced.string() + " --batch-sweep");
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find("trainer.command: expected a trainer whose model the helper can sweep: it sweeps at the "
+                             "ModuleTracer's step(0)"),
+            std::string::npos)
+      << none.output;
+  fs::remove_all(d);
+}
+
 TEST(TrainerCli, AFailingTrainerIsARegressionQuotingItsStderr) {
   fs::path out = out_dir("failing");
   Result r = check_with_bug("no_such_bug", out);

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 
+#include "compare/batch_sweep_report.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_io.h"

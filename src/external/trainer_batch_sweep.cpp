@@ -1,0 +1,48 @@
+#include "external/trainer_batch_sweep.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "external/trainer_passes.h"
+#include "external/trainer_report.h"
+
+namespace lockstep {
+namespace fs = std::filesystem;
+
+BatchSweep sweep_trainer_batch_invariance(const SmokeConfig& c, const std::string& work_dir) {
+  if (!c.has_trainer()) throw BadUsage(c.file + ": no trainer section");
+  if (c.distributed.configured)
+    throw BadUsage("--batch-sweep: " + c.file + " runs " + std::to_string(c.distributed.world_size) +
+                   " ranks; the sweep forwards one process's first batch (a single-process trainer smoke)");
+  TrainerLayout l(c);
+  l.seed = base_seed(c).first;
+  l.work = fs::absolute(work_dir).lexically_normal().string();
+  l.data_dir = data_dir();
+  l.config_dir = fs::absolute(c.file).parent_path().lexically_normal().string();
+  l.worker_counts = c.trainer.workers.empty() ? std::vector<int>{-1} : c.trainer.workers;
+  check_python_script(l);
+  const std::string dir = l.work + "/sweep", file = dir + "/" + kBatchSweepFile;
+  Pass pass{l.argv(dir, 0, l.worker_counts.front(), {}), l.env(dir, "train", 0, ""), dir,
+            "training pass (batch sweep at step 0's forward)", ""};
+  pass.env["LOCKSTEP_BATCH_SWEEP"] = file;
+  run_passes(c, {pass}, false);
+
+  const std::string report_path = dir + "/" + kTrainerReportFile;
+  TrainerReport report = read_trainer_report(report_path);
+  if (std::string why = helper_mismatch(report); !why.empty()) throw EnvironmentError(report_path + ": " + why);
+  if (std::string why = contract_mismatch(expected_contract(c), report.contract); !why.empty())
+    throw EnvironmentError(report_path + ": the trainer ran under another determinism contract than " + c.file +
+                           " asks for (" + c.mode + "): " + why);
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    throw BadInput(c.file, "trainer.command",
+                   "a trainer whose model the helper can sweep: it sweeps at the ModuleTracer's step(0), before "
+                   "the first forward (tracer = ctx.trace_modules(model); tracer.step(0)), and this trainer ran to "
+                   "its end without one (" + file + " was never written)");
+  BatchSweep s = read_batch_sweep(file);
+  s.smoke = c.name;
+  s.device = c.device;
+  return s;
+}
+
+}  // namespace lockstep
