@@ -725,6 +725,41 @@ Verdict compare_runs(const RunRecord& run, const RunRecord& reference, const Com
   return compare_records(a2, b2, exact_policy, labels);
 }
 
+namespace {
+
+// The per-rank series ("rank<r>/loss": each rank's own loss beside the
+// all-reduced one) of `r`, by name.
+std::vector<std::string> per_rank_series(const RunRecord& r) {
+  std::vector<std::string> names;
+  for (const auto& [name, s] : r.series) {
+    size_t i = 4;
+    if (name.rfind("rank", 0) != 0) continue;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+    if (i > 4 && i < name.size() && name[i] == '/') names.push_back(name);
+  }
+  return names;
+}
+
+// A lane of another world size (1 rank against 2) has other per-rank
+// series by design: both sides' are left out, the global series compared,
+// and the note says so. "" when both sides hold the same ones.
+std::string drop_per_rank_series_of_other_world_sizes(RunRecord& a, RunRecord& b, const CompareLabels& labels) {
+  const std::vector<std::string> in_a = per_rank_series(a), in_b = per_rank_series(b);
+  if (in_a == in_b) return "";
+  for (const auto& n : in_a) a.series.erase(n);
+  for (const auto& n : in_b) b.series.erase(n);
+  auto listed = [](const std::vector<std::string>& names) {
+    if (names.empty()) return std::string("none");
+    std::string out;
+    for (size_t i = 0; i < names.size() && i < 4; ++i) out += (i ? ", " : "") + names[i];
+    return out + (names.size() > 4 ? ", ... (" + std::to_string(names.size()) + ")" : "");
+  };
+  return "per-rank series not compared: " + labels.subject_word + " holds " + listed(in_a) + ", the " +
+         labels.reference_word + " " + listed(in_b) + " (another world size); the global series are";
+}
+
+}  // namespace
+
 Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const Tolerance& rule, bool same_batches,
                         const CompareLabels& labels) {
   TolerancePolicy policy;
@@ -764,8 +799,10 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
                    labels.reference_word + ", " + ta[i].module + " here, train step " + std::to_string(ta[i].step) +
                    "), so they cannot locate a difference";
   if (!trace_note.empty()) a2.module_trace = b2.module_trace = {};
+  const std::string ranks_note = drop_per_rank_series_of_other_world_sizes(a2, b2, labels);
   Verdict v = compare_records(a2, b2, policy, labels);
   if (!trace_note.empty()) v.notes.push_back(trace_note);
+  if (!ranks_note.empty()) v.notes.push_back(ranks_note);
   v.lane = Lane::kEquivalence;
   v.lane_reason = labels.subject_word + " against the " + labels.reference_word + " of this job, " +
                   (policy.same_stack_exact ? std::string("bit for bit") : "every series within " + rule.describe()) +

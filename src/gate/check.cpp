@@ -13,6 +13,7 @@
 
 #include "compare/compare.h"
 #include "core/error.h"
+#include "core/float_bits.h"
 #include "core/hash.h"
 #include "core/process.h"
 #include "gate/provenance.h"
@@ -556,6 +557,34 @@ std::vector<RunRecord> run_lanes(Launcher& launcher, const ChildRun& base, const
   return records;
 }
 
+// When `lane` splits the batch (micro-batches, ranks, another batch size)
+// and the model couples a batch's samples, why no rule makes them agree:
+// BatchNorm normalises over each piece's samples, dropout draws its masks
+// per forward. "" when the lane splits nothing. A trainer's or a
+// TorchScript model is not known here: the note names both as the usual
+// causes.
+std::string batch_coupling(const SmokeConfig& cfg, const EquivalenceVariant& lane) {
+  const nlohmann::json& set = lane.set;
+  auto sets = [&set](const char* section, const char* key) {
+    return set.contains(section) && set[section].is_object() && set[section].contains(key);
+  };
+  bool splits = sets("optimizer", "micro_batches") || sets("distributed", "world_size") || sets("data", "batch_size");
+  for (const auto& a : lane.args) splits = splits || a.find("accum") != std::string::npos;
+  if (!splits) return "";
+  const std::string head = "this lane splits the batch (" + lane.describe() + "), and ";
+  const std::string tail = ": one batch and its pieces are then other trainings, whatever the rule "
+                           "(docs/equivalence.md); hold such a lane on a model without them";
+  if (cfg.has_trainer() || cfg.model.name == "torchscript")
+    return head + "a model with BatchNorm (it normalises over each piece's samples) or dropout (it draws its "
+                  "masks per forward) differs by design" + tail;
+  if (cfg.model.name == "cnn")
+    return head + "the model's BatchNorm normalises over each piece's samples, not the whole batch's" + tail;
+  if (cfg.model.dropout > 0)
+    return head + "the model's dropout (p = " + format_double(cfg.model.dropout) +
+           ") draws its masks per forward, so the pieces draw other masks than one batch" + tail;
+  return "";
+}
+
 // Step 5: each lane's run held to the base run (run 1) under the lane's
 // rule, every lane reported in `notes`. The first lane that fails (in
 // name order) becomes the verdict (exit 1, comparing the lane's run with
@@ -596,9 +625,12 @@ std::optional<SmokeCheck> judge_lanes(const std::vector<RunRecord>& records, con
     c.verdict.smoke = cfg.name;
     c.verdict.first_divergence = head + " " + why;
     c.verdict.notes.push_back(golden_note);
-    c.verdict.notes.push_back("to see it again: lockstep run " + cfg.file + " --variant " + lane.name +
-                              "; a lane that may differ this much takes a wider equivalence." + lane.name +
-                              ".rule, one that trains on other batches \"same_batches\": false (docs/equivalence.md)");
+    const std::string coupling = batch_coupling(cfg, lane);
+    c.verdict.notes.push_back("to see it again: lockstep run " + cfg.file + " --variant " + lane.name + "; " +
+                              (coupling.empty() ? "a lane that may differ this much takes a wider equivalence." +
+                                                      lane.name + ".rule, one that trains on other batches "
+                                                      "\"same_batches\": false (docs/equivalence.md)"
+                                                : coupling));
     c.compared = true;
     c.run = records[i];
     c.golden = run;

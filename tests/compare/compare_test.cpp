@@ -907,3 +907,35 @@ TEST(Compare, PerStepDigestsNameTheStepTheBytesMovedWhereTheLossHeld) {
 
 }  // namespace
 }  // namespace lockstep
+
+namespace lockstep {
+namespace {
+
+// An equivalence lane of another world size holds other per-rank series
+// by design ("rank0/loss" beside the all-reduced loss): they are left out
+// with a note and the global series held to the rule; the same per-rank
+// series on both sides are compared as any series.
+TEST(CompareVariant, ALaneOfAnotherWorldSizeLeavesThePerRankSeriesOut) {
+  RunRecord base = testing::make_record({2.5, 2.25});
+  RunRecord lane = base;
+  lane.series["rank0/loss"] = lane.series["loss"];
+  lane.series["rank1/loss"] = lane.series["loss"];
+  lane.series["loss"].values[1] = 2.25 * (1 + 1e-6);
+  const CompareLabels labels{"lane ranks2", "base run", "base run", "lane ranks2"};
+  Verdict v = compare_variant(lane, base, Tolerance::close(0, 1e-5), /*same_batches=*/false, labels);
+  EXPECT_TRUE(v.passed()) << v.first_divergence;
+  EXPECT_NE(std::find(v.notes.begin(), v.notes.end(),
+                      "per-rank series not compared: lane ranks2 holds rank0/loss, rank1/loss, the base run none "
+                      "(another world size); the global series are"),
+            v.notes.end());
+
+  RunRecord base2 = lane;
+  base2.series["loss"] = base.series["loss"];
+  lane.series["rank1/loss"].values[0] = 3.0;  // same world size: compared
+  v = compare_variant(lane, base2, Tolerance::close(0, 1e-5), false, labels);
+  EXPECT_FALSE(v.passed());
+  EXPECT_EQ(v.first_divergence.rfind("train step 0: rank1/loss", 0), 0u) << v.first_divergence;
+}
+
+}  // namespace
+}  // namespace lockstep

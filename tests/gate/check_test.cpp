@@ -734,6 +734,31 @@ TEST(CheckSmoke, EveryLaneIsReportedAndTheFirstFailureIsTheVerdict) {
                   "bit for bit; first difference: train step 1: loss")) << ::testing::PrintToString(n);
 }
 
+// A lane that splits the batch of a model that couples its samples
+// (dropout's masks drawn per forward) fails by design: the note says why
+// instead of advising a wider rule.
+TEST(CheckSmoke, AFailingLaneThatSplitsTheBatchOfADropoutModelSaysWhyNoRuleHelps) {
+  GateProject p("lanes-split-dropout", [](nlohmann::json& cfg) {
+    cfg["model"]["dropout"] = 0.25;
+    cfg["equivalence"] = nlohmann::json::parse(
+        R"({"split2": {"set": {"optimizer": {"micro_batches": 2}}, "rule": {"atol": 0, "rtol": 1e-5}}})");
+  });
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = lane_moves("split2", 1000);
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  const auto& n = c.verdict.notes;
+  EXPECT_NE(std::find(n.begin(), n.end(),
+                      "to see it again: lockstep run " + p.smoke_file() +
+                          " --variant split2; this lane splits the batch (set {\"optimizer\":{\"micro_batches\":2}}), "
+                          "and the model's dropout (p = 0.25) draws its masks per forward, so the pieces draw other "
+                          "masks than one batch: one batch and its pieces are then other trainings, whatever the rule "
+                          "(docs/equivalence.md); hold such a lane on a model without them"),
+            n.end())
+      << ::testing::PrintToString(n);
+}
+
 // check --intra-op-threads / --workers / --world-size stand for the base
 // run; a lane that sets the same field keeps its own value.
 TEST(CheckSmoke, ALaneKeepsWhatItSetsUnderChecksOverrides) {
