@@ -57,20 +57,14 @@ nlohmann::json result_json(const BisectResult& r) {
 }  // namespace
 
 int bisect_command(const BisectCliOptions& o) {
-  if (o.json_given) require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect\"", {}, o.out_dir + "/bisect");
-  BisectOptions options;
-  options.good = o.good;
-  options.bad = o.bad;
-  if (!o.smokes.empty()) options.smokes = o.smokes;
-  options.build = o.build;
-  options.repeats = o.repeats;
-  options.repo = o.repo;
-  options.out_dir = o.out_dir;
+  if (o.json_given)
+    require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect\"", {}, o.bisect.out_dir + "/bisect");
+  BisectOptions options = o.bisect;
   const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
   JobSlots slots(jobs);
   if (jobs > 1) options.slots = &slots;
-  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
-    std::cout << "bisect: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
+  DirectoryLock out_lock(options.out_dir, true, [&](int pid) {
+    std::cout << "bisect: waiting for process " << pid << ", which writes to " << options.out_dir << "\n" << std::flush;
   });
   options.on_step = [](const BisectStep& s) {
     std::cout << "bisect: " << (s.end ? "[end] " : "") << s.commit.describe() << ": " << step_word(s.verdict) << " ("
@@ -95,29 +89,26 @@ int bisect_command(const BisectCliOptions& o) {
 }
 
 int bisect_env_command(const BisectEnvCliOptions& o) {
-  std::vector<std::string> inputs = o.smokes;
-  inputs.push_back(o.good_env);
-  inputs.push_back(o.bad_env);
-  if (o.good_env.empty() || o.bad_env.empty())
-    throw BadUsage(std::string(o.good_env.empty() ? "--good-env" : "--bad-env") + ": an environment file path, got an empty path");
+  EnvBisectOptions options = o.bisect;
+  std::vector<std::string> inputs = options.smokes;
+  inputs.push_back(options.good_env);
+  inputs.push_back(options.bad_env);
+  if (options.good_env.empty() || options.bad_env.empty())
+    throw BadUsage(std::string(options.good_env.empty() ? "--good-env" : "--bad-env") +
+                   ": an environment file path, got an empty path");
   if (o.json_given)
-    require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect-env\"", inputs, o.out_dir + "/bisect-env");
-  EnvBisectOptions options;
-  options.good_env = o.good_env;
-  options.bad_env = o.bad_env;
-  options.smokes = o.smokes;
-  options.repeats = o.repeats;
-  options.out_dir = o.out_dir;
+    require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect-env\"", inputs,
+                        options.out_dir + "/bisect-env");
   const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
   JobSlots slots(jobs);
   if (jobs > 1) options.slots = &slots;
   options.on_test = [](const std::string& line) { std::cout << "bisect-env: " << line << "\n" << std::flush; };
-  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
-    std::cout << "bisect-env: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
+  DirectoryLock out_lock(options.out_dir, true, [&](int pid) {
+    std::cout << "bisect-env: waiting for process " << pid << ", which writes to " << options.out_dir << "\n" << std::flush;
   });
   {
-    std::vector<EnvDifference> d = env_differences(read_stack_env(o.good_env), read_stack_env(o.bad_env));
-    std::cout << "bisect-env: " << d.size() << " difference(s) from " << o.good_env << " to " << o.bad_env;
+    std::vector<EnvDifference> d = env_differences(read_stack_env(options.good_env), read_stack_env(options.bad_env));
+    std::cout << "bisect-env: " << d.size() << " difference(s) from " << options.good_env << " to " << options.bad_env;
     for (size_t i = 0; i < d.size(); ++i) std::cout << (i ? "; " : ": ") << d[i].label();
     std::cout << "\n" << std::flush;
   }

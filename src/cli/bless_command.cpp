@@ -55,7 +55,7 @@ bool running_in_ci() {
 }
 
 int bless_command(const BlessOptions& o) {
-  if (is_blank_text(o.reason))
+  if (is_blank_text(o.bless.reason))
     throw BadUsage("bless needs --reason TEXT: say why the goldens change (it is recorded)");
   if (running_in_ci() && !o.in_ci)
     throw BadUsage("CI is set: bless does not write goldens in CI (a failing check leaves pending "
@@ -67,13 +67,8 @@ int bless_command(const BlessOptions& o) {
     if (files.empty()) return 0;
   }
   require_torch_for_built_in(files, "bless");
-  require_out_folder(o.out_dir, files, o.goldens_dir);
-  BlessSmokeOptions options;
-  options.reason = o.reason;
-  options.goldens_dir = o.goldens_dir;
-  options.out_dir = o.out_dir;
-  options.allow_dirty = o.allow_dirty;
-  options.runs = o.runs;
+  BlessSmokeOptions options = o.bless;
+  require_out_folder(options.out_dir, files, options.goldens_dir);
   if (!o.seeds.empty()) options.seeds = parse_seed_list(o.seeds);
   SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   // One bless or accept at a time per goldens folder, held from before the
@@ -81,7 +76,7 @@ int bless_command(const BlessOptions& o) {
   // against what the previous holder wrote).
   std::map<std::string, std::unique_ptr<DirectoryLock>> locks;
   for (const auto& file : files) {
-    std::string root = fs::absolute(goldens_root(file, o.goldens_dir)).lexically_normal().string();
+    std::string root = fs::absolute(goldens_root(file, options.goldens_dir)).lexically_normal().string();
     if (!locks.count(root))
       locks[root] = std::make_unique<DirectoryLock>(root, !o.no_wait, [&](int pid) {
         std::cout << "bless: waiting for process " << pid << ", which holds " << root
@@ -91,7 +86,7 @@ int bless_command(const BlessOptions& o) {
     for (const auto& t : remove_stale_temporaries(fs::path(b.path).parent_path().string()))
       std::cout << "removed " << t << " (a temporary of an interrupted write; its process has exited)\n";
     std::string hash = write_golden(b.path, b.golden);
-    std::cout << "blessed " << b.path << " (" << o.runs << " bit-identical runs";
+    std::cout << "blessed " << b.path << " (" << options.runs << " bit-identical runs";
     if (b.seeds > 1) std::cout << " per seed, " << b.seeds << " seeds";
     std::cout << ", content " << hash << ")\n";
     if (std::string note = b.data_pass_note; !note.empty()) std::cout << "  note: " << note << "\n";
@@ -111,7 +106,7 @@ int bless_command(const BlessOptions& o) {
   }
   std::set<std::string> folders;  // the goldens folders written, as given (--goldens, or beside each smoke folder)
   for (const auto& file : files) {
-    fs::path root = goldens_root(file, o.goldens_dir);
+    fs::path root = goldens_root(file, options.goldens_dir);
     fs::path here = fs::absolute(root).lexically_normal().lexically_relative(fs::current_path());
     std::string shown = !here.empty() && *here.begin() != ".." ? here.string() : root.string();  // relative when inside
     folders.insert(shown.empty() || shown.back() == '/' ? shown : shown + "/");

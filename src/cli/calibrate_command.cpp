@@ -28,7 +28,7 @@ CalibrateAxis seed_axis(const CalibrateCliOptions& o) {
   if (list.find(',') == std::string::npos)
     throw BadUsage("calibrate --seeds " + input_excerpt(list) + ": a list of at least two seeds, as bless --seeds "
                    "takes (e.g. --seeds 7,8,9); for K seeds from the config's, --seed-count K");
-  if (o.seeds > 1) throw BadUsage("calibrate --seeds with --seed-count: give the seeds one way");
+  if (o.calibrate.seeds > 1) throw BadUsage("calibrate --seeds with --seed-count: give the seeds one way");
   for (const std::string& a : o.axes)
     if (a.rfind("seed=", 0) == 0) throw BadUsage("calibrate --seeds with --axis seed=...: give the seeds one way");
   // Said in --seeds' own words (parse_axis would speak of --axis seed=...).
@@ -55,10 +55,11 @@ CalibrateAxis seed_axis(const CalibrateCliOptions& o) {
 int calibrate_command(const CalibrateCliOptions& o) {
   if (is_smoke_config_file(o.smoke) == false && fs::is_directory(o.smoke))
     throw BadUsage("calibrate " + o.smoke + ": a folder; calibrate takes one smoke config");
-  std::vector<std::string> inputs = o.records;
+  CalibrateOptions options = o.calibrate;
+  std::vector<std::string> inputs = options.records;
   inputs.push_back(o.smoke);
   // Its own records folder: the smoke's name is read from the config.
-  std::string own = calibrate_records_dir(o.smoke, o.out_dir);
+  std::string own = calibrate_records_dir(o.smoke, options.out_dir);
   if (!o.json_out.empty() || o.json_given)
     require_report_file("--json", o.json_out, "\"lockstep_report\": \"calibrate\"", inputs, own);
   if (!o.html_out.empty() || o.html_given) require_report_file("--html", o.html_out, "<title>lockstep calibrate ", inputs, own);
@@ -66,23 +67,15 @@ int calibrate_command(const CalibrateCliOptions& o) {
   std::error_code ec;
   if (!o.json_out.empty() && o.json_out == o.html_out)
     throw BadUsage("--json and --html name the same file " + o.json_out);
-  require_out_folder(o.out_dir, {o.smoke}, "");
-  CalibrateOptions options;
+  require_out_folder(options.out_dir, {o.smoke}, "");
   for (const auto& a : o.axes) options.axes.push_back(parse_axis(a));
   if (!o.seed_list.empty()) options.axes.push_back(seed_axis(o));
-  options.seeds = o.seeds;
-  options.repeats = o.repeats;
-  options.records = o.records;
-  options.rules.multiplier = o.multiplier;
-  options.rules.rtol_floor = o.rtol_floor;
-  options.rules.atol_floor = o.atol_floor;
   options.detect = !o.no_detect;
-  options.out_dir = o.out_dir;
   const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
   JobSlots slots(jobs);
   if (jobs > 1) options.slots = &slots;
-  DirectoryLock out_lock(o.out_dir, true, [&](int pid) {
-    std::cout << "calibrate: waiting for process " << pid << ", which writes to " << o.out_dir << "\n" << std::flush;
+  DirectoryLock out_lock(options.out_dir, true, [&](int pid) {
+    std::cout << "calibrate: waiting for process " << pid << ", which writes to " << options.out_dir << "\n" << std::flush;
   });
   SmokeLauncher launcher;
   Calibration c = calibrate_smoke(o.smoke, options, launcher);

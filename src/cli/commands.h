@@ -9,7 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "bisect/bisect.h"
+#include "bisect/bisect_env.h"
+#include "calibrate/calibrate.h"
 #include "external/import_run.h"
+#include "gate/bless.h"
 #include "gate/check.h"
 #include "plan/run_plan.h"
 #include "record/batch_sweep.h"
@@ -151,18 +155,14 @@ int history_pull_command(const HistorySyncOptions& options);
 /// --write puts the rules into the config.
 struct CalibrateCliOptions {
   std::string smoke;
-  std::vector<std::string> axes;     ///< "threads=1,2", parsed by parse_axis
-  int seeds = 1;                     ///< --seed-count K
+  /// Bound by the command line itself: --seed-count (seeds), --repeat,
+  /// --records, --multiplier, --rtol-floor, --atol-floor (rules), --out.
+  CalibrateOptions calibrate;
+  std::vector<std::string> axes;     ///< "threads=1,2", parsed by parse_axis into calibrate.axes
   std::string seed_list;             ///< --seeds "7,8,9": the seed axis, as bless --seeds names seeds
-  int repeats = 2;                   ///< --repeat N
-  std::vector<std::string> records;
-  double multiplier = 1.5;
-  double rtol_floor = 1e-3;
-  double atol_floor = 1e-6;
-  bool no_detect = false;
+  bool no_detect = false;            ///< --no-detect: calibrate.detect false
   std::string json_out, html_out;
   bool json_given = false, html_given = false;  ///< given, even as '' (refused)
-  std::string out_dir = "lockstep-out";
   bool write = false;
   int jobs = 0;                      ///< 0: the CPUs this process may use
 };
@@ -171,14 +171,11 @@ int calibrate_command(const CalibrateCliOptions& options);
 /// `lockstep bisect --good REV --bad REV [SMOKE...]`: the first commit
 /// whose smokes fail against the good end's records (bisect/bisect.h).
 struct BisectCliOptions {
-  std::string good, bad;
-  std::vector<std::string> smokes;  ///< relative to the repository's root; empty: smoke/
-  std::string build;
-  int repeats = 2;
-  std::string repo = ".";
+  /// Bound by the command line itself: --good, --bad, SMOKE, --build,
+  /// --repeat, --repo, --out.
+  BisectOptions bisect;
   std::string json_out;
   bool json_given = false;
-  std::string out_dir = "lockstep-out";
   int jobs = 0;
 };
 int bisect_command(const BisectCliOptions& options);
@@ -187,12 +184,11 @@ int bisect_command(const BisectCliOptions& options);
 /// smallest set of stack differences that moves the curve
 /// (bisect/bisect_env.h).
 struct BisectEnvCliOptions {
-  std::string good_env, bad_env;
-  std::vector<std::string> smokes;
-  int repeats = 2;
+  /// Bound by the command line itself: --good-env, --bad-env, SMOKE,
+  /// --repeat, --out.
+  EnvBisectOptions bisect;
   std::string json_out;
   bool json_given = false;
-  std::string out_dir = "lockstep-out";
   int jobs = 0;
 };
 int bisect_env_command(const BisectEnvCliOptions& options);
@@ -200,13 +196,11 @@ int bisect_env_command(const BisectEnvCliOptions& options);
 /// `lockstep bless SMOKE... --reason TEXT`: regenerate goldens.
 struct BlessOptions {
   std::vector<std::string> smokes;
-  std::string reason;
-  std::string goldens_dir;
-  std::string out_dir = "lockstep-out";
-  bool allow_dirty = false;
+  /// Bound by the command line itself: --reason, --goldens, --out,
+  /// --allow-dirty, --repeat (runs).
+  BlessSmokeOptions bless;
   bool in_ci = false;  ///< allow writing goldens although CI is set
-  int runs = 2;
-  std::string seeds;  ///< --seeds "42,43": extra seeds for a multi-seed golden (parsed strictly)
+  std::string seeds;  ///< --seeds "42,43": extra seeds for a multi-seed golden (parsed strictly into bless.seeds)
   bool no_wait = false;  ///< exit 3 instead of waiting when another bless/accept holds the goldens folder
   std::string kind;      ///< --kind trainer|built-in: only the smokes of that kind; "" all
 };

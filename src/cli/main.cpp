@@ -148,18 +148,18 @@ CLI::App* add_calibrate_command(CLI::App& app, lockstep::CalibrateCliOptions& o)
                   "workers or seed; repeatable (default: threads=n,2n x every capability this CPU runs)");
   cmd->add_option("--seeds", o.seed_list,
                   "Also vary the seed over these seeds (comma-separated, as bless --seeds; sigma rules)");
-  cmd->add_option("--seed-count", o.seeds, "Also vary the seed over K seeds from the config's (sigma rules)")
+  cmd->add_option("--seed-count", o.calibrate.seeds, "Also vary the seed over K seeds from the config's (sigma rules)")
       ->transform(decimal_range(1, 100));
-  cmd->add_option("--repeat", o.repeats, "Fresh runs at each point")->capture_default_str()->transform(decimal_range(1, 100));
-  add_deprecated(cmd, "--repeats", o.repeats, "--repeat N")->transform(decimal_range(1, 100));
-  cmd->add_option("--records", o.records, "Run records (or folders of them) from other runners, e.g. CI artifacts");
-  cmd->add_option("--multiplier", o.multiplier, "m: rules allow m times the measured spread")
+  cmd->add_option("--repeat", o.calibrate.repeats, "Fresh runs at each point")->capture_default_str()->transform(decimal_range(1, 100));
+  add_deprecated(cmd, "--repeats", o.calibrate.repeats, "--repeat N")->transform(decimal_range(1, 100));
+  cmd->add_option("--records", o.calibrate.records, "Run records (or folders of them) from other runners, e.g. CI artifacts");
+  cmd->add_option("--multiplier", o.calibrate.rules.multiplier, "m: rules allow m times the measured spread")
       ->capture_default_str()
       ->check(decimal_number(1.0, 1000.0));
-  cmd->add_option("--rtol-floor", o.rtol_floor, "The smallest rtol recommended (Megatron-LM's 1e-3)")
+  cmd->add_option("--rtol-floor", o.calibrate.rules.rtol_floor, "The smallest rtol recommended (Megatron-LM's 1e-3)")
       ->capture_default_str()
       ->check(decimal_number(0.0, 1.0));
-  cmd->add_option("--atol-floor", o.atol_floor, "The smallest atol recommended (Megatron-LM's 1e-6)")
+  cmd->add_option("--atol-floor", o.calibrate.rules.atol_floor, "The smallest atol recommended (Megatron-LM's 1e-6)")
       ->capture_default_str()
       ->check(decimal_number(0.0, 1e6));
   cmd->add_flag("--no-detect", o.no_detect, "Skip the detection-limit search (its planted-lr runs)");
@@ -168,7 +168,7 @@ CLI::App* add_calibrate_command(CLI::App& app, lockstep::CalibrateCliOptions& o)
   cmd->add_option("--html", o.html_out, "Also write a self-contained HTML page (spread per step against the rule)")
       ->each([&o](const std::string&) { o.html_given = true; });
   cmd->add_flag("--write", o.write, "Put the recommended rules and a calibration block into the smoke config");
-  cmd->add_option("--out", o.out_dir, "Folder for the runs' records (<out>/<smoke>/calibrate/)")->capture_default_str();
+  cmd->add_option("--out", o.calibrate.out_dir, "Folder for the runs' records (<out>/<smoke>/calibrate/)")->capture_default_str();
   cmd->add_option("-j,--jobs", o.jobs, "Runs at once (default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
   return cmd;
@@ -179,19 +179,19 @@ CLI::App* add_bisect_command(CLI::App& app, lockstep::BisectCliOptions& o) {
   auto* cmd = app.add_subcommand(
       "bisect", "The first commit between --good and --bad whose smokes fail against the good end's records "
                 "(a temporary copy of each commit; your work tree, index and git bisect are untouched)");
-  cmd->add_option("--good", o.good, "A revision whose smokes pass")->required();
-  cmd->add_option("--bad", o.bad, "A later revision, on --good's first-parent line, whose smokes fail")->required();
-  cmd->add_option("SMOKE", o.smokes, "Smoke configs or folders, relative to the repository's root (default: smoke)");
-  cmd->add_option("--build", o.build, "Shell command run in each commit's folder before its runs (a failure skips it)");
-  cmd->add_option("--repeat", o.repeats,
+  cmd->add_option("--good", o.bisect.good, "A revision whose smokes pass")->required();
+  cmd->add_option("--bad", o.bisect.bad, "A later revision, on --good's first-parent line, whose smokes fail")->required();
+  cmd->add_option("SMOKE", o.bisect.smokes, "Smoke configs or folders, relative to the repository's root (default: smoke)");
+  cmd->add_option("--build", o.bisect.build, "Shell command run in each commit's folder before its runs (a failure skips it)");
+  cmd->add_option("--repeat", o.bisect.repeats,
                   "Runs per commit, held bit for bit; a step whose runs differ is rerun this many times, then skipped")
       ->capture_default_str()
       ->transform(decimal_range(1, 20));
-  add_deprecated(cmd, "--repeats", o.repeats, "--repeat N")->transform(decimal_range(1, 20));
-  cmd->add_option("--repo", o.repo, "A folder of the repository (default: the current one)");
+  add_deprecated(cmd, "--repeats", o.bisect.repeats, "--repeat N")->transform(decimal_range(1, 20));
+  cmd->add_option("--repo", o.bisect.repo, "A folder of the repository (default: the current one)");
   cmd->add_option("--json", o.json_out, "Also write the steps and the conclusion as JSON to this file")
       ->each([&o](const std::string&) { o.json_given = true; });
-  cmd->add_option("--out", o.out_dir, "Folder for the records (<out>/bisect/<commit>/)")->capture_default_str();
+  cmd->add_option("--out", o.bisect.out_dir, "Folder for the records (<out>/bisect/<commit>/)")->capture_default_str();
   cmd->add_option("-j,--jobs", o.jobs, "Runs at once (default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
   return cmd;
@@ -202,16 +202,16 @@ CLI::App* add_bisect_env_command(CLI::App& app, lockstep::BisectEnvCliOptions& o
   auto* cmd = app.add_subcommand(
       "bisect-env", "The smallest set of differences between two stacks' environment files (variables, library and "
                     "Python folders, interpreter) that moves the curve: delta debugging over real runs (docs/bisect.md)");
-  cmd->add_option("--good-env", o.good_env, "Environment file of the stack whose smokes pass")->required();
-  cmd->add_option("--bad-env", o.bad_env, "Environment file of the stack whose smokes fail")->required();
-  cmd->add_option("SMOKE", o.smokes, "Smoke configs or folders")->required();
-  cmd->add_option("--repeat", o.repeats, "Runs per tested set, held bit for bit")
+  cmd->add_option("--good-env", o.bisect.good_env, "Environment file of the stack whose smokes pass")->required();
+  cmd->add_option("--bad-env", o.bisect.bad_env, "Environment file of the stack whose smokes fail")->required();
+  cmd->add_option("SMOKE", o.bisect.smokes, "Smoke configs or folders")->required();
+  cmd->add_option("--repeat", o.bisect.repeats, "Runs per tested set, held bit for bit")
       ->capture_default_str()
       ->transform(decimal_range(1, 20));
-  add_deprecated(cmd, "--repeats", o.repeats, "--repeat N")->transform(decimal_range(1, 20));
+  add_deprecated(cmd, "--repeats", o.bisect.repeats, "--repeat N")->transform(decimal_range(1, 20));
   cmd->add_option("--json", o.json_out, "Also write the sets tested and the conclusion as JSON to this file")
       ->each([&o](const std::string&) { o.json_given = true; });
-  cmd->add_option("--out", o.out_dir, "Folder for the records (<out>/bisect-env/)")->capture_default_str();
+  cmd->add_option("--out", o.bisect.out_dir, "Folder for the records (<out>/bisect-env/)")->capture_default_str();
   cmd->add_option("-j,--jobs", o.jobs, "Runs at once (default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
   return cmd;
@@ -463,16 +463,16 @@ void add_golden_commands(CLI::App& app, std::vector<Command>& out) {
   auto o = std::make_shared<BlessOptions>();
   auto* bless = app.add_subcommand("bless", "Regenerate goldens, with provenance");
   bless->add_option("SMOKE", o->smokes, "Smoke configs or folders")->required();
-  bless->add_option("--reason", o->reason, "Why the goldens change (recorded)")->required();
-  bless->add_option("--goldens", o->goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
-  bless->add_option("--out", o->out_dir, "Folder for the run records")->capture_default_str();
-  bless->add_option("--repeat", o->runs, "Bit-identical runs required")->transform(decimal_range(2, 100))->capture_default_str();
-  add_deprecated(bless, "--runs", o->runs, "--repeat N")->transform(decimal_range(2, 100));
+  bless->add_option("--reason", o->bless.reason, "Why the goldens change (recorded)")->required();
+  bless->add_option("--goldens", o->bless.goldens_dir, "Goldens folder (default: goldens/ beside the smoke folder)");
+  bless->add_option("--out", o->bless.out_dir, "Folder for the run records")->capture_default_str();
+  bless->add_option("--repeat", o->bless.runs, "Bit-identical runs required")->transform(decimal_range(2, 100))->capture_default_str();
+  add_deprecated(bless, "--runs", o->bless.runs, "--repeat N")->transform(decimal_range(2, 100));
   bless->add_option("--seeds", o->seeds,
                     "Also bless these seeds (comma-separated) into a multi-seed golden: per-step mean and "
                     "std for the sigma rule; the config's seed stays the exact reference");
   add_kind_option(bless, o->kind);
-  bless->add_flag("--allow-dirty", o->allow_dirty, "Bless from a dirty work tree (recorded)");
+  bless->add_flag("--allow-dirty", o->bless.allow_dirty, "Bless from a dirty work tree (recorded)");
   bless->add_flag("--in-ci", o->in_ci, "Write goldens even though CI is set");
   bless->add_flag("--no-wait", o->no_wait,
                   "Exit 3, naming its pid, when another bless or accept holds the goldens folder (default: wait)");
