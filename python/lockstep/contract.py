@@ -24,7 +24,7 @@ import numpy as np
 from ._errors import _fail, _torch
 from .seeds import _MASK64, _seed_numpy_global, derive_seed
 from .tracer import ModuleTracer
-from . import data_perturb
+from . import _planted, data_perturb
 from . import _xxh as xxhash
 from ._version import __version__
 
@@ -600,8 +600,10 @@ class Context:
         # LOCKSTEP_PERTURB=data: rank 0's data-only pass perturbs one sample
         # of the first loader registered (data_perturb). None: not asked.
         self._perturb_data = settings["perturb"] == "data" and self.data_only and self.rank == 0
+        self._perturb = settings["perturb"]
         self.perturbed = ("nothing yet: the trainer registered no DataLoader (ctx.register_loader(loader))"
                           if self._perturb_data else None)
+        _planted.forget(self.out)
         self.fingerprint = {}
         self.write_record()
         atexit.register(self._write_at_exit)
@@ -648,9 +650,8 @@ class Context:
 
     def _install_data_perturbation(self, loader):
         def on_marked(index, item_type):
-            self.perturbed = ("dataset index %d (the first sample of the data-only pass's first batch): its first "
-                              "floating-point value one ULP towards +inf (its first integer's lowest bit flipped "
-                              "where it holds no float)" % index if index is not None else
+            self.perturbed = ("dataset index %d (the first sample of the data-only pass's first batch)" % index
+                              if index is not None else
                               "nothing: the loader's sampler yields %s items, not integer indices" % item_type)
             self.write_record()
 
@@ -672,8 +673,14 @@ class Context:
                     self.contract[k] = v
         record = {"schema": TRAINER_SCHEMA, "helper": {"version": __version__, "path": _HELPER_DIR},
                   "contract": self.contract, "fingerprint": self.fingerprint}
+        # What a planted change moved: the marked index (this process) and
+        # the value (said by the process that fetched the sample), or the
+        # parameter the ModuleTracer moved.
+        said = _planted.read(self.out) if self._perturb else ""
         if self.perturbed is not None:
-            record["perturbed"] = self.perturbed
+            record["perturbed"] = self.perturbed + (": " + said if said and self.perturbed.startswith("dataset") else "")
+        elif self._perturb == "parameter" and said:
+            record["perturbed"] = said
         text = json.dumps(record, indent=2) + "\n"
         if text != self._written:
             _write_atomic(self.record_path, text)

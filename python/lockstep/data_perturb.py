@@ -35,6 +35,8 @@ import sys
 
 import numpy as np
 
+from . import _planted
+
 
 class PerturbedIndex(int):
     """A dataset index the perturbing dataset changes the sample of."""
@@ -46,29 +48,31 @@ class PerturbedIndex(int):
 
 
 def _nudge_float_array(a):
-    """``a`` (a numpy float array) copied with its first finite element one
-    ULP towards +inf, or None when it has none."""
+    """(``a`` (a numpy float array) copied with its first finite element one
+    ULP towards +inf, that element's flat index), or (None, -1) when it has
+    none."""
     flat = np.array(a, copy=True).reshape(-1)
     finite = np.flatnonzero(np.isfinite(flat))
     if finite.size == 0:
-        return None
-    k = finite[0]
+        return None, -1
+    k = int(finite[0])
     flat[k] = np.nextafter(flat[k], np.array(np.inf, dtype=flat.dtype))
-    return flat.reshape(np.shape(a))
+    return flat.reshape(np.shape(a)), k
 
 
 def _nudge_float_tensor(torch, t):
-    """``t`` (a torch floating tensor) copied with its first finite element
-    one ULP towards +inf, or None when it has none. Works on the integer
-    view of the bits (half, bfloat16 and float64 alike)."""
+    """(``t`` (a torch floating tensor) copied with its first finite element
+    one ULP towards +inf, that element's flat index), or (None, -1) when it
+    has none. Works on the integer view of the bits (half, bfloat16 and
+    float64 alike)."""
     bits_dtype = {2: torch.int16, 4: torch.int32, 8: torch.int64}.get(t.element_size())
     if bits_dtype is None or t.numel() == 0:
-        return None
+        return None, -1
     out = t.detach().clone(memory_format=torch.contiguous_format)
     flat = out.view(-1)
     finite = torch.nonzero(torch.isfinite(flat)).view(-1)
     if finite.numel() == 0:
-        return None
+        return None, -1
     k = int(finite[0])
     bits = flat[k:k + 1].view(bits_dtype)
     if float(flat[k]) == 0.0:
@@ -77,7 +81,7 @@ def _nudge_float_tensor(torch, t):
         bits.add_(1)
     else:
         bits.sub_(1)
-    return out
+    return out, k
 
 
 def _nudge_int(torch, leaf):
@@ -124,39 +128,72 @@ def _rebuilt(container, items):
     return list(items)
 
 
-def _perturbed(torch, sample, kind):
-    """``sample`` with its first leaf of ``kind`` moved; (new sample, True)
-    when one moved, (sample, False) when none could."""
+def _leaf_words(torch, leaf):
+    """"a float32 tensor of shape [1, 8, 8]", "an int64 array ...", "a Python float"."""
+    def a(word):
+        return ("an " if word[0] in "aeiou" else "a ") + word
+    if torch is not None and isinstance(leaf, torch.Tensor):
+        return a("%s tensor of shape %s" % (str(leaf.dtype).replace("torch.", ""), list(leaf.shape)))
+    if isinstance(leaf, np.ndarray):
+        return a("%s array of shape %s" % (leaf.dtype, list(leaf.shape)))
+    if isinstance(leaf, np.generic):
+        return "a numpy %s" % np.asarray(leaf).dtype
+    return "a Python %s" % type(leaf).__name__
+
+
+def _perturbed(torch, sample, kind, path):
+    """``sample`` with its first leaf of ``kind`` moved: (new sample, what
+    moved) when one moved, (sample, "") when none could. ``path`` is where
+    ``sample`` lies in the whole ("[0]", "['x']")."""
     if isinstance(sample, dict):
         out = dict(sample)
         for key in sample:
-            new, done = _perturbed(torch, sample[key], kind)
-            if done:
+            new, what = _perturbed(torch, sample[key], kind, "%s[%r]" % (path, key))
+            if what:
                 out[key] = new
-                return (type(sample)(out) if type(sample) is not dict else out), True
-        return sample, False
+                return (type(sample)(out) if type(sample) is not dict else out), what
+        return sample, ""
     if isinstance(sample, (tuple, list)):
         items = list(sample)
         for i, item in enumerate(items):
-            new, done = _perturbed(torch, item, kind)
-            if done:
+            new, what = _perturbed(torch, item, kind, "%s[%d]" % (path, i))
+            if what:
                 items[i] = new
-                return _rebuilt(sample, items), True
-        return sample, False
+                return _rebuilt(sample, items), what
+        return sample, ""
     if _kind(torch, sample) != kind:
-        return sample, False
+        return sample, ""
+    k = 0
     if kind == "float":
         if torch is not None and isinstance(sample, torch.Tensor):
-            new = _nudge_float_tensor(torch, sample)
+            new, k = _nudge_float_tensor(torch, sample)
         elif isinstance(sample, float):
             new = math.nextafter(sample, math.inf) if math.isfinite(sample) else None
         else:
-            new = _nudge_float_array(sample)
+            new, k = _nudge_float_array(sample)
             if new is not None and isinstance(sample, np.generic):
                 new = new.reshape(())[()]
     else:
         new = _nudge_int(torch, sample)
-    return (new, True) if new is not None else (sample, False)
+    if new is None:
+        return sample, ""
+    where = "sample%s, %s" % (path, _leaf_words(torch, sample))
+    if kind == "float":
+        return new, "%s: its element %d one ULP towards +inf" % (where, k)
+    return new, "%s (no float in the sample): its element 0's lowest bit flipped" % where
+
+
+def perturb_sample_saying(sample):
+    """(``sample`` with one value moved, what moved: "sample[0], a float32
+    tensor of shape [1, 8, 8]: its element 0 one ULP towards +inf"). The
+    rule of :func:`perturb_sample`."""
+    torch = sys.modules.get("torch")
+    for kind in ("float", "int"):
+        new, what = _perturbed(torch, sample, kind, "")
+        if what:
+            return new, what
+    raise ValueError("lockstep: LOCKSTEP_PERTURB=data: the marked sample holds no number to move (a %s)"
+                     % type(sample).__name__)
 
 
 def perturb_sample(sample):
@@ -164,13 +201,7 @@ def perturb_sample(sample):
     one ULP towards +inf, else the first integer value's lowest bit flipped.
     Never changes ``sample`` in place. Raises ValueError when the sample
     holds no number (its type named)."""
-    torch = sys.modules.get("torch")
-    for kind in ("float", "int"):
-        new, done = _perturbed(torch, sample, kind)
-        if done:
-            return new
-    raise ValueError("lockstep: LOCKSTEP_PERTURB=data: the marked sample holds no number to move (a %s)"
-                     % type(sample).__name__)
+    return perturb_sample_saying(sample)[0]
 
 
 def _is_index(x):
@@ -201,6 +232,14 @@ def _subclass(base, methods):
                                              __qualname__=base.__qualname__))
 
 
+def _moved(sample):
+    """The marked sample moved, and what moved said (_planted), from the
+    process that fetched it (a DataLoader worker, often)."""
+    new, what = perturb_sample_saying(sample)
+    _planted.say(what)
+    return new
+
+
 _DATASET_CLASSES = {}
 
 
@@ -217,7 +256,7 @@ def _perturbing_dataset_class(base):
 
     def __getitem__(self, index):
         sample = base.__getitem__(self, index)
-        return perturb_sample(sample) if type(index) is PerturbedIndex else sample
+        return _moved(sample) if type(index) is PerturbedIndex else sample
 
     def __reduce_ex__(self, protocol):
         self.__class__ = base
@@ -231,7 +270,7 @@ def _perturbing_dataset_class(base):
     if getattr(base, "__getitems__", None):
         def __getitems__(self, indices):
             samples = base.__getitems__(self, indices)
-            return [perturb_sample(s) if type(i) is PerturbedIndex else s for i, s in zip(indices, samples)]
+            return [_moved(s) if type(i) is PerturbedIndex else s for i, s in zip(indices, samples)]
         methods["__getitems__"] = __getitems__
     cls = _DATASET_CLASSES[base] = _subclass(base, methods)
     return cls

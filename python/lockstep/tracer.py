@@ -12,6 +12,7 @@ import pathlib
 import sys
 
 
+from . import _planted
 from ._errors import _torch
 from .probes import _as_probe_arrays, tensor_stats
 from .writers import _Closing, _json_line
@@ -194,11 +195,12 @@ def _hook_takes_kwargs(torch):
 def _perturb_first_parameter(torch, model):
     """Moves the first element of the model's first parameter (named_parameters()
     order) one ULP towards +inf, as lockstep's built-in trainer does for
-    ``run --perturb parameter``."""
-    for _, p in model.named_parameters():
+    ``run --perturb parameter``, and says which (_planted)."""
+    for name, p in model.named_parameters():
         with torch.no_grad():
             first = p.view(-1)[:1]
             first.copy_(torch.nextafter(first, torch.full_like(first, float("inf"))))
+        _planted.say("%s[0], one ULP towards +inf before step 0" % name)
         return
 
 

@@ -294,8 +294,8 @@ void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
   auto sweep = std::make_shared<BatchSweepOptions>();
   auto* sweep_flag =
       probe->add_flag("--batch-sweep", sweep->on,
-                      "Instead of the data-only pass: the batch-invariance sweep of a built-in smoke's model (the "
-                      "first batch forwarded whole and in halves, quarters, ... down to single samples; each "
+                      "Instead of the data-only pass: the batch-invariance sweep of the smoke's model (a trainer's: "
+                      "through the helper's ModuleTracer at step 0; the first batch forwarded whole and in halves, quarters, ... down to single samples; each "
                       "module's output held bit for bit to the whole batch's; exit 1 naming the first module that "
                       "is not batch-invariant)");
   probe->add_option("--json", sweep->json_out, "With --batch-sweep: also write the sweep as JSON to this file")

@@ -33,6 +33,10 @@ int selftest_command(const SelftestCommandOptions& o) {
     if (r.code() != ExitCode::kPass) worst = r.code();
   }
   if (!o.json_out.empty()) write_file_atomically(o.json_out, pretty_dump({{"selftest", all}}));
+  size_t sensitive = 0;
+  for (const auto& r : all) sensitive += r["sensitive"].get<bool>() ? 1 : 0;
+  std::cout << "selftest: " << all.size() << (all.size() == 1 ? " smoke, " : " smokes, ") << sensitive
+            << " sensitive, " << all.size() - sensitive << " INSENSITIVE (exit " << to_int(worst) << ")\n";
   return to_int(worst);
 }
 

@@ -19,7 +19,12 @@ std::string describe_cell(const SweepCell& c, int64_t batch) {
   return s;
 }
 
-std::string label(const ModuleSweep& m) { return m.module + (m.type.empty() ? "" : " (" + m.type + ")"); }
+// "fc1 (Linear)"; the model's own row "(model output, Net)".
+std::string label(const ModuleSweep& m) {
+  if (!m.module.empty() && m.module.front() == '(' && m.module.back() == ')' && !m.type.empty())
+    return m.module.substr(0, m.module.size() - 1) + ", " + m.type + ")";
+  return m.module + (m.type.empty() ? "" : " (" + m.type + ")");
+}
 
 }  // namespace
 
@@ -65,6 +70,10 @@ std::string render_batch_sweep(const BatchSweep& s) {
     if (c.size == at) ulp = c.max_ulp;
   o << s.smoke << ": NOT BATCH-INVARIANT (exit 1): " << label(*first) << " is not batch-invariant on this stack at batch "
     << at << (ulp > 0 ? " (max " + std::to_string(ulp) + " ulp)" : std::string()) << "\n";
+  o << "  note: not a regression of the golden: a sample's result here depends on the batch around it. A gate that "
+       "trains at one fixed batch size is unaffected; it matters where the batch changes: serving (requests batched "
+       "together), and equivalence lanes that split the batch (micro-batches, ranks), which cannot agree bit for "
+       "bit past this module (docs/equivalence.md)\n";
   return o.str();
 }
 

@@ -33,8 +33,12 @@ struct TrainerReport {
   std::string helper_version;                   ///< the helper's __version__; "" from a helper before 0.1.0
   std::string helper_path;                      ///< the folder the trainer imported the helper from
   /// With LOCKSTEP_PERTURB=data, in rank 0's data-only pass: what the
-  /// helper moved ("dataset index 17 (the first sample of ...") or why
-  /// nothing ("nothing: an IterableDataset ..."); "" otherwise.
+  /// helper moved ("dataset index 17 (the first sample of ...): sample[0],
+  /// a float32 tensor of shape [1, 8, 8]: its element 0 one ULP towards
+  /// +inf") or why nothing ("nothing: an IterableDataset ..."); with
+  /// LOCKSTEP_PERTURB=parameter, in the training pass: the parameter its
+  /// ModuleTracer moved ("conv1.weight[0], one ULP towards +inf before
+  /// step 0"); "" otherwise.
   std::string perturbed;
 };
 

@@ -218,6 +218,8 @@ TrainerRun run_trainer(const RunPlan& run, const std::string& work_dir) {
     rec.digests = std::move(out.digests);
   }
   stamp_trainer_record(l, passes, report, report_path, seed.second, rec);
+  if (c.perturb == "parameter" && !report.perturbed.empty())  // the helper's ModuleTracer names it
+    rec.fingerprint["perturb.parameter"] = {report.perturbed, false};
   if (c.perturb == "data" && !passes.data_outs.empty()) {
     // What the helper moved, as its rank-0 data-only pass reported it.
     std::string said = read_trainer_report(l.rank_dir(passes.data_outs.front(), 0) + "/" + kTrainerReportFile).perturbed;

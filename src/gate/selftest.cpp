@@ -26,10 +26,13 @@ void check_parameter_change(const SmokeConfig& config, const std::string& smoke_
   ChildRun perturbed = child(smoke_path, o.dir + "/selftest-perturbed.json");
   perturbed.overrides.perturb = "parameter";
   RunRecord moved = launcher.run(perturbed);
-  // The built-in trainer moves it before its init statistics: they name it.
+  // The built-in trainer moves it before its init statistics: they name
+  // it; a trainer's helper says it (fingerprint field perturb.parameter).
   for (const auto& [name, stats] : moved.init)
     if (auto it = base.init.find(name); it != base.init.end() && it->second.xxh3_128 != stats.xxh3_128)
       r.perturbed = name + "[0], one ULP towards +inf before step 0";
+  if (auto said = moved.fingerprint.find("perturb.parameter"); said != moved.fingerprint.end())
+    r.perturbed = said->second.value;
   Verdict v = compare_runs(moved, base, {"the perturbed run", "the plain run", "plain run", "perturbed run"});
   r.parameter_caught = !v.passed();
   r.caught = r.parameter_caught ? v.first_divergence : "";
@@ -130,7 +133,11 @@ nlohmann::json to_json(const SelftestResult& r) {
 
 std::string selftest_text(const SelftestResult& r) {
   std::ostringstream out;
-  out << "selftest " << r.smoke << ": " << r.verdict() << "\n";
+  out << "selftest " << r.smoke << ": " << r.verdict()
+      << (r.sensitive ? " (it catches a planted one-ULP change of a parameter" +
+                            std::string(r.data_checked ? " and of a data sample" : "") + ")"
+                      : " (a planted change went unseen: see the notes)")
+      << "\n";
   out << "  planted change (" << r.perturbed << "): ";
   if (r.parameter_caught)
     out << "caught" << (r.module.empty() ? "" : ", located in module " + r.module) << " — " << r.caught << "\n";
@@ -145,7 +152,8 @@ std::string selftest_text(const SelftestResult& r) {
     out << ": this smoke observes the stack's nondeterminism (first difference: " << r.relaxed_first << ")\n";
   else
     out << ": this smoke cannot observe nondeterminism on this stack (its kernels agree bit for bit even "
-           "unpinned; its repeat check shows only that)\n";
+           "unpinned; its repeat check shows only that: nothing to fix, but a nondeterministic kernel of this stack "
+           "would not show in it)\n";
   for (const auto& n : r.notes) out << "  note: " << n << "\n";
   return out.str();
 }

@@ -834,12 +834,18 @@ TEST(TrainerCli, SelftestsDataControlCatchesAMovedSampleAndNamesABlindDataPass) 
   std::string cmd = "selftest " + smoke.string() + " --out " + (d / "out").string() + " --distinct-runs 2";
   Result r = lockstep(cmd);
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("selftest pytorch-trainer: sensitive\n"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("(the first sample of the data-only pass's first batch): its first floating-point value "
-                          "one ULP towards +inf (its first integer's lowest bit flipped where it holds no float)): "
-                          "caught — data batch 0: inputs (xxh3 "),
+  EXPECT_NE(r.output.find("selftest pytorch-trainer: sensitive (it catches a planted one-ULP change of a parameter "
+                          "and of a data sample)\n"),
             std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("  planted change (conv1.weight[0], one ULP towards +inf before step 0): caught"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(the first sample of the data-only pass's first batch): sample[0], a float32 tensor of "
+                          "shape [1, 8, 8]: its element 0 one ULP towards +inf): caught — data batch 0: inputs (xxh3 "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("\nselftest: 1 smoke, 1 sensitive, 0 INSENSITIVE (exit 0)\n"), std::string::npos) << r.output;
   nlohmann::json moved = parse_json_file((d / "out" / "pytorch-trainer" / "selftest-perturbed-data.json").string());
   nlohmann::json base = parse_json_file((d / "out" / "pytorch-trainer" / "selftest-base.json").string());
   EXPECT_EQ(moved["series"], base["series"]);  // the training pass is untouched
@@ -849,8 +855,10 @@ TEST(TrainerCli, SelftestsDataControlCatchesAMovedSampleAndNamesABlindDataPass) 
 
   r = lockstep(cmd, "PYTORCH_TRAINER_BUG=probe_raw_images");
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("selftest pytorch-trainer: INSENSITIVE\n"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("lowest bit flipped where it holds no float)): NOT caught\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("selftest pytorch-trainer: INSENSITIVE (a planted change went unseen: see the notes)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("its element 0 one ULP towards +inf): NOT caught\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("note: the data-only pass's probes were bit-identical although a sample moved"),
             std::string::npos)
       << r.output;
@@ -867,7 +875,9 @@ TEST(TrainerCli, SelftestCatchesAOneUlpChangeTheLossHidesThroughTheDigests) {
   fs::path smoke = example_smoke_in(d, trainer_only);
   Result r = lockstep("selftest " + smoke.string() + " --out " + (d / "out").string() + " --distinct-runs 2");
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("selftest pytorch-trainer: sensitive\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("selftest pytorch-trainer: sensitive (it catches a planted one-ULP change of a parameter)\n"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("located in module conv1 — train step 0, forward, conv1: input identical, output differs"),
             std::string::npos)
       << r.output;

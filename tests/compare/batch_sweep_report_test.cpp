@@ -26,7 +26,15 @@ TEST(BatchSweepReport, EachModuleALineAndTheVerdictNamesWhereADifferenceStarts) 
             "  sum          differs only as its input does (an earlier module's difference, carried on): at 1: 4 of 4 "
             "samples differ (no batch dimension: compared whole)\n"
             "unit: NOT BATCH-INVARIANT (exit 1): mix (Mix) is not batch-invariant on this stack at batch 1 (max 3 "
-            "ulp)\n");
+            "ulp)\n"
+            "  note: not a regression of the golden: a sample's result here depends on the batch around it. A gate "
+            "that trains at one fixed batch size is unaffected; it matters where the batch changes: serving (requests "
+            "batched together), and equivalence lanes that split the batch (micro-batches, ranks), which cannot agree "
+            "bit for bit past this module (docs/equivalence.md)\n");
+  s.modules.push_back({"(model output)", "Net", true, {{2, 0, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0, 0}}});
+  EXPECT_NE(render_batch_sweep(s).find("\n  (model output, Net)  batch-invariant\n"), std::string::npos)
+      << render_batch_sweep(s);
+  s.modules.pop_back();
   s.modules.resize(1);
   EXPECT_EQ(render_batch_sweep(s).substr(render_batch_sweep(s).find("  fc")),
             "  fc (Linear)  batch-invariant\nunit: BATCH-INVARIANT on this stack (exit 0)\n");

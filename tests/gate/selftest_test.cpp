@@ -51,7 +51,7 @@ TEST(Selftest, APlantedChangeThatFailsTheBitwiseComparisonIsSensitive) {
   EXPECT_EQ(r.caught.rfind("train step 1: loss", 0), 0u) << r.caught;
   EXPECT_EQ(r.distinct, 1);
   EXPECT_EQ(to_json(r)["relaxed"]["observes"], false);
-  EXPECT_NE(selftest_text(r).find("selftest unit: sensitive\n"), std::string::npos) << selftest_text(r);
+  EXPECT_NE(selftest_text(r).find("selftest unit: sensitive (it catches a planted one-ULP change of a parameter and of a data sample)\n"), std::string::npos) << selftest_text(r);
   EXPECT_NE(selftest_text(r).find("3 runs: 1 distinct result: this smoke cannot observe nondeterminism on this stack"),
             std::string::npos)
       << selftest_text(r);

@@ -64,6 +64,13 @@ class PerturbSample(unittest.TestCase):
         self.assertIsInstance(out, Pair)
         self.assertEqual(out.x[0], math.nextafter(0.5, math.inf))
 
+    def test_what_moved_is_said_with_its_place_in_the_sample(self):
+        _, what = data_perturb.perturb_sample_saying({"ids": np.array([6, 9]), "x": np.array([[0.0, 1.0]])})
+        self.assertEqual(what, "sample['x'], a float64 array of shape [1, 2]: its element 0 one ULP towards +inf")
+        _, what = data_perturb.perturb_sample_saying(("text", np.array([6, 9])))
+        self.assertEqual(what, "sample[1], an int64 array of shape [2] (no float in the sample): its element 0's "
+                         "lowest bit flipped")
+
     def test_a_sample_without_a_number_is_refused_naming_its_type(self):
         with self.assertRaisesRegex(ValueError, r"holds no number to move \(a str\)"):
             data_perturb.perturb_sample("abc")
@@ -198,7 +205,8 @@ class Contract(unittest.TestCase):
             self.assertEqual(moved[0], float(np.nextafter(np.float32(plain[0]), np.float32(np.inf))))
             self.assertEqual(moved[1:], plain[1:])
             said = self.record(out)["perturbed"]
-            self.assertRegex(said, r"^dataset index %d \(the first sample of the data-only pass's first batch\): "
+            self.assertEqual(said, "dataset index %d (the first sample of the data-only pass's first batch): "
+                             "sample[0], a float32 tensor of shape [1]: its element 0 one ULP towards +inf"
                              % int(plain[0]))
 
     def test_the_training_pass_and_other_ranks_are_untouched(self):
