@@ -149,7 +149,10 @@ def _differing_rows(torch, whole, parts, batch, n, cell=None):
                 (oa - ob).abs().max().item()
             cell["max_ulp"] = max(cell["max_ulp"], int(ulp))
         if not a.is_complex() and a.dtype != torch.bool:
-            cell["max_abs"] = max(cell["max_abs"], float((da.double() - db.double()).abs().max().item()))
+            d = (da.double() - db.double()).abs()
+            d = d[torch.isfinite(d)]  # a NaN or an infinity that moved counts in max_ulp, not here
+            if d.numel():
+                cell["max_abs"] = max(cell["max_abs"], float(d.max().item()))
     return rows, True
 
 
@@ -160,11 +163,36 @@ def _as_bits(torch, t):
     return t.view(getattr(torch, _BITS[t.element_size()]))
 
 
+def _batched_tensor(torch, value, n):
+    """The first tensor in ``value`` whose first dimension is ``n`` (logits
+    after a scalar loss: ``(loss, logits)``), else its first tensor."""
+    tensors = []
+
+    def walk(v):
+        if isinstance(v, torch.Tensor):
+            tensors.append(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+    walk(value)
+    for t in tensors:
+        if t.dim() > 0 and t.size(0) == n:
+            return t
+    return tensors[0] if tensors else None
+
+
 def _model_row(torch, model, calls, x, out):
-    """The model's own output as the last row. Its input is the last
-    module's output (a difference it only carries on is then not its own),
-    or the model's input when no module was called."""
-    return (MODEL_OUTPUT, type(model).__name__, calls[-1][3] if calls else x, _first_tensor(torch, out))
+    """The model's own output as the last row, or None when it returns no
+    tensor. Its input is the last module's output (a difference it only
+    carries on is then not its own), or the model's input when no module
+    was called."""
+    y = _batched_tensor(torch, out, x.size(0))
+    if y is None:
+        return None
+    return (MODEL_OUTPUT, type(model).__name__, calls[-1][3] if calls else x, y)
 
 
 def _names(calls):
@@ -214,7 +242,8 @@ def sweep(model, args, kwargs=None):
             model(*args[0], **args[1])
             forward_s = time.perf_counter() - t0
             whole, out = keeper.forward(model, args)
-            whole.append(_model_row(torch, model, whole, x, out))
+            row = _model_row(torch, model, whole, x, out)
+            whole += [row] if row else []
             names = _names(whole)
             modules = [{"module": names[i], "type": c[1], "per_sample": True, "cells": []}
                        for i, c in enumerate(whole)]
@@ -232,7 +261,8 @@ def _sweep_size(torch, model, keeper, args, whole, modules, batch, n):
     for start in range(0, batch, n):
         piece_args = _split(torch, args, batch, start, n)
         calls, out = keeper.forward(model, piece_args)
-        calls.append(_model_row(torch, model, calls, _first_tensor(torch, piece_args), out))
+        row = _model_row(torch, model, calls, _first_tensor(torch, piece_args), out)
+        calls += [row] if row else []
         if len(calls) != len(whole) or any(c[0] != w[0] for c, w in zip(calls, whole)):
             raise RuntimeError("lockstep batch sweep: at %d samples the model calls other modules than at %d "
                                "(%s): no module-by-module comparison" % (n, batch, ", ".join(c[0] for c in calls[:8])))
@@ -261,14 +291,21 @@ def _write_atomic(path, text):
     os.replace(tmp, path)
 
 
-def sweep_and_exit(model, args, path, kwargs=None):
+def sweep_and_exit(model, args, path, kwargs=None, kwargs_seen=True):
     """LOCKSTEP_BATCH_SWEEP's end of a trainer: the sweep of ``model`` over
     ``args`` and ``kwargs`` written to ``path`` (JSON), then SystemExit(0).
-    A sweep that cannot be made is exit 2 with the reason."""
+    A sweep that cannot be made writes ``{"error": why}`` to ``path`` and
+    is exit 2 (lockstep says why). ``kwargs_seen``: False where torch (<
+    2.0) hands a forward pre-hook no keyword arguments."""
     try:
         result = sweep(model, args, kwargs)
     except (ValueError, RuntimeError) as e:
-        _fail(str(e))
+        why = str(e)
+        if not kwargs_seen and "no tensor argument" in why:
+            why += (" (torch %s hands a forward pre-hook no keyword arguments: call the model with the batch as a "
+                    "positional argument, or use torch >= 2.0)" % _torch().__version__)
+        _write_atomic(path, json.dumps({"error": why}) + "\n")
+        _fail(why)
     _write_atomic(path, json.dumps(result, indent=1) + "\n")
     print("lockstep: batch sweep of %s over %d samples written to %s; the trainer stops here (LOCKSTEP_BATCH_SWEEP)"
           % (type(model).__name__, result["batch"], path), file=sys.stderr, flush=True)

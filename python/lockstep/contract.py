@@ -649,14 +649,14 @@ class Context:
         return loader
 
     def _install_data_perturbation(self, loader):
-        def on_marked(index, item_type):
+        def on_marked(index, why_not):
             self.perturbed = ("dataset index %d (the first sample of the data-only pass's first batch)" % index
-                              if index is not None else
-                              "nothing: the loader's sampler yields %s items, not integer indices" % item_type)
+                              if index is not None else why_not)
             self.write_record()
 
         why = data_perturb.install(loader, on_marked)
-        self.perturbed = why or "nothing yet: the loader was never iterated"
+        self.perturbed = why or ("nothing: the first loader registered (ctx.register_loader) was never iterated; "
+                                 "the helper moves a sample of that one only")
 
     def write_record(self):
         """(Re)writes lockstep-trainer.json atomically (temporary file +
@@ -677,7 +677,9 @@ class Context:
         # the value (said by the process that fetched the sample), or the
         # parameter the ModuleTracer moved.
         said = _planted.read(self.out) if self._perturb else ""
-        if self.perturbed is not None:
+        if self.perturbed is not None and said.startswith("nothing") and self.perturbed.startswith("dataset"):
+            record["perturbed"] = "%s (%s)" % (said, self.perturbed)
+        elif self.perturbed is not None:
             record["perturbed"] = self.perturbed + (": " + said if said and self.perturbed.startswith("dataset") else "")
         elif self._perturb == "parameter" and said:
             record["perturbed"] = said

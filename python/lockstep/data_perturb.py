@@ -208,16 +208,27 @@ def _is_index(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
-def _marked(item):
-    """(the sampler's item with its first index marked, that index), or
-    (item, None) when it holds no integer index (a key, a tensor)."""
-    if _is_index(item):
-        return PerturbedIndex(int(item)), int(item)
-    if isinstance(item, (list, tuple)) and item and _is_index(item[0]):
-        rest = list(item[1:])
-        marked = [PerturbedIndex(int(item[0]))] + rest
+def _kind_of(item):
+    """"str", "lists of str", ...: what a sampler yields, for a message."""
+    if isinstance(item, (list, tuple)) and item:
+        return "%ss of %s" % (type(item).__name__, type(item[0]).__name__)
+    return type(item).__name__
+
+
+def _marked(item, batched):
+    """(the sampler's item with the index of its first sample marked, that
+    index), or (item, why not). ``batched``: the item is a batch sampler's
+    list of indices, each fetched alone (DataLoader's auto-collation);
+    otherwise it goes to the dataset whole."""
+    if batched and isinstance(item, (list, tuple)) and item and _is_index(item[0]):
+        marked = [PerturbedIndex(int(item[0]))] + list(item[1:])
         return (marked if isinstance(item, list) else tuple(marked)), int(item[0])
-    return item, None
+    if not batched and _is_index(item):
+        return PerturbedIndex(int(item)), int(item)
+    if not batched and isinstance(item, (list, tuple)):
+        return item, ("nothing: the dataset is handed whole batches of indices (%s, batch_size=None): no one "
+                      "sample to move" % _kind_of(item))
+    return item, "nothing: the loader's sampler yields %s, not integer indices" % _kind_of(item)
 
 
 def _swap_class(obj, name, cls):
@@ -234,8 +245,14 @@ def _subclass(base, methods):
 
 def _moved(sample):
     """The marked sample moved, and what moved said (_planted), from the
-    process that fetched it (a DataLoader worker, often)."""
-    new, what = perturb_sample_saying(sample)
+    process that fetched it (a DataLoader worker, often). A sample without
+    a number is handed on as it is, and "nothing: ..." said."""
+    try:
+        new, what = perturb_sample_saying(sample)
+    except ValueError:
+        _planted.say("nothing: the sample holds no number to move (%s)" % _leaf_words(sys.modules.get("torch"),
+                                                                                      sample))
+        return sample
     _planted.say(what)
     return new
 
@@ -284,15 +301,16 @@ def _rewrap_dataset(plain):
 
 def install(loader, on_marked):
     """Makes ``loader`` hand the trainer its first batch's first sample
-    perturbed (the module docstring). ``on_marked(index, item_type)`` is
+    perturbed (the module docstring). ``on_marked(index, why_not)`` is
     called in this process when the sampler yields its first item: the
-    index marked, or None and the type of an item that holds none. Returns
+    index marked and "", or None and why none was ("nothing: ..."). Returns
     "" when installed, else why not (for lockstep-trainer.json's
     "perturbed" field)."""
     torch = sys.modules.get("torch")
     dataset = getattr(loader, "dataset", None)
     if torch is not None and isinstance(dataset, torch.utils.data.IterableDataset):
         return "nothing: an IterableDataset has no sample index to perturb"
+    batched = getattr(loader, "batch_sampler", None) is not None
     sampler = getattr(loader, "batch_sampler", None) or getattr(loader, "sampler", None)
     if sampler is None or dataset is None:
         return "nothing: the loader has no sampler or no dataset (not a torch DataLoader?)"
@@ -307,8 +325,11 @@ def install(loader, on_marked):
         for item in it:
             if not state["marked"]:
                 state["marked"] = True
-                item, index = _marked(item)
-                on_marked(index, type(item).__name__)
+                item, index = _marked(item, batched)
+                if isinstance(index, int):
+                    on_marked(index, "")
+                else:
+                    on_marked(None, index)
             yield item
 
     try:

@@ -335,11 +335,13 @@ class ModuleTracer(_Closing):
             self._ops = None
         from .batch_sweep import sweep_and_exit
 
+        seen = _hook_takes_kwargs(torch)
+
         def hook(module, args, kwargs=None):
             handle.remove()
-            sweep_and_exit(root, args, path, kwargs or {})
+            sweep_and_exit(root, args, path, kwargs or {}, kwargs_seen=seen)
 
-        if _hook_takes_kwargs(torch):
+        if seen:
             handle = root.register_forward_pre_hook(hook, with_kwargs=True)
         else:
             handle = root.register_forward_pre_hook(hook)

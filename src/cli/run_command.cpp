@@ -150,7 +150,11 @@ SmokeConfig refuse_batch_sweep_of(const RunOptions& o, const BatchSweepOptions& 
   if (cfg.has_trainer() && sweep.timing)
     throw BadUsage("--batch-sweep-timing: the bench's timing of a built-in smoke's model");
   if (!sweep.json_out.empty()) {
-    refuse_overwriting_inputs(sweep.json_out, {o.smoke, cfg.data.resolved_path, cfg.model.path});
+    // Never over an input (the config, its data, a model, a trainer's
+    // script or declared files) nor any file but an earlier sweep's JSON.
+    std::vector<std::string> inputs = {o.smoke, cfg.data.resolved_path, cfg.model.path};
+    for (const auto& a : cfg.trainer.command) inputs.push_back(a);
+    require_report_file("--json", sweep.json_out, "\"forward_s\"", inputs, "");
     refuse_writing_into_goldens(sweep.json_out, o.smoke, "the sweep's JSON");
   }
   return cfg;
@@ -163,19 +167,16 @@ int report_batch_sweep(const RunOptions& o, const BatchSweepOptions& sweep, cons
 }
 
 int trainer_batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sweep, const SmokeConfig& cfg) {
-  // The trainer's folder lives only as long as the sweep: what it wrote
-  // besides the sweep (a first metrics line) is of no use afterwards.
+  // The trainer's folder lives as long as the sweep when it succeeds (what
+  // the trainer wrote besides it is of no use); a failure keeps it, for
+  // the stderr log its message names.
   std::string dir = (fs::temp_directory_path() / "lockstep-batch-sweep-XXXXXX").string();
   if (!::mkdtemp(dir.data())) throw EnvironmentError("cannot create a folder for the trainer in " + dir + ": " +
                                                      std::strerror(errno));
-  struct Remove {
-    std::string dir;
-    ~Remove() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } remove{dir};
-  return report_batch_sweep(o, sweep, sweep_trainer_batch_invariance(cfg, dir));
+  BatchSweep s = sweep_trainer_batch_invariance(cfg, dir);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return report_batch_sweep(o, sweep, s);
 }
 
 int run_command(const RunOptions& o) { return run_or_probe(o, /*train=*/true); }

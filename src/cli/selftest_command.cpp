@@ -30,13 +30,18 @@ int selftest_command(const SelftestCommandOptions& o) {
     SelftestResult r = selftest_smoke(config, file, options, launcher);
     std::cout << selftest_text(r) << std::flush;
     all.push_back(to_json(r));
-    if (r.code() != ExitCode::kPass) worst = r.code();
+    if (r.code() == ExitCode::kRegression || worst == ExitCode::kPass) worst = r.code();  // exit 1 before 4
   }
   if (!o.json_out.empty()) write_file_atomically(o.json_out, pretty_dump({{"selftest", all}}));
-  size_t sensitive = 0;
-  for (const auto& r : all) sensitive += r["sensitive"].get<bool>() ? 1 : 0;
+  size_t sensitive = 0, unrepeatable = 0;
+  for (const auto& r : all) {
+    sensitive += r["sensitive"].get<bool>() ? 1 : 0;
+    unrepeatable += r["repeatable"].get<bool>() ? 0 : 1;
+  }
   std::cout << "selftest: " << all.size() << (all.size() == 1 ? " smoke, " : " smokes, ") << sensitive
-            << " sensitive, " << all.size() - sensitive << " INSENSITIVE (exit " << to_int(worst) << ")\n";
+            << " sensitive, " << all.size() - sensitive - unrepeatable << " INSENSITIVE"
+            << (unrepeatable ? ", " + std::to_string(unrepeatable) + " NOT REPEATABLE" : std::string()) << " (exit "
+            << to_int(worst) << ")\n";
   return to_int(worst);
 }
 

@@ -14,7 +14,9 @@ std::string describe_cell(const SweepCell& c, int64_t batch) {
   if (c.max_ulp > 0) {
     char abs[32];
     std::snprintf(abs, sizeof abs, "%.3g", c.max_abs);
-    s += ", max " + std::to_string(c.max_ulp) + " ulp (|Δ| " + abs + ")";
+    // No finite |Δ| where only a NaN or an infinity moved.
+    s += ", max " + std::to_string(c.max_ulp) + " ulp (" +
+         (c.max_abs > 0 ? "|Δ| " + std::string(abs) : std::string("a NaN or an infinity differs")) + ")";
   }
   return s;
 }

@@ -755,7 +755,7 @@ std::string drop_per_rank_series_of_other_world_sizes(RunRecord& a, RunRecord& b
     return out + (names.size() > 4 ? ", ... (" + std::to_string(names.size()) + ")" : "");
   };
   return "per-rank series not compared: " + labels.subject_word + " holds " + listed(in_a) + ", the " +
-         labels.reference_word + " " + listed(in_b) + " (another world size); the global series are";
+         labels.reference_word + " " + listed(in_b) + " (another world size); the global series are compared";
 }
 
 }  // namespace
@@ -786,12 +786,18 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
     a2.train_probes.clear();
     b2.train_probes.clear();
   }
+  // A lane of another world size: its per-rank series left out, and its
+  // trace (rank 0's share of the batch, not the base run's batch) too.
+  const std::string ranks_note = drop_per_rank_series_of_other_world_sizes(a2, b2, labels);
   // A lane that calls the modules otherwise (micro-batches: other shapes;
   // another world size) has traces that locate nothing: left out, said.
   std::string trace_note;
+  if (!ranks_note.empty() && !a2.module_trace.entries.empty() && !b2.module_trace.entries.empty())
+    trace_note = "module traces not compared: " + labels.subject_word + " runs another world size, so its rank 0 "
+                 "forwards other samples than the " + labels.reference_word + "; they cannot locate a difference";
   const auto& ta = a2.module_trace.entries;
   const auto& tb = b2.module_trace.entries;
-  for (size_t i = 0; i < std::min(ta.size(), tb.size()) && trace_note.empty(); ++i)
+  for (size_t i = 0; i < std::min(ta.size(), tb.size()) && trace_note.empty(); ++i)  // shapes or order
     if (ta[i].step != tb[i].step || ta[i].phase != tb[i].phase || ta[i].module != tb[i].module ||
         ta[i].output.shape != tb[i].output.shape || ta[i].output.dtype != tb[i].output.dtype)
       trace_note = "module traces not compared: " + labels.subject_word + " calls the modules with other shapes or "
@@ -799,7 +805,6 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
                    labels.reference_word + ", " + ta[i].module + " here, train step " + std::to_string(ta[i].step) +
                    "), so they cannot locate a difference";
   if (!trace_note.empty()) a2.module_trace = b2.module_trace = {};
-  const std::string ranks_note = drop_per_rank_series_of_other_world_sizes(a2, b2, labels);
   Verdict v = compare_records(a2, b2, policy, labels);
   if (!trace_note.empty()) v.notes.push_back(trace_note);
   if (!ranks_note.empty()) v.notes.push_back(ranks_note);

@@ -2,7 +2,11 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_io.h"
 #include "external/trainer_passes.h"
 #include "external/trainer_report.h"
 
@@ -25,7 +29,24 @@ BatchSweep sweep_trainer_batch_invariance(const SmokeConfig& c, const std::strin
   Pass pass{l.argv(dir, 0, l.worker_counts.front(), {}), l.env(dir, "train", 0, ""), dir,
             "training pass (batch sweep at step 0's forward)", ""};
   pass.env["LOCKSTEP_BATCH_SWEEP"] = file;
-  run_passes(c, {pass}, false);
+  try {
+    run_passes(c, {pass}, false);
+  } catch (const Error&) {
+    // The helper says why it could not sweep ({"error": ...}, exit 2): the
+    // model's fault, not the trainer's crash.
+    std::error_code ec;
+    if (fs::is_regular_file(file, ec) && fs::file_size(file, ec) < 65536) {
+      nlohmann::json said = nlohmann::json::parse(read_file(file), nullptr, /*allow_exceptions=*/false);
+      if (said.is_object() && said.contains("error") && said["error"].is_string()) {
+        // The trainer's process wrote it: printable characters only, bounded.
+        std::string why;
+        for (unsigned char ch : said["error"].get<std::string>())
+          if (why.size() < 600) why += ch < 0x20 || ch == 0x7f ? ' ' : static_cast<char>(ch);
+        throw BadUsage("--batch-sweep: " + c.file + ": the helper could not sweep the trainer's model: " + why);
+      }
+    }
+    throw;
+  }
 
   const std::string report_path = dir + "/" + kTrainerReportFile;
   TrainerReport report = read_trainer_report(report_path);

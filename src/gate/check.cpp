@@ -571,6 +571,22 @@ std::string batch_coupling(const SmokeConfig& cfg, const EquivalenceVariant& lan
   bool splits = sets("optimizer", "micro_batches") || sets("distributed", "world_size") || sets("data", "batch_size");
   for (const auto& a : lane.args) splits = splits || a.find("accum") != std::string::npos;
   if (!splits) return "";
+  // The global batch (batch_size x world_size) must be the base run's, or
+  // the lane is another training: a config mistake, not a rule's.
+  if (!cfg.has_trainer()) {
+    const int64_t base_world = cfg.distributed.configured ? cfg.distributed.world_size : 1;
+    const int64_t base_global = cfg.data.loader.batch_size * base_world;
+    int64_t batch = cfg.data.loader.batch_size, world = base_world;
+    if (sets("data", "batch_size") && set["data"]["batch_size"].is_number_integer())
+      batch = set["data"]["batch_size"].get<int64_t>();
+    if (sets("distributed", "world_size") && set["distributed"]["world_size"].is_number_integer())
+      world = set["distributed"]["world_size"].get<int64_t>();
+    if (batch * world != base_global)
+      return "this lane trains on a global batch of " + std::to_string(batch * world) + " (data.batch_size " +
+             std::to_string(batch) + " x " + std::to_string(world) + (world == 1 ? " rank" : " ranks") +
+             ") where the base run trains on " + std::to_string(base_global) +
+             ": another training, not an equivalent one; set data.batch_size so that the two agree";
+  }
   const std::string head = "this lane splits the batch (" + lane.describe() + "), and ";
   const std::string tail = ": one batch and its pieces are then other trainings, whatever the rule "
                            "(docs/equivalence.md); hold such a lane on a model without them";
@@ -606,10 +622,14 @@ std::optional<SmokeCheck> judge_lanes(const std::vector<RunRecord>& records, con
                         v.passed() ? lane_distance(v) : v.first_divergence, v.values_checked});
     if (v.passed()) {
       std::string distance = lane_distance(v);
+      const bool ranks_left_out = std::any_of(v.notes.begin(), v.notes.end(), [](const std::string& n) {
+        return n.rfind("per-rank series not compared", 0) == 0;
+      });
       notes.push_back(head + ": the same as the base run " + rule + " (" +
                       (distance == "bit for bit" && rule != distance ? "bit for bit, " :
                        distance == "bit for bit" ? "" : distance + "; ") +
-                      std::to_string(v.values_checked) + " values compared)");
+                      std::to_string(v.values_checked) + " values compared" +
+                      (ranks_left_out ? "; its per-rank series left out: another world size" : "") + ")");
       continue;
     }
     const std::string why = "differs from the base run, held " + rule + "; first difference: " + v.first_divergence;

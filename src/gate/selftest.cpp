@@ -93,6 +93,16 @@ SelftestResult selftest_smoke(const SmokeConfig& config, const std::string& smok
   SelftestResult r;
   r.smoke = config.name;
   RunRecord base = launcher.run(child(smoke_path, o.dir + "/selftest-base.json"));
+  // 0. The plain runs must repeat bit for bit, or no planted change can
+  // be told from the smoke's own nondeterminism.
+  RunRecord again = launcher.run(child(smoke_path, o.dir + "/selftest-base-2.json"));
+  if (std::string d = first_bit_difference(again, base, "the second plain run", "the first"); !d.empty()) {
+    r.repeatable = false;
+    r.notes.push_back("the plain runs differ (" + d + "): no planted change can be told from the smoke's own "
+                      "nondeterminism; `lockstep check` says where it starts, and selftest means something once the "
+                      "runs repeat bit for bit");
+    return r;
+  }
   check_parameter_change(config, smoke_path, o, launcher, base, r);
   check_data_change(config, smoke_path, o, launcher, base, r);
   r.sensitive = r.parameter_caught && (!r.data_checked || r.data_caught);
@@ -113,6 +123,7 @@ SelftestResult selftest_smoke(const SmokeConfig& config, const std::string& smok
 nlohmann::json to_json(const SelftestResult& r) {
   return {{"smoke", r.smoke},
           {"verdict", r.verdict()},
+          {"repeatable", r.repeatable},
           {"sensitive", r.sensitive},
           {"caught", r.caught},
           {"module", r.module},
@@ -133,6 +144,11 @@ nlohmann::json to_json(const SelftestResult& r) {
 
 std::string selftest_text(const SelftestResult& r) {
   std::ostringstream out;
+  if (!r.repeatable) {
+    out << "selftest " << r.smoke << ": " << r.verdict() << " (its plain runs differ: nothing planted was judged)\n";
+    for (const auto& n : r.notes) out << "  note: " << n << "\n";
+    return out.str();
+  }
   out << "selftest " << r.smoke << ": " << r.verdict()
       << (r.sensitive ? " (it catches a planted one-ULP change of a parameter" +
                             std::string(r.data_checked ? " and of a data sample" : "") + ")"

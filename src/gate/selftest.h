@@ -2,6 +2,9 @@
 // determinism test that cannot fail is worthless). Three questions, each
 // answered with child runs through the launcher seam:
 //
+//   0. A second plain run, bit for bit: when the smoke does not repeat,
+//      no planted change can be told from its own nondeterminism, and
+//      nothing else is run ("NOT REPEATABLE", exit 4).
 //   1. Sensitivity: a run with one ULP of the model's first parameter
 //      moved before step 0 (`run --perturb parameter`) against a plain
 //      run, bit for bit. It must fail, and the module trace should name
@@ -39,7 +42,7 @@ namespace lockstep {
 
 /// How a selftest runs.
 struct SelftestOptions {
-  /// Where its records go: selftest-base.json, selftest-perturbed.json,
+  /// Where its records go: selftest-base.json, selftest-base-2.json, selftest-perturbed.json,
   /// selftest-perturbed-data.json, selftest-relaxed-N.json.
   std::string dir;
   int relaxed_runs = 3;     ///< runs with the contract relaxed (--distinct-runs), at least 2
@@ -49,6 +52,9 @@ struct SelftestOptions {
 /// What a selftest found.
 struct SelftestResult {
   std::string smoke;
+  /// The two plain runs agreed bit for bit; false: nothing planted was
+  /// judged (verdict "NOT REPEATABLE", exit 4).
+  bool repeatable = true;
   bool sensitive = false;       ///< both planted changes were caught (the data one where it applies)
   bool parameter_caught = false;  ///< the one-ULP parameter change failed the bit-for-bit comparison
   std::string caught;           ///< its first divergence ("" when it passed unseen)
@@ -70,10 +76,13 @@ struct SelftestResult {
   std::string relaxed_how;      ///< "determinism mode default, 2 intra-op threads"
   std::string relaxed_first;    ///< where the second result first differs from the first; "" when one result
   std::vector<std::string> notes;
-  /// kPass when sensitive, kRegression when a planted change went unseen.
-  ExitCode code() const { return sensitive ? ExitCode::kPass : ExitCode::kRegression; }
-  /// "sensitive", or "INSENSITIVE".
-  std::string verdict() const { return sensitive ? "sensitive" : "INSENSITIVE"; }
+  /// kPass when sensitive, kRegression when a planted change went unseen,
+  /// kNondeterministic when the plain runs differ.
+  ExitCode code() const {
+    return !repeatable ? ExitCode::kNondeterministic : sensitive ? ExitCode::kPass : ExitCode::kRegression;
+  }
+  /// "sensitive", "INSENSITIVE" or "NOT REPEATABLE".
+  std::string verdict() const { return !repeatable ? "NOT REPEATABLE" : sensitive ? "sensitive" : "INSENSITIVE"; }
 };
 
 /// Runs the selftest of `config` (loaded from `smoke_path`). Throws what
@@ -81,7 +90,7 @@ struct SelftestResult {
 SelftestResult selftest_smoke(const SmokeConfig& config, const std::string& smoke_path, const SelftestOptions& options,
                               Launcher& launcher);
 
-/// {"smoke", "verdict", "sensitive", "caught", "module", "perturbed",
+/// {"smoke", "verdict", "repeatable", "sensitive", "caught", "module", "perturbed",
 ///  "data": {"checked", "caught", "perturbed", "first_difference"},
 ///  "relaxed": {"runs", "distinct", "how", "first_difference", "observes"}, "notes"}.
 /// "caught", "module" and "perturbed" are the parameter change's.

@@ -190,6 +190,9 @@ RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
   p.train = train;
   p.repeat = r.repeat;
   if (!train && !r.data_pass) throw BadUsage("--no-data-pass: `lockstep probe` is the data-only pass");
+  if (!r.rendezvous.empty() && r.rank < 0)
+    throw BadUsage("--rendezvous: only with --rank (both are given by the coordinator of a multi-rank run, which "
+                   "`lockstep run` on a distributed smoke starts)");
   if (r.repeat > 1) {
     if (r.nnodes > 1) throw BadUsage("--nnodes: --repeat runs on one machine only (run it there)");
     if (r.stop_after > 0 || !r.resume.empty()) throw BadUsage("--repeat does not combine with --stop-after or --resume");
@@ -201,6 +204,9 @@ RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
     if (r.overrides.workers >= 0)
       throw BadUsage("--workers: a trainer smoke's DataLoader workers are the trainer's own (its command; "
                      "trainer.workers with a {workers} placeholder runs the data-only pass at several counts)");
+    if (r.overrides.perturb == "data" && (!r.data_pass || !loaded.trainer.has_data_pass()))
+      throw BadUsage("--perturb data: it moves a sample of the data-only pass, and this run makes none (" +
+                     std::string(!r.data_pass ? "--no-data-pass" : loaded.file + " sets no trainer.probes") + ")");
     p.site = RunSite::kTrainer;
     RunOverrides trainer_overrides = r.overrides;
     trainer_overrides.workers = -1;

@@ -1,6 +1,7 @@
 #include "record/batch_sweep.h"
 
 #include <limits>
+#include <set>
 
 #include "core/error.h"
 #include "core/json_io.h"
@@ -51,6 +52,14 @@ nlohmann::json batch_sweep_json(const BatchSweep& s) {
 namespace {
 
 constexpr double kMaxSeconds = 1e7;
+constexpr const char* kModelOutput = "(model output)";
+
+// A name printed on a terminal must not carry escapes or line breaks.
+bool has_control_character(const std::string& s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
+}
 constexpr int64_t kMaxBatch = int64_t{1} << 40;
 constexpr size_t kMaxModules = 100000;
 
@@ -78,9 +87,11 @@ ModuleSweep read_module(const JsonView& v, const std::vector<int64_t>& sizes) {
                 "cells"});
   ModuleSweep m;
   m.module = v.at("module").as_string();
-  if (m.module.empty() || m.module.size() > 1024) v.at("module").fail("a module name of 1 to 1024 characters");
+  if (m.module.empty() || m.module.size() > 1024 || has_control_character(m.module))
+    v.at("module").fail("a module name of 1 to 1024 printable characters");
   m.type = v.has("type") ? v.at("type").as_string() : "";
-  if (m.type.size() > 256) v.at("type").fail("a class name of at most 256 characters");
+  if (m.type.size() > 256 || has_control_character(m.type))
+    v.at("type").fail("a class name of at most 256 printable characters");
   m.per_sample = v.at("per_sample").as_bool();
   JsonView cells = v.at("cells");
   cells.expect_array();
@@ -123,7 +134,16 @@ BatchSweep read_batch_sweep(const std::string& path) {
   modules.expect_array();
   if (modules.size() == 0 || modules.size() > kMaxModules)
     modules.fail("1 to " + std::to_string(kMaxModules) + " modules (at least the model's output)");
-  for (size_t i = 0; i < modules.size(); ++i) s.modules.push_back(read_module(modules.at(i), s.sizes));
+  std::set<std::string> names;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    s.modules.push_back(read_module(modules.at(i), s.sizes));
+    const std::string& name = s.modules.back().module;
+    if (!names.insert(name).second)
+      modules.at(i).at("module").fail("a module name not used by an earlier row (a second call is \"" + name +
+                                      "#2\"), got \"" + name + "\" again");
+    if (name == kModelOutput && i + 1 != modules.size())
+      modules.at(i).at("module").fail("\"(model output)\" only as the last row, after every module's");
+  }
   if (v.has("invariant") && v.at("invariant").as_bool() != s.invariant())
     v.at("invariant").fail(std::string(s.invariant() ? "true" : "false") + " (what the modules' cells say)");
   return s;

@@ -76,7 +76,8 @@ nlohmann::json batch_sweep_json(const BatchSweep& sweep);
 /// the file and field when it is not that form: sizes not N halved down to
 /// 1, a module without one cell per size after N or out of order, counts
 /// outside [0, N], a negative or non-finite distance or time, a derived
-/// field that contradicts the cells.
+/// field that contradicts the cells, a module name used twice or holding a
+/// control character, "(model output)" anywhere but the last row.
 BatchSweep read_batch_sweep(const std::string& path);
 
 }  // namespace lockstep

@@ -202,6 +202,28 @@ TEST(TrainerCli, TheBatchSweepOfATrainersModelIsTheHelpersAndEndsTheTrainer) {
                              "ModuleTracer's step(0)"),
             std::string::npos)
       << none.output;
+
+  // A model the helper cannot sweep (one sample): exit 2 with its reason.
+  write_file_atomically((d / "single.py").string(),
+                        "import torch, lockstep\nctx = lockstep.apply_contract()\nmodel = torch.nn.Linear(3, 2)\n"
+                        "tracer = ctx.trace_modules(model)\ntracer.step(0)\nmodel(torch.zeros(1, 3))\n");
+  fs::path single = example_smoke_in(d / "single", [&](nlohmann::json& c) {
+    c["trainer"]["command"] = {"/usr/bin/python3", (d / "single.py").string()};
+  });
+  Result one = lockstep("probe " + single.string() + " --batch-sweep");
+  EXPECT_EQ(one.code, 2) << one.output;
+  EXPECT_NE(one.output.find(": the helper could not sweep the trainer's model: lockstep batch sweep: the first batch "
+                            "holds 1 sample: nothing to split"),
+            std::string::npos)
+      << one.output;
+
+  // --json never over a file that is not an earlier sweep's (the trainer's script here).
+  const std::string script = kExample + "/train.py";
+  const std::string before = read_file(script);
+  Result over = lockstep("probe " + smoke.string() + " --batch-sweep --json " + script);
+  EXPECT_EQ(over.code, 2) << over.output;
+  EXPECT_NE(over.output.find("--json"), std::string::npos) << over.output;
+  EXPECT_EQ(read_file(script), before);
   fs::remove_all(d);
 }
 

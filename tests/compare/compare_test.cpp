@@ -926,7 +926,7 @@ TEST(CompareVariant, ALaneOfAnotherWorldSizeLeavesThePerRankSeriesOut) {
   EXPECT_TRUE(v.passed()) << v.first_divergence;
   EXPECT_NE(std::find(v.notes.begin(), v.notes.end(),
                       "per-rank series not compared: lane ranks2 holds rank0/loss, rank1/loss, the base run none "
-                      "(another world size); the global series are"),
+                      "(another world size); the global series are compared"),
             v.notes.end());
 
   RunRecord base2 = lane;

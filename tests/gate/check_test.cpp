@@ -759,6 +759,28 @@ TEST(CheckSmoke, AFailingLaneThatSplitsTheBatchOfADropoutModelSaysWhyNoRuleHelps
       << ::testing::PrintToString(n);
 }
 
+// A lane whose global batch (data.batch_size x ranks) is not the base
+// run's is another training: a failure says so, not "a wider rule".
+TEST(CheckSmoke, ALaneOfAnotherGlobalBatchIsNamedAsAConfigMistake) {
+  GateProject p("lanes-global-batch", [](nlohmann::json& cfg) {
+    cfg["equivalence"] = nlohmann::json::parse(
+        R"({"half": {"set": {"data": {"batch_size": 2}}, "same_batches": false, "rule": {"atol": 0, "rtol": 1e-5}}})");
+  });
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  l.edit = lane_moves("half", 1000);
+  SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+  EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
+  const auto& n = c.verdict.notes;
+  EXPECT_NE(std::find(n.begin(), n.end(),
+                      "to see it again: lockstep run " + p.smoke_file() +
+                          " --variant half; this lane trains on a global batch of 2 (data.batch_size 2 x 1 rank) "
+                          "where the base run trains on 4: another training, not an equivalent one; set "
+                          "data.batch_size so that the two agree"),
+            n.end())
+      << ::testing::PrintToString(n);
+}
+
 // check --intra-op-threads / --workers / --world-size stand for the base
 // run; a lane that sets the same field keeps its own value.
 TEST(CheckSmoke, ALaneKeepsWhatItSetsUnderChecksOverrides) {

@@ -29,16 +29,17 @@ TEST(Selftest, APlantedChangeThatFailsTheBitwiseComparisonIsSensitive) {
   SelftestOptions o;
   o.dir = p.out_dir();
   SelftestResult r = selftest_smoke(load_smoke_config(p.smoke_file()), p.smoke_file(), o, l);
-  // A plain run, the perturbed ones, then three runs with the contract relaxed.
-  ASSERT_EQ(l.calls.size(), 6u);
+  // Two plain runs, the perturbed ones, then three runs with the contract relaxed.
+  ASSERT_EQ(l.calls.size(), 7u);
   EXPECT_EQ(l.calls[0].out, p.out_dir() + "/selftest-base.json");
-  EXPECT_EQ(l.calls[1].overrides.perturb, "parameter");
-  EXPECT_EQ(l.calls[2].overrides.perturb, "data");
-  EXPECT_EQ(l.calls[2].out, p.out_dir() + "/selftest-perturbed-data.json");
-  for (size_t k = 3; k < 6; ++k) {
+  EXPECT_EQ(l.calls[1].out, p.out_dir() + "/selftest-base-2.json");
+  EXPECT_EQ(l.calls[2].overrides.perturb, "parameter");
+  EXPECT_EQ(l.calls[3].overrides.perturb, "data");
+  EXPECT_EQ(l.calls[3].out, p.out_dir() + "/selftest-perturbed-data.json");
+  for (size_t k = 4; k < 7; ++k) {
     EXPECT_EQ(l.calls[k].overrides.mode, "default");
     EXPECT_EQ(l.calls[k].overrides.intra_op_threads, 2);
-    EXPECT_EQ(l.calls[k].out, p.out_dir() + "/selftest-relaxed-" + std::to_string(k - 2) + ".json");
+    EXPECT_EQ(l.calls[k].out, p.out_dir() + "/selftest-relaxed-" + std::to_string(k - 3) + ".json");
   }
   EXPECT_TRUE(r.sensitive);
   EXPECT_TRUE(r.parameter_caught);
@@ -61,7 +62,7 @@ TEST(Selftest, AChangeNothingRecordsIsInsensitiveAndRelaxedRunsAreCounted) {
   GateProject p("selftest-insensitive");
   FakeLauncher l;
   l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
-    if (call == 5) r.series["loss"].values[0] = std::nextafter(2.5f, 3.0f);  // the second relaxed run differs
+    if (call == 6) r.series["loss"].values[0] = std::nextafter(2.5f, 3.0f);  // the second relaxed run differs
   };
   SelftestOptions o;
   o.dir = p.out_dir();
@@ -114,6 +115,30 @@ TEST(Selftest, ADataPassBlindToItsSamplesIsInsensitive) {
       << joined(r.notes);
 }
 
+// Plain runs that differ make every planted change meaningless (a changed
+// sample order "catches" the data control): nothing else runs, exit 4.
+TEST(Selftest, PlainRunsThatDifferAreNotRepeatableAndNothingIsPlanted) {
+  GateProject p("selftest-unrepeatable");
+  FakeLauncher l;
+  l.edit = [](size_t call, const ChildRun&, RunRecord& r) {
+    if (call == 2) r.probes[0].sample_index_hash = std::string(16, '7');
+  };
+  SelftestOptions o;
+  o.dir = p.out_dir();
+  SelftestResult r = selftest_smoke(load_smoke_config(p.smoke_file()), p.smoke_file(), o, l);
+  EXPECT_EQ(l.calls.size(), 2u);
+  EXPECT_FALSE(r.repeatable);
+  EXPECT_FALSE(r.sensitive);
+  EXPECT_EQ(r.code(), ExitCode::kNondeterministic);
+  EXPECT_EQ(r.verdict(), "NOT REPEATABLE");
+  EXPECT_EQ(selftest_text(r).rfind("selftest unit: NOT REPEATABLE (its plain runs differ: nothing planted was judged)\n"
+                                   "  note: the plain runs differ (data batch 0: ",
+                                   0),
+            0u)
+      << selftest_text(r);
+  EXPECT_EQ(to_json(r)["repeatable"], false);
+}
+
 TEST(Selftest, ATrainerWithoutADataOnlyPassSkipsTheDataControl) {
   GateProject p("selftest-no-data-pass", [](nlohmann::json& c) {
     c.erase("data");
@@ -129,7 +154,7 @@ TEST(Selftest, ATrainerWithoutADataOnlyPassSkipsTheDataControl) {
   SelftestOptions o;
   o.dir = p.out_dir();
   SelftestResult r = selftest_smoke(load_smoke_config(p.smoke_file()), p.smoke_file(), o, l);
-  ASSERT_EQ(l.calls.size(), 5u);  // no perturbed-data run
+  ASSERT_EQ(l.calls.size(), 6u);  // no perturbed-data run
   EXPECT_FALSE(r.data_checked);
   EXPECT_TRUE(r.sensitive);
   EXPECT_EQ(selftest_text(r).find("planted data change"), std::string::npos) << selftest_text(r);

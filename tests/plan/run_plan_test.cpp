@@ -113,6 +113,23 @@ TEST(RunPlan, OverridesApplyToTheConfigAndATrainerRefusesWorkersABuiltInSmokeNoD
                                       "the data-only pass, the others take its probes)");
 }
 
+// --perturb data moves a sample of the data-only pass: a trainer run
+// without one is refused; so is a --rendezvous without --rank.
+TEST(RunPlan, APlantedDataChangeNeedsADataOnlyPassAndARendezvousARank) {
+  Project trainer("trainer", "perturb-data");
+  RunRequest r = trainer.request();
+  r.overrides.perturb = "data";
+  EXPECT_EQ(trainer.plan(r).config.perturb, "data");
+  r.data_pass = false;
+  EXPECT_EQ(trainer.refusal(r), "--perturb data: it moves a sample of the data-only pass, and this run makes none "
+                                "(--no-data-pass)");
+  Project builtin("builtin", "rendezvous");
+  RunRequest b = builtin.request();
+  b.rendezvous = "/tmp";
+  EXPECT_EQ(builtin.refusal(b), "--rendezvous: only with --rank (both are given by the coordinator of a multi-rank "
+                                "run, which `lockstep run` on a distributed smoke starts)");
+}
+
 TEST(RunPlan, StopAfterMustBeBelowTheStepsAtEverySite) {
   for (const char* kind : {"builtin", "trainer", "ranks"}) {
     Project p(kind, std::string("stop-") + kind);

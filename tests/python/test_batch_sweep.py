@@ -16,6 +16,7 @@ Needs numpy, xxhash and torch (exit 77 without numpy or xxhash; the tests
 are skipped without torch).
 """
 import json
+import math
 import os
 import sys
 import tempfile
@@ -116,6 +117,51 @@ class Sweep(unittest.TestCase):
         self.assertTrue(torch.is_grad_enabled())
         self.assertEqual(len(net.mix._forward_hooks), 0)
 
+    def test_the_model_row_is_its_first_output_with_the_batch_dimension(self):
+        class LossFirst(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Identity()
+
+            def forward(self, x):
+                y = self.fc(x)
+                return y.sum(), y  # (loss, logits), as many trainers return them
+
+        r = batch_sweep.sweep(LossFirst(), (self.x,))
+        self.assertEqual(cells(r, "(model output)"), [(4, 0, 0), (2, 0, 0), (1, 0, 0)])
+        self.assertTrue(r["modules"][-1]["per_sample"])
+
+    def test_a_model_that_returns_no_tensor_has_no_model_row(self):
+        class Silent(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Identity()
+
+            def forward(self, x):
+                self.fc(x)
+
+        r = batch_sweep.sweep(Silent(), (self.x,))
+        self.assertEqual([m["module"] for m in r["modules"]], ["fc"])
+
+    def test_a_nan_that_moves_counts_in_ulps_and_leaves_max_abs_finite(self):
+        class NanMix(torch.nn.Module):
+            def forward(self, x):
+                return torch.where(x > x.mean(), x * 0 + float("nan"), x)
+
+        class Net2(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mix = NanMix()
+
+            def forward(self, x):
+                return self.mix(x)
+
+        r = batch_sweep.sweep(Net2(), (self.x,))
+        mix = next(m for m in r["modules"] if m["module"] == "mix")
+        self.assertGreater(mix["cells"][-1]["samples_differ"], 0)
+        self.assertTrue(all(math.isfinite(c["max_abs"]) for c in mix["cells"]))
+        json.dumps(r, allow_nan=False)  # valid JSON: no NaN literal
+
     def test_what_cannot_be_swept_is_refused(self):
         with self.assertRaisesRegex(ValueError, "no tensor argument with a batch dimension"):
             batch_sweep.sweep(Net(mix=False), (3,))
@@ -150,6 +196,16 @@ class Tracer(unittest.TestCase):
             self.assertEqual([m["module"] for m in r["modules"]], ["0", "1", "2", "(model output)"])
             self.assertEqual([m["type"] for m in r["modules"]], ["Linear", "ReLU", "Linear", "Sequential"])
             self.assertTrue(os.path.exists(os.path.join(out, "lockstep-trainer.json")))
+
+    def test_a_model_that_cannot_be_swept_leaves_the_reason_and_exits_2(self):
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "batch_sweep.json")
+            _, err = run_snippet(self.SNIPPET.replace("torch.randn(6, 3", "torch.randn(1, 3"),
+                                 protocol_env(out, LOCKSTEP_BATCH_SWEEP=path), expect_rc=2)
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(json.load(f), {"error": "lockstep batch sweep: the first batch holds 1 sample: "
+                                                         "nothing to split"})
+            self.assertIn("nothing to split", err)
 
     def test_without_the_variable_the_trainer_runs_as_ever(self):
         with tempfile.TemporaryDirectory() as out:

@@ -121,7 +121,7 @@ class Install(unittest.TestCase):
         self.assertEqual(data_perturb.install(moved, lambda i, t: marks.append((i, t))), "")
         want, got = list(plain), list(moved)
         first = int(want[0][2][0])
-        self.assertEqual(marks, [(first, "list")])
+        self.assertEqual(marks, [(first, "")])
         self.assertEqual(int(got[0][2][0]), first)
         x_want, x_got = want[0][0][0], got[0][0][0]
         self.assertEqual(float(x_got[0]), float(torch.nextafter(x_want[0], torch.tensor(math.inf))))
@@ -131,7 +131,7 @@ class Install(unittest.TestCase):
         for k in range(1, len(want)):
             self.assertTrue(torch.equal(got[k][0], want[k][0]), k)
         list(moved)  # once per process: the next epoch marks nothing
-        self.assertEqual(marks, [(first, "list")])
+        self.assertEqual(marks, [(first, "")])
 
     def test_no_workers(self):
         self.check_only_the_first_sample_moves(0)
@@ -177,7 +177,37 @@ class Install(unittest.TestCase):
         loader = torch.utils.data.DataLoader(Dict(), sampler=Keys(), batch_size=None)
         self.assertEqual(data_perturb.install(loader, lambda i, t: marks.append((i, t))), "")
         self.assertEqual(len(list(loader)), 2)
-        self.assertEqual(marks, [(None, "str")])
+        self.assertEqual(marks, [(None, "nothing: the loader's sampler yields str, not integer indices")])
+
+    def test_a_dataset_handed_whole_batches_of_indices_says_so(self):
+        marks = []
+
+        class Batches(torch.utils.data.Dataset):
+            def __getitem__(self, indices):
+                return torch.zeros(len(indices))
+
+            def __len__(self):
+                return 8
+
+        ds = Batches()
+        sampler = torch.utils.data.BatchSampler(torch.utils.data.SequentialSampler(range(8)), 4, False)
+        loader = torch.utils.data.DataLoader(ds, sampler=sampler, batch_size=None)
+        self.assertEqual(data_perturb.install(loader, lambda i, t: marks.append((i, t))), "")
+        self.assertEqual([b.tolist() for b in loader], [[0.0] * 4] * 2)
+        self.assertEqual(marks, [(None, "nothing: the dataset is handed whole batches of indices (lists of int, "
+                                        "batch_size=None): no one sample to move")])
+
+    def test_a_sample_without_a_number_is_handed_on_as_it_is(self):
+        class Words(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                return "w%d" % i
+
+            def __len__(self):
+                return 4
+
+        loader = torch.utils.data.DataLoader(Words(), batch_size=2)
+        self.assertEqual(data_perturb.install(loader, lambda i, t: None), "")
+        self.assertEqual(list(loader), [["w0", "w1"], ["w2", "w3"]])
 
 
 @needs_torch
@@ -208,6 +238,24 @@ class Contract(unittest.TestCase):
             self.assertEqual(said, "dataset index %d (the first sample of the data-only pass's first batch): "
                              "sample[0], a float32 tensor of shape [1]: its element 0 one ULP towards +inf"
                              % int(plain[0]))
+
+    def test_a_sample_without_a_number_moves_nothing_and_says_so(self):
+        snippet = """
+            import json, torch, lockstep
+            ctx = lockstep.apply_contract()
+            class Words(torch.utils.data.Dataset):
+                def __getitem__(self, i):
+                    return "w%d" % i
+                def __len__(self):
+                    return 4
+            loader = ctx.register_loader(torch.utils.data.DataLoader(Words(), batch_size=2))
+            print(json.dumps([list(b) for b in loader]))
+        """
+        with tempfile.TemporaryDirectory() as out:
+            batches, _ = run_snippet(snippet, protocol_env(out, LOCKSTEP_PASS="data", LOCKSTEP_PERTURB="data"))
+            self.assertEqual(batches, [["w0", "w1"], ["w2", "w3"]])
+            self.assertEqual(self.record(out)["perturbed"], "nothing: the sample holds no number to move (a Python "
+                             "str) (dataset index 0 (the first sample of the data-only pass's first batch))")
 
     def test_the_training_pass_and_other_ranks_are_untouched(self):
         with tempfile.TemporaryDirectory() as out:

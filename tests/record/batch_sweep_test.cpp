@@ -109,6 +109,13 @@ TEST(BatchSweepRecord, AMalformedSweepIsExitTwoNamingTheField) {
       {"no-modules", [](nlohmann::json& j) { j["modules"] = nlohmann::json::array(); },
        "modules: expected 1 to 100000 modules"},
       {"typo", [](nlohmann::json& j) { j["modules"][0]["celss"] = 1; }, "celss"},
+      {"twice", [](nlohmann::json& j) { j["modules"][1]["module"] = "fc"; },
+       "modules[1].module: expected a module name not used by an earlier row (a second call is \"fc#2\"), got \"fc\" "
+       "again"},
+      {"output-first", [](nlohmann::json& j) { j["modules"][0]["module"] = "(model output)"; },
+       "modules[0].module: expected \"(model output)\" only as the last row"},
+      {"escape", [](nlohmann::json& j) { j["modules"][0]["module"] = "a\x1b[31mRED\nfake: PASS"; },
+       "modules[0].module: expected a module name of 1 to 1024 printable characters"},
   };
   for (const auto& c : cases) {
     const std::string path = write_sweep(c.name, c.edit);
