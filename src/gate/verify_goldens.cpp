@@ -196,6 +196,7 @@ struct Audit {
   std::vector<std::string> names;             ///< every smoke of the suite, sorted
   std::vector<std::string> problems, notes;
   std::map<std::string, std::vector<std::pair<std::string, Golden>>> by_smoke;  ///< smoke -> (path, golden)
+  std::set<std::string> unreadable;  ///< smokes whose golden file could not be read (named once, as unreadable)
 
   // A file under the goldens folder: a golden that must read, be filed
   // where it belongs, match its smoke's steps and values and be one bless
@@ -216,6 +217,7 @@ struct Audit {
       g = read_golden(path);
     } catch (const Error& e) {
       problems.push_back(e.what());
+      unreadable.insert(p.parent_path().filename().string());  // its smoke is not "without a golden" too
       return;
     }
     // A day of clock skew between machines is allowed; a golden "made"
@@ -267,7 +269,7 @@ struct Audit {
           problems.push_back(golden_path(goldens_dir, name, platform) + ": missing; " + cfg.file +
                              " declares platform " + platform);
       }
-      if (cfg.platforms.empty() && !by_smoke.count(name))
+      if (cfg.platforms.empty() && !by_smoke.count(name) && !unreadable.count(name))
         problems.push_back(cfg.file + ": smoke " + name + " has no golden in " + goldens_dir);
     }
   }
@@ -283,6 +285,9 @@ GoldensAudit audit_goldens(const std::string& goldens_dir, const std::string& sm
   a.smoke_dir = smoke_dir_option.empty()
                     ? (fs::absolute(goldens_dir).lexically_normal().parent_path() / "smoke").string()
                     : smoke_dir_option;
+  if (smoke_dir_option.empty() && !fs::exists(a.smoke_dir, ec))
+    throw BadUsage(goldens_dir + ": no smoke folder beside it (" + a.smoke_dir + "); name the folder of the smoke "
+                   "configs these goldens belong to with --smoke DIR");
   a.shard = shard;
   a.smokes = load_smoke_folder(a.smoke_dir);
   // This shard's smokes (every smoke without --shard); files of no known

@@ -563,6 +563,28 @@ TEST(CheckSmoke, AGoldenOfAnotherSeedThanItsConfigIsAVerifyGoldensProblem) {
             std::string::npos) << all;
 }
 
+// A golden cut short is one problem (it cannot be read), not two (its
+// smoke "has no golden" too); a goldens folder with no smoke/ beside it
+// asks for --smoke.
+TEST(CheckSmoke, AnUnreadableGoldenIsOneVerifyGoldensProblemAndAMissingSmokeFolderAsksForSmoke) {
+  GateProject p("cut-golden");
+  const std::string path = p.write_golden(make_gate_record());
+  const std::string text = read_file(path);
+  write_file_atomically(path, text.substr(0, text.size() / 2));
+  GoldensAudit audit = audit_goldens(p.goldens_dir(), "");
+  ASSERT_EQ(audit.problems.size(), 1u) << joined(audit.problems);
+  EXPECT_EQ(audit.problems[0].rfind(path + ": ", 0), 0u) << audit.problems[0];
+  std::filesystem::rename(p.root() / "smoke", p.root() / "configs");
+  try {
+    audit_goldens(p.goldens_dir(), "");
+    ADD_FAILURE() << "audited without smoke configs";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), p.goldens_dir() + ": no smoke folder beside it (" + (p.root() / "smoke").string() +
+                                         "); name the folder of the smoke configs these goldens belong to with "
+                                         "--smoke DIR");
+  }
+}
+
 // A golden "made" in the future (a forged or mis-clocked provenance) would
 // sort as the newest of its stack whatever it holds: a problem, with a
 // day allowed for clock skew between machines.
