@@ -11,6 +11,8 @@ main process reads into lockstep-trainer.json's "perturbed" at exit
 
 import os
 
+from .writers import _write_atomic
+
 FILE = "lockstep-perturbed.txt"
 
 
@@ -18,13 +20,8 @@ def say(what):
     """Writes ``what`` (one line) to $LOCKSTEP_OUT/lockstep-perturbed.txt
     atomically; nothing without LOCKSTEP_OUT (a change made by hand)."""
     out = os.environ.get("LOCKSTEP_OUT")
-    if not out:
-        return
-    path = os.path.join(out, FILE)
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(what.replace("\n", " ")[:400] + "\n")
-    os.replace(tmp, path)
+    if out:
+        _write_atomic(os.path.join(out, FILE), what.replace("\n", " ")[:400] + "\n")
 
 
 def read(out):

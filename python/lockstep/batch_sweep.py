@@ -30,21 +30,23 @@ import sys
 import time
 
 from ._errors import _fail, _torch
+from .tracer import traced_modules
+from .writers import _write_atomic
 
 MODEL_OUTPUT = "(model output)"
 
 
-def _first_tensor(torch, value):
+def _tensors(torch, value):
+    """The tensors in ``value`` (tensors, tuples, lists, dicts), depth first."""
     if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            t = _first_tensor(torch, v)
-            if t is not None:
-                return t
-    return None
+        yield value
+    elif isinstance(value, (list, tuple, dict)):
+        for v in (value.values() if isinstance(value, dict) else value):
+            yield from _tensors(torch, v)
+
+
+def _first_tensor(torch, value):
+    return next(_tensors(torch, value), None)
 
 
 def _split(torch, args, batch, start, n):
@@ -64,16 +66,15 @@ def _split(torch, args, batch, start, n):
 
 
 class _Keeper:
-    """Forward hooks on the leaves that keep each call's (input, output)
-    first tensors, in call order."""
+    """Forward hooks on the modules a ModuleTracer traces ("leaves") that
+    keep each call's (input, output) first tensors, in call order."""
 
     def __init__(self, torch, model):
         self.calls = []
         self.keep = False
         self._handles = []
-        for name, m in model.named_modules():
-            if name and not any(True for _ in m.children()):
-                self._handles.append(m.register_forward_hook(self._hook(torch, name)))
+        for name, m in traced_modules(model):
+            self._handles.append(m.register_forward_hook(self._hook(torch, name)))
 
     def _hook(self, torch, name):
         def hook(module, inputs, output):
@@ -166,22 +167,9 @@ def _as_bits(torch, t):
 def _batched_tensor(torch, value, n):
     """The first tensor in ``value`` whose first dimension is ``n`` (logits
     after a scalar loss: ``(loss, logits)``), else its first tensor."""
-    tensors = []
-
-    def walk(v):
-        if isinstance(v, torch.Tensor):
-            tensors.append(v)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-    walk(value)
-    for t in tensors:
-        if t.dim() > 0 and t.size(0) == n:
-            return t
-    return tensors[0] if tensors else None
+    batched = (t for t in _tensors(torch, value) if t.dim() > 0 and t.size(0) == n)
+    t = next(batched, None)
+    return t if t is not None else _first_tensor(torch, value)
 
 
 def _model_row(torch, model, calls, x, out):
@@ -280,15 +268,6 @@ def _sweep_size(torch, model, keeper, args, whole, modules, batch, n):
     seconds = time.perf_counter() - t0
     for m in modules:
         m["cells"][-1]["seconds"] = seconds
-
-
-def _write_atomic(path, text):
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def sweep_and_exit(model, args, path, kwargs=None, kwargs_seen=True):

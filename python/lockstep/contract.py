@@ -22,6 +22,7 @@ import sys
 import numpy as np
 
 from ._errors import _fail, _torch
+from .writers import _write_atomic
 from .seeds import _MASK64, _seed_numpy_global, derive_seed
 from .tracer import ModuleTracer
 from . import _planted, data_perturb
@@ -505,22 +506,6 @@ def stack_fingerprint():
     """
     fp = _fingerprint(_torch(), None, "env")
     return {k: v for k, v in fp.items() if k.startswith("python.")}
-
-
-def _write_atomic(path, text):
-    tmp = path.with_name(".%s.tmp-%d" % (path.name, os.getpid()))
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        _fail("cannot write %s: %s" % (path, e.strerror), code=3)
 
 
 def worker_init_fn(worker_id):

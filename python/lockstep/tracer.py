@@ -192,6 +192,18 @@ def _hook_takes_kwargs(torch):
     return "with_kwargs" in inspect.signature(torch.nn.Module.register_forward_pre_hook).parameters
 
 
+def traced_modules(root, modules="leaves"):
+    """The (name, module) pairs of ``root`` a trace covers, in
+    named_modules() order, the root itself left out: "leaves" (modules
+    without children, and modules with parameters of their own, such as
+    nn.MultiheadAttention) or "all" (containers too). The batch sweep keeps
+    the same modules' outputs."""
+    for name, m in root.named_modules():
+        own = any(p is not None for p in m._parameters.values())
+        if name and not (modules == "leaves" and any(True for _ in m.children()) and not own):
+            yield name, m
+
+
 def _perturb_first_parameter(torch, model):
     """Moves the first element of the model's first parameter (named_parameters()
     order) one ULP towards +inf, as lockstep's built-in trainer does for
@@ -291,10 +303,7 @@ class ModuleTracer(_Closing):
                 self._ops = _OpRecorder(torch, mode, self._write_line, "module." if ddp else "")
         kwargs = _hook_takes_kwargs(torch)
         self._stepped = False
-        for name, m in root.named_modules():
-            own = any(p is not None for p in m._parameters.values())
-            if not name or (modules == "leaves" and any(True for _ in m.children()) and not own):
-                continue
+        for name, m in traced_modules(root, modules):
             pre_hook, hook = self._forward_hooks(name, kwargs)
             if kwargs:
                 self._handles.append(m.register_forward_pre_hook(pre_hook, with_kwargs=True))

@@ -7,9 +7,31 @@ per line: batch probes (:class:`ProbeWriter`) and per-step metrics
 """
 
 import json
+import os
 import pathlib
 
+from ._errors import _fail
 from .probes import probe
+
+
+def _write_atomic(path, text):
+    """Writes ``text`` to ``path`` (str or Path) through a temporary file
+    beside it and os.replace: a reader sees the old file or the new one,
+    never a part. Exit 3 (LockstepError) when it cannot be written."""
+    path = str(path)
+    tmp = os.path.join(os.path.dirname(path), ".%s.tmp-%d" % (os.path.basename(path), os.getpid()))
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        _fail("cannot write %s: %s" % (path, e.strerror), code=3)
 
 
 class _Closing:

@@ -10,6 +10,7 @@
 
 #include "compare/compare.h"
 #include "core/process.h"
+#include "core/temp_folder.h"
 #include "smoke/smoke_config.h"
 
 extern char** environ;
@@ -22,24 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// A temporary folder removed when the bisect ends, however it ends.
-class TempRoot {
- public:
-  TempRoot() {
-    std::string tmpl = (fs::temp_directory_path() / "lockstep-bisect-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw EnvironmentError("cannot create a temporary folder in " + fs::temp_directory_path().string());
-    path_ = tmpl;
-  }
-  ~TempRoot() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // What one attempt at a commit found.
 struct Judged {
@@ -319,7 +302,7 @@ BisectResult bisect(const BisectOptions& o, Launcher& launcher) {
   r.range = static_cast<int>(line.size());
   std::error_code ec;
   fs::remove_all(o.out_dir + "/bisect", ec);  // an earlier bisect's records
-  TempRoot tmp;
+  TempFolder tmp("lockstep-bisect");
   StopSignals stop;
   Bisector b(o, launcher, git, tmp.path());
   // A step an interrupt cut short is not a result: it is not recorded.

@@ -19,6 +19,7 @@
 #include "core/float_bits.h"
 #include "core/json_io.h"
 #include "core/process.h"
+#include "core/temp_folder.h"
 #include "external/trainer_batch_sweep.h"
 #include "launch/launcher.h"
 #include "plan/run_plan.h"
@@ -170,13 +171,13 @@ int trainer_batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sw
   // The trainer's folder lives as long as the sweep when it succeeds (what
   // the trainer wrote besides it is of no use); a failure keeps it, for
   // the stderr log its message names.
-  std::string dir = (fs::temp_directory_path() / "lockstep-batch-sweep-XXXXXX").string();
-  if (!::mkdtemp(dir.data())) throw EnvironmentError("cannot create a folder for the trainer in " + dir + ": " +
-                                                     std::strerror(errno));
-  BatchSweep s = sweep_trainer_batch_invariance(cfg, dir);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  return report_batch_sweep(o, sweep, s);
+  TempFolder dir("lockstep-batch-sweep");
+  try {
+    return report_batch_sweep(o, sweep, sweep_trainer_batch_invariance(cfg, dir.path()));
+  } catch (...) {
+    dir.keep();
+    throw;
+  }
 }
 
 int run_command(const RunOptions& o) { return run_or_probe(o, /*train=*/true); }

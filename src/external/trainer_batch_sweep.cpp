@@ -18,12 +18,7 @@ BatchSweep sweep_trainer_batch_invariance(const SmokeConfig& c, const std::strin
   if (c.distributed.configured)
     throw BadUsage("--batch-sweep: " + c.file + " runs " + std::to_string(c.distributed.world_size) +
                    " ranks; the sweep forwards one process's first batch (a single-process trainer smoke)");
-  TrainerLayout l(c);
-  l.seed = base_seed(c).first;
-  l.work = fs::absolute(work_dir).lexically_normal().string();
-  l.data_dir = data_dir();
-  l.config_dir = fs::absolute(c.file).parent_path().lexically_normal().string();
-  l.worker_counts = c.trainer.workers.empty() ? std::vector<int>{-1} : c.trainer.workers;
+  TrainerLayout l(c, base_seed(c).first, work_dir);
   check_python_script(l);
   const std::string dir = l.work + "/sweep", file = dir + "/" + kBatchSweepFile;
   Pass pass{l.argv(dir, 0, l.worker_counts.front(), {}), l.env(dir, "train", 0, ""), dir,
@@ -48,12 +43,7 @@ BatchSweep sweep_trainer_batch_invariance(const SmokeConfig& c, const std::strin
     throw;
   }
 
-  const std::string report_path = dir + "/" + kTrainerReportFile;
-  TrainerReport report = read_trainer_report(report_path);
-  if (std::string why = helper_mismatch(report); !why.empty()) throw EnvironmentError(report_path + ": " + why);
-  if (std::string why = contract_mismatch(expected_contract(c), report.contract); !why.empty())
-    throw EnvironmentError(report_path + ": the trainer ran under another determinism contract than " + c.file +
-                           " asks for (" + c.mode + "): " + why);
+  read_checked_report(c, dir);  // this helper, this contract
   std::error_code ec;
   if (!fs::exists(file, ec))
     throw BadInput(c.file, "trainer.command",

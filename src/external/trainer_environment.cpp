@@ -10,6 +10,7 @@
 #include "core/json_io.h"
 #include "machine/machine_facts.h"
 #include "core/process.h"
+#include "core/temp_folder.h"
 #include "external/trainer_report.h"
 #include "external/trainer_run.h"
 #include "record/golden.h"
@@ -52,15 +53,8 @@ constexpr uintmax_t kMaxStackOutput = 16u << 20;
 // its python.* fields.
 Fingerprint python_facts(const std::string& interpreter, const std::map<std::string, std::string>& env,
                          const std::string& cwd) {
-  std::string tmpl = (fs::temp_directory_path() / "lockstep-env-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) throw EnvironmentError("cannot create a temporary folder in " + fs::temp_directory_path().string());
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{tmpl};
+  TempFolder scratch("lockstep-env");
+  const std::string& tmpl = scratch.path();
   ProcessSpec p;
   p.argv = {interpreter, "-c", kStackProbe};
   for (const auto& [k, v] : env) p.env.push_back(k + "=" + v);

@@ -124,15 +124,7 @@ void compact_steps(Series& s) {
 }
 
 std::pair<TrainerReport, std::string> check_reports(const TrainerLayout& l, const PassPlan& p, bool train) {
-  auto checked = [&](const std::string& dir) {
-    TrainerReport r = read_trainer_report(dir + "/" + kTrainerReportFile);
-    if (std::string why = helper_mismatch(r); !why.empty())
-      throw EnvironmentError(dir + "/" + kTrainerReportFile + ": " + why);
-    if (std::string why = contract_mismatch(expected_contract(l.c), r.contract); !why.empty())
-      throw EnvironmentError(dir + "/" + kTrainerReportFile + ": the trainer ran under another determinism "
-                             "contract than " + l.c.file + " asks for (" + l.c.mode + "): " + why);
-    return r;
-  };
+  auto checked = [&](const std::string& dir) { return read_checked_report(l.c, dir); };
   std::string report_dir = l.rank_dir(train || p.data_outs.empty() ? p.train_out : p.data_outs.front(), 0);
   for (int r = 0; r < l.world; ++r) {
     for (size_t k = 0; k < p.data_outs.size(); ++k)

@@ -19,6 +19,16 @@
 namespace lockstep {
 namespace fs = std::filesystem;
 
+TrainerLayout::TrainerLayout(const SmokeConfig& config, uint64_t run_seed, const std::string& work_dir)
+    : c(config),
+      seed(run_seed),
+      work(fs::absolute(work_dir).lexically_normal().string()),
+      data_dir(lockstep::data_dir()),
+      config_dir(fs::absolute(config.file).parent_path().lexically_normal().string()),
+      multi(config.distributed.configured),
+      world(config.distributed.configured ? config.distributed.world_size : 1),
+      worker_counts(config.trainer.workers.empty() ? std::vector<int>{-1} : config.trainer.workers) {}
+
 std::map<std::string, std::string> trainer_env(const SmokeConfig& c, uint64_t seed, const std::string& out,
                                                const std::string& pass) {
   std::map<std::string, std::string> env = trainer_base_environment(c.trainer.env, c.mode, c.intra_op_threads);

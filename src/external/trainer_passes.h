@@ -6,7 +6,7 @@
 // (run_passes: a trainer that fails is exit 1 quoting its stderr; a port in
 // use is exit 3 naming the ports handed out).
 //
-//   TrainerLayout l(config);  l.work = "/tmp/x.trainer";  ...
+//   TrainerLayout l(config, seed, "/tmp/x.trainer");  ...
 //   PassPlan p = plan_passes(l, plan, /*stopping=*/false, /*resuming=*/false);
 //   run_passes(config, p.passes, l.multi);
 //
@@ -63,7 +63,11 @@ std::string output_path(const SmokeConfig& c, const std::string& field, const st
 /// 127.0.0.1, a port of its own per pass) and its own output folder
 /// <pass>/rank-<r> ({out}); {rank} in the command and paths.
 struct TrainerLayout {
-  explicit TrainerLayout(const SmokeConfig& config) : c(config) {}
+  /// The layout of `config`'s trainer run with base seed `seed` in
+  /// `work_dir` (made absolute): the data cache, the config's folder, the
+  /// ranks and the worker counts; no checkpoint (a resumed or stopping run
+  /// sets checkpoint and resume_at).
+  TrainerLayout(const SmokeConfig& config, uint64_t seed, const std::string& work_dir);
   const SmokeConfig& c;
   uint64_t seed = 0;
   std::string work, data_dir, config_dir, checkpoint;

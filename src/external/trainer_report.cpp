@@ -97,6 +97,16 @@ std::string helper_mismatch(const TrainerReport& r) {
          "LOCKSTEP_PYTHONPATH name an old one?)";
 }
 
+TrainerReport read_checked_report(const SmokeConfig& c, const std::string& dir) {
+  const std::string path = dir + "/" + kTrainerReportFile;
+  TrainerReport r = read_trainer_report(path);
+  if (std::string why = helper_mismatch(r); !why.empty()) throw EnvironmentError(path + ": " + why);
+  if (std::string why = contract_mismatch(expected_contract(c), r.contract); !why.empty())
+    throw EnvironmentError(path + ": the trainer ran under another determinism contract than " + c.file +
+                           " asks for (" + c.mode + "): " + why);
+  return r;
+}
+
 std::map<std::string, std::string> expected_contract(const SmokeConfig& c) {
   std::map<std::string, std::string> e = {{"mode", c.mode},
                                           {"intra_op_threads", std::to_string(c.intra_op_threads)},

@@ -62,6 +62,13 @@ void add_trainer_facts(const TrainerReport& report, const std::string& report_pa
 /// the helper and the binary must come from one install).
 std::string helper_mismatch(const TrainerReport& report);
 
+/// `dir`/lockstep-trainer.json read (read_trainer_report's exit 2) and held
+/// to this lockstep and to `config`'s contract: a helper of another
+/// version, or a trainer that ran under another contract, is exit-3
+/// EnvironmentError naming the file. Every pass of a trainer run, and the
+/// batch sweep, reads its report through this.
+TrainerReport read_checked_report(const SmokeConfig& config, const std::string& dir);
+
 /// The flags the config's determinism mode requires, with the values the
 /// report must show: strict pins deterministic algorithms (error, not
 /// warn), cuDNN deterministic and benchmark off, TF32 off, and the thread

@@ -176,16 +176,9 @@ TrainerRun run_trainer(const RunPlan& run, const std::string& work_dir) {
                    "batch probes: trainer.probes)");
   // The resumed run starts from what the stopped run recorded.
   ResumePoint resume = resuming ? read_resume_point(c, o.resume, seed.first) : ResumePoint{{}, o.stop_after};
-  TrainerLayout l(c);
-  l.seed = seed.first;
-  l.work = fs::absolute(work_dir).lexically_normal().string();
-  l.data_dir = data_dir();
-  l.config_dir = fs::absolute(c.file).parent_path().lexically_normal().string();
+  TrainerLayout l(c, seed.first, work_dir);
   l.checkpoint = stopping ? fs::absolute(o.checkpoint).string() : resuming ? fs::absolute(o.resume).string() : "";
   l.resume_at = resume.at;
-  l.multi = c.distributed.configured;
-  l.world = l.multi ? c.distributed.world_size : 1;
-  l.worker_counts = t.workers.empty() ? std::vector<int>{-1} : t.workers;
   check_python_script(l);
   add_trainer_inputs(c, l.inputs);  // a pattern that matches nothing is refused before the trainer runs
 

@@ -525,12 +525,9 @@ std::string lane_distance(const Verdict& v) {
 RunRecord run_lane(Launcher& launcher, const ChildRun& base, const EquivalenceVariant& lane, const std::string& out) {
   ChildRun r = base;
   r.variant = lane.name;
-  auto sets = [&lane](const char* section, const char* key) {
-    return lane.set.contains(section) && lane.set[section].is_object() && lane.set[section].contains(key);
-  };
-  if (sets("determinism", "intra_op_threads")) r.overrides.intra_op_threads = 0;
-  if (sets("data", "workers")) r.overrides.workers = -1;
-  if (sets("distributed", "world_size")) r.overrides.world_size = 0;
+  if (lane.sets("determinism", "intra_op_threads")) r.overrides.intra_op_threads = 0;
+  if (lane.sets("data", "workers")) r.overrides.workers = -1;
+  if (lane.sets("distributed", "world_size")) r.overrides.world_size = 0;
   r.out = out;
   if (base.share_data_pass || !base.data_pass) r.data_pass = r.share_data_pass = false;  // run 1's stands
   try {
@@ -564,23 +561,20 @@ std::vector<RunRecord> run_lanes(Launcher& launcher, const ChildRun& base, const
 // TorchScript model is not known here: the note names both as the usual
 // causes.
 std::string batch_coupling(const SmokeConfig& cfg, const EquivalenceVariant& lane) {
-  const nlohmann::json& set = lane.set;
-  auto sets = [&set](const char* section, const char* key) {
-    return set.contains(section) && set[section].is_object() && set[section].contains(key);
-  };
-  bool splits = sets("optimizer", "micro_batches") || sets("distributed", "world_size") || sets("data", "batch_size");
+  bool splits = lane.sets("optimizer", "micro_batches") || lane.sets("distributed", "world_size") ||
+                lane.sets("data", "batch_size");
   for (const auto& a : lane.args) splits = splits || a.find("accum") != std::string::npos;
   if (!splits) return "";
   // The global batch (batch_size x world_size) must be the base run's, or
-  // the lane is another training: a config mistake, not a rule's.
+  // the lane is another training: a config mistake, not a rule's. What
+  // the lane sets is read from its config as its run loads it (the merge
+  // patch applied); the rest is the base run's (check's overrides kept).
   if (!cfg.has_trainer()) {
-    const int64_t base_world = cfg.distributed.configured ? cfg.distributed.world_size : 1;
-    const int64_t base_global = cfg.data.loader.batch_size * base_world;
-    int64_t batch = cfg.data.loader.batch_size, world = base_world;
-    if (sets("data", "batch_size") && set["data"]["batch_size"].is_number_integer())
-      batch = set["data"]["batch_size"].get<int64_t>();
-    if (sets("distributed", "world_size") && set["distributed"]["world_size"].is_number_integer())
-      world = set["distributed"]["world_size"].get<int64_t>();
+    const SmokeConfig own = load_smoke_config(cfg.file, lane.name);
+    auto world_of = [](const SmokeConfig& c) -> int64_t { return c.distributed.configured ? c.distributed.world_size : 1; };
+    const int64_t base_global = cfg.data.loader.batch_size * world_of(cfg);
+    const int64_t batch = lane.sets("data", "batch_size") ? own.data.loader.batch_size : cfg.data.loader.batch_size;
+    const int64_t world = lane.sets("distributed", "world_size") ? world_of(own) : world_of(cfg);
     if (batch * world != base_global)
       return "this lane trains on a global batch of " + std::to_string(batch * world) + " (data.batch_size " +
              std::to_string(batch) + " x " + std::to_string(world) + (world == 1 ? " rank" : " ranks") +

@@ -131,6 +131,11 @@ struct EquivalenceVariant {
   /// How it differs, for a person: "trainer args --accum 2", "set
   /// {"data":{"workers":0}}".
   std::string describe() const;
+  /// Whether `set` patches key `key` of section `section` ("data",
+  /// "workers").
+  bool sets(const char* section, const char* key) const {
+    return set.contains(section) && set[section].is_object() && set[section].contains(key);
+  }
 };
 
 /// Command-line overrides of a smoke's config (`--intra-op-threads`,
