@@ -3,8 +3,14 @@
 # --repeat 1` of a smoke with two lanes against the same check without
 # them (one run compared with its golden), at -j 1 and -j 2, for the
 # example trainer (lanes accum2 and workers0) and the built-in wine-mlp
-# (lanes threads2 and workers0). Best of 5 (LOCKSTEP_BENCH_RUNS), user and
-# system time beside each.
+# (lanes threads2 and workers0).
+# The two checks alternate, round after round (LOCKSTEP_BENCH_RUNS, default
+# 9), so drift in the machine's speed hits both alike; each figure is the
+# median round, with its user and system time, and the ratio is the median
+# of the rounds' own ratios. Not a best-of: the check without lanes is one
+# run, the check with them three, and the fastest of K single runs is
+# luckier than the fastest of K triples, which biases a ratio of bests
+# upwards by the run-to-run spread (about 10 % on a 2-core VM).
 # Goal: each lane costs at most one extra run: with two lanes <= 3.1x the
 # check without them at -j 1, <= 2x at -j 2.
 #   bench/equivalence_lanes.sh [BUILD_DIR]   (default build/)
@@ -40,18 +46,25 @@ for folder, (rel, lanes) in cases.items():
 PY
 
 source bench/timing.sh
-runs=${LOCKSTEP_BENCH_RUNS:-5}
-echo "best of $runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+runs=${LOCKSTEP_BENCH_RUNS:-9}
+echo "median of $runs interleaved rounds; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for case in ex/base/pytorch-trainer.json builtin/base/wine-mlp.json; do
   base="$work/$case"
   lanes="${base/\/base\//\/lanes\/}"
   for j in 1 2; do
-    best_of "$runs" "$lockstep" check "$base" --repeat 1 -j "$j" --out "$work/out"; b=$BEST_WALL; bl=$(timing_line)
-    best_of "$runs" "$lockstep" check "$lanes" --repeat 1 -j "$j" --out "$work/out"; l=$BEST_WALL; ll=$(timing_line)
+    : >"$work/b" && : >"$work/l" && : >"$work/r"
+    for ((i = 0; i < runs; i++)); do
+      b=$(run_timed "$lockstep" check "$base" --repeat 1 -j "$j" --out "$work/out")
+      l=$(run_timed "$lockstep" check "$lanes" --repeat 1 -j "$j" --out "$work/out")
+      echo "$b" >>"$work/b" && echo "$l" >>"$work/l"
+      awk -v b="${b%% *}" -v l="${l%% *}" 'BEGIN { print l / b }' >>"$work/r"
+    done
     goal=$([[ $j == 1 ]] && echo 3.1 || echo 2.0)
-    awk -v b="$b" -v l="$l" -v bl="$bl" -v ll="$ll" -v c="$(basename "$case" .json)" -v j="$j" -v g="$goal" 'BEGIN {
-      printf "%-16s -j %s  no lanes: %s\n", c, j, bl
-      printf "%-16s -j %s  2 lanes:  %s   ratio %.2f (goal <= %s)\n", c, j, ll, l / b, g
-    }'
+    ratio=$(sort -g "$work/r" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
+    spread=$(sort -g "$work/r" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.2f-%.2f", lo, hi}')
+    c=$(basename "$case" .json)
+    printf '%-16s -j %s  no lanes: %s\n' "$c" "$j" "$(timed_line "$(median_line "$work/b")")"
+    printf '%-16s -j %s  2 lanes:  %s   ratio %.2f (rounds %s; goal <= %s)\n' "$c" "$j" \
+      "$(timed_line "$(median_line "$work/l")")" "$ratio" "$spread" "$goal"
   done
 done

@@ -116,6 +116,11 @@ CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, con
   cmd->add_option("--variant", o.variant,
                   "Run the smoke's equivalence lane NAME (its \"equivalence\" section) instead of the base run")
       ->check([](const std::string& v) { return v.empty() ? std::string("a lane's name, not empty") : std::string(); });
+  // check's later lanes of a built-in smoke, in this same process
+  // (plan/run_plan.h); hidden from --help.
+  cmd->add_option("--then-variant", o.then_variants, "Then run lane NAME in this process, into variant-NAME.json beside the record")
+      ->check([](const std::string& v) { return v.empty() ? std::string("a lane's name, not empty") : std::string(); })
+      ->group("");
   add_overrides(cmd, o.overrides);
   // One rank of a multi-rank smoke, started by the coordinator
   // (distributed/rank_launch.h); hidden from --help. One without the other

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/record_producers.h"
@@ -115,6 +116,25 @@ void apply_process_variation(const RunVariation& v, bool from_flag) {
   if (from_flag) ::setenv(kVaryVariable, variation_spec(v).c_str(), 1);
 }
 
+// check's lanes of a built-in smoke in this one LibTorch: lane
+// `o.variant`, then each of o.then_variants (plan_then_variant). An error
+// is led by the lane it came from ("lane NAME: ...").
+int run_lanes_here(const RunOptions& o, bool train) {
+  std::optional<RunPlan> first;
+  for (size_t i = 0; i <= o.then_variants.size(); ++i) {
+    const std::string& name = i == 0 ? o.variant : o.then_variants[i - 1];
+    try {
+      const SmokeConfig loaded = load_smoke_config(o.smoke, name);
+      RunPlan plan = first ? plan_then_variant(*first, loaded, name) : plan_run(loaded, o, train);
+      report_run(plan, make_record_producer(plan)->produce(plan));
+      if (!first) first = std::move(plan);
+    } catch (const Error& e) {
+      throw Error(e.code(), "lane " + name + ": " + e.what());
+    }
+  }
+  return 0;
+}
+
 int run_or_probe(const RunOptions& given, bool train) {
   std::error_code ec;
   if (fs::is_directory(given.smoke, ec))
@@ -128,6 +148,7 @@ int run_or_probe(const RunOptions& given, bool train) {
     std::mt19937_64 unused;  // every value is written out: nothing drawn
     o.overrides.vary = parse_variation(env, unused, allowed_cpus_mask(), kVaryVariable);
   }
+  if (!o.then_variants.empty()) return run_lanes_here(o, train);
   RunPlan plan = plan_run(load_smoke_config(o.smoke, o.variant), o, train);
   apply_process_variation(plan.config.vary, from_flag);
   if (plan.repeat > 1) return run_repeated(plan);

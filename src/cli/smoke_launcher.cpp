@@ -36,4 +36,9 @@ void SmokeLauncher::run_to_checkpoint(const ChildRun& run) {
   make_record_producer(plan)->produce(plan);
 }
 
+std::vector<RunRecord> SmokeLauncher::run_together(const std::vector<ChildRun>& lanes) {
+  if (lanes.empty() || load_smoke_config(lanes.front().smoke).has_trainer()) return Launcher::run_together(lanes);
+  return process_.run_together(lanes);
+}
+
 }  // namespace lockstep

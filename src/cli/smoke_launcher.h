@@ -24,6 +24,9 @@ class SmokeLauncher : public Launcher {
   /// 2 bad input, 3 environment) or of ProcessLauncher::run.
   RunRecord run(const ChildRun& run) override;
   void run_to_checkpoint(const ChildRun& run) override;
+  /// A built-in smoke's lanes in one `lockstep run` process
+  /// (ProcessLauncher::run_together); a trainer's, one run each.
+  std::vector<RunRecord> run_together(const std::vector<ChildRun>& lanes) override;
 
  private:
   ProcessLauncher process_;

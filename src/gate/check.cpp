@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <random>
 #include <thread>
@@ -519,10 +520,10 @@ std::string lane_distance(const Verdict& v) {
          worst->name + " at step " + std::to_string(worst->max_rel_at >= 0 ? worst->max_rel_at : worst->max_abs_at);
 }
 
-// One fresh run of equivalence lane `lane` into `out`: `base` with the
-// lane's name; check's own overrides stand for the base run, except for
-// the fields the lane sets. Its failure is its own error, naming the lane.
-RunRecord run_lane(Launcher& launcher, const ChildRun& base, const EquivalenceVariant& lane, const std::string& out) {
+// Equivalence lane `lane`'s child run into `out`: `base` with the lane's
+// name; check's own overrides stand for the base run, except for the
+// fields the lane sets.
+ChildRun lane_child(const ChildRun& base, const EquivalenceVariant& lane, const std::string& out) {
   ChildRun r = base;
   r.variant = lane.name;
   if (lane.sets("determinism", "intra_op_threads")) r.overrides.intra_op_threads = 0;
@@ -530,25 +531,83 @@ RunRecord run_lane(Launcher& launcher, const ChildRun& base, const EquivalenceVa
   if (lane.sets("distributed", "world_size")) r.overrides.world_size = 0;
   r.out = out;
   if (base.share_data_pass || !base.data_pass) r.data_pass = r.share_data_pass = false;  // run 1's stands
+  return r;
+}
+
+// One fresh run of equivalence lane `lane` into `out`. Its failure is its
+// own error, naming the lane.
+RunRecord run_lane(Launcher& launcher, const ChildRun& base, const EquivalenceVariant& lane, const std::string& out) {
   try {
-    return launcher.run(r);
+    return launcher.run(lane_child(base, lane, out));
   } catch (const Error& e) {
     throw Error(e.code(), "equivalence lane " + lane.name + " (" + lane.describe() + "): " + e.what());
   }
 }
 
-// Step 5's runs: one fresh run of each equivalence lane
+// Whether lane `lane` of `cfg` may run in a process after another lane
+// (Launcher::run_together): a built-in smoke in one process, the lane
+// leaving the process-wide settings (determinism mode, inter-op threads)
+// and the distributed section alone.
+bool shares_lane_process(const SmokeConfig& cfg, const EquivalenceVariant& lane) {
+  return !cfg.has_trainer() && !cfg.distributed.configured && !lane.set.contains("distributed") &&
+         !lane.sets("determinism", "mode") && !lane.sets("determinism", "inter_op_threads");
+}
+
+// Which of `cfg`'s lanes run in which process (indices into
+// cfg.equivalence, in name order): the lanes that may share one
+// (shares_lane_process) and whose child runs differ in name and record
+// only (check's --intra-op-threads / --workers stand for every lane but
+// the ones that set them) spread over up to `beside` processes; every
+// other lane alone.
+std::vector<std::vector<size_t>> lane_processes(const ChildRun& base, const SmokeConfig& cfg, int beside) {
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::vector<std::string>, std::vector<size_t>> shared;  // by the overrides' flags
+  for (size_t i = 0; i < cfg.equivalence.size(); ++i) {
+    if (shares_lane_process(cfg, cfg.equivalence[i]))
+      shared[override_args(lane_child(base, cfg.equivalence[i], "").overrides)].push_back(i);
+    else
+      groups.push_back({i});
+  }
+  for (const auto& [flags, lanes] : shared) {
+    const size_t k = std::min(lanes.size(), static_cast<size_t>(std::max(beside, 1)));
+    for (size_t g = 0; g < k; ++g) {
+      groups.emplace_back();
+      for (size_t j = g; j < lanes.size(); j += k) groups.back().push_back(lanes[j]);
+    }
+  }
+  std::sort(groups.begin(), groups.end());
+  return groups;
+}
+
+// Step 5's runs: a fresh run of each equivalence lane
 // (<dir>/variant-<name>.json), side by side while `slots` allow (this
-// thread holds `per_run`). A lane's failed run is its own error, naming
-// the lane.
+// thread holds `per_run`). A built-in smoke's lanes that may share a
+// process run in as few processes as there are slots beside the base
+// run's (one at -j 1 and -j 2): a lane then costs its training, not
+// another LibTorch start-up (docs/decisions.md, decision 36). A failed
+// run is its own error, naming its lanes.
 std::vector<RunRecord> run_lanes(Launcher& launcher, const ChildRun& base, const SmokeConfig& cfg,
                                  const std::string& dir, JobSlots* slots, int per_run) {
   std::vector<RunRecord> records(cfg.equivalence.size());
+  const int beside = slots ? slots->capacity() / std::max(per_run, 1) - 1 : 1;
+  const std::vector<std::vector<size_t>> groups = lane_processes(base, cfg, beside);
   std::vector<std::function<void()>> tasks;
-  for (size_t i = 0; i < cfg.equivalence.size(); ++i)
-    tasks.push_back([&, i] {
-      const EquivalenceVariant& lane = cfg.equivalence[i];
-      records[i] = run_lane(launcher, base, lane, dir + "/variant-" + lane.name + ".json");
+  for (const auto& group : groups)
+    tasks.push_back([&, group] {
+      std::vector<ChildRun> children;
+      std::string lanes;  // "a (set ...), b (set ...)"
+      for (size_t i : group) {
+        const EquivalenceVariant& lane = cfg.equivalence[i];
+        children.push_back(lane_child(base, lane, dir + "/variant-" + lane.name + ".json"));
+        lanes += (lanes.empty() ? "" : ", ") + lane.name + " (" + lane.describe() + ")";
+      }
+      try {
+        std::vector<RunRecord> got = launcher.run_together(children);
+        for (size_t j = 0; j < group.size(); ++j) records[group[j]] = std::move(got[j]);
+      } catch (const Error& e) {  // several: the message names the lane first ("lane NAME: ...")
+        throw Error(e.code(), (group.size() > 1 ? "equivalence lanes " + lanes + " in one process: "
+                                                : "equivalence lane " + lanes + ": ") + e.what());
+      }
     });
   run_tasks(tasks, slots, per_run, slots ? per_run : 0);
   return records;

@@ -54,7 +54,18 @@ std::vector<std::string> child_environment(const ChildRun& run) {
 
 }  // namespace
 
-void ProcessLauncher::spawn(const ChildRun& run) {
+std::vector<RunRecord> Launcher::run_together(const std::vector<ChildRun>& lanes) {
+  std::vector<RunRecord> records;
+  for (const auto& lane : lanes) try {
+      records.push_back(run(lane));
+    } catch (const Error& e) {
+      if (lanes.size() < 2) throw;
+      throw Error(e.code(), "lane " + lane.variant + ": " + e.what());
+    }
+  return records;
+}
+
+void ProcessLauncher::spawn(const ChildRun& run, int64_t timeout_s) {
   ProcessSpec p;
   p.what = "lockstep run";
   p.argv = child_args(run);
@@ -64,7 +75,7 @@ void ProcessLauncher::spawn(const ChildRun& run) {
   std::error_code cwd_ec;
   p.cwd = std::filesystem::current_path(cwd_ec).string();
   if (cwd_ec) throw EnvironmentError("the current folder cannot be read: " + cwd_ec.message());
-  p.timeout_s = timeout_s_;
+  p.timeout_s = timeout_s;
 
   // The child's stderr goes to <out>.log, is echoed to ours but for its
   // error block, which becomes this error's message (said once, by whoever
@@ -120,11 +131,33 @@ void ProcessLauncher::spawn(const ChildRun& run) {
 }
 
 RunRecord ProcessLauncher::run(const ChildRun& run) {
-  spawn(run);
+  spawn(run, timeout_s_);
   return read_run_record(run.out);
 }
 
-void ProcessLauncher::run_to_checkpoint(const ChildRun& run) { spawn(run); }
+void ProcessLauncher::run_to_checkpoint(const ChildRun& run) { spawn(run, timeout_s_); }
+
+std::vector<RunRecord> ProcessLauncher::run_together(const std::vector<ChildRun>& lanes) {
+  if (lanes.size() < 2) return Launcher::run_together(lanes);
+  // Only the name and the record may differ: the child runs every lane
+  // with the first one's command line.
+  auto rest = [](ChildRun r) {
+    r.variant.clear();
+    r.out.clear();
+    return std::make_pair(child_args(r), child_environment(r));
+  };
+  ChildRun first = lanes.front();
+  for (size_t i = 1; i < lanes.size(); ++i) {
+    if (lanes[i].out != then_variant_record(first.out, lanes[i].variant) || rest(lanes[i]) != rest(lanes.front()))
+      throw std::logic_error("run_together: lane " + lanes[i].variant + " differs from lane " + first.variant +
+                             " in more than its name and record");
+    first.then_variants.push_back(lanes[i].variant);
+  }
+  spawn(first, timeout_s_ * static_cast<int64_t>(lanes.size()));
+  std::vector<RunRecord> records;
+  for (const auto& lane : lanes) records.push_back(read_run_record(lane.out));
+  return records;
+}
 
 std::vector<RunRecord> run_children(Launcher& launcher, const ChildRun& base, const std::string& dir,
                                     const std::string& prefix, int n, JobSlots* slots, int slots_per_run,

@@ -11,7 +11,9 @@
 // Repeat checks need separate processes: a second run in the same process
 // would share LibTorch's global state (the inter-op pool can be sized only
 // once, generators, caches), and the point is to show that a fresh process
-// reproduces the bits.
+// reproduces the bits. Equivalence lanes compare configs, not processes:
+// a built-in smoke's lanes may share one (run_together; docs/decisions.md,
+// decision 36).
 #pragma once
 
 #include <cstdint>
@@ -68,6 +70,15 @@ class Launcher {
   virtual RunRecord run(const ChildRun& run) = 0;
   /// Runs `run` (stop_after > 0) up to its checkpoint; no record. Same errors.
   virtual void run_to_checkpoint(const ChildRun& run) = 0;
+  /// Runs `lanes`, equivalence lanes of one built-in smoke that may share a
+  /// process (RunRequest::then_variants' rules: each lane a ChildRun that
+  /// differs from the first in `variant` and `out` only, its out
+  /// then_variant_record(first out, variant)), and returns their records
+  /// in order. The real launcher runs them one after another in one
+  /// process, a LibTorch start-up for all; this default, one run() each.
+  /// Same errors as run(), the message led by "lane NAME: " when there
+  /// are several.
+  virtual std::vector<RunRecord> run_together(const std::vector<ChildRun>& lanes);
 };
 
 /// The real launcher: `lockstep run CONFIG --record OUT --quiet ...` in a fresh
@@ -83,9 +94,12 @@ class ProcessLauncher : public Launcher {
   explicit ProcessLauncher(std::string executable = "", int64_t timeout_s = kDefaultTimeoutS);
   RunRecord run(const ChildRun& run) override;
   void run_to_checkpoint(const ChildRun& run) override;
+  /// One `lockstep run SMOKE --variant A --then-variant B ...`; its time
+  /// limit is timeout_s per lane.
+  std::vector<RunRecord> run_together(const std::vector<ChildRun>& lanes) override;
 
  private:
-  void spawn(const ChildRun& run);
+  void spawn(const ChildRun& run, int64_t timeout_s);
   std::string executable_;
   int64_t timeout_s_;
 };

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -151,7 +152,47 @@ std::string default_out(const RunPlan& p) {
   return "lockstep-out/" + p.config.name + lane + node + (p.train ? ".run.json" : ".probe.json");
 }
 
+// --then-variant: more lanes after this one in this process. Only what
+// runs here, whole, once: a built-in smoke's lane, which the next lanes
+// follow in the same LibTorch.
+void refuse_then_variants(const RunPlan& p) {
+  const RunRequest& r = p.request;
+  const char* why = r.variant.empty()               ? "it follows a lane (--variant NAME)"
+                    : !p.train                       ? "`lockstep run` only"
+                    : p.site != RunSite::kInProcess ? "a built-in smoke's lane in this process (not a trainer's nor a multi-rank one)"
+                    : p.span != RunSpan::kWhole      ? "whole runs only (no --stop-after, --resume)"
+                    : p.repeat > 1                   ? "one run of each lane (no --repeat)"
+                                                     : nullptr;
+  if (why) throw BadUsage(std::string("--then-variant: ") + why);
+  for (const auto& name : r.then_variants)
+    if (name == r.variant || std::count(r.then_variants.begin(), r.then_variants.end(), name) > 1)
+      throw BadUsage("--then-variant " + name + ": each lane once");
+}
+
 }  // namespace
+
+std::string then_variant_record(const std::string& first_out, const std::string& name) {
+  return (fs::path(first_out).parent_path() / ("variant-" + name + ".json")).string();
+}
+
+RunPlan plan_then_variant(const RunPlan& first, const SmokeConfig& loaded, const std::string& name) {
+  RunRequest r = first.request;
+  r.variant = name;
+  r.then_variants.clear();
+  r.out = then_variant_record(first.out, name);
+  RunPlan p = plan_run(loaded, r, first.train);
+  const SmokeConfig& a = first.config;
+  const SmokeConfig& b = p.config;
+  if (p.site != RunSite::kInProcess)
+    throw BadUsage("--then-variant " + name + ": this lane runs elsewhere than in this process (its own processes "
+                   "or ranks); run it on its own with --variant " + name);
+  if (a.mode != b.mode || a.inter_op_threads != b.inter_op_threads)
+    throw BadUsage("--then-variant " + name + ": this lane sets determinism." +
+                   (a.mode != b.mode ? "mode" : "inter_op_threads") +
+                   ", a setting of the whole process that the lane before it already made; run it on its own with "
+                   "--variant " + name);
+  return p;
+}
 
 std::vector<std::string> override_args(const RunOverrides& o) {
   std::vector<std::string> args;
@@ -168,6 +209,7 @@ std::vector<std::string> run_request_args(const RunRequest& r, bool train) {
   std::vector<std::string> args = {train ? "run" : "probe", r.smoke};
   auto add = [&args](std::initializer_list<std::string> more) { args.insert(args.end(), more); };
   if (!r.variant.empty()) add({"--variant", r.variant});
+  for (const auto& v : r.then_variants) add({"--then-variant", v});
   if (!r.out.empty()) add({"--record", r.out});
   if (r.quiet) add({"--quiet"});
   for (auto& a : override_args(r.overrides)) args.push_back(std::move(a));
@@ -227,6 +269,7 @@ RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& r, bool train) {
                    std::to_string(p.config.steps) + " steps of " + r.smoke);
   p.out = r.out.empty() ? default_out(p) : r.out;
   refuse_unsafe_outputs(p);
+  if (!r.then_variants.empty()) refuse_then_variants(p);
   // A single process (or one rank) resumes from a checkpoint file; a
   // multi-rank run's checkpoint is a folder (distributed/rank_checkpoint.h).
   std::error_code ec;

@@ -33,6 +33,13 @@ struct RunRequest {
   /// Non-empty: run equivalence lane `variant` of the smoke (its config's
   /// "equivalence.<variant>" applied: load_smoke_config's second argument).
   std::string variant;
+  /// Equivalence lanes run after `variant`'s, one after another in this
+  /// same process, each into then_variant_record(out, name): check's lanes
+  /// of a built-in smoke share one LibTorch start-up, which is most of a
+  /// run (docs/decisions.md). Only after a lane (`variant` set), for a
+  /// built-in smoke's whole run in this process, each lane with the first
+  /// one's determinism mode and inter-op threads (process-wide settings).
+  std::vector<std::string> then_variants;
   std::string out;     ///< default: lockstep-out/<smoke>.run.json (probe: .probe.json)
   bool quiet = false;  ///< no summary on stdout
   RunOverrides overrides;
@@ -54,6 +61,11 @@ struct RunRequest {
   int node_rank = -1;           ///< this machine, 0..nnodes-1 (required with nnodes > 1)
   std::string master;           ///< "HOST:PORT" of node 0's store; default MASTER_ADDR:MASTER_PORT
 };
+
+/// The record of lane `name` run after another lane in one process
+/// (RunRequest::then_variants): `variant-<name>.json` in the folder of the
+/// first lane's record `first_out`, as check lays its lanes out.
+std::string then_variant_record(const std::string& first_out, const std::string& name);
 
 /// The command-line flags that pass `overrides` on to a child run.
 std::vector<std::string> override_args(const RunOverrides& overrides);
@@ -109,5 +121,14 @@ struct RunPlan {
 /// resolve). Throws EnvironmentError (exit 3) when the host cannot be
 /// resolved now.
 RunPlan plan_run(const SmokeConfig& loaded, const RunRequest& request, bool train);
+
+/// The plan of lane `name`, run after `first` (a lane's plan with
+/// then_variants) in the same process: `first`'s request with variant
+/// `name`, record then_variant_record(first.out, name). `loaded`: the
+/// smoke's config as lane `name` loads it. Throws BadUsage (exit 2) for
+/// what plan_run refuses, and for a lane that would run elsewhere (its
+/// own ranks) or set the process-wide determinism.mode or
+/// inter_op_threads otherwise than `first`.
+RunPlan plan_then_variant(const RunPlan& first, const SmokeConfig& loaded, const std::string& name);
 
 }  // namespace lockstep

@@ -124,6 +124,7 @@ TEST(Help, EveryRunRequestFieldWrittenAsFlagsParsesBack) {
   all.repeat = 3;
   all.data_pass = false;
   all.variant = "accum2";
+  all.then_variants = {"split2", "workers0"};
   requests.push_back({all, true});
   RunRequest stop = base();
   stop.stop_after = 3;
@@ -149,7 +150,8 @@ TEST(Help, EveryRunRequestFieldWrittenAsFlagsParsesBack) {
     EXPECT_NE(out.output.find("/nonexistent/smoke.json: cannot read"), std::string::npos) << line << "\n" << out.output;
   }
   EXPECT_EQ(run_request_args(all, true),
-            (std::vector<std::string>{"run", "/nonexistent/smoke.json", "--variant", "accum2", "--record", "/nonexistent/run.json", "--quiet",
+            (std::vector<std::string>{"run", "/nonexistent/smoke.json", "--variant", "accum2", "--then-variant", "split2",
+                                      "--then-variant", "workers0", "--record", "/nonexistent/run.json", "--quiet",
                                       "--intra-op-threads", "2", "--workers", "1", "--world-size", "2", "--lr-scale",
                                       "1.5", "--perturb", "parameter", "--determinism", "default", "--repeat", "3",
                                       "--no-data-pass"}));

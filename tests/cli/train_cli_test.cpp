@@ -56,6 +56,33 @@ TEST(TrainCli, EachBuiltInModelIsBitIdenticalAcrossProcesses) {
   EXPECT_GT(rec["resources"]["peak_rss_bytes"].get<int64_t>(), 0);
 }
 
+// check's lanes of a built-in smoke share one process (--then-variant):
+// each lane's record holds the values of that lane run alone, bit for
+// bit, whatever ran before it in the process; a lane that cannot share
+// one is refused by name.
+TEST(TrainCli, LanesRunInOneProcessEqualEachLaneRunAlone) {
+  const std::string cancer = kSourceDir + "/smoke/cancer-mlp.json";
+  const std::string dir = (scratch("lanes-together") / "out").string();
+  Result together = lockstep("run " + cancer + " --quiet --variant threads2 --then-variant split2 --then-variant " +
+                             "workers0 --record " + dir + "/variant-threads2.json");
+  ASSERT_EQ(together.code, 0) << together.output;
+  EXPECT_EQ(together.output, "");
+  for (const std::string name : {"split2", "workers0"}) {
+    Result alone = lockstep("run " + cancer + " --quiet --variant " + name + " --record " + dir + "/alone.json");
+    ASSERT_EQ(alone.code, 0) << alone.output;
+    nlohmann::json a = parse_json_file(dir + "/variant-" + name + ".json");
+    nlohmann::json b = parse_json_file(dir + "/alone.json");
+    EXPECT_EQ(a["config"]["variant"], "\"" + name + "\"");  // config values are JSON texts
+    for (const char* key : {"config", "contract", "series", "hashes", "digests", "init", "module_trace", "probes",
+                            "train_probes"})
+      EXPECT_EQ(a[key], b[key]) << name << ": " << key;
+  }
+  Result ranks = lockstep("run " + cancer + " --variant threads2 --then-variant ranks2 --record " + dir + "/variant-threads2.json");
+  EXPECT_EQ(ranks.code, 2) << ranks.output;
+  EXPECT_NE(ranks.output.find("lane ranks2: --then-variant ranks2: this lane runs elsewhere than in this process"),
+            std::string::npos) << ranks.output;
+}
+
 // A deliberately nondeterministic kernel (index_put_ accumulate, 2 threads).
 TEST(TrainCli, NondeterministicKernelIsExit4OnlyWithoutDeterministicAlgorithms) {
   for (const char* mode : {"default", "strict"}) {

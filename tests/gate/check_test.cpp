@@ -822,6 +822,49 @@ TEST(CheckSmoke, ALaneKeepsWhatItSetsUnderChecksOverrides) {
   EXPECT_EQ(l.calls[3].overrides.workers, -1);  // the lane's 0
 }
 
+// A built-in smoke's lanes share one process (one LibTorch start-up)
+// where nothing process-wide differs: a lane that sets the determinism
+// mode, the inter-op threads or the ranks runs alone, and so does one
+// whose command line check's overrides make another. With more slots
+// beside the base run, the shared lanes spread over that many processes.
+TEST(CheckSmoke, LanesShareAProcessWhereNothingProcessWideDiffers) {
+  GateProject p("lanes-together", [](nlohmann::json& cfg) {
+    cfg["equivalence"] = nlohmann::json::parse(R"({
+      "workers0": {"set": {"data": {"workers": 0}}},
+      "threads2": {"set": {"determinism": {"intra_op_threads": 2}}, "rule": {"ulp": 2}},
+      "threads3": {"set": {"determinism": {"intra_op_threads": 3}}, "rule": {"ulp": 2}},
+      "relaxed": {"set": {"determinism": {"mode": "default"}}},
+      "interop2": {"set": {"determinism": {"inter_op_threads": 2}}},
+      "ranks2": {"set": {"distributed": {"world_size": 2, "backend": "gloo"}}, "same_batches": false}})");
+  });
+  p.write_golden(make_gate_record());
+  using Groups = std::vector<std::vector<std::string>>;
+  {
+    FakeLauncher l;
+    SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
+    EXPECT_EQ(c.verdict.exit_code(), ExitCode::kPass) << c.verdict.first_divergence;
+    EXPECT_EQ(l.together, (Groups{{"interop2"}, {"ranks2"}, {"relaxed"}, {"threads2", "threads3", "workers0"}}));
+  }
+  {
+    FakeLauncher l;
+    CheckSmokeOptions o = p.check_options();
+    o.overrides.workers = 2;  // stands for every lane but workers0
+    check_smoke(p.smoke_file(), o, l);
+    EXPECT_EQ(l.together, (Groups{{"interop2"}, {"ranks2"}, {"relaxed"}, {"threads2", "threads3"}, {"workers0"}}));
+  }
+  {
+    JobSlots slots(3);  // two slots beside the base run's
+    slots.acquire(1);
+    CheckSmokeOptions o = p.check_options();
+    o.slots = &slots;
+    FakeLauncher l;
+    check_smoke(p.smoke_file(), o, l);
+    std::sort(l.together.begin(), l.together.end());
+    EXPECT_EQ(l.together, (Groups{{"interop2"}, {"ranks2"}, {"relaxed"}, {"threads2", "workers0"}, {"threads3"}}));
+    slots.release(1);
+  }
+}
+
 TEST(CheckSmoke, LanesAreSkippedWithANoteWhenTheGoldenFails) {
   GateProject p("lanes-skipped", add_lanes);
   RunRecord golden = make_gate_record();
@@ -846,8 +889,10 @@ TEST(CheckSmoke, ALanesFailedRunIsNamedByTheLane) {
   };
   SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
   EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
+  // The two lanes share a process; the message names the one that failed.
   EXPECT_EQ(c.verdict.first_divergence,
-            "equivalence lane workers0 (set {\"data\":{\"workers\":0}}): `lockstep run` failed: data.path: expected "
+            "equivalence lanes threads2 (set {\"determinism\":{\"intra_op_threads\":2}}), workers0 (set "
+            "{\"data\":{\"workers\":0}}) in one process: lane workers0: `lockstep run` failed: data.path: expected "
             "an existing data file");
 }
 

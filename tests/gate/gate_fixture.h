@@ -63,6 +63,16 @@ class FakeLauncher : public Launcher {
     if (edit) edit(calls.size(), run, r);
     return r;
   }
+  /// Every run_together: its lanes' names, in order; then one run() each.
+  std::vector<std::vector<std::string>> together;
+  std::vector<RunRecord> run_together(const std::vector<ChildRun>& lanes) override {
+    {
+      std::lock_guard<std::mutex> lock(*mutex_);
+      together.emplace_back();
+      for (const auto& lane : lanes) together.back().push_back(lane.variant);
+    }
+    return Launcher::run_together(lanes);
+  }
   void run_to_checkpoint(const ChildRun& run) override {
     std::lock_guard<std::mutex> lock(*mutex_);
     checkpoints.push_back(run);

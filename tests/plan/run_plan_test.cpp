@@ -160,6 +160,81 @@ TEST(RunPlan, RepeatRunsWholeOnOneMachine) {
   EXPECT_EQ(p.refusal(r), "--nnodes: --repeat runs on one machine only (run it there)");
 }
 
+// check's lanes of a built-in smoke share one process (--then-variant):
+// only after a lane, a whole single run here; a later lane that would set
+// a process-wide setting otherwise, or run as ranks, is refused by name.
+TEST(RunPlan, LanesShareAProcessOnlyWhereNothingProcessWideDiffers) {
+  auto lanes = [](nlohmann::json& cfg) {
+    cfg["equivalence"] = {
+        {"threads2", {{"set", {{"determinism", {{"intra_op_threads", 2}}}}}, {"rule", {{"ulp", 4}}}}},
+        {"workers0", {{"set", {{"data", {{"workers", 0}}}}}}},
+        {"relaxed", {{"set", {{"determinism", {{"mode", "default"}}}}}}},
+        {"interop2", {{"set", {{"determinism", {{"inter_op_threads", 2}}}}}}},
+        {"ranks2", {{"set", {{"distributed", {{"world_size", 2}, {"backend", "gloo"}}}}}, {"same_batches", false}}}};
+  };
+  testing::GateProject project("plan-then", lanes);
+  write_file_atomically(fs::path(project.smoke_file()).parent_path() / "unit.csv", "a,b,c,d,label\n1,2,3,4,0\n");
+  RunRequest r;
+  r.smoke = project.smoke_file();
+  r.variant = "threads2";
+  r.out = project.out_dir() + "/unit/variant-threads2.json";
+  r.then_variants = {"workers0"};
+  RunPlan first = plan_run(load_smoke_config(r.smoke, r.variant), r, true);
+  RunPlan next = plan_then_variant(first, load_smoke_config(r.smoke, "workers0"), "workers0");
+  EXPECT_EQ(next.out, project.out_dir() + "/unit/variant-workers0.json");
+  EXPECT_EQ(next.request.variant, "workers0");
+  EXPECT_TRUE(next.request.then_variants.empty());
+  EXPECT_EQ(next.config.intra_op_threads, 1);
+  EXPECT_EQ(next.config.data.loader.workers, 0);
+  EXPECT_EQ(then_variant_record("out/unit/variant-a.json", "b"), "out/unit/variant-b.json");
+
+  auto refused = [&](const RunRequest& req, bool train = true) -> std::string {
+    try {
+      plan_run(load_smoke_config(req.smoke, req.variant), req, train);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
+      return e.what();
+    }
+    return "(planned)";
+  };
+  auto refused_next = [&](const std::string& name) -> std::string {
+    try {
+      plan_then_variant(first, load_smoke_config(r.smoke, name), name);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
+      return e.what();
+    }
+    return "(planned)";
+  };
+  EXPECT_EQ(refused_next("relaxed"),
+            "--then-variant relaxed: this lane sets determinism.mode, a setting of the whole process that the lane "
+            "before it already made; run it on its own with --variant relaxed");
+  EXPECT_EQ(refused_next("interop2"),
+            "--then-variant interop2: this lane sets determinism.inter_op_threads, a setting of the whole process "
+            "that the lane before it already made; run it on its own with --variant interop2");
+  EXPECT_EQ(refused_next("ranks2"),
+            "--then-variant ranks2: this lane runs elsewhere than in this process (its own processes or ranks); run "
+            "it on its own with --variant ranks2");
+  RunRequest base = r;
+  base.variant.clear();
+  EXPECT_EQ(refused(base), "--then-variant: it follows a lane (--variant NAME)");
+  EXPECT_EQ(refused(r, false), "--then-variant: `lockstep run` only");
+  RunRequest twice = r;
+  twice.then_variants = {"workers0", "workers0"};
+  EXPECT_EQ(refused(twice), "--then-variant workers0: each lane once");
+  RunRequest repeated = r;
+  repeated.repeat = 2;
+  EXPECT_EQ(refused(repeated), "--then-variant: one run of each lane (no --repeat)");
+  RunRequest stopped = r;
+  stopped.stop_after = 1;
+  stopped.checkpoint = project.out_dir() + "/ck";
+  EXPECT_EQ(refused(stopped), "--then-variant: whole runs only (no --stop-after, --resume)");
+  RunRequest ranks = r;
+  ranks.variant = "ranks2";
+  EXPECT_EQ(refused(ranks),
+            "--then-variant: a built-in smoke's lane in this process (not a trainer's nor a multi-rank one)");
+}
+
 TEST(RunPlan, OutputsNeverLandOnInputsGoldensOrTheCheckpoint) {
   Project p("builtin", "outputs");
   RunRequest r = p.request();
