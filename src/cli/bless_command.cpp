@@ -55,6 +55,11 @@ bool running_in_ci() {
 }
 
 int bless_command(const BlessOptions& o) {
+  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
+  return bless_command(o, launcher);
+}
+
+int bless_command(const BlessOptions& o, Launcher& launcher) {
   if (is_blank_text(o.bless.reason))
     throw BadUsage("bless needs --reason TEXT: say why the goldens change (it is recorded)");
   if (running_in_ci() && !o.in_ci)
@@ -66,11 +71,10 @@ int bless_command(const BlessOptions& o) {
     if (std::string said = select_smoke_kind(o.kind, "bless", files, names); !said.empty()) std::cout << said << "\n";
     if (files.empty()) return 0;
   }
-  require_torch_for_built_in(files, "bless");
+  launcher.require_runnable(files, "bless");
   BlessSmokeOptions options = o.bless;
   require_out_folder(options.out_dir, files, options.goldens_dir);
   if (!o.seeds.empty()) options.seeds = parse_seed_list(o.seeds);
-  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   // One bless or accept at a time per goldens folder, held from before the
   // runs until the last golden is written (the change summary is then
   // against what the previous holder wrote).

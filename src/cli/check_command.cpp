@@ -200,8 +200,7 @@ void require_history_folder(const CheckOptions& o, const std::vector<std::string
 // reports as soon as the smokes before it are done, so the output is the
 // same for any N.
 std::vector<Verdict> check_suite(const std::vector<std::string>& files, CheckSmokeOptions options,
-                                 const CheckOptions& o) {
-  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
+                                 const CheckOptions& o, Launcher& launcher) {
   std::vector<Verdict> verdicts;
   const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
   JobSlots slots(jobs);
@@ -245,6 +244,11 @@ std::vector<Verdict> check_suite(const std::vector<std::string>& files, CheckSmo
 }  // namespace
 
 int check_command(const CheckOptions& o) {
+  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
+  return check_command(o, launcher);
+}
+
+int check_command(const CheckOptions& o, Launcher& launcher) {
   std::vector<std::string> files = expand_smoke_args(o.smokes);
   // A wrong --out is one usage error, said once, not a failure per smoke;
   // two checks writing one --out would read each other's records.
@@ -263,8 +267,8 @@ int check_command(const CheckOptions& o) {
     }
   }
   if (o.shard_given) files = shard_files(files, names, o.shard);
-  require_torch_for_built_in(files, "check");
-  std::vector<Verdict> verdicts = check_suite(files, o.smoke, o);
+  launcher.require_runnable(files, "check");
+  std::vector<Verdict> verdicts = check_suite(files, o.smoke, o, launcher);
   // GitLab: artifacts:reports:junit: lockstep-out/junit.xml
   std::string junit = (std::filesystem::path(o.smoke.out_dir) / "junit.xml").string();
   write_file_atomically(junit, render_junit(verdicts));

@@ -119,6 +119,9 @@ struct CheckOptions {
   bool quiet = false;       ///< --quiet: a passing smoke in its headline line alone
 };
 int check_command(const CheckOptions& options);
+/// check_command with the runs made by `launcher` (thread-safe with -j >
+/// 1): the in-process tests' fake one (tests/cli/check_command_test.cpp).
+int check_command(const CheckOptions& options, Launcher& launcher);
 
 /// `lockstep history DIR [SMOKE]`: the ledgers read back (history/history.h):
 /// the text report, --json / --html files.
@@ -205,6 +208,8 @@ struct BlessOptions {
   std::string kind;      ///< --kind trainer|built-in: only the smokes of that kind; "" all
 };
 int bless_command(const BlessOptions& options);
+/// bless_command with the runs made by `launcher` (the in-process tests').
+int bless_command(const BlessOptions& options, Launcher& launcher);
 
 /// `lockstep review [DIR]` and `lockstep accept [DIR] --reason TEXT`:
 /// pending goldens (*.golden.new) left by a failing check.

@@ -1,5 +1,6 @@
 #include "cli/smoke_launcher.h"
 
+#include "cli/commands.h"
 #include "cli/record_producers.h"
 #include "plan/run_plan.h"
 
@@ -39,6 +40,10 @@ void SmokeLauncher::run_to_checkpoint(const ChildRun& run) {
 std::vector<RunRecord> SmokeLauncher::run_together(const std::vector<ChildRun>& lanes) {
   if (lanes.empty() || load_smoke_config(lanes.front().smoke).has_trainer()) return Launcher::run_together(lanes);
   return process_.run_together(lanes);
+}
+
+void SmokeLauncher::require_runnable(const std::vector<std::string>& smoke_files, const std::string& command) {
+  require_torch_for_built_in(smoke_files, command);
 }
 
 }  // namespace lockstep

@@ -27,6 +27,9 @@ class SmokeLauncher : public Launcher {
   /// A built-in smoke's lanes in one `lockstep run` process
   /// (ProcessLauncher::run_together); a trainer's, one run each.
   std::vector<RunRecord> run_together(const std::vector<ChildRun>& lanes) override;
+  /// A built-in smoke needs lockstep-torch beside this executable
+  /// (require_torch_for_built_in, cli/commands.h).
+  void require_runnable(const std::vector<std::string>& smoke_files, const std::string& command) override;
 
  private:
   ProcessLauncher process_;

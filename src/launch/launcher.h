@@ -79,6 +79,14 @@ class Launcher {
   /// Same errors as run(), the message led by "lane NAME: " when there
   /// are several.
   virtual std::vector<RunRecord> run_together(const std::vector<ChildRun>& lanes);
+  /// Before any run of `command` ("check", "bless"): throws
+  /// EnvironmentError (exit 3) when this launcher cannot run some of
+  /// `smoke_files` at all (a built-in smoke where no lockstep-torch was
+  /// built). This default can run anything.
+  virtual void require_runnable(const std::vector<std::string>& smoke_files, const std::string& command) {
+    (void)smoke_files;
+    (void)command;
+  }
 };
 
 /// The real launcher: `lockstep run CONFIG --record OUT --quiet ...` in a fresh
