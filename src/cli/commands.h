@@ -85,6 +85,8 @@ struct SelftestCommandOptions {
   int distinct_runs = 3;                 ///< --distinct-runs: runs with the contract relaxed
 };
 int selftest_command(const SelftestCommandOptions& options);
+/// selftest_command with the runs made by `launcher` (the in-process tests').
+int selftest_command(const SelftestCommandOptions& options, Launcher& launcher);
 
 /// `lockstep import FORMAT PATH --series ...`: the request is the library's
 /// (external/import_run.h); this writes the record or the pending golden

@@ -13,12 +13,16 @@
 namespace lockstep {
 
 int selftest_command(const SelftestCommandOptions& o) {
+  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
+  return selftest_command(o, launcher);
+}
+
+int selftest_command(const SelftestCommandOptions& o, Launcher& launcher) {
   std::vector<std::string> files = expand_smoke_args(o.smokes);
   suite_smoke_names(files);  // each smoke once, each name once: the records go to <out>/<name>/
   require_out_folder(o.out_dir, files, "");
   if (!o.json_out.empty()) require_report_file("--json", o.json_out, "\"selftest\"", files, o.out_dir);
-  require_torch_for_built_in(files, "selftest");
-  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
+  launcher.require_runnable(files, "selftest");
   SelftestOptions options;
   options.relaxed_runs = o.distinct_runs;
   nlohmann::json all = nlohmann::json::array();
