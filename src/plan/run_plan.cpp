@@ -163,10 +163,15 @@ void refuse_then_variants(const RunPlan& p) {
                     : p.span != RunSpan::kWhole      ? "whole runs only (no --stop-after, --resume)"
                     : p.repeat > 1                   ? "one run of each lane (no --repeat)"
                                                      : nullptr;
+  if (!why && r.out.empty()) why = "with --record DIR/variant-NAME.json (the later lanes' records go beside it)";
   if (why) throw BadUsage(std::string("--then-variant: ") + why);
-  for (const auto& name : r.then_variants)
+  for (const auto& name : r.then_variants) {
     if (name == r.variant || std::count(r.then_variants.begin(), r.then_variants.end(), name) > 1)
       throw BadUsage("--then-variant " + name + ": each lane once");
+    if (fs::path(then_variant_record(p.out, name)).lexically_normal() == fs::path(p.out).lexically_normal())
+      throw BadUsage("--then-variant " + name + ": its record would be --record " + p.out + ", lane " + r.variant +
+                     "'s");
+  }
 }
 
 }  // namespace

@@ -36,9 +36,10 @@ struct RunRequest {
   /// Equivalence lanes run after `variant`'s, one after another in this
   /// same process, each into then_variant_record(out, name): check's lanes
   /// of a built-in smoke share one LibTorch start-up, which is most of a
-  /// run (docs/decisions.md). Only after a lane (`variant` set), for a
-  /// built-in smoke's whole run in this process, each lane with the first
-  /// one's determinism mode and inter-op threads (process-wide settings).
+  /// run (docs/decisions.md). Only after a lane (`variant` set) whose
+  /// record is given (`out`), for a built-in smoke's whole run in this
+  /// process, each lane with the first one's determinism mode and inter-op
+  /// threads (process-wide settings).
   std::vector<std::string> then_variants;
   std::string out;     ///< default: lockstep-out/<smoke>.run.json (probe: .probe.json)
   bool quiet = false;  ///< no summary on stdout

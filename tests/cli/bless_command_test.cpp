@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "cli/in_process.h"
 #include "gate/gate_fixture.h"
 #include "record/golden.h"
 
@@ -31,16 +32,7 @@ BlessOptions options_for(const GateProject& p) {
 
 // bless_command's exit code; its stdout in `out`.
 int bless(const BlessOptions& o, FakeLauncher& launcher, std::string& out) {
-  ::testing::internal::CaptureStdout();
-  int code = -1;
-  try {
-    code = bless_command(o, launcher);
-  } catch (...) {
-    out = ::testing::internal::GetCapturedStdout();
-    throw;
-  }
-  out = ::testing::internal::GetCapturedStdout();
-  return code;
+  return testing::captured([&] { return bless_command(o, launcher); }, out);
 }
 
 TEST(BlessCommand, WritesTheGoldenCheckReadsAndSaysWhatChangedTheSecondTime) {

@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "cli/in_process.h"
 #include "gate/gate_fixture.h"
 
 namespace lockstep {
@@ -31,16 +32,7 @@ int check(const GateProject& project, FakeLauncher& launcher, std::string& out,
   o.smoke = project.check_options();
   o.jobs = 1;
   if (edit) edit(o);
-  ::testing::internal::CaptureStdout();
-  int code = -1;
-  try {
-    code = check_command(o, launcher);
-  } catch (...) {
-    out = ::testing::internal::GetCapturedStdout();
-    throw;
-  }
-  out = ::testing::internal::GetCapturedStdout();
-  return code;
+  return testing::captured([&] { return check_command(o, launcher); }, out);
 }
 
 TEST(CheckCommand, APassingSmokePrintsItsHeadlineAndWritesReportsAndJunit) {

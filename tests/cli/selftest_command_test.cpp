@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_io.h"
+#include "cli/in_process.h"
 #include "gate/gate_fixture.h"
 
 namespace lockstep {
@@ -42,9 +43,8 @@ TEST(SelftestCommand, PrintsEachSmokeThenOneSummaryLineAndWritesTheJson) {
   o.smokes = {(p.root() / "smoke").string()};
   o.out_dir = p.out_dir();
   o.json_out = (p.root() / "selftest.json").string();
-  ::testing::internal::CaptureStdout();
-  const int code = selftest_command(o, l);
-  const std::string out = ::testing::internal::GetCapturedStdout();
+  std::string out;
+  const int code = testing::captured([&] { return selftest_command(o, l); }, out);
   EXPECT_EQ(code, 1) << out;  // a planted change went unseen
   EXPECT_NE(out.find("selftest blind: INSENSITIVE"), std::string::npos) << out;
   EXPECT_NE(out.find("selftest unit: sensitive (it catches a planted one-ULP change of a parameter and of a data "

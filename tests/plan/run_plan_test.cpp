@@ -229,6 +229,13 @@ TEST(RunPlan, LanesShareAProcessOnlyWhereNothingProcessWideDiffers) {
   stopped.stop_after = 1;
   stopped.checkpoint = project.out_dir() + "/ck";
   EXPECT_EQ(refused(stopped), "--then-variant: whole runs only (no --stop-after, --resume)");
+  RunRequest unnamed = r;
+  unnamed.out.clear();
+  EXPECT_EQ(refused(unnamed),
+            "--then-variant: with --record DIR/variant-NAME.json (the later lanes' records go beside it)");
+  RunRequest over = r;
+  over.out = project.out_dir() + "/unit/variant-workers0.json";
+  EXPECT_EQ(refused(over), "--then-variant workers0: its record would be --record " + over.out + ", lane threads2's");
   RunRequest ranks = r;
   ranks.variant = "ranks2";
   EXPECT_EQ(refused(ranks),
