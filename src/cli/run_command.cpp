@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <optional>
+#include <functional>
 
 #include "cli/commands.h"
 #include "cli/record_producers.h"
@@ -81,7 +81,8 @@ int report_run(const RunPlan& plan, const ProducedRun& run) {
   if (!o.quiet || plan.site == RunSite::kRank)
     for (const auto& n : run.notes) std::cout << "note: " << n << "\n";
   if (o.quiet) return 0;
-  std::cout << plan.verb() << " " << name << run.who << rec.probes.size() << " batches probed";
+  std::cout << plan.verb() << " " << name << (o.variant.empty() ? "" : " (equivalence lane " + o.variant + ")")
+            << run.who << rec.probes.size() << " batches probed";
   auto loss = rec.series.find("loss");
   if (plan.train && loss != rec.series.end() && !loss->second.values.empty())
     std::cout << ", " << plan.config.steps << " steps, " << run.loss_label << " "
@@ -117,21 +118,28 @@ void apply_process_variation(const RunVariation& v, bool from_flag) {
 }
 
 // check's lanes of a built-in smoke in this one LibTorch: lane
-// `o.variant`, then each of o.then_variants (plan_then_variant). An error
-// is led by the lane it came from ("lane NAME: ...").
+// `o.variant`, then each of o.then_variants (plan_then_variant), every
+// lane planned before the first one runs. An error is led by the lane it
+// came from ("lane NAME: ...").
 int run_lanes_here(const RunOptions& o, bool train) {
-  std::optional<RunPlan> first;
-  for (size_t i = 0; i <= o.then_variants.size(); ++i) {
-    const std::string& name = i == 0 ? o.variant : o.then_variants[i - 1];
+  std::vector<RunPlan> plans;
+  auto for_lane = [](const std::string& name, const std::function<void()>& step) {
     try {
-      const SmokeConfig loaded = load_smoke_config(o.smoke, name);
-      RunPlan plan = first ? plan_then_variant(*first, loaded, name) : plan_run(loaded, o, train);
-      report_run(plan, make_record_producer(plan)->produce(plan));
-      if (!first) first = std::move(plan);
+      step();
     } catch (const Error& e) {
+      if (name.empty()) throw;
       throw Error(e.code(), "lane " + name + ": " + e.what());
     }
+  };
+  for (size_t i = 0; i <= o.then_variants.size(); ++i) {
+    const std::string& name = i == 0 ? o.variant : o.then_variants[i - 1];
+    for_lane(name, [&] {
+      const SmokeConfig loaded = load_smoke_config(o.smoke, name);
+      plans.push_back(plans.empty() ? plan_run(loaded, o, train) : plan_then_variant(plans.front(), loaded, name));
+    });
   }
+  for (const RunPlan& plan : plans)
+    for_lane(plan.request.variant, [&] { report_run(plan, make_record_producer(plan)->produce(plan)); });
   return 0;
 }
 

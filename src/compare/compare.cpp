@@ -797,13 +797,19 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
                  "forwards other samples than the " + labels.reference_word + "; they cannot locate a difference";
   const auto& ta = a2.module_trace.entries;
   const auto& tb = b2.module_trace.entries;
+  // "fc1 (forward, train step 0) out float32 [16, 8]"
+  auto entry = [](const ModuleTraceEntry& e) {
+    std::string shape;
+    for (int64_t d : e.output.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    return e.module + " (" + trace_phase_name(e.phase) + ", train step " + std::to_string(e.step) + ") out " +
+           e.output.dtype + " [" + shape + "]";
+  };
   for (size_t i = 0; i < std::min(ta.size(), tb.size()) && trace_note.empty(); ++i)  // shapes or order
     if (ta[i].step != tb[i].step || ta[i].phase != tb[i].phase || ta[i].module != tb[i].module ||
         ta[i].output.shape != tb[i].output.shape || ta[i].output.dtype != tb[i].output.dtype)
       trace_note = "module traces not compared: " + labels.subject_word + " calls the modules with other shapes or "
-                   "in another order (entry " + std::to_string(i) + ": " + tb[i].module + " in the " +
-                   labels.reference_word + ", " + ta[i].module + " here, train step " + std::to_string(ta[i].step) +
-                   "), so they cannot locate a difference";
+                   "in another order (entry " + std::to_string(i) + ": " + entry(tb[i]) + " in the " +
+                   labels.reference_word + ", " + entry(ta[i]) + " here), so they cannot locate a difference";
   if (!trace_note.empty()) a2.module_trace = b2.module_trace = {};
   Verdict v = compare_records(a2, b2, policy, labels);
   if (!trace_note.empty()) v.notes.push_back(trace_note);

@@ -545,12 +545,17 @@ RunRecord run_lane(Launcher& launcher, const ChildRun& base, const EquivalenceVa
 }
 
 // Whether lane `lane` of `cfg` may run in a process after another lane
-// (Launcher::run_together): a built-in smoke in one process, the lane
-// leaving the process-wide settings (determinism mode, inter-op threads)
-// and the distributed section alone.
+// (Launcher::run_together): a built-in smoke in one process whose config,
+// as the lane loads it, keeps the base run's process-wide settings
+// (determinism mode, inter-op threads) and stays a built-in smoke in one
+// process. Judged on the loaded config, not on the keys the lane sets (a
+// lane may remove a section); the child refuses the same
+// (plan_then_variant), so what passes here runs there.
 bool shares_lane_process(const SmokeConfig& cfg, const EquivalenceVariant& lane) {
-  return !cfg.has_trainer() && !cfg.distributed.configured && !lane.set.contains("distributed") &&
-         !lane.sets("determinism", "mode") && !lane.sets("determinism", "inter_op_threads");
+  if (cfg.has_trainer() || cfg.distributed.configured) return false;
+  const SmokeConfig own = load_smoke_config(cfg.file, lane.name);
+  return !own.has_trainer() && !own.distributed.configured && own.mode == cfg.mode &&
+         own.inter_op_threads == cfg.inter_op_threads;
 }
 
 // Which of `cfg`'s lanes run in which process (indices into

@@ -164,8 +164,10 @@ void refuse_then_variants(const RunPlan& p) {
                     : p.repeat > 1                   ? "one run of each lane (no --repeat)"
                                                      : nullptr;
   if (!why && r.out.empty()) why = "with --record DIR/variant-NAME.json (the later lanes' records go beside it)";
+  if (!why && !r.overrides.vary.empty()) why = "no --vary (a varied run is a repeat's, in a process of its own)";
   if (why) throw BadUsage(std::string("--then-variant: ") + why);
   for (const auto& name : r.then_variants) {
+    if (name.empty()) throw BadUsage("--then-variant: a lane's name, not empty");
     if (name == r.variant || std::count(r.then_variants.begin(), r.then_variants.end(), name) > 1)
       throw BadUsage("--then-variant " + name + ": each lane once");
     if (fs::path(then_variant_record(p.out, name)).lexically_normal() == fs::path(p.out).lexically_normal())
@@ -191,10 +193,14 @@ RunPlan plan_then_variant(const RunPlan& first, const SmokeConfig& loaded, const
   if (p.site != RunSite::kInProcess)
     throw BadUsage("--then-variant " + name + ": this lane runs elsewhere than in this process (its own processes "
                    "or ranks); run it on its own with --variant " + name);
-  if (a.mode != b.mode || a.inter_op_threads != b.inter_op_threads)
-    throw BadUsage("--then-variant " + name + ": this lane sets determinism." +
-                   (a.mode != b.mode ? "mode" : "inter_op_threads") +
-                   ", a setting of the whole process that the lane before it already made; run it on its own with "
+  if (a.mode != b.mode)
+    throw BadUsage("--then-variant " + name + ": its determinism.mode (" + b.mode + ") is not lane " +
+                   first.request.variant + "'s (" + a.mode + "), a setting of the whole process; run it on its own "
+                   "with --variant " + name);
+  if (a.inter_op_threads != b.inter_op_threads)
+    throw BadUsage("--then-variant " + name + ": its determinism.inter_op_threads (" +
+                   std::to_string(b.inter_op_threads) + ") is not lane " + first.request.variant + "'s (" +
+                   std::to_string(a.inter_op_threads) + "), a setting of the whole process; run it on its own with "
                    "--variant " + name);
   return p;
 }

@@ -68,8 +68,9 @@ TEST(TrainCli, LanesRunInOneProcessEqualEachLaneRunAlone) {
   ASSERT_EQ(together.code, 0) << together.output;
   EXPECT_EQ(together.output, "");
   for (const std::string name : {"split2", "workers0"}) {
-    Result alone = lockstep("run " + cancer + " --quiet --variant " + name + " --record " + dir + "/alone.json");
+    Result alone = lockstep("run " + cancer + " -q --variant " + name + " --record " + dir + "/alone.json");
     ASSERT_EQ(alone.code, 0) << alone.output;
+    EXPECT_EQ(alone.output, "");  // -q, as check's
     nlohmann::json a = parse_json_file(dir + "/variant-" + name + ".json");
     nlohmann::json b = parse_json_file(dir + "/alone.json");
     EXPECT_EQ(a["config"]["variant"], "\"" + name + "\"");  // config values are JSON texts
@@ -77,10 +78,13 @@ TEST(TrainCli, LanesRunInOneProcessEqualEachLaneRunAlone) {
                             "train_probes"})
       EXPECT_EQ(a[key], b[key]) << name << ": " << key;
   }
+  // Every lane is planned before the first one runs: nothing is written.
+  fs::remove_all(dir);
   Result ranks = lockstep("run " + cancer + " --variant threads2 --then-variant ranks2 --record " + dir + "/variant-threads2.json");
   EXPECT_EQ(ranks.code, 2) << ranks.output;
   EXPECT_NE(ranks.output.find("lane ranks2: --then-variant ranks2: this lane runs elsewhere than in this process"),
             std::string::npos) << ranks.output;
+  EXPECT_FALSE(fs::exists(dir + "/variant-threads2.json"));
 }
 
 // A deliberately nondeterministic kernel (index_put_ accumulate, 2 threads).

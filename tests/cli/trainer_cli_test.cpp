@@ -487,6 +487,7 @@ TEST(TrainerCli, AnAccumulationBugOnlyTheEquivalenceLaneCatchesIsExitOneNamingTh
   Result by_hand = lockstep("run " + smoke.string() + " --variant accum2 --no-data-pass --record " +
                             (d / "accum2.json").string());
   EXPECT_EQ(by_hand.code, 0) << by_hand.output;
+  EXPECT_NE(by_hand.output.find("run pytorch-trainer (equivalence lane accum2)"), std::string::npos) << by_hand.output;
   Result unknown = lockstep("run " + smoke.string() + " --variant accum4");
   EXPECT_EQ(unknown.code, 2) << unknown.output;
   EXPECT_NE(unknown.output.find(smoke.string() + ": equivalence: expected a lane named \"accum4\" (its lanes: accum2)"),

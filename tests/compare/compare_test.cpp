@@ -937,5 +937,31 @@ TEST(CompareVariant, ALaneOfAnotherWorldSizeLeavesThePerRankSeriesOut) {
   EXPECT_EQ(v.first_divergence.rfind("train step 0: rank1/loss", 0), 0u) << v.first_divergence;
 }
 
+// A lane that calls the modules with other shapes (micro-batches) has
+// traces that locate nothing: left out, with a note saying where the two
+// first part, shapes included.
+TEST(CompareVariant, ALaneWhoseModulesSeeOtherShapesLeavesTheTracesOutAndSaysWhere) {
+  RunRecord base = testing::make_record({2.5, 2.25});
+  ModuleTraceEntry e;
+  e.module = "fc1";
+  e.input_xxh3 = std::string(32, 'a');
+  e.output.xxh3_128 = std::string(32, 'b');
+  e.output.dtype = "float32";
+  e.output.shape = {32, 16};
+  base.module_trace.steps = 1;
+  base.module_trace.entries = {e};
+  RunRecord lane = base;
+  lane.module_trace.entries[0].output.shape = {16, 16};
+  const CompareLabels labels{"lane split2", "base run", "base run", "lane split2"};
+  Verdict v = compare_variant(lane, base, Tolerance::close(0, 1e-5), /*same_batches=*/false, labels);
+  EXPECT_TRUE(v.passed()) << v.first_divergence;
+  EXPECT_NE(std::find(v.notes.begin(), v.notes.end(),
+                      "module traces not compared: lane split2 calls the modules with other shapes or in another "
+                      "order (entry 0: fc1 (forward, train step 0) out float32 [32, 16] in the base run, fc1 "
+                      "(forward, train step 0) out float32 [16, 16] here), so they cannot locate a difference"),
+            v.notes.end())
+      << ::testing::PrintToString(v.notes);
+}
+
 }  // namespace
 }  // namespace lockstep

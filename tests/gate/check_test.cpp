@@ -853,6 +853,21 @@ TEST(CheckSmoke, LanesShareAProcessWhereNothingProcessWideDiffers) {
     EXPECT_EQ(l.together, (Groups{{"interop2"}, {"ranks2"}, {"relaxed"}, {"threads2", "threads3"}, {"workers0"}}));
   }
   {
+    // Judged on the lane's loaded config, not on the keys it sets: with a
+    // base run in mode "default", a lane that removes the determinism
+    // section runs strict, alone; and so does every -j.
+    GateProject relaxed("lanes-together-default", [](nlohmann::json& cfg) {
+      cfg["determinism"] = {{"mode", "default"}};
+      cfg["equivalence"] = nlohmann::json::parse(R"({
+        "workers0": {"set": {"data": {"workers": 0}}},
+        "strict": {"set": {"determinism": null}}})");
+    });
+    relaxed.write_golden(make_gate_record());
+    FakeLauncher l;
+    check_smoke(relaxed.smoke_file(), relaxed.check_options(), l);
+    EXPECT_EQ(l.together, (Groups{{"strict"}, {"workers0"}}));
+  }
+  {
     JobSlots slots(3);  // two slots beside the base run's
     slots.acquire(1);
     CheckSmokeOptions o = p.check_options();

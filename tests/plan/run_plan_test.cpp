@@ -207,11 +207,11 @@ TEST(RunPlan, LanesShareAProcessOnlyWhereNothingProcessWideDiffers) {
     return "(planned)";
   };
   EXPECT_EQ(refused_next("relaxed"),
-            "--then-variant relaxed: this lane sets determinism.mode, a setting of the whole process that the lane "
-            "before it already made; run it on its own with --variant relaxed");
+            "--then-variant relaxed: its determinism.mode (default) is not lane threads2's (strict), a setting of "
+            "the whole process; run it on its own with --variant relaxed");
   EXPECT_EQ(refused_next("interop2"),
-            "--then-variant interop2: this lane sets determinism.inter_op_threads, a setting of the whole process "
-            "that the lane before it already made; run it on its own with --variant interop2");
+            "--then-variant interop2: its determinism.inter_op_threads (2) is not lane threads2's (1), a setting of "
+            "the whole process; run it on its own with --variant interop2");
   EXPECT_EQ(refused_next("ranks2"),
             "--then-variant ranks2: this lane runs elsewhere than in this process (its own processes or ranks); run "
             "it on its own with --variant ranks2");
@@ -236,6 +236,12 @@ TEST(RunPlan, LanesShareAProcessOnlyWhereNothingProcessWideDiffers) {
   RunRequest over = r;
   over.out = project.out_dir() + "/unit/variant-workers0.json";
   EXPECT_EQ(refused(over), "--then-variant workers0: its record would be --record " + over.out + ", lane threads2's");
+  RunRequest empty = r;
+  empty.then_variants = {""};
+  EXPECT_EQ(refused(empty), "--then-variant: a lane's name, not empty");
+  RunRequest varied = r;
+  varied.overrides.vary.allocator_bytes = 70000;
+  EXPECT_EQ(refused(varied), "--then-variant: no --vary (a varied run is a repeat's, in a process of its own)");
   RunRequest ranks = r;
   ranks.variant = "ranks2";
   EXPECT_EQ(refused(ranks),
