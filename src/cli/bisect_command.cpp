@@ -56,7 +56,12 @@ nlohmann::json result_json(const BisectResult& r) {
 
 }  // namespace
 
-int bisect_command(const BisectCliOptions& o) {
+int bisect_command(const BisectCliOptions& options) {
+  SmokeLauncher launcher;
+  return bisect_command(options, launcher);
+}
+
+int bisect_command(const BisectCliOptions& o, Launcher& launcher) {
   if (o.json_given)
     require_report_file("--json", o.json_out, "\"lockstep_report\": \"bisect\"", {}, o.bisect.out_dir + "/bisect");
   BisectOptions options = o.bisect;
@@ -74,7 +79,6 @@ int bisect_command(const BisectCliOptions& o) {
       std::cout << "\n  " << (s.why.size() > 160 ? s.why.substr(0, 157) + "..." : s.why);
     std::cout << "\n" << std::flush;
   };
-  SmokeLauncher launcher;
   BisectResult r = bisect(options, launcher);
   std::cout << "bisect: " << r.message << "\n";
   if (r.found && !r.divergence.empty()) std::cout << "  against its parent: " << r.divergence << "\n";
@@ -88,7 +92,12 @@ int bisect_command(const BisectCliOptions& o) {
   return to_int(r.code);
 }
 
-int bisect_env_command(const BisectEnvCliOptions& o) {
+int bisect_env_command(const BisectEnvCliOptions& options) {
+  SmokeLauncher launcher;
+  return bisect_env_command(options, launcher);
+}
+
+int bisect_env_command(const BisectEnvCliOptions& o, Launcher& launcher) {
   EnvBisectOptions options = o.bisect;
   std::vector<std::string> inputs = options.smokes;
   inputs.push_back(options.good_env);
@@ -112,7 +121,6 @@ int bisect_env_command(const BisectEnvCliOptions& o) {
     for (size_t i = 0; i < d.size(); ++i) std::cout << (i ? "; " : ": ") << d[i].label();
     std::cout << "\n" << std::flush;
   }
-  SmokeLauncher launcher;
   EnvBisectResult r = bisect_env(options, launcher);
   std::cout << "bisect-env: " << r.message << "\n";
   if (!r.divergence.empty()) std::cout << "  " << r.divergence << "\n";

@@ -52,7 +52,12 @@ CalibrateAxis seed_axis(const CalibrateCliOptions& o) {
 
 }  // namespace
 
-int calibrate_command(const CalibrateCliOptions& o) {
+int calibrate_command(const CalibrateCliOptions& options) {
+  SmokeLauncher launcher;
+  return calibrate_command(options, launcher);
+}
+
+int calibrate_command(const CalibrateCliOptions& o, Launcher& launcher) {
   if (is_smoke_config_file(o.smoke) == false && fs::is_directory(o.smoke))
     throw BadUsage("calibrate " + o.smoke + ": a folder; calibrate takes one smoke config");
   CalibrateOptions options = o.calibrate;
@@ -77,7 +82,6 @@ int calibrate_command(const CalibrateCliOptions& o) {
   DirectoryLock out_lock(options.out_dir, true, [&](int pid) {
     std::cout << "calibrate: waiting for process " << pid << ", which writes to " << options.out_dir << "\n" << std::flush;
   });
-  SmokeLauncher launcher;
   Calibration c = calibrate_smoke(o.smoke, options, launcher);
   std::cout << render_calibration_text(c);
   if (!o.json_out.empty()) write_file_atomically(o.json_out, calibration_json(c).dump(2) + "\n");

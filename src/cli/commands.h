@@ -27,6 +27,9 @@ namespace lockstep {
 /// the producer of its site (cli/record_producers.h); writes a run record.
 using RunOptions = RunRequest;
 int run_command(const RunOptions& options);
+/// run_command with `run --repeat`'s fresh runs made by `launcher` (the
+/// in-process tests'); a single run is made here, as ever.
+int run_command(const RunOptions& options, Launcher& repeats);
 
 
 /// Keeps main()'s argv, so a front `lockstep` can hand the same command
@@ -172,6 +175,8 @@ struct CalibrateCliOptions {
   int jobs = 0;                      ///< 0: the CPUs this process may use
 };
 int calibrate_command(const CalibrateCliOptions& options);
+/// calibrate_command with the runs made by `launcher` (the in-process tests').
+int calibrate_command(const CalibrateCliOptions& options, Launcher& launcher);
 
 /// `lockstep bisect --good REV --bad REV [SMOKE...]`: the first commit
 /// whose smokes fail against the good end's records (bisect/bisect.h).
@@ -184,6 +189,8 @@ struct BisectCliOptions {
   int jobs = 0;
 };
 int bisect_command(const BisectCliOptions& options);
+/// bisect_command with the runs made by `launcher` (the in-process tests').
+int bisect_command(const BisectCliOptions& options, Launcher& launcher);
 
 /// `lockstep bisect-env --good-env FILE --bad-env FILE SMOKE...`: the
 /// smallest set of stack differences that moves the curve
@@ -197,6 +204,8 @@ struct BisectEnvCliOptions {
   int jobs = 0;
 };
 int bisect_env_command(const BisectEnvCliOptions& options);
+/// bisect_env_command with the runs made by `launcher` (the in-process tests').
+int bisect_env_command(const BisectEnvCliOptions& options, Launcher& launcher);
 
 /// `lockstep bless SMOKE... --reason TEXT`: regenerate goldens.
 struct BlessOptions {

@@ -3,140 +3,31 @@
 // 0 pass, 1 regression, 2 bad input, 3 environment, 4 nondeterministic.
 #include <CLI/CLI.hpp>
 
-#include <charconv>
-#include <cstdio>
 #include <cstdlib>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
 #include <iostream>
-#include <regex>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/error.h"
 #include "core/process.h"
 #include "smoke/golden_store.h"
 
 namespace {
 
-// An integer flag's value in [lo, hi], written in decimal. CLI11 reads
-// integers with strtoll base 0, so "010" would be 8 and "0x2" 2 (a world
-// size is part of the contract); leading zeros are dropped instead
-// ("010" is 10) and anything but digits is refused.
-CLI::Validator decimal_range(uint64_t lo, uint64_t hi) {
-  std::string range = "[" + std::to_string(lo) + " - " + std::to_string(hi) + "]";
-  return CLI::Validator(
-      [lo, hi, range](std::string& text) -> std::string {
-        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-          return "expected a decimal integer in " + range + ", got '" + text + "'";
-        size_t first = text.find_first_not_of('0');
-        text = first == std::string::npos ? "0" : text.substr(first);
-        uint64_t value = 0;
-        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (ec != std::errc() || value < lo || value > hi)
-          return "expected a decimal integer in " + range + ", got " + text;
-        return "";
-      },
-      "INT in " + range);
-}
+using lockstep::add_deprecated;
+using lockstep::decimal_number;
+using lockstep::decimal_range;
 
-// A real-valued flag's value in [lo, hi], written as a decimal number
-// ("0.001", "1e-6"): CLI11 would take "0x2" as hex and "nan" as a number
-// that no range excludes.
-CLI::Validator decimal_number(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        static const std::regex kDecimal(R"([0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?)");
-        char range[96];
-        std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
-        if (!std::regex_match(text, kDecimal)) return "expected a decimal number in " + std::string(range) + ", got '" + text + "'";
-        double v = std::strtod(text.c_str(), nullptr);
-        if (!(v >= lo && v <= hi)) return "expected a decimal number in " + std::string(range) + ", got " + text;
-        return "";
-      },
-      "NUMBER");
-}
-
-// Each old spelling with the flag that replaced it: given together, which
-// one counts would be a guess (main refuses it after parsing).
-struct DeprecatedPair {
-  std::string old, now;           ///< the two spellings, "--out" and "--record"
-  CLI::Option *alias, *current;   ///< their options
-};
-std::vector<DeprecatedPair>& deprecated_pairs() {
-  static std::vector<DeprecatedPair> pairs;
-  return pairs;
-}
-
-// An old spelling of a flag (docs/architecture.md, "One flag vocabulary"),
-// kept working: hidden from --help, bound to what `now` binds (the caller
-// adds the same checks), and one line on stderr names the spelling that
-// replaced it ("--record FILE": the flag, then what it takes). The
-// remembered command line gets the new spelling, so a front that hands the
-// command to lockstep-torch does not say it twice.
-template <class T>
-CLI::Option* add_deprecated(CLI::App* cmd, const std::string& old, T& value, const std::string& now) {
-  const std::string flag = now.substr(0, now.find(' '));
-  CLI::Option* alias = cmd->add_option(old, value, "");
-  if (CLI::Option* current = cmd->get_option_no_throw(flag)) deprecated_pairs().push_back({old, flag, alias, current});
-  // Given twice, it is refused after the parse, by name (a hidden option's
-  // own error would not name it), with the note said once.
-  auto said = std::make_shared<bool>(false);
-  return alias->group("")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->each([old, now, flag, said](const std::string&) {
-    if (!*said) std::cerr << "lockstep: note: " << old << " is deprecated; use " << now << " (the same meaning)\n";
-    *said = true;
-    lockstep::respell_remembered_flag(old, {flag});
-  });
-}
-
-void add_overrides(CLI::App* cmd, lockstep::RunOverrides& o) {
-  cmd->add_option("--intra-op-threads", o.intra_op_threads,
-                  "Override the config's intra-op thread count (recorded; a golden made with "
-                  "another count fails the contract)")
-      ->transform(decimal_range(1, 1024));
-  cmd->add_option("--workers", o.workers, "Override data.workers (batches must not change)")
-      ->transform(decimal_range(0, 64));
-  cmd->add_option("--world-size", o.world_size,
-                  "Override distributed.world_size of the multi-rank smokes (recorded in the contract; check leaves single-process smokes as they are)")
-      ->transform(decimal_range(1, 64));
-}
-
-// `run` and `probe` take the same arguments.
-CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, const char* out_help,
-                          lockstep::RunOptions& o) {
+// `run` and `probe` take the same arguments: the rows of plan/run_flags.h.
+CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, lockstep::RunOptions& o,
+                          lockstep::RunFlagSet flags) {
   auto* cmd = app.add_subcommand(name, help);
   cmd->add_option("SMOKE", o.smoke, "Smoke config file")->required();
-  auto not_empty = [](const std::string& v) {
-    return v.empty() ? std::string("a file path for the record, not empty") : std::string();
-  };
-  cmd->add_option("--record", o.out, out_help)->check(not_empty);
-  add_deprecated(cmd, "--out", o.out, "--record FILE")->check(not_empty);
-  cmd->add_flag("-q,--quiet", o.quiet, "Print nothing on success");
-  cmd->add_option("--variant", o.variant,
-                  "Run the smoke's equivalence lane NAME (its \"equivalence\" section) instead of the base run")
-      ->check([](const std::string& v) { return v.empty() ? std::string("a lane's name, not empty") : std::string(); });
-  // check's later lanes of a built-in smoke, in this same process
-  // (plan/run_plan.h); hidden from --help.
-  cmd->add_option("--then-variant", o.then_variants, "Then run lane NAME in this process, into variant-NAME.json beside the record")
-      ->group("");  // an empty name is refused by plan_run, in words
-  add_overrides(cmd, o.overrides);
-  // One rank of a multi-rank smoke, started by the coordinator
-  // (distributed/rank_launch.h); hidden from --help. One without the other
-  // is refused by plan_run, in words.
-  cmd->add_option("--rank", o.rank, "This process is rank R of a distributed smoke")
-      ->transform(decimal_range(0, 63))
-      ->group("");
-  cmd->add_option("--rendezvous", o.rendezvous, "The run's rendezvous folder")->group("");
-  // Several machines: one `lockstep run` per node, ranks split evenly.
-  cmd->add_option("--nnodes", o.nnodes,
-                  "Spread a multi-rank smoke's ranks over N machines (run the same command on each, with "
-                  "--node-rank and --master)")
-      ->transform(decimal_range(1, 64));
-  cmd->add_option("--node-rank", o.node_rank, "This machine's place among --nnodes, 0..N-1 (node 0 writes the record)")
-      ->transform(decimal_range(0, 63));
-  cmd->add_option("--master", o.master,
-                  "HOST:PORT where node 0 serves the ranks' c10d TCPStore (default: MASTER_ADDR:MASTER_PORT)");
+  lockstep::add_run_flags(cmd, o, flags);
   return cmd;
 }
 
@@ -239,36 +130,8 @@ struct Command {
 void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
   using namespace lockstep;
   auto run_opts = std::make_shared<RunOptions>();
-  auto* run = add_run_command(app, "run", "Smoke training (and data-only pass) only; writes a run record",
-                              "Record path (default lockstep-out/<smoke>.run.json)", *run_opts);
-  run->add_option("--repeat", run_opts->repeat,
-                  "Run N fresh processes and require bit-identical records (exit 4 naming the first "
-                  "step, metric and parameter that differ)")
-      ->transform(decimal_range(1, 100));
-  auto* stop_after = run->add_option("--stop-after", run_opts->stop_after,
-                                     "Checkpoint after K steps and stop (no record); see --resume")
-                         ->transform(decimal_range(1, 1000000));
-  auto* checkpoint = run->add_option("--checkpoint", run_opts->checkpoint, "Checkpoint file for --stop-after");
-  stop_after->needs(checkpoint);
-  checkpoint->needs(stop_after);
-  auto* resume = run->add_option("--resume", run_opts->resume, "Continue from a --stop-after checkpoint to the end")
-                     ->excludes(stop_after);
-  run->add_option("--lr-scale", run_opts->overrides.lr_scale,
-                  "Multiply the learning rate by F: a planted change, to see what the gate catches (recorded as "
-                  "an input: a golden fails it); a trainer takes part through LOCKSTEP_LR_SCALE")
-      ->check(decimal_number(1e-6, 1e6))
-      ->excludes(resume);
-  run->add_option("--perturb", run_opts->overrides.perturb,
-                  "A planted change, as `lockstep selftest` makes it (recorded as an input): parameter moves the "
-                  "model's first parameter by one ULP before step 0 (a trainer: LOCKSTEP_PERTURB and the helper's "
-                  "ModuleTracer); data moves the first sample of the data-only pass's first batch by one ULP (a "
-                  "trainer: the helper's ctx.register_loader)")
-      ->check(CLI::IsMember({"parameter", "data"}))
-      ->excludes(resume);
-  run->add_option("--determinism", run_opts->overrides.mode,
-                  "strict or default: the determinism contract's mode instead of the config's (recorded in the "
-                  "contract: a golden of the other mode fails it)")
-      ->check(CLI::IsMember({"strict", "default"}));
+  auto* run = add_run_command(app, "run", "Smoke training (and data-only pass) only; writes a run record", *run_opts,
+                              RunFlagSet::kRun);
   run->add_option_function<std::string>(
       "--vary",
       [run_opts](const std::string& spec) {
@@ -282,18 +145,9 @@ void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
       "malloc-perturb[=N] (MALLOC_PERTURB_), affinity[=CPU+CPU], env-order, thread-warmup; joined by ','; a kind "
       "without a value takes a random one; recorded as fingerprint fields vary.* (check varies its second repeat "
       "so: docs/equivalence.md)");
-  run->add_flag_callback(
-      "--no-data-pass", [run_opts] { run_opts->data_pass = false; },
-      "A trainer smoke's training pass alone, without the data-only pass beside it; the record has no "
-      "data-only probes (check and bless run it so for every run after the first, which takes the first's)");
-  run->add_flag("--skip-generator-restore", run_opts->skip_generator_restore,
-                "With --resume: leave the generators unrestored (proves the resume check catches it)")
-      ->needs(resume)
-      ->group("");  // a test hook, hidden from --help
   out.push_back({run, [run_opts] { return run_command(*run_opts); }});
   auto probe_opts = std::make_shared<RunOptions>();
-  auto* probe = add_run_command(app, "probe", "Data-only pass; writes batch probes",
-                                "Record path (default lockstep-out/<smoke>.probe.json)", *probe_opts);
+  auto* probe = add_run_command(app, "probe", "Data-only pass; writes batch probes", *probe_opts, RunFlagSet::kProbe);
   auto sweep = std::make_shared<BatchSweepOptions>();
   auto* sweep_flag =
       probe->add_flag("--batch-sweep", sweep->on,
@@ -410,7 +264,8 @@ void add_check_family(CLI::App& app, std::vector<Command>& out) {
                     "(a run takes one per process it keeps busy: a rank, a trainer's pass); output and verdicts as with -j 1 "
                     "(default: the CPUs this process may use)")
       ->transform(decimal_range(1, 256));
-  add_overrides(check, o->smoke.overrides);
+  auto overrides = std::make_shared<RunRequest>();  // check's runs take run's override flags
+  add_run_flags(check, *overrides, RunFlagSet::kOverrides);
   check->add_option("--history", o->history_dir,
                     "DIR: append each smoke's night to DIR/<smoke>.jsonl, the nightly ledger (`lockstep history DIR`)");
   check->add_option("--rerun-failing", o->smoke.rerun_failing,
@@ -429,13 +284,14 @@ void add_check_family(CLI::App& app, std::vector<Command>& out) {
   // (docs/distributed.md, "Gating a multi-node run in CI"). Hidden from --help.
   auto several_machines = std::make_shared<std::string>();
   for (auto* flag : {"--nnodes", "--node-rank", "--master"}) check->add_option(flag, *several_machines, "")->group("");
-  out.push_back({check, [o, shard, several_machines] {
+  out.push_back({check, [o, shard, several_machines, overrides] {
                    if (!several_machines->empty())
                      throw BadUsage("check runs on one machine (its repeat and resume runs follow each result, which "
                                     "only node 0 sees); on several machines run `lockstep run SMOKE --nnodes N "
                                     "--node-rank K --master HOST:PORT` on each and `lockstep compare RECORD goldens/` "
                                     "on node 0 (docs/distributed.md)");
                    o->shard_given = shard->count() > 0;
+                   o->smoke.overrides = overrides->overrides;
                    return check_command(*o);
                  }});
   auto st = std::make_shared<SelftestCommandOptions>();
@@ -662,19 +518,8 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : to_int(ExitCode::kBadInput);
   }
 
-  for (const DeprecatedPair& p : deprecated_pairs()) {
-    if (p.alias->count() > 1) {
-      std::cerr << "lockstep: error: " << p.old << " given " << p.alias->count() << " times; give " << p.now
-                << " once\n";
-      return to_int(ExitCode::kBadInput);
-    }
-    if (p.alias->count() > 0 && p.current->count() > 0) {
-      std::cerr << "lockstep: error: " << p.old << " and " << p.now << " name one thing (" << p.old
-                << " is its old spelling); give " << p.now << " only\n";
-      return to_int(ExitCode::kBadInput);
-    }
-  }
   try {
+    refuse_doubled_spellings();
     stack_label();  // a malformed LOCKSTEP_STACK is refused before any run, not after one
     for (const auto& c : commands)
       if (*c.app) return finish_command(c.action());

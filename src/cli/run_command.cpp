@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // `run --repeat N`: N fresh processes, the first record kept as plan.out.
-int run_repeated(const RunPlan& plan) {
+int run_repeated(const RunPlan& plan, Launcher& launcher) {
   const RunRequest& o = plan.request;
   fs::path out(plan.out);
   std::string prefix = out.stem().string() + ".repeat";
@@ -43,7 +43,6 @@ int run_repeated(const RunPlan& plan) {
   base.overrides = o.overrides;
   base.seed = o.seed;
   base.share_data_pass = shares_data_pass(plan.config);
-  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
   std::vector<RunRecord> runs = run_children(launcher, base, dir, prefix, plan.repeat);
   auto [index, diff] = first_repeat_difference(runs);
   if (!diff.empty()) {
@@ -143,7 +142,8 @@ int run_lanes_here(const RunOptions& o, bool train) {
   return 0;
 }
 
-int run_or_probe(const RunOptions& given, bool train) {
+// `repeats`: the launcher of `run --repeat`'s fresh runs.
+int run_or_probe(const RunOptions& given, bool train, Launcher& repeats) {
   std::error_code ec;
   if (fs::is_directory(given.smoke, ec))
     throw BadUsage(given.smoke + ": a folder; `lockstep " + (train ? "run" : "probe") +
@@ -159,7 +159,7 @@ int run_or_probe(const RunOptions& given, bool train) {
   if (!o.then_variants.empty()) return run_lanes_here(o, train);
   RunPlan plan = plan_run(load_smoke_config(o.smoke, o.variant), o, train);
   apply_process_variation(plan.config.vary, from_flag);
-  if (plan.repeat > 1) return run_repeated(plan);
+  if (plan.repeat > 1) return run_repeated(plan, repeats);
   return report_run(plan, make_record_producer(plan)->produce(plan));
 }
 
@@ -209,8 +209,16 @@ int trainer_batch_sweep_command(const RunOptions& o, const BatchSweepOptions& sw
   }
 }
 
-int run_command(const RunOptions& o) { return run_or_probe(o, /*train=*/true); }
+int run_command(const RunOptions& o) {
+  SmokeLauncher launcher;  // trainer smokes in this process, built-in ones in `lockstep run`
+  return run_command(o, launcher);
+}
 
-int probe_command(const RunOptions& o) { return run_or_probe(o, /*train=*/false); }
+int run_command(const RunOptions& o, Launcher& repeats) { return run_or_probe(o, /*train=*/true, repeats); }
+
+int probe_command(const RunOptions& o) {
+  SmokeLauncher unused;  // probe has no --repeat
+  return run_or_probe(o, /*train=*/false, unused);
+}
 
 }  // namespace lockstep

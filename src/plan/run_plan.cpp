@@ -10,7 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "core/float_bits.h"
+#include "plan/run_flags.h"
 #include "record/run_record.h"
 #include "smoke/golden_store.h"
 
@@ -206,34 +206,19 @@ RunPlan plan_then_variant(const RunPlan& first, const SmokeConfig& loaded, const
 }
 
 std::vector<std::string> override_args(const RunOverrides& o) {
+  RunRequest r;
+  r.overrides = o;
   std::vector<std::string> args;
-  if (o.intra_op_threads > 0) args.insert(args.end(), {"--intra-op-threads", std::to_string(o.intra_op_threads)});
-  if (o.workers >= 0) args.insert(args.end(), {"--workers", std::to_string(o.workers)});
-  if (o.world_size > 0) args.insert(args.end(), {"--world-size", std::to_string(o.world_size)});
-  if (o.lr_scale != 1) args.insert(args.end(), {"--lr-scale", format_double(o.lr_scale)});
-  if (!o.perturb.empty()) args.insert(args.end(), {"--perturb", o.perturb});
-  if (!o.mode.empty()) args.insert(args.end(), {"--determinism", o.mode});
+  for (const RunFlag& flag : run_flags())
+    if (flag.override_)
+      for (std::string& a : write_run_flag(flag, r)) args.push_back(std::move(a));
   return args;
 }
 
 std::vector<std::string> run_request_args(const RunRequest& r, bool train) {
   std::vector<std::string> args = {train ? "run" : "probe", r.smoke};
-  auto add = [&args](std::initializer_list<std::string> more) { args.insert(args.end(), more); };
-  if (!r.variant.empty()) add({"--variant", r.variant});
-  for (const auto& v : r.then_variants) add({"--then-variant", v});
-  if (!r.out.empty()) add({"--record", r.out});
-  if (r.quiet) add({"--quiet"});
-  for (auto& a : override_args(r.overrides)) args.push_back(std::move(a));
-  if (r.repeat > 1) add({"--repeat", std::to_string(r.repeat)});
-  if (r.stop_after > 0) add({"--stop-after", std::to_string(r.stop_after), "--checkpoint", r.checkpoint});
-  if (!r.resume.empty()) add({"--resume", r.resume});
-  if (!r.data_pass) add({"--no-data-pass"});
-  if (r.skip_generator_restore) add({"--skip-generator-restore"});
-  if (r.rank >= 0) add({"--rank", std::to_string(r.rank)});
-  if (!r.rendezvous.empty()) add({"--rendezvous", r.rendezvous});
-  if (r.nnodes > 1) add({"--nnodes", std::to_string(r.nnodes)});
-  if (r.node_rank >= 0) add({"--node-rank", std::to_string(r.node_rank)});
-  if (!r.master.empty()) add({"--master", r.master});
+  for (const RunFlag& flag : run_flags())
+    for (std::string& a : write_run_flag(flag, r)) args.push_back(std::move(a));
   return args;
 }
 

@@ -24,10 +24,10 @@ namespace lockstep {
 
 /// What was asked of `run` / `probe`: the command line's options (cli/main.cpp),
 /// or a child run of check and bless (launch/launcher.h's ChildRun is one).
-/// A new run option is a field here, its flag in cli/main.cpp and its line
-/// in run_request_args() (tests/cli/run_request_test.cpp parses every
-/// field's flag back); every run site, in this process or a child, reads
-/// it from here.
+/// A new run option is a field here and its row in plan/run_flags.cpp,
+/// which both the parser (cli/flags.h) and run_request_args() read
+/// (tests/cli/help_test.cpp parses every field's flag back); every run
+/// site, in this process or a child, reads it from here.
 struct RunRequest {
   std::string smoke;   ///< smoke config path
   /// Non-empty: run equivalence lane `variant` of the smoke (its config's
@@ -73,8 +73,8 @@ std::vector<std::string> override_args(const RunOverrides& overrides);
 
 /// The `lockstep run` (`train`) or `lockstep probe` command line that asks
 /// for `request` (without the executable): the verb, the smoke, then a
-/// flag for every field that differs from its default, spelled as
-/// cli/main.cpp parses it. `seed` travels as LOCKSTEP_SEED in the child's
+/// flag for every field that differs from its default, written from the
+/// rows that the parser reads (plan/run_flags.h). `seed` travels as LOCKSTEP_SEED in the child's
 /// environment, not as a flag, and so does overrides.vary (LOCKSTEP_VARY:
 /// a varied run's command line is the plain run's, byte for byte, so its
 /// heap history differs by the variation only).

@@ -1,0 +1,116 @@
+#include "cli/flags.h"
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <type_traits>
+
+#include "core/error.h"
+#include "plan/run_flags.h"
+
+namespace lockstep {
+
+CLI::Validator decimal_range(uint64_t lo, uint64_t hi) {
+  std::string range = "[" + std::to_string(lo) + " - " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+          return "expected a decimal integer in " + range + ", got '" + text + "'";
+        size_t first = text.find_first_not_of('0');
+        text = first == std::string::npos ? "0" : text.substr(first);
+        uint64_t value = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || value < lo || value > hi)
+          return "expected a decimal integer in " + range + ", got " + text;
+        return "";
+      },
+      "INT in " + range);
+}
+
+CLI::Validator decimal_number(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        static const std::regex kDecimal(R"([0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?)");
+        char range[96];
+        std::snprintf(range, sizeof range, "[%g, %g]", lo, hi);
+        if (!std::regex_match(text, kDecimal)) return "expected a decimal number in " + std::string(range) + ", got '" + text + "'";
+        double v = std::strtod(text.c_str(), nullptr);
+        if (!(v >= lo && v <= hi)) return "expected a decimal number in " + std::string(range) + ", got " + text;
+        return "";
+      },
+      "NUMBER");
+}
+
+std::vector<DeprecatedPair>& deprecated_pairs() {
+  static std::vector<DeprecatedPair> pairs;
+  return pairs;
+}
+
+void refuse_doubled_spellings() {
+  for (const DeprecatedPair& p : deprecated_pairs()) {
+    if (p.alias->count() > 1)
+      throw BadUsage(p.old + " given " + std::to_string(p.alias->count()) + " times; give " + p.now + " once");
+    if (p.alias->count() > 0 && p.current->count() > 0)
+      throw BadUsage(p.old + " and " + p.now + " name one thing (" + p.old + " is its old spelling); give " + p.now +
+                     " only");
+  }
+}
+
+namespace {
+
+// A row's checks on an option of type T: its range, its words, not empty.
+template <class T>
+void add_checks(CLI::Option* option, const RunFlag& flag) {
+  if constexpr (std::is_integral_v<T>) {
+    if (flag.lo_ < flag.hi_)
+      option->transform(decimal_range(static_cast<uint64_t>(flag.lo_), static_cast<uint64_t>(flag.hi_)));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (flag.lo_ < flag.hi_) option->check(decimal_number(flag.lo_, flag.hi_));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!flag.choices_.empty()) option->check(CLI::IsMember(flag.choices_));
+    if (flag.not_empty_ != nullptr) {
+      const std::string what = flag.not_empty_;
+      option->check([what](const std::string& v) { return v.empty() ? what : std::string(); });
+    }
+  }
+}
+
+CLI::Option* add_run_flag(CLI::App* cmd, RunRequest& request, const RunFlag& flag) {
+  RunRequest defaults;
+  return std::visit(
+      [&](const auto& field) -> CLI::Option* {
+        auto& value = field(request);
+        using T = std::decay_t<decltype(value)>;
+        CLI::Option* option = nullptr;
+        if constexpr (std::is_same_v<T, bool>) {
+          const bool given = !field(defaults);  // a switch sets its field away from the default
+          option = cmd->add_flag_callback(flag.names_, [&value, given] { value = given; }, flag.help_);
+        } else {
+          option = cmd->add_option(flag.names_, value, flag.help_);
+          add_checks<T>(option, flag);
+          if (flag.old_ != nullptr)
+            add_checks<T>(add_deprecated(cmd, flag.old_, value, flag.name() + " " + flag.takes_), flag);
+        }
+        if (flag.hidden_) option->group("");
+        return option;
+      },
+      flag.field_);
+}
+
+}  // namespace
+
+void add_run_flags(CLI::App* cmd, RunRequest& request, RunFlagSet which) {
+  std::vector<std::pair<const RunFlag*, CLI::Option*>> added;
+  for (const RunFlag& flag : run_flags()) {
+    if (flag.run_only_ && which != RunFlagSet::kRun) continue;
+    if (!flag.override_ && which == RunFlagSet::kOverrides) continue;
+    added.push_back({&flag, add_run_flag(cmd, request, flag)});
+  }
+  for (const auto& [flag, option] : added) {
+    if (flag->needs_ != nullptr) option->needs(cmd->get_option(flag->needs_));
+    if (flag->excludes_ != nullptr) option->excludes(cmd->get_option(flag->excludes_));
+  }
+}
+
+}  // namespace lockstep
