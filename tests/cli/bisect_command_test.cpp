@@ -1,21 +1,25 @@
-// `lockstep bisect` as the command line calls it (bisect_command), in this
-// process over a real git repository and a fake launcher: a line per step
-// as it ends, the conclusion naming the first bad commit, the summary line
-// with its exit code, and --json. The search itself is bisect/'s
-// (tests/bisect/bisect_test.cpp).
+// `lockstep bisect` and `lockstep bisect-env` as the command line calls
+// them (bisect_command, bisect_env_command), in this process with a fake
+// launcher (bisect over a real git repository): a line per step as it
+// ends, the conclusion naming the first bad commit or the culprit
+// variable, the summary line with its exit code, and --json. The searches
+// themselves are bisect/'s (tests/bisect/).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "bisect/bisect_fixture.h"
 #include "cli/commands.h"
 #include "cli/in_process.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_io.h"
 
 namespace lockstep {
 namespace {
 using testing::FakeLauncher;
+using testing::GateProject;
 using testing::lr_launcher;
 using testing::Repo;
 
@@ -63,6 +67,59 @@ TEST(BisectCommand, AJsonFileThatIsNotABisectReportIsRefusedBeforeAnyRun) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
     EXPECT_NE(std::string(e.what()).find("--json " + o.json_out), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(l.calls.empty());
+}
+
+TEST(BisectEnvCommand, SaysTheDifferencesEachSetTestedAndTheCulpritAndWritesJson) {
+  GateProject p("cli-bisect-env");
+  BisectEnvCliOptions o;
+  o.bisect.good_env = (p.root() / "good.json").string();
+  o.bisect.bad_env = (p.root() / "bad.json").string();
+  write_file_atomically(o.bisect.good_env, R"({"env": {"SHIFT": "0", "FOO": "1"}})");
+  write_file_atomically(o.bisect.bad_env, R"({"env": {"SHIFT": "1", "BAR": "2"}})");
+  o.bisect.smokes = {p.smoke_file()};
+  o.bisect.out_dir = p.out_dir();
+  o.json_out = (p.root() / "bisect-env.json").string();
+  o.jobs = 1;
+  FakeLauncher l;
+  l.edit = [](size_t, const ChildRun& run, RunRecord& r) {
+    if (std::find(run.env.begin(), run.env.end(), "SHIFT=1") != run.env.end()) r.series["loss"].values[1] = 2.3f;
+  };
+  std::string out;
+  ASSERT_EQ(testing::captured([&] { return bisect_env_command(o, l); }, out), to_int(ExitCode::kRegression)) << out;
+  EXPECT_EQ(out.rfind("bisect-env: 3 difference(s) from " + o.bisect.good_env + " to " + o.bisect.bad_env +
+                          ": BAR=2; FOO as inherited; SHIFT=1\n"
+                          "bisect-env: the good stack (" + o.bisect.good_env + "): passes (2 runs)\n",
+                      0),
+            0u)
+      << out;
+  EXPECT_NE(out.find("\nbisect-env: {SHIFT=1}: fails (2 runs)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nbisect-env: the curve moves with {SHIFT=1} alone\n"), std::string::npos) << out;
+  nlohmann::json j = parse_json_file(o.json_out);
+  EXPECT_EQ(j["lockstep_report"], "bisect-env");
+  EXPECT_EQ(j["exit"], 1);
+  EXPECT_EQ(j["culprit"], nlohmann::json::array({"SHIFT=1"}));
+  const std::string summary = "bisect-env: " + std::to_string(j["tests"].size()) + " sets tested, " +
+                              std::to_string(l.calls.size()) + " runs; exit 1\n";
+  ASSERT_GE(out.size(), summary.size());
+  EXPECT_EQ(out.substr(out.size() - summary.size()), summary) << out;
+}
+
+TEST(BisectEnvCommand, AnEmptyEnvironmentPathIsRefusedBeforeAnyRun) {
+  GateProject p("cli-bisect-env-empty");
+  BisectEnvCliOptions o;
+  o.bisect.good_env = (p.root() / "good.json").string();
+  o.bisect.smokes = {p.smoke_file()};
+  o.bisect.out_dir = p.out_dir();
+  FakeLauncher l;
+  std::string out;
+  try {
+    testing::captured([&] { return bisect_env_command(o, l); }, out);
+    ADD_FAILURE() << "no refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_STREQ(e.what(), "--bad-env: an environment file path, got an empty path");
   }
   EXPECT_TRUE(l.calls.empty());
 }
