@@ -41,9 +41,12 @@ std::string lane_of(const RunRecord& r) {
 // A lane's record against its base run, as check holds it
 // (compare_variant): the lane's rule and same_batches from `config`'s
 // equivalence section when it has the lane, else bit for bit on the same
-// batches, said in a note.
-Verdict compare_lane(const RunRecord& run, const RunRecord& base, const std::vector<EquivalenceVariant>& lanes,
-                     const std::string& config, const CompareLabels& files) {
+// batches, said in a note. `base_is_golden`: the reference is a golden of
+// the base run, made in another job, and said so (check holds a lane to
+// the base run of its own job).
+Verdict compare_lane(const RunRecord& run, const RunRecord& base, bool base_is_golden,
+                     const std::vector<EquivalenceVariant>& lanes, const std::string& config,
+                     const CompareLabels& files) {
   const std::string name = lane_of(run);
   Tolerance rule = Tolerance::exact();
   bool same_batches = true;
@@ -54,11 +57,19 @@ Verdict compare_lane(const RunRecord& run, const RunRecord& base, const std::vec
       same_batches = l.same_batches;
       how = "held by equivalence." + name + " of " + config;
     }
-  Verdict v = compare_variant(run, base, rule, same_batches, {files.run, files.golden, "base run", "lane " + name});
+  const std::string reference = base_is_golden ? "golden" : "base run";
+  Verdict v = compare_variant(run, base, rule, same_batches, {files.run, files.golden, reference, "lane " + name});
   v.smoke = base.smoke;
   v.equivalence_lane = name;
-  v.notes.insert(v.notes.begin(), "the run is equivalence lane " + name + "'s (its config's \"variant\"), the reference "
-                                  "a base run: compared as check compares a lane, its inputs left out; " + how);
+  if (base_is_golden)  // not "of this job": a golden is another job's base run
+    v.lane_reason.replace(v.lane_reason.find(" of this job"), std::string(" of this job").size(),
+                          " (the base run of the job that blessed it)");
+  v.notes.insert(v.notes.begin(),
+                 "the run is equivalence lane " + name + "'s (its config's \"variant\"), the reference " +
+                     (base_is_golden ? "a golden, the base run of another job (check holds a lane to the base run of "
+                                       "its own job, run-1.json beside it; a stack change shows here too)"
+                                     : std::string("a base run")) +
+                     ": compared as check compares a lane, its inputs left out; " + how);
   return v;
 }
 
@@ -158,7 +169,7 @@ int compare_command(const CompareOptions& o) {
   }
   Verdict v = lane_of(run).empty() || !lane_of(golden.record).empty()
                   ? compare_records(run, golden.record, policy, {o.run, golden_path})
-                  : compare_lane(run, golden.record, lanes, o.config, {o.run, golden_path});
+                  : compare_lane(run, golden.record, !golden.content_hash.empty(), lanes, o.config, {o.run, golden_path});
   if (!stand_in.empty()) v.notes.insert(v.notes.begin(), stand_in);
   std::cout << render_text(v, isatty(STDOUT_FILENO));
   if (!o.json_out.empty()) write_file_atomically(o.json_out, pretty_dump(to_json(v)));

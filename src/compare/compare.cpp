@@ -809,7 +809,8 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
         ta[i].output.shape != tb[i].output.shape || ta[i].output.dtype != tb[i].output.dtype)
       trace_note = "module traces not compared: " + labels.subject_word + " calls the modules with other shapes or "
                    "in another order (entry " + std::to_string(i) + ": " + entry(tb[i]) + " in the " +
-                   labels.reference_word + ", " + entry(ta[i]) + " here), so they cannot locate a difference";
+                   labels.reference_word + ", " + entry(ta[i]) + " in " + labels.subject_word +
+                   "), so they cannot locate a difference";
   if (!trace_note.empty()) a2.module_trace = b2.module_trace = {};
   Verdict v = compare_records(a2, b2, policy, labels);
   if (!trace_note.empty()) v.notes.push_back(trace_note);

@@ -49,7 +49,7 @@ std::string render_text(const Verdict& v, bool color) {
     o << "environment: not compared (the curves of the imported "
       << (v.imported_side.empty() ? std::string("golden") : v.imported_side) << " came from another tool's file)\n";
   } else if (v.lane == Lane::kEquivalence) {
-    o << "environment: one job's (the lane changes its inputs on purpose; they are not compared)\n";
+    o << "environment: not compared (the lane changes its inputs on purpose)\n";
   } else if (v.env_diffs.empty()) {
     o << "environment: identical fingerprints\n";
   } else {

@@ -237,6 +237,11 @@ void read_equivalence(const JsonView& e, const nlohmann::json& doc, SmokeConfig&
         if (l.at("set").has(k))
           l.at("set").at(k).fail(std::string("no \"") + k + "\" in a lane: a lane varies how the run is made, and " + k +
                                  " is what makes it comparable with the base run or how the check judges");
+      // The platform key of the goldens and of both runs' records is the
+      // device's; a lane on another device is another platform, not a lane.
+      if (l.at("set").has("device"))
+        l.at("set").at("device").fail("no \"device\" in a lane: both runs of a lane run on the smoke's device (a "
+                                      "run on another device is another platform, with goldens of its own)");
       if (l.at("set").keys().empty() && !l.has("args") && !l.has("env"))
         l.at("set").fail("at least one field to change (an empty lane is the base run again)");
       lane.set = l.at("set").raw();

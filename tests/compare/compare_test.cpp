@@ -958,7 +958,7 @@ TEST(CompareVariant, ALaneWhoseModulesSeeOtherShapesLeavesTheTracesOutAndSaysWhe
   EXPECT_NE(std::find(v.notes.begin(), v.notes.end(),
                       "module traces not compared: lane split2 calls the modules with other shapes or in another "
                       "order (entry 0: fc1 (forward, train step 0) out float32 [32, 16] in the base run, fc1 "
-                      "(forward, train step 0) out float32 [16, 16] here), so they cannot locate a difference"),
+                      "(forward, train step 0) out float32 [16, 16] in lane split2), so they cannot locate a difference"),
             v.notes.end())
       << ::testing::PrintToString(v.notes);
 }

@@ -196,6 +196,8 @@ TEST(SmokeConfig, ALaneThatCannotRunOrChangesWhatJudgesIsRefusedNamingIt) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {R"({"a": {"set": {"seed": 7}}})", "equivalence.a.set.seed: expected no \"seed\" in a lane"},
       {R"({"a": {"set": {"tolerance": {}}}})", "equivalence.a.set.tolerance: expected no \"tolerance\" in a lane"},
+      {R"({"a": {"set": {"device": "cuda"}}})",
+       "equivalence.a.set.device: expected no \"device\" in a lane: both runs of a lane run on the smoke's device"},
       {R"({"a": {"rule": {"ulp": 2}}})", "equivalence.a: expected \"set\", \"args\" or \"env\""},
       {R"({"a": {"set": {}}})", "equivalence.a.set: expected at least one field to change"},
       {R"({"a": {"args": ["--accum", "2"]}})", "equivalence.a.args: expected no \"args\" for a built-in smoke"},
