@@ -124,6 +124,12 @@ void compare_values(Section section, const std::string& name, const std::vector<
       detail += "; rule " + tol.describe();
       if (tol.rule == Tolerance::Rule::kClose || tol.rule == Tolerance::Rule::kSigma)
         detail += " (allowed " + format_error(first.allowed) + ")";
+      // A float64 ULP is 2^-52 relative, 2^29 times a float32 one: a ULP
+      // rule sized for float32 noise is all but exact here.
+      if (tol.rule == Tolerance::Rule::kUlp && !float32)
+        detail += " (a float64 series: " + std::to_string(tol.max_ulp) + " ulp is about " +
+                  format_error(static_cast<double>(tol.max_ulp) * 2.220446049250313e-16) +
+                  " relative; for float32-sized noise give it an rtol rule, e.g. {\"atol\": 0, \"rtol\": 1e-6})";
     }
     detail += "; " + std::to_string(r.failed) + " of " + std::to_string(r.checked) + " fail";
     v.findings.push_back({section, name, step_of(r.first_fail), detail});

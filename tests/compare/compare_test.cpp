@@ -48,6 +48,26 @@ TEST(Compare, OneUlpFailsExactNamingTheStep) {
   EXPECT_TRUE(compare_records(r, g, relaxed).passed());
 }
 
+// A ULP rule counts in the series' own type: on a float64 series it is all
+// but exact, and a failure says so, with the rtol rule to use instead.
+TEST(Compare, AFailingUlpRuleOnAFloat64SeriesSaysToUseRtol) {
+  RunRecord g = make_record({2.5, 2.25}, {1.0, 1.0});
+  RunRecord r = g;
+  r.series["grad_norm"].values[1] = 1.0 + 1e-9;  // about 4504 float64 ulp
+  r.series["loss"].values[1] = std::nextafter(2.25f, 3.0f);
+  TolerancePolicy p;
+  p.same_stack_exact = false;
+  p.series_default = Tolerance::ulp(4);
+  Verdict v = compare_records(r, g, p);
+  const Finding* f = find(v, "grad_norm");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->detail.find("; rule ulp <= 4 (a float64 series: 4 ulp is about 8.88e-16 relative; for float32-sized "
+                           "noise give it an rtol rule, e.g. {\"atol\": 0, \"rtol\": 1e-6}); 1 of 2 fail"),
+            std::string::npos)
+      << f->detail;
+  EXPECT_EQ(find(v, "loss"), nullptr);  // one float32 ulp, within the rule; no advice
+}
+
 TEST(Compare, CrossStackUsesTolerancesAndListsRelevantFieldsFirst) {
   RunRecord g = make_record({2.5});
   RunRecord r = g;
