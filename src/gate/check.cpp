@@ -808,6 +808,15 @@ SmokeCheck without_golden(SmokeCheck c, const RunRecord& run, const std::string&
   return c;
 }
 
+// A check that failed at step 4 or 5 with no golden yet: says that one is
+// still missing, as step 6's pending golden would have.
+SmokeCheck noting_no_golden(SmokeCheck failed, const RunRecord& run, const std::string& file) {
+  failed.verdict.notes.push_back("no golden for platform " + golden_key(run.platform, run.stack) +
+                                 " yet: once the smoke passes, check writes a pending one (or `lockstep bless " + file +
+                                 " --reason \"...\"`)");
+  return failed;
+}
+
 // Steps 4 and 5's notes on a verdict against a golden, and its pending
 // golden where one is due (a failure, or a stack label's first runs).
 void finish_verdict(SmokeCheck& c, const RunRecord& run, const GoldenLookup& found, const std::string& file,
@@ -952,13 +961,13 @@ SmokeCheck check_loaded(const SmokeConfig& cfg, const std::string& file, const C
   if (cfg.resume_at > 0 && (!found || c.verdict.passed()))
     if (auto failed = check_resume(cfg, run, resume_runs, per_run, found ? c.verdict.lane : Lane::kNone, dir,
                                    resume_note))
-      return *failed;
+      return found ? std::move(*failed) : noting_no_golden(std::move(*failed), run, file);
   // 5. The equivalence lanes, each against run 1 (no golden needed).
   std::vector<std::string> lane_notes;
   std::vector<LaneOutcome> lane_outcomes;
   if (auto failed = settle_lanes(launcher, base, cfg, dir, run, found ? &*found : nullptr, c.verdict, lanes,
                                  lane_notes, lane_outcomes))
-    return *failed;
+    return found ? std::move(*failed) : noting_no_golden(std::move(*failed), run, file);
   // 6. No golden: exit 2 with a pending one.
   lane_notes.insert(lane_notes.begin(), data_note);
   if (!found) return without_golden(std::move(c), run, file, root, o, repeat, varied, lane_notes, std::move(lane_outcomes));

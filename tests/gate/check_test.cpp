@@ -987,6 +987,13 @@ TEST(CheckSmoke, ALaneFailsWithoutAGoldenToo) {
   SmokeCheck c = check_smoke(p.smoke_file(), p.check_options(), l);
   EXPECT_EQ(c.verdict.exit_code(), ExitCode::kRegression);
   EXPECT_EQ(c.verdict.first_divergence.rfind("equivalence lane workers0", 0), 0u) << c.verdict.first_divergence;
+  // No pending golden while the smoke fails, and the missing golden is said.
+  EXPECT_FALSE(c.pending.has_value());
+  EXPECT_NE(std::find(c.verdict.notes.begin(), c.verdict.notes.end(),
+                      "no golden for platform " + make_gate_record().platform + " yet: once the smoke passes, check "
+                      "writes a pending one (or `lockstep bless " + p.smoke_file() + " --reason \"...\"`)"),
+            c.verdict.notes.end())
+      << ::testing::PrintToString(c.verdict.notes);
 }
 
 TEST(CheckSmoke, ALaneOfOtherBatchesIsRefusedUnlessItSaysSo) {

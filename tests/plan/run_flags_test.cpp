@@ -70,7 +70,9 @@ TEST(RunFlags, NamesAreUniqueAndEveryRelationNamesARowOfTheSameCommands) {
       if (other == nullptr) continue;
       ASSERT_EQ(names.count(other), 1u) << f.name() << " names " << other;
       // A row `probe` takes cannot need one it lacks.
-      if (!f.run_only_) EXPECT_FALSE(row(other).run_only_) << f.name() << " -> " << other;
+      if (!f.run_only_) {
+        EXPECT_FALSE(row(other).run_only_) << f.name() << " -> " << other;
+      }
     }
 }
 
