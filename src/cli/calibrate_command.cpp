@@ -13,6 +13,7 @@
 #include "core/directory_lock.h"
 #include "core/error.h"
 #include "core/job_slots.h"
+#include "smoke/golden_store.h"
 #include "smoke/smoke_config.h"
 
 namespace lockstep {
@@ -65,9 +66,14 @@ int calibrate_command(const CalibrateCliOptions& o, Launcher& launcher) {
   inputs.push_back(o.smoke);
   // Its own records folder: the smoke's name is read from the config.
   std::string own = calibrate_records_dir(o.smoke, options.out_dir);
-  if (!o.json_out.empty() || o.json_given)
+  if (!o.json_out.empty() || o.json_given) {
     require_report_file("--json", o.json_out, "\"lockstep_report\": \"calibrate\"", inputs, own);
-  if (!o.html_out.empty() || o.html_given) require_report_file("--html", o.html_out, "<title>lockstep calibrate ", inputs, own);
+    refuse_writing_into_goldens(o.json_out, o.smoke, "the --json report");
+  }
+  if (!o.html_out.empty() || o.html_given) {
+    require_report_file("--html", o.html_out, "<title>lockstep calibrate ", inputs, own);
+    refuse_writing_into_goldens(o.html_out, o.smoke, "the --html page");
+  }
   if (o.write) require_writable_config(o.smoke);
   std::error_code ec;
   if (!o.json_out.empty() && o.json_out == o.html_out)

@@ -1,5 +1,6 @@
 #include "cli/flags.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,22 @@ CLI::Validator decimal_range(uint64_t lo, uint64_t hi) {
       "INT in " + range);
 }
 
+CLI::Validator signed_decimal_range(int64_t lo, int64_t hi) {
+  std::string range = "[" + std::to_string(lo) + " - " + std::to_string(hi) + "]";
+  const CLI::Validator magnitude = decimal_range(0, static_cast<uint64_t>(std::max(-lo, hi)));
+  return CLI::Validator(
+      [lo, hi, range, magnitude](std::string& text) -> std::string {
+        const bool negative = !text.empty() && text[0] == '-';
+        std::string digits = negative ? text.substr(1) : text;
+        if (!magnitude(digits).empty()) return "expected a decimal integer in " + range + ", got '" + text + "'";
+        const int64_t value = negative ? -std::stoll(digits) : std::stoll(digits);
+        if (value < lo || value > hi) return "expected a decimal integer in " + range + ", got " + text;
+        text = std::to_string(value);  // leading zeros dropped, "-0" is 0
+        return "";
+      },
+      "INT in " + range);
+}
+
 CLI::Validator decimal_number(double lo, double hi) {
   return CLI::Validator(
       [lo, hi](std::string& text) -> std::string {
@@ -40,6 +57,14 @@ CLI::Validator decimal_number(double lo, double hi) {
         return "";
       },
       "NUMBER");
+}
+
+void refuse_empty_values(CLI::App& app) {
+  const CLI::Validator not_empty(
+      [](std::string& value) { return value.empty() ? std::string("expected a value, got an empty string") : ""; }, "");
+  for (CLI::Option* option : app.get_options([](const CLI::Option*) { return true; }))
+    if (option->get_type_size() > 0 && option->get_expected_min() > 0) option->check(not_empty);
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) refuse_empty_values(*sub);
 }
 
 std::vector<DeprecatedPair>& deprecated_pairs() {
@@ -92,7 +117,7 @@ CLI::Option* add_run_flag(CLI::App* cmd, RunRequest& request, const RunFlag& fla
           if (flag.old_ != nullptr)
             add_checks<T>(add_deprecated(cmd, flag.old_, value, flag.name() + " " + flag.takes_), flag);
         }
-        if (flag.hidden_) option->group("");
+        if (flag.hidden_) option->group(kHiddenGroup);
         return option;
       },
       flag.field_);
@@ -109,7 +134,7 @@ void add_run_flags(CLI::App* cmd, RunRequest& request, RunFlagSet which) {
   }
   for (const auto& [flag, option] : added) {
     if (flag->needs_ != nullptr) option->needs(cmd->get_option(flag->needs_));
-    if (flag->excludes_ != nullptr) option->excludes(cmd->get_option(flag->excludes_));
+    for (const char* other : flag->excludes_) option->excludes(cmd->get_option(other));
   }
 }
 

@@ -21,11 +21,38 @@
 
 namespace lockstep {
 
+/// The option group of what --help leaves out: the flags between
+/// lockstep's own processes, test hooks and old spellings. A named group,
+/// not CLI11's "" (whose options lose their name in CLI11's messages):
+/// HelpFormatter skips it.
+inline constexpr const char* kHiddenGroup = "hidden";
+
+/// CLI11's help, without the options of kHiddenGroup. Set on the app before
+/// its subcommands are added (they copy it).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_group(std::string group, bool is_positional, std::vector<const CLI::Option*> opts) const override {
+    return group == kHiddenGroup ? std::string() : CLI::Formatter::make_group(group, is_positional, opts);
+  }
+};
+
+/// Every option of `app` and its subcommands that takes a value refuses an
+/// empty one, by the option's name ("--goldens: expected a value, got an
+/// empty string"): a path or word given as "" is a mistake (an unset
+/// variable in a CI script), never a request for the default. Options
+/// whose value is optional are left alone. Call once, after every option
+/// is added.
+void refuse_empty_values(CLI::App& app);
+
 /// An integer flag's value in [lo, hi], written in decimal. CLI11 reads
 /// integers with strtoll base 0, so "010" would be 8 and "0x2" 2 (a world
 /// size is part of the contract); leading zeros are dropped instead
 /// ("010" is 10) and anything but digits is refused.
 CLI::Validator decimal_range(uint64_t lo, uint64_t hi);
+
+/// The same for a signed integer: an optional '-', then decimal digits
+/// ("-1"; "010" is 10, "-0x1" is refused).
+CLI::Validator signed_decimal_range(int64_t lo, int64_t hi);
 
 /// A real-valued flag's value in [lo, hi], written as a decimal number
 /// ("0.001", "1e-6"): CLI11 would take "0x2" as hex and "nan" as a number
@@ -59,7 +86,7 @@ CLI::Option* add_deprecated(CLI::App* cmd, const std::string& old, T& value, con
   // Given twice, it is refused after the parse, by name (a hidden option's
   // own error would not name it), with the note said once.
   auto said = std::make_shared<bool>(false);
-  return alias->group("")->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->each([old, now, flag, said](const std::string&) {
+  return alias->group(kHiddenGroup)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->each([old, now, flag, said](const std::string&) {
     if (!*said) std::cerr << "lockstep: note: " << old << " is deprecated; use " << now << " (the same meaning)\n";
     *said = true;
     respell_remembered_flag(old, {flag});

@@ -21,6 +21,8 @@ namespace {
 using lockstep::add_deprecated;
 using lockstep::decimal_number;
 using lockstep::decimal_range;
+using lockstep::kHiddenGroup;
+using lockstep::signed_decimal_range;
 
 // `run` and `probe` take the same arguments: the rows of plan/run_flags.h.
 CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, lockstep::RunOptions& o,
@@ -160,7 +162,7 @@ void add_run_and_probe(CLI::App& app, std::vector<Command>& out) {
       ->needs(sweep_flag);
   probe->add_flag("--batch-sweep-timing", sweep->timing, "With --batch-sweep: time each size's plain forwards first")
       ->needs(sweep_flag)
-      ->group("");  // bench/batch_sweep.sh's baseline, hidden from --help
+      ->group(kHiddenGroup);  // bench/batch_sweep.sh's baseline, hidden from --help
   out.push_back({probe, [probe_opts, sweep] {
                    return sweep->on ? batch_sweep_command(*probe_opts, *sweep) : probe_command(*probe_opts);
                  }});
@@ -204,7 +206,7 @@ void add_compare_and_import(CLI::App& app, std::vector<Command>& out) {
                      "else this machine's)");
   import->add_option("--step-offset", o->step_offset,
                      "With --golden: added to every step (-1 for a log that counts from 1: Hugging Face, Megatron-LM)")
-      ->check(CLI::Range(int64_t{-1000000}, int64_t{1000000}));
+      ->transform(signed_decimal_range(-1000000, 1000000));
   import->add_option("--name", o->name, "Smoke name in the record")->capture_default_str();
   auto* step_key = import->add_option("--step-key", o->step_key, "jsonl/csv: the step field")->capture_default_str();
   auto* mllog_step = import->add_option("--mllog-step", o->mllog_step, "mllog: metadata field giving the step")
@@ -283,7 +285,7 @@ void add_check_family(CLI::App& app, std::vector<Command>& out) {
   // check runs on one machine; these only say what to do instead
   // (docs/distributed.md, "Gating a multi-node run in CI"). Hidden from --help.
   auto several_machines = std::make_shared<std::string>();
-  for (auto* flag : {"--nnodes", "--node-rank", "--master"}) check->add_option(flag, *several_machines, "")->group("");
+  for (auto* flag : {"--nnodes", "--node-rank", "--master"}) check->add_option(flag, *several_machines, "")->group(kHiddenGroup);
   out.push_back({check, [o, shard, several_machines, overrides] {
                    if (!several_machines->empty())
                      throw BadUsage("check runs on one machine (its repeat and resume runs follow each result, which "
@@ -498,6 +500,7 @@ int main(int argc, char** argv) {
   using namespace lockstep;
   remember_command_line(argc, argv);
   CLI::App app{"lockstep: determinism regression checker for LibTorch training stacks"};
+  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands, which copy it
   app.set_version_flag("--version", std::string("lockstep ") + LOCKSTEP_VERSION);
   app.require_subcommand(1);
   std::vector<Command> commands;
@@ -509,6 +512,7 @@ int main(int argc, char** argv) {
   add_setup_commands(app, commands);
   add_history_commands(app, commands);
   set_help_groups(app);
+  refuse_empty_values(app);
 
   try {
     app.parse(argc, argv);

@@ -38,10 +38,12 @@ int run_repeated(const RunPlan& plan, Launcher& launcher) {
   fs::path out(plan.out);
   std::string prefix = out.stem().string() + ".repeat";
   std::string dir = out.parent_path().empty() ? "." : out.parent_path().string();
+  // Each child is this request (its lane, overrides, seed, ...) run once,
+  // quietly, into its own record.
   ChildRun base;
-  base.smoke = o.smoke;
-  base.overrides = o.overrides;
-  base.seed = o.seed;
+  static_cast<RunRequest&>(base) = o;
+  base.repeat = 1;
+  base.quiet = true;
   base.share_data_pass = shares_data_pass(plan.config);
   std::vector<RunRecord> runs = run_children(launcher, base, dir, prefix, plan.repeat);
   auto [index, diff] = first_repeat_difference(runs);
@@ -171,8 +173,9 @@ SmokeConfig refuse_batch_sweep_of(const RunOptions& o, const BatchSweepOptions& 
     throw BadUsage(o.smoke + ": a folder; `lockstep probe --batch-sweep` takes one smoke config file");
   if (!o.out.empty())
     throw BadUsage("--record: --batch-sweep writes no record (--json FILE writes the sweep as JSON)");
-  if (o.rank >= 0 || o.nnodes > 1)
-    throw BadUsage("--batch-sweep: one process on one machine (no --rank, --nnodes)");
+  if (o.rank >= 0 || o.nnodes > 1 || o.node_rank >= 0 || !o.master.empty() || !o.rendezvous.empty())
+    throw BadUsage("--batch-sweep: one process on one machine (no --rank, --rendezvous, --nnodes, --node-rank, "
+                   "--master)");
   if (o.overrides.world_size > 0)
     throw BadUsage("--world-size: --batch-sweep forwards one process's first batch (data.batch_size samples); the "
                    "world size changes nothing it does");

@@ -48,14 +48,18 @@ std::vector<RunFlag> what_runs() {
 std::vector<RunFlag> overrides() {
   return {
       RunFlag("--intra-op-threads",
-              "Override the config's intra-op thread count (recorded; a golden made with another count fails the "
-              "contract)",
+              "Override the config's intra-op thread count (recorded: thread counts are a stack axis, so a golden "
+              "made with another count is compared under the smoke's tolerances)",
               &O::intra_op_threads)
           .range(1, 1024),
-      RunFlag("--workers", "Override data.workers (batches must not change)", &O::workers).range(0, 64),
+      RunFlag("--workers",
+              "Override data.workers of a built-in smoke (batches must not change; a trainer smoke's workers are "
+              "its own: refused)",
+              &O::workers)
+          .range(0, 64),
       RunFlag("--world-size",
-              "Override distributed.world_size of the multi-rank smokes (recorded in the contract; check leaves "
-              "single-process smokes as they are)",
+              "Override distributed.world_size of a multi-rank smoke (recorded in the contract; run refuses a "
+              "single-process smoke, check leaves it as it is)",
               &O::world_size)
           .range(1, 64),
       RunFlag("--lr-scale",
@@ -64,7 +68,8 @@ std::vector<RunFlag> overrides() {
               &O::lr_scale)
           .run_only()
           .range(1e-6, 1e6)
-          .excludes("--resume"),
+          .excludes("--resume")
+          .excludes("--stop-after"),
       RunFlag("--perturb",
               "A planted change, as `lockstep selftest` makes it (recorded as an input): parameter moves the "
               "model's first parameter by one ULP before step 0 (a trainer: LOCKSTEP_PERTURB and the helper's "
@@ -73,7 +78,8 @@ std::vector<RunFlag> overrides() {
               &O::perturb)
           .run_only()
           .choices({"parameter", "data"})
-          .excludes("--resume"),
+          .excludes("--resume")
+          .excludes("--stop-after"),
       RunFlag("--determinism",
               "strict or default: the determinism contract's mode instead of the config's (recorded in the "
               "contract: a golden of the other mode fails it)",

@@ -58,7 +58,7 @@ struct RunFlag {
   /// ("a file path for the record, not empty").
   RunFlag& not_empty(const char* what) { not_empty_ = what; return *this; }
   RunFlag& needs(const char* flag) { needs_ = flag; return *this; }        ///< only with that flag
-  RunFlag& excludes(const char* flag) { excludes_ = flag; return *this; }  ///< never with that flag
+  RunFlag& excludes(const char* flag) { excludes_.push_back(flag); return *this; }  ///< never with that flag
   /// An old spelling kept as a hidden alias that prints a one-line
   /// deprecation (docs/architecture.md, "One flag vocabulary"), and what the
   /// flag takes ("FILE"), as the note says it.
@@ -74,7 +74,7 @@ struct RunFlag {
   std::vector<std::string> choices_;
   const char* not_empty_ = nullptr;
   const char* needs_ = nullptr;
-  const char* excludes_ = nullptr;
+  std::vector<const char*> excludes_;
   const char* old_ = nullptr;
   const char* takes_ = nullptr;
 

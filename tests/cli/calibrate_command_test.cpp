@@ -106,6 +106,9 @@ TEST(CalibrateCommand, RefusesBadArgumentsBeforeAnyRun) {
          o.calibrate.seeds = 3;
        },
        "calibrate --seeds with --seed-count: give the seeds one way"},
+      {[&](CalibrateCliOptions& o) { o.html_out = p.goldens_dir() + "/unit/cal.html"; },
+       p.goldens_dir() + "/unit/cal.html: refusing to write the --html page into the goldens folder " +
+           p.goldens_dir() + "/ (goldens are written only by `lockstep bless` and `lockstep accept`)"},
   };
   for (const Case& c : cases) {
     CalibrateCliOptions o = options_for(p);

@@ -157,6 +157,33 @@ TEST(Help, EveryRunRequestFieldWrittenAsFlagsParsesBack) {
                                       "--no-data-pass"}));
 }
 
+// A value given as "" is refused by the flag's name, by every command (an
+// unset variable in a CI script is a mistake, never the default); so is a
+// bad value of a flag --help leaves out, which still names it.
+TEST(Help, EmptyValuesAndHiddenFlagsAreRefusedByName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"check " + kSmoke + " --goldens ''", "--goldens: expected a value, got an empty string"},
+      {"check " + kSmoke + " --history ''", "--history: expected a value, got an empty string"},
+      {"run " + kSmoke + " --resume ''", "--resume: expected a value, got an empty string"},
+      {"run " + kSmoke + " --stop-after 3 --checkpoint ''", "--checkpoint: expected a value, got an empty string"},
+      {"calibrate ''", "SMOKE: expected a value, got an empty string"},
+      {"init ''", "DIR: expected a value, got an empty string"},
+      {"env --diff ''", "--diff: expected a value, got an empty string"},
+      {"run " + kSmoke + " --out ''", "--out: a file path for the record, not empty"},
+      {"run " + kSmoke + " --rank 64", "--rank: expected a decimal integer in [0 - 63], got 64"},
+      {"run " + kSmoke + " --skip-generator-restore", "--skip-generator-restore requires --resume"},
+      {"bless " + kSmoke + " --reason x --runs 1", "--runs: expected a decimal integer in [2 - 100], got 1"},
+      {"run " + kSmoke + " --stop-after 3 --checkpoint c.ckpt --lr-scale 2", "--lr-scale excludes --stop-after"},
+      {"import jsonl m.jsonl --series loss --golden " + kSmoke + " --step-offset 0x2",
+       "--step-offset: expected a decimal integer in [-1000000 - 1000000], got '0x2'"},
+  };
+  for (const auto& [line, message] : cases) {
+    Result r = lockstep(line);
+    EXPECT_EQ(r.code, 2) << line << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << line << "\n" << r.output;
+  }
+}
+
 TEST(Help, OldSpellingsStillWorkAndSayWhatReplacedThem) {
   const std::string dir = own_working_dir();
   Result folder = lockstep("run " + kSmoke + " --out " + dir + "/x/");

@@ -42,8 +42,24 @@ TEST(RunCommand, RepeatKeepsTheFirstRecordWhenEveryRunIsBitIdentical) {
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(l.calls[i].out, p.out_dir() + "/unit.run.repeat-" + std::to_string(i + 1) + ".json");
     EXPECT_EQ(l.calls[i].overrides.intra_op_threads, 2);  // each run as asked
+    EXPECT_EQ(l.calls[i].repeat, 1);
+    EXPECT_TRUE(l.calls[i].quiet);
   }
   EXPECT_EQ(read_run_record(o.out).series.at("loss").values, testing::make_gate_record().series.at("loss").values);
+}
+
+// A lane's repeats run the lane, each child asked for it by name.
+TEST(RunCommand, RepeatOfALaneRunsTheLaneEveryTime) {
+  GateProject p("cli-run-repeat-lane", [](nlohmann::json& cfg) {
+    cfg["equivalence"] = {{"workers0", {{"set", {{"data", {{"workers", 0}}}}}}}};
+  });
+  RunOptions o = repeat_of(p, 2);
+  o.variant = "workers0";
+  FakeLauncher l;
+  std::string out;
+  ASSERT_EQ(testing::captured([&] { return run_command(o, l); }, out), 0) << out;
+  ASSERT_EQ(l.calls.size(), 2u);
+  for (const ChildRun& c : l.calls) EXPECT_EQ(c.variant, "workers0");
 }
 
 TEST(RunCommand, RepeatThatDiffersIsExitFourNamingTheRunAndTheFirstDifference) {

@@ -65,15 +65,17 @@ TEST(RunFlags, NamesAreUniqueAndEveryRelationNamesARowOfTheSameCommands) {
     EXPECT_EQ(f.name().rfind("--", 0), 0u) << f.names_;
     EXPECT_NE(std::string(f.help_), "") << f.name();
   }
-  for (const RunFlag& f : run_flags())
-    for (const char* other : {f.needs_, f.excludes_}) {
-      if (other == nullptr) continue;
+  for (const RunFlag& f : run_flags()) {
+    std::vector<const char*> others = f.excludes_;
+    if (f.needs_ != nullptr) others.push_back(f.needs_);
+    for (const char* other : others) {
       ASSERT_EQ(names.count(other), 1u) << f.name() << " names " << other;
       // A row `probe` takes cannot need one it lacks.
       if (!f.run_only_) {
         EXPECT_FALSE(row(other).run_only_) << f.name() << " -> " << other;
       }
     }
+  }
 }
 
 }  // namespace
