@@ -11,14 +11,26 @@
 # a root made from Debian's archive, and the bundle and wheel in a trixie
 # trainer image (ci/stack.sh trixie). Every stage prints its wall time,
 # and the total at the end, so a slow stage shows in the run that made it so.
+#
+#   LOCKSTEP_TEST_FROM=browser bash ci/test.sh   # again from a stage that failed:
+#                                                # dependencies and build still run
+#                                                # (both incremental), the others before it
+#                                                # are skipped, said
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
 timings=()
+from="${LOCKSTEP_TEST_FROM:-}"
+reached=$([ -z "$from" ] && echo yes || echo no)
 # stage NAME COMMAND...: runs it, prints and keeps its wall time.
 stage() {
   local name="$1" t0 t1
   shift
+  [ "$name" = "$from" ] && reached=yes
+  if [ "$reached" = no ] && [ "$name" != dependencies ] && [ "$name" != build ]; then
+    echo "== test: $name: skipped (LOCKSTEP_TEST_FROM=$from)"
+    return 0
+  fi
   t0=$(date +%s)
   echo "== test: $name"
   "$@"
@@ -101,6 +113,10 @@ stage "bundle and wheel" bash -c 'bash ci/bundle.sh build && bash ci/wheel.sh bu
 # LibTorch 2.14).
 stage "stack: trixie (LibTorch 2.6)" as_root bash ci/stack.sh trixie
 
+if [ "$reached" = no ]; then
+  echo "test: LOCKSTEP_TEST_FROM=$from names no stage (see the \"== test:\" lines above)" >&2
+  exit 2
+fi
 echo "== test: stage times"
 printf '   %s\n' "${timings[@]}"
 echo "== test: all stages passed in $(( $(date +%s) - started )) s"

@@ -83,8 +83,8 @@ CLI::Option* add_deprecated(CLI::App* cmd, const std::string& old, T& value, con
   const std::string flag = now.substr(0, now.find(' '));
   CLI::Option* alias = cmd->add_option(old, value, "");
   if (CLI::Option* current = cmd->get_option_no_throw(flag)) deprecated_pairs().push_back({old, flag, alias, current});
-  // Given twice, it is refused after the parse, by name (a hidden option's
-  // own error would not name it), with the note said once.
+  // Given twice, it is refused after the parse, naming the flag that
+  // replaced it (refuse_doubled_spellings), with the note said once.
   auto said = std::make_shared<bool>(false);
   return alias->group(kHiddenGroup)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->each([old, now, flag, said](const std::string&) {
     if (!*said) std::cerr << "lockstep: note: " << old << " is deprecated; use " << now << " (the same meaning)\n";
