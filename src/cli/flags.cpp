@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/json_io.h"
 #include "plan/run_flags.h"
 
 namespace lockstep {
@@ -65,6 +66,35 @@ void refuse_empty_values(CLI::App& app) {
   for (CLI::Option* option : app.get_options([](const CLI::Option*) { return true; }))
     if (option->get_type_size() > 0 && option->get_expected_min() > 0) option->check(not_empty);
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) refuse_empty_values(*sub);
+}
+
+std::string misspelling_hint(CLI::App& app, const std::vector<std::string>& args) {
+  auto all = [](const CLI::App*) { return true; };
+  CLI::App* at = &app;
+  std::string path = "lockstep";
+  for (std::vector<CLI::App*> parsed = app.get_subcommands(); !parsed.empty(); parsed = at->get_subcommands()) {
+    at = parsed.front();
+    path += " " + at->get_name();
+  }
+  if (at == &app) {  // no command: the first word, if it is one, was mistyped
+    if (args.empty() || args[0].empty() || args[0][0] == '-') return "";
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands(all)) names.push_back(sub->get_name());
+    const std::string close = closest_spelling(args[0], names);
+    return "unknown command '" + args[0] + "'" + (close.empty() ? "" : " (did you mean '" + close + "'?)") +
+           "; `lockstep --help` lists the commands";
+  }
+  std::vector<std::string> flags;
+  for (const CLI::Option* option : at->get_options([](const CLI::Option* o) { return o->get_group() != kHiddenGroup; }))
+    for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
+  for (const std::string& extra : at->remaining()) {
+    if (extra.rfind("--", 0) != 0) continue;
+    const std::string flag = extra.substr(0, extra.find('='));
+    const std::string close = closest_spelling(flag, flags);
+    return flag + " is not a flag of `" + path + "`" + (close.empty() ? "" : " (did you mean " + close + "?)") +
+           "; `" + path + " --help` lists its flags";
+  }
+  return "";
 }
 
 std::vector<DeprecatedPair>& deprecated_pairs() {

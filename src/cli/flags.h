@@ -44,6 +44,13 @@ class HelpFormatter : public CLI::Formatter {
 /// is added.
 void refuse_empty_values(CLI::App& app);
 
+/// After a failed parse of `args` (argv without the program) by `app`: a
+/// line naming what was mistyped and its closest spelling ("unknown
+/// command 'chek' (did you mean 'check'?)", "--golden is not a flag of
+/// `lockstep check` (did you mean --goldens?)"), or "" when the error is
+/// not a misspelling. CLI11 says neither.
+std::string misspelling_hint(CLI::App& app, const std::vector<std::string>& args);
+
 /// An integer flag's value in [lo, hi], written in decimal. CLI11 reads
 /// integers with strtoll base 0, so "010" would be 8 and "0x2" 2 (a world
 /// size is part of the contract); leading zeros are dropped instead

@@ -22,6 +22,7 @@ using lockstep::add_deprecated;
 using lockstep::decimal_number;
 using lockstep::decimal_range;
 using lockstep::kHiddenGroup;
+using lockstep::misspelling_hint;
 using lockstep::signed_decimal_range;
 
 // `run` and `probe` take the same arguments: the rows of plan/run_flags.h.
@@ -518,6 +519,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
+    if (rc != 0)
+      if (std::string hint = misspelling_hint(app, {argv + 1, argv + argc}); !hint.empty())
+        std::cerr << "lockstep: " << hint << "\n";
     // --help / --version exit 0; every usage error is exit 2 (README.md, "Exit codes").
     return rc == 0 ? 0 : to_int(ExitCode::kBadInput);
   }

@@ -468,14 +468,23 @@ std::vector<RunRecord> fresh_runs(Launcher& launcher, const ChildRun& base, cons
                                   const CheckSmokeOptions& o, int repeat, int per_run, ResumeRuns& resume_runs,
                                   const std::string& dir, const std::function<void()>& lanes) {
   std::function<void()> chain;
+  // The base runs' error comes first, as at -j 1: a broken config fails
+  // every run, and is the base run's to report, not a lane's.
+  std::exception_ptr chain_error;
   const bool room = o.slots && o.slots->capacity() >= 2 * per_run;
   if (room && (cfg.resume_at > 0 || lanes))
     chain = [&] {
-      if (cfg.resume_at > 0) resume_runs.run_now();
-      if (lanes) lanes();
+      try {
+        if (cfg.resume_at > 0) resume_runs.run_now();
+        if (lanes) lanes();
+      } catch (...) {
+        chain_error = std::current_exception();
+      }
     };
   else if (cfg.resume_at > 0) resume_runs.start_early(o.slots, per_run);
-  return run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run, chain);
+  std::vector<RunRecord> runs = run_children(launcher, base, dir, "run", repeat, o.slots, per_run, per_run, chain);
+  if (chain_error) std::rethrow_exception(chain_error);
+  return runs;
 }
 
 // Exit 2 for a smoke with no golden for `run`'s platform and stack label

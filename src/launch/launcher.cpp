@@ -115,19 +115,21 @@ void ProcessLauncher::spawn(const ChildRun& run, int64_t timeout_s) {
   }
   std::error_code ec;
   if (std::filesystem::file_size(log, ec) == 0 && !ec) std::filesystem::remove(log, ec);
+  // The child as a user would run it again: a lane by its name.
+  const std::string command = "`lockstep run " + run.smoke + (run.variant.empty() ? "" : " --variant " + run.variant) + "`";
   if (outcome.timed_out)
-    throw EnvironmentError("`lockstep run " + run.smoke + "` " + outcome.describe(p.timeout_s) + ": a hang");
+    throw EnvironmentError(command + " " + outcome.describe(p.timeout_s) + ": a hang");
   if (outcome.signal != 0)
-    throw EnvironmentError("`lockstep run " + run.smoke + "` was killed by signal " + std::to_string(outcome.signal));
+    throw EnvironmentError(command + " was killed by signal " + std::to_string(outcome.signal));
   int code = outcome.exit_status;
   if (code == to_int(ExitCode::kBadInput))
-    throw Error(ExitCode::kBadInput, "`lockstep run " + run.smoke + "` failed: " + reason);
+    throw Error(ExitCode::kBadInput, command + " failed: " + reason);
   // A team trainer that failed (non-zero exit, signal, timeout): the change
   // under test broke training (external/trainer_run.h).
   if (code == to_int(ExitCode::kRegression)) throw Error(ExitCode::kRegression, reason);
   if (code != 0)
     throw Error(ExitCode::kEnvironment,
-                "`lockstep run " + run.smoke + "` exited with " + std::to_string(code) + ": " + reason);
+                command + " exited with " + std::to_string(code) + ": " + reason);
 }
 
 RunRecord ProcessLauncher::run(const ChildRun& run) {

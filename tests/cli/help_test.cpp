@@ -184,6 +184,26 @@ TEST(Help, EmptyValuesAndHiddenFlagsAreRefusedByName) {
   }
 }
 
+// A mistyped command or flag is exit 2 with its closest spelling.
+TEST(Help, AMistypedCommandOrFlagIsNamedWithItsClosestSpelling) {
+  Result command = lockstep("chek " + kSmoke);
+  EXPECT_EQ(command.code, 2) << command.output;
+  EXPECT_NE(command.output.find("lockstep: unknown command 'chek' (did you mean 'check'?); `lockstep --help` lists the "
+                                "commands\n"),
+            std::string::npos)
+      << command.output;
+  Result flag = lockstep("run " + kSmoke + " --varaint workers0");
+  EXPECT_EQ(flag.code, 2) << flag.output;
+  EXPECT_NE(flag.output.find("lockstep: --varaint is not a flag of `lockstep run` (did you mean --variant?); "
+                             "`lockstep run --help` lists its flags\n"),
+            std::string::npos)
+      << flag.output;
+  Result nested = lockstep("history add x.json --too dir");
+  EXPECT_NE(nested.output.find("lockstep: --too is not a flag of `lockstep history add` (did you mean --to?)"),
+            std::string::npos)
+      << nested.output;
+}
+
 TEST(Help, OldSpellingsStillWorkAndSayWhatReplacedThem) {
   const std::string dir = own_working_dir();
   Result folder = lockstep("run " + kSmoke + " --out " + dir + "/x/");

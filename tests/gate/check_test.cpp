@@ -911,6 +911,25 @@ TEST(CheckSmoke, ALanesFailedRunIsNamedByTheLane) {
             "an existing data file");
 }
 
+// A config every run refuses is the base run's error to report, at -j 2 as
+// at -j 1, although the lanes run first beside the runs.
+TEST(CheckSmoke, AnErrorOfEveryRunIsTheBaseRunsAtAnyJobs) {
+  GateProject p("lanes-all-fail", add_lanes);
+  p.write_golden(make_gate_record());
+  for (int capacity : {1, 2}) {
+    JobSlots slots(capacity);
+    slots.acquire(capacity);
+    CheckSmokeOptions o = p.check_options();
+    o.slots = &slots;
+    FakeLauncher l;
+    l.fail = [](const ChildRun&) { throw BadUsage("`lockstep run` failed: data.path: expected an existing data file"); };
+    SmokeCheck c = check_smoke(p.smoke_file(), o, l);
+    EXPECT_EQ(c.verdict.exit_code(), ExitCode::kBadInput);
+    EXPECT_EQ(c.verdict.first_divergence, "`lockstep run` failed: data.path: expected an existing data file")
+        << "-j " << capacity;
+  }
+}
+
 // With room for two runs (check -j), the lanes run beside the fresh runs
 // (they need nothing from them); serially, only once the golden passed.
 // Run early, a failing golden leaves them unjudged, said.
