@@ -251,6 +251,9 @@ struct Audit {
     else if (std::string change = value_change(path, r, cfg->second, note); !change.empty())
       problems.push_back(change);
     if (!note.empty()) notes.push_back(note);
+    if (r.config.empty())
+      notes.push_back(path + ": made before records kept the config's value fields: an input change against it is "
+                             "named by the config's hash only; a re-bless names the field (optimizer.lr 0.01 → 0.011)");
     try {  // what bless and accept refuse, a golden may not hold either
       validate_kept_golden(g, cfg->second, "keep " + path + " as a golden");
     } catch (const Error& e) {

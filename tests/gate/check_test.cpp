@@ -563,6 +563,24 @@ TEST(CheckSmoke, AGoldenOfAnotherSeedThanItsConfigIsAVerifyGoldensProblem) {
             std::string::npos) << all;
 }
 
+// A golden made before records kept the config's value fields still
+// verifies, with a note that a re-bless would let check name the field.
+TEST(CheckSmoke, AGoldenWithoutTheConfigsValueFieldsIsAVerifyGoldensNote) {
+  GateProject p("no-config-fields");
+  RunRecord r = make_gate_record();
+  r.config.clear();
+  const std::string path = p.write_golden(r);
+  GoldensAudit audit = audit_goldens(p.goldens_dir(), "");
+  EXPECT_NE(std::find(audit.notes.begin(), audit.notes.end(),
+                      path + ": made before records kept the config's value fields: an input change against it is "
+                             "named by the config's hash only; a re-bless names the field (optimizer.lr 0.01 → 0.011)"),
+            audit.notes.end())
+      << ::testing::PrintToString(audit.notes);
+  r.config = {{"optimizer.lr", "0.1"}};
+  write_golden(path, Golden{r, read_golden(path).provenance, ""});
+  EXPECT_TRUE(audit_goldens(p.goldens_dir(), "").notes.empty());
+}
+
 // A golden cut short is one problem (it cannot be read), not two (its
 // smoke "has no golden" too); a goldens folder with no smoke/ beside it
 // asks for --smoke.
