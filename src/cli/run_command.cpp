@@ -90,6 +90,12 @@ int report_run(const RunPlan& plan, const ProducedRun& run) {
               << format_double(loss->second.values.front()) << " -> " << format_double(loss->second.values.back())
               << run.after_loss;
   std::cout << "\n  platform " << rec.platform << ", record " << plan.out << "\n";
+  const RunOverrides& planted = plan.request.overrides;
+  if (!planted.perturb.empty() || planted.lr_scale != 1)  // recorded as inputs: a golden fails this run
+    std::cout << "  planted change: "
+              << (planted.perturb.empty() ? "" : "--perturb " + planted.perturb + (planted.lr_scale != 1 ? " " : ""))
+              << (planted.lr_scale != 1 ? "--lr-scale " + format_double(planted.lr_scale) : "")
+              << " (an input of the record: a golden fails it as one)\n";
   if (!plan.config.vary.empty())  // the values drawn here are in the record too (vary.*)
     std::cout << "  varied: " << describe_variation(plan.config.vary) << " (--vary " << variation_spec(plan.config.vary)
               << ")\n";

@@ -116,6 +116,32 @@ std::string changed_config_fields(const RunRecord& run, const RunRecord& golden)
   return out;
 }
 
+// The planted changes `run` was made with ("perturb \"parameter\"",
+// "lr_scale 2": `lockstep run --perturb`, `--lr-scale`, selftest,
+// calibrate's detection search), "" for none. The config records them as
+// inputs, so a golden fails them as an input change; said as what they
+// are, not as an edit of the smoke config.
+std::string planted_changes(const RunRecord& run) {
+  std::string out;
+  for (const char* key : {"perturb", "lr_scale"})
+    if (auto it = run.config.find(key); it != run.config.end())
+      out += (out.empty() ? "" : ", ") + std::string(key) + " " + input_excerpt(it->second);
+  return out;
+}
+
+// Whether changed_config_fields' list names planted changes only (or
+// nothing: a golden without the config's fields cannot say).
+bool only_planted(const std::string& fields) {
+  size_t at = 0;
+  while (at < fields.size()) {
+    if (fields.compare(at, 8, "perturb ") != 0 && fields.compare(at, 9, "lr_scale ") != 0) return false;
+    const size_t next = fields.find(", ", at);  // values are excerpts: a ", " inside one ends the check early
+    if (next == std::string::npos) break;
+    at = next + 2;
+  }
+  return true;
+}
+
 // "xxh3" for a hash field, "value" otherwise.
 std::string input_hash_word(const std::string& field) {
   return field.size() > 5 && field.compare(field.size() - 5, 5, "_xxh3") == 0 ? "xxh3" : "value";
@@ -203,6 +229,12 @@ bool judge_inputs(const RunRecord& run, const RunRecord& golden, Verdict& v) {
     else if (d.golden == "(missing)")
       v.notes.push_back("the golden predates the input field " + d.name + " (run: " + d.run +
                         "); re-bless to pin it");
+    else if (std::string planted = d.name == "config.values_xxh3" ? planted_changes(run) : "";
+             !planted.empty() && planted_changes(golden).empty() && only_planted(changed_config_fields(run, golden)))
+      v.findings.push_back({Section::kInput, d.name, -1,
+                            "input changed: the " + v.subject_word + " was made with a planted change (" + planted +
+                                ": lockstep run --perturb / --lr-scale), which the " + v.reference_word +
+                                " was not (" + input_hash_word(d.name) + " " + d.golden + " → " + d.run + ")"});
     else if (std::string fields = d.name == "config.values_xxh3" ? changed_config_fields(run, golden) : "";
              !fields.empty())
       v.findings.push_back({Section::kInput, d.name, -1,

@@ -811,6 +811,29 @@ TEST(Compare, AChangedConfigNamesItsFields) {
       << v.first_divergence;
 }
 
+// A planted change (run --perturb, --lr-scale) is said as one, not as an
+// edit of the smoke config, also against a golden without the config's
+// fields; a planted change beside an edit lists both as fields.
+TEST(Compare, APlantedChangeIsSaidAsOne) {
+  RunRecord golden = make_record({2.5, 2.25});
+  golden.fingerprint["config.values_xxh3"] = {std::string(16, 'a'), false, true};
+  golden.config = {{"optimizer.lr", "0.01"}};
+  RunRecord run = golden;
+  run.fingerprint["config.values_xxh3"].value = std::string(16, 'b');
+  run.config["perturb"] = "\"parameter\"";
+  const std::string planted = "input changed: the run was made with a planted change (perturb \"parameter\": lockstep "
+                              "run --perturb / --lr-scale), which the golden was not (xxh3 " +
+                              std::string(16, 'a') + " → " + std::string(16, 'b') + ")";
+  EXPECT_EQ(compare_records(run, golden, {}).first_divergence, planted);
+  RunRecord old = golden;
+  old.config.clear();
+  EXPECT_EQ(compare_records(run, old, {}).first_divergence, planted);
+  run.config["optimizer.lr"] = "0.011";
+  EXPECT_EQ(compare_records(run, golden, {}).first_divergence,
+            "input changed: smoke config unit: optimizer.lr 0.01 → 0.011, perturb (missing) → \"parameter\" (xxh3 " +
+                std::string(16, 'a') + " → " + std::string(16, 'b') + ")");
+}
+
 // An argument list that changed in one element names the element: a long
 // command line cut at 64 bytes would hide where it differs.
 TEST(Compare, AChangedArgumentListNamesTheArgument) {
