@@ -97,6 +97,17 @@ void read_identity(const JsonView& v, SmokeConfig& c) {
       if (key.substr(0, key.find('-')) != c.device)
         p.at(i).fail("a " + c.device + " platform key: the smoke runs on device " + c.device + ", so no run of it "
                      "makes a golden for " + key);
+      // A CPU key ends in ATen's CPU capability (record/platform_key.h).
+      // One a typo away from a known capability is that typo; another
+      // word may be a capability newer than this list, and is taken.
+      if (key.rfind("cpu-", 0) == 0) {
+        static const std::vector<std::string> kCapabilities = {"default", "avx2", "avx512", "sve256", "zvector", "vsx"};
+        const std::string isa = key.substr(key.find('-', 4) + 1);
+        const std::string close = closest_spelling(isa, kCapabilities);
+        if (!close.empty() && close != isa)
+          p.at(i).fail("a platform key whose last part is an ATen CPU capability, got \"" + input_excerpt(key) +
+                       "\" (did you mean \"" + key.substr(0, key.size() - isa.size()) + close + "\"?)");
+      }
       if (std::find(c.platforms.begin(), c.platforms.end(), key) != c.platforms.end())
         p.at(i).fail("each platform once, got \"" + key + "\" twice");
       c.platforms.push_back(key);

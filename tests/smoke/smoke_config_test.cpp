@@ -234,6 +234,8 @@ TEST(SmokeConfig, PlatformsAreKeysRunsOfThisSmokeMakeEachOnce) {
       {{"cpu-x86_64-avx2", "cpu-x86_64-avx2"}, "platforms[1]: expected each platform once, got \"cpu-x86_64-avx2\" twice"},
       {{"cpu--avx2"}, "platforms[0]: expected a platform key such as \"cpu-x86_64-avx2\" or \"cuda-sm90\" "
                       "(docs/platforms.md), got \"cpu--avx2\""},
+      {{"cpu-x86_64-avx22"}, "platforms[0]: expected a platform key whose last part is an ATen CPU capability, got "
+                             "\"cpu-x86_64-avx22\" (did you mean \"cpu-x86_64-avx2\"?)"},
   };
   for (const auto& c : bad) {
     const nlohmann::json& platforms = c.first;
@@ -248,9 +250,9 @@ TEST(SmokeConfig, PlatformsAreKeysRunsOfThisSmokeMakeEachOnce) {
     }
   }
   testing::GateProject ok("platforms-ok", [](nlohmann::json& cfg) {
-    cfg["platforms"] = {"cpu-x86_64-avx2", "cpu-x86_64-default", "cpu-aarch64-default"};
+    cfg["platforms"] = {"cpu-x86_64-avx2", "cpu-x86_64-default", "cpu-aarch64-default", "cpu-riscv64-rvv"};
   });
-  EXPECT_EQ(load_smoke_config(ok.smoke_file()).platforms.size(), 3u);
+  EXPECT_EQ(load_smoke_config(ok.smoke_file()).platforms.size(), 4u);  // a capability newer than the list is taken
 }
 
 // What check's second repeat varies: every kind by default, the kinds
