@@ -286,7 +286,8 @@ TEST(HistoryCli, AOneBasedLogBecomesAPendingGoldenWithAStepOffset) {
   // in review, refused by accept unless asked for.
   const std::string drops = "the series grad_norm, grad_norm/fc1.bias, grad_norm/fc1.weight, grad_norm/fc2.bias, "
                             "grad_norm/fc2.weight, grad_norm/head.bias and 3 more, batch probes, trained-batch probes, "
-                            "module trace, parameter hashes, initialisation statistics, determinism contract and "
+                            "module trace, parameter hashes, per-step digests, initialisation statistics, "
+                            "determinism contract and "
                             "resources (step time, peak RSS)";
   EXPECT_NE(review.output.find("NARROWER: the pending golden drops " + drops.substr(0, 60)), std::string::npos)
       << review.output;
