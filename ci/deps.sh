@@ -44,6 +44,7 @@ case "$profile" in
       clang clang-rt           # libFuzzer (ci/fuzz.sh); clang-rt: see clang_rt_package
       chromium-headless-shell  # the HTML pages opened in a real browser (tests/ci/browser_test.sh)
       docker.io                # the CI template's trainer jobs in a trainer image (tests/ci/trainer_image_test.sh)
+      file                     # CPack's DEB generator reads shared-library dependencies with it (not in every base image)
     ) ;;
   stack) packages+=("${torch_packages[@]}"
       python3-dev python3-setuptools  # torch.compile: Inductor builds its C++ kernels with them (tests/ci/compiled_trainer_test.sh)
