@@ -57,13 +57,14 @@ Verdict compare_lane(const RunRecord& run, const RunRecord& base, bool base_is_g
       same_batches = l.same_batches;
       how = "held by equivalence." + name + " of " + config;
     }
-  const std::string reference = base_is_golden ? "golden" : "base run";
-  Verdict v = compare_variant(run, base, rule, same_batches, {files.run, files.golden, reference, "lane " + name});
+  CompareLabels labels{files.run, files.golden, "base run", "lane " + name};
+  if (base_is_golden) {  // another job's base run
+    labels.reference_word = "golden";
+    labels.reference_from = "(the base run of the job that blessed it)";
+  }
+  Verdict v = compare_variant(run, base, rule, same_batches, labels);
   v.smoke = base.smoke;
   v.equivalence_lane = name;
-  if (base_is_golden)  // not "of this job": a golden is another job's base run
-    v.lane_reason.replace(v.lane_reason.find(" of this job"), std::string(" of this job").size(),
-                          " (the base run of the job that blessed it)");
   v.notes.insert(v.notes.begin(),
                  "the run is equivalence lane " + name + "'s (its config's \"variant\"), the reference " +
                      (base_is_golden ? "a golden, the base run of another job (check holds a lane to the base run of "

@@ -822,7 +822,7 @@ Verdict compare_variant(const RunRecord& variant, const RunRecord& base, const T
   if (!trace_note.empty()) v.notes.push_back(trace_note);
   if (!ranks_note.empty()) v.notes.push_back(ranks_note);
   v.lane = Lane::kEquivalence;
-  v.lane_reason = labels.subject_word + " against the " + labels.reference_word + " of this job, " +
+  v.lane_reason = labels.subject_word + " against the " + labels.reference_word + " " + labels.reference_from + ", " +
                   (policy.same_stack_exact ? std::string("bit for bit") : "every series within " + rule.describe()) +
                   (same_batches ? ", on the same batches bit for bit" : "");
   return v;

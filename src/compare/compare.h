@@ -33,6 +33,10 @@ struct CompareLabels {
   /// nondeterministic job "run 1" and "run 2" (never "golden").
   std::string reference_word = "golden";
   std::string subject_word = "run";
+  /// Where an equivalence lane's reference came from, as its lane reason
+  /// says it (compare_variant): check's base run is "of this job"; a
+  /// golden compared by hand, another job's base run.
+  std::string reference_from = "of this job";
 };
 
 /// Compares `run` against `golden` (the reference). Throws exit-2 Error when

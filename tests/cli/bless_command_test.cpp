@@ -70,13 +70,8 @@ TEST(BlessCommand, ABlankReasonIsRefusedBeforeAnyRun) {
   BlessOptions o = options_for(p);
   o.bless.reason = "  \n";
   std::string out;
-  try {
-    bless(o, l, out);
-    ADD_FAILURE() << "no refusal";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_STREQ(e.what(), "bless needs --reason TEXT: say why the goldens change (it is recorded)");
-  }
+  EXPECT_EQ(testing::refusal([&] { return bless(o, l, out); }),
+            "bless needs --reason TEXT: say why the goldens change (it is recorded)");
   EXPECT_TRUE(l.calls.empty());
   EXPECT_FALSE(fs::exists(p.goldens_dir()));
 }

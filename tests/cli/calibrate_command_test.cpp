@@ -115,13 +115,7 @@ TEST(CalibrateCommand, RefusesBadArgumentsBeforeAnyRun) {
     c.edit(o);
     FakeLauncher l;
     std::string out;
-    try {
-      calibrate(o, l, out);
-      ADD_FAILURE() << "no refusal: " << c.message;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
-      EXPECT_EQ(std::string(e.what()), c.message);
-    }
+    EXPECT_EQ(testing::refusal([&] { return calibrate(o, l, out); }), c.message);
     EXPECT_TRUE(l.calls.empty()) << c.message;
   }
 }

@@ -35,16 +35,10 @@ std::string write_record(const GateProject& p, const std::string& name, float lo
   return path;
 }
 
-// What `run` throws; "" when it returns.
+// What `run` is refused with (testing::refusal), its stdout dropped.
 std::string refusal(const std::function<int()>& run) {
   std::string out;
-  try {
-    testing::captured(run, out);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
-    return e.what();
-  }
-  return "";
+  return testing::refusal([&] { return testing::captured(run, out); });
 }
 
 TEST(HistoryCommand, RecordsEnteredAsNightsAreReadBackAsTextAndJson) {

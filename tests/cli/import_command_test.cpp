@@ -123,13 +123,7 @@ TEST(ImportCommand, RefusesBadArgumentsBeforeWritingAnything) {
     ImportRequest r = request_for(log);
     c.edit(r);
     std::string out;
-    try {
-      testing::captured([&] { return import_command(r); }, out);
-      ADD_FAILURE() << "no refusal: " << c.message;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ExitCode::kBadInput) << e.what();
-      EXPECT_EQ(std::string(e.what()), c.message);
-    }
+    EXPECT_EQ(testing::refusal([&] { return testing::captured([&] { return import_command(r); }, out); }), c.message);
     EXPECT_FALSE(fs::exists(record)) << c.message;
     EXPECT_EQ(out, "") << c.message;
   }
