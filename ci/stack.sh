@@ -77,6 +77,20 @@ mirror=$(bash ci/debian-mirror.sh)
 # helper container).
 image_packages="python3,python3-venv,python3-torch,python3-numpy,git,rsync"
 
+# need_tool COMMAND PACKAGE: installs PACKAGE when COMMAND is missing. A
+# minimal Debian 13 root (where the test command itself may run) has neither
+# mmdebstrap nor mount; Debian 12 and 13 hosts usually have mount.
+need_tool() {
+  command -v "$1" >/dev/null && return 0
+  echo "stack: installing $2 (for $1)" >&2
+  local install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$2")
+  "${install[@]}" >/dev/null 2>&1 || { apt-get update -qq && "${install[@]}" >/dev/null; } || {
+    echo "stack: could not install $2, which gives $1" >&2
+    exit 3
+  }
+}
+need_tool mount mount
+
 # make_root NAME VARIANT PACKAGES: the tarball of a root of $suite with
 # mmdebstrap --variant=VARIANT --include=PACKAGES, made once under $cache as
 # NAME-<hash of the suite, the variant and the list>.tar (printed); an older
@@ -93,10 +107,7 @@ make_root() {
   flock 9  # one root made at a time; a killed run's partial tarball is removed here
   if [ ! -s "$tarball" ]; then
     rm -f "$cache/.$name-"????????????.*.tar
-    command -v mmdebstrap >/dev/null || {
-      echo "stack: installing mmdebstrap" >&2
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
-    }
+    need_tool mmdebstrap mmdebstrap
     echo "stack: making the $name root ($mirror, $variant), once: $tarball" >&2
     # sid's Release file may be older than its Valid-Until: accept it. The
     # output's .tar extension tells mmdebstrap to write a tarball.
