@@ -154,6 +154,10 @@ unpack_root() {
   r=$(mktemp -d "${TMPDIR:-/var/tmp}/lockstep-stack-$2.XXXXXX")
   roots+=("$r")
   tar -C "$r" -xf "$1"
+  # The root is a mount point of its own: mmdebstrap, when the test command
+  # runs in a root and makes a root itself, remounts / private, and a plain
+  # folder as / is refused ("mount: /: not mount point").
+  bind "$r" "$r"
   mkdir -p "$r/src"
   mount -t proc proc "$r/proc"; mounts+=("$r/proc")
   mount -t sysfs sys "$r/sys"; mounts+=("$r/sys")
@@ -170,7 +174,7 @@ unpack_root() {
 # in_root COMMAND [ROOT]: COMMAND by bash in ROOT (default: the build root),
 # with a clean environment.
 in_root() {
-  chroot "${2:-$root}" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
+  chroot "${2:-$root}" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
     CCACHE_DIR=/ccache LOCKSTEP_DATA_DIR=/data CI="${CI:-}" bash -c "$1"
 }
 
