@@ -72,8 +72,8 @@ std::string misspelling_hint(CLI::App& app, const std::vector<std::string>& args
   auto all = [](const CLI::App*) { return true; };
   CLI::App* at = &app;
   std::string path = "lockstep";
-  for (std::vector<CLI::App*> parsed = app.get_subcommands(); !parsed.empty(); parsed = at->get_subcommands()) {
-    at = parsed.front();
+  while (!at->get_subcommands().empty()) {  // down the commands parsed: `history add`
+    at = at->get_subcommands().front();
     path += " " + at->get_name();
   }
   if (at == &app) {  // no command: the first word, if it is one, was mistyped

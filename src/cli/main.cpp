@@ -395,9 +395,9 @@ void add_setup_commands(CLI::App& app, std::vector<Command>& out) {
 
   auto o = std::make_shared<EnvOptions>();
   auto* env = app.add_subcommand("env", "Print the environment fingerprint, or diff it against a record");
-  env->add_option("--format", o->format, "text, or json (the fingerprint as JSON on stdout)")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  auto* env_format = env->add_option("--format", o->format, "text, or json (the fingerprint as JSON on stdout)")
+                        ->check(CLI::IsMember({"text", "json"}))
+                        ->capture_default_str();
   // --json FILE as in every command; bare --json was the old switch.
   auto* env_json = env->add_option("--json", o->json_out, "Also write the fingerprint (or the diff) as JSON to this file")
                        ->expected(0, 1);
@@ -416,11 +416,16 @@ void add_setup_commands(CLI::App& app, std::vector<Command>& out) {
       ->expected(2);
   env->add_option("--python", o->python,
                   "With a team trainer's record: the Python to ask, when trainer.command[0] is a wrapper");
-  out.push_back({env, [o, env_device, env_json] {
+  out.push_back({env, [o, env_device, env_json, env_format] {
                    o->device_given = env_device->count() > 0;
                    if (env_json->count() > 0 && o->json_out.empty()) {
+                     if (env_format->count() > 0 && o->format != "json")
+                       throw BadUsage("env: --json without a file is the old spelling of --format json, and --format " +
+                                      o->format + " was given too; give --format only");
                      std::cerr << "lockstep: note: env --json without a file is deprecated; use --format json\n";
-                     respell_remembered_flag("--json", {"--format", "json"});
+                     // Said once: with --format json given too, the old switch adds nothing.
+                     respell_remembered_flag("--json", env_format->count() > 0 ? std::vector<std::string>{}
+                                                                             : std::vector<std::string>{"--format", "json"});
                      o->format = "json";
                    }
                    o->json = o->format == "json";
@@ -518,10 +523,17 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    const std::string hint = e.get_exit_code() != 0 ? misspelling_hint(app, {argv + 1, argv + argc}) : "";
+    // An unknown command or flag is the whole error: one line naming it and
+    // its closest spelling, not CLI11's list of the words it did not expect
+    // (in its own order) or "A subcommand is required".
+    const bool unknown_word = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || app.get_subcommands().empty();
+    if (!hint.empty() && unknown_word) {
+      std::cerr << "lockstep: error: " << hint << "\n";
+      return to_int(ExitCode::kBadInput);
+    }
     int rc = app.exit(e);
-    if (rc != 0)
-      if (std::string hint = misspelling_hint(app, {argv + 1, argv + argc}); !hint.empty())
-        std::cerr << "lockstep: " << hint << "\n";
+    if (!hint.empty()) std::cerr << "lockstep: " << hint << "\n";
     // --help / --version exit 0; every usage error is exit 2 (README.md, "Exit codes").
     return rc == 0 ? 0 : to_int(ExitCode::kBadInput);
   }

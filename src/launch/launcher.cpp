@@ -91,7 +91,7 @@ void ProcessLauncher::spawn(const ChildRun& run, int64_t timeout_s) {
   ProcessOutcome outcome = run_process(p);
   // The reason: the child's last error, with the lines after it (a
   // trainer's stderr quoted under it).
-  std::string reason = "(no error message)";
+  std::string reason;
   {
     // The last MiB only: a child that wrote gigabytes (a runaway warning
     // loop) costs no more memory; the whole log stays in the file.
@@ -111,7 +111,7 @@ void ProcessLauncher::spawn(const ChildRun& run, int64_t timeout_s) {
     ChildErrorReader err;
     while (std::getline(in, line))
       if (!err.feed(line)) std::cerr << line << "\n";  // the error itself is this error's message
-    if (!err.reason().empty()) reason = err.reason();
+    reason = err.reason_or_last_line();
   }
   std::error_code ec;
   if (std::filesystem::file_size(log, ec) == 0 && !ec) std::filesystem::remove(log, ec);

@@ -59,12 +59,10 @@ void refuse_unsafe_outputs(const RunPlan& p) {
   if (!ec && fs::exists(s) && !fs::is_regular_file(s))  // as write_file_atomically, before the run, not after it
     throw BadUsage(p.out + ": refusing to write over something that is not a regular file (--record names the "
                    "record's file, e.g. " + (fs::path(p.out) / (p.config.name + ".run.json")).string() + ")");
-  // A path ending in "/" names a folder: the record and a single process's
-  // checkpoint are files (a multi-rank checkpoint is a folder).
-  auto folder_named = [](const std::string& path) { return !path.empty() && path.back() == '/'; };
-  if (folder_named(p.out))
-    throw BadUsage("--record " + p.out + ": a file path for the record, not a folder (drop the trailing /)");
-  if (folder_named(r.checkpoint) && p.site != RunSite::kRanks)
+  // A path ending in "/" names a folder: a single process's checkpoint is a
+  // file (a multi-rank checkpoint is a folder; the record's path is checked
+  // by refuse_replacing_other_than_a_record below).
+  if (!r.checkpoint.empty() && r.checkpoint.back() == '/' && p.site != RunSite::kRanks)
     throw BadUsage("--checkpoint " + r.checkpoint + ": a file path, not a folder (drop the trailing /)");
   // Another smoke of the suite, overwritten by a record, would fail every
   // later check as a config with unknown fields.

@@ -220,7 +220,14 @@ const std::vector<std::string_view>& run_record_keys() {
 
 void refuse_replacing_other_than_a_record(const std::string& path, const std::string& flag) {
   namespace fs = std::filesystem;
+  // A path ending in "/" names a folder; refused before anything is made.
+  if (!path.empty() && path.back() == '/')
+    throw BadUsage(flag + " " + path + ": a file path for the record, not a folder (drop the trailing /)");
   std::error_code ec;
+  fs::file_status status = fs::symlink_status(path, ec);
+  if (!ec && fs::exists(status) && !fs::is_regular_file(status) && !fs::is_symlink(status))
+    throw BadUsage(flag + " " + path + ": refusing to write a run record over something that is not a regular file "
+                   "(name the record's file, e.g. " + (fs::path(path) / "<smoke>.run.json").string() + ")");
   fs::path target = fs::weakly_canonical(fs::absolute(path), ec);  // through links: what the write replaces
   if (ec || !fs::is_regular_file(target, ec)) return;
   std::string why;

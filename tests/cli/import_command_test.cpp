@@ -118,6 +118,12 @@ TEST(ImportCommand, RefusesBadArgumentsBeforeWritingAnything) {
        },
        "--record " + (p.root() / "in" / "r.json").string() + ": inside the folder read (" + p.root().string() +
            "); write the record elsewhere"},
+      {[&](ImportRequest& r) { r.record = (p.root() / "out" / "x/").string(); },
+       "--record " + (p.root() / "out" / "x/").string() + ": a file path for the record, not a folder (drop the "
+       "trailing /)"},
+      {[&](ImportRequest& r) { r.record = p.root().string(); },
+       "--record " + p.root().string() + ": refusing to write a run record over something that is not a regular "
+       "file (name the record's file, e.g. " + (p.root() / "<smoke>.run.json").string() + ")"},
   };
   for (const Case& c : cases) {
     ImportRequest r = request_for(log);
@@ -125,6 +131,7 @@ TEST(ImportCommand, RefusesBadArgumentsBeforeWritingAnything) {
     std::string out;
     EXPECT_EQ(testing::refusal([&] { return testing::captured([&] { return import_command(r); }, out); }), c.message);
     EXPECT_FALSE(fs::exists(record)) << c.message;
+    EXPECT_FALSE(fs::exists(p.root() / "out")) << c.message;  // no folder made on the way to a refusal
     EXPECT_EQ(out, "") << c.message;
   }
 }

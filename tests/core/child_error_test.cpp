@@ -21,5 +21,20 @@ TEST(ChildErrorReader, NoErrorLineIsEmptyAndAStrayQuoteIsIgnored) {
   EXPECT_EQ(err.reason(), "");
 }
 
+TEST(ChildErrorReader, WithoutAnErrorLineTheLastNonBlankLineIsTheReason) {
+  ChildErrorReader silent;
+  EXPECT_EQ(silent.reason_or_last_line(), "(no error message)");
+  ChildErrorReader loader;
+  for (const char* line : {"lockstep-torch: libcudnn.so.9: no version information available",
+                           "lockstep-torch: symbol lookup error: libtorch_cuda.so.2.6: undefined symbol: cudnnGetVersion",
+                           "  "})
+    loader.feed(line);
+  EXPECT_EQ(loader.reason_or_last_line(), "(no lockstep error line; its output ends: lockstep-torch: symbol lookup "
+                                          "error: libtorch_cuda.so.2.6: undefined symbol: cudnnGetVersion)");
+  ChildErrorReader both;
+  for (const char* line : {"lockstep: error: bad", "after"}) both.feed(line);
+  EXPECT_EQ(both.reason_or_last_line(), "bad");
+}
+
 }  // namespace
 }  // namespace lockstep
