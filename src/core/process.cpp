@@ -75,6 +75,19 @@ volatile sig_atomic_t g_groups[kMaxGroups];
 volatile sig_atomic_t g_stop_active = 0;
 volatile sig_atomic_t g_stop_signal = 0;
 
+// The line said before the signal ends the process, so a terminal or a
+// cancelled job's log shows why the command stopped without a verdict
+// (write(2) only: async-signal-safe).
+void say_stopped_by(int sig) {
+  static constexpr char kInt[] = "lockstep: stopped by SIGINT: the runs and trainers it started were killed; no verdict\n";
+  static constexpr char kTerm[] = "lockstep: stopped by SIGTERM: the runs and trainers it started were killed; no verdict\n";
+  static constexpr char kHup[] = "lockstep: stopped by SIGHUP: the runs and trainers it started were killed; no verdict\n";
+  const char* line = sig == SIGINT ? kInt : sig == SIGTERM ? kTerm : kHup;
+  const size_t size = sig == SIGINT ? sizeof kInt : sig == SIGTERM ? sizeof kTerm : sizeof kHup;
+  ssize_t ignored = ::write(STDERR_FILENO, line, size - 1);
+  (void)ignored;
+}
+
 extern "C" void kill_trainers_and_reraise(int sig) {
   for (int i = 0; i < kMaxGroups; ++i)
     if (g_groups[i] > 0) ::kill(-static_cast<pid_t>(g_groups[i]), SIGKILL);
@@ -82,6 +95,7 @@ extern "C" void kill_trainers_and_reraise(int sig) {
     g_stop_signal = sig;
     return;
   }
+  say_stopped_by(sig);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }

@@ -792,6 +792,7 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
   // of reach of PR_SET_PDEATHSIG, which the process runner's watcher covers.
   for (const Case& c : {Case{"TERM", 128 + SIGTERM, " run cancelled.json --record r.json", "echo $$ > PIDFILE; exec sleep 300"},
                         Case{"INT", 128 + SIGINT, " run cancelled.json --record r.json", "echo $$ > PIDFILE; exec sleep 300"},
+                        Case{"INT", 128 + SIGINT, " check cancelled.json --out out", "echo $$ > PIDFILE; exec sleep 300"},
                         Case{"KILL", 128 + SIGKILL, " check cancelled.json --out out", "echo $$ > PIDFILE; exec sleep 300"},
                         Case{"KILL", 128 + SIGKILL, " check cancelled.json --out out",
                              "sleep 300 & echo $! > PIDFILE; wait"}}) {
@@ -810,7 +811,7 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
     // In the background, so the shell can signal it once the trainer is up;
     // the shell itself in the folder (not `cd && lockstep &`, which would
     // change only the background job's folder), so it reads the pid file.
-    Result r = shell("cd '" + d.string() + "' || exit 9; " + test_paths::lockstep_binary() + c.command + " & lp=$!; " +
+    Result r = shell("cd '" + d.string() + "' || exit 9; " + test_paths::lockstep_binary() + c.command + " 2>&1 & lp=$!; " +
                      "i=0; while [ ! -s trainer.pid ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; " +
                      "[ -s trainer.pid ] || echo \"trainer never started\"; " +
                      "kill -" + sig + " $lp; wait $lp; echo \"lockstep status $?\"; tp=$(cat trainer.pid); " +
@@ -820,6 +821,17 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
     EXPECT_EQ(r.output.find("trainer never started"), std::string::npos) << sig << r.output;
     EXPECT_NE(r.output.find("trainer gone"), std::string::npos) << sig << r.output;
     EXPECT_FALSE(fs::exists(d / "r.json")) << sig;
+    // A signal that can be caught is said, once (check's front only: its
+    // runs die of SIGKILL); SIGKILL cannot be.
+    const std::string said = "lockstep: stopped by SIG" + sig + ": the runs and trainers it started were killed; no "
+                             "verdict\n";
+    const size_t at = r.output.find(said);
+    if (sig == "KILL") {
+      EXPECT_EQ(r.output.find("lockstep: stopped by"), std::string::npos) << r.output;
+    } else {
+      EXPECT_NE(at, std::string::npos) << sig << r.output;
+      EXPECT_EQ(r.output.find(said, at + 1), std::string::npos) << sig << r.output;
+    }
     fs::remove_all(d);
   }
 }
