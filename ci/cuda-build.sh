@@ -20,9 +20,8 @@
 # machine here reaches. A stand-in package of that name satisfies apt; the
 # link ignores libtorch_cuda.so's cuDNN symbols
 # (--unresolved-symbols=ignore-in-shared-libs, this build only), and step 3
-# runs with a stand-in libcudnn.so.9 that answers the calls LibTorch makes
-# when it loads (lockstep never calls cuDNN without a GPU; the loader binds
-# the rest lazily).
+# runs with a stand-in libcudnn.so.9: every function libtorch_cuda.so names,
+# none doing anything (lockstep never calls cuDNN without a GPU).
 #
 # Exit: 0 every step held, 1 one did not, 2 not run in a Debian 13 chroot
 # (it rewrites apt's sources and replaces libtorch-dev: never on a host).
@@ -89,11 +88,20 @@ for lib in libtorch_cuda.so libc10_cuda.so; do
 done
 # 3. Run without a GPU: a smoke on device cuda is exit 3, naming what is
 # missing; on the CPU the smoke still passes against its golden.
-# The stand-in cuDNN: the version node libtorch_cuda.so binds to and the
-# calls LibTorch makes when it loads (cudnnGetVersion: 9.1.0).
+# The stand-in cuDNN: the version node libtorch_cuda.so binds to and every
+# cuDNN function it names (the loader resolves those whose address LibTorch
+# takes when it loads), each returning 0 but cudnnGetVersion (9.1.0).
+torch_cuda=$(ls /usr/lib/x86_64-linux-gnu/libtorch_cuda.so.* | head -n 1)
 printf 'libcudnn.so.9 { global: *; };\n' >"$work/cudnn.map"
-printf '#include <stddef.h>\nsize_t cudnnGetVersion(void) { return 90100; }\nsize_t cudnnGetCudartVersion(void) { return 12040; }\n' |
-  gcc -shared -fPIC -Wl,-soname,libcudnn.so.9 -Wl,--version-script,"$work/cudnn.map" -o "$work/libcudnn.so.9" -x c -
+{
+  echo '#include <stddef.h>'
+  echo 'size_t cudnnGetVersion(void) { return 90100; }'
+  nm -D --undefined-only "$torch_cuda" | awk '{print $NF}' | sed -n 's/@libcudnn\.so\.9$//p' |
+    grep -vx cudnnGetVersion | sort -u | sed 's/.*/int &(void) { return 0; }/'
+} >"$work/cudnn.c"
+echo "cuda-build: stand-in libcudnn.so.9: $(grep -c '^int ' "$work/cudnn.c") functions that $torch_cuda names"
+gcc -shared -fPIC -Wl,-soname,libcudnn.so.9 -Wl,--version-script,"$work/cudnn.map" -o "$work/libcudnn.so.9" \
+  "$work/cudnn.c"
 export LD_LIBRARY_PATH="$work"
 python3 -c "import json, sys; c = json.load(open('smoke/wine-mlp.json')); c['device'] = 'cuda'
 c.pop('platforms', None); json.dump(c, open(sys.argv[1], 'w'))" "$work/wine-mlp-cuda.json"
