@@ -13,7 +13,8 @@
 #   2. lockstep, lockstep-torch and cuda_probe link, and lockstep-torch's
 #      dynamic section names libtorch_cuda.so and libc10_cuda.so;
 #   3. with no GPU, a smoke on `device: "cuda"` is exit 3 naming what is
-#      missing, and `check` on the CPU still passes the smoke.
+#      missing, and `check` on the CPU still passes the smoke;
+#   4. the torch-linked tests (ctest -L torch) pass on the CPU against it.
 #
 # cuDNN is stood in for. Debian's nvidia-cudnn (libtorch-cuda-2.6 depends
 # on it) is an installer that downloads cuDNN from NVIDIA's site, which no
@@ -68,7 +69,7 @@ held() { echo "cuda-build: $1: ok"; }
 failed() { echo "cuda-build: $1: FAILED" >&2; status=1; }
 
 build=build-cuda
-LOCKSTEP_TARGETS="lockstep lockstep-torch cuda_probe" bash ci/build.sh "$build" \
+LOCKSTEP_TARGETS="lockstep lockstep-torch cuda_probe lockstep_torch_tests tensor_stats_tool" bash ci/build.sh "$build" \
   -DLOCKSTEP_BUILD_TESTS=ON -DCMAKE_EXE_LINKER_FLAGS="-Wl,--unresolved-symbols=ignore-in-shared-libs"
 echo "cuda-build: built ($(elapsed))"
 
@@ -117,5 +118,12 @@ rc=0
 "$build/lockstep" check smoke/wine-mlp.json --out "$work/out-cpu" -q >"$work/cpu.log" 2>&1 || rc=$?
 tail -n 3 "$work/cpu.log" | sed 's/^/  | /'
 if [ "$rc" -eq 0 ]; then held "check on the CPU, CUDA build"; else failed "check on the CPU, CUDA build: exit $rc"; fi
+# 4. The torch-linked tests, on the CPU, against the CUDA LibTorch.
+if (cd "$build" && ctest -j 2 -L torch --output-on-failure >"$work/ctest.log" 2>&1); then
+  held "ctest -L torch: $(grep -o '[0-9]* tests passed.*' "$work/ctest.log" | head -n 1)"
+else
+  grep -E 'tests passed|Failed|\*\*\*' "$work/ctest.log" | sed 's/^/  | /' | tail -n 20
+  failed "ctest -L torch in the CUDA build"
+fi
 echo "cuda-build: $([ "$status" -eq 0 ] && echo passed || echo FAILED) ($(elapsed))"
 exit "$status"
