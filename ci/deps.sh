@@ -43,7 +43,7 @@ case "$profile" in
     packages+=("${torch_packages[@]}"
       clang clang-rt           # libFuzzer (ci/fuzz.sh); clang-rt: see clang_rt_package
       chromium-headless-shell  # the HTML pages opened in a real browser (tests/ci/browser_test.sh)
-      docker.io                # the CI template's trainer jobs in a trainer image (tests/ci/trainer_image_test.sh)
+      docker.io docker-client  # the CI template's trainer jobs in a trainer image (tests/ci/trainer_image_test.sh); docker-client: see docker_client_package
       file                     # CPack's DEB generator reads shared-library dependencies with it (not in every base image)
     ) ;;
   stack) packages+=("${torch_packages[@]}"
@@ -68,10 +68,27 @@ clang_rt_package() {
   if [ -z "$major" ]; then echo libclang-rt-dev; else echo "libclang-rt-${major}-dev"; fi
 }
 
+# docker_client_package: the docker command. Debian 13 and sid ship it in
+# docker-cli, which docker.io only recommends; Debian 12's docker.io has it
+# (no docker-cli there): nothing to add.
+docker_client_package() {
+  if apt-cache show docker-cli >/dev/null 2>&1; then echo docker-cli; fi
+}
+
+# resolved NAME: the package for one of the names above (clang-rt and
+# docker-client stand for a release's own); "" for none.
+resolved() {
+  case "$1" in
+    clang-rt) clang_rt_package ;;
+    docker-client) docker_client_package ;;
+    *) echo "$1" ;;
+  esac
+}
+
 if [ "${1:-}" = --list ]; then
   for p in "${packages[@]}"; do
-    [ "$p" = clang-rt ] && p=$(clang_rt_package)
-    echo "$p"
+    p=$(resolved "$p")
+    [ -z "$p" ] || echo "$p"
   done
   exit 0
 fi
@@ -83,6 +100,10 @@ for p in "${packages[@]}"; do
     # Any libclang-rt*-dev of the installed clang's major version counts.
     major=$( (clang --version 2>/dev/null || true) | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n 1)
     { [ -n "$major" ] && { installed "libclang-rt-${major}-dev" || installed libclang-rt-dev; }; } || missing+=("$p")
+    continue
+  fi
+  if [ "$p" = docker-client ]; then
+    command -v docker >/dev/null || missing+=("$p")
     continue
   fi
   installed "$p" || missing+=("$p")
@@ -97,9 +118,12 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-for i in "${!missing[@]}"; do
-  [ "${missing[$i]}" = clang-rt ] && missing[$i]=$(clang_rt_package)
+names=()
+for p in "${missing[@]}"; do
+  p=$(resolved "$p")
+  [ -z "$p" ] || names+=("$p")
 done
+missing=("${names[@]}")
 echo "deps: installing ${missing[*]}"
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "deps: done"
