@@ -68,6 +68,23 @@ status=0
 held() { echo "cuda-build: $1: ok"; }
 failed() { echo "cuda-build: $1: FAILED" >&2; status=1; }
 
+# The stand-in cuDNN: the version node libtorch_cuda.so binds to and every
+# cuDNN function it names (the loader resolves those whose address LibTorch
+# takes when it loads), each returning 0 but cudnnGetVersion (9.1.0).
+torch_cuda=$(ls /usr/lib/x86_64-linux-gnu/libtorch_cuda.so.* | head -n 1)
+printf 'libcudnn.so.9 { global: *; };\n' >"$work/cudnn.map"
+{
+  echo '#include <stddef.h>'
+  echo 'size_t cudnnGetVersion(void) { return 90100; }'
+  nm -D --undefined-only "$torch_cuda" | awk '{print $NF}' | sed -n 's/@libcudnn\.so\.9$//p' |
+    grep -vx cudnnGetVersion | sort -u | sed 's/.*/int &(void) { return 0; }/'
+} >"$work/cudnn.c"
+echo "cuda-build: stand-in libcudnn.so.9: $(grep -c '^int ' "$work/cudnn.c") functions that $torch_cuda names"
+gcc -shared -fPIC -Wl,-soname,libcudnn.so.9 -Wl,--version-script,"$work/cudnn.map" -o "$work/libcudnn.so.9" \
+  "$work/cudnn.c"
+# Before the build: it runs the test programs to list their tests.
+export LD_LIBRARY_PATH="$work"
+
 build=build-cuda
 LOCKSTEP_TARGETS="lockstep lockstep-torch cuda_probe lockstep_torch_tests tensor_stats_tool" bash ci/build.sh "$build" \
   -DLOCKSTEP_BUILD_TESTS=ON -DCMAKE_EXE_LINKER_FLAGS="-Wl,--unresolved-symbols=ignore-in-shared-libs"
@@ -89,21 +106,6 @@ for lib in libtorch_cuda.so libc10_cuda.so; do
 done
 # 3. Run without a GPU: a smoke on device cuda is exit 3, naming what is
 # missing; on the CPU the smoke still passes against its golden.
-# The stand-in cuDNN: the version node libtorch_cuda.so binds to and every
-# cuDNN function it names (the loader resolves those whose address LibTorch
-# takes when it loads), each returning 0 but cudnnGetVersion (9.1.0).
-torch_cuda=$(ls /usr/lib/x86_64-linux-gnu/libtorch_cuda.so.* | head -n 1)
-printf 'libcudnn.so.9 { global: *; };\n' >"$work/cudnn.map"
-{
-  echo '#include <stddef.h>'
-  echo 'size_t cudnnGetVersion(void) { return 90100; }'
-  nm -D --undefined-only "$torch_cuda" | awk '{print $NF}' | sed -n 's/@libcudnn\.so\.9$//p' |
-    grep -vx cudnnGetVersion | sort -u | sed 's/.*/int &(void) { return 0; }/'
-} >"$work/cudnn.c"
-echo "cuda-build: stand-in libcudnn.so.9: $(grep -c '^int ' "$work/cudnn.c") functions that $torch_cuda names"
-gcc -shared -fPIC -Wl,-soname,libcudnn.so.9 -Wl,--version-script,"$work/cudnn.map" -o "$work/libcudnn.so.9" \
-  "$work/cudnn.c"
-export LD_LIBRARY_PATH="$work"
 python3 -c "import json, sys; c = json.load(open('smoke/wine-mlp.json')); c['device'] = 'cuda'
 c.pop('platforms', None); json.dump(c, open(sys.argv[1], 'w'))" "$work/wine-mlp-cuda.json"
 rc=0
