@@ -78,9 +78,9 @@ int calibrate_command(const CalibrateCliOptions& o, Launcher& launcher) {
   std::error_code ec;
   if (!o.json_out.empty() && o.json_out == o.html_out)
     throw BadUsage("--json and --html name the same file " + o.json_out);
-  require_out_folder(options.out_dir, {o.smoke}, "");
   for (const auto& a : o.axes) options.axes.push_back(parse_axis(a));
   if (!o.seed_list.empty()) options.axes.push_back(seed_axis(o));
+  require_out_folder(options.out_dir, {o.smoke}, "");
   options.detect = !o.no_detect;
   const int jobs = o.jobs > 0 ? o.jobs : available_cpus();
   JobSlots slots(jobs);

@@ -250,24 +250,25 @@ int check_command(const CheckOptions& o) {
 
 int check_command(const CheckOptions& o, Launcher& launcher) {
   std::vector<std::string> files = expand_smoke_args(o.smokes);
+  // Every usage error before the --out folder is made: a refused check
+  // leaves no empty folder behind.
+  if (!o.history_dir.empty()) require_history_folder(o, files);
+  // Two configs of one name are refused before any run (one golden each).
+  std::vector<std::string> names = suite_smoke_names(files);
+  if (!o.kind.empty())
+    if (std::string said = select_smoke_kind(o.kind, "check", files, names); !said.empty()) std::cout << said << "\n";
+  if (o.shard_given && !files.empty()) files = shard_files(files, names, o.shard);
+  if (!files.empty()) launcher.require_runnable(files, "check");
   // A wrong --out is one usage error, said once, not a failure per smoke;
   // two checks writing one --out would read each other's records.
   require_out_folder(o.smoke.out_dir, files, o.smoke.goldens_dir);
   DirectoryLock out_lock(o.smoke.out_dir, true, [&](int pid) {
     std::cout << "check: waiting for process " << pid << ", which writes to " << o.smoke.out_dir << "\n" << std::flush;
   });
-  if (!o.history_dir.empty()) require_history_folder(o, files);
-  // Two configs of one name are refused before any run (one golden each).
-  std::vector<std::string> names = suite_smoke_names(files);
-  if (!o.kind.empty()) {
-    if (std::string said = select_smoke_kind(o.kind, "check", files, names); !said.empty()) std::cout << said << "\n";
-    if (files.empty()) {
-      write_file_atomically((std::filesystem::path(o.smoke.out_dir) / "junit.xml").string(), render_junit({}));
-      return 0;
-    }
+  if (files.empty()) {  // --kind selected none
+    write_file_atomically((std::filesystem::path(o.smoke.out_dir) / "junit.xml").string(), render_junit({}));
+    return 0;
   }
-  if (o.shard_given) files = shard_files(files, names, o.shard);
-  launcher.require_runnable(files, "check");
   std::vector<Verdict> verdicts = check_suite(files, o.smoke, o, launcher);
   // GitLab: artifacts:reports:junit: lockstep-out/junit.xml
   std::string junit = (std::filesystem::path(o.smoke.out_dir) / "junit.xml").string();

@@ -68,31 +68,112 @@ void refuse_empty_values(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) refuse_empty_values(*sub);
 }
 
-std::string misspelling_hint(CLI::App& app, const std::vector<std::string>& args) {
-  auto all = [](const CLI::App*) { return true; };
-  CLI::App* at = &app;
+namespace {
+
+// The commands parsed, outermost first: {lockstep, history, add}.
+std::vector<CLI::App*> parsed_chain(CLI::App& app) {
+  std::vector<CLI::App*> chain{&app};
+  while (!chain.back()->get_subcommands().empty()) chain.push_back(chain.back()->get_subcommands().front());
+  return chain;
+}
+
+std::string chain_path(const std::vector<CLI::App*>& chain, size_t depth) {
   std::string path = "lockstep";
-  while (!at->get_subcommands().empty()) {  // down the commands parsed: `history add`
-    at = at->get_subcommands().front();
-    path += " " + at->get_name();
+  for (size_t i = 1; i <= depth; ++i) path += " " + chain[i]->get_name();
+  return path;
+}
+
+// A word where the deepest command parsed expects one of its own commands:
+// the first word after that command's name that is not a flag (`lockstep
+// chek`, `lockstep hook plna`, `lockstep history ad`). "" when it names
+// one, or none is close and the command may go without one.
+std::string command_hint(const std::vector<CLI::App*>& chain, const std::vector<std::string>& args) {
+  CLI::App* at = chain.back();
+  std::vector<std::string> names;
+  for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  if (names.empty()) return "";
+  size_t i = 0;
+  for (size_t depth = 1; depth < chain.size(); ++depth)  // past the names of the commands parsed
+    while (i < args.size() && args[i++] != chain[depth]->get_name()) {
+    }
+  for (; i < args.size() && args[i] != "--"; ++i) {
+    const std::string& word = args[i];
+    if (word.empty() || word[0] == '-') continue;
+    if (std::find(names.begin(), names.end(), word) != names.end()) return "";
+    const std::string close = closest_spelling(word, names);
+    const bool needs_one = chain.size() == 1 || at->get_require_subcommand_min() > 0;
+    if (close.empty() && !needs_one) return "";
+    const std::string path = chain_path(chain, chain.size() - 1);
+    return "unknown command '" + word + "'" + (chain.size() == 1 ? "" : " of `" + path + "`") +
+           (close.empty() ? "" : " (did you mean '" + close + "'?)") + "; `" + path + " --help` lists " +
+           (chain.size() == 1 ? "the" : "its") + " commands";
   }
-  if (at == &app) {  // no command: the first word, if it is one, was mistyped
-    if (args.empty() || args[0].empty() || args[0][0] == '-') return "";
-    std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands(all)) names.push_back(sub->get_name());
-    const std::string close = closest_spelling(args[0], names);
-    return "unknown command '" + args[0] + "'" + (close.empty() ? "" : " (did you mean '" + close + "'?)") +
-           "; `lockstep --help` lists the commands";
+  return "";
+}
+
+// A word given as a flag that no command parsed has, deepest first:
+// "--varaint", "-varaint" (a single dash: CLI11 reads it as short flags).
+std::string flag_hint(const std::vector<CLI::App*>& chain) {
+  for (size_t depth = chain.size(); depth-- > 0;) {
+    CLI::App* at = chain[depth];
+    std::vector<std::string> flags;
+    for (const CLI::Option* option : at->get_options([](const CLI::Option* o) { return o->get_group() != kHiddenGroup; }))
+      for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
+    for (const std::string& extra : at->remaining()) {
+      if (extra == "--") break;  // what follows is positional
+      if (extra.size() < 2 || extra[0] != '-' || (extra[1] != '-' && extra.size() == 2)) continue;
+      const std::string flag = extra.substr(0, extra.find('='));
+      if (flag.size() < 2) continue;  // "-=1": CLI11's split of "-q=1"
+      const std::string close = closest_spelling(flag[1] == '-' ? flag : "-" + flag, flags);
+      const std::string path = chain_path(chain, depth);
+      return flag + " is not a flag of `" + path + "`" + (close.empty() ? "" : " (did you mean " + close + "?)") +
+             "; `" + path + " --help` lists its flags";
+    }
   }
-  std::vector<std::string> flags;
-  for (const CLI::Option* option : at->get_options([](const CLI::Option* o) { return o->get_group() != kHiddenGroup; }))
-    for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
-  for (const std::string& extra : at->remaining()) {
-    if (extra.rfind("--", 0) != 0) continue;
-    const std::string flag = extra.substr(0, extra.find('='));
-    const std::string close = closest_spelling(flag, flags);
-    return flag + " is not a flag of `" + path + "`" + (close.empty() ? "" : " (did you mean " + close + "?)") +
-           "; `" + path + " --help` lists its flags";
+  return "";
+}
+
+}  // namespace
+
+std::string misspelling_hint(CLI::App& app, const std::vector<std::string>& args) {
+  const std::vector<CLI::App*> chain = parsed_chain(app);
+  if (std::string hint = command_hint(chain, args); !hint.empty()) return hint;
+  return flag_hint(chain);
+}
+
+std::string usage_error_said(CLI::App& app, const std::vector<std::string>& args, const CLI::ParseError& e) {
+  const std::vector<CLI::App*> chain = parsed_chain(app);
+  const std::string path = chain_path(chain, chain.size() - 1);
+  // "--format: At Most 1 required but received 2"
+  const std::string what = e.what();
+  const std::string at_most = ": At Most 1 required but received ";
+  if (size_t at = what.find(at_most); dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && at != std::string::npos)
+    return what.substr(0, at) + " given " + what.substr(at + at_most.size()) + " times; give it once (`" + path +
+           " --help`)";
+  // "The following arguments were not expected: extra --": the words in
+  // the order given.
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    std::vector<std::string> extras;
+    for (const CLI::App* at : chain)
+      for (const std::string& word : at->remaining())
+        if (word != "--") extras.push_back(word);
+    std::string listed;
+    for (const std::string& word : args)
+      if (auto it = std::find(extras.begin(), extras.end(), word); it != extras.end()) {
+        listed += (listed.empty() ? "'" : ", '") + word + "'";
+        extras.erase(it);
+      }
+    for (const std::string& word : extras) listed += (listed.empty() ? "'" : ", '") + word + "'";  // split by CLI11
+    if (!listed.empty()) return "`" + path + "` does not take " + listed + "; `" + path + " --help` lists what it takes";
+  }
+  return "";
+}
+
+std::string empty_assignment(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=' && a.find('=') == a.size() - 1)
+      return a + ": expected a value after '='";
   }
   return "";
 }

@@ -46,10 +46,26 @@ void refuse_empty_values(CLI::App& app);
 
 /// After a failed parse of `args` (argv without the program) by `app`: a
 /// line naming what was mistyped and its closest spelling ("unknown
-/// command 'chek' (did you mean 'check'?)", "--golden is not a flag of
-/// `lockstep check` (did you mean --goldens?)"), or "" when the error is
-/// not a misspelling. CLI11 says neither.
+/// command 'chek' (did you mean 'check'?)", "unknown command 'plna' of
+/// `lockstep hook` (did you mean 'plan'?)", "--golden is not a flag of
+/// `lockstep check` (did you mean --goldens?)", "-varaint is not a flag
+/// of `lockstep run` (did you mean --variant?)"), or "" when the error is
+/// not a misspelling. CLI11 says neither; the word is the whole error (the
+/// value it swallowed or the option it left missing follow from it).
 std::string misspelling_hint(CLI::App& app, const std::vector<std::string>& args);
+
+/// CLI11's error `e` after parsing `args` in lockstep's words where
+/// CLI11's are cryptic: "--format given 2 times; give it once (`lockstep
+/// env --help`)" for "--format: At Most 1 required but received 2", and
+/// "`lockstep run` does not take 'extra'; ..." for words CLI11 did not
+/// expect (its list reverses them). "" otherwise.
+std::string usage_error_said(CLI::App& app, const std::vector<std::string>& args, const CLI::ParseError& e);
+
+/// Checked before the parse: "--record=: expected a value after '='" for
+/// the first `--flag=` with nothing after '=' in `args` (before a bare
+/// "--"), which CLI11 would read as the flag taking the next word; "" when
+/// there is none.
+std::string empty_assignment(const std::vector<std::string>& args);
 
 /// An integer flag's value in [lo, hi], written in decimal. CLI11 reads
 /// integers with strtoll base 0, so "010" would be 8 and "0x2" 2 (a world

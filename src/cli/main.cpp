@@ -21,8 +21,10 @@ namespace {
 using lockstep::add_deprecated;
 using lockstep::decimal_number;
 using lockstep::decimal_range;
+using lockstep::empty_assignment;
 using lockstep::kHiddenGroup;
 using lockstep::misspelling_hint;
+using lockstep::usage_error_said;
 using lockstep::signed_decimal_range;
 
 // `run` and `probe` take the same arguments: the rows of plan/run_flags.h.
@@ -505,6 +507,7 @@ void set_help_groups(CLI::App& app) {
 int main(int argc, char** argv) {
   using namespace lockstep;
   remember_command_line(argc, argv);
+  say_when_stopped_by_a_signal();
   CLI::App app{"lockstep: determinism regression checker for LibTorch training stacks"};
   app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands, which copy it
   app.set_version_flag("--version", std::string("lockstep ") + LOCKSTEP_VERSION);
@@ -520,22 +523,26 @@ int main(int argc, char** argv) {
   set_help_groups(app);
   refuse_empty_values(app);
 
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (std::string empty = empty_assignment(args); !empty.empty()) {
+    std::cerr << "lockstep: error: " << empty << "\n";
+    return to_int(ExitCode::kBadInput);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const std::string hint = e.get_exit_code() != 0 ? misspelling_hint(app, {argv + 1, argv + argc}) : "";
-    // An unknown command or flag is the whole error: one line naming it and
-    // its closest spelling, not CLI11's list of the words it did not expect
-    // (in its own order) or "A subcommand is required".
-    const bool unknown_word = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || app.get_subcommands().empty();
-    if (!hint.empty() && unknown_word) {
-      std::cerr << "lockstep: error: " << hint << "\n";
-      return to_int(ExitCode::kBadInput);
-    }
-    int rc = app.exit(e);
-    if (!hint.empty()) std::cerr << "lockstep: " << hint << "\n";
     // --help / --version exit 0; every usage error is exit 2 (README.md, "Exit codes").
-    return rc == 0 ? 0 : to_int(ExitCode::kBadInput);
+    if (e.get_exit_code() == 0) return app.exit(e);
+    // A mistyped command or flag is the whole error: one line naming it and
+    // its closest spelling, not CLI11's list of the words it did not expect.
+    std::string said = misspelling_hint(app, args);
+    if (said.empty()) said = usage_error_said(app, args, e);
+    if (said.empty()) {
+      app.exit(e);
+    } else {
+      std::cerr << "lockstep: error: " << said << "\n";
+    }
+    return to_int(ExitCode::kBadInput);
   }
 
   try {

@@ -45,6 +45,7 @@ void require_report_file(const std::string& flag, const std::string& path, const
   }
   if (path.back() == '/' || fs::is_directory(path, ec))
     throw BadUsage(flag + " " + path + ": a file path for the report, not a folder");
+  refuse_path_through_a_file(path, flag);
   for (const auto& in : inputs)
     if (!in.empty() && fs::exists(in, ec) && fs::exists(path, ec) && fs::equivalent(path, in, ec))
       throw BadUsage(flag + " " + path + ": that is an input of this command (" + in + "); name a new file");

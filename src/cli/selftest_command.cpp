@@ -20,9 +20,10 @@ int selftest_command(const SelftestCommandOptions& o) {
 int selftest_command(const SelftestCommandOptions& o, Launcher& launcher) {
   std::vector<std::string> files = expand_smoke_args(o.smokes);
   suite_smoke_names(files);  // each smoke once, each name once: the records go to <out>/<name>/
-  require_out_folder(o.out_dir, files, "");
+  for (const auto& file : files) load_smoke_config(file);  // a bad config refused before the --out folder is made
   if (!o.json_out.empty()) require_report_file("--json", o.json_out, "\"selftest\"", files, o.out_dir);
   launcher.require_runnable(files, "selftest");
+  require_out_folder(o.out_dir, files, "");
   SelftestOptions options;
   options.relaxed_runs = o.distinct_runs;
   nlohmann::json all = nlohmann::json::array();

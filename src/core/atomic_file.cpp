@@ -87,6 +87,14 @@ void write_file_atomically(const std::string& path, const std::vector<std::strin
   }
 }
 
+void refuse_path_through_a_file(const std::string& path, const std::string& flag) {
+  std::error_code ec;
+  fs::path above = fs::path(path).parent_path();
+  while (!above.empty() && !fs::exists(above, ec) && above != above.parent_path()) above = above.parent_path();
+  if (!above.empty() && fs::exists(above, ec) && !fs::is_directory(above, ec))
+    throw BadUsage(flag + " " + path + ": " + above.string() + " is not a folder");
+}
+
 void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs) {
   std::error_code ec;
   for (const auto& in : inputs) {

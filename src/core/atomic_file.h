@@ -28,6 +28,12 @@ void write_file_atomically(const std::string& path, const std::string& content);
 /// long array into one string: a run record's series sidecar).
 void write_file_atomically(const std::string& path, const std::vector<std::string_view>& parts);
 
+/// Throws exit-2 BadUsage when an output file at `path` could never be
+/// made because a part of its folder path exists as something other than
+/// a folder ("notes.txt/r.json"): "<flag> <path>: notes.txt is not a
+/// folder". Checked before a command's work, not when it writes.
+void refuse_path_through_a_file(const std::string& path, const std::string& flag);
+
 /// Throws exit-2 Error when `output` names the same file as one of
 /// `inputs` (an output must never overwrite what the command reads).
 void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs);

@@ -78,24 +78,32 @@ volatile sig_atomic_t g_stop_signal = 0;
 // The line said before the signal ends the process, so a terminal or a
 // cancelled job's log shows why the command stopped without a verdict
 // (write(2) only: async-signal-safe).
-void say_stopped_by(int sig) {
-  static constexpr char kInt[] = "lockstep: stopped by SIGINT: the runs and trainers it started were killed; no verdict\n";
-  static constexpr char kTerm[] = "lockstep: stopped by SIGTERM: the runs and trainers it started were killed; no verdict\n";
-  static constexpr char kHup[] = "lockstep: stopped by SIGHUP: the runs and trainers it started were killed; no verdict\n";
-  const char* line = sig == SIGINT ? kInt : sig == SIGTERM ? kTerm : kHup;
-  const size_t size = sig == SIGINT ? sizeof kInt : sig == SIGTERM ? sizeof kTerm : sizeof kHup;
-  ssize_t ignored = ::write(STDERR_FILENO, line, size - 1);
-  (void)ignored;
+void say_stopped_by(int sig, bool killed_some) {
+  auto say = [](const char* text, size_t size) {
+    ssize_t ignored = ::write(STDERR_FILENO, text, size);
+    (void)ignored;
+  };
+  static constexpr char kStopped[] = "lockstep: stopped by ";
+  static constexpr char kInt[] = "SIGINT", kTerm[] = "SIGTERM", kHup[] = "SIGHUP";
+  static constexpr char kKilled[] = ": the runs and trainers it started were killed; no verdict\n";
+  static constexpr char kNone[] = "; no verdict\n";
+  say(kStopped, sizeof kStopped - 1);
+  if (sig == SIGINT) say(kInt, sizeof kInt - 1);
+  if (sig == SIGTERM) say(kTerm, sizeof kTerm - 1);
+  if (sig == SIGHUP) say(kHup, sizeof kHup - 1);
+  if (killed_some) say(kKilled, sizeof kKilled - 1);
+  else say(kNone, sizeof kNone - 1);
 }
 
 extern "C" void kill_trainers_and_reraise(int sig) {
+  bool killed_some = false;
   for (int i = 0; i < kMaxGroups; ++i)
-    if (g_groups[i] > 0) ::kill(-static_cast<pid_t>(g_groups[i]), SIGKILL);
+    if (g_groups[i] > 0) killed_some = ::kill(-static_cast<pid_t>(g_groups[i]), SIGKILL) == 0 || killed_some;
   if (g_stop_active) {  // the command ends itself once it has cleaned up
     g_stop_signal = sig;
     return;
   }
-  say_stopped_by(sig);
+  say_stopped_by(sig, killed_some);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -144,6 +152,18 @@ class TrainerSignals {
 };
 
 }  // namespace
+
+void say_when_stopped_by_a_signal() {
+  struct sigaction sa {};
+  sa.sa_handler = kill_trainers_and_reraise;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    // A signal ignored by whoever started us (nohup, a script's background
+    // job) stays ignored.
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler != SIG_IGN) ::sigaction(sig, &sa, nullptr);
+  }
+}
 
 StopSignals::StopSignals() {
   g_stop_signal = 0;

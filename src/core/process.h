@@ -69,6 +69,15 @@ struct ProcessOutcome {
 std::string resolve_program(const std::string& argv0, const std::string& cwd, const std::string& path_var,
                             const std::string& what = "trainer.command[0]");
 
+/// From now on SIGINT, SIGTERM and SIGHUP end this process with one line
+/// on stderr before it dies of the signal: "lockstep: stopped by SIGINT:
+/// the runs and trainers it started were killed; no verdict" (or, with
+/// none running, "lockstep: stopped by SIGINT; no verdict"), so a terminal
+/// or a cancelled job's log says why a command ended without one. Called
+/// once, first thing in main(); run_process's handler is the same one. A
+/// signal this process was started ignoring (nohup) stays ignored.
+void say_when_stopped_by_a_signal();
+
 /// While one is alive, SIGINT, SIGTERM and SIGHUP no longer end this
 /// process at once: the running children's groups are killed (their runs
 /// then fail), and received() says which signal came, so a long command

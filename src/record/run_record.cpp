@@ -221,8 +221,11 @@ const std::vector<std::string_view>& run_record_keys() {
 void refuse_replacing_other_than_a_record(const std::string& path, const std::string& flag) {
   namespace fs = std::filesystem;
   // A path ending in "/" names a folder; refused before anything is made.
-  if (!path.empty() && path.back() == '/')
-    throw BadUsage(flag + " " + path + ": a file path for the record, not a folder (drop the trailing /)");
+  const std::string name = fs::path(path).filename().string();
+  if (!path.empty() && (path.back() == '/' || name == "." || name == ".."))
+    throw BadUsage(flag + " " + path + ": a file path for the record, not a folder" +
+                   (path.back() == '/' ? " (drop the trailing /)" : ""));
+  refuse_path_through_a_file(path, flag);
   std::error_code ec;
   fs::file_status status = fs::symlink_status(path, ec);
   if (!ec && fs::exists(status) && !fs::is_regular_file(status) && !fs::is_symlink(status))

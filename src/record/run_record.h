@@ -120,9 +120,9 @@ RunRecord run_record_from_json(const JsonView& node,
 /// lockstep run record (a JSON object whose "schema" is "lockstep.run/..."):
 /// a record written with `--record` replaces only an earlier record, never a
 /// README, a script or a data file. `flag` names the option in the message
-/// ("--record"). Also refused: a path ending in "/" (a folder's name) and a
-/// folder or other non-file at `path`. Nothing there, or an earlier record:
-/// returns.
+/// ("--record"). Also refused: a path naming a folder ("out/", "out/x/..")
+/// or through a file ("notes.txt/r.json"), and a folder or other non-file
+/// at `path`. Nothing there, or an earlier record: returns.
 void refuse_replacing_other_than_a_record(const std::string& path, const std::string& flag);
 
 /// The top-level keys of a run record (a golden adds "provenance" and

@@ -114,5 +114,19 @@ TEST(CheckCommand, AnOutFolderInsideTheGoldensIsRefusedBeforeAnyRun) {
   EXPECT_TRUE(l.calls.empty());
 }
 
+// A usage error is said before the --out folder is made: none is left.
+TEST(CheckCommand, ARefusedCheckLeavesNoOutFolder) {
+  GateProject p("cli-check-refused");
+  p.write_golden(make_gate_record());
+  FakeLauncher l;
+  std::string out;
+  const std::string notes = p.root().string() + "/notes.txt";
+  write_file_atomically(notes, "notes\n");
+  EXPECT_EQ(testing::refusal([&] { return check(p, l, out, {}, [&](CheckOptions& o) { o.history_dir = notes; }); }),
+            "--history " + notes + ": a folder for the ledgers (<smoke>.jsonl), and this is a file");
+  EXPECT_FALSE(fs::exists(p.out_dir()));
+  EXPECT_TRUE(l.calls.empty());
+}
+
 }  // namespace
 }  // namespace lockstep

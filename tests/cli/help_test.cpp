@@ -120,7 +120,7 @@ TEST(Help, EveryRunRequestFieldWrittenAsFlagsParsesBack) {
   };
   std::vector<std::pair<RunRequest, bool>> requests;
   RunRequest all = base();
-  all.overrides = {2, 1, 2, 1.5, "parameter", "default"};
+  all.overrides = {2, 1, 2, 1.5, "parameter", "default", {}};
   all.repeat = 3;
   all.data_pass = false;
   all.variant = "accum2";
@@ -185,26 +185,39 @@ TEST(Help, EmptyValuesAndHiddenFlagsAreRefusedByName) {
 }
 
 // A mistyped command or flag is exit 2 and one line: the word and its
-// closest spelling, in place of CLI11's "not expected" list.
+// closest spelling, in place of CLI11's "not expected" list, also when the
+// typo left a required option missing or fed its value to a positional.
 TEST(Help, AMistypedCommandOrFlagIsNamedWithItsClosestSpelling) {
-  Result command = lockstep("chek " + kSmoke);
-  EXPECT_EQ(command.code, 2) << command.output;
-  EXPECT_EQ(command.output, "lockstep: error: unknown command 'chek' (did you mean 'check'?); `lockstep --help` lists "
-                            "the commands\n");
-  Result flag = lockstep("run --varaint workers0 " + kSmoke);
-  EXPECT_EQ(flag.code, 2) << flag.output;
-  EXPECT_EQ(flag.output, "lockstep: error: --varaint is not a flag of `lockstep run` (did you mean --variant?); "
-                         "`lockstep run --help` lists its flags\n");
-  Result unknown = lockstep("probe --repeat 2 " + kSmoke);
-  EXPECT_EQ(unknown.code, 2) << unknown.output;
-  EXPECT_EQ(unknown.output, "lockstep: error: --repeat is not a flag of `lockstep probe`; `lockstep probe --help` "
-                            "lists its flags\n");
-  // Another error first (--to missing): CLI11's line, then the hint.
-  Result nested = lockstep("history add x.json --too dir");
-  EXPECT_EQ(nested.code, 2) << nested.output;
-  EXPECT_NE(nested.output.find("lockstep: --too is not a flag of `lockstep history add` (did you mean --to?)"),
-            std::string::npos)
-      << nested.output;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"chek " + kSmoke, "unknown command 'chek' (did you mean 'check'?); `lockstep --help` lists the commands"},
+      {"hook plna", "unknown command 'plna' of `lockstep hook` (did you mean 'plan'?); `lockstep hook --help` lists "
+                    "its commands"},
+      {"history ad x.json --to dir", "unknown command 'ad' of `lockstep history` (did you mean 'add'?); `lockstep "
+                                     "history --help` lists its commands"},
+      {"run --varaint workers0 " + kSmoke, "--varaint is not a flag of `lockstep run` (did you mean --variant?); "
+                                           "`lockstep run --help` lists its flags"},
+      {"run -varaint workers0 " + kSmoke, "-varaint is not a flag of `lockstep run` (did you mean --variant?); "
+                                          "`lockstep run --help` lists its flags"},
+      {"probe --repeat 2 " + kSmoke, "--repeat is not a flag of `lockstep probe`; `lockstep probe --help` lists its "
+                                     "flags"},
+      {"history add x.json --too dir", "--too is not a flag of `lockstep history add` (did you mean --to?); "
+                                       "`lockstep history add --help` lists its flags"},
+      {"import jsonl m.jsonl --seires loss=loss --record x.json",
+       "--seires is not a flag of `lockstep import` (did you mean --series?); `lockstep import --help` lists its "
+       "flags"},
+      {"--verison", "--verison is not a flag of `lockstep` (did you mean --version?); `lockstep --help` lists its "
+                    "flags"},
+      // Not misspellings, said in lockstep's words.
+      {"run -- " + kSmoke + " extra more", "`lockstep run` does not take 'extra', 'more'; `lockstep run --help` "
+                                           "lists what it takes"},
+      {"run --record= " + kSmoke, "--record=: expected a value after '='"},
+      {"env --format json --format text", "--format given 2 times; give it once (`lockstep env --help`)"},
+  };
+  for (const auto& [line, message] : cases) {
+    Result r = lockstep(line);
+    EXPECT_EQ(r.code, 2) << line << "\n" << r.output;
+    EXPECT_EQ(r.output, "lockstep: error: " + message + "\n") << line;
+  }
 }
 
 TEST(Help, OldSpellingsStillWorkAndSayWhatReplacedThem) {

@@ -836,6 +836,25 @@ TEST(TrainerCli, ACancelledLockstepTakesItsTrainersWithIt) {
   }
 }
 
+// A built-in run stopped by a signal, no trainer in it: the line says so
+// without naming runs it never started, and the record is not written.
+TEST(TrainerCli, ABuiltInRunStoppedByASignalSaysSo) {
+  fs::path d = out_dir("signal-builtin");
+  fs::create_directories(d);
+  nlohmann::json cfg = nlohmann::json::parse(read_file(test_paths::source_dir() + "/smoke/tokens-transformer.json"));
+  cfg["steps"] = 100000;  // far longer than the 2 s before the signal
+  cfg.erase("resume_at");
+  write_file_atomically((d / "long.json").string(), pretty_dump(cfg));
+  Result r = shell("cd '" + d.string() + "' || exit 9; " + test_paths::lockstep_binary() +
+                   " run long.json --record r.json 2>&1 & lp=$!; sleep 2; kill -TERM $lp; wait $lp; "
+                   "echo \"lockstep status $?\"");
+  EXPECT_NE(r.output.find("lockstep: stopped by SIGTERM; no verdict\nlockstep status " + std::to_string(128 + SIGTERM)),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(d / "r.json"));
+  fs::remove_all(d);
+}
+
 // check --rerun-failing on a runner that is nondeterministic (the example's
 // nondeterministic_op switch, set in the runner's environment, not the
 // config): the run fails its exact golden, the rerun differs from it, so

@@ -57,5 +57,22 @@ TEST(RunRecordFile, OutReplacesOnlyAnEarlierRecord) {
   EXPECT_NO_THROW(refuse_replacing_other_than_a_record(s.path("compact.json"), "--out"));
 }
 
+TEST(RunRecordFile, APathNamingAFolderOrThroughAFileIsRefused) {
+  Scratch s;
+  write_file_atomically(s.path("notes.md"), "# notes\n");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {s.path("out/x/"), "a file path for the record, not a folder (drop the trailing /)"},
+      {s.path("out/x/.."), "a file path for the record, not a folder"},
+      {s.path("out/."), "a file path for the record, not a folder"},
+      {s.path("notes.md/r.json"), s.path("notes.md") + " is not a folder"},
+      {s.path("notes.md/deeper/r.json"), s.path("notes.md") + " is not a folder"},
+      {s.dir.string(), "refusing to write a run record over something that is not a regular file (name the "
+                       "record's file, e.g. " + s.path("<smoke>.run.json") + ")"},
+  };
+  for (const auto& [path, why] : cases)
+    EXPECT_EQ(message_of([&] { refuse_replacing_other_than_a_record(path, "--record"); }), "--record " + path + ": " + why);
+  EXPECT_FALSE(std::filesystem::exists(s.path("out")));
+}
+
 }  // namespace
 }  // namespace lockstep
