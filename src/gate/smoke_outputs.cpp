@@ -4,6 +4,7 @@
 #include <regex>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "smoke/golden_store.h"
 
@@ -27,6 +28,13 @@ void clear_smoke_outputs(const std::string& dir) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
     if (is_smoke_output_name(it->path().filename().string())) doomed.push_back(it->path());
   if (ec) throw io_error(dir, "list the smoke's output folder", ec.value());
+  // The temporaries of those outputs that a killed writer left (a check
+  // stopped by a signal mid-write); never one being written now.
+  for (const TemporaryFile& t : find_temporaries(dir)) {
+    const std::string name = fs::path(t.path).filename().string();
+    if (t.pid != 0 && !t.writer_alive && is_smoke_output_name(name.substr(1, name.rfind(".tmp.") - 1)))
+      doomed.push_back(t.path);
+  }
   for (const auto& p : doomed) {
     fs::remove_all(p, ec);
     if (ec) throw io_error(p.string(), "remove an earlier command's output", ec.value());

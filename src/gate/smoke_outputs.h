@@ -21,7 +21,9 @@ namespace lockstep {
 bool is_smoke_output_name(const std::string& name);
 
 /// Removes from `dir` every entry is_smoke_output_name() accepts (a
-/// folder with its contents, a link as a link); anything else is left.
+/// folder with its contents, a link as a link) and the temporaries of such
+/// entries a killed writer left (core/atomic_file.h's find_temporaries;
+/// never one whose writer still runs); anything else is left.
 /// Nothing happens when `dir` does not exist.
 /// Throws: io_error() when the folder cannot be listed or an entry
 /// removed (exit 3 for the machine: permissions, read-only disk).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -37,6 +38,26 @@ TEST(SmokeOutputs, ClearsAnEarlierCommandsFilesAndKeepsTheRest) {
   for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
   EXPECT_EQ(left, std::vector<std::string>{"notes.txt"});
   clear_smoke_outputs((dir / "absent").string());  // nothing to clear is not an error
+  fs::remove_all(dir);
+}
+
+// A check killed mid-write leaves ".run-1.json.tmp.<pid>.XXXXXX": the next
+// one removes it, but not a temporary being written now, nor another
+// file's.
+TEST(SmokeOutputs, ClearsTheTemporariesOfAKilledWriter) {
+  fs::path dir = fs::temp_directory_path() / ("lockstep-smoke-temporaries-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string alive = std::to_string(::getpid());
+  const std::string gone = "4194303";  // above any pid this machine hands out
+  for (const std::string& f : {".run-1.json.tmp." + gone + ".AbC123", ".report.html.tmp." + gone + ".x1y2z3",
+                               ".run-2.json.tmp." + alive + ".QwErTy", ".notes.txt.tmp." + gone + ".zzzzzz"})
+    std::ofstream(dir / f) << "x";
+  clear_smoke_outputs(dir.string());
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{".notes.txt.tmp." + gone + ".zzzzzz", ".run-2.json.tmp." + alive + ".QwErTy"}));
   fs::remove_all(dir);
 }
 
