@@ -122,7 +122,7 @@ tail -n 3 "$work/cpu.log" | sed 's/^/  | /'
 if [ "$rc" -eq 0 ]; then held "check on the CPU, CUDA build"; else failed "check on the CPU, CUDA build: exit $rc"; fi
 # 4. The torch-linked tests, on the CPU, against the CUDA LibTorch.
 if (cd "$build" && ctest -j 2 -L torch --output-on-failure >"$work/ctest.log" 2>&1); then
-  held "ctest -L torch: $(grep -o '[0-9]* tests passed.*' "$work/ctest.log" | head -n 1)"
+  held "ctest -L torch: $(grep -o '[0-9]*% tests passed.*' "$work/ctest.log" | head -n 1)"
 else
   grep -E 'tests passed|Failed|\*\*\*' "$work/ctest.log" | sed 's/^/  | /' | tail -n 20
   failed "ctest -L torch in the CUDA build"
