@@ -69,8 +69,9 @@ TEST(RunRecordFile, APathNamingAFolderOrThroughAFileIsRefused) {
       {s.dir.string(), "refusing to write a run record over something that is not a regular file (name the "
                        "record's file, e.g. " + s.path("<smoke>.run.json") + ")"},
   };
-  for (const auto& [path, why] : cases)
-    EXPECT_EQ(message_of([&] { refuse_replacing_other_than_a_record(path, "--record"); }), "--record " + path + ": " + why);
+  for (const auto& c : cases)  // (not a structured binding: clang's C++17 cannot capture one)
+    EXPECT_EQ(message_of([&] { refuse_replacing_other_than_a_record(c.first, "--record"); }),
+              "--record " + c.first + ": " + c.second);
   EXPECT_FALSE(std::filesystem::exists(s.path("out")));
 }
 
