@@ -93,9 +93,10 @@ std::string command_hint(const std::vector<CLI::App*>& chain, const std::vector<
   for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
   if (names.empty()) return "";
   size_t i = 0;
-  for (size_t depth = 1; depth < chain.size(); ++depth)  // past the names of the commands parsed
-    while (i < args.size() && args[i++] != chain[depth]->get_name()) {
-    }
+  for (size_t depth = 1; depth < chain.size(); ++depth) {  // past the names of the commands parsed
+    while (i < args.size() && args[i] != chain[depth]->get_name()) ++i;
+    ++i;
+  }
   for (; i < args.size() && args[i] != "--"; ++i) {
     const std::string& word = args[i];
     if (word.empty() || word[0] == '-') continue;
@@ -158,12 +159,13 @@ std::string usage_error_said(CLI::App& app, const std::vector<std::string>& args
       for (const std::string& word : at->remaining())
         if (word != "--") extras.push_back(word);
     std::string listed;
+    auto list = [&listed](const std::string& word) { listed += (listed.empty() ? "'" : ", '") + word + "'"; };
     for (const std::string& word : args)
       if (auto it = std::find(extras.begin(), extras.end(), word); it != extras.end()) {
-        listed += (listed.empty() ? "'" : ", '") + word + "'";
+        list(word);
         extras.erase(it);
       }
-    for (const std::string& word : extras) listed += (listed.empty() ? "'" : ", '") + word + "'";  // split by CLI11
+    for (const std::string& word : extras) list(word);  // as CLI11 split it ("-=1" of "-q=1")
     if (!listed.empty()) return "`" + path + "` does not take " + listed + "; `" + path + " --help` lists what it takes";
   }
   return "";

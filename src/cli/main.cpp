@@ -24,8 +24,8 @@ using lockstep::decimal_range;
 using lockstep::empty_assignment;
 using lockstep::kHiddenGroup;
 using lockstep::misspelling_hint;
-using lockstep::usage_error_said;
 using lockstep::signed_decimal_range;
+using lockstep::usage_error_said;
 
 // `run` and `probe` take the same arguments: the rows of plan/run_flags.h.
 CLI::App* add_run_command(CLI::App& app, const char* name, const char* help, lockstep::RunOptions& o,
