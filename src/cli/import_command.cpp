@@ -165,6 +165,10 @@ int import_command(const ImportRequest& o) {
     if (!is_golden_name(o.name))
       throw BadUsage("--name " + o.name + ": a smoke name of 1 to 100 letters, digits, '.', '_' and '-', not starting "
                      "with '.'");
+  } else if (!o.out.empty()) {  // before the log is read
+    if (fs::exists(o.out, ec) && !fs::is_directory(o.out, ec))
+      throw BadUsage("--out " + o.out + ": a folder for the pending golden, and this is a file");
+    refuse_path_through_a_file(o.out, "--out");
   }
   int status = 0;
   if (!o.golden.empty()) {

@@ -57,8 +57,10 @@ void refuse_unsafe_outputs(const RunPlan& p) {
   std::error_code ec;
   fs::file_status s = fs::symlink_status(p.out, ec);
   if (!ec && fs::exists(s) && !fs::is_regular_file(s))  // as write_file_atomically, before the run, not after it
-    throw BadUsage(p.out + ": refusing to write over something that is not a regular file (--record names the "
-                   "record's file, e.g. " + (fs::path(p.out) / (p.config.name + ".run.json")).string() + ")");
+    throw BadUsage("--record " + p.out + ": refusing to write over something that is not a regular file" +
+                   (fs::is_directory(s) ? " (--record names the record's file, e.g. " +
+                                              (fs::path(p.out) / (p.config.name + ".run.json")).string() + ")"
+                                        : std::string()));
   // A path ending in "/" names a folder: a single process's checkpoint is a
   // file (a multi-rank checkpoint is a folder; the record's path is checked
   // by refuse_replacing_other_than_a_record below).

@@ -229,8 +229,10 @@ void refuse_replacing_other_than_a_record(const std::string& path, const std::st
   std::error_code ec;
   fs::file_status status = fs::symlink_status(path, ec);
   if (!ec && fs::exists(status) && !fs::is_regular_file(status) && !fs::is_symlink(status))
-    throw BadUsage(flag + " " + path + ": refusing to write a run record over something that is not a regular file "
-                   "(name the record's file, e.g. " + (fs::path(path) / "<smoke>.run.json").string() + ")");
+    throw BadUsage(flag + " " + path + ": refusing to write a run record over something that is not a regular file" +
+                   (fs::is_directory(status) ? " (name the record's file, e.g. " +
+                                                   (fs::path(path) / "<smoke>.run.json").string() + ")"
+                                             : std::string()));
   fs::path target = fs::weakly_canonical(fs::absolute(path), ec);  // through links: what the write replaces
   if (ec || !fs::is_regular_file(target, ec)) return;
   std::string why;

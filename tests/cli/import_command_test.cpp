@@ -118,6 +118,16 @@ TEST(ImportCommand, RefusesBadArgumentsBeforeWritingAnything) {
        },
        "--record " + (p.root() / "in" / "r.json").string() + ": inside the folder read (" + p.root().string() +
            "); write the record elsewhere"},
+      {[&](ImportRequest& r) {
+         r.golden = p.smoke_file();
+         r.out = log;
+       },
+       "--out " + log + ": a folder for the pending golden, and this is a file"},
+      {[&](ImportRequest& r) {
+         r.golden = p.smoke_file();
+         r.out = log + "/pending";
+       },
+       "--out " + log + "/pending: " + log + " is not a folder"},
       {[&](ImportRequest& r) { r.record = (p.root() / "out" / "x/").string(); },
        "--record " + (p.root() / "out" / "x/").string() + ": a file path for the record, not a folder (drop the "
        "trailing /)"},

@@ -266,8 +266,12 @@ TEST(RunPlan, OutputsNeverLandOnInputsGoldensOrTheCheckpoint) {
   r.checkpoint.clear();
   fs::create_directories(p.p.out_dir() + "/folder.json");
   r.out = p.p.out_dir() + "/folder.json";
-  EXPECT_EQ(p.refusal(r), r.out + ": refusing to write over something that is not a regular file (--record names the "
-                                 "record's file, e.g. " + r.out + "/unit.run.json)");
+  EXPECT_EQ(p.refusal(r), "--record " + r.out + ": refusing to write over something that is not a regular file "
+                                              "(--record names the record's file, e.g. " + r.out + "/unit.run.json)");
+  // Not a folder: no hint of a file inside it.
+  fs::create_symlink("/nonexistent", p.p.out_dir() + "/dangling.json");
+  r.out = p.p.out_dir() + "/dangling.json";
+  EXPECT_EQ(p.refusal(r), "--record " + r.out + ": refusing to write over something that is not a regular file");
   r.out = p.p.out_dir() + "/new/";
   EXPECT_EQ(p.refusal(r), "--record " + r.out + ": a file path for the record, not a folder (drop the trailing /)");
   EXPECT_FALSE(fs::exists(r.out));
