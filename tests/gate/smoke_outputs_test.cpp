@@ -41,9 +41,9 @@ TEST(SmokeOutputs, ClearsAnEarlierCommandsFilesAndKeepsTheRest) {
   fs::remove_all(dir);
 }
 
-// A check killed mid-write leaves ".run-1.json.tmp.<pid>.XXXXXX": the next
-// one removes it, but not a temporary being written now, nor another
-// file's.
+// A check killed mid-write leaves ".run-1.json.tmp.<pid>.<mkstemp's six
+// random characters>": the next one removes it, but not a temporary being
+// written now, nor another file's.
 TEST(SmokeOutputs, ClearsTheTemporariesOfAKilledWriter) {
   fs::path dir = fs::temp_directory_path() / ("lockstep-smoke-temporaries-" + std::to_string(::getpid()));
   fs::remove_all(dir);
